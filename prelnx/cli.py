@@ -1,0 +1,30 @@
+"""The `prelnx` command line: one thin function per command; the work lives in the modules they call."""
+
+from __future__ import annotations
+
+import typer
+
+from prelnx.commands.train import train_command
+
+app = typer.Typer(
+    help="Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
+
+
+app.command("train")(train_command)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""`prelnx train`: validate a config, then train (or resume) one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from prelnx.config.load import ConfigError, dump_config, load_config
+from prelnx.run.plan import DataNotReady, data_dir, plan_launch
+from prelnx.run.runner import RunConflict, default_run_dir, train
+
+
+def train_command(
+    config: Annotated[str, typer.Option("--config", "-c", help="A YAML config: a path, or a name under configs/ (e.g. iwslt_preln.yaml).")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key, e.g. --set optimizer.lr=1e-3 (repeatable).")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Where the run's files go \\[default: runs/<config name>].")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved config and the fairseq-train command; train nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
+) -> None:
+    """Train a Post-LN or Pre-LN fairseq transformer; per-epoch valid loss and BLEU go to metrics.jsonl and TensorBoard.
+
+    Re-running the same command on the same run dir resumes from the last checkpoint.
+    Exit codes: 0 finished, 1 failed, 2 bad config or input, 3 diverged, 130 interrupted.
+    """
+    try:
+        resolved, _ = load_config(config, set_ or [])
+        target = run_dir or default_run_dir(resolved)
+        if dry_run:
+            typer.echo(dump_config(resolved))
+            launch = plan_launch(resolved, data_dir(resolved), target / "checkpoints")
+            typer.echo("# the equivalent plain fairseq command:")
+            typer.echo(launch.command_line())
+            return
+        result = train(resolved, run_dir=target, force=force, echo=typer.echo)
+    except (ConfigError, DataNotReady, RunConflict, ValueError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,276 @@
+"""Loading configs: YAML files with `base:` inheritance, `--set key.sub=value` overrides, typed validation.
+
+Every problem (unknown key, wrong type, bad value) is collected and reported at once in one `ConfigError`,
+naming the file (or `--set`) each key came from and what would be valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+
+from prelnx.config.schema import Config, check_values
+
+CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository's configs/ (editable installs)
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message lists every problem."""
+
+
+def find_config(name: str | Path) -> Path:
+    """A path as given, else a file under ./configs or the repository's configs/ (a bare name is searched recursively)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    roots = [Path.cwd() / "configs", CONFIGS_DIR]
+    for root in roots:
+        if (root / path).is_file():
+            return root / path
+    if len(path.parts) == 1:
+        for root in roots:
+            matches = sorted(root.rglob(path.name)) if root.is_dir() else []
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                listed = ", ".join(str(m.relative_to(root)) for m in matches)
+                raise ConfigError(f"{name}: ambiguous, several configs have this name under {root}: {listed}")
+    raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in {CONFIGS_DIR})")
+
+
+def default_run_name(config_path: Path) -> str:
+    """`configs/demo/preln_nowarmup.yaml` -> `demo/preln_nowarmup`; a file elsewhere -> its stem."""
+    resolved = config_path.resolve()
+    for root in (Path.cwd() / "configs", CONFIGS_DIR):
+        if resolved.is_relative_to(root.resolve()):
+            return resolved.relative_to(root.resolve()).with_suffix("").as_posix()
+    return resolved.stem
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, tuple[Any, str]]:
+    """{"a": {"b": 1}} -> {"a.b": (1, source)}; the leaves remember which file set them."""
+    flat: dict[str, tuple[Any, str]] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, source, dotted + "."))
+        else:
+            flat[dotted] = (value, source)
+    return flat
+
+
+def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any, str]]:
+    """The file's keys over those of its `base:` chain (a path relative to the file, or a name under configs/)."""
+    resolved = path.resolve()
+    if resolved in seen:
+        chain = " -> ".join(str(p) for p in (*seen, resolved))
+        raise ConfigError(f"{path}: base: forms a cycle ({chain})")
+    data = _read_yaml(path)
+    base = data.pop("base", None)
+    flat: dict[str, tuple[Any, str]] = {}
+    if base is not None:
+        if not isinstance(base, str):
+            raise ConfigError(f"{path}: base: must be a file path, got {base!r}")
+        base_path = path.parent / base
+        if not base_path.is_file():
+            try:
+                base_path = find_config(base)
+            except ConfigError:
+                raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)") from None
+        flat.update(_load_layers(base_path, (*seen, resolved)))
+    flat.update(_flatten(data, str(path)))
+    return flat
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`model.layout=pre` -> ("model.layout", "pre"); the value is read as YAML (numbers, lists, null)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text}: expected KEY=VALUE, e.g. --set optimizer.lr=1e-3")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(hint))
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return " or ".join(_type_name(a) for a in args) + " or null"
+    if origin in (list, tuple):
+        return f"a list ({', '.join(_type_name(a) for a in typing.get_args(hint) if a is not Ellipsis)})"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(hint, str(hint))
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """The value as the schema's type, or raise TypeError. YAML already typed it; only safe widening happens here."""
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        if value in typing.get_args(hint):
+            return value
+        raise TypeError
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in typing.get_args(hint):
+            return None
+        for arg in typing.get_args(hint):
+            if arg is not type(None):
+                try:
+                    return _coerce(value, arg)
+                except TypeError:
+                    continue
+        raise TypeError
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise TypeError
+        return [_coerce(v, item) for v in value]
+    if origin is tuple:
+        items = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)) or len(value) != len(items):
+            raise TypeError
+        return tuple(_coerce(v, t) for v, t in zip(value, items))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise TypeError
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise TypeError
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 5e-4 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                raise TypeError from None
+        raise TypeError
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise TypeError
+    raise TypeError
+
+
+def _schema_fields(cls: type, prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> type hint for every leaf of the schema."""
+    hints = typing.get_type_hints(cls)
+    leaves: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            leaves.update(_schema_fields(hint, f"{prefix}{f.name}."))
+        else:
+            leaves[f"{prefix}{f.name}"] = hint
+    return leaves
+
+
+def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
+    kwargs: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(hints[f.name]):
+            kwargs[f.name] = _build(hints[f.name], values, key + ".")
+        elif key in values:
+            kwargs[f.name] = values[key]
+    return cls(**kwargs)
+
+
+def _closest(key: str, known: list[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(key, known, n=1)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+def build_config(flat: dict[str, tuple[Any, str]]) -> Config:
+    """Validate flattened (value, source) leaves against the schema; every problem goes into one ConfigError."""
+    leaves = _schema_fields(Config)
+    sections = {key.rsplit(".", 1)[0] for key in leaves if "." in key}
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    for key, (value, source) in flat.items():
+        if key not in leaves:
+            if key in sections and value in ({}, None):
+                continue  # an empty section
+            problems.append(f"{source}: {key}: unknown key{_closest(key, list(leaves))}")
+            continue
+        try:
+            values[key] = _coerce(value, leaves[key])
+        except TypeError:
+            problems.append(f"{source}: {key}: expected {_type_name(leaves[key])}, got {value!r}")
+    if not problems:
+        try:
+            config = _build(Config, values)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(str(error)) from None
+        sources = {key: source for key, (_, source) in flat.items()}
+        for key, message in check_values(config):
+            problems.append(f"{sources.get(key, 'defaults')}: {key}: {message}")
+        if not problems:
+            return config
+    raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> tuple[Config, Path]:
+    """Find, read, merge (`base:`), override (`--set`), validate. Returns the config and the file it came from."""
+    config_path = find_config(path)
+    flat = _load_layers(config_path)
+    for text in overrides:
+        key, value = parse_override(text)
+        flat[key] = (value, f"--set {text}")
+    config = build_config(flat)
+    if config.name is None:
+        config.name = default_run_name(config_path)
+    return config, config_path
+
+
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """Plain dict for YAML/JSON (tuples become lists)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return plain(dataclasses.asdict(config))
+
+
+def dump_config(config: Config) -> str:
+    return yaml.safe_dump(config_to_dict(config), sort_keys=False)
+
+
+def config_from_dict(data: dict[str, Any], source: str) -> Config:
+    """Rebuild a Config from `config_to_dict` output (e.g. a run dir's config.yaml)."""
+    return build_config(_flatten(data, source))

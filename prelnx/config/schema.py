@@ -1,0 +1,191 @@
+"""The typed configuration: every key a YAML config may hold, its type, default and meaning.
+
+This is the only place that knows the YAML vocabulary; the rest of prelnx takes a `Config`.
+Units: learning rates are absolute values, lengths are in updates (optimizer steps) or epochs as named,
+batch sizes in tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+from prelnx.data.synthetic import SyntheticTask
+
+# fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
+ARCH_PRESETS = (
+    "transformer",
+    "transformer_iwslt_de_en",
+    "transformer_wmt_en_de",
+    "transformer_vaswani_wmt_en_de_big",
+    "transformer_vaswani_wmt_en_fr_big",
+    "transformer_wmt_en_de_big",
+    "transformer_wmt_en_de_big_t2t",
+)
+DATASETS = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
+
+
+@dataclass
+class DataConfig:
+    dataset: Literal["synthetic", "iwslt14", "wmt14", "multi30k", "custom"] = "synthetic"
+    # Folder of binarized data (dict.*.txt, *.bin/*.idx). For `synthetic`, where the generated data is cached
+    # (default: $PRELNX_DATA_HOME or ~/.cache/prelnx, in a folder named after the task's settings).
+    path: Optional[str] = None
+    source_lang: Optional[str] = None  # default per dataset: de/en, en/de, src/tgt
+    target_lang: Optional[str] = None
+    synthetic: SyntheticTask = field(default_factory=SyntheticTask)  # only read when dataset is synthetic
+
+
+@dataclass
+class ModelConfig:
+    layout: Literal["post", "pre"] = "post"  # where LayerNorm sits: after the residual add (post) or before the sublayer (pre)
+    arch: str = "transformer_iwslt_de_en"  # a fairseq preset; the fields below override its dimensions
+    encoder_layers: Optional[int] = None
+    decoder_layers: Optional[int] = None
+    embed_dim: Optional[int] = None  # encoder and decoder
+    ffn_dim: Optional[int] = None  # encoder and decoder FFN inner size
+    attention_heads: Optional[int] = None  # encoder and decoder
+    dropout: float = 0.1  # the paper's value; fairseq's IWSLT recipe uses 0.3
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    share_decoder_input_output_embed: bool = True
+    share_all_embeddings: bool = False  # needs a joined dictionary
+
+
+@dataclass
+class OptimizerConfig:
+    name: Literal["adam", "sgd", "radam"] = "adam"
+    lr: float = 5e-4  # the peak learning rate, reached at the end of warm-up
+    betas: tuple[float, float] = (0.9, 0.98)  # adam and radam
+    eps: float = 1e-8  # adam and radam
+    weight_decay: float = 0.0
+    momentum: float = 0.0  # sgd only
+
+
+@dataclass
+class ScheduleConfig:
+    # Linear warm-up from warmup_init_lr to optimizer.lr over this many updates; 0 = no warm-up: the first
+    # update already uses the peak lr. (Unlike fairseq's inverse_sqrt with --warmup-updates 1, which decays
+    # as lr/sqrt(t) from the first update: see README, "What no warm-up means".)
+    warmup_updates: int = 0
+    warmup_init_lr: float = 0.0
+    decay: Literal["inverse_sqrt", "constant", "step", "linear"] = "constant"
+    step_epochs: list[int] = field(default_factory=list)  # step: multiply the lr by step_factor from each of these epochs on
+    step_factor: float = 0.1
+    decay_start_epoch: Optional[int] = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there
+    end_lr: float = 0.0  # linear: the lr reached at train.max_update
+
+
+@dataclass
+class TrainConfig:
+    max_tokens: int = 4096  # tokens per batch (per GPU), before update_freq
+    max_epoch: Optional[int] = None
+    max_update: Optional[int] = None
+    seed: int = 1
+    clip_norm: float = 0.0  # 0 = no gradient clipping
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto = cuda when a GPU is visible
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
+    update_freq: int = 1  # gradient accumulation: batches per update
+    gpus: Optional[int] = None  # GPUs for fairseq's distributed data parallel; None = every visible GPU
+    threads: Optional[int] = None  # CPU threads for torch; None = every core
+    label_smoothing: float = 0.1
+    log_interval: int = 25  # updates between progress lines
+    keep_last_epochs: int = 5  # epoch checkpoints kept besides checkpoint_last/best
+    loss_ceiling: Optional[float] = None  # a train loss (base 2) above this counts as divergence; None = NaN/Inf only
+    num_workers: int = 1  # fairseq data-loading worker processes; 0 = load in the training process
+
+
+@dataclass
+class BleuConfig:
+    enabled: bool = True  # compute validation BLEU after every epoch
+    beam: int = 5
+    lenpen: float = 1.0
+    max_len_a: float = 1.2  # generate at most a * source_length + b tokens
+    max_len_b: int = 10
+    remove_bpe: Optional[str] = None  # the BPE continuation marker to remove, e.g. "@@ " for subword-nmt
+    detok: Literal["space", "moses"] = "space"  # how hypotheses are detokenized before scoring
+    tokenized: bool = True  # True: BLEU on tokenized text (as the paper and fairseq-generate); False: SacreBLEU 13a
+
+
+@dataclass
+class EvalConfig:
+    bleu: BleuConfig = field(default_factory=BleuConfig)
+
+
+@dataclass
+class Config:
+    name: Optional[str] = None  # run name; default: the config file's path under configs/, without .yaml
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+
+def check_values(config: Config) -> list[tuple[str, str]]:
+    """Checks that span keys or bound values; returns (key, message) pairs. Types are checked by the loader."""
+    problems: list[tuple[str, str]] = []
+
+    def need(ok: bool, key: str, message: str) -> None:
+        if not ok:
+            problems.append((key, message))
+
+    m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
+    need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
+    for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
+        value = getattr(m, key)
+        need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
+    if m.embed_dim is not None and m.attention_heads is not None:
+        need(m.embed_dim % m.attention_heads == 0, "model.attention_heads",
+             f"must divide model.embed_dim ({m.embed_dim}), got {m.attention_heads}")  # fmt: skip
+    for key in ("dropout", "attention_dropout", "activation_dropout"):
+        value = getattr(m, key)
+        need(0.0 <= value < 1.0, f"model.{key}", f"must be in [0, 1), got {value}")
+    need(o.lr > 0, "optimizer.lr", f"must be > 0, got {o.lr}")
+    need(all(0.0 <= beta < 1.0 for beta in o.betas), "optimizer.betas", f"each must be in [0, 1), got {list(o.betas)}")
+    need(o.weight_decay >= 0, "optimizer.weight_decay", f"must be >= 0, got {o.weight_decay}")
+    need(0.0 <= o.momentum < 1.0, "optimizer.momentum", f"must be in [0, 1), got {o.momentum}")
+    need(o.momentum == 0.0 or o.name == "sgd", "optimizer.momentum", f"only sgd uses momentum; optimizer.name is {o.name}")
+    need(s.warmup_updates >= 0, "schedule.warmup_updates", f"must be >= 0 (0 = no warm-up), got {s.warmup_updates}")
+    need(0.0 <= s.warmup_init_lr <= o.lr, "schedule.warmup_init_lr",
+         f"must be in [0, optimizer.lr={o.lr}], got {s.warmup_init_lr}")  # fmt: skip
+    if s.decay == "step":
+        need(bool(s.step_epochs), "schedule.step_epochs", "decay: step needs at least one epoch, e.g. [8]")
+        need(all(e >= 1 for e in s.step_epochs), "schedule.step_epochs", f"epochs start at 1, got {s.step_epochs}")
+        need(s.step_epochs == sorted(set(s.step_epochs)), "schedule.step_epochs",
+             f"must be increasing, got {s.step_epochs}")  # fmt: skip
+        need(0.0 < s.step_factor <= 1.0, "schedule.step_factor", f"must be in (0, 1], got {s.step_factor}")
+    else:
+        need(not s.step_epochs, "schedule.step_epochs", f"only decay: step uses it; schedule.decay is {s.decay}")
+    if s.decay_start_epoch is not None:
+        need(s.decay == "inverse_sqrt", "schedule.decay_start_epoch", f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
+        need(s.decay_start_epoch >= 1, "schedule.decay_start_epoch", f"epochs start at 1, got {s.decay_start_epoch}")
+    if s.decay == "linear":
+        need(t.max_update is not None, "train.max_update", "decay: linear needs train.max_update (where the lr reaches end_lr)")
+        need(t.max_update is None or t.max_update > s.warmup_updates, "train.max_update",
+             f"must exceed schedule.warmup_updates ({s.warmup_updates}) for decay: linear")  # fmt: skip
+        need(0.0 <= s.end_lr <= o.lr, "schedule.end_lr", f"must be in [0, optimizer.lr={o.lr}], got {s.end_lr}")
+    need(t.max_epoch is not None or t.max_update is not None, "train.max_epoch",
+         "set train.max_epoch or train.max_update (or both); otherwise training never stops")  # fmt: skip
+    for key in ("max_tokens", "update_freq", "log_interval"):
+        value = getattr(t, key)
+        need(value >= 1, f"train.{key}", f"must be >= 1, got {value}")
+    for key in ("max_epoch", "max_update", "gpus", "threads"):
+        value = getattr(t, key)
+        need(value is None or value >= 1, f"train.{key}", f"must be >= 1 or null, got {value}")
+    need(t.num_workers >= 0, "train.num_workers", f"must be >= 0 (0 = load in the training process), got {t.num_workers}")
+    need(t.clip_norm >= 0, "train.clip_norm", f"must be >= 0 (0 = off), got {t.clip_norm}")
+    need(t.keep_last_epochs >= 0, "train.keep_last_epochs", f"must be >= 0, got {t.keep_last_epochs}")
+    need(0.0 <= t.label_smoothing < 1.0, "train.label_smoothing", f"must be in [0, 1), got {t.label_smoothing}")
+    need(t.loss_ceiling is None or t.loss_ceiling > 0, "train.loss_ceiling", f"must be > 0 or null, got {t.loss_ceiling}")
+    need(not (t.device == "cpu" and t.precision == "fp16"), "train.precision",
+         "fp16 needs a GPU (train.device: cuda or auto); use fp32 or bf16 on CPU")  # fmt: skip
+    need(b.beam >= 1, "eval.bleu.beam", f"must be >= 1, got {b.beam}")
+    need(b.lenpen > 0, "eval.bleu.lenpen", f"must be > 0, got {b.lenpen}")
+    if config.data.dataset == "custom":
+        need(config.data.path is not None, "data.path", "dataset: custom needs the folder of its binarized data")
+    if m.share_all_embeddings:
+        need(m.share_decoder_input_output_embed, "model.share_decoder_input_output_embed",
+             "must be true when model.share_all_embeddings is true")  # fmt: skip
+    return problems

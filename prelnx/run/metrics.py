@@ -1,0 +1,54 @@
+"""A run's per-epoch results: `metrics.jsonl` (one JSON object per epoch) and TensorBoard scalars (step = epoch)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from prelnx.atomic import write_text_atomic
+
+SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr"}
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
+    """Rewrite the whole file atomically; a resumed run's repeated epoch replaces the earlier row."""
+    by_epoch = {row["epoch"]: row for row in rows}
+    text = "".join(json.dumps(by_epoch[epoch]) + "\n" for epoch in sorted(by_epoch))
+    write_text_atomic(run_dir / "metrics.jsonl", text)
+
+
+class TensorBoardLog:
+    """Scalars at step = epoch, plus the run's hparams for the HParams tab."""
+
+    def __init__(self, log_dir: Path, first_epoch: int) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        # purge_step hides events a previous, interrupted attempt wrote for epochs that are now redone.
+        self.writer = SummaryWriter(str(log_dir), purge_step=first_epoch)
+
+    def hparams(self, hparams: dict[str, Any]) -> None:
+        from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+        metric_names = {"valid/loss": 0.0, "valid/bleu": 0.0}
+        experiment, session_start, session_end = hparams_summary(hparams, metric_names)
+        for summary in (experiment, session_start, session_end):
+            self.writer.file_writer.add_summary(summary)
+
+    def epoch(self, row: dict[str, Any]) -> None:
+        for tag, key in SCALARS.items():
+            value = row.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                self.writer.add_scalar(tag, value, global_step=row["epoch"])
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()

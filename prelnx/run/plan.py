@@ -1,0 +1,188 @@
+"""Config -> the exact `fairseq-train` command of a run (saved as command.txt, runnable by hand).
+
+`fairseq_argv` is a pure function of the config and the resolved data folder; nothing about a run is
+decided anywhere else, so what ran is what command.txt says.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from prelnx.config.schema import Config
+from prelnx.data.synthetic import SyntheticTask
+
+
+def _plugin_dir() -> Path:
+    """The plugin's folder, found without importing it (importing it would import fairseq and register its parts)."""
+    spec = importlib.util.find_spec("prelnx_fairseq_plugin")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("prelnx_fairseq_plugin is not installed; reinstall prelnx (pip install -e .)")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+PLUGIN_DIR = _plugin_dir()
+DEFAULT_LANGS = {"iwslt14": ("de", "en"), "wmt14": ("en", "de"), "multi30k": ("de", "en"), "synthetic": ("src", "tgt")}
+
+
+class DataNotReady(ValueError):
+    """The configured data folder is missing or not binarized; the message says how to prepare it."""
+
+
+def data_home() -> Path:
+    return Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx"))
+
+
+def languages(config: Config) -> tuple[str, str]:
+    default = DEFAULT_LANGS.get(config.data.dataset, ("src", "tgt"))
+    return config.data.source_lang or default[0], config.data.target_lang or default[1]
+
+
+def data_dir(config: Config) -> Path:
+    """Where the binarized data is (or, for synthetic, will be cached)."""
+    if config.data.path is not None:
+        return Path(config.data.path).expanduser()
+    if config.data.dataset == "synthetic":
+        return data_home() / f"synthetic-{config.data.synthetic.fingerprint()}"
+    return Path("data-bin") / config.data.dataset
+
+
+def ensure_data(config: Config) -> Path:
+    """Generate the synthetic task if needed; check any other dataset is binarized. Returns the folder."""
+    folder = data_dir(config)
+    if config.data.dataset == "synthetic":
+        from prelnx.data.synthetic import prepare_synthetic
+
+        return prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
+    source, target = languages(config)
+    missing = [name for name in (f"dict.{source}.txt", f"dict.{target}.txt") if not (folder / name).is_file()]
+    if missing:
+        raise DataNotReady(
+            f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
+            f"Prepare it with fairseq-preprocess (see README, 'Data') and point data.path at the output folder."
+        )
+    return folder
+
+
+def use_cuda(config: Config) -> bool:
+    if config.train.device == "cpu":
+        return False
+    import torch
+
+    available = torch.cuda.is_available()
+    if config.train.device == "cuda" and not available:
+        raise ValueError("train.device: cuda, but torch sees no GPU; use device: cpu or auto")
+    return available
+
+
+def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool, world_size: int = 1) -> list[str]:
+    """The `fairseq-train` arguments (without the program name) for this config."""
+    m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
+    source, target = languages(config)
+    argv = [
+        str(data),
+        "--user-dir", str(PLUGIN_DIR),
+        "--task", "translation", "--source-lang", source, "--target-lang", target,
+        "--arch", m.arch,
+    ]  # fmt: skip
+    for flag, value in (
+        ("--encoder-layers", m.encoder_layers),
+        ("--decoder-layers", m.decoder_layers),
+        ("--encoder-embed-dim", m.embed_dim),
+        ("--decoder-embed-dim", m.embed_dim),
+        ("--encoder-ffn-embed-dim", m.ffn_dim),
+        ("--decoder-ffn-embed-dim", m.ffn_dim),
+        ("--encoder-attention-heads", m.attention_heads),
+        ("--decoder-attention-heads", m.attention_heads),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    if m.layout == "pre":
+        # fairseq's Pre-LN: LayerNorm before each sublayer plus a final LayerNorm after the last layer.
+        argv += ["--encoder-normalize-before", "--decoder-normalize-before"]
+    argv += ["--dropout", str(m.dropout), "--attention-dropout", str(m.attention_dropout),
+             "--activation-dropout", str(m.activation_dropout)]  # fmt: skip
+    if m.share_all_embeddings:
+        argv.append("--share-all-embeddings")
+    elif m.share_decoder_input_output_embed:
+        argv.append("--share-decoder-input-output-embed")
+
+    argv += ["--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(t.label_smoothing)]
+    argv += ["--optimizer", o.name, "--lr", str(o.lr), "--weight-decay", str(o.weight_decay)]
+    if o.name in ("adam", "radam"):
+        argv += ["--adam-betas", f"({o.betas[0]}, {o.betas[1]})", "--adam-eps", str(o.eps)]
+    else:
+        argv += ["--momentum", str(o.momentum)]
+    argv += [
+        "--lr-scheduler", "warmup_decay",
+        "--warmup-updates", str(s.warmup_updates), "--warmup-init-lr", str(s.warmup_init_lr),
+        "--decay", s.decay,
+    ]  # fmt: skip
+    if s.decay == "step":
+        argv += ["--step-epochs", ",".join(str(e) for e in s.step_epochs), "--step-factor", str(s.step_factor)]
+    if s.decay_start_epoch is not None:
+        argv += ["--decay-start-epoch", str(s.decay_start_epoch)]
+    if s.decay == "linear":
+        argv += ["--end-lr", str(s.end_lr)]
+
+    argv += ["--max-tokens", str(t.max_tokens), "--update-freq", str(t.update_freq), "--seed", str(t.seed),
+             "--clip-norm", str(t.clip_norm), "--num-workers", str(t.num_workers)]  # fmt: skip
+    if t.max_epoch is not None:
+        argv += ["--max-epoch", str(t.max_epoch)]
+    if t.max_update is not None:
+        argv += ["--max-update", str(t.max_update)]
+    if not cuda:
+        argv.append("--cpu")
+    elif world_size > 1:
+        argv += ["--distributed-world-size", str(world_size)]
+    if t.precision == "fp16":
+        argv.append("--fp16")
+    elif t.precision == "bf16":
+        argv.append("--bf16")
+
+    argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
+    if t.keep_last_epochs == 0:
+        argv.append("--no-epoch-checkpoints")
+    else:
+        argv += ["--keep-last-epochs", str(t.keep_last_epochs)]
+    if b.enabled:
+        generation = {"beam": b.beam, "lenpen": b.lenpen, "max_len_a": b.max_len_a, "max_len_b": b.max_len_b}
+        argv += ["--eval-bleu", "--eval-bleu-args", json.dumps(generation), "--eval-bleu-detok", b.detok]
+        if b.tokenized:
+            argv.append("--eval-tokenized-bleu")
+        if b.remove_bpe is not None:
+            argv += ["--eval-bleu-remove-bpe", b.remove_bpe]
+    return argv
+
+
+@dataclass
+class Launch:
+    """How the run's child process is started."""
+
+    argv: list[str]  # fairseq-train arguments
+    env: dict[str, str]  # additions to the environment
+    threads: int
+
+    def command_line(self) -> str:
+        """The plain fairseq command, with the environment it needs, as saved in command.txt."""
+        env = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items()))
+        return f"{env} fairseq-train {shlex.join(self.argv)}".strip()
+
+
+def plan_launch(config: Config, data: Path, save_dir: Path) -> Launch:
+    cuda = use_cuda(config)
+    world_size = 1
+    if cuda:
+        import torch
+
+        visible = torch.cuda.device_count()
+        world_size = config.train.gpus or visible
+        if world_size > visible:
+            raise ValueError(f"train.gpus: {world_size} requested, {visible} visible")
+    threads = config.train.threads or os.cpu_count() or 1
+    env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    return Launch(fairseq_argv(config, data, save_dir, cuda=cuda, world_size=world_size), env, threads)

@@ -1,0 +1,89 @@
+"""A real, tiny fairseq training through `prelnx train`: the proof that the whole flow works."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from prelnx.config.load import load_config
+from prelnx.run.metrics import read_metrics
+from prelnx.run.runner import RunConflict, train
+
+pytestmark = pytest.mark.slow
+
+
+def scalar_steps(run_dir: Path, tag: str) -> list[int]:
+    accumulator = EventAccumulator(str(run_dir / "tb"))
+    accumulator.Reload()
+    return [event.step for event in accumulator.Scalars(tag)]
+
+
+def test_two_epochs_write_metrics_tensorboard_and_status(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file())
+    run_dir = tmp_path / "run"
+    result = train(config, run_dir=run_dir, echo=lambda line: None)
+
+    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
+    rows = read_metrics(run_dir)
+    assert [row["epoch"] for row in rows] == [1, 2]
+    for row in rows:
+        assert math.isfinite(row["valid_loss"])
+        assert 0.0 <= row["valid_bleu"] <= 100.0
+        assert row["num_updates"] > 0 and row["wall_seconds"] > 0
+    assert rows[1]["num_updates"] > rows[0]["num_updates"]
+    assert scalar_steps(run_dir, "valid/loss") == [1, 2]
+    assert scalar_steps(run_dir, "valid/bleu") == [1, 2]
+    assert scalar_steps(run_dir, "lr") == [1, 2]
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "finished" and status["update"] == rows[-1]["num_updates"]
+    command = (run_dir / "command.txt").read_text()
+    assert command.startswith("MKL_NUM_THREADS=1 OMP_NUM_THREADS=1 fairseq-train ")
+    assert "--lr-scheduler warmup_decay" in command and "--user-dir" in command
+    assert (run_dir / "checkpoints" / "checkpoint_last.pt").is_file()
+
+    # A finished run is not retrained; a different config on the same run dir is refused.
+    again = train(config, run_dir=run_dir, echo=lambda line: None)
+    assert again.status == "finished" and read_metrics(run_dir) == rows
+    changed, _ = load_config(tiny_config_file(optimizer={"lr": 0.001}))
+    with pytest.raises(RunConflict, match="optimizer.lr"):
+        train(changed, run_dir=run_dir, echo=lambda line: None)
+
+
+def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file(train={"max_epoch": 3}))
+    run_dir = tmp_path / "run"
+
+    def stop_after_first_epoch(line: str) -> None:
+        if line.startswith("epoch 1 done"):
+            raise KeyboardInterrupt
+
+    first = train(config, run_dir=run_dir, echo=stop_after_first_epoch)
+    assert first.status == "interrupted"
+    rows = read_metrics(run_dir)
+    assert [row["epoch"] for row in rows] == [1]
+    updates_per_epoch = rows[0]["num_updates"]
+
+    lines: list[str] = []
+    second = train(config, run_dir=run_dir, echo=lines.append)
+    assert second.status == "finished"
+    assert lines[0].startswith("resuming")
+    rows = read_metrics(run_dir)
+    assert [row["epoch"] for row in rows] == [1, 2, 3]
+    # Continued, not restarted: update counts keep growing from where epoch 1 ended.
+    assert rows[2]["num_updates"] == pytest.approx(3 * updates_per_epoch, abs=2)
+    assert "Loaded checkpoint" in (run_dir / "train.log").read_text()
+    assert scalar_steps(run_dir, "valid/loss") == [1, 2, 3]
+
+
+def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}, train={"max_epoch": 2}))
+    run_dir = tmp_path / "run"
+    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    status = json.loads((run_dir / "status.json").read_text())
+    assert result.status == "diverged" and status["status"] == "diverged", (run_dir / "train.log").read_text()[-2000:]
+    assert result.exit_code == 3
+    assert "update" in status and status["reason"]
