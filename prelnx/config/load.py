@@ -210,8 +210,11 @@ def _closest(key: str, known: list[str]) -> str:
     return f"; did you mean {near[0]}?" if near else ""
 
 
-def build_config(flat: dict[str, tuple[Any, str]]) -> Config:
-    """Validate flattened (value, source) leaves against the schema; every problem goes into one ConfigError."""
+def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Config:
+    """Validate flattened (value, source) leaves against the schema; every problem goes into one ConfigError.
+
+    `origin` names the config in messages about keys it leaves at their defaults.
+    """
     leaves = _schema_fields(Config)
     sections = {key.rsplit(".", 1)[0] for key in leaves if "." in key}
     problems: list[str] = []
@@ -233,7 +236,7 @@ def build_config(flat: dict[str, tuple[Any, str]]) -> Config:
             raise ConfigError(str(error)) from None
         sources = {key: source for key, (_, source) in flat.items()}
         for key, message in check_values(config):
-            problems.append(f"{sources.get(key, 'defaults')}: {key}: {message}")
+            problems.append(f"{sources.get(key, origin)}: {key}: {message}")
         if not problems:
             return config
     raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
@@ -246,7 +249,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     for text in overrides:
         key, value = parse_override(text)
         flat[key] = (value, f"--set {text}")
-    config = build_config(flat)
+    config = build_config(flat, origin=str(config_path))
     if config.name is None:
         config.name = default_run_name(config_path)
     return config, config_path
@@ -273,4 +276,4 @@ def dump_config(config: Config) -> str:
 
 def config_from_dict(data: dict[str, Any], source: str) -> Config:
     """Rebuild a Config from `config_to_dict` output (e.g. a run dir's config.yaml)."""
-    return build_config(_flatten(data, source))
+    return build_config(_flatten(data, source), origin=source)

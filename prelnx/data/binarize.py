@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 
@@ -36,11 +35,13 @@ def binarize(
         argv.append("--joined-dictionary")
     args = options.get_preprocessing_parser().parse_args(argv)
     handlers_before = list(preprocess.logger.handlers)
+    propagate = preprocess.logger.propagate
+    preprocess.logger.propagate = False  # its progress goes to dest_dir/preprocess.log, not the terminal
     try:
         preprocess.main(args)
     finally:
+        preprocess.logger.propagate = propagate
         # fairseq adds a log-file handler per call; drop it so repeated calls in one process do not pile up.
         for handler in preprocess.logger.handlers[len(handlers_before) :]:
             handler.close()
             preprocess.logger.removeHandler(handler)
-    logging.getLogger("fairseq_cli.preprocess").debug("binarized %s into %s", text_dir, dest_dir)

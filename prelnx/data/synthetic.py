@@ -67,13 +67,20 @@ def generate_pairs(task: SyntheticTask) -> dict[str, list[tuple[str, str]]]:
     return {split: [sentence_pair() for _ in range(size)] for split, size in sizes.items()}
 
 
+def _is_built(out_dir: Path, task: SyntheticTask) -> bool:
+    manifest_path = out_dir / "manifest.json"
+    try:
+        return json.loads(manifest_path.read_text()).get("task") == asdict(task)
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
 def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
     """Generate and binarize the task into `out_dir` unless it is already there; returns `out_dir`.
 
     Built in a temporary sibling folder and renamed at the end, so an interrupted build never looks finished.
     """
-    manifest_path = out_dir / "manifest.json"
-    if manifest_path.exists() and json.loads(manifest_path.read_text()).get("task") == asdict(task):
+    if _is_built(out_dir, task):
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -91,9 +98,13 @@ def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
             "lines": {split: len(split_pairs) for split, split_pairs in pairs.items()},
         }
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
+        if out_dir.exists() and not _is_built(out_dir, task):
+            shutil.rmtree(out_dir)  # a stale or foreign folder under our cache name
+        try:
+            staging.rename(out_dir)
+        except OSError:
+            if not _is_built(out_dir, task):  # another process finished the same task first: use its copy
+                raise
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

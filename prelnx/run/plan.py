@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prelnx.config.schema import Config
+from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_LANGUAGES
 from prelnx.data.synthetic import SyntheticTask
 
 
@@ -26,7 +27,6 @@ def _plugin_dir() -> Path:
 
 
 PLUGIN_DIR = _plugin_dir()
-DEFAULT_LANGS = {"iwslt14": ("de", "en"), "wmt14": ("en", "de"), "multi30k": ("de", "en"), "synthetic": ("src", "tgt")}
 
 
 class DataNotReady(ValueError):
@@ -38,7 +38,7 @@ def data_home() -> Path:
 
 
 def languages(config: Config) -> tuple[str, str]:
-    default = DEFAULT_LANGS.get(config.data.dataset, ("src", "tgt"))
+    default = DEFAULT_LANGUAGES.get(config.data.dataset, ("src", "tgt"))
     return config.data.source_lang or default[0], config.data.target_lang or default[1]
 
 
@@ -48,7 +48,7 @@ def data_dir(config: Config) -> Path:
         return Path(config.data.path).expanduser()
     if config.data.dataset == "synthetic":
         return data_home() / f"synthetic-{config.data.synthetic.fingerprint()}"
-    return Path("data-bin") / config.data.dataset
+    return DEFAULT_DATA_DIRS.get(config.data.dataset, Path("data-bin") / config.data.dataset)
 
 
 def ensure_data(config: Config) -> Path:
@@ -63,7 +63,8 @@ def ensure_data(config: Config) -> Path:
     if missing:
         raise DataNotReady(
             f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
-            f"Prepare it with fairseq-preprocess (see README, 'Data') and point data.path at the output folder."
+            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see README, 'Data') and point data.path "
+            f"at the output folder."
         )
     return folder
 

@@ -23,7 +23,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.load import config_to_dict, dump_config
 from prelnx.config.schema import Config
 from prelnx.run.metrics import TensorBoardLog, read_metrics, write_metrics
-from prelnx.run.plan import ensure_data, plan_launch
+from prelnx.run.plan import data_dir, ensure_data, plan_launch
 from prelnx.run.records import EpochRows, is_bad_loss, parse_record
 from prelnx.run.status import EXIT_CODES, read_status, write_status
 
@@ -136,6 +136,7 @@ def train(
     if force and run_dir.exists():
         echo(f"--force: the previous run is kept as {_set_aside(run_dir)}")
 
+    echo(f"data: {data_dir(config)}" + (" (generating the synthetic task)" if config.data.dataset == "synthetic" and not (data_dir(config) / 'manifest.json').exists() else ""))
     data = ensure_data(config)
     launch = plan_launch(config, data, run_dir / "checkpoints")
     run_dir.mkdir(parents=True, exist_ok=True)

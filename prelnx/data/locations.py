@@ -1,0 +1,19 @@
+"""Where prepared (binarized) datasets live by default, shared by `prelnx data prepare` and `prelnx train`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# Folders relative to the working directory, named as fairseq's own recipes name them.
+DEFAULT_DATA_DIRS: dict[str, Path] = {
+    "iwslt14": Path("data-bin/iwslt14.tokenized.de-en"),
+    "wmt14": Path("data-bin/wmt14_en_de"),
+    "multi30k": Path("data-bin/multi30k.de-en"),
+}
+# (source, target) languages per dataset.
+DEFAULT_LANGUAGES: dict[str, tuple[str, str]] = {
+    "iwslt14": ("de", "en"),
+    "wmt14": ("en", "de"),
+    "multi30k": ("de", "en"),
+    "synthetic": ("src", "tgt"),
+}
