@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from prelnx.commands.plot import plot_command
+from prelnx.commands.sweep import sweep_command
 from prelnx.commands.train import train_command
 
 app = typer.Typer(
@@ -20,6 +22,8 @@ def _group() -> None:
 
 
 app.command("train")(train_command)
+app.command("sweep")(sweep_command)
+app.command("plot")(plot_command)
 
 
 def main() -> None:

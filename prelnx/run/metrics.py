@@ -10,6 +10,9 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 
 SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr"}
+# Written once when a run ends, for the HParams tab's comparison of runs.
+FINAL_SCALARS = {"final/valid_loss": "final_valid_loss", "best/valid_loss": "best_valid_loss",
+                 "best/valid_bleu": "best_valid_bleu"}
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
@@ -38,7 +41,7 @@ class TensorBoardLog:
     def hparams(self, hparams: dict[str, Any]) -> None:
         from torch.utils.tensorboard.summary import hparams as hparams_summary
 
-        metric_names = {"valid/loss": 0.0, "valid/bleu": 0.0}
+        metric_names = {tag: 0.0 for tag in ("valid/loss", "valid/bleu", *FINAL_SCALARS)}
         experiment, session_start, session_end = hparams_summary(hparams, metric_names)
         for summary in (experiment, session_start, session_end):
             self.writer.file_writer.add_summary(summary)
@@ -48,6 +51,13 @@ class TensorBoardLog:
             value = row.get(key)
             if isinstance(value, (int, float)) and math.isfinite(value):
                 self.writer.add_scalar(tag, value, global_step=row["epoch"])
+        self.writer.flush()
+
+    def final(self, results: dict[str, Any], step: int) -> None:
+        for tag, key in FINAL_SCALARS.items():
+            value = results.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                self.writer.add_scalar(tag, value, global_step=step)
         self.writer.flush()
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.load import config_to_dict, dump_config
 from prelnx.config.schema import Config
 from prelnx.run.metrics import TensorBoardLog, read_metrics, write_metrics
-from prelnx.run.plan import data_dir, ensure_data, plan_launch
+from prelnx.run.plan import ensure_data, plan_launch
 from prelnx.run.records import EpochRows, is_bad_loss, parse_record
 from prelnx.run.status import EXIT_CODES, read_status, write_status
 
@@ -120,23 +120,30 @@ def _format_row(row: dict[str, Any]) -> str:
     )
 
 
+TERMINAL = ("finished", "diverged")  # a re-run leaves these alone (unless --force)
+
+
 def train(
     config: Config,
     *,
     run_dir: Path | None = None,
     force: bool = False,
     echo: Callable[[str], None] = print,
+    extra_env: dict[str, str] | None = None,
 ) -> RunResult:
-    """Train (or resume) the run; returns its final status. Raises RunConflict/DataNotReady before starting."""
+    """Train (or resume) the run; returns its final status. Raises RunConflict/DataNotReady before starting.
+
+    `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
+    """
     run_dir = run_dir or default_run_dir(config)
     existing = _check_run_dir(run_dir, config, force)
-    if existing and existing.get("status") == "finished":
-        echo(f"{run_dir}: already finished at update {existing.get('update')}; use --force to train it again")
-        return RunResult("finished", existing.get("reason", ""), int(existing.get("update", 0)), run_dir)
+    if existing and existing.get("status") in TERMINAL:
+        update = int(existing.get("update", 0))
+        echo(f"{run_dir}: already {existing['status']} at update {update}; use --force to train it again")
+        return RunResult(existing["status"], existing.get("reason", ""), update, run_dir)
     if force and run_dir.exists():
         echo(f"--force: the previous run is kept as {_set_aside(run_dir)}")
 
-    echo(f"data: {data_dir(config)}" + (" (generating the synthetic task)" if config.data.dataset == "synthetic" and not (data_dir(config) / 'manifest.json').exists() else ""))
     data = ensure_data(config)
     launch = plan_launch(config, data, run_dir / "checkpoints")
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -145,62 +152,27 @@ def train(
 
     rows = read_metrics(run_dir)
     resuming = (run_dir / "checkpoints" / "checkpoint_last.pt").is_file()
-    first_epoch = rows[-1]["epoch"] + 1 if rows else 1
-    wall_before = rows[-1].get("wall_seconds", 0.0) if rows else 0.0
     echo(
         f"{'resuming' if resuming else 'starting'} {config.name}: {config.model.layout}-LN, {config.optimizer.name} "
-        f"lr {config.optimizer.lr:g}, warm-up {config.schedule.warmup_updates} updates, decay {config.schedule.decay} "
-        f"-> {run_dir} (fairseq log: {run_dir / 'train.log'})"
+        f"lr {config.optimizer.lr:g}, warm-up {config.schedule.warmup_updates} updates, decay {config.schedule.decay}, "
+        f"data {data} -> {run_dir} (fairseq log: {run_dir / 'train.log'})"
     )
-
-    tensorboard = TensorBoardLog(run_dir / "tb", first_epoch)
+    write_status(run_dir, "running", update=rows[-1]["num_updates"] if rows else 0)
+    tensorboard = TensorBoardLog(run_dir / "tb", first_epoch=rows[-1]["epoch"] + 1 if rows else 1)
     tensorboard.hparams(hparams_of(config))
-    write_status(run_dir, "running", update=0)
-    epochs = EpochRows(last_update=rows[-1]["num_updates"] if rows else 0)
-    tail: collections.deque[str] = collections.deque(maxlen=40)
-    divergence = ""
-    fairseq_nan = False
-    started = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-u", "-m", "fairseq_cli.train", *launch.argv],
-        env={**os.environ, **launch.env},
+        env={**os.environ, **launch.env, **(extra_env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         bufsize=1,
     )
-    interrupted = False
+    watch = _Watch(config, run_dir, rows, tensorboard, echo)
     try:
-        with open(run_dir / "train.log", "a") as log:
-            assert process.stdout is not None
-            for line in process.stdout:
-                log.write(line)
-                tail.append(line.rstrip("\n"))
-                if not fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
-                    fairseq_nan = True  # fairseq raised on NaN/Inf; its traceback follows
-                parsed = parse_record(line)
-                if parsed is None:
-                    continue
-                kind, record = parsed
-                if kind == "train_inner":
-                    echo(_format_inner(record))
-                    if is_bad_loss(record.get("loss"), config.train.loss_ceiling):
-                        divergence = f"train loss {record.get('loss')} at update {int(record.get('num_updates', 0))}"
-                if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
-                    divergence = f"valid loss {record.get('valid_loss')} at epoch {int(record.get('epoch', 0))}"
-                row = epochs.add(kind, record)
-                if row is not None:
-                    row["wall_seconds"] = round(wall_before + time.monotonic() - started, 1)
-                    rows = [r for r in rows if r["epoch"] != row["epoch"]] + [row]
-                    write_metrics(run_dir, rows)
-                    tensorboard.epoch(row)
-                    echo(_format_row(row))
-                if divergence:
-                    process.terminate()
-                    break
-                write_status(run_dir, "running", update=epochs.last_update)
+        watch.follow(process)
     except KeyboardInterrupt:
-        interrupted = True
+        watch.interrupted = True
         process.send_signal(signal.SIGINT)
     finally:
         try:
@@ -208,24 +180,72 @@ def train(
         except subprocess.TimeoutExpired:
             process.kill()
             returncode = process.wait()
-        tensorboard.close()
-
-    update = epochs.last_update
-    if divergence:
-        status, reason = "diverged", divergence
-    elif interrupted:
-        status, reason = "interrupted", "stopped by the user; run the same command again to resume"
-    elif returncode == 0:
-        status, reason = "finished", ""
-    elif fairseq_nan:
-        status, reason = "diverged", f"fairseq stopped on NaN/Inf after update {update}"
-    else:
-        last_error = next((line for line in reversed(tail) if line.strip()), f"exit code {returncode}")
-        status, reason = "failed", f"fairseq exited with code {returncode}: {last_error.strip()}"
-    best = _best(rows)
-    write_status(run_dir, status, reason=reason, update=update, epochs=len(rows), **best)
+    status, reason = watch.outcome(returncode)
+    tensorboard.final(_best(watch.rows), step=watch.rows[-1]["epoch"] if watch.rows else 0)
+    tensorboard.close()
+    write_status(run_dir, status, reason=reason, update=watch.epochs.last_update, epochs=len(watch.rows),
+                 **_best(watch.rows))  # fmt: skip
     echo(f"{run_dir}: {status}" + (f" ({reason})" if reason else ""))
-    return RunResult(status, reason, update, run_dir)
+    return RunResult(status, reason, watch.epochs.last_update, run_dir)
+
+
+class _Watch:
+    """Follows the child's output: tees it to train.log, writes epoch rows, decides divergence."""
+
+    def __init__(self, config: Config, run_dir: Path, rows: list[dict[str, Any]], tensorboard: TensorBoardLog,
+                 echo: Callable[[str], None]) -> None:  # fmt: skip
+        self.config, self.run_dir, self.rows, self.tensorboard, self.echo = config, run_dir, rows, tensorboard, echo
+        self.epochs = EpochRows(last_update=rows[-1]["num_updates"] if rows else 0)
+        self.wall_before = rows[-1].get("wall_seconds", 0.0) if rows else 0.0
+        self.started = time.monotonic()
+        self.tail: collections.deque[str] = collections.deque(maxlen=40)
+        self.divergence = ""  # set when prelnx itself stops a diverging run
+        self.fairseq_nan = False  # set when fairseq raised on NaN/Inf
+        self.interrupted = False
+
+    def follow(self, process: subprocess.Popen) -> None:
+        assert process.stdout is not None
+        with open(self.run_dir / "train.log", "a") as log:
+            for line in process.stdout:
+                log.write(line)
+                self.tail.append(line.rstrip("\n"))
+                if not self.fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
+                    self.fairseq_nan = True  # its traceback follows
+                parsed = parse_record(line)
+                if parsed is not None:
+                    self._record(*parsed)
+                if self.divergence:
+                    process.terminate()
+                    return
+
+    def _record(self, kind: str, record: dict[str, Any]) -> None:
+        if kind == "train_inner":
+            self.echo(_format_inner(record))
+            if is_bad_loss(record.get("loss"), self.config.train.loss_ceiling):
+                self.divergence = f"train loss {record.get('loss')} at update {int(record.get('num_updates', 0))}"
+        if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
+            self.divergence = f"valid loss {record.get('valid_loss')} at epoch {int(record.get('epoch', 0))}"
+        row = self.epochs.add(kind, record)
+        if row is not None:
+            row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
+            self.rows = [r for r in self.rows if r["epoch"] != row["epoch"]] + [row]
+            write_metrics(self.run_dir, self.rows)
+            self.tensorboard.epoch(row)
+            self.echo(_format_row(row))
+        write_status(self.run_dir, "running", update=self.epochs.last_update)
+
+    def outcome(self, returncode: int) -> tuple[str, str]:
+        update = self.epochs.last_update
+        if self.divergence:
+            return "diverged", self.divergence
+        if self.interrupted or returncode in (-signal.SIGINT, 130):
+            return "interrupted", "stopped by the user; run the same command again to resume"
+        if returncode == 0:
+            return "finished", ""
+        if self.fairseq_nan:
+            return "diverged", f"fairseq stopped on NaN/Inf after update {update}"
+        last_error = next((line for line in reversed(self.tail) if line.strip()), "")
+        return "failed", f"fairseq exited with code {returncode}: {last_error.strip()}"
 
 
 def _best(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Analyses that build the training models in process: the gradient study (Figure 3) and the mean-field checks."""

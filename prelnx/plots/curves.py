@@ -1,0 +1,180 @@
+"""Training curves like the paper's Figures 2 and 4 (valid loss and BLEU per epoch), and a best-BLEU heatmap.
+
+Reads run dirs only (metrics.jsonl, status.json, and a sweep's sweep.json for the legend).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prelnx.run.metrics import read_metrics
+from prelnx.run.status import read_status
+from prelnx.sweep.summary import read_points
+
+SHORT_KEYS = {
+    "schedule.warmup_updates": "warm-up",
+    "optimizer.lr": "lr",
+    "optimizer.name": "opt",
+    "model.layout": "layout",
+    "train.seed": "seed",
+    "schedule.decay": "decay",
+}
+
+
+@dataclass
+class RunCurves:
+    label: str
+    run_dir: Path
+    overrides: dict[str, Any]
+    rows: list[dict[str, Any]]
+    status: str
+
+
+class NothingToPlot(ValueError):
+    pass
+
+
+def _label(overrides: dict[str, Any], varying: list[str], fallback: str) -> str:
+    parts = []
+    for key in varying:
+        if key in overrides:
+            value = overrides[key]
+            text = f"{value:g}" if isinstance(value, float) else str(value)
+            parts.append(f"{SHORT_KEYS.get(key, key.rsplit('.', 1)[-1])}={text}")
+    return ", ".join(parts) or fallback
+
+
+def collect_runs(path: Path) -> list[RunCurves]:
+    """A run dir -> that run; a sweep dir -> its runs (from sweep.json, else every subfolder with metrics)."""
+    if (path / "metrics.jsonl").is_file() or (path / "status.json").is_file():
+        status = (read_status(path) or {}).get("status", "unknown")
+        return [RunCurves(path.name, path, {}, read_metrics(path), status)]
+    points = read_points(path)
+    if not points:
+        points = [{"name": d.name, "overrides": {}} for d in sorted(path.iterdir()) if (d / "metrics.jsonl").is_file()]
+    if not points:
+        raise NothingToPlot(f"{path}: neither a run dir (metrics.jsonl) nor a sweep dir (sweep.json or run subfolders)")
+    keys = list(dict.fromkeys(k for p in points for k in p["overrides"]))
+    varying = [k for k in keys if len({repr(p["overrides"].get(k)) for p in points}) > 1]
+    runs = []
+    for point in points:
+        run_dir = path / point["name"]
+        status = (read_status(run_dir) or {}).get("status", "pending")
+        runs.append(RunCurves(_label(point["overrides"], varying, point["name"]), run_dir, point["overrides"],
+                              read_metrics(run_dir), status))  # fmt: skip
+    return runs
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for run in runs:
+        points = [(row["epoch"], row[key]) for row in run.rows if _finite(row.get(key))]
+        label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
+        if not points:
+            ax.plot([], [], label=label + " - no epochs")
+            continue
+        epochs, values = zip(*points)
+        diverged = run.status == "diverged"
+        (line,) = ax.plot(epochs, values, marker="o", markersize=3, linestyle="--" if diverged else "-", label=label)
+        if diverged:
+            ax.plot(epochs[-1], values[-1], marker="x", markersize=10, color=line.get_color())
+    ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    written = []
+    for suffix in ("png", "svg"):
+        target = out / f"{_FILE_NAMES[key]}.{suffix}"
+        fig.savefig(target, dpi=120)
+        written.append(target)
+    plt.close(fig)
+    return written
+
+
+_FILE_NAMES = {"valid_loss": "loss", "valid_bleu": "bleu"}
+
+
+def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
+    """Best valid BLEU over warm-up x lr (mean over seeds), one panel per combination of the other keys."""
+    x_key, y_key = "schedule.warmup_updates", "optimizer.lr"
+    if not all(x_key in r.overrides and y_key in r.overrides for r in runs):
+        return []
+    xs = sorted({r.overrides[x_key] for r in runs})
+    ys = sorted({r.overrides[y_key] for r in runs})
+    if len(xs) < 2 or len(ys) < 2:
+        return []
+    other_keys = sorted({k for r in runs for k in r.overrides} - {x_key, y_key, "train.seed"})
+    groups: dict[tuple, list[RunCurves]] = {}
+    for run in runs:
+        groups.setdefault(tuple(repr(run.overrides.get(k)) for k in other_keys), []).append(run)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups) + 1, 3.8), squeeze=False)
+    for ax, (_, members) in zip(axes[0], sorted(groups.items())):
+        grid = np.full((len(ys), len(xs)), np.nan)
+        notes = [["" for _ in xs] for _ in ys]
+        for i, y in enumerate(ys):
+            for j, x in enumerate(xs):
+                cell = [r for r in members if r.overrides[x_key] == x and r.overrides[y_key] == y]
+                bleus = [max(v for row in r.rows if _finite(v := row.get("valid_bleu"))) for r in cell
+                         if any(_finite(row.get("valid_bleu")) for row in r.rows)]  # fmt: skip
+                if bleus:
+                    grid[i, j] = statistics.fmean(bleus)
+                    notes[i][j] = f"{grid[i, j]:.1f}"
+                if any(r.status == "diverged" for r in cell):
+                    notes[i][j] += "\ndiverged"
+        image = ax.imshow(grid, cmap="viridis", origin="lower", aspect="auto")
+        ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+        ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
+        ax.set_xlabel("warm-up updates")
+        ax.set_ylabel("peak lr")
+        example = members[0].overrides
+        title = ", ".join(f"{SHORT_KEYS.get(k, k)}={example.get(k)}" for k in other_keys) or "all runs"
+        ax.set_title(f"best valid BLEU ({title})", fontsize=9)
+        for i in range(len(ys)):
+            for j in range(len(xs)):
+                ax.text(j, i, notes[i][j], ha="center", va="center", color="white", fontsize=8)
+        fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    written = []
+    for suffix in ("png", "svg"):
+        fig.savefig(out / f"heatmap.{suffix}", dpi=120)
+        written.append(out / f"heatmap.{suffix}")
+    plt.close(fig)
+    return written
+
+
+def plot(path: Path, out: Path | None = None) -> list[Path]:
+    """Write loss.png/.svg, bleu.png/.svg (and heatmap.png/.svg for a warm-up x lr grid); returns the files."""
+    runs = collect_runs(path)
+    out = out or path
+    out.mkdir(parents=True, exist_ok=True)
+    index = path / "sweep.json"
+    name = json.loads(index.read_text())["name"] if index.is_file() else path.resolve().name
+    files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out)
+    files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out)
+    files += _heatmap(runs, out)
+    return files

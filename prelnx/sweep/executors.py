@@ -1,0 +1,157 @@
+"""Where a sweep's runs execute: a local pool, or submitit (Slurm, or submitit's local executor).
+
+Each run is `prelnx.run.runner.train`, which trains in its own fairseq child process, so one run that
+crashes or diverges never stops the others; re-running a sweep skips finished/diverged runs and resumes
+partial ones from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.config.schema import Config
+from prelnx.run.runner import train
+from prelnx.run.status import write_status
+from prelnx.sweep.spec import SweepPoint
+
+
+def _with_threads(config: Config, threads: int) -> Config:
+    if config.train.threads is not None:
+        return config
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=threads))
+
+
+def _visible_gpus() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # noqa: BLE001 - no usable CUDA is the same as no GPU here
+        return 0
+
+
+def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dict[str, str] | None = None) -> str:
+    """Train one point; any error becomes a `failed` status instead of an exception."""
+    try:
+        return train(config, run_dir=run_dir, echo=echo, extra_env=env).status
+    except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_status(run_dir, "failed", reason=f"{type(error).__name__}: {error}")
+        echo(f"{run_dir}: failed ({error})")
+        return "failed"
+
+
+def run_local(
+    points: list[SweepPoint],
+    sweep_dir: Path,
+    jobs: int,
+    on_done: Callable[[SweepPoint, str], None],
+    echo: Callable[[str], None],
+) -> dict[str, str]:
+    """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s)."""
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    gpus = _visible_gpus()
+    per_job = max(1, gpus // jobs) if gpus else 0
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+    lock = threading.Lock()
+    statuses: dict[str, str] = {}
+
+    def work(point: SweepPoint) -> str:
+        slot = slots.get()
+        try:
+            env = {}
+            if per_job:
+                first = (slot * per_job) % gpus
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(first + i) for i in range(per_job))
+            prefix = f"[{point.name}] "
+            status = run_one(_with_threads(point.config, threads), sweep_dir / point.name,
+                             echo=lambda line: echo(prefix + line) if _worth_showing(line) else None, env=env)  # fmt: skip
+        finally:
+            slots.put(slot)
+        with lock:
+            statuses[point.name] = status
+            on_done(point, status)
+        return status
+
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = [pool.submit(work, point) for point in points]
+    try:
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+    except KeyboardInterrupt:
+        # The fairseq children got the same SIGINT and stop; runs not started yet are cancelled.
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return statuses
+
+
+def _worth_showing(line: str) -> bool:
+    """In a sweep, show run starts, epoch summaries and final statuses, not every progress line."""
+    return not line.startswith("epoch ") or " done " in line
+
+
+class SubmititRun:
+    """A submitit job: train one point; on timeout or preemption, requeue itself (fairseq then resumes)."""
+
+    def __init__(self, config: Config, run_dir: Path) -> None:
+        self.config, self.run_dir = config, run_dir
+
+    def __call__(self) -> str:
+        return run_one(self.config, self.run_dir, echo=print)
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(SubmititRun(self.config, self.run_dir))
+
+
+def run_submitit(
+    points: list[SweepPoint],
+    sweep_dir: Path,
+    cluster: str | None,
+    options: dict[str, Any],
+    on_done: Callable[[SweepPoint, str], None],
+    echo: Callable[[str], None],
+) -> dict[str, str]:
+    """Submit the points as one job array; `cluster` None means Slurm, "local" submitit's local executor."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
+    cpus = int(options.get("cpus_per_run", 8 if cluster is None else max(1, (os.cpu_count() or 1) // len(points))))
+    parameters: dict[str, Any] = {
+        "name": options.get("job_name", sweep_dir.name),
+        "timeout_min": int(options.get("time_min", 24 * 60)),
+        "cpus_per_task": cpus,
+        "slurm_array_parallelism": int(options.get("array_parallelism", 64)),
+    }
+    if options.get("gpus_per_run"):
+        parameters["gpus_per_node"] = int(options["gpus_per_run"])
+    if options.get("partition"):
+        parameters["slurm_partition"] = options["partition"]
+    executor.update_parameters(**parameters)
+    jobs = []
+    with executor.batch():
+        for point in points:
+            jobs.append((point, executor.submit(SubmititRun(_with_threads(point.config, cpus), sweep_dir / point.name))))
+    echo(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
+    statuses: dict[str, str] = {}
+    for point, job in jobs:
+        try:
+            status = job.result()
+        except Exception as error:  # noqa: BLE001 - a job that died records its failure
+            write_status(sweep_dir / point.name, "failed", reason=f"submitit job {job.job_id}: {error}")
+            status = "failed"
+        statuses[point.name] = status
+        echo(f"[{point.name}] {status}")
+        on_done(point, status)
+    return statuses

@@ -1,0 +1,64 @@
+"""Running a sweep: expand the spec, save it, execute the points, keep the summary current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from prelnx.atomic import write_text_atomic
+from prelnx.sweep.executors import run_local, run_submitit
+from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
+from prelnx.sweep.summary import summarize
+
+EXECUTORS = ("local", "slurm", "submitit-local")
+
+
+def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
+    points = expand(spec)
+    return out or Path("runs") / spec.name, points
+
+
+def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(sweep_dir / "sweep.yaml", yaml.safe_dump(spec.to_dict(), sort_keys=False))
+    index = {"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points]}
+    write_text_atomic(sweep_dir / "sweep.json", json.dumps(index, indent=2) + "\n")
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    out: Path | None = None,
+    jobs: int = 1,
+    executor: str = "local",
+    slurm_options: dict[str, Any] | None = None,
+    after_run: Callable[[Path], None] | None = None,
+    echo: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+    sweep_dir, points = plan_sweep(spec, out)
+    save_spec(sweep_dir, spec, points)
+    echo(f"sweep {spec.name}: {len(points)} runs in {sweep_dir} ({executor}, {jobs} at a time)")
+
+    def on_done(point: SweepPoint, status: str) -> None:
+        if after_run is not None and status == "finished":
+            after_run(sweep_dir / point.name)
+        summarize(sweep_dir)
+
+    try:
+        if executor == "local":
+            run_local(points, sweep_dir, jobs, on_done, echo)
+        else:
+            options = {**spec.slurm, **(slurm_options or {})}
+            if executor == "submitit-local":
+                options.setdefault("cpus_per_run", 1)
+            run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done, echo)
+    finally:
+        rows = summarize(sweep_dir)
+    echo((sweep_dir / "summary.md").read_text())
+    return rows

@@ -1,0 +1,185 @@
+"""Sweep specs: a base training config, a grid of overrides, fixed overrides; expanded into named runs.
+
+A spec file (YAML):
+
+    name: fig2                         # default: the file's stem
+    base: ../iwslt14/postln_warmup.yaml  # a training config (relative to this file, or a name under configs/)
+    set: {train.max_epoch: 15}           # fixed overrides for every run
+    grid:                                # key -> values; a list of such mappings is a union of grids
+      schedule.warmup_updates: [500, 4000]
+      optimizer.lr: [5.0e-4, 1.0e-3]
+    zip: [[optimizer.name, optimizer.lr]]  # keys that vary together (one axis) instead of as a product
+    exclude: [{schedule.warmup_updates: 500, optimizer.lr: 1.0e-3}]   # points to leave out
+
+Every point is validated as a full training config before anything runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from prelnx.config.load import ConfigError, find_config, load_config
+from prelnx.config.schema import Config
+
+SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm"}
+
+
+@dataclass
+class SweepPoint:
+    name: str  # the run's folder name, from the overrides that vary across the sweep
+    overrides: dict[str, Any]  # grid values of this point (what distinguishes it)
+    config: Config
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    base: Path
+    fixed: dict[str, Any] = field(default_factory=dict)
+    grids: list[dict[str, list[Any]]] = field(default_factory=list)
+    zipped: list[list[str]] = field(default_factory=list)
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    slurm: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "base": str(self.base.resolve()), "set": self.fixed, "grid": self.grids,
+                "zip": self.zipped, "exclude": self.exclude, "slurm": self.slurm}  # fmt: skip
+
+
+def is_sweep_file(path: Path) -> bool:
+    """A sweep spec has a `grid:`; anything else is a training config."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and "grid" in data
+
+
+def load_spec(path: Path) -> SweepSpec:
+    data = yaml.safe_load(path.read_text()) or {}
+    unknown = set(data) - SPEC_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown sweep key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(SPEC_KEYS))}")
+    if "base" not in data:
+        raise ConfigError(f"{path}: base: missing; name the training config the sweep varies")
+    base = path.parent / str(data["base"])
+    if not base.is_file():
+        base = find_config(str(data["base"]))
+    grids = data.get("grid") or {}
+    grids = grids if isinstance(grids, list) else [grids]
+    for grid in grids:
+        if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+            raise ConfigError(f"{path}: grid: expected a mapping of key -> non-empty list of values (or a list of them)")
+    return SweepSpec(
+        name=str(data.get("name") or path.stem),
+        base=base,
+        fixed=dict(data.get("set") or {}),
+        grids=grids,
+        zipped=[list(group) for group in data.get("zip") or []],
+        exclude=list(data.get("exclude") or []),
+        slurm=dict(data.get("slurm") or {}),
+    )
+
+
+def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
+    """`--grid KEY=V1,V2 --set KEY=V` on a training config."""
+    parsed: dict[str, list[Any]] = {}
+    for text in grid:
+        key, sep, raw = text.partition("=")
+        if not sep or not raw:
+            raise ConfigError(f"--grid {text}: expected KEY=V1,V2,..., e.g. --grid optimizer.lr=5e-4,1e-3")
+        parsed[key.strip()] = [yaml.safe_load(v) for v in raw.split(",")]
+    overrides: dict[str, Any] = {}
+    for text in fixed:
+        key, sep, raw = text.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {text}: expected KEY=VALUE")
+        overrides[key.strip()] = yaml.safe_load(raw)
+    return SweepSpec(name=name or base.stem, base=base, fixed=overrides, grids=[parsed] if parsed else [{}])
+
+
+def _axes(grid: dict[str, list[Any]], zipped: list[list[str]]) -> list[list[dict[str, Any]]]:
+    """Each axis is a list of partial assignments; zipped keys share one axis."""
+    axes: list[list[dict[str, Any]]] = []
+    used: set[str] = set()
+    for group in zipped:
+        present = [key for key in group if key in grid]
+        if not present:
+            continue
+        lengths = {len(grid[key]) for key in present}
+        if len(lengths) > 1:
+            raise ConfigError(f"zip: {present} have different numbers of values ({sorted(lengths)})")
+        axes.append([dict(zip(present, values)) for values in zip(*(grid[key] for key in present))])
+        used.update(present)
+    for key, values in grid.items():
+        if key not in used:
+            axes.append([{key: value} for value in values])
+    return axes
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "-".join(_format_value(v) for v in value)
+    return str(value)
+
+
+def run_name(overrides: dict[str, Any], varying: list[str]) -> str:
+    """`{"schedule.warmup_updates": 500, "optimizer.lr": 0.001}` -> `warmup_updates-500_lr-0.001` (file-system safe)."""
+    short = {key: key.rsplit(".", 1)[-1] for key in varying}
+    if len(set(short.values())) < len(short):  # two keys end alike: use the full dotted path
+        short = {key: key.replace(".", "-") for key in varying}
+    parts = [f"{short[key]}-{_format_value(overrides[key])}" for key in varying if key in overrides]
+    name = "_".join(parts) or "base"
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+
+
+def config_value(config: Config, dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def expand(spec: SweepSpec) -> list[SweepPoint]:
+    """All points of the sweep, validated; names are unique and readable."""
+    assignments: list[dict[str, Any]] = []
+    for grid in spec.grids:
+        for combination in itertools.product(*_axes(grid, spec.zipped)):
+            point: dict[str, Any] = {}
+            for part in combination:
+                point.update(part)
+            if any(all(point.get(k) == v for k, v in rule.items()) for rule in spec.exclude):
+                continue
+            if point not in assignments:
+                assignments.append(point)
+    keys = list(dict.fromkeys(key for point in assignments for key in point))
+    varying = [key for key in keys if len({repr(point.get(key)) for point in assignments}) > 1]
+
+    points: list[SweepPoint] = []
+    problems: list[str] = []
+    for overrides in assignments:
+        texts = [f"{key}={json.dumps(value)}" for key, value in {**spec.fixed, **overrides}.items()]
+        try:
+            config, _ = load_config(spec.base, texts)
+        except ConfigError as error:
+            problems.append(f"run {run_name(overrides, varying)}: {error}")
+            continue
+        typed = {key: config_value(config, key) for key in overrides}  # e.g. "1e-3" (YAML 1.1 string) -> 0.001
+        name = run_name(typed, varying)
+        config.name = f"{spec.name}/{name}"
+        points.append(SweepPoint(name, typed, config))
+    if problems:
+        raise ConfigError("invalid sweep:\n" + "\n".join(problems))
+    names = [p.name for p in points]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"sweep runs share names: {sorted({n for n in names if names.count(n) > 1})}")
+    return points

@@ -1,0 +1,114 @@
+"""Real tiny sweeps: run dirs, summary, plots, interruption and resume, divergence, submitit."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prelnx.sweep.run import run_sweep
+from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
+from prelnx.plots.curves import plot
+
+pytestmark = pytest.mark.slow
+
+
+def write_spec(tmp_path: Path, base: Path, grid: dict, fixed: dict | None = None) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"name": "tiny_sweep", "base": str(base), "grid": grid, "set": fixed or {}},
+                                   sort_keys=False))
+    return path
+
+
+def statuses(sweep_dir: Path) -> dict[str, str]:
+    return {d.name: json.loads((d / "status.json").read_text())["status"]
+            for d in sweep_dir.iterdir() if (d / "status.json").is_file()}  # fmt: skip
+
+
+def test_expansion_names_zip_and_exclude(tiny_config_file, tmp_path):
+    spec_path = tmp_path / "s.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "base": str(tiny_config_file()),
+        "grid": [{"schedule.warmup_updates": [0, 500], "optimizer.lr": [5.0e-4, 1.0e-3]},
+                 {"optimizer.name": ["sgd"], "optimizer.lr": [5.0e-3], "schedule.warmup_updates": [0]}],
+        "exclude": [{"schedule.warmup_updates": 500, "optimizer.lr": 1.0e-3}],
+    }, sort_keys=False))
+    names = [p.name for p in expand(load_spec(spec_path))]
+    assert names == ["warmup_updates-0_lr-0.0005", "warmup_updates-0_lr-0.001", "warmup_updates-500_lr-0.0005",
+                     "warmup_updates-0_lr-0.005_name-sgd"]
+    zipped = spec_from_command_line(tiny_config_file(), ["optimizer.name=adam,sgd", "optimizer.lr=1e-3,1e-2"], [], "z")
+    zipped.zipped = [["optimizer.name", "optimizer.lr"]]
+    assert [p.overrides for p in expand(zipped)] == [{"optimizer.name": "adam", "optimizer.lr": 1e-3},
+                                                     {"optimizer.name": "sgd", "optimizer.lr": 1e-2}]
+
+
+def test_bad_grid_value_is_reported_before_anything_runs(tiny_config_file, tmp_path):
+    from prelnx.config.load import ConfigError
+
+    spec = spec_from_command_line(tiny_config_file(), ["model.layout=post,sideways"], [], "bad")
+    with pytest.raises(ConfigError, match="model.layout: expected one of 'post', 'pre', got 'sideways'"):
+        run_sweep(spec, out=tmp_path / "bad", echo=lambda line: None)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_divergence_is_recorded_while_the_other_runs_finish(tiny_config_file, tmp_path):
+    spec = load_spec(write_spec(tmp_path, tiny_config_file(), {"optimizer.lr": [0.01, 1.0e6], "train.seed": [1, 2]},
+                                {"optimizer.name": "sgd"}))  # fmt: skip
+    sweep_dir = tmp_path / "out"
+    rows = run_sweep(spec, out=sweep_dir, jobs=2, echo=lambda line: None)
+
+    assert len(rows) == 4 and len([d for d in sweep_dir.iterdir() if (d / "metrics.jsonl").exists() or
+                                   (d / "status.json").exists()]) == 4  # fmt: skip
+    by_lr = {(row["optimizer.lr"], row["train.seed"]): row["status"] for row in rows}
+    assert by_lr == {(0.01, 1): "finished", (0.01, 2): "finished", (1e6, 1): "diverged", (1e6, 2): "diverged"}
+    with open(sweep_dir / "summary.csv") as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == 4 and {"run", "status", "best_valid_loss", "best_valid_bleu", "wall_seconds"} <= set(table[0])
+    assert "diverged (update" in (sweep_dir / "summary.md").read_text()
+    assert (sweep_dir / "sweep.yaml").is_file()
+    files = plot(sweep_dir)
+    assert {f.name for f in files} == {"loss.png", "loss.svg", "bleu.png", "bleu.svg"}
+    assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_path):
+    spec_path = write_spec(tmp_path, tiny_config_file(), {"schedule.warmup_updates": [0, 4],
+                                                          "optimizer.lr": [0.003, 0.001]})  # fmt: skip
+    sweep_dir = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(spec_path),
+                                "--out", str(sweep_dir), "--jobs", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while "finished" not in statuses(sweep_dir).values() if sweep_dir.exists() else True:
+        assert time.monotonic() < deadline and process.poll() is None, "the first run never finished"
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the sweep and its fairseq child
+    process.wait(timeout=90)
+    before = statuses(sweep_dir)
+    finished_before = [name for name, status in before.items() if status == "finished"]
+    assert 1 <= len(finished_before) < 4
+    stamps = {name: (sweep_dir / name / "metrics.jsonl").stat().st_mtime_ns for name in finished_before}
+
+    lines: list[str] = []
+    rows = run_sweep(load_spec(spec_path), out=sweep_dir, jobs=2, echo=lines.append)
+    assert [row["status"] for row in rows] == ["finished"] * 4
+    for name in finished_before:
+        assert (sweep_dir / name / "metrics.jsonl").stat().st_mtime_ns == stamps[name]
+        assert any(line.startswith(f"[{name}]") and "already finished" in line for line in lines)
+    assert {f.name for f in plot(sweep_dir, tmp_path / "plots")} >= {"heatmap.png", "heatmap.svg", "loss.png"}
+
+
+def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):
+    pytest.importorskip("submitit")
+    spec = spec_from_command_line(tiny_config_file(train={"max_epoch": 1}), ["train.seed=1,2"], [], "sub")
+    rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local", echo=lambda line: None)
+    assert [row["status"] for row in rows] == ["finished", "finished"]
+    assert (tmp_path / "sub" / ".submitit").is_dir()
