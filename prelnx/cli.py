@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from prelnx.commands.evaluate import evaluate_command
 from prelnx.commands.plot import plot_command
 from prelnx.commands.sweep import sweep_command
 from prelnx.commands.train import train_command
@@ -24,6 +25,7 @@ def _group() -> None:
 app.command("train")(train_command)
 app.command("sweep")(sweep_command)
 app.command("plot")(plot_command)
+app.command("evaluate")(evaluate_command)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.config.load import ConfigError, find_config
+from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.sweep.run import EXECUTORS, plan_sweep, run_sweep
 from prelnx.sweep.spec import is_sweep_file, load_spec, spec_from_command_line
 
@@ -24,6 +25,7 @@ def sweep_command(
     gpus_per_run: Annotated[Optional[int], typer.Option("--gpus-per-run", help="Slurm: GPUs per run.")] = None,
     time_min: Annotated[Optional[int], typer.Option("--time-min", help="Slurm: time limit per job in minutes (jobs requeue on timeout).")] = None,
     array_parallelism: Annotated[Optional[int], typer.Option("--array-parallelism", help="Slurm: jobs of the array running at once.")] = None,
+    evaluate: Annotated[bool, typer.Option("--evaluate", help="Evaluate each finished run on its test split (prelnx evaluate).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the runs and their overrides; train nothing.")] = False,
 ) -> None:
     """Train every point of a grid (warm-up x lr x optimizer x layout x seed), locally or on a Slurm cluster.
@@ -53,7 +55,8 @@ def sweep_command(
             return
         slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
                  "time_min": time_min, "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
-        rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo)
+        rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
+                         after_run=evaluate_quietly if evaluate else None)  # fmt: skip
     except (ConfigError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None

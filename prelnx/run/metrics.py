@@ -41,7 +41,9 @@ class TensorBoardLog:
     def hparams(self, hparams: dict[str, Any]) -> None:
         from torch.utils.tensorboard.summary import hparams as hparams_summary
 
-        metric_names = {tag: 0.0 for tag in ("valid/loss", "valid/bleu", *FINAL_SCALARS)}
+        # test/* are written later by `prelnx evaluate`; listing them here puts them in the HParams table.
+        tags = ("valid/loss", "valid/bleu", *FINAL_SCALARS, "test/bleu_tokenized", "test/sacrebleu")
+        metric_names = {tag: 0.0 for tag in tags}
         experiment, session_start, session_end = hparams_summary(hparams, metric_names)
         for summary in (experiment, session_start, session_end):
             self.writer.file_writer.add_summary(summary)

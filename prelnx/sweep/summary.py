@@ -15,6 +15,7 @@ from prelnx.run.status import read_status
 
 RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "best_valid_bleu", "epochs",
                   "updates", "wall_seconds"]  # fmt: skip
+TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx evaluate` ran
 
 
 def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -34,7 +35,11 @@ def run_results(run_dir: Path) -> dict[str, Any]:
     rows = read_metrics(run_dir)
     losses = _finite([r.get("valid_loss") for r in rows])
     bleus = _finite([r.get("valid_bleu") for r in rows])
+    test_path = run_dir / "eval" / "test.json"
+    test = json.loads(test_path.read_text()) if test_path.is_file() else {}
     return {
+        "test_bleu_tokenized": test.get("bleu_tokenized"),
+        "test_sacrebleu": test.get("sacrebleu"),
         "status": status.get("status", "pending"),
         "update": status.get("update"),
         "reason": status.get("reason", ""),
@@ -57,6 +62,8 @@ def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
         row.update(run_results(sweep_dir / point["name"]))
         rows.append(row)
     columns = ["run", *keys, *RESULT_COLUMNS]
+    if any(row["test_bleu_tokenized"] is not None for row in rows):
+        columns += TEST_COLUMNS
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()

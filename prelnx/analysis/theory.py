@@ -1,0 +1,189 @@
+"""The paper's mean-field checks (Section 3.3, Lemmas 1-2 and Lemma 3), in its simplified model.
+
+1. Hidden-state norms at initialisation. In the simplified model (single-head attention with W^Q = W^K = 0, i.e.
+   uniform attention; every weight a d x d Xavier matrix; Gaussian inputs), the paper shows
+   E||x^{post,5}_l||^2 = 3/2 d for Post-LN (the FFN's residual sum, just before the layer's last LayerNorm) and
+   (1 + l/2) d <= E||x^{pre}_l||^2 <= (1 + 3l/2) d for Pre-LN (the un-normalised trunk after layer l).
+2. LayerNorm divides gradients by the size of its input: ||J_LN(x)||_2 = O(sqrt(d) / ||x||_2).
+
+The code follows the seed note (../shared/papers/pre-ln-transformer-note.fr.md), averaged over seeds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.atomic import write_text_atomic
+
+POST_EXPECTATION = 1.5  # E||x^{post,5}||^2 / d
+POST_TOLERANCE = 0.15  # |seed mean - 3/2| allowed per layer before we call it off (single draws fluctuate ~0.1)
+
+
+class TheoryError(ValueError):
+    """Bad input to the mean-field checks."""
+
+
+@dataclass
+class TheorySettings:
+    d: int = 512  # hidden size (the paper's IWSLT14 d)
+    layers: int = 12
+    seeds: tuple[int, ...] = tuple(range(1, 11))
+    tokens: int = 8  # sequence length of the Gaussian input (as in the note)
+    scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # input scalings for the Jacobian check
+
+
+def pre_bounds(layer: int) -> tuple[float, float]:
+    """Lemma 2's bounds on E||x^{pre}_l||^2 / d."""
+    return 1 + layer / 2, 1 + 3 * layer / 2
+
+
+def hidden_state_norms(d: int, layers: int, seed: int, tokens: int = 8) -> list[dict[str, float]]:
+    """||x^{post,5}_l||^2 / d and ||x^{pre}_l||^2 / d after each layer l, averaged over the tokens; one draw.
+
+    Post-LN and Pre-LN share the same input and the same weights layer by layer.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(seed)
+
+    def xavier() -> torch.Tensor:  # d x d Xavier: variance 2 / (d + d) = 1 / d
+        return torch.randn(d, d, generator=generator) / d**0.5
+
+    def norm(v: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(v, (d,))
+
+    def attention(h: torch.Tensor, value: torch.Tensor) -> torch.Tensor:  # W^Q = W^K = 0: uniform attention
+        return (h @ value).mean(dim=0, keepdim=True).expand_as(h)
+
+    def ffn(h: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+        return F.relu(h @ w1) @ w2
+
+    x_post = x_pre = torch.randn(tokens, d, generator=generator)
+    rows = []
+    for layer in range(1, layers + 1):
+        value, w1, w2 = xavier(), xavier(), xavier()
+        x3 = norm(x_post + attention(x_post, value))  # Post-LN: normalise after each residual add
+        x5 = x3 + ffn(x3, w1, w2)
+        x_post = norm(x5)
+        x_mid = x_pre + attention(norm(x_pre), value)  # Pre-LN: normalise the sublayer's input only
+        x_pre = x_mid + ffn(norm(x_mid), w1, w2)
+        rows.append({
+            "layer": layer,
+            "post": float((x5**2).sum(dim=1).mean()) / d,
+            "pre": float((x_pre**2).sum(dim=1).mean()) / d,
+        })  # fmt: skip
+    return rows
+
+
+def layernorm_jacobian_norms(d: int, scales: tuple[float, ...], seed: int) -> list[dict[str, float]]:
+    """For x = k z (one Gaussian direction z, scaled by each k): ||J_LN(x)||_2 beside sqrt(d) / ||x||_2."""
+    import torch
+    import torch.nn.functional as F
+    from torch.func import jacrev
+
+    z = torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    rows = []
+    for scale in scales:
+        x = scale * z
+        jacobian = jacrev(lambda v: F.layer_norm(v, (d,)))(x)
+        spectral = float(torch.linalg.matrix_norm(jacobian, ord=2))
+        predicted = d**0.5 / float(x.norm())
+        rows.append({"scale": scale, "x_norm": float(x.norm()), "jacobian_norm": spectral, "sqrt_d_over_norm": predicted,
+                     "ratio": spectral / predicted})  # fmt: skip
+    return rows
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def summarize_hidden(rows: list[dict[str, float]]) -> list[dict[str, Any]]:
+    """Per layer: mean and std over seeds of both layouts, Pre-LN's bounds, and whether the means fall where the paper says."""
+    layers = sorted({int(row["layer"]) for row in rows})
+    table = []
+    for layer in layers:
+        post_mean, post_std = _mean_std([r["post"] for r in rows if r["layer"] == layer])
+        pre_mean, pre_std = _mean_std([r["pre"] for r in rows if r["layer"] == layer])
+        lower, upper = pre_bounds(layer)
+        table.append({
+            "layer": layer, "post_mean": post_mean, "post_std": post_std, "pre_mean": pre_mean, "pre_std": pre_std,
+            "pre_lower": lower, "pre_upper": upper, "pre_inside": lower <= pre_mean <= upper,
+            "post_near_3_2": abs(post_mean - POST_EXPECTATION) <= POST_TOLERANCE,
+        })  # fmt: skip
+    return table
+
+
+def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Callable[[str], None] = print,
+               plots: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Both checks over every seed; prints the tables; writes CSVs, theory_summary.json and plots to out_dir if given."""
+    if settings.d < 2 or settings.layers < 1 or settings.tokens < 1 or not settings.seeds:
+        raise TheoryError(f"need d >= 2, layers >= 1, tokens >= 1 and at least one seed; got d {settings.d}, "
+                          f"layers {settings.layers}, tokens {settings.tokens}, {len(settings.seeds)} seeds")  # fmt: skip
+    if not settings.scales or any(scale <= 0 for scale in settings.scales):
+        raise TheoryError(f"--scales: every scale must be > 0, got {list(settings.scales)}")
+    hidden_rows = [
+        {"seed": seed, **row, "pre_lower": pre_bounds(row["layer"])[0], "pre_upper": pre_bounds(row["layer"])[1]}
+        for seed in settings.seeds
+        for row in hidden_state_norms(settings.d, settings.layers, seed, settings.tokens)
+    ]  # fmt: skip
+    jacobian_rows = [{"seed": seed, **row} for seed in settings.seeds for row in layernorm_jacobian_norms(settings.d, settings.scales, seed)]
+    hidden = summarize_hidden(hidden_rows)
+    ratios = [row["ratio"] for row in jacobian_rows]
+    first_seed = [row for row in jacobian_rows if row["seed"] == settings.seeds[0]]
+    summary: dict[str, Any] = {
+        "d": settings.d, "layers": settings.layers, "seeds": list(settings.seeds), "tokens": settings.tokens,
+        "hidden": hidden,
+        "post_mean_over_layers": statistics.fmean(row["post_mean"] for row in hidden),
+        "pre_all_inside_bounds": all(row["pre_inside"] for row in hidden),
+        "post_all_near_3_2": all(row["post_near_3_2"] for row in hidden),
+        "layernorm": first_seed,
+        "jacobian_ratio_min": min(ratios), "jacobian_ratio_max": max(ratios),
+        "paper": {"post": "E||x^{post,5}||^2 / d = 3/2 at every layer", "pre": "(1 + l/2) <= E||x^{pre}_l||^2 / d <= (1 + 3l/2)",
+                  "layernorm": "||J_LN(x)||_2 = O(sqrt(d) / ||x||_2)"},
+    }  # fmt: skip
+    for line in report_lines(summary):
+        echo(line)
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        write_text_atomic(out_dir / "theory_hidden.csv", _csv(hidden_rows))
+        write_text_atomic(out_dir / "theory_layernorm.csv", _csv(jacobian_rows))
+        if plots:
+            from prelnx.plots.gradients import plot_hidden_norms, plot_layernorm_jacobian
+
+            plot_hidden_norms(summary, out_dir / "theory_hidden.png")
+            plot_layernorm_jacobian(summary, out_dir / "theory_layernorm.png")
+        write_text_atomic(out_dir / "theory_summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()})
+    return buffer.getvalue()
+
+
+def report_lines(summary: dict[str, Any]) -> list[str]:
+    n = len(summary["seeds"])
+    lines = [f"hidden-state norms at initialisation, d {summary['d']}, mean +- std over {n} seeds:",
+             "  layer   Post-LN ||x^(post,5)||^2/d (paper 3/2)   Pre-LN ||x_l||^2/d   paper's bounds"]  # fmt: skip
+    for row in summary["hidden"]:
+        inside = "inside" if row["pre_inside"] else "OUTSIDE"
+        lines.append(f"  {row['layer']:5d}   {row['post_mean']:6.3f} +- {row['post_std']:.3f}"
+                     f"{'':22s}{row['pre_mean']:6.2f} +- {row['pre_std']:.2f}   [{row['pre_lower']:.1f}, {row['pre_upper']:.1f}] {inside}")  # fmt: skip
+    lines.append(f"  Post-LN mean over layers {summary['post_mean_over_layers']:.3f} (paper 1.5)")
+    lines.append(f"LayerNorm Jacobian, d {summary['d']} (seed {summary['seeds'][0]}):")
+    lines.append("  ||x||_2     ||J_LN(x)||_2   sqrt(d)/||x||   ratio")
+    for row in summary["layernorm"]:
+        lines.append(f"  {row['x_norm']:8.2f}   {row['jacobian_norm']:12.5f}   {row['sqrt_d_over_norm']:13.5f}   {row['ratio']:.4f}")
+    lines.append(f"  ratio over all seeds and scales: {summary['jacobian_ratio_min']:.4f} to {summary['jacobian_ratio_max']:.4f}")
+    return lines

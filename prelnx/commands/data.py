@@ -1,0 +1,108 @@
+"""`prelnx data prepare`: download (or take a local copy of), tokenize, BPE and binarize a dataset for fairseq."""
+
+from __future__ import annotations
+
+import shlex
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from prelnx.data.custom import CustomCorpus
+from prelnx.data.errors import DataError
+from prelnx.data.prepare import default_out, make_recipe, prepare_recipe, summary
+
+data_app = typer.Typer(
+    help="Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class Dataset(str, Enum):
+    iwslt14 = "iwslt14"
+    wmt14 = "wmt14"
+    multi30k = "multi30k"
+    custom = "custom"
+
+
+@data_app.callback()
+def _group() -> None:
+    """Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq."""
+
+
+def _command_line(ctx: click.Context) -> str:
+    """The command as run, in canonical form, for the manifest."""
+    parts = ["prelnx", "data", "prepare"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is None or value is False or value == param.default:
+            continue
+        value = value.value if isinstance(value, Enum) else value
+        if isinstance(param, click.Argument):
+            parts.append(str(value))
+        elif value is True:
+            parts.append(param.opts[0])
+        else:
+            parts += [param.opts[0], str(value)]
+    return shlex.join(parts)
+
+
+@data_app.command("prepare")
+def prepare_command(
+    ctx: typer.Context,
+    dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom.")],
+    source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files \\[default: download from the official location].")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder \\[default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom].")] = None,
+    bpe_code: Annotated[Optional[Path], typer.Option("--bpe-code", help="Apply this subword-nmt code file instead of learning BPE.")] = None,
+    bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train \\[default: iwslt14 10000, wmt14 40000, multi30k 10000; custom: no BPE].")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Processes for tokenization, BPE and binarizing \\[default: the core count].")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Prepare again even if --out holds a preparation (it is replaced once the new one is complete).")] = False,
+    train_src: Annotated[Optional[Path], typer.Option("--train-src", help="custom: training source text.")] = None,
+    train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="custom: training target text.")] = None,
+    valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="custom: validation source text.")] = None,
+    valid_tgt: Annotated[Optional[Path], typer.Option("--valid-tgt", help="custom: validation target text.")] = None,
+    test_src: Annotated[Optional[Path], typer.Option("--test-src", help="custom: test source text (optional).")] = None,
+    test_tgt: Annotated[Optional[Path], typer.Option("--test-tgt", help="custom: test target text (optional).")] = None,
+    source_lang: Annotated[str, typer.Option("--source-lang", help="custom: source language code (file suffix; Moses rules with --tokenize).")] = "src",
+    target_lang: Annotated[str, typer.Option("--target-lang", help="custom: target language code.")] = "tgt",
+    tokenize: Annotated[bool, typer.Option("--tokenize", help="custom: Moses-tokenize both sides.")] = False,
+    lowercase: Annotated[bool, typer.Option("--lowercase", help="custom: lowercase both sides.")] = False,
+    joined_dictionary: Annotated[bool, typer.Option("--joined-dictionary", help="custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
+) -> None:
+    """Prepare DATASET into a folder `prelnx train` reads (data.path): fairseq dictionaries and binary splits,
+    the text before and after BPE (text/), the BPE code, and manifest.json (line counts, sha256 of every file,
+    tool versions, the command).
+
+    Without --source, the data is downloaded (resumable) into ~/.cache/prelnx/downloads.
+    Exit codes: 0 prepared (or already there), 2 bad input, 130 interrupted.
+    """
+    pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
+    custom_options = any(path is not None for pair in pairs.values() for path in pair) or tokenize or lowercase
+    custom_options = custom_options or joined_dictionary or (source_lang, target_lang) != ("src", "tgt")
+    try:
+        corpus = None
+        if dataset is Dataset.custom or custom_options:
+            for split, (src, tgt) in pairs.items():
+                if (src is None) != (tgt is None):
+                    raise DataError(f"--{split}-src and --{split}-tgt go together")
+            corpus = CustomCorpus(
+                files={split: pair for split, pair in pairs.items() if pair[0] is not None and pair[1] is not None},
+                source_lang=source_lang, target_lang=target_lang, tokenize=tokenize, lowercase=lowercase,
+                joined_dictionary=joined_dictionary,
+            )  # fmt: skip
+        recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
+        target = out or default_out(dataset.value)
+        prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx), echo=typer.echo)
+    except DataError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted; nothing was left under the output name", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(summary(target))
+    if out is not None and out != default_out(dataset.value):
+        typer.echo(f"train on it with: prelnx train --config ... --set data.dataset={dataset.value} --set data.path={target}")

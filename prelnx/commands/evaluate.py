@@ -1,0 +1,39 @@
+"""`prelnx evaluate`: test-set BLEU of a trained run, tokenized (as the paper) and SacreBLEU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from prelnx.config.load import ConfigError
+from prelnx.evaluate.evaluate import EvaluationError, evaluate
+from prelnx.evaluate.generate import GenerationError
+
+
+def evaluate_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run dir written by prelnx train.", exists=True, file_okay=False)],
+    split: Annotated[str, typer.Option("--split", help="Which prepared split to translate: test or valid.")] = "test",
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best, last, or a checkpoint path.")] = "best",
+    average_last: Annotated[Optional[int], typer.Option("--average-last", min=1, help="Average the last N epoch checkpoints instead.")] = None,
+    beam: Annotated[Optional[int], typer.Option("--beam", min=1, help="Beam size \\[default: per dataset: IWSLT14 5, WMT14 4, others 5].")] = None,
+    lenpen: Annotated[Optional[float], typer.Option("--lenpen", help="Length penalty \\[default: IWSLT14 1.2, WMT14 0.6, others 1.0].")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per generation batch.")] = 64,
+) -> None:
+    """Translate a split with fairseq's generator and report tokenized BLEU (comparable to the paper) and
+    SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
+    """
+    try:
+        result = evaluate(run_dir, split=split, checkpoint=checkpoint, average_last=average_last, beam=beam,
+                          lenpen=lenpen, batch_size=batch_size)  # fmt: skip
+    except (EvaluationError, ConfigError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    except GenerationError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "
+               f"lenpen {result['lenpen']}):")  # fmt: skip
+    typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   (BPE removed, tokenized text; comparable to the paper)")
+    typer.echo(f"  SacreBLEU      {result['sacrebleu']:.2f}   {result['sacrebleu_signature']}")

@@ -1,0 +1,64 @@
+"""Joint BPE with subword-nmt: learn the merges on the training text of both sides, or take a given code file."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from prelnx.data.errors import DataError
+from prelnx.data.output import text_path, tok_path
+from prelnx.data.textio import count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.workers import BpeStep, Workers
+
+
+def learn_joint_bpe(texts: list[Path], code: Path, *, merges: int, workers: int = 1) -> None:
+    """subword-nmt learn_bpe.py -s MERGES < (cat TEXTS) > CODE, as fairseq's recipes run it (min frequency 2)."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    joint = code.with_name(code.name + ".joint-input")
+    with open(joint, "wb") as out:
+        for text in texts:
+            with open(text, "rb") as handle:
+                shutil.copyfileobj(handle, out)
+    try:
+        with open(joint, encoding="utf-8") as infile, open(code, "w", encoding="utf-8") as outfile:
+            learn_bpe(infile, outfile, merges, min_frequency=2, num_workers=max(1, workers))
+    finally:
+        joint.unlink(missing_ok=True)
+
+
+def copy_bpe_code(given: Path, code: Path) -> int:
+    """Check an existing subword-nmt code file and copy it to `code`; returns its number of merges."""
+    if not given.is_file():
+        raise DataError(f"--bpe-code {given}: no such file")
+    lines = list(read_lines(given))
+    count_lines(given)  # an empty file is an error
+    header = 1 if lines[0].startswith("#version") else 0
+    for number, line in enumerate(lines[header:], start=header + 1):
+        if len(line.split(" ")) != 2:
+            raise DataError(f"--bpe-code {given}: line {number} is not a BPE merge ('left right'): {line[:60]!r}")
+    shutil.copyfile(given, code)
+    return len(lines) - header
+
+
+def make_code(
+    folder: Path, *, train: list[Path], given: Path | None, merges: int, workers: Workers
+) -> dict:
+    """Write `folder/code`: learned jointly on the `train` texts, or copied from `given`; returns its manifest entry."""
+    code = folder / "code"
+    if given is not None:
+        count = copy_bpe_code(given, code)
+        return {"code": "code", "sha256": sha256_file(code), "merges": count, "from": str(given)}
+    if not train:
+        raise DataError("learning BPE needs the training split; pass --bpe-code to apply an existing code file")
+    learn_joint_bpe(train, code, merges=merges, workers=workers.count)
+    return {"code": "code", "sha256": sha256_file(code), "merges": count_lines(code) - 1, "learned_on": "train"}
+
+
+def apply_code(folder: Path, *, splits: list[str], languages: tuple[str, str], workers: Workers) -> None:
+    """subword-nmt apply_bpe.py -c code < text/tok/{split}.{lang} > text/{split}.{lang}, for every split and side."""
+    step = BpeStep(str(folder / "code"))
+    for split in splits:
+        for lang in languages:
+            source = tok_path(folder, split, lang)
+            write_lines(text_path(folder, split, lang), workers.map(step, read_lines(source), desc=f"bpe {split}.{lang}"))

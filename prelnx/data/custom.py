@@ -1,0 +1,106 @@
+"""Any parallel text: `prelnx data prepare custom --train-src A --train-tgt B --valid-src ... [--test-src ...]`.
+
+The files are used as given unless asked otherwise: `--tokenize` runs the Moses tokenizer (tokenizer.perl
+with the languages' rules), `--lowercase` lowercases, `--bpe-merges N` learns N joint BPE merges on train,
+`--bpe-code FILE` applies an existing code file. Lines are kept one for one (nothing is cleaned away).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from prelnx.data import bpe
+from prelnx.data.errors import DataError
+from prelnx.data.output import text_path, tok_path
+from prelnx.data.recipe import Recipe
+from prelnx.data.sources import SourceFiles
+from prelnx.data.textio import check_parallel, count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.workers import MosesSteps, Workers
+
+
+@dataclass(frozen=True)
+class CustomCorpus:
+    files: dict[str, tuple[Path, Path]]  # split -> (source file, target file); train and valid are required
+    source_lang: str = "src"
+    target_lang: str = "tgt"
+    tokenize: bool = False  # Moses tokenizer, with the rules of source_lang / target_lang
+    lowercase: bool = False
+    joined_dictionary: bool = False
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        return self.source_lang, self.target_lang
+
+    @property
+    def splits(self) -> list[str]:
+        return [split for split in ("train", "valid", "test") if split in self.files]
+
+
+def check_corpus(corpus: CustomCorpus) -> None:
+    for split in ("train", "valid"):
+        if split not in corpus.files:
+            raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
+    if corpus.source_lang == corpus.target_lang:
+        raise DataError(f"--source-lang and --target-lang are both {corpus.source_lang!r}; they must differ")
+    for split, pair in corpus.files.items():
+        for flag, path in zip(("src", "tgt"), pair):
+            if not path.is_file():
+                raise DataError(f"--{split}-{flag} {path}: no such file")
+
+
+def gather(corpus: CustomCorpus, work: Path) -> SourceFiles:
+    found = SourceFiles(origin="custom files")
+    for split, pair in corpus.files.items():
+        for lang, path in zip(corpus.languages, pair):
+            found.paths[f"{split}.{lang}"] = path
+            found.inputs[str(path)] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    return found
+
+
+def build_text(
+    sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus, bpe_code: Path | None,
+    bpe_merges: int | None,
+) -> dict | None:  # fmt: skip
+    files = sources.paths
+    use_bpe = bpe_code is not None or bpe_merges is not None
+    for split in corpus.splits:
+        pair = {files[f"{split}.{lang}"]: count_lines(files[f"{split}.{lang}"]) for lang in corpus.languages}
+        total = check_parallel(pair)
+        for lang in corpus.languages:
+            out = tok_path(folder, split, lang) if use_bpe else text_path(folder, split, lang)
+            steps = MosesSteps(lang, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
+            if corpus.tokenize or corpus.lowercase:
+                write_lines(out, workers.map(steps, read_lines(files[f"{split}.{lang}"]), desc=f"{split}.{lang}",
+                                             total=total))  # fmt: skip
+            else:
+                write_lines(out, read_lines(files[f"{split}.{lang}"]))  # validated UTF-8, '\n' line ends
+    if not use_bpe:
+        return None
+    train = [tok_path(folder, "train", lang) for lang in corpus.languages]
+    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges or 0, workers=workers)
+    bpe.apply_code(folder, splits=corpus.splits, languages=corpus.languages, workers=workers)
+    return entry
+
+
+def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
+    check_corpus(corpus)
+    settings = {
+        "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
+        "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
+        **{key: value for key, value in asdict(corpus).items() if key != "files"},
+        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else ({"joint_merges": bpe_merges} if bpe_merges
+                                                                         else None),  # fmt: skip
+    }
+    return Recipe(
+        dataset="custom",
+        languages=corpus.languages,
+        splits=corpus.splits,
+        joined_dictionary=corpus.joined_dictionary,
+        settings=settings,
+        gather=lambda work: gather(corpus, work),
+        build=lambda sources, folder, workers: build_text(sources, folder, workers, corpus=corpus, bpe_code=bpe_code,
+                                                          bpe_merges=bpe_merges),  # fmt: skip
+    )
+
+

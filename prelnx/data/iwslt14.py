@@ -1,0 +1,145 @@
+"""IWSLT14 German->English, as fairseq's examples/translation/prepare-iwslt14.sh makes it.
+
+- train: `train.tags.de-en.{de,en}` without the `<url>`, `<talkid>`, `<keywords>` lines and with the
+  `<title>`/`<description>` tags removed (their text kept); Moses-tokenized (tokenizer.perl -l de|en),
+  cleaned as clean-corpus-n.perl -ratio 1.5 (1..175 words), lowercased;
+- valid: every 23rd line of that cleaned corpus, train the rest;
+- test: the `<seg>` lines of dev2010, TEDX.dev2012, tst2010, tst2011, tst2012 (in that order), with ’ -> ',
+  tokenized and lowercased;
+- joint BPE, 10,000 merges learned on train (subword-nmt), or an existing code file (--bpe-code);
+- binarized with separate dictionaries (fairseq's IWSLT14 recipe does not join them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from prelnx.data import bpe, moses
+from prelnx.data.errors import DataError
+from prelnx.data.fetch import Download
+from prelnx.data.output import tok_path
+from prelnx.data.recipe import Recipe
+from prelnx.data.sources import SourceFiles, locate
+from prelnx.data.textio import check_aligned_segments, check_parallel, read_lines, seg_lines, sha256_file, write_lines
+from prelnx.data.workers import MosesSteps, Workers
+
+URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release
+LANGUAGES = ("de", "en")
+SPLITS = ["train", "valid", "test"]
+BPE_MERGES = 10_000
+CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 175}
+VALID_EVERY = 23
+TRAIN_FILES = {lang: f"train.tags.de-en.{lang}" for lang in LANGUAGES}
+TEST_SETS = ("IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
+             "IWSLT14.TED.tst2012")  # fmt: skip
+HINT = (
+    "pass the release archive or a folder of its files, e.g. "
+    "`prelnx data prepare iwslt14 --source /path/to/de-en.tgz` (the archive is at " + URL + ")"
+)
+_METADATA = ("<url>", "<talkid>", "<keywords>")
+_TAGS = ("<title>", "</title>", "<description>", "</description>")
+
+
+def needed_files(splits: Sequence[str]) -> list[str]:
+    names: list[str] = []
+    if "train" in splits or "valid" in splits:
+        names += TRAIN_FILES.values()
+    if "test" in splits:
+        names += [f"{name}.de-en.{lang}.xml" for lang in LANGUAGES for name in TEST_SETS]
+    return names
+
+
+def train_text(lines: Iterable[str]) -> Iterator[str]:
+    """grep -v '<url>' | grep -v '<talkid>' | grep -v '<keywords>' | sed 's/<title>//g' | ... (the script's filter)."""
+    for line in lines:
+        if any(tag in line for tag in _METADATA):
+            continue
+        for tag in _TAGS:
+            line = line.replace(tag, "")
+        yield line
+
+
+def _build_train_valid(files: dict[str, Path], folder: Path, workers: Workers) -> None:
+    train_files = {lang: files[TRAIN_FILES[lang]] for lang in LANGUAGES}
+    counts = {path: sum(1 for _ in train_text(read_lines(path))) for path in train_files.values()}
+    total = check_parallel(counts)
+    if total == 0:
+        raise DataError(f"{train_files['de']} holds no training text")
+    work = folder / "work"
+    tokenized = {lang: work / f"train.tags.de-en.tok.{lang}" for lang in LANGUAGES}
+    for lang in LANGUAGES:
+        lines = workers.map(MosesSteps(lang), train_text(read_lines(train_files[lang])), desc=f"tokenize train.{lang}",
+                            total=total)  # fmt: skip
+        write_lines(tokenized[lang], lines)
+    outputs = {(split, lang): tok_path(folder, split, lang) for split in ("train", "valid") for lang in LANGUAGES}
+    outputs[("train", "de")].parent.mkdir(parents=True, exist_ok=True)
+    handles = {key: open(path, "w", encoding="utf-8", newline="\n") for key, path in outputs.items()}
+    try:
+        pairs = zip(read_lines(tokenized["de"]), read_lines(tokenized["en"]))
+        for number, (de, en) in enumerate(moses.clean_pairs(pairs, **CLEAN), start=1):
+            split = "valid" if number % VALID_EVERY == 0 else "train"
+            handles[(split, "de")].write(moses.lowercase(de) + "\n")
+            handles[(split, "en")].write(moses.lowercase(en) + "\n")
+    finally:
+        for handle in handles.values():
+            handle.close()
+
+
+def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> None:
+    """text/tok/test.{de,en}: the five dev/test sets' segments, tokenized and lowercased, concatenated in order."""
+    for name in TEST_SETS:
+        check_aligned_segments(files[f"{name}.de-en.de.xml"], files[f"{name}.de-en.en.xml"])
+    for lang in LANGUAGES:
+        xml_files = [files[f"{name}.de-en.{lang}.xml"] for name in TEST_SETS]
+        segments = (line for path in xml_files for line in seg_lines(read_lines(path)))
+        write_lines(tok_path(folder, "test", lang),
+                    workers.map(MosesSteps(lang, lowercase=True), segments, desc=f"tokenize test.{lang}"))  # fmt: skip
+
+
+def build_text(
+    sources: SourceFiles,
+    folder: Path,
+    workers: Workers,
+    *,
+    splits: Sequence[str] = SPLITS,
+    bpe_code: Path | None = None,
+    bpe_merges: int = BPE_MERGES,
+) -> dict:
+    """Write text/tok/{split}.{de,en}, code, and text/{split}.{de,en} (BPE) into `folder`; returns the BPE entry."""
+    if "train" in splits or "valid" in splits:
+        _build_train_valid(sources.paths, folder, workers)
+    if "test" in splits:
+        build_test(sources.paths, folder, workers)
+    train = [tok_path(folder, "train", lang) for lang in LANGUAGES] if "train" in splits else []
+    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges, workers=workers)
+    bpe.apply_code(folder, splits=list(splits), languages=LANGUAGES, workers=workers)
+    return entry
+
+
+def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:
+    return locate(source, needed_files(splits), downloads=[Download(URL, "iwslt14/de-en.tgz")], work=work, hint=HINT,
+                  what="the IWSLT14 de-en release")  # fmt: skip
+
+
+def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
+    merges = bpe_merges or BPE_MERGES
+    settings = {
+        "recipe": "fairseq examples/translation/prepare-iwslt14.sh",
+        "tokenizer": "moses (escape, no -a)",
+        "lowercase": True,
+        "clean": CLEAN,
+        "valid": f"every {VALID_EVERY}th line of the cleaned train corpus",
+        "test": list(TEST_SETS),
+        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else {"joint_merges": merges},
+    }
+    return Recipe(
+        dataset="iwslt14",
+        languages=LANGUAGES,
+        splits=SPLITS,
+        joined_dictionary=False,
+        settings=settings,
+        gather=lambda work: gather(source, work),
+        build=lambda sources, folder, workers: build_text(sources, folder, workers, bpe_code=bpe_code,
+                                                          bpe_merges=merges),  # fmt: skip
+    )

@@ -1,0 +1,133 @@
+"""The Moses perl scripts of fairseq's recipes, in Python: tokenizer, punctuation normalizer, non-printing
+character removal, lowercasing, and clean-corpus-n.
+
+Tokenizing and normalizing are sacremoses; where sacremoses 0.2 differs from the perl scripts that
+fairseq's recipes clone (mosesdecoder master), the difference is patched here so the output is the perl
+output:
+- tokenizer.perl splits a final "X." into "X ." unconditionally ("split last words independently as they
+  are unlikely to be non-breaking prefixes"); sacremoses keeps "U.S." or German "70." at the end of a line.
+- normalize-punctuation.perl turns ‘ ‚ ’ (when not between letters) into a double quote, sacremoses into an
+  apostrophe, and keeps a space around French quotes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import regex
+from sacremoses import MosesPunctNormalizer, MosesTokenizer
+
+_ENDS_WITH_PERIOD = re.compile(r"^(\S+)\.$")
+_STARTS_WITH_DIGIT = re.compile(r"^[0-9]+")
+_NON_PRINTING = regex.compile(r"\p{C}")
+_WHITESPACE = re.compile(r"\s+")
+
+
+class PerlMosesTokenizer(MosesTokenizer):
+    """sacremoses' tokenizer with tokenizer.perl's handling of a period at the end of the line."""
+
+    def handles_nonbreaking_prefixes(self, text: str) -> str:
+        tokens = text.split()
+        last = len(tokens) - 1
+        for i, token in enumerate(tokens):
+            match = _ENDS_WITH_PERIOD.search(token)
+            if not match:
+                continue
+            prefix = match.group(1)
+            if i == last:
+                tokens[i] = prefix + " ."
+            elif (
+                ("." in prefix and self.isanyalpha(prefix))
+                or (prefix in self.NONBREAKING_PREFIXES and prefix not in self.NUMERIC_ONLY_PREFIXES)
+                or (tokens[i + 1] and self.islower(tokens[i + 1][0]))
+            ):
+                pass
+            elif prefix in self.NUMERIC_ONLY_PREFIXES and _STARTS_WITH_DIGIT.search(tokens[i + 1]):
+                pass
+            else:
+                tokens[i] = prefix + " ."
+        return " ".join(tokens)
+
+
+class PerlPunctNormalizer(MosesPunctNormalizer):
+    """sacremoses' normalizer with normalize-punctuation.perl's (default, non-Penn) substitution table."""
+
+    NORMALIZE_UNICODE = [
+        ("„", '"'),
+        ("“", '"'),
+        ("”", '"'),
+        ("–", "-"),
+        ("—", " - "),
+        (r" +", " "),
+        ("´", "'"),
+        ("([a-zA-Z])‘([a-zA-Z])", r"\g<1>'\g<2>"),
+        ("([a-zA-Z])’([a-zA-Z])", r"\g<1>'\g<2>"),
+        ("‘", '"'),
+        ("‚", '"'),
+        ("’", '"'),
+        (r"''", '"'),
+        ("´´", '"'),
+        ("…", "..."),
+    ]
+    FRENCH_QUOTES = [
+        ("\u00a0«\u00a0", ' "'),
+        ("«\u00a0", '"'),
+        ("«", '"'),
+        ("\u00a0»\u00a0", '" '),
+        ("\u00a0»", '"'),
+        ("»", '"'),
+    ]
+
+    def __init__(self, lang: str) -> None:
+        # penn=True in sacremoses adds the `` -> ' and '' -> " rules the perl script applies when *not* -penn.
+        super().__init__(lang=lang, penn=True)
+
+
+def tokenizer(lang: str) -> PerlMosesTokenizer:
+    return PerlMosesTokenizer(lang=lang)
+
+
+def tokenize(moses: MosesTokenizer, line: str, *, aggressive_dash: bool = False) -> str:
+    """tokenizer.perl -l LANG [-a] on one line: XML escaping on (the perl default); blank lines pass as they are."""
+    if not line.strip():
+        return line
+    return moses.tokenize(line, aggressive_dash_splits=aggressive_dash, return_str=True, escape=True)
+
+
+def remove_non_printing(line: str) -> str:
+    """remove-non-printing-char.perl: every control, format, private-use or unassigned character -> a space."""
+    return _NON_PRINTING.sub(" ", line)
+
+
+def lowercase(line: str) -> str:
+    """lowercase.perl (perl's lc): like str.lower, but lc has no final-sigma rule (Σ -> σ everywhere)."""
+    return line.replace("Σ", "σ").lower() if "Σ" in line else line.lower()
+
+
+def clean_pairs(
+    pairs: Iterable[tuple[str, str]], *, ratio: float, min_len: int, max_len: int, max_word_length: int = 1000
+) -> Iterator[tuple[str, str]]:
+    """clean-corpus-n.perl -ratio RATIO corpus l1 l2 out MIN MAX: the kept (l1, l2) pairs, whitespace-normalized.
+
+    A pair goes if either side is empty, longer than `max_len` or shorter than `min_len` words, one side has
+    more than `ratio` times the words of the other, or a word is longer than `max_word_length` characters.
+    """
+    too_long_word = re.compile(rf"[^\s|]{{{max_word_length + 1}}}")
+    factored: bool | None = None
+    for first, second in pairs:
+        if factored is None:  # as the perl script: '|' in the first pair means factored input, else '|' is dropped
+            factored = "|" in first or "|" in second
+        if not factored:
+            first, second = first.replace("|", ""), second.replace("|", "")
+        first, second = _WHITESPACE.sub(" ", first).strip(" "), _WHITESPACE.sub(" ", second).strip(" ")
+        if not first or not second:
+            continue
+        first_count, second_count = len(first.split(" ")), len(second.split(" "))
+        if not (min_len <= first_count <= max_len and min_len <= second_count <= max_len):
+            continue
+        if first_count / second_count > ratio or second_count / first_count > ratio:
+            continue
+        if too_long_word.search(first) or too_long_word.search(second):
+            continue
+        yield first, second

@@ -1,0 +1,75 @@
+"""Multi30k task 1, German->English: train 29,000, valid 1,014 (val), test 1,000 (test_2016_flickr).
+
+The official raw files (multi30k/dataset, data/task1/raw/*.gz) go through the same steps, in the same order,
+as the official tokenized release (data/task1/tok/*.lc.norm.tok.*): lowercase.perl | normalize-punctuation.perl
+| tokenizer.perl; then joint BPE (10,000 merges, as IWSLT14, by default) and separate dictionaries. Nothing is
+cleaned away, so the split sizes stay the official ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prelnx.data import bpe
+from prelnx.data.fetch import Download
+from prelnx.data.output import tok_path
+from prelnx.data.recipe import Recipe
+from prelnx.data.sources import SourceFiles, locate
+from prelnx.data.textio import check_parallel, count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.workers import MosesSteps, Workers
+
+BASE_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw"
+LANGUAGES = ("de", "en")
+SPLITS = ["train", "valid", "test"]
+FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}  # our split -> the release's file stem
+BPE_MERGES = 10_000
+HINT = (
+    "pass a folder that holds the release's data/task1/raw files (train/val/test_2016_flickr .de/.en, gzipped "
+    "or not), e.g. `prelnx data prepare multi30k --source /path/to/multi30k`"
+)
+
+
+def needed_files() -> list[str]:
+    return [f"{stem}.{lang}" for stem in FILES.values() for lang in LANGUAGES]
+
+
+def build_text(
+    sources: SourceFiles, folder: Path, workers: Workers, *, bpe_code: Path | None = None, bpe_merges: int = BPE_MERGES
+) -> dict:
+    files = sources.paths
+    for split, stem in FILES.items():
+        total = check_parallel({files[f"{stem}.{lang}"]: count_lines(files[f"{stem}.{lang}"]) for lang in LANGUAGES})
+        for lang in LANGUAGES:
+            steps = MosesSteps(lang, lowercase_first=True, normalize_punctuation=True)
+            lines = workers.map(steps, read_lines(files[f"{stem}.{lang}"]), desc=f"tokenize {split}.{lang}", total=total)
+            write_lines(tok_path(folder, split, lang), lines)
+    train = [tok_path(folder, "train", lang) for lang in LANGUAGES]
+    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges, workers=workers)
+    bpe.apply_code(folder, splits=SPLITS, languages=LANGUAGES, workers=workers)
+    return entry
+
+
+def gather(source: str | None, work: Path) -> SourceFiles:
+    downloads = [Download(f"{BASE_URL}/{name}.gz", f"multi30k/{name}.gz") for name in needed_files()]
+    return locate(source, needed_files(), downloads=downloads, work=work, hint=HINT,
+                  what="Multi30k task 1 raw files")  # fmt: skip
+
+
+def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
+    merges = bpe_merges or BPE_MERGES
+    settings = {
+        "recipe": "Multi30k task 1 official lc.norm.tok, then joint BPE",
+        "steps": "lowercase | normalize-punctuation | tokenizer (escape, no -a)",
+        "files": FILES,
+        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else {"joint_merges": merges},
+    }
+    return Recipe(
+        dataset="multi30k",
+        languages=LANGUAGES,
+        splits=SPLITS,
+        joined_dictionary=False,
+        settings=settings,
+        gather=lambda work: gather(source, work),
+        build=lambda sources, folder, workers: build_text(sources, folder, workers, bpe_code=bpe_code,
+                                                          bpe_merges=merges),  # fmt: skip
+    )

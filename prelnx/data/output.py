@@ -1,0 +1,140 @@
+"""A prepared folder: built in a temporary sibling and renamed into place when complete, with a manifest.json.
+
+`manifest.json` is written last, inside the staging folder, so a folder that has one is complete: an
+interrupted or failed preparation leaves no folder under the output name (and removes its staging folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from prelnx.data.errors import DataError
+from prelnx.data.textio import count_lines, sha256_file
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+_FAIRSEQ_DISTRIBUTIONS = ("ve-fairseq", "fairseq-fixed", "fairseq")
+
+
+def read_manifest(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def is_prepared(folder: Path, dataset: str, settings: dict) -> bool:
+    """`folder` holds a complete preparation of `dataset` with these settings."""
+    manifest = read_manifest(folder)
+    return (
+        manifest is not None
+        and manifest.get("dataset") == dataset
+        and manifest.get("settings") == json.loads(json.dumps(settings))  # as stored: tuples became lists
+        and all((folder / name).is_file() for name in manifest.get("files", {}))
+    )
+
+
+def check_replaceable(out: Path, *, force: bool) -> None:
+    """Refuse to overwrite what is not ours, and a different preparation unless --force."""
+    if out.exists() and not out.is_dir():
+        raise DataError(f"--out {out} is a file, not a folder")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise DataError(f"--out {out} exists and is not a prepared data folder (no {MANIFEST}); choose another --out")
+    if not force:
+        raise DataError(
+            f"--out {out} already holds a different preparation ({manifest.get('dataset')}, "
+            f"settings {json.dumps(manifest.get('settings'))}); pass --force to replace it"
+        )
+
+
+@contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """An empty temporary folder next to `out`; on success it replaces `out`, on any failure it is removed."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+    except OSError as error:
+        raise DataError(f"cannot write the output folder {out}: {error.strerror or error}") from None
+    try:
+        yield staging
+        previous = out.parent / f".{out.name}.replaced-{os.getpid()}"
+        if out.exists():
+            out.rename(previous)
+        staging.rename(out)
+        shutil.rmtree(previous, ignore_errors=True)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def tool_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    for name in _FAIRSEQ_DISTRIBUTIONS:
+        try:
+            versions["fairseq"] = f"{metadata.version(name)} ({name})"
+            break
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def write_manifest(
+    folder: Path,
+    *,
+    dataset: str,
+    command: str,
+    languages: tuple[str, str],
+    settings: dict,
+    splits: list[str],
+    sources: dict,
+    bpe: dict | None,
+) -> dict:
+    """Line counts of every split and side (the text that was binarized), sha256 of every file, and how it was made."""
+    files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != MANIFEST)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "dataset": dataset,
+        "command": command,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "languages": {"source": languages[0], "target": languages[1]},
+        "settings": settings,
+        "lines": {
+            split: {lang: count_lines(folder / "text" / f"{split}.{lang}") for lang in languages} for split in splits
+        },
+        "bpe": bpe,
+        "sources": sources,
+        "tools": tool_versions(),
+        "files": {
+            str(path.relative_to(folder)): {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+            for path in files
+        },
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def text_path(folder: Path, split: str, lang: str) -> Path:
+    """The text that is binarized (after BPE), as fairseq's recipes leave it: text/{split}.{lang}."""
+    return folder / "text" / f"{split}.{lang}"
+
+
+def tok_path(folder: Path, split: str, lang: str) -> Path:
+    """The same text before BPE (fairseq's recipes' tmp/{split}.{lang}): text/tok/{split}.{lang}."""
+    return folder / "text" / "tok" / f"{split}.{lang}"

@@ -1,0 +1,94 @@
+"""`prelnx data prepare`: turn a dataset's recipe into a binarized, manifest-carrying folder for fairseq-train.
+
+One flow for every dataset: locate (or download) the inputs, build the text (tokenize, clean, BPE) in a
+staging folder, binarize it with fairseq's own preprocessing, write manifest.json, rename into place.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from prelnx.data import iwslt14, multi30k, wmt14
+from prelnx.data.binarize import binarize
+from prelnx.data.custom import CustomCorpus
+from prelnx.data.custom import recipe as custom_recipe
+from prelnx.data.errors import DataError
+from prelnx.data.locations import DEFAULT_DATA_DIRS
+from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
+from prelnx.data.recipe import Recipe
+from prelnx.data.workers import Workers
+
+DATASETS = ("iwslt14", "wmt14", "multi30k", "custom")
+_RECIPES = {"iwslt14": iwslt14.recipe, "wmt14": wmt14.recipe, "multi30k": multi30k.recipe}
+
+
+def default_out(dataset: str) -> Path:
+    """Where `prelnx train` looks when data.path is not set (prelnx.data.locations)."""
+    return DEFAULT_DATA_DIRS.get(dataset, Path("data-bin") / dataset)
+
+
+def make_recipe(
+    dataset: str,
+    *,
+    source: str | None = None,
+    bpe_code: Path | None = None,
+    bpe_merges: int | None = None,
+    custom: CustomCorpus | None = None,
+) -> Recipe:
+    if bpe_code is not None and bpe_merges is not None:
+        raise DataError("pass either --bpe-code (apply an existing code) or --bpe-merges (learn one), not both")
+    if bpe_merges is not None and bpe_merges < 1:
+        raise DataError(f"--bpe-merges must be at least 1, got {bpe_merges}")
+    if bpe_code is not None and not bpe_code.is_file():
+        raise DataError(f"--bpe-code {bpe_code}: no such file")
+    if dataset == "custom":
+        if custom is None:
+            raise DataError("custom data needs --train-src/--train-tgt and --valid-src/--valid-tgt")
+        if source is not None:
+            raise DataError("custom data takes its files from --train-src/--train-tgt/..., not --source")
+        return custom_recipe(corpus=custom, bpe_code=bpe_code, bpe_merges=bpe_merges)
+    if custom is not None:
+        raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
+    if dataset not in _RECIPES:
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+    return _RECIPES[dataset](source=source, bpe_code=bpe_code, bpe_merges=bpe_merges)
+
+
+def prepare_recipe(
+    recipe: Recipe,
+    out: Path,
+    *,
+    workers: int | None = None,
+    force: bool = False,
+    command: str = "",
+    echo: Callable[[str], None] = print,
+) -> Path:
+    """Build `recipe` into `out` (unless it is already there with the same settings); returns `out`."""
+    if not force and is_prepared(out, recipe.dataset, recipe.settings):
+        echo(f"{out} already holds {recipe.describe()} with these settings (manifest.json); --force prepares it again")
+        return out
+    check_replaceable(out, force=force)
+    with staged_folder(out) as staging, Workers(workers) as pool:
+        work = staging / "work"
+        sources = recipe.gather(work)
+        echo(f"preparing {recipe.describe()} from {sources.origin} with {pool.count} worker(s)")
+        bpe = recipe.build(sources, staging, pool)
+        shutil.rmtree(work, ignore_errors=True)
+        source_lang, target_lang = recipe.languages
+        echo("binarizing with fairseq-preprocess")
+        binarize(staging / "text", staging, source_lang=source_lang, target_lang=target_lang, splits=recipe.splits,
+                 joined_dictionary=recipe.joined_dictionary, workers=pool.count)  # fmt: skip
+        write_manifest(staging, dataset=recipe.dataset, command=command, languages=recipe.languages,
+                       settings=recipe.settings, splits=recipe.splits,
+                       sources={"origin": sources.origin, "files": sources.inputs}, bpe=bpe)  # fmt: skip
+    return out
+
+
+def summary(out: Path) -> str:
+    """One line per split: its line count (of each side)."""
+    manifest = read_manifest(out) or {}
+    lines = manifest.get("lines", {})
+    parts = [f"{split} {next(iter(counts.values())):,}" for split, counts in lines.items()]
+    return f"{out}: {manifest.get('dataset')} ({', '.join(parts)} lines)"

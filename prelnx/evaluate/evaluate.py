@@ -1,0 +1,142 @@
+"""`prelnx evaluate`: a run's test (or valid) BLEU, tokenized as in the paper and detokenized with SacreBLEU."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from prelnx.atomic import write_text_atomic
+from prelnx.config.load import config_from_dict
+from prelnx.config.schema import Config
+from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_checkpoints
+from prelnx.evaluate.bleu import score
+from prelnx.evaluate.generate import generate
+from prelnx.run.plan import data_dir, languages, use_cuda
+
+
+@dataclass(frozen=True)
+class DecodingDefaults:
+    beam: int
+    lenpen: float
+    compound_split: bool = False
+
+
+# IWSLT14: the paper's Appendix A; WMT14: fairseq's scaling_nmt recipe; the rest: plain beam search.
+DATASET_DEFAULTS = {
+    "iwslt14": DecodingDefaults(5, 1.2),
+    "wmt14": DecodingDefaults(4, 0.6, compound_split=True),
+    "multi30k": DecodingDefaults(5, 1.0),
+    "synthetic": DecodingDefaults(5, 1.0),
+    "custom": DecodingDefaults(5, 1.0),
+}
+# Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
+NO_DETOKENIZER = {"synthetic"}
+
+
+class EvaluationError(ValueError):
+    pass
+
+
+def load_run_config(run_dir: Path) -> Config:
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise EvaluationError(f"{run_dir}: not a run dir (no config.yaml); give the folder `prelnx train` wrote")
+    return config_from_dict(yaml.safe_load(path.read_text()) or {}, str(path))
+
+
+def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None) -> tuple[Path, str]:
+    """The checkpoint file to decode with, and how to describe it in the results."""
+    checkpoints = run_dir / "checkpoints"
+    if average_last:
+        epochs = epoch_checkpoints(checkpoints)
+        if len(epochs) < average_last:
+            raise EvaluationError(
+                f"--average-last {average_last}: {checkpoints} holds {len(epochs)} epoch checkpoint(s) "
+                f"({', '.join(p.name for p in epochs) or 'none'}); train.keep_last_epochs limits how many are kept"
+            )
+        chosen = epochs[-average_last:]
+        try:
+            averaged = average_checkpoints(chosen, checkpoints / f"averaged_last{average_last}.pt")
+        except CheckpointError as error:
+            raise EvaluationError(str(error)) from None
+        return averaged, f"average of {', '.join(p.name for p in chosen)}"
+    named = {"best": checkpoints / "checkpoint_best.pt", "last": checkpoints / "checkpoint_last.pt"}
+    path = named.get(checkpoint, Path(checkpoint))
+    if not path.is_file():
+        raise EvaluationError(f"checkpoint {checkpoint}: {path} does not exist (use best, last or a .pt path)")
+    return path, path.name if checkpoint in named else str(path)
+
+
+def evaluate(
+    run_dir: Path,
+    *,
+    split: str = "test",
+    checkpoint: str = "best",
+    average_last: int | None = None,
+    beam: int | None = None,
+    lenpen: float | None = None,
+    batch_size: int = 64,
+) -> dict[str, Any]:
+    """Generate the split, score it, write eval/<split>.json and eval/<split>.hyp; returns the JSON's content."""
+    config = load_run_config(run_dir)
+    data = data_dir(config)
+    source, target = languages(config)
+    if not (data / f"{split}.{source}-{target}.{source}.idx").is_file():
+        raise EvaluationError(f"split {split!r} is not prepared in {data} (no {split}.{source}-{target}.{source}.idx)")
+    path, described = resolve_checkpoint(run_dir, checkpoint, average_last)
+    defaults = DATASET_DEFAULTS[config.data.dataset]
+    beam = beam or defaults.beam
+    lenpen = lenpen if lenpen is not None else defaults.lenpen
+    generation = generate(
+        data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
+        batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
+        threads=config.train.threads or os.cpu_count(),
+        max_len_a=config.eval.bleu.max_len_a, max_len_b=config.eval.bleu.max_len_b,
+    )  # fmt: skip
+    scores = score(generation.hypotheses, generation.references,
+                   target_lang=None if config.data.dataset in NO_DETOKENIZER else target,
+                   compound_split=defaults.compound_split)  # fmt: skip
+    result = {
+        "split": split,
+        "checkpoint": described,
+        "beam": beam,
+        "lenpen": lenpen,
+        **asdict(scores),
+        "compound_split": defaults.compound_split,
+        "sentences": len(generation.hypotheses),
+    }
+    out = run_dir / "eval"
+    write_text_atomic(out / f"{split}.hyp", "".join(h + "\n" for h in generation.hypotheses))
+    write_text_atomic(out / f"{split}.ref", "".join(r + "\n" for r in generation.references))
+    write_text_atomic(out / f"{split}.json", json.dumps(result, indent=2) + "\n")
+    _log_to_tensorboard(run_dir, split, result)
+    return result
+
+
+def _log_to_tensorboard(run_dir: Path, split: str, result: dict[str, Any]) -> None:
+    """The scores as scalars the run's HParams entry lists (test/bleu_tokenized, test/sacrebleu)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from prelnx.run.metrics import read_metrics
+
+    rows = read_metrics(run_dir)
+    step = rows[-1]["epoch"] if rows else 0
+    writer = SummaryWriter(str(run_dir / "tb"))
+    for key in ("bleu_tokenized", "sacrebleu"):
+        if isinstance(result[key], float) and math.isfinite(result[key]):
+            writer.add_scalar(f"{split}/{key}", result[key], global_step=step)
+    writer.close()
+
+
+def evaluate_quietly(run_dir: Path) -> None:
+    """For sweeps: evaluate with the defaults; a failure is written to eval/test.error, not raised."""
+    try:
+        evaluate(run_dir)
+    except Exception as error:  # noqa: BLE001 - one run's evaluation never stops a sweep
+        write_text_atomic(run_dir / "eval" / "test.error", f"{type(error).__name__}: {error}\n")

@@ -1,0 +1,76 @@
+"""Translations from a checkpoint with fairseq's own generator (`fairseq-generate`, as a child process)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from prelnx.run.plan import PLUGIN_DIR
+
+_LINE = re.compile(r"^([HT])-(\d+)\t(.*)$")
+
+
+class GenerationError(RuntimeError):
+    pass
+
+
+@dataclass
+class Generation:
+    hypotheses: list[str]  # in the split's original order
+    references: list[str]
+
+
+def generate(
+    data: Path,
+    checkpoint: Path,
+    *,
+    split: str,
+    source_lang: str,
+    target_lang: str,
+    beam: int,
+    lenpen: float,
+    batch_size: int,
+    remove_bpe: str | None,
+    cuda: bool,
+    threads: int | None = None,
+    max_len_a: float = 1.2,
+    max_len_b: int = 10,
+) -> Generation:
+    argv = [
+        sys.executable, "-m", "fairseq_cli.generate", str(data),
+        "--user-dir", str(PLUGIN_DIR), "--task", "translation",
+        "--source-lang", source_lang, "--target-lang", target_lang,
+        "--path", str(checkpoint), "--gen-subset", split,
+        "--beam", str(beam), "--lenpen", str(lenpen), "--batch-size", str(batch_size),
+        "--max-len-a", str(max_len_a), "--max-len-b", str(max_len_b),
+    ]  # fmt: skip
+    if remove_bpe is not None:
+        argv += ["--remove-bpe", remove_bpe]
+    if not cuda:
+        argv.append("--cpu")
+    env = dict(os.environ)
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    completed = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-8:])
+        raise GenerationError(f"fairseq-generate failed (exit code {completed.returncode}):\n{tail}")
+    hypotheses: dict[int, str] = {}
+    references: dict[int, str] = {}
+    for line in completed.stdout.splitlines():
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        kind, index, rest = match.group(1), int(match.group(2)), match.group(3)
+        if kind == "H":
+            hypotheses[index] = rest.split("\t", 1)[1] if "\t" in rest else ""
+        else:
+            references[index] = rest
+    if not hypotheses or set(hypotheses) != set(references):
+        raise GenerationError(f"fairseq-generate printed {len(hypotheses)} hypotheses for {len(references)} references")
+    order = sorted(hypotheses)
+    return Generation([hypotheses[i] for i in order], [references[i] for i in order])

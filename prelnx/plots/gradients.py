@@ -1,0 +1,126 @@
+"""Figures of the gradient study (like the paper's Figure 3) and of the mean-field checks, with matplotlib's Agg backend.
+
+Each function takes the summary dict its analysis wrote (grads_summary.json, theory_summary.json), so a figure can be
+redrawn from the files alone, and returns the path it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+COLORS = {"pre": "tab:blue", "post": "tab:orange", "checkpoint": "tab:green"}
+NAMES = {"pre": "Pre-LN (init)", "post": "Post-LN (init)"}
+
+
+def _pyplot() -> Any:
+    import logging
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root logger to DEBUG
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure: Any, path: Path) -> Path:
+    """Write the PNG atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        figure.savefig(temporary, dpi=120)
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+        _pyplot().close(figure)
+    return path
+
+
+def _per_layer(entries: list[dict[str, Any]], layout: str, depth: int, weight: str) -> list[dict[str, Any]]:
+    """Encoder layers 1..L then decoder layers 1..L of one layout, depth and weight."""
+    chosen = [e for e in entries if e["layout"] == layout and e["depth"] == depth and e["weight"] == weight]
+    return sorted(chosen, key=lambda e: (e["side"] != "encoder", e["layer"]))
+
+
+def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
+    """(a)(b) W1 and W2 gradient norm per layer at the bars depth, Post-LN vs Pre-LN (and a checkpoint if measured),
+    mean +- std over seeds; (c)(d) the last decoder layer's W2 gradient norm against depth, Pre-LN then Post-LN."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(2, 2, figsize=(13, 8))
+    depth = summary["growth_depth"]
+    series = [(layout, NAMES[layout], summary["per_layer"], depth) for layout in ("pre", "post") if layout in summary["layouts"]]
+    for entry in summary.get("checkpoint", [])[:1]:
+        ck_layout, ck_depth = entry["layout"], entry["depth"]
+        series.append((ck_layout, f"{'Pre' if ck_layout == 'pre' else 'Post'}-LN (checkpoint)", summary["checkpoint"], ck_depth))
+    width = 0.8 / max(len(series), 1)
+    for axis, weight, letter in ((axes[0, 0], "W1", "a"), (axes[0, 1], "W2", "b")):
+        labels: list[str] = []
+        for index, (layout, name, entries, series_depth) in enumerate(series):
+            bars = _per_layer(entries, layout, series_depth, weight)
+            positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(bars))]
+            color = COLORS["checkpoint"] if entries is not summary["per_layer"] else COLORS[layout]
+            axis.bar(positions, [b["mean"] for b in bars], width, yerr=[b["std"] for b in bars], capsize=2,
+                     color=color, label=name)  # fmt: skip
+            if len(bars) > len(labels):
+                labels = [f"{'E' if b['side'] == 'encoder' else 'D'}{b['layer']}" for b in bars]
+        axis.set_xticks(range(len(labels)), labels)
+        axis.set_title(f"({letter}) gradient norm of {weight} per layer, {depth}-{depth} layers")
+        axis.set_xlabel("layer (E = encoder, D = decoder)")
+        axis.set_ylabel(f"||dL/d{weight}||_F")
+        axis.legend()
+    for axis, layout, letter in ((axes[1, 0], "pre", "c"), (axes[1, 1], "post", "d")):
+        by_depth = summary["last_layer_w2"].get(layout)
+        if not by_depth:
+            axis.set_visible(False)
+            continue
+        depths = list(by_depth)
+        axis.bar(range(len(depths)), [by_depth[d]["mean"] for d in depths], 0.6, yerr=[by_depth[d]["std"] for d in depths],
+                 capsize=3, color=COLORS[layout])  # fmt: skip
+        axis.set_xticks(range(len(depths)), [f"{d}-{d}" for d in depths])
+        axis.set_title(f"({letter}) {NAMES[layout].split(' ')[0]}: last layer's W2 gradient norm vs depth")
+        axis.set_xlabel("layers (encoder = decoder)")
+        axis.set_ylabel("||dL/dW2||_F, last decoder layer")
+    figure.suptitle(f"FFN gradient norms at initialisation ({summary['settings']['config'] if 'settings' in summary else ''}, "
+                    f"mean +- std over {len(summary['seeds'])} seeds)")  # fmt: skip
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
+    """||x||^2 / d per layer: Post-LN's x^(post,5) against 3/2, Pre-LN's x_l inside [1 + l/2, 1 + 3l/2]."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    layers = [row["layer"] for row in summary["hidden"]]
+    for key, color, name in (("post", COLORS["post"], "Post-LN ||x^(post,5)||^2 / d"), ("pre", COLORS["pre"], "Pre-LN ||x_l||^2 / d")):
+        axis.errorbar(layers, [r[f"{key}_mean"] for r in summary["hidden"]], yerr=[r[f"{key}_std"] for r in summary["hidden"]],
+                      marker="o", capsize=3, color=color, label=name)  # fmt: skip
+    axis.fill_between(layers, [1 + l / 2 for l in layers], [1 + 3 * l / 2 for l in layers], color=COLORS["pre"], alpha=0.15,
+                      label="Pre-LN bounds [1 + l/2, 1 + 3l/2]")  # fmt: skip
+    axis.axhline(1.5, color=COLORS["post"], linestyle="--", label="Post-LN expectation 3/2")
+    axis.set_xlabel("layer l")
+    axis.set_ylabel("squared norm / d")
+    axis.set_title(f"Hidden-state norms at initialisation (d {summary['d']}, mean +- std over {len(summary['seeds'])} seeds)")
+    axis.legend()
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
+    """The spectral norm of LayerNorm's Jacobian against ||x||, beside sqrt(d) / ||x||, on log-log axes."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4.5))
+    rows = summary["layernorm"]
+    norms = [r["x_norm"] for r in rows]
+    axis.loglog(norms, [r["jacobian_norm"] for r in rows], "o", color=COLORS["pre"], label="||J_LN(x)||_2 (measured)")
+    axis.loglog(norms, [r["sqrt_d_over_norm"] for r in rows], "-", color="black", label="sqrt(d) / ||x||")
+    axis.set_xlabel("||x||_2")
+    axis.set_ylabel("spectral norm")
+    axis.set_title(f"LayerNorm's Jacobian shrinks as its input grows (d {summary['d']})")
+    axis.legend()
+    figure.tight_layout()
+    return _save(figure, path)
