@@ -42,8 +42,8 @@ def test_expansion_names_zip_and_exclude(tiny_config_file, tmp_path):
         "exclude": [{"schedule.warmup_updates": 500, "optimizer.lr": 1.0e-3}],
     }, sort_keys=False))
     names = [p.name for p in expand(load_spec(spec_path))]
-    assert names == ["warmup_updates-0_lr-0.0005", "warmup_updates-0_lr-0.001", "warmup_updates-500_lr-0.0005",
-                     "warmup_updates-0_lr-0.005_name-sgd"]
+    assert names == ["opt-adam_warmup-0_lr-0.0005", "opt-adam_warmup-0_lr-0.001", "opt-adam_warmup-500_lr-0.0005",
+                     "opt-sgd_warmup-0_lr-0.005"]
     zipped = spec_from_command_line(tiny_config_file(), ["optimizer.name=adam,sgd", "optimizer.lr=1e-3,1e-2"], [], "z")
     zipped.zipped = [["optimizer.name", "optimizer.lr"]]
     assert [p.overrides for p in expand(zipped)] == [{"optimizer.name": "adam", "optimizer.lr": 1e-3},

@@ -7,7 +7,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from prelnx.data.custom import CustomCorpus
@@ -34,7 +33,7 @@ def _group() -> None:
     """Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq."""
 
 
-def _command_line(ctx: click.Context) -> str:
+def _command_line(ctx: typer.Context) -> str:
     """The command as run, in canonical form, for the manifest."""
     parts = ["prelnx", "data", "prepare"]
     for param in ctx.command.params:
@@ -42,7 +41,7 @@ def _command_line(ctx: click.Context) -> str:
         if value is None or value is False or value == param.default:
             continue
         value = value.value if isinstance(value, Enum) else value
-        if isinstance(param, click.Argument):
+        if param.param_type_name == "argument":
             parts.append(str(value))
         elif value is True:
             parts.append(param.opts[0])

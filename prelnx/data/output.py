@@ -65,6 +65,9 @@ def staged_folder(out: Path) -> Iterator[Path]:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become the prepared folder's mode
     except OSError as error:
         raise DataError(f"cannot write the output folder {out}: {error.strerror or error}") from None
     try:

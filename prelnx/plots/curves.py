@@ -109,6 +109,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     return written
 
 
+PANEL_KEYS = ("model.layout", "optimizer.name")
 _FILE_NAMES = {"valid_loss": "loss", "valid_bleu": "bleu"}
 
 
@@ -121,7 +122,8 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
     ys = sorted({r.overrides[y_key] for r in runs})
     if len(xs) < 2 or len(ys) < 2:
         return []
-    other_keys = sorted({k for r in runs for k in r.overrides} - {x_key, y_key, "train.seed"})
+    # One panel per layout/optimizer; seeds (and schedule details that go with the warm-up) are averaged.
+    other_keys = [k for k in PANEL_KEYS if len({repr(r.overrides.get(k)) for r in runs}) > 1]
     groups: dict[tuple, list[RunCurves]] = {}
     for run in runs:
         groups.setdefault(tuple(repr(run.overrides.get(k)) for k in other_keys), []).append(run)

@@ -132,14 +132,32 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
+# The study's axes, in the order run names show them, with their short names.
+NAME_KEYS = {"model.layout": "layout", "optimizer.name": "opt", "schedule.warmup_updates": "warmup",
+             "optimizer.lr": "lr", "train.seed": "seed"}  # fmt: skip
+
+
 def run_name(overrides: dict[str, Any], varying: list[str]) -> str:
-    """`{"schedule.warmup_updates": 500, "optimizer.lr": 0.001}` -> `warmup_updates-500_lr-0.001` (file-system safe)."""
-    short = {key: key.rsplit(".", 1)[-1] for key in varying}
+    """`{"schedule.warmup_updates": 500, "optimizer.lr": 0.001}` -> `warmup-500_lr-0.001` (file-system safe)."""
+    ordered = [k for k in NAME_KEYS if k in varying] + [k for k in varying if k not in NAME_KEYS]
+    short = {key: NAME_KEYS.get(key, key.rsplit(".", 1)[-1]) for key in ordered}
     if len(set(short.values())) < len(short):  # two keys end alike: use the full dotted path
-        short = {key: key.replace(".", "-") for key in varying}
-    parts = [f"{short[key]}-{_format_value(overrides[key])}" for key in varying if key in overrides]
+        short = {key: key.replace(".", "-") for key in ordered}
+    parts = [f"{short[key]}-{_format_value(overrides[key])}" for key in ordered if key in overrides]
     name = "_".join(parts) or "base"
     return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+
+
+def name_keys(assignments: list[dict[str, Any]]) -> list[str]:
+    """The keys that vary across the sweep, minus secondary ones (e.g. schedule.decay going with warm-up 0)
+    that the study's axes already tell apart."""
+    keys = list(dict.fromkeys(key for point in assignments for key in point))
+    varying = [key for key in keys if len({repr(point.get(key)) for point in assignments}) > 1]
+    for key in reversed([k for k in varying if k not in NAME_KEYS]):
+        rest = [k for k in varying if k != key]
+        if len({run_name(point, rest) for point in assignments}) == len(assignments):
+            varying = rest
+    return varying
 
 
 def config_value(config: Config, dotted: str) -> Any:
@@ -161,24 +179,25 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
                 continue
             if point not in assignments:
                 assignments.append(point)
-    keys = list(dict.fromkeys(key for point in assignments for key in point))
-    varying = [key for key in keys if len({repr(point.get(key)) for point in assignments}) > 1]
-
-    points: list[SweepPoint] = []
+    configs: list[Config] = []
     problems: list[str] = []
     for overrides in assignments:
         texts = [f"{key}={json.dumps(value)}" for key, value in {**spec.fixed, **overrides}.items()]
         try:
-            config, _ = load_config(spec.base, texts)
+            configs.append(load_config(spec.base, texts)[0])
         except ConfigError as error:
-            problems.append(f"run {run_name(overrides, varying)}: {error}")
-            continue
-        typed = {key: config_value(config, key) for key in overrides}  # e.g. "1e-3" (YAML 1.1 string) -> 0.001
-        name = run_name(typed, varying)
-        config.name = f"{spec.name}/{name}"
-        points.append(SweepPoint(name, typed, config))
+            problems.append(f"run {overrides}: {error}")
     if problems:
         raise ConfigError("invalid sweep:\n" + "\n".join(problems))
+    # Every point records every swept key, typed by the schema ("1e-3", a YAML 1.1 string, becomes 0.001).
+    keys = list(dict.fromkeys(key for point in assignments for key in point))
+    typed = [{key: config_value(config, key) for key in keys} for config in configs]
+    varying = name_keys(typed)
+    points = []
+    for overrides, config in zip(typed, configs):
+        name = run_name(overrides, varying)
+        config.name = f"{spec.name}/{name}"
+        points.append(SweepPoint(name, overrides, config))
     names = [p.name for p in points]
     if len(set(names)) != len(names):
         raise ConfigError(f"sweep runs share names: {sorted({n for n in names if names.count(n) > 1})}")
