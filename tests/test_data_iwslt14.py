@@ -85,7 +85,7 @@ def test_full_recipe_from_an_archive(tmp_path):
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
     lines = manifest["lines"]
-    # 1,700 segments + 4 kept metadata lines (speaker, title, description text: 3 after cleaning empties) ...
+    # train.tags: 1,700 segments and the header lines the filter keeps; every 23rd cleaned pair is valid
     train, valid = lines["train"]["de"], lines["valid"]["de"]
     assert lines["test"] == {"de": 6750, "en": 6750}
     assert valid == (train + valid) // 23 and lines["train"]["en"] == train

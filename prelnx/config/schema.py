@@ -38,7 +38,11 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    layout: Literal["post", "pre"] = "post"  # where LayerNorm sits: after the residual add (post) or before the sublayer (pre)
+    # Where the norm sits: after the residual add (post), before each sublayer plus a final norm (pre), or
+    # DeepNorm's Post-LN with up-weighted residuals x*alpha + f(x) and beta-scaled initialisation (deepnorm).
+    layout: Literal["post", "pre", "deepnorm"] = "post"
+    norm: Literal["layernorm", "rmsnorm", "dyt"] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
+    qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset; the fields below override its dimensions
     encoder_layers: Optional[int] = None
     decoder_layers: Optional[int] = None
@@ -133,6 +137,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
 
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
     need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
+    need(not (m.layout == "deepnorm" and m.norm == "dyt"), "model.norm",
+         "layout: deepnorm rescales a normalised residual stream; use norm: layernorm or rmsnorm with it")  # fmt: skip
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")

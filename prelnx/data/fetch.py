@@ -6,6 +6,7 @@ so a file under its final name is always whole. Run the same command again to re
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import sys
@@ -56,7 +57,10 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
     if dest.is_file():
         _verify(dest, download, expected_size=download.size)
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DataError(f"cannot create the download folder {dest.parent}: {error.strerror or error}") from None
     part = dest.with_name(dest.name + ".part")
     offset = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(download.url, headers={"Range": f"bytes={offset}-"} if offset else {})
@@ -79,18 +83,21 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
             offset = 0  # the server ignored the Range header (or there was nothing to resume): start afresh
         total = offset + int(length) if length is not None else download.size
         try:
-            with open(part, "ab" if resumed else "wb") as out, tqdm(
-                total=total, initial=offset, desc=dest.name, unit="B", unit_scale=True, unit_divisor=1024,
-                file=sys.stderr, disable=None, mininterval=1.0,
-            ) as bar:  # fmt: skip
+            out = open(part, "ab" if resumed else "wb")  # noqa: SIM115
+        except OSError as error:
+            raise DataError(f"cannot write {part}: {error.strerror or error}") from None
+        with out, tqdm(total=total, initial=offset, desc=dest.name, unit="B", unit_scale=True, unit_divisor=1024,
+                       file=sys.stderr, disable=None, mininterval=1.0) as bar:  # fmt: skip
+            try:
                 for block in iter(lambda: response.read(_BLOCK), b""):
                     out.write(block)
                     bar.update(len(block))
-        except (urllib.error.URLError, OSError) as error:
-            raise DataError(
-                f"download of {download.url} broke off after {part.stat().st_size:,} bytes ({error}); "
-                f"run the same command again to resume it"
-            ) from None
+            except (http.client.HTTPException, OSError) as error:
+                out.flush()
+                raise DataError(
+                    f"download of {download.url} broke off after {part.stat().st_size:,} bytes "
+                    f"({type(error).__name__}); run the same command again to resume it"
+                ) from None
     got = part.stat().st_size
     if total is not None and got < total:
         raise DataError(

@@ -84,12 +84,20 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool, worl
     """The `fairseq-train` arguments (without the program name) for this config."""
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
     source, target = languages(config)
+    variant = m.layout == "deepnorm" or m.norm != "layernorm" or m.qk_norm
     argv = [
         str(data),
         "--user-dir", str(PLUGIN_DIR),
         "--task", "translation", "--source-lang", source, "--target-lang", target,
-        "--arch", m.arch,
+        # The paper's layouts are fairseq's own transformer; the variants are the plugin's subclass of it.
+        "--arch", f"prelnx_{m.arch}" if variant else m.arch,
     ]  # fmt: skip
+    if variant:
+        argv += ["--norm-type", m.norm]
+        if m.layout == "deepnorm":
+            argv.append("--deepnorm")
+        if m.qk_norm:
+            argv.append("--qk-norm")
     for flag, value in (
         ("--encoder-layers", m.encoder_layers),
         ("--decoder-layers", m.decoder_layers),

@@ -1,0 +1,154 @@
+"""`prelnx data prepare custom` and bad input: each a clear `error:` line with exit code 2, and nothing
+half-written left under the output name."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from prelnx.commands.data import data_app
+from prelnx.data.output import text_path, tok_path
+from prelnx.data.textio import read_lines
+
+runner = CliRunner()
+
+SOURCE = ["Das ist ein kleines Haus.", "Der Hund schläft im Garten.", "Wir sehen uns morgen, oder?",
+          "Ich habe \"keine\" Zeit.", "Die U.S.A. sind groß."]  # fmt: skip
+TARGET = ["This is a small house.", "The dog sleeps in the garden.", "See you tomorrow, right?",
+          "I have \"no\" time.", "The U.S.A. are big."]  # fmt: skip
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    files = {}
+    for split, repeat in (("train", 40), ("valid", 2), ("test", 2)):
+        files[f"{split}.de"] = _write(tmp_path / f"{split}.de", SOURCE * repeat)
+        files[f"{split}.en"] = _write(tmp_path / f"{split}.en", TARGET * repeat)
+    return files
+
+
+def _args(files, out, *extra):
+    args = ["prepare", "custom", "--out", str(out), "--source-lang", "de", "--target-lang", "en", "--workers", "1"]
+    for split in ("train", "valid", "test"):
+        if f"{split}.de" in files:
+            args += [f"--{split}-src", str(files[f"{split}.de"]), f"--{split}-tgt", str(files[f"{split}.en"])]
+    return args + list(extra)
+
+
+def _leftovers(folder):
+    return sorted(path.name for path in folder.iterdir() if path.name.startswith("."))
+
+
+def test_custom_with_tokenization_lowercasing_and_bpe(corpus, tmp_path):
+    out = tmp_path / "bin"
+    result = runner.invoke(data_app, _args(corpus, out, "--tokenize", "--lowercase", "--bpe-merges", "40",
+                                           "--joined-dictionary"))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert list(read_lines(tok_path(out, "train", "de")))[:5] == [
+        "das ist ein kleines haus .", "der hund schläft im garten .", "wir sehen uns morgen , oder ?",
+        "ich habe &quot; keine &quot; zeit .", "die u.s.a. sind groß .",
+    ]  # fmt: skip
+    assert "@@" in text_path(out, "train", "en").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["lines"] == {"train": {"de": 200, "en": 200}, "valid": {"de": 10, "en": 10},
+                                 "test": {"de": 10, "en": 10}}  # fmt: skip
+    assert manifest["languages"] == {"source": "de", "target": "en"} and manifest["bpe"]["merges"] == 40
+    assert (out / "dict.de.txt").read_text() == (out / "dict.en.txt").read_text()  # joined
+    assert "--tokenize" in manifest["command"] and "--joined-dictionary" in manifest["command"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_custom_as_given_keeps_the_text(corpus, tmp_path):
+    out = tmp_path / "bin"
+    del corpus["test.de"], corpus["test.en"]
+    result = runner.invoke(data_app, _args(corpus, out))
+    assert result.exit_code == 0, result.output
+    assert list(read_lines(text_path(out, "valid", "en"))) == TARGET * 2
+    assert not (out / "code").exists() and not (out / "test.de-en.de.bin").exists()
+    assert json.loads((out / "manifest.json").read_text())["bpe"] is None
+
+
+def _fails(args, *fragments):
+    result = runner.invoke(data_app, args)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    for fragment in fragments:
+        assert fragment in errors[0], result.output
+    return result
+
+
+def test_different_line_counts_name_both_files_and_counts(corpus, tmp_path):
+    _write(corpus["valid.en"], TARGET * 2 + ["one more"])
+    _fails(_args(corpus, tmp_path / "bin"), f"{corpus['valid.de']} has 10 lines but {corpus['valid.en']} has 11 lines")
+    assert not (tmp_path / "bin").exists() and _leftovers(tmp_path) == []
+
+
+def test_an_empty_file(corpus, tmp_path):
+    corpus["test.en"].write_text("")
+    _fails(_args(corpus, tmp_path / "bin"), f"{corpus['test.en']} is empty")
+    assert not (tmp_path / "bin").exists() and _leftovers(tmp_path) == []
+
+
+def test_invalid_utf8_names_file_and_line(corpus, tmp_path):
+    corpus["train.de"].write_bytes("Zeile eins\nZeile zwei\n".encode() + "Gr\xfc\xdfe\n".encode("latin-1"))
+    _fails(_args(corpus, tmp_path / "bin"), f"{corpus['train.de']}: line 3 is not valid UTF-8")
+    assert not (tmp_path / "bin").exists() and _leftovers(tmp_path) == []
+
+
+def test_invalid_utf8_inside_a_gzip_file(tmp_path):
+    folder = tmp_path / "m30k"
+    folder.mkdir()
+    for stem in ("train", "val", "test_2016_flickr"):
+        for lang in ("de", "en"):
+            with gzip.open(folder / f"{stem}.{lang}.gz", "wb") as handle:
+                handle.write(b"ok\n" if (stem, lang) != ("val", "en") else b"ok\n\xff\xfe\n")
+    _fails(["prepare", "multi30k", "--source", str(folder), "--out", str(tmp_path / "bin"), "--workers", "1"],
+           f"{folder / 'val.en.gz'}: line 2 is not valid UTF-8")  # fmt: skip
+    assert not (tmp_path / "bin").exists()
+
+
+def test_unwritable_output_folder(corpus, tmp_path):
+    blocker = _write(tmp_path / "a-file", ["x"])
+    _fails(_args(corpus, blocker / "bin"), f"cannot write the output folder {blocker / 'bin'}")
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        _fails(_args(corpus, locked / "bin"), "cannot write the output folder", "Permission denied")
+
+
+def test_refuses_to_replace_a_foreign_folder_and_a_different_preparation(corpus, tmp_path):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    _write(foreign / "notes.txt", ["keep me"])
+    _fails(_args(corpus, foreign), "is not a prepared data folder")
+    assert (foreign / "notes.txt").is_file()
+    out = tmp_path / "bin"
+    assert runner.invoke(data_app, _args(corpus, out)).exit_code == 0
+    _fails(_args(corpus, out, "--lowercase"), "already holds a different preparation", "--force")
+    result = runner.invoke(data_app, _args(corpus, out, "--lowercase", "--force"))
+    assert result.exit_code == 0, result.output
+    assert list(read_lines(text_path(out, "train", "en")))[0] == "this is a small house."
+    assert _leftovers(tmp_path) == []
+
+
+def test_option_mistakes(corpus, tmp_path):
+    _fails(["prepare", "custom", "--train-src", str(corpus["train.de"]), "--out", str(tmp_path / "b")],
+           "--train-src and --train-tgt go together")  # fmt: skip
+    _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt")
+    _fails(["prepare", "iwslt14", "--tokenize", "--out", str(tmp_path / "b")], "are for `custom`, not iwslt14")
+    _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(tmp_path / "nope")), "--bpe-code", "no such file")
+    _fails(["prepare", "multi30k", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")],
+           "no such file or folder", "--source /path/to/multi30k")  # fmt: skip
+    bad_code = _write(tmp_path / "code", ["#version: 0.2", "a b", "not a merge line"])
+    _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(bad_code)), "line 3 is not a BPE merge")
+    assert not (tmp_path / "b").exists()
