@@ -6,6 +6,7 @@ import typer
 
 from prelnx.commands.evaluate import evaluate_command
 from prelnx.commands.plot import plot_command
+from prelnx.commands.report import report_command
 from prelnx.commands.sweep import sweep_command
 from prelnx.commands.train import train_command
 
@@ -26,6 +27,7 @@ app.command("train")(train_command)
 app.command("sweep")(sweep_command)
 app.command("plot")(plot_command)
 app.command("evaluate")(evaluate_command)
+app.command("report")(report_command)
 
 
 def main() -> None:

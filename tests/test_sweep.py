@@ -17,6 +17,7 @@ import yaml
 from prelnx.sweep.run import run_sweep
 from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
 from prelnx.plots.curves import plot
+from prelnx.report.report import write_report
 
 pytestmark = pytest.mark.slow
 
@@ -104,6 +105,13 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
         assert (sweep_dir / name / "metrics.jsonl").stat().st_mtime_ns == stamps[name]
         assert any(line.startswith(f"[{name}]") and "already finished" in line for line in lines)
     assert {f.name for f in plot(sweep_dir, tmp_path / "plots")} >= {"heatmap.png", "heatmap.svg", "loss.png"}
+
+    report = write_report(sweep_dir, tmp_path / "docs" / "report.md").read_text()
+    claim_row = next(line for line in report.splitlines() if line.startswith("| Post-LN trained with Adam"))
+    assert "no warm-up: valid loss" in claim_row and ("**holds**" in claim_row or "**does not hold**" in claim_row)
+    assert "| With a short warm-up" in report and "not measured" in report  # this grid has one warm-up length
+    assert "![heatmap](report_figures/heatmap.png)" in report
+    assert (tmp_path / "docs" / "report_figures" / "loss.png").is_file()
 
 
 def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):

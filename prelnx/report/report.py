@@ -1,0 +1,83 @@
+"""`prelnx report`: a markdown report of a sweep (and optionally a gradient study) beside the paper's claims."""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from prelnx.atomic import write_text_atomic
+from prelnx.plots.curves import plot
+from prelnx.report.claims import TRAINING_CHECKS, Verdict, load_arms
+from prelnx.sweep.summary import summarize
+
+
+class ReportError(ValueError):
+    pass
+
+
+def paper_claims() -> dict[str, list[dict[str, Any]]]:
+    """The paper's claims and numbers (prelnx/report/paper.yaml)."""
+    return yaml.safe_load(resources.files("prelnx.report").joinpath("paper.yaml").read_text())
+
+
+def _claims_table(claims: list[dict[str, Any]], verdicts: dict[str, Verdict]) -> list[str]:
+    lines = ["| claim | source | paper | this run | verdict |", "|---|---|---|---|---|"]
+    for claim in claims:
+        verdict = verdicts.get(claim["id"], Verdict("-", "not measured"))
+        mark = {"holds": "**holds**", "does not hold": "**does not hold**"}.get(verdict.holds, verdict.holds)
+        lines.append(f"| {claim['claim']} | {claim['source']} | {claim['paper']} | {verdict.measured} | {mark} |")
+    return lines
+
+
+def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, claims: list[dict[str, Any]]) -> list[str]:
+    from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
+
+    summary = load_gradient_summary(grads_dir)
+    lines = ["## Gradients at initialisation (Figure 3)", ""]
+    for png in sorted(grads_dir.glob("*.png")):
+        shutil.copy2(png, figures_dir / png.name)
+        lines.append(f"![{png.stem}]({(figures_dir / png.name).relative_to(report_dir).as_posix()})")
+    verdicts = {claim_id: check(summary) for claim_id, check in GRADIENT_CHECKS.items()}
+    lines += ["", *_claims_table(claims, verdicts), ""]
+    return lines
+
+
+def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None) -> Path:
+    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it."""
+    if not (sweep_dir / "sweep.json").is_file():
+        raise ReportError(f"{sweep_dir}: not a sweep dir (no sweep.json); give the folder `prelnx sweep` wrote")
+    if grads_dir is not None and not grads_dir.is_dir():
+        raise ReportError(f"--grads {grads_dir}: no such folder")
+    claims = paper_claims()
+    report_dir = out.parent
+    figures_dir = report_dir / f"{out.stem}_figures"
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    rows = summarize(sweep_dir)
+    for figure in plot(sweep_dir, figures_dir):
+        if figure.suffix != ".png":
+            figure.unlink()  # the report embeds PNGs; the SVGs stay in the sweep dir's own plots
+    arms = load_arms(sweep_dir)
+    verdicts = {claim_id: check(arms) for claim_id, check in TRAINING_CHECKS.items()}
+
+    lines = [f"# {title or 'prelnx report: ' + sweep_dir.name}", ""]
+    lines += [f"Sweep `{sweep_dir}`: {len(rows)} runs; statuses: "
+              + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
+    lines += ["## The paper's claims at this scale", "",
+              "Each claim as the paper states it, what this sweep measured, and whether it holds here. Losses are",
+              "fairseq's validation loss in bits per token (lower is better); 'holds' needs a difference of more",
+              "than 0.5 bits where it compares losses.", ""]  # fmt: skip
+    lines += _claims_table(claims["training"], verdicts) + [""]
+    lines += ["## Results", "", (sweep_dir / "summary.md").read_text().strip(), ""]
+    lines += ["## Curves (Figures 2 and 4 style)", ""]
+    for name in ("loss", "bleu", "heatmap"):
+        if (figures_dir / f"{name}.png").is_file():
+            lines.append(f"![{name}]({(figures_dir / f'{name}.png').relative_to(report_dir).as_posix()})")
+    lines.append("")
+    if grads_dir is not None:
+        lines += _gradient_section(grads_dir, figures_dir, report_dir, claims["gradients"])
+    write_text_atomic(out, "\n".join(lines) + "\n")
+    return out

@@ -1,0 +1,6 @@
+"""The plugin's model: `--arch prelnx_<preset>`, fairseq's transformer with other normalisations.
+
+One component per file: `norms` (RMSNorm, DyT), `deepnorm` (DeepNet's alpha/beta and initialisation),
+`qk_norm_attention` (per-head query/key normalisation), `normalized_layers` (the encoder/decoder layers that
+use them) and `normalized_transformer` (the stacks, the registered model and its architectures).
+"""

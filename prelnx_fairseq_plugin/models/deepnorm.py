@@ -1,0 +1,60 @@
+"""DeepNorm (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers", arXiv:2203.00555).
+
+A Post-LN sublayer x -> LN(x + f(x)) becomes x -> LN(alpha * x + f(x)): the residual is up-weighted by alpha
+before the norm. At initialisation, the weights of the value and output projections of every attention
+(self- and cross-attention) and of both FFN matrices are drawn with xavier_normal_(gain=beta); the query and key
+projections with xavier_normal_(gain=1). That is the paper's pseudocode in its summary for practitioners
+(Section 2, with the table of alpha and beta per architecture); biases keep fairseq's init.
+
+For an encoder-decoder with N encoder and M decoder layers (that table, "Enc-Dec" column):
+
+  encoder   alpha = 0.81 * (N^4 * M)^(1/16)     beta = 0.87 * (N^4 * M)^(-1/16)
+  decoder   alpha = (3M)^(1/4)                   beta = (12M)^(-1/4)
+
+(Encoder-only models would use alpha = (2N)^(1/4), beta = (8N)^(-1/4); prelnx only builds encoder-decoders.)
+The same values are transcribed in xformers (`get_deepnorm_coefficients`, xformers/components/residual.py) and
+labml's annotated DeepNorm (nn.labml.ai/normalization/deep_norm).
+Microsoft's torchscale (the paper's code) instead multiplies the weights' existing init by a beta: the table's
+for the decoder, but 1.15 * (N^4 M)^(-1/16) rather than 0.87 * (N^4 M)^(-1/16) for the encoder. We follow the
+paper's table and pseudocode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+
+@dataclass(frozen=True)
+class DeepNormCoefficients:
+    alpha: float  # residual weight: LN(alpha * x + f(x))
+    beta: float  # xavier_normal_ gain of v_proj, out_proj, fc1, fc2
+
+
+def encoder_coefficients(encoder_layers: int, decoder_layers: int) -> DeepNormCoefficients:
+    depth = (encoder_layers**4 * decoder_layers) ** (1 / 16)
+    return DeepNormCoefficients(alpha=0.81 * depth, beta=0.87 / depth)
+
+
+def decoder_coefficients(encoder_layers: int, decoder_layers: int) -> DeepNormCoefficients:
+    del encoder_layers  # the decoder's coefficients depend on M only
+    return DeepNormCoefficients(alpha=(3 * decoder_layers) ** 0.25, beta=(12 * decoder_layers) ** -0.25)
+
+
+SCALED_BY_BETA = ("v_proj", "out_proj")  # inside each attention
+UNSCALED = ("q_proj", "k_proj")  # xavier_normal_ with gain 1
+
+
+def deepnorm_init_(layer: nn.Module, beta: float) -> None:
+    """Re-initialise one fairseq transformer layer's weights as DeepNet does (biases untouched)."""
+    for attention_name in ("self_attn", "encoder_attn"):
+        attention = getattr(layer, attention_name, None)
+        if attention is None:
+            continue
+        for name in UNSCALED:
+            nn.init.xavier_normal_(getattr(attention, name).weight, gain=1.0)
+        for name in SCALED_BY_BETA:
+            nn.init.xavier_normal_(getattr(attention, name).weight, gain=beta)
+    nn.init.xavier_normal_(layer.fc1.weight, gain=beta)
+    nn.init.xavier_normal_(layer.fc2.weight, gain=beta)

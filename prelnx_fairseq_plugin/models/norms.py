@@ -1,0 +1,92 @@
+"""The normalisation modules the variants put where fairseq's transformer has a LayerNorm.
+
+For a feature vector x of size d (the last dimension), with learned per-feature gain gamma and shift beta:
+
+  layernorm  LN(x)   = gamma * (x - mean(x)) / sqrt(var(x) + eps) + beta         (Ba et al. 2016; torch's LayerNorm)
+  rmsnorm    RMS(x)  = gamma * x / sqrt(mean(x^2) + eps)                           (Zhang & Sennrich 2019,
+                       "Root Mean Square Layer Normalization", eq. 4: no re-centring, no shift)
+  dyt        DyT(x)  = gamma * tanh(alpha * x) + beta, alpha one learned scalar     (Zhu et al. 2025,
+                       "Transformers without Normalization": alpha starts at alpha0 = 0.5, gamma at 1, beta at 0)
+
+eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is written out here rather than
+taken from torch.nn.RMSNorm, which only exists from torch 2.4 (prelnx supports torch >= 2.1).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import nn
+
+NormType = Literal["layernorm", "rmsnorm", "dyt"]
+NORM_TYPES: tuple[str, ...] = ("layernorm", "rmsnorm", "dyt")
+DYT_DEFAULT_ALPHA = 0.5  # the DyT paper's default alpha0 (its non-LLM experiments)
+
+
+class RMSNorm(nn.Module):
+    """gamma * x / sqrt(mean(x^2) + eps) over the last dimension (Zhang & Sennrich 2019)."""
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # In float32 for half-precision inputs, as fairseq does for its LayerNorm statistics.
+        x32 = x.float()
+        normalised = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return self.weight * normalised.type_as(x)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, eps={self.eps}"
+
+
+class DynamicTanh(nn.Module):
+    """DyT: gamma * tanh(alpha * x) + beta with one learned scalar alpha (Zhu et al. 2025); no statistics."""
+
+    def __init__(self, dim: int, init_alpha: float = DYT_DEFAULT_ALPHA) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(torch.full((1,), float(init_alpha)))
+        self.weight = nn.Parameter(torch.ones(dim))  # gamma
+        self.bias = nn.Parameter(torch.zeros(dim))  # beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * torch.tanh(self.alpha * x) + self.bias
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, init_alpha={float(self.alpha):g}"
+
+
+def make_norm(norm_type: str, dim: int, dyt_init_alpha: float = DYT_DEFAULT_ALPHA) -> nn.Module:
+    """A fresh normalisation module of this type over `dim` features."""
+    if norm_type == "layernorm":
+        return nn.LayerNorm(dim, eps=1e-5)
+    if norm_type == "rmsnorm":
+        return RMSNorm(dim)
+    if norm_type == "dyt":
+        return DynamicTanh(dim, dyt_init_alpha)
+    raise ValueError(f"--norm-type: unknown {norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
+
+
+def is_layer_norm(module: nn.Module) -> bool:
+    """torch's LayerNorm, or the apex FusedLayerNorm that fairseq's LayerNorm() returns on some GPUs."""
+    return isinstance(module, nn.LayerNorm) or type(module).__name__ == "FusedLayerNorm"
+
+
+def replace_layer_norms(root: nn.Module, norm_type: str, dyt_init_alpha: float = DYT_DEFAULT_ALPHA) -> int:
+    """Swap every LayerNorm below `root` (not `root` itself) for a fresh `norm_type` module; returns how many.
+
+    fairseq builds its LayerNorms inline in the layers' and stacks' constructors (self_attn_layer_norm,
+    encoder_attn_layer_norm, final_layer_norm, the stacks' layer_norm and layernorm_embedding, ...), so they are
+    replaced after construction, by attribute, wherever they are: the module names stay fairseq's.
+    """
+    if norm_type == "layernorm":
+        return 0
+    replaced = 0
+    for parent in list(root.modules()):
+        for name, child in list(parent.named_children()):
+            if is_layer_norm(child):
+                setattr(parent, name, make_norm(norm_type, child.normalized_shape[-1], dyt_init_alpha))
+                replaced += 1
+    return replaced

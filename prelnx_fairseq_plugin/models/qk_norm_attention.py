@@ -1,0 +1,68 @@
+"""QK-Norm: fairseq's multi-head attention with queries and keys normalised per head before the dot product.
+
+For each head h with head size d_h, and a norm module N over d_h features (the model's norm type, shared by the
+heads; one for queries, one for keys):
+
+  q_h = N_q(x W_q,h + b_q,h)      k_h = N_k(y W_k,h + b_k,h)
+  attention_h = softmax(q_h k_h^T / sqrt(d_h) + masks) (y W_v,h + b_v,h)
+
+as in Dehghani et al. 2023 ("Scaling Vision Transformers to 22 Billion Parameters", Section 2: LayerNorm on q and
+k, the usual 1/sqrt(d_h) scaling kept). The rest is fairseq's MultiheadAttention unchanged.
+
+How it is wired: q_proj and k_proj become `HeadNormedLinear`s (a Linear whose output is normalised per head), so
+every code path of fairseq's attention that projects q or k normalises them: training, validation, cross-attention
+with static keys, and incremental decoding in beam search (cached keys are stored already normalised). fairseq's
+fused path (`F.multi_head_attention_forward`, taken for self-attention without incremental state) reads
+q_proj.weight directly and would skip the norm; `skip_embed_dim_check = True`, fairseq's own switch for "do not use
+the fused PyTorch attention", routes every call through fairseq's Python attention instead.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from fairseq.modules import MultiheadAttention
+from fairseq.modules.quant_noise import quant_noise
+from torch import nn
+
+
+class HeadNormedLinear(nn.Linear):
+    """A Linear projection to num_heads * head_dim features, then `head_norm` over each head's head_dim features."""
+
+    def __init__(self, in_features: int, out_features: int, num_heads: int, head_norm: nn.Module, bias: bool = True):
+        super().__init__(in_features, out_features, bias=bias)
+        if out_features % num_heads:
+            raise ValueError(f"{out_features} projected features do not split into {num_heads} heads")
+        self.num_heads = num_heads
+        self.head_norm = head_norm
+
+    @classmethod
+    def taking_over(cls, linear: nn.Linear, num_heads: int, head_norm: nn.Module) -> HeadNormedLinear:
+        """The same projection (the very same weight and bias tensors, so their init is kept), now head-normalised."""
+        projection = cls(linear.in_features, linear.out_features, num_heads, head_norm, bias=linear.bias is not None)
+        projection.weight = linear.weight
+        projection.bias = linear.bias
+        return projection
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        projected = super().forward(x)
+        per_head = projected.view(*projected.shape[:-1], self.num_heads, -1)
+        return self.head_norm(per_head).view(projected.shape)
+
+
+class QKNormMultiheadAttention(MultiheadAttention):
+    """fairseq's MultiheadAttention with per-head query and key norms (`head_norm(head_dim)` builds each)."""
+
+    def __init__(self, embed_dim: int, num_heads: int, *, head_norm: Callable[[int], nn.Module], **kwargs) -> None:
+        super().__init__(embed_dim, num_heads, **kwargs)
+        q_noise, block_size = kwargs.get("q_noise", 0.0), kwargs.get("qn_block_size", 8)
+
+        def normed(projection: nn.Linear) -> nn.Module:
+            taken = HeadNormedLinear.taking_over(projection, num_heads, head_norm(self.head_dim))
+            return quant_noise(taken, q_noise, block_size)
+
+        self.q_proj = normed(self.q_proj)
+        self.k_proj = normed(self.k_proj)
+        # Never the fused path: it would use q_proj.weight / k_proj.weight without the norms (see the docstring).
+        self.skip_embed_dim_check = True
