@@ -7,5 +7,6 @@ fairseq pickles in checkpoints so that they load under torch >= 2.6. It imports 
 from .safe_loading import allow_fairseq_checkpoint_globals
 from .optim import radam  # noqa: F401  (registers)
 from .lr_scheduler import warmup_decay  # noqa: F401  (registers)
+from .models import normalized_transformer  # noqa: F401  (registers --arch prelnx_<preset>)
 
 allow_fairseq_checkpoint_globals()

@@ -16,10 +16,20 @@ from prelnx.data.textio import read_lines
 
 runner = CliRunner()
 
-SOURCE = ["Das ist ein kleines Haus.", "Der Hund schläft im Garten.", "Wir sehen uns morgen, oder?",
-          "Ich habe \"keine\" Zeit.", "Die U.S.A. sind groß."]  # fmt: skip
-TARGET = ["This is a small house.", "The dog sleeps in the garden.", "See you tomorrow, right?",
-          "I have \"no\" time.", "The U.S.A. are big."]  # fmt: skip
+SOURCE = [
+    "Das ist ein kleines Haus.",
+    "Der Hund schläft im Garten.",
+    "Wir sehen uns morgen, oder?",
+    'Ich habe "keine" Zeit.',
+    "Die U.S.A. sind groß.",
+]
+TARGET = [
+    "This is a small house.",
+    "The dog sleeps in the garden.",
+    "See you tomorrow, right?",
+    'I have "no" time.',
+    "The U.S.A. are big.",
+]
 
 
 def _write(path, lines):
@@ -50,17 +60,24 @@ def _leftovers(folder):
 
 def test_custom_with_tokenization_lowercasing_and_bpe(corpus, tmp_path):
     out = tmp_path / "bin"
-    result = runner.invoke(data_app, _args(corpus, out, "--tokenize", "--lowercase", "--bpe-merges", "40",
-                                           "--joined-dictionary"))  # fmt: skip
+    result = runner.invoke(
+        data_app, _args(corpus, out, "--tokenize", "--lowercase", "--bpe-merges", "40", "--joined-dictionary")
+    )
     assert result.exit_code == 0, result.output
     assert list(read_lines(tok_path(out, "train", "de")))[:5] == [
-        "das ist ein kleines haus .", "der hund schläft im garten .", "wir sehen uns morgen , oder ?",
-        "ich habe &quot; keine &quot; zeit .", "die u.s.a. sind groß .",
-    ]  # fmt: skip
+        "das ist ein kleines haus .",
+        "der hund schläft im garten .",
+        "wir sehen uns morgen , oder ?",
+        "ich habe &quot; keine &quot; zeit .",
+        "die u.s.a. sind groß .",
+    ]
     assert "@@" in text_path(out, "train", "en").read_text()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["lines"] == {"train": {"de": 200, "en": 200}, "valid": {"de": 10, "en": 10},
-                                 "test": {"de": 10, "en": 10}}  # fmt: skip
+    assert manifest["lines"] == {
+        "train": {"de": 200, "en": 200},
+        "valid": {"de": 10, "en": 10},
+        "test": {"de": 10, "en": 10},
+    }
     assert manifest["languages"] == {"source": "de", "target": "en"} and manifest["bpe"]["merges"] == 40
     assert (out / "dict.de.txt").read_text() == (out / "dict.en.txt").read_text()  # joined
     assert "--tokenize" in manifest["command"] and "--joined-dictionary" in manifest["command"]
@@ -100,7 +117,7 @@ def test_an_empty_file(corpus, tmp_path):
 
 
 def test_invalid_utf8_names_file_and_line(corpus, tmp_path):
-    corpus["train.de"].write_bytes("Zeile eins\nZeile zwei\n".encode() + "Gr\xfc\xdfe\n".encode("latin-1"))
+    corpus["train.de"].write_bytes(b"Zeile eins\nZeile zwei\n" + "Gr\xfc\xdfe\n".encode("latin-1"))
     _fails(_args(corpus, tmp_path / "bin"), f"{corpus['train.de']}: line 3 is not valid UTF-8")
     assert not (tmp_path / "bin").exists() and _leftovers(tmp_path) == []
 
@@ -112,8 +129,10 @@ def test_invalid_utf8_inside_a_gzip_file(tmp_path):
         for lang in ("de", "en"):
             with gzip.open(folder / f"{stem}.{lang}.gz", "wb") as handle:
                 handle.write(b"ok\n" if (stem, lang) != ("val", "en") else b"ok\n\xff\xfe\n")
-    _fails(["prepare", "multi30k", "--source", str(folder), "--out", str(tmp_path / "bin"), "--workers", "1"],
-           f"{folder / 'val.en.gz'}: line 2 is not valid UTF-8")  # fmt: skip
+    _fails(
+        ["prepare", "multi30k", "--source", str(folder), "--out", str(tmp_path / "bin"), "--workers", "1"],
+        f"{folder / 'val.en.gz'}: line 2 is not valid UTF-8",
+    )
     assert not (tmp_path / "bin").exists()
 
 
@@ -142,13 +161,18 @@ def test_refuses_to_replace_a_foreign_folder_and_a_different_preparation(corpus,
 
 
 def test_option_mistakes(corpus, tmp_path):
-    _fails(["prepare", "custom", "--train-src", str(corpus["train.de"]), "--out", str(tmp_path / "b")],
-           "--train-src and --train-tgt go together")  # fmt: skip
+    _fails(
+        ["prepare", "custom", "--train-src", str(corpus["train.de"]), "--out", str(tmp_path / "b")],
+        "--train-src and --train-tgt go together",
+    )
     _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt")
     _fails(["prepare", "iwslt14", "--tokenize", "--out", str(tmp_path / "b")], "are for `custom`, not iwslt14")
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(tmp_path / "nope")), "--bpe-code", "no such file")
-    _fails(["prepare", "multi30k", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")],
-           "no such file or folder", "--source /path/to/multi30k")  # fmt: skip
+    _fails(
+        ["prepare", "multi30k", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")],
+        "no such file or folder",
+        "--source /path/to/multi30k",
+    )
     bad_code = _write(tmp_path / "code", ["#version: 0.2", "a b", "not a merge line"])
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(bad_code)), "line 3 is not a BPE merge")
     assert not (tmp_path / "b").exists()

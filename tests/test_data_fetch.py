@@ -137,8 +137,10 @@ def test_a_source_url_is_downloaded_and_its_archive_members_found(server, tmp_pa
             info.size = len(text)
             archive.addfile(info, io.BytesIO(text))
     server.files["c.tgz"] = buffer.getvalue()
-    found = locate(f"{server.url}/c.tgz", ["train.x", "train.y"], downloads=[], work=tmp_path / "work", hint="h",
-                   what="w")  # fmt: skip
-    assert Path(found.paths["train.x"]).read_text() == "hello\n" and Path(found.paths["train.y"]).read_text() == "world\n"
+    found = locate(
+        f"{server.url}/c.tgz", ["train.x", "train.y"], downloads=[], work=tmp_path / "work", hint="h", what="w"
+    )
+    assert Path(found.paths["train.x"]).read_text() == "hello\n"
+    assert Path(found.paths["train.y"]).read_text() == "world\n"
     assert (tmp_path / "home" / "downloads" / "c.tgz").is_file()
     assert found.inputs["c.tgz"]["sha256"] == _sha(buffer.getvalue())

@@ -62,9 +62,14 @@ def _release_archive(path, *, drop: str | None = None) -> None:
         members[f"de-en/{xml.name}"] = xml.read_bytes()
     for lang in ("de", "en"):
         segments = list(seg_lines(_lines(RAW / f"IWSLT14.TED.tst2012.de-en.{lang}.xml")))
-        head = [f"<url>http://www.ted.com/talks/x.html</url>", "<keywords>talks</keywords>",
-                "<speaker>Someone</speaker>", "<talkid>1</talkid>", f"<title>Title {lang}</title>",
-                f"<description>TED Talk {lang}</description>"]  # fmt: skip
+        head = [
+            "<url>http://www.ted.com/talks/x.html</url>",
+            "<keywords>talks</keywords>",
+            "<speaker>Someone</speaker>",
+            "<talkid>1</talkid>",
+            f"<title>Title {lang}</title>",
+            f"<description>TED Talk {lang}</description>",
+        ]
         members[f"de-en/train.tags.de-en.{lang}"] = ("\n".join(head + segments) + "\n").encode()
     with tarfile.open(path, "w:gz") as archive:
         for name, data in members.items():
@@ -108,7 +113,8 @@ def test_archive_missing_a_member_is_one_clear_error(tmp_path):
     archive = tmp_path / "de-en.tgz"
     _release_archive(archive, drop="IWSLT14.TED.tst2011.de-en.en.xml")
     out = tmp_path / "out"
-    result = CliRunner().invoke(data_app, ["prepare", "iwslt14", "--source", str(archive), "--out", str(out), "--workers", "1"])
+    args = ["prepare", "iwslt14", "--source", str(archive), "--out", str(out), "--workers", "1"]
+    result = CliRunner().invoke(data_app, args)
     assert result.exit_code == 2
     assert "lacks IWSLT14.TED.tst2011.de-en.en.xml" in result.output and "Traceback" not in result.output
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["de-en.tgz"]

@@ -33,7 +33,9 @@ def test_newstest2014_gives_3003_aligned_tokenized_lines(newstest):
     # tokenizer.perl -a: punctuation split off, hyphens inside words become @-@, XML-escaped, case kept
     assert en[0] == "Gutach : Increased safety for pedestrians"
     assert de[0] == "Gutach : Noch mehr Sicherheit für Fußgänger"
-    assert de[1].startswith("Sie stehen keine 100 Meter voneinander entfernt : Am Dienstag ist in Gutach die neue B 33 @-@ Fußgängerampel")
+    assert de[1].startswith(
+        "Sie stehen keine 100 Meter voneinander entfernt : Am Dienstag ist in Gutach die neue B 33 @-@ Fußgängerampel"
+    )
     assert en[1].endswith("within view of the existing Town Hall traffic lights .")
 
 

@@ -87,3 +87,35 @@ def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
     assert result.status == "diverged" and status["status"] == "diverged", (run_dir / "train.log").read_text()[-2000:]
     assert result.exit_code == 3
     assert "update" in status and status["reason"]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_file, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_dir = tmp_path / "run"
+    config = tiny_config_file(train={"max_epoch": 50})
+    process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config),
+                                "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 180
+    while not read_metrics(run_dir):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=90) == 130
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+    time.sleep(1)
+    assert _processes_mentioning(str(run_dir / "checkpoints")) == []

@@ -111,18 +111,15 @@ class StudyOutcome:
 
 def parse_seeds(text: str) -> tuple[int, ...]:
     """`10` -> seeds 1..10; `3,7` -> seeds 3 and 7."""
-    try:
-        if "," in text:
-            seeds = tuple(int(part) for part in text.split(",") if part.strip())
-            if not seeds:
-                raise ValueError
-        else:
-            count = int(text)
-            if count < 1:
-                raise GradsError(f"--seeds: need at least 1 seed, got {count}")
-            seeds = tuple(range(1, count + 1))
-    except ValueError:
-        raise GradsError(f"--seeds: expected a count (10 = seeds 1..10) or a list (3,7), got {text!r}") from None
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts or not all(part.lstrip("-").isdigit() for part in parts):
+        raise GradsError(f"--seeds: expected a count (10 = seeds 1..10) or a list (3,7), got {text!r}")
+    if "," not in text:
+        count = int(parts[0])
+        if count < 1:
+            raise GradsError(f"--seeds: need at least 1 seed, got {count}")
+        return tuple(range(1, count + 1))
+    seeds = tuple(int(part) for part in parts)
     if len(set(seeds)) != len(seeds):
         raise GradsError(f"--seeds: repeated seed in {text!r}")
     return seeds
@@ -241,10 +238,11 @@ class _Worker:
                 num_workers=0,
                 epoch=1,
                 disable_iterator_cache=True,  # the cached iterator would ignore the seed
-            ).next_epoch_itr(shuffle=True)
+            )
             with warnings.catch_warnings():  # torch warns that pin_memory does nothing without a GPU
                 warnings.simplefilter("ignore")
-                samples = [sample for _, sample in zip(range(self.batches), iterator)]
+                batches = iterator.next_epoch_itr(shuffle=True)
+                samples = [sample for _, sample in zip(range(self.batches), batches)]
             if len(samples) < self.batches:
                 raise GradsError(f"--batches {self.batches}: the train split has only {len(samples)} batches of {self.max_tokens} tokens")
             self.samples[seed] = samples
@@ -270,8 +268,10 @@ class _Worker:
             torch.manual_seed(spec.seed * 1000 + index)  # the same dropout draws for every model of the seed
             model.zero_grad(set_to_none=True)
             before = time.perf_counter()
-            loss, sample_size, _ = self.criterion(model, sample)
-            loss.backward()
+            with warnings.catch_warnings():  # torch's deprecation warning about fairseq's attention masks
+                warnings.simplefilter("ignore")
+                loss, sample_size, _ = self.criterion(model, sample)
+                loss.backward()
             fwdbwd += time.perf_counter() - before
             scale = 1.0 / float(sample_size)  # what fairseq's trainer does: multiply_grads(1 / sample_size)
             for key, weight in ffn.items():
@@ -311,7 +311,7 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
     except (RuntimeError, KeyError, AttributeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise GradsError(f"--checkpoint: {path}: does not fit the config's data and model ({first})") from None
-    layout = "pre" if model_cfg.get("encoder_normalize_before") or model_cfg.get("encoder", {}).get("normalize_before") else "post"
+    layout = "pre" if model.decoder.layers[0].normalize_before else "post"
     return model, layout, len(model.decoder.layers)
 
 
@@ -341,17 +341,49 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def plan_workers(study: GradStudy, models: int) -> tuple[int, int]:
+# (embed dim, FFN dim) of the fairseq presets, for the memory estimate when the config does not override them.
+PRESET_DIMS = {"transformer_iwslt_de_en": (512, 1024), "transformer": (512, 2048), "transformer_wmt_en_de": (512, 2048)}
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel says are available (MemAvailable), or None where /proc/meminfo is not there."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_per_worker(config: Config, depth: int, tokens: int) -> float:
+    """Peak bytes of one worker measuring one model: the process, plus the activations kept for backward.
+
+    Calibrated on the Figure-3 model: 14-14 layers, d 512, FFN 1024, 4096 tokens peaked at 5.3 GB resident.
+    """
+    d, ffn = PRESET_DIMS.get(config.model.arch, (1024, 4096))
+    d, ffn = config.model.embed_dim or d, config.model.ffn_dim or ffn
+    return 0.8e9 + 80.0 * tokens * d * 2 * depth * (1 + ffn / d) / 3
+
+
+def plan_workers(study: GradStudy, specs: list[ModelSpec]) -> tuple[int, int]:
     """(worker processes, torch threads each).
 
     Processes, one per core with one thread each, rather than one process using every core for each model: the models
     are independent, so running them side by side keeps every core busy through the parts torch does not parallelise
-    (building a model is single-threaded weight initialisation, and small ops scale badly across threads), and each
-    process has its own RNG, so a model's dropout draws do not depend on what runs next to it. (Threads would share
-    the global torch RNG that fairseq seeds and dropout draws from.)
+    (building a model is single-threaded weight initialisation, and small ops scale badly across threads), a shared
+    machine's other load slows single-threaded workers less than a team of OpenMP threads that wait for each other,
+    and each process has its own RNG, so a model's dropout draws do not depend on what runs next to it. (Threads
+    would share the global torch RNG that fairseq seeds and dropout draws from.) Fewer workers when the memory that
+    is available would not hold that many of the largest model's activations.
     """
     cores = available_cores()
-    workers = study.workers or max(1, min(cores, models))
+    workers = study.workers or max(1, min(cores, len(specs)))
+    if study.workers is None:
+        memory = available_memory()
+        if memory is not None:
+            largest = memory_per_worker(study.config, max(spec.depth for spec in specs), study.tokens_per_batch())
+            workers = max(1, min(workers, int(0.8 * memory // largest)))
     threads = study.threads or max(1, cores // workers)
     return workers, threads
 
@@ -365,8 +397,7 @@ def plan_models(study: GradStudy, checkpoint: tuple[str, int] | None) -> list[Mo
     return sorted(specs, key=lambda spec: -spec.depth)
 
 
-def _run_models(study: GradStudy, specs: list[ModelSpec], echo: Callable[[str], None]) -> tuple[list[ModelResult], int, int]:
-    workers, threads = plan_workers(study, len(specs))
+def _run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: int, echo: Callable[[str], None]) -> list[ModelResult]:
     max_tokens = study.tokens_per_batch()
     start = time.perf_counter()
     results: list[ModelResult] = []
@@ -387,7 +418,7 @@ def _run_models(study: GradStudy, specs: list[ModelSpec], echo: Callable[[str], 
                 report(_measure_in_worker(spec))
         finally:
             torch.set_num_threads(previous)
-        return results, workers, threads
+        return results
     # fork: the workers inherit the imported fairseq and the registered plugin (no import per worker). Safe with one
     # thread per worker even if this process already used OpenMP; with more threads, spawn is the safe choice.
     method = "fork" if threads == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
@@ -395,7 +426,7 @@ def _run_models(study: GradStudy, specs: list[ModelSpec], echo: Callable[[str], 
     with context.Pool(workers, _start_worker, (study.config, study.batches, max_tokens, threads), maxtasksperchild=None) as pool:
         for result in pool.imap_unordered(_measure_in_worker, specs, chunksize=1):
             report(result)
-    return results, workers, threads
+    return results
 
 
 def result_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
@@ -516,7 +547,10 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
     check_study(study)
     start = time.perf_counter()
     ensure_data(study.config)  # generate the synthetic task once, before the workers race to do it
-    load_plugin()  # registered once here; forked workers inherit it
+    load_plugin()  # registered once here; forked workers inherit it, and fairseq's modules already imported
+    from fairseq import checkpoint_utils, options, tasks  # noqa: F401
+    from fairseq.dataclass import utils  # noqa: F401
+
     quiet_fairseq_logging()
     checkpoint = None
     if study.checkpoint is not None:  # checked here, once, so that a bad file is one clear error
@@ -525,11 +559,12 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
         _, layout, depth = load_checkpoint_model(Path(study.checkpoint), probe.task)
         checkpoint = (layout, depth)
     specs = plan_models(study, checkpoint)
+    workers, threads = plan_workers(study, specs)
     setup_s = time.perf_counter() - start
     echo(f"gradient study: {len(specs)} models ({', '.join(study.layouts)} x depths {','.join(map(str, study.depths))} x "
          f"{len(study.seeds)} seeds{' + checkpoint' if checkpoint else ''}), {study.batches} batch(es) of "
-         f"{study.tokens_per_batch()} tokens each")  # fmt: skip
-    results, workers, threads = _run_models(study, specs, echo)
+         f"{study.tokens_per_batch()} tokens each; {workers} worker process(es) x {threads} thread(s)")  # fmt: skip
+    results = _run_models(study, specs, workers, threads, echo)
     models_s = time.perf_counter() - start - setup_s
     fresh = [r for r in results if r.spec.checkpoint is None]
     trained = [r for r in results if r.spec.checkpoint is not None]

@@ -104,4 +104,4 @@ def prepare_command(
         raise typer.Exit(130) from None
     typer.echo(summary(target))
     if out is not None and out != default_out(dataset.value):
-        typer.echo(f"train on it with: prelnx train --config ... --set data.dataset={dataset.value} --set data.path={target}")
+        typer.echo(f"train on it: prelnx train --config ... --set data.dataset={dataset.value} --set data.path={target}")

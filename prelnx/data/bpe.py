@@ -32,7 +32,8 @@ def copy_bpe_code(given: Path, code: Path) -> int:
     if not given.is_file():
         raise DataError(f"--bpe-code {given}: no such file")
     lines = list(read_lines(given))
-    count_lines(given)  # an empty file is an error
+    if not lines:
+        raise DataError(f"--bpe-code {given} is empty")
     header = 1 if lines[0].startswith("#version") else 0
     for number, line in enumerate(lines[header:], start=header + 1):
         if len(line.split(" ")) != 2:
@@ -41,9 +42,7 @@ def copy_bpe_code(given: Path, code: Path) -> int:
     return len(lines) - header
 
 
-def make_code(
-    folder: Path, *, train: list[Path], given: Path | None, merges: int, workers: Workers
-) -> dict:
+def make_code(folder: Path, *, train: list[Path], given: Path | None, merges: int, workers: Workers) -> dict:
     """Write `folder/code`: learned jointly on the `train` texts, or copied from `given`; returns its manifest entry."""
     code = folder / "code"
     if given is not None:
@@ -61,4 +60,5 @@ def apply_code(folder: Path, *, splits: list[str], languages: tuple[str, str], w
     for split in splits:
         for lang in languages:
             source = tok_path(folder, split, lang)
-            write_lines(text_path(folder, split, lang), workers.map(step, read_lines(source), desc=f"bpe {split}.{lang}"))
+            lines = workers.map(step, read_lines(source), desc=f"bpe {split}.{lang}")
+            write_lines(text_path(folder, split, lang), lines)

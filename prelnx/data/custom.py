@@ -15,7 +15,7 @@ from prelnx.data.errors import DataError
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles
-from prelnx.data.textio import check_parallel, count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.textio import parallel_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 
@@ -59,20 +59,25 @@ def gather(corpus: CustomCorpus, work: Path) -> SourceFiles:
 
 
 def build_text(
-    sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus, bpe_code: Path | None,
+    sources: SourceFiles,
+    folder: Path,
+    workers: Workers,
+    *,
+    corpus: CustomCorpus,
+    bpe_code: Path | None,
     bpe_merges: int | None,
-) -> dict | None:  # fmt: skip
+) -> dict | None:
     files = sources.paths
     use_bpe = bpe_code is not None or bpe_merges is not None
     for split in corpus.splits:
-        pair = {files[f"{split}.{lang}"]: count_lines(files[f"{split}.{lang}"]) for lang in corpus.languages}
-        total = check_parallel(pair)
+        total = parallel_lines(*(files[f"{split}.{lang}"] for lang in corpus.languages))
         for lang in corpus.languages:
             out = tok_path(folder, split, lang) if use_bpe else text_path(folder, split, lang)
             steps = MosesSteps(lang, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
             if corpus.tokenize or corpus.lowercase:
-                write_lines(out, workers.map(steps, read_lines(files[f"{split}.{lang}"]), desc=f"{split}.{lang}",
-                                             total=total))  # fmt: skip
+                write_lines(
+                    out, workers.map(steps, read_lines(files[f"{split}.{lang}"]), desc=f"{split}.{lang}", total=total)
+                )
             else:
                 write_lines(out, read_lines(files[f"{split}.{lang}"]))  # validated UTF-8, '\n' line ends
     if not use_bpe:
@@ -89,8 +94,9 @@ def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | Non
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
         "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
-        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else ({"joint_merges": bpe_merges} if bpe_merges
-                                                                         else None),  # fmt: skip
+        "bpe": {"code_sha256": sha256_file(bpe_code)}
+        if bpe_code
+        else ({"joint_merges": bpe_merges} if bpe_merges else None),
     }
     return Recipe(
         dataset="custom",
@@ -99,8 +105,7 @@ def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | Non
         joined_dictionary=corpus.joined_dictionary,
         settings=settings,
         gather=lambda work: gather(corpus, work),
-        build=lambda sources, folder, workers: build_text(sources, folder, workers, corpus=corpus, bpe_code=bpe_code,
-                                                          bpe_merges=bpe_merges),  # fmt: skip
+        build=lambda sources, folder, workers: build_text(
+            sources, folder, workers, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges
+        ),
     )
-
-

@@ -86,8 +86,20 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
             out = open(part, "ab" if resumed else "wb")  # noqa: SIM115
         except OSError as error:
             raise DataError(f"cannot write {part}: {error.strerror or error}") from None
-        with out, tqdm(total=total, initial=offset, desc=dest.name, unit="B", unit_scale=True, unit_divisor=1024,
-                       file=sys.stderr, disable=None, mininterval=1.0) as bar:  # fmt: skip
+        with (
+            out,
+            tqdm(
+                total=total,
+                initial=offset,
+                desc=dest.name,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=sys.stderr,
+                disable=None,
+                mininterval=1.0,
+            ) as bar,
+        ):
             try:
                 for block in iter(lambda: response.read(_BLOCK), b""):
                     out.write(block)

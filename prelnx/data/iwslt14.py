@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from prelnx.data import bpe, moses
@@ -31,8 +32,13 @@ BPE_MERGES = 10_000
 CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 175}
 VALID_EVERY = 23
 TRAIN_FILES = {lang: f"train.tags.de-en.{lang}" for lang in LANGUAGES}
-TEST_SETS = ("IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
-             "IWSLT14.TED.tst2012")  # fmt: skip
+TEST_SETS = (
+    "IWSLT14.TED.dev2010",
+    "IWSLT14.TEDX.dev2012",
+    "IWSLT14.TED.tst2010",
+    "IWSLT14.TED.tst2011",
+    "IWSLT14.TED.tst2012",
+)
 HINT = (
     "pass the release archive or a folder of its files, e.g. "
     "`prelnx data prepare iwslt14 --source /path/to/de-en.tgz` (the archive is at " + URL + ")"
@@ -69,21 +75,19 @@ def _build_train_valid(files: dict[str, Path], folder: Path, workers: Workers) -
     work = folder / "work"
     tokenized = {lang: work / f"train.tags.de-en.tok.{lang}" for lang in LANGUAGES}
     for lang in LANGUAGES:
-        lines = workers.map(MosesSteps(lang), train_text(read_lines(train_files[lang])), desc=f"tokenize train.{lang}",
-                            total=total)  # fmt: skip
+        lines = workers.map(
+            MosesSteps(lang), train_text(read_lines(train_files[lang])), desc=f"tokenize train.{lang}", total=total
+        )
         write_lines(tokenized[lang], lines)
     outputs = {(split, lang): tok_path(folder, split, lang) for split in ("train", "valid") for lang in LANGUAGES}
     outputs[("train", "de")].parent.mkdir(parents=True, exist_ok=True)
-    handles = {key: open(path, "w", encoding="utf-8", newline="\n") for key, path in outputs.items()}
-    try:
+    with ExitStack() as stack:
+        handles = {key: stack.enter_context(open(path, "w", encoding="utf-8")) for key, path in outputs.items()}
         pairs = zip(read_lines(tokenized["de"]), read_lines(tokenized["en"]))
         for number, (de, en) in enumerate(moses.clean_pairs(pairs, **CLEAN), start=1):
             split = "valid" if number % VALID_EVERY == 0 else "train"
             handles[(split, "de")].write(moses.lowercase(de) + "\n")
             handles[(split, "en")].write(moses.lowercase(en) + "\n")
-    finally:
-        for handle in handles.values():
-            handle.close()
 
 
 def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> None:
@@ -93,8 +97,10 @@ def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> None:
     for lang in LANGUAGES:
         xml_files = [files[f"{name}.de-en.{lang}.xml"] for name in TEST_SETS]
         segments = (line for path in xml_files for line in seg_lines(read_lines(path)))
-        write_lines(tok_path(folder, "test", lang),
-                    workers.map(MosesSteps(lang, lowercase=True), segments, desc=f"tokenize test.{lang}"))  # fmt: skip
+        write_lines(
+            tok_path(folder, "test", lang),
+            workers.map(MosesSteps(lang, lowercase=True), segments, desc=f"tokenize test.{lang}"),
+        )
 
 
 def build_text(
@@ -118,8 +124,14 @@ def build_text(
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:
-    return locate(source, needed_files(splits), downloads=[Download(URL, "iwslt14/de-en.tgz")], work=work, hint=HINT,
-                  what="the IWSLT14 de-en release")  # fmt: skip
+    return locate(
+        source,
+        needed_files(splits),
+        downloads=[Download(URL, "iwslt14/de-en.tgz")],
+        work=work,
+        hint=HINT,
+        what="the IWSLT14 de-en release",
+    )
 
 
 def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
@@ -140,6 +152,7 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         joined_dictionary=False,
         settings=settings,
         gather=lambda work: gather(source, work),
-        build=lambda sources, folder, workers: build_text(sources, folder, workers, bpe_code=bpe_code,
-                                                          bpe_merges=merges),  # fmt: skip
+        build=lambda sources, folder, workers: build_text(
+            sources, folder, workers, bpe_code=bpe_code, bpe_merges=merges
+        ),
     )

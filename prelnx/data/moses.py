@@ -7,7 +7,7 @@ output:
 - tokenizer.perl splits a final "X." into "X ." unconditionally ("split last words independently as they
   are unlikely to be non-breaking prefixes"); sacremoses keeps "U.S." or German "70." at the end of a line.
 - normalize-punctuation.perl turns ‘ ‚ ’ (when not between letters) into a double quote, sacremoses into an
-  apostrophe, and keeps a space around French quotes.
+  apostrophe, and keeps a space around French quotes; it also sees each line's newline (see `normalize`).
 """
 
 from __future__ import annotations
@@ -82,6 +82,11 @@ class PerlPunctNormalizer(MosesPunctNormalizer):
     def __init__(self, lang: str) -> None:
         # penn=True in sacremoses adds the `` -> ' and '' -> " rules the perl script applies when *not* -penn.
         super().__init__(lang=lang, penn=True)
+
+    def normalize(self, text: str) -> str:
+        # The perl script keeps each line's "\n", which its non-English rule `(\.+)"(\s*[^<])` -> `"$1$2` can
+        # match: a German `."` at the end of a line becomes `".`. (sacremoses strips the result either way.)
+        return super().normalize(text + "\n")
 
 
 def tokenizer(lang: str) -> PerlMosesTokenizer:

@@ -15,7 +15,7 @@ from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles, locate
-from prelnx.data.textio import check_parallel, count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.textio import parallel_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 BASE_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw"
@@ -38,10 +38,10 @@ def build_text(
 ) -> dict:
     files = sources.paths
     for split, stem in FILES.items():
-        total = check_parallel({files[f"{stem}.{lang}"]: count_lines(files[f"{stem}.{lang}"]) for lang in LANGUAGES})
+        total = parallel_lines(*(files[f"{stem}.{lang}"] for lang in LANGUAGES))
         for lang in LANGUAGES:
             steps = MosesSteps(lang, lowercase_first=True, normalize_punctuation=True)
-            lines = workers.map(steps, read_lines(files[f"{stem}.{lang}"]), desc=f"tokenize {split}.{lang}", total=total)
+            lines = workers.map(steps, read_lines(files[f"{stem}.{lang}"]), desc=f"{split}.{lang}", total=total)
             write_lines(tok_path(folder, split, lang), lines)
     train = [tok_path(folder, "train", lang) for lang in LANGUAGES]
     entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges, workers=workers)
@@ -51,8 +51,7 @@ def build_text(
 
 def gather(source: str | None, work: Path) -> SourceFiles:
     downloads = [Download(f"{BASE_URL}/{name}.gz", f"multi30k/{name}.gz") for name in needed_files()]
-    return locate(source, needed_files(), downloads=downloads, work=work, hint=HINT,
-                  what="Multi30k task 1 raw files")  # fmt: skip
+    return locate(source, needed_files(), downloads=downloads, work=work, hint=HINT, what="Multi30k task 1 raw files")
 
 
 def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
@@ -70,6 +69,7 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         joined_dictionary=False,
         settings=settings,
         gather=lambda work: gather(source, work),
-        build=lambda sources, folder, workers: build_text(sources, folder, workers, bpe_code=bpe_code,
-                                                          bpe_merges=merges),  # fmt: skip
+        build=lambda sources, folder, workers: build_text(
+            sources, folder, workers, bpe_code=bpe_code, bpe_merges=merges
+        ),
     )

@@ -12,8 +12,8 @@ import platform
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -85,10 +85,8 @@ def staged_folder(out: Path) -> Iterator[Path]:
 def tool_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
-        try:
+        with suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
     for name in _FAIRSEQ_DISTRIBUTIONS:
         try:
             versions["fairseq"] = f"{metadata.version(name)} ({name})"
@@ -115,7 +113,7 @@ def write_manifest(
         "format": MANIFEST_FORMAT,
         "dataset": dataset,
         "command": command,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "languages": {"source": languages[0], "target": languages[1]},
         "settings": settings,
         "lines": {
@@ -125,8 +123,7 @@ def write_manifest(
         "sources": sources,
         "tools": tool_versions(),
         "files": {
-            str(path.relative_to(folder)): {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-            for path in files
+            str(path.relative_to(folder)): {"sha256": sha256_file(path), "bytes": path.stat().st_size} for path in files
         },
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

@@ -78,11 +78,25 @@ def prepare_recipe(
         shutil.rmtree(work, ignore_errors=True)
         source_lang, target_lang = recipe.languages
         echo("binarizing with fairseq-preprocess")
-        binarize(staging / "text", staging, source_lang=source_lang, target_lang=target_lang, splits=recipe.splits,
-                 joined_dictionary=recipe.joined_dictionary, workers=pool.count)  # fmt: skip
-        write_manifest(staging, dataset=recipe.dataset, command=command, languages=recipe.languages,
-                       settings=recipe.settings, splits=recipe.splits,
-                       sources={"origin": sources.origin, "files": sources.inputs}, bpe=bpe)  # fmt: skip
+        binarize(
+            staging / "text",
+            staging,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            splits=recipe.splits,
+            joined_dictionary=recipe.joined_dictionary,
+            workers=pool.count,
+        )
+        write_manifest(
+            staging,
+            dataset=recipe.dataset,
+            command=command,
+            languages=recipe.languages,
+            settings=recipe.settings,
+            splits=recipe.splits,
+            sources={"origin": sources.origin, "files": sources.inputs},
+            bpe=bpe,
+        )
     return out
 
 

@@ -43,7 +43,9 @@ def read_lines(path: Path) -> Iterator[str]:
                         f"convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
                     ) from None
         except (EOFError, gzip.BadGzipFile, OSError) as error:
-            raise DataError(f"{path}: unreadable after line {number} ({error}); the file is truncated or corrupt") from None
+            raise DataError(
+                f"{path}: unreadable after line {number} ({error}); the file is truncated or corrupt"
+            ) from None
 
 
 def count_lines(path: Path) -> int:
@@ -71,6 +73,11 @@ def check_parallel(counts: dict[Path, int]) -> int:
         described = " but ".join(f"{path} has {count:,} lines" for path, count in counts.items())
         raise DataError(f"source and target differ in length: {described}")
     return next(iter(counts.values()))
+
+
+def parallel_lines(*paths: Path) -> int:
+    """Count the lines of the sides of a parallel corpus (none empty, all the same); returns the count."""
+    return check_parallel({path: count_lines(path) for path in paths})
 
 
 def seg_lines(lines: Iterable[str]) -> Iterator[str]:

@@ -26,15 +26,7 @@ from prelnx.data.fetch import Download
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles, locate
-from prelnx.data.textio import (
-    check_aligned_segments,
-    check_parallel,
-    count_lines,
-    read_lines,
-    seg_lines,
-    sha256_file,
-    write_lines,
-)
+from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 LANGUAGES = ("en", "de")
@@ -77,8 +69,8 @@ def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
     count = check_aligned_segments(files[TEST_FILES["en"]], files[TEST_FILES["de"]])
     for lang in LANGUAGES:
         segments = seg_lines(read_lines(files[TEST_FILES[lang]]))
-        write_lines(tok_path(folder, "test", lang),
-                    workers.map(MosesSteps(lang, aggressive_dash=True), segments, desc=f"tokenize test.{lang}"))  # fmt: skip
+        lines = workers.map(MosesSteps(lang, aggressive_dash=True), segments, desc=f"tokenize test.{lang}")
+        write_lines(tok_path(folder, "test", lang), lines)
     return count
 
 
@@ -102,10 +94,8 @@ def build_text(
     sources: SourceFiles, folder: Path, workers: Workers, *, bpe_code: Path | None = None, bpe_merges: int = BPE_MERGES
 ) -> dict:
     files = sources.paths
-    total = 0
-    for corpus in CORPORA:
-        total += check_parallel({files[f"{corpus}.{lang}"]: count_lines(files[f"{corpus}.{lang}"]) for lang in LANGUAGES})
-    check_parallel({files[f"{VALID}.{lang}"]: count_lines(files[f"{VALID}.{lang}"]) for lang in LANGUAGES})
+    total = sum(parallel_lines(*(files[f"{corpus}.{lang}"] for lang in LANGUAGES)) for corpus in CORPORA)
+    parallel_lines(*(files[f"{VALID}.{lang}"] for lang in LANGUAGES))
     for lang in LANGUAGES:
         lines = workers.map(train_steps(lang), _corpus_lines(files, lang), desc=f"tokenize train.{lang}", total=total)
         write_lines(tok_path(folder, "train", lang), lines)
@@ -120,8 +110,14 @@ def build_text(
 
 
 def gather(source: str | None, work: Path, splits: list[str] = SPLITS) -> SourceFiles:
-    return locate(source, needed_files(splits), downloads=DOWNLOADS, work=work, hint=HINT,
-                  what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)")  # fmt: skip
+    return locate(
+        source,
+        needed_files(splits),
+        downloads=DOWNLOADS,
+        work=work,
+        hint=HINT,
+        what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)",
+    )
 
 
 def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
@@ -142,6 +138,7 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         joined_dictionary=True,
         settings=settings,
         gather=lambda work: gather(source, work),
-        build=lambda sources, folder, workers: build_text(sources, folder, workers, bpe_code=bpe_code,
-                                                          bpe_merges=merges),  # fmt: skip
+        build=lambda sources, folder, workers: build_text(
+            sources, folder, workers, bpe_code=bpe_code, bpe_merges=merges
+        ),
     )

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from multiprocessing.pool import Pool
-from typing import Union
 
 from tqdm import tqdm
 
@@ -71,7 +70,7 @@ class BpeStep:
         return bpe.process_line
 
 
-Step = Union[MosesSteps, BpeStep]
+Step = MosesSteps | BpeStep
 
 
 @functools.lru_cache(maxsize=16)
@@ -111,8 +110,9 @@ class Workers:
         """`step` applied to every line, in input order."""
         iterator = iter(lines)
         chunks = iter(lambda: list(islice(iterator, CHUNK_LINES)), [])
-        with tqdm(total=total, desc=desc, unit=" lines", unit_scale=True, file=sys.stderr, disable=None,
-                  mininterval=1.0) as bar:  # fmt: skip
+        with tqdm(
+            total=total, desc=desc, unit=" lines", unit_scale=True, file=sys.stderr, disable=None, mininterval=1.0
+        ) as bar:
             if self._pool is None:
                 for chunk in chunks:
                     bar.update(len(chunk))

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +121,15 @@ def _format_row(row: dict[str, Any]) -> str:
     )
 
 
-TERMINAL = ("finished", "diverged")  # a re-run leaves these alone (unless --force)
+TERMINAL = ("finished", "diverged")
+# fairseq children of this process, so that a sweep stopped by SIGTERM can stop them all.
+RUNNING_CHILDREN: set[subprocess.Popen] = set()
+
+
+def stop_children() -> None:
+    for child in list(RUNNING_CHILDREN):
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)  # a re-run leaves these alone (unless --force)
 
 
 def train(
@@ -168,18 +177,23 @@ def train(
         text=True,
         bufsize=1,
     )
+    RUNNING_CHILDREN.add(process)
     watch = _Watch(config, run_dir, rows, tensorboard, echo)
+    previous_handler = stop_on_sigterm()
     try:
         watch.follow(process)
     except KeyboardInterrupt:
         watch.interrupted = True
         process.send_signal(signal.SIGINT)
     finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
         try:
             returncode = process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
             returncode = process.wait()
+        RUNNING_CHILDREN.discard(process)
     status, reason = watch.outcome(returncode)
     tensorboard.final(_best(watch.rows), step=watch.rows[-1]["epoch"] if watch.rows else 0)
     tensorboard.close()
@@ -187,6 +201,17 @@ def train(
                  **_best(watch.rows))  # fmt: skip
     echo(f"{run_dir}: {status}" + (f" ({reason})" if reason else ""))
     return RunResult(status, reason, watch.epochs.last_update, run_dir)
+
+
+def stop_on_sigterm() -> Any:
+    """In the main thread, make SIGTERM (kill, a scheduler's stop) stop the fairseq child too, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 class _Watch:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import queue
+import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.config.schema import Config
-from prelnx.run.runner import train
+from prelnx.run.runner import stop_children, stop_on_sigterm, train
 from prelnx.run.status import write_status
 from prelnx.sweep.spec import SweepPoint
 
@@ -81,6 +82,7 @@ def run_local(
             on_done(point, status)
         return status
 
+    previous_handler = stop_on_sigterm()
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures = [pool.submit(work, point) for point in points]
     try:
@@ -88,9 +90,13 @@ def run_local(
         while pending:
             _, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
     except KeyboardInterrupt:
-        # The fairseq children got the same SIGINT and stop; runs not started yet are cancelled.
+        # Ctrl-C reached the fairseq children too; SIGTERM did not: stop them. Runs not started are cancelled.
+        stop_children()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
     pool.shutdown(wait=True)
     return statuses
 

@@ -4,9 +4,9 @@ For a feature vector x of size d (the last dimension), with learned per-feature 
 
   layernorm  LN(x)   = gamma * (x - mean(x)) / sqrt(var(x) + eps) + beta         (Ba et al. 2016; torch's LayerNorm)
   rmsnorm    RMS(x)  = gamma * x / sqrt(mean(x^2) + eps)                           (Zhang & Sennrich 2019,
-                       "Root Mean Square Layer Normalization", eq. 4: no re-centring, no shift)
-  dyt        DyT(x)  = gamma * tanh(alpha * x) + beta, alpha one learned scalar     (Zhu et al. 2025,
-                       "Transformers without Normalization": alpha starts at alpha0 = 0.5, gamma at 1, beta at 0)
+                       "Root Mean Square Layer Normalization", arXiv:1910.07467: no re-centring, no shift)
+  dyt        DyT(x)  = gamma * tanh(alpha * x) + beta, alpha one learned scalar     (Zhu et al. 2025, "Transformers
+                       without Normalization", arXiv:2503.10622: alpha starts at alpha0 = 0.5, gamma at 1, beta at 0)
 
 eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is written out here rather than
 taken from torch.nn.RMSNorm, which only exists from torch 2.4 (prelnx supports torch >= 2.1).
@@ -14,14 +14,11 @@ taken from torch.nn.RMSNorm, which only exists from torch 2.4 (prelnx supports t
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 from torch import nn
 
-NormType = Literal["layernorm", "rmsnorm", "dyt"]
 NORM_TYPES: tuple[str, ...] = ("layernorm", "rmsnorm", "dyt")
-DYT_DEFAULT_ALPHA = 0.5  # the DyT paper's default alpha0 (its non-LLM experiments)
+DYT_DEFAULT_ALPHA = 0.5  # the DyT paper's default alpha0 (its code's alpha_init_value; it tunes alpha0 for LLMs)
 
 
 class RMSNorm(nn.Module):
@@ -55,7 +52,7 @@ class DynamicTanh(nn.Module):
         return self.weight * torch.tanh(self.alpha * x) + self.bias
 
     def extra_repr(self) -> str:
-        return f"{self.weight.numel()}, init_alpha={float(self.alpha):g}"
+        return f"{self.weight.numel()}, alpha={self.alpha.detach().item():g}"
 
 
 def make_norm(norm_type: str, dim: int, dyt_init_alpha: float = DYT_DEFAULT_ALPHA) -> nn.Module:

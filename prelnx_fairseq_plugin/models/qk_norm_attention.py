@@ -1,13 +1,14 @@
 """QK-Norm: fairseq's multi-head attention with queries and keys normalised per head before the dot product.
 
-For each head h with head size d_h, and a norm module N over d_h features (the model's norm type, shared by the
-heads; one for queries, one for keys):
+For each head h with head size d_h, and a norm module N over d_h features (one for queries, one for keys, each
+shared by the heads; the model's --norm-type: LayerNorm, RMSNorm, or DyT, so that a DyT model has no statistical
+norm anywhere):
 
   q_h = N_q(x W_q,h + b_q,h)      k_h = N_k(y W_k,h + b_k,h)
   attention_h = softmax(q_h k_h^T / sqrt(d_h) + masks) (y W_v,h + b_v,h)
 
-as in Dehghani et al. 2023 ("Scaling Vision Transformers to 22 Billion Parameters", Section 2: LayerNorm on q and
-k, the usual 1/sqrt(d_h) scaling kept). The rest is fairseq's MultiheadAttention unchanged.
+as in Dehghani et al. 2023 ("Scaling Vision Transformers to 22 Billion Parameters", arXiv:2302.05442: LayerNorm
+on q and k, the usual 1/sqrt(d_h) scaling kept). The rest is fairseq's MultiheadAttention unchanged.
 
 How it is wired: q_proj and k_proj become `HeadNormedLinear`s (a Linear whose output is normalised per head), so
 every code path of fairseq's attention that projects q or k normalises them: training, validation, cross-attention
@@ -30,8 +31,9 @@ from torch import nn
 class HeadNormedLinear(nn.Linear):
     """A Linear projection to num_heads * head_dim features, then `head_norm` over each head's head_dim features."""
 
-    def __init__(self, in_features: int, out_features: int, num_heads: int, head_norm: nn.Module, bias: bool = True):
-        super().__init__(in_features, out_features, bias=bias)
+    def __init__(self, in_features: int, out_features: int, num_heads: int, head_norm: nn.Module, bias: bool = True,
+                 device: torch.device | str | None = None):  # fmt: skip
+        super().__init__(in_features, out_features, bias=bias, device=device)
         if out_features % num_heads:
             raise ValueError(f"{out_features} projected features do not split into {num_heads} heads")
         self.num_heads = num_heads
@@ -39,8 +41,13 @@ class HeadNormedLinear(nn.Linear):
 
     @classmethod
     def taking_over(cls, linear: nn.Linear, num_heads: int, head_norm: nn.Module) -> HeadNormedLinear:
-        """The same projection (the very same weight and bias tensors, so their init is kept), now head-normalised."""
-        projection = cls(linear.in_features, linear.out_features, num_heads, head_norm, bias=linear.bias is not None)
+        """The same projection (the very same weight and bias tensors, so their init is kept), now head-normalised.
+
+        Its own placeholder weights are allocated on the meta device: no random draws, so a model with QK-Norm
+        starts from exactly the weights of the same model (and seed) without it.
+        """
+        projection = cls(linear.in_features, linear.out_features, num_heads, head_norm, bias=linear.bias is not None,
+                         device="meta")  # fmt: skip
         projection.weight = linear.weight
         projection.bias = linear.bias
         return projection

@@ -1,0 +1,132 @@
+"""fairseq's transformer encoder and decoder layers with the variant's norm, residual weight and attention.
+
+Each layer is fairseq's own (`TransformerEncoderLayerBase`, `TransformerDecoderLayerBase`: same forward, same
+module names self_attn, encoder_attn, fc1, fc2, *_layer_norm), changed only where a variant says so:
+
+  norm type     every LayerNorm of the layer becomes an RMSNorm or a DyT (`norms.replace_layer_norms`)
+  deepnorm      residual_connection(x, residual) = alpha * residual + x, and DeepNet's init (`deepnorm`)
+  qk_norm       self- and cross-attention are `QKNormMultiheadAttention`s (`qk_norm_attention`)
+
+Where the norm sits (before the sublayer or after the residual add) is fairseq's normalize_before, unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from fairseq import utils
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+from torch import nn
+
+from .deepnorm import DeepNormCoefficients, decoder_coefficients, deepnorm_init_, encoder_coefficients
+from .norms import DYT_DEFAULT_ALPHA, make_norm, replace_layer_norms
+from .qk_norm_attention import QKNormMultiheadAttention
+
+
+@dataclass(frozen=True)
+class NormVariant:
+    """The plugin's model options (--norm-type, --deepnorm, --qk-norm, --dyt-init-alpha), read from fairseq's cfg."""
+
+    norm_type: str = "layernorm"
+    deepnorm: bool = False
+    qk_norm: bool = False
+    dyt_init_alpha: float = DYT_DEFAULT_ALPHA
+
+    @classmethod
+    def of(cls, cfg: Any) -> NormVariant:
+        return cls(
+            norm_type=str(utils.safe_getattr(cfg, "norm_type", "layernorm")),
+            deepnorm=bool(utils.safe_getattr(cfg, "deepnorm", False)),
+            qk_norm=bool(utils.safe_getattr(cfg, "qk_norm", False)),
+            dyt_init_alpha=float(utils.safe_getattr(cfg, "dyt_init_alpha", DYT_DEFAULT_ALPHA)),
+        )
+
+    def norm(self, dim: int) -> nn.Module:
+        return make_norm(self.norm_type, dim, self.dyt_init_alpha)
+
+
+def _apply_variant(layer: nn.Module, variant: NormVariant, deepnorm: DeepNormCoefficients | None) -> None:
+    """What both layer kinds do once fairseq has built them: swap the norms, set alpha, re-initialise for DeepNorm."""
+    replace_layer_norms(layer, variant.norm_type, variant.dyt_init_alpha)
+    layer.residual_alpha = deepnorm.alpha if deepnorm is not None else 1.0
+    if deepnorm is not None:
+        deepnorm_init_(layer, deepnorm.beta)
+
+
+class NormalizedEncoderLayer(TransformerEncoderLayerBase):
+    def __init__(self, cfg: Any, return_fc: bool = False) -> None:
+        super().__init__(cfg, return_fc=return_fc)
+        self.variant = NormVariant.of(cfg)
+        deepnorm = encoder_coefficients(cfg.encoder.layers, cfg.decoder.layers) if self.variant.deepnorm else None
+        _apply_variant(self, self.variant, deepnorm)
+
+    def build_self_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
+        variant = NormVariant.of(cfg)
+        if not variant.qk_norm:
+            return super().build_self_attention(embed_dim, cfg)
+        return QKNormMultiheadAttention(
+            embed_dim,
+            cfg.encoder.attention_heads,
+            head_norm=variant.norm,
+            dropout=cfg.attention_dropout,
+            self_attention=True,
+            q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size,
+            xformers_att_config=cfg.encoder.xformers_att_config,
+        )
+
+    def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return residual * self.residual_alpha + x
+
+    def extra_repr(self) -> str:
+        return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
+
+
+class NormalizedDecoderLayer(TransformerDecoderLayerBase):
+    def __init__(self, cfg: Any, no_encoder_attn: bool = False, add_bias_kv: bool = False, add_zero_attn: bool = False):
+        super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+        self.variant = NormVariant.of(cfg)
+        deepnorm = decoder_coefficients(cfg.encoder.layers, cfg.decoder.layers) if self.variant.deepnorm else None
+        _apply_variant(self, self.variant, deepnorm)
+
+    def build_self_attention(self, embed_dim: int, cfg: Any, add_bias_kv: bool = False, add_zero_attn: bool = False):
+        variant = NormVariant.of(cfg)
+        if not variant.qk_norm:
+            return super().build_self_attention(embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+        return QKNormMultiheadAttention(
+            embed_dim,
+            cfg.decoder.attention_heads,
+            head_norm=variant.norm,
+            dropout=cfg.attention_dropout,
+            add_bias_kv=add_bias_kv,
+            add_zero_attn=add_zero_attn,
+            self_attention=not cfg.cross_self_attention,
+            q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size,
+            xformers_att_config=cfg.decoder.xformers_att_config,
+        )
+
+    def build_encoder_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
+        variant = NormVariant.of(cfg)
+        if not variant.qk_norm:
+            return super().build_encoder_attention(embed_dim, cfg)
+        return QKNormMultiheadAttention(
+            embed_dim,
+            cfg.decoder.attention_heads,
+            head_norm=variant.norm,
+            kdim=cfg.encoder.embed_dim,
+            vdim=cfg.encoder.embed_dim,
+            dropout=cfg.attention_dropout,
+            encoder_decoder_attention=True,
+            q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size,
+            xformers_att_config=cfg.encoder.xformers_att_config,
+        )
+
+    def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return residual * self.residual_alpha + x
+
+    def extra_repr(self) -> str:
+        return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""

@@ -1,0 +1,142 @@
+"""`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm and/or QK-Norm.
+
+The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse) `TransformerModel` and adds:
+
+  --norm-type {layernorm,rmsnorm,dyt}   the module in place of every LayerNorm (layers, final norms, embedding norm)
+  --dyt-init-alpha A                    DyT's initial alpha (0.5, the DyT paper's default)
+  --deepnorm                            Post-LN with residual alpha * x + f(x) and DeepNet's beta-scaled init
+  --qk-norm                             queries and keys normalised per head (with --norm-type's module)
+
+Where the norms sit is still fairseq's --encoder/--decoder-normalize-before (Pre-LN) or not (Post-LN); DeepNorm is
+a Post-LN scheme and refuses Pre-LN; DeepNorm with DyT is refused too (its alpha up-weights a residual stream that
+only a statistical norm brings back to scale). Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
+prelnx_<preset>, with the preset's dimensions; with all options at their defaults the model is fairseq's
+transformer, module for module.
+
+The formulas are in the docstrings of `norms`, `deepnorm` and `qk_norm_attention`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import (
+    TransformerConfig,
+    TransformerDecoderBase,
+    TransformerEncoderBase,
+    TransformerModel,
+    base_architecture,
+    transformer_iwslt_de_en,
+    transformer_vaswani_wmt_en_de_big,
+    transformer_vaswani_wmt_en_fr_big,
+    transformer_wmt_en_de,
+    transformer_wmt_en_de_big,
+    transformer_wmt_en_de_big_t2t,
+)
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from torch import nn
+
+from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms
+from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
+
+MODEL_NAME = "prelnx_transformer"
+
+# fairseq's translation presets (fairseq/models/transformer/transformer_legacy.py) -> prelnx_<name>.
+PRESETS: dict[str, Callable[[Any], None]] = {
+    "transformer": base_architecture,
+    "transformer_iwslt_de_en": transformer_iwslt_de_en,
+    "transformer_wmt_en_de": transformer_wmt_en_de,
+    "transformer_vaswani_wmt_en_de_big": transformer_vaswani_wmt_en_de_big,
+    "transformer_vaswani_wmt_en_fr_big": transformer_vaswani_wmt_en_fr_big,
+    "transformer_wmt_en_de_big": transformer_wmt_en_de_big,
+    "transformer_wmt_en_de_big_t2t": transformer_wmt_en_de_big_t2t,
+}
+
+
+def _wrap_layer(layer: nn.Module, cfg: Any) -> nn.Module:
+    """What fairseq's build_encoder_layer / build_decoder_layer do around a layer (activation checkpointing, FSDP)."""
+    checkpoint = cfg.checkpoint_activations
+    if checkpoint:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
+
+
+class NormalizedTransformerEncoder(TransformerEncoderBase):
+    def __init__(self, cfg: Any, dictionary: Any, embed_tokens: nn.Embedding, return_fc: bool = False) -> None:
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        variant = NormVariant.of(cfg)
+        replace_layer_norms(self, variant.norm_type, variant.dyt_init_alpha)  # layer_norm (Pre-LN), layernorm_embedding
+
+    def build_encoder_layer(self, cfg: Any) -> nn.Module:
+        return _wrap_layer(NormalizedEncoderLayer(cfg, return_fc=self.return_fc), cfg)
+
+
+class NormalizedTransformerDecoder(TransformerDecoderBase):
+    def __init__(self, cfg: Any, dictionary: Any, embed_tokens: nn.Embedding, no_encoder_attn: bool = False) -> None:
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
+        variant = NormVariant.of(cfg)
+        replace_layer_norms(self, variant.norm_type, variant.dyt_init_alpha)  # layer_norm (Pre-LN), layernorm_embedding
+
+    def build_decoder_layer(self, cfg: Any, no_encoder_attn: bool = False) -> nn.Module:
+        return _wrap_layer(NormalizedDecoderLayer(cfg, no_encoder_attn), cfg)
+
+
+def check_variant(args: Any) -> None:
+    """Refuse the combinations that are not a defined model (the prelnx config refuses them first)."""
+    variant = NormVariant.of(args)
+    if variant.norm_type not in NORM_TYPES:
+        raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
+    pre_ln = bool(getattr(args, "encoder_normalize_before", False) or getattr(args, "decoder_normalize_before", False))
+    if variant.deepnorm and pre_ln:
+        raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
+    if variant.deepnorm and variant.norm_type == "dyt":
+        raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")
+
+
+@register_model(MODEL_NAME)
+class NormalizedTransformerModel(TransformerModel):
+    """fairseq's transformer whose norms, residuals and attention follow --norm-type, --deepnorm and --qk-norm."""
+
+    @classmethod
+    def add_args(cls, parser: Any) -> None:
+        super().add_args(parser)
+        # No argparse defaults here, as in fairseq's own add_args: the architecture functions set them.
+        parser.add_argument("--norm-type", choices=NORM_TYPES, help="the module in place of every LayerNorm")
+        parser.add_argument("--dyt-init-alpha", type=float, metavar="A", help="DyT: initial alpha (default 0.5)")
+        parser.add_argument("--deepnorm", action="store_true", help="Post-LN with residual alpha*x + f(x), beta init")
+        parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")
+
+    @classmethod
+    def build_model(cls, args: Any, task: Any) -> NormalizedTransformerModel:
+        check_variant(args)
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, args: Any, src_dict: Any, embed_tokens: nn.Embedding) -> NormalizedTransformerEncoder:
+        return NormalizedTransformerEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, args: Any, tgt_dict: Any, embed_tokens: nn.Embedding) -> NormalizedTransformerDecoder:
+        cfg = TransformerConfig.from_namespace(args)
+        return NormalizedTransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
+
+
+def variant_defaults(args: Any) -> None:
+    """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
+    for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
+                          ("qk_norm", False)):  # fmt: skip
+        if getattr(args, name, None) is None:
+            setattr(args, name, default)
+
+
+def _register_architecture(preset_name: str, preset: Callable[[Any], None]) -> None:
+    @register_model_architecture(MODEL_NAME, f"prelnx_{preset_name}")
+    def architecture(args: Any) -> None:
+        variant_defaults(args)
+        preset(args)
+
+
+for _name, _preset in PRESETS.items():
+    _register_architecture(_name, _preset)
