@@ -1,6 +1,7 @@
 """prelnx's fairseq plugin, loaded with `--user-dir` (by `prelnx train`, or by hand from a run's command.txt).
 
-Importing it registers `--optimizer radam` and `--lr-scheduler warmup_decay`, and allowlists the globals
+Importing it registers `--optimizer radam`, `--lr-scheduler warmup_decay` and the normalisation variants
+model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm), and allowlists the globals
 fairseq pickles in checkpoints so that they load under torch >= 2.6. It imports only fairseq and torch.
 """
 

@@ -8,8 +8,11 @@ import pytest
 import yaml
 
 from prelnx.config.load import CONFIGS_DIR, ConfigError, find_config, load_config
+from prelnx.sweep.spec import expand, is_sweep_file, load_spec
 
-SHIPPED = sorted(CONFIGS_DIR.rglob("*.yaml"))
+ALL_YAML = sorted(CONFIGS_DIR.rglob("*.yaml"))
+SHIPPED = [p for p in ALL_YAML if not is_sweep_file(p)]
+SWEEPS = [p for p in ALL_YAML if is_sweep_file(p)]
 
 
 def test_configs_are_found_recursively():
@@ -21,6 +24,12 @@ def test_configs_are_found_recursively():
 def test_every_shipped_config_validates(path: Path):
     config, _ = load_config(path)
     assert config.name
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: str(p.relative_to(CONFIGS_DIR)))
+def test_every_shipped_sweep_expands_into_valid_runs(path: Path):
+    points = expand(load_spec(path))
+    assert len(points) >= 2 and len({p.name for p in points}) == len(points)
 
 
 def test_paper_configs_transcribe_the_paper():
@@ -66,7 +75,7 @@ def write(tmp_path: Path, data: dict) -> Path:
     "data, expected",
     [
         ({"model": {"layuot": "pre"}}, "model.layuot: unknown key; did you mean model.layout?"),
-        ({"model": {"layout": "middle"}}, "model.layout: expected one of 'post', 'pre', got 'middle'"),
+        ({"model": {"layout": "middle"}}, "model.layout: expected one of 'post', 'pre', 'deepnorm', got 'middle'"),
         ({"optimizer": {"name": "adagrad"}}, "optimizer.name: expected one of 'adam', 'sgd', 'radam'"),
         ({"optimizer": {"lr": "fast"}}, "optimizer.lr: expected a number, got 'fast'"),
         ({"optimizer": {"lr": -1}}, "optimizer.lr: must be > 0"),

@@ -32,18 +32,20 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from prelnx.atomic import write_text_atomic
-from prelnx.config.schema import Config
+from prelnx.config.schema import Config, check_values
 from prelnx.run.build import load_plugin
 from prelnx.run.plan import ensure_data, fairseq_argv
 
-LAYOUTS = ("post", "pre")
+LAYOUTS = ("post", "pre", "deepnorm")  # the schema's model.layout values; the paper compares post and pre
 WEIGHTS = {"W1": "fc1", "W2": "fc2"}  # the paper's names -> fairseq's FFN modules
 CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm")
 
 # Figure 3 of the paper (IWSLT14 sizes, 10 seeds), read off the plots; see docs/gradients.md.
 PAPER = {
-    "last_layer_w2": {"post": "about 1.6 at every depth 6-14 (flat)", "pre": "about 0.3 at 6 layers, falling to about 0.13 at 14"},
-    "per_layer": {"post": "grows with the layer index, largest at the last layer", "pre": "about flat across layers"},
+    "last_layer_w2": {"post": "about 1.6 at every depth 6-14 (flat)", "pre": "about 0.3 at 6 layers, falling to about 0.13 at 14",
+                      "deepnorm": "not in the paper"},
+    "per_layer": {"post": "grows with the layer index, largest at the last layer", "pre": "about flat across layers",
+                  "deepnorm": "not in the paper"},
     "after_warmup": "Post-LN after warm-up: nearly 0 in every layer",
 }
 
@@ -85,7 +87,7 @@ class GradStudy:
     """What to measure: the base config, and the grid of layouts, depths and seeds."""
 
     config: Config
-    layouts: tuple[str, ...] = LAYOUTS
+    layouts: tuple[str, ...] = ("post", "pre")
     depths: tuple[int, ...] = (6, 8, 10, 12, 14)
     seeds: tuple[int, ...] = tuple(range(1, 11))
     batches: int = 1
@@ -129,7 +131,7 @@ def parse_layouts(text: str) -> tuple[str, ...]:
     layouts = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [layout for layout in layouts if layout not in LAYOUTS]
     if unknown or not layouts:
-        raise GradsError(f"--layouts: unknown layout {', '.join(unknown) or repr(text)}; allowed: post, pre (e.g. post,pre)")
+        raise GradsError(f"--layouts: unknown layout {', '.join(unknown) or repr(text)}; allowed: {', '.join(LAYOUTS)} (e.g. post,pre)")
     return tuple(dict.fromkeys(layouts))
 
 
@@ -145,7 +147,7 @@ def parse_depths(text: str) -> tuple[int, ...]:
 
 def check_study(study: GradStudy) -> None:
     if not study.layouts or any(layout not in LAYOUTS for layout in study.layouts):
-        raise GradsError(f"layouts: allowed post, pre; got {list(study.layouts)}")
+        raise GradsError(f"layouts: allowed {', '.join(LAYOUTS)}; got {list(study.layouts)}")
     if not study.depths or any(depth < 1 for depth in study.depths):
         raise GradsError(f"depths: every depth must be >= 1, got {list(study.depths)}")
     if not study.seeds:
@@ -156,6 +158,13 @@ def check_study(study: GradStudy) -> None:
             raise GradsError(f"--{name.replace('_', '-')}: must be >= 1, got {value}")
     if study.checkpoint is not None and not Path(study.checkpoint).is_file():
         raise GradsError(f"--checkpoint: {study.checkpoint}: no such file")
+    problems = {
+        f"layout {layout}: {key}: {message}"
+        for layout in study.layouts
+        for key, message in check_values(model_variant(study.config, layout, max(study.depths), study.seeds[0]))
+    }  # e.g. a config's norm that one of the layouts refuses
+    if problems:
+        raise GradsError("these layouts do not fit the config: " + "; ".join(sorted(problems)))
 
 
 # ------------------------------------------------------------------------------------ one model, inside a worker
@@ -218,8 +227,11 @@ class _Worker:
             self.checkpoints[spec.checkpoint] = load_checkpoint_model(Path(spec.checkpoint), self.task)[0]
         return self.checkpoints[spec.checkpoint]
 
-    def seed_batches(self, seed: int, cfg: Any) -> list[dict[str, Any]]:
-        """The first N batches of the train iterator shuffled with this seed: the same for every model of the seed."""
+    def seed_batches(self, seed: int, cfg: Any, model: Any) -> list[dict[str, Any]]:
+        """The first N batches of the train iterator shuffled with this seed: the same for every model of the seed.
+
+        Built as fairseq's train builds its iterator (max positions of task and model, batch-size multiple).
+        """
         if seed not in self.samples:
             from fairseq import utils
 
@@ -229,9 +241,7 @@ class _Worker:
                 dataset=self.task.dataset("train"),
                 max_tokens=self.max_tokens,
                 max_sentences=cfg.dataset.batch_size,
-                max_positions=utils.resolve_max_positions(
-                    self.task.max_positions(), (cfg.model.max_source_positions, cfg.model.max_target_positions)
-                ),
+                max_positions=utils.resolve_max_positions(self.task.max_positions(), model.max_positions()),
                 ignore_invalid_inputs=True,
                 required_batch_size_multiple=cfg.dataset.required_batch_size_multiple,
                 seed=seed,
@@ -254,7 +264,7 @@ class _Worker:
         start = time.perf_counter()
         model = self.checkpoint_model(spec) if spec.checkpoint else self.fresh_model(spec)
         built = time.perf_counter()
-        samples = self.seed_batches(spec.seed, self.cfgs[(spec.layout, spec.depth)])
+        samples = self.seed_batches(spec.seed, self.cfgs[(spec.layout, spec.depth)], model)
         loaded = time.perf_counter()
         ffn = ffn_weights(model)
         for parameter in model.parameters():
@@ -311,7 +321,10 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
     except (RuntimeError, KeyError, AttributeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise GradsError(f"--checkpoint: {path}: does not fit the config's data and model ({first})") from None
-    layout = "pre" if model.decoder.layers[0].normalize_before else "post"
+    if getattr(model_cfg, "deepnorm", False):
+        layout = "deepnorm"
+    else:
+        layout = "pre" if model.decoder.layers[0].normalize_before else "post"
     return model, layout, len(model.decoder.layers)
 
 

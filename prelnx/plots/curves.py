@@ -17,6 +17,8 @@ from prelnx.run.status import read_status
 from prelnx.sweep.summary import read_points
 
 SHORT_KEYS = {
+    "model.norm": "norm",
+    "model.qk_norm": "qk-norm",
     "schedule.warmup_updates": "warm-up",
     "optimizer.lr": "lr",
     "optimizer.name": "opt",
@@ -109,7 +111,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     return written
 
 
-PANEL_KEYS = ("model.layout", "optimizer.name")
+PANEL_KEYS = ("model.layout", "model.norm", "model.qk_norm", "optimizer.name")
 _FILE_NAMES = {"valid_loss": "loss", "valid_bleu": "bleu"}
 
 

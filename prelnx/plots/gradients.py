@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-COLORS = {"pre": "tab:blue", "post": "tab:orange", "checkpoint": "tab:green"}
-NAMES = {"pre": "Pre-LN (init)", "post": "Post-LN (init)"}
+COLORS = {"pre": "tab:blue", "post": "tab:orange", "deepnorm": "tab:purple", "checkpoint": "tab:green"}
+NAMES = {"pre": "Pre-LN", "post": "Post-LN", "deepnorm": "DeepNorm"}
 
 
 def _pyplot() -> Any:
@@ -53,10 +53,10 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     plt = _pyplot()
     figure, axes = plt.subplots(2, 2, figsize=(13, 8))
     depth = summary["growth_depth"]
-    series = [(layout, NAMES[layout], summary["per_layer"], depth) for layout in ("pre", "post") if layout in summary["layouts"]]
+    series = [(layout, f"{NAMES[layout]} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
     for entry in summary.get("checkpoint", [])[:1]:
         ck_layout, ck_depth = entry["layout"], entry["depth"]
-        series.append((ck_layout, f"{'Pre' if ck_layout == 'pre' else 'Post'}-LN (checkpoint)", summary["checkpoint"], ck_depth))
+        series.append((ck_layout, f"{NAMES[ck_layout]} (checkpoint)", summary["checkpoint"], ck_depth))
     width = 0.8 / max(len(series), 1)
     for axis, weight, letter in ((axes[0, 0], "W1", "a"), (axes[0, 1], "W2", "b")):
         labels: list[str] = []
@@ -73,18 +73,24 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         axis.set_xlabel("layer (E = encoder, D = decoder)")
         axis.set_ylabel(f"||dL/d{weight}||_F")
         axis.legend()
-    for axis, layout, letter in ((axes[1, 0], "pre", "c"), (axes[1, 1], "post", "d")):
-        by_depth = summary["last_layer_w2"].get(layout)
-        if not by_depth:
+    # (c) Pre-LN and (d) Post-LN as in the paper; DeepNorm, when measured, beside Post-LN (it is a Post-LN scheme).
+    for axis, layouts, letter in ((axes[1, 0], ["pre"], "c"), (axes[1, 1], ["post", "deepnorm"], "d")):
+        layouts = [layout for layout in layouts if layout in summary["last_layer_w2"]]
+        if not layouts:
             axis.set_visible(False)
             continue
-        depths = list(by_depth)
-        axis.bar(range(len(depths)), [by_depth[d]["mean"] for d in depths], 0.6, yerr=[by_depth[d]["std"] for d in depths],
-                 capsize=3, color=COLORS[layout])  # fmt: skip
+        depths = list(summary["last_layer_w2"][layouts[0]])
+        bar = 0.6 / len(layouts)
+        for index, layout in enumerate(layouts):
+            by_depth = summary["last_layer_w2"][layout]
+            positions = [i + (index - (len(layouts) - 1) / 2) * bar for i in range(len(depths))]
+            axis.bar(positions, [by_depth[d]["mean"] for d in depths], bar, yerr=[by_depth[d]["std"] for d in depths],
+                     capsize=3, color=COLORS[layout], label=NAMES[layout])  # fmt: skip
         axis.set_xticks(range(len(depths)), [f"{d}-{d}" for d in depths])
-        axis.set_title(f"({letter}) {NAMES[layout].split(' ')[0]}: last layer's W2 gradient norm vs depth")
+        axis.set_title(f"({letter}) {', '.join(NAMES[layout] for layout in layouts)}: last layer's W2 gradient vs depth")
         axis.set_xlabel("layers (encoder = decoder)")
         axis.set_ylabel("||dL/dW2||_F, last decoder layer")
+        axis.legend()
     figure.suptitle(f"FFN gradient norms at initialisation ({summary['settings']['config'] if 'settings' in summary else ''}, "
                     f"mean +- std over {len(summary['seeds'])} seeds)")  # fmt: skip
     figure.tight_layout()

@@ -50,6 +50,9 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         if not (run_dir / "config.yaml").is_file():
             continue
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        model = config["model"]
+        if model.get("norm", "layernorm") != "layernorm" or model.get("qk_norm", False):
+            continue  # the paper's claims are about its two LayerNorm layouts; variants are reported apart
         arms.append(Arm(
             name=name,
             layout=config["model"]["layout"],

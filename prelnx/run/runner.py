@@ -70,6 +70,13 @@ def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
     return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in keys if old.get(key) != new.get(key)]
 
 
+def describe_model(config: Config) -> str:
+    """e.g. "Pre-LN", "Pre-LN rmsnorm +qk-norm", "DeepNorm"."""
+    m = config.model
+    name = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm"}[m.layout]
+    return name + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
+
+
 def hparams_of(config: Config) -> dict[str, Any]:
     """The config as TensorBoard hparams (scalars and strings only)."""
     flat = _flat(config_to_dict(config))
@@ -162,7 +169,7 @@ def train(
     rows = read_metrics(run_dir)
     resuming = (run_dir / "checkpoints" / "checkpoint_last.pt").is_file()
     echo(
-        f"{'resuming' if resuming else 'starting'} {config.name}: {config.model.layout}-LN, {config.optimizer.name} "
+        f"{'resuming' if resuming else 'starting'} {config.name}: {describe_model(config)}, {config.optimizer.name} "
         f"lr {config.optimizer.lr:g}, warm-up {config.schedule.warmup_updates} updates, decay {config.schedule.decay}, "
         f"data {data} -> {run_dir} (fairseq log: {run_dir / 'train.log'})"
     )

@@ -133,8 +133,8 @@ def _format_value(value: Any) -> str:
 
 
 # The study's axes, in the order run names show them, with their short names.
-NAME_KEYS = {"model.layout": "layout", "optimizer.name": "opt", "schedule.warmup_updates": "warmup",
-             "optimizer.lr": "lr", "train.seed": "seed"}  # fmt: skip
+NAME_KEYS = {"model.layout": "layout", "model.norm": "norm", "model.qk_norm": "qk", "optimizer.name": "opt",
+             "schedule.warmup_updates": "warmup", "optimizer.lr": "lr", "train.seed": "seed"}  # fmt: skip
 
 
 def run_name(overrides: dict[str, Any], varying: list[str]) -> str:
