@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from prelnx.commands.data import data_app
 from prelnx.commands.evaluate import evaluate_command
 from prelnx.commands.plot import plot_command
 from prelnx.commands.report import report_command
@@ -23,6 +24,7 @@ def _group() -> None:
     """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
 
 
+app.add_typer(data_app, name="data")
 app.command("train")(train_command)
 app.command("sweep")(sweep_command)
 app.command("plot")(plot_command)

@@ -42,6 +42,13 @@ def copy_bpe_code(given: Path, code: Path) -> int:
     return len(lines) - header
 
 
+def settings(given: Path | None, merges: int | None) -> dict | None:
+    """What decides the BPE step, for a recipe's settings: the given code's sha256, or the merges to learn."""
+    if given is not None:
+        return {"code_sha256": sha256_file(given)}
+    return {"joint_merges": merges} if merges else None
+
+
 def make_code(folder: Path, *, train: list[Path], given: Path | None, merges: int, workers: Workers) -> dict:
     """Write `folder/code`: learned jointly on the `train` texts, or copied from `given`; returns its manifest entry."""
     code = folder / "code"

@@ -94,9 +94,7 @@ def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | Non
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
         "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
-        "bpe": {"code_sha256": sha256_file(bpe_code)}
-        if bpe_code
-        else ({"joint_merges": bpe_merges} if bpe_merges else None),
+        "bpe": bpe.settings(bpe_code, bpe_merges),
     }
     return Recipe(
         dataset="custom",

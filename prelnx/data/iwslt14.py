@@ -22,7 +22,7 @@ from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles, locate
-from prelnx.data.textio import check_aligned_segments, check_parallel, read_lines, seg_lines, sha256_file, write_lines
+from prelnx.data.textio import check_aligned_segments, check_parallel, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release
@@ -143,7 +143,7 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "clean": CLEAN,
         "valid": f"every {VALID_EVERY}th line of the cleaned train corpus",
         "test": list(TEST_SETS),
-        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else {"joint_merges": merges},
+        "bpe": bpe.settings(bpe_code, merges),
     }
     return Recipe(
         dataset="iwslt14",

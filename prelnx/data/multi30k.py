@@ -15,7 +15,7 @@ from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles, locate
-from prelnx.data.textio import parallel_lines, read_lines, sha256_file, write_lines
+from prelnx.data.textio import parallel_lines, read_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 BASE_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw"
@@ -60,7 +60,7 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "recipe": "Multi30k task 1 official lc.norm.tok, then joint BPE",
         "steps": "lowercase | normalize-punctuation | tokenizer (escape, no -a)",
         "files": FILES,
-        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else {"joint_merges": merges},
+        "bpe": bpe.settings(bpe_code, merges),
     }
     return Recipe(
         dataset="multi30k",

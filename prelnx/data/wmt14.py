@@ -26,7 +26,7 @@ from prelnx.data.fetch import Download
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles, locate
-from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, sha256_file, write_lines
+from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 LANGUAGES = ("en", "de")
@@ -129,7 +129,7 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "clean": CLEAN,
         "valid": VALID,
         "test": "newstest2014 full (src.en, ref.de)",
-        "bpe": {"code_sha256": sha256_file(bpe_code)} if bpe_code else {"joint_merges": merges},
+        "bpe": bpe.settings(bpe_code, merges),
     }
     return Recipe(
         dataset="wmt14",
