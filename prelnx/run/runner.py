@@ -134,9 +134,10 @@ RUNNING_CHILDREN: set[subprocess.Popen] = set()
 
 
 def stop_children() -> None:
+    # SIGTERM, not SIGINT: a child started from a background job inherits SIGINT as ignored.
     for child in list(RUNNING_CHILDREN):
         if child.poll() is None:
-            child.send_signal(signal.SIGINT)  # a re-run leaves these alone (unless --force)
+            child.terminate()  # a re-run leaves these alone (unless --force)
 
 
 def train(
@@ -191,7 +192,7 @@ def train(
         watch.follow(process)
     except KeyboardInterrupt:
         watch.interrupted = True
-        process.send_signal(signal.SIGINT)
+        process.terminate()
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
@@ -237,7 +238,7 @@ class _Watch:
 
     def follow(self, process: subprocess.Popen) -> None:
         assert process.stdout is not None
-        with open(self.run_dir / "train.log", "a") as log:
+        with open(self.run_dir / "train.log", "a", buffering=1) as log:  # line-buffered: `tail -f` works
             for line in process.stdout:
                 log.write(line)
                 self.tail.append(line.rstrip("\n"))
@@ -270,7 +271,7 @@ class _Watch:
         update = self.epochs.last_update
         if self.divergence:
             return "diverged", self.divergence
-        if self.interrupted or returncode in (-signal.SIGINT, 130):
+        if self.interrupted or returncode in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
             return "interrupted", "stopped by the user; run the same command again to resume"
         if returncode == 0:
             return "finished", ""
