@@ -6,9 +6,11 @@ import typer
 
 from prelnx.commands.data import data_app
 from prelnx.commands.evaluate import evaluate_command
+from prelnx.commands.grads import grads_command
 from prelnx.commands.plot import plot_command
 from prelnx.commands.report import report_command
 from prelnx.commands.sweep import sweep_command
+from prelnx.commands.theory import theory_command
 from prelnx.commands.train import train_command
 
 app = typer.Typer(
@@ -29,6 +31,8 @@ app.command("train")(train_command)
 app.command("sweep")(sweep_command)
 app.command("plot")(plot_command)
 app.command("evaluate")(evaluate_command)
+app.command("grads")(grads_command)
+app.command("theory")(theory_command)
 app.command("report")(report_command)
 
 

@@ -336,6 +336,8 @@ def _start_worker(config: Config, batches: int, max_tokens: int, threads: int) -
 
     global _WORKER
     torch.set_num_threads(threads)
+    load_plugin()  # a no-op in a forked worker; a spawned one imports fairseq here
+    quiet_fairseq_logging()
     _WORKER = _Worker(config, batches, max_tokens)
 
 
