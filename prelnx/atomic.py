@@ -11,6 +11,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; results are meant to be shared like any other file
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.flush()

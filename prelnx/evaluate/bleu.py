@@ -37,7 +37,8 @@ def score(hypotheses: list[str], references: list[str], *, target_lang: str | No
     if compound_split:
         tokenized_h = [split_compounds(h) for h in hypotheses]
         tokenized_r = [split_compounds(r) for r in references]
-    tokenized = sacrebleu.corpus_bleu(tokenized_h, [tokenized_r], tokenize="none")
+    # force: the text is tokenized on purpose here (sacrebleu would warn about it)
+    tokenized = sacrebleu.corpus_bleu(tokenized_h, [tokenized_r], tokenize="none", force=True)
     metric = sacrebleu.BLEU()
     detok = metric.corpus_score(detokenize(hypotheses, target_lang), [detokenize(references, target_lang)])
     return BleuScores(round(tokenized.score, 2), round(detok.score, 2), str(metric.get_signature()))

@@ -83,7 +83,8 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(7.5 + (3.5 if len(runs) > 6 else 0), 4.8))
+    ax.set_prop_cycle(color=plt.get_cmap("tab20").colors if len(runs) > 10 else plt.get_cmap("tab10").colors)
     for run in runs:
         points = [(row["epoch"], row[key]) for row in run.rows if _finite(row.get(key))]
         label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
@@ -100,7 +101,10 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if len(runs) > 6:  # many runs: the legend beside the axes, not over the curves
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     written = []
     for suffix in ("png", "svg"):

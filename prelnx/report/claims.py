@@ -94,7 +94,7 @@ NOT_MEASURED = Verdict("the sweep has no runs for these arms", "not measured")
 
 
 def postln_adam_needs_warmup(arms: list[Arm]) -> Verdict:
-    lines, oks = [], []
+    lines, oks, lrs = [], [], []
     for lr in sorted({a.lr for a in arms}):
         without = _pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
         warmups = sorted({a.warmup for a in _pick(arms, layout="post", optimizer="adam", lr=lr)} - {0})
@@ -103,8 +103,13 @@ def postln_adam_needs_warmup(arms: list[Arm]) -> Verdict:
         with_ = _pick(arms, layout="post", optimizer="adam", warmup=warmups[-1], lr=lr)
         lines.append(f"lr {lr:g}: {_describe('no warm-up', without)}; {_describe(f'{warmups[-1]} warm-up', with_)}")
         oks.append(_final_loss(without) > _final_loss(with_) + MARGIN_BITS)
+        lrs.append(lr)
     if not lines:
         return NOT_MEASURED
+    if any(oks) and not all(oks):
+        held = ", ".join(f"{lr:g}" for lr, ok in zip(lrs, oks) if ok)
+        missed = ", ".join(f"{lr:g}" for lr, ok in zip(lrs, oks) if not ok)
+        return Verdict("<br>".join(lines), f"partly: holds at lr {held}, not at lr {missed}")
     return Verdict("<br>".join(lines), _verdict(all(oks)))
 
 

@@ -28,7 +28,7 @@ def _claims_table(claims: list[dict[str, Any]], verdicts: dict[str, Verdict]) ->
     lines = ["| claim | source | paper | this run | verdict |", "|---|---|---|---|---|"]
     for claim in claims:
         verdict = verdicts.get(claim["id"], Verdict("-", "not measured"))
-        mark = {"holds": "**holds**", "does not hold": "**does not hold**"}.get(verdict.holds, verdict.holds)
+        mark = verdict.holds if verdict.holds == "not measured" else f"**{verdict.holds}**"
         lines.append(f"| {claim['claim']} | {claim['source']} | {claim['paper']} | {verdict.measured} | {mark} |")
     return lines
 
