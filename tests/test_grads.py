@@ -23,22 +23,16 @@ from prelnx.analysis.grads import CSV_COLUMNS, ModelSpec, _Worker, model_variant
 from prelnx.commands.grads import grads_command
 from prelnx.config.load import load_config
 from prelnx.run.build import build_task_and_model
+from tests.conftest import TINY
 
 pytestmark = pytest.mark.slow
 
 # conftest's tiny synthetic task, with a model just wide enough for the layouts' effects to stand out of seed noise.
 SMALL = {
-    "data": {
-        "dataset": "synthetic",
-        "synthetic": {"vocab_size": 40, "min_words": 2, "max_words": 6, "train_pairs": 400, "valid_pairs": 40,
-                      "test_pairs": 40, "seed": 3},
-    },
-    "model": {"layout": "post", "encoder_layers": 2, "decoder_layers": 2, "embed_dim": 64, "ffn_dim": 128,
-              "attention_heads": 4},
-    "optimizer": {"name": "adam", "lr": 0.003},
-    "schedule": {"warmup_updates": 0, "decay": "constant"},
-    "train": {"max_tokens": 512, "max_epoch": 2, "threads": 1, "num_workers": 0},
-}  # fmt: skip
+    **{key: TINY[key] for key in ("data", "optimizer", "schedule")},
+    "model": {**TINY["model"], "embed_dim": 64, "ffn_dim": 128, "attention_heads": 4},
+    "train": {key: TINY["train"][key] for key in ("max_tokens", "max_epoch", "threads", "num_workers")},
+}
 DEPTHS = (2, 6)
 SEEDS = (1, 2, 3, 4)
 TOKENS = 512

@@ -55,7 +55,19 @@ def _apply_variant(layer: nn.Module, variant: NormVariant, deepnorm: DeepNormCoe
         deepnorm_init_(layer, deepnorm.beta)
 
 
-class NormalizedEncoderLayer(TransformerEncoderLayerBase):
+class _ScaledResidual:
+    """DeepNorm's residual, alpha * residual + x (alpha = 1 leaves fairseq's own residual)."""
+
+    residual_alpha: float
+
+    def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return residual * self.residual_alpha + x
+
+    def extra_repr(self) -> str:
+        return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
+
+
+class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
     def __init__(self, cfg: Any, return_fc: bool = False) -> None:
         super().__init__(cfg, return_fc=return_fc)
         self.variant = NormVariant.of(cfg)
@@ -77,14 +89,8 @@ class NormalizedEncoderLayer(TransformerEncoderLayerBase):
             xformers_att_config=cfg.encoder.xformers_att_config,
         )
 
-    def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return residual * self.residual_alpha + x
 
-    def extra_repr(self) -> str:
-        return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
-
-
-class NormalizedDecoderLayer(TransformerDecoderLayerBase):
+class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
     def __init__(self, cfg: Any, no_encoder_attn: bool = False, add_bias_kv: bool = False, add_zero_attn: bool = False):
         super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
         self.variant = NormVariant.of(cfg)
@@ -125,8 +131,3 @@ class NormalizedDecoderLayer(TransformerDecoderLayerBase):
             xformers_att_config=cfg.encoder.xformers_att_config,
         )
 
-    def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return residual * self.residual_alpha + x
-
-    def extra_repr(self) -> str:
-        return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
