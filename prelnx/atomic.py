@@ -1,7 +1,11 @@
-"""Atomic file writes: a reader never sees a half-written file, an interrupted write leaves the old one."""
+"""Atomic file writes: a reader never sees a half-written file, an interrupted write leaves the old one.
+
+Also the one wording of an I/O failure (`io_reason`) that status.json and error messages use.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -20,3 +24,35 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def overwrite_in_place(path: Path, text: str) -> bool:
+    """Last resort on a full disk: rewrite an existing small file in the blocks it already has.
+
+    Not atomic (a reader may see a mix for an instant), so used only when `write_text_atomic` cannot
+    get space; returns False when even this fails (the file is then left as it was, or shorter).
+    """
+    data = text.encode()
+    try:
+        with open(path, "r+b") as handle:
+            if len(data) > max(os.fstat(handle.fileno()).st_blocks * 512, os.path.getsize(path)):
+                return False
+            handle.write(data)
+            handle.truncate(len(data))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return True
+    except OSError:
+        return False
+
+
+def io_reason(error: OSError) -> str:
+    """`no space left on device: runs/x/metrics.jsonl` — what failed and where, for users and status.json."""
+    where = error.filename or ""
+    if error.errno == errno.ENOSPC:
+        what = "no space left on device"
+    elif error.errno == errno.EDQUOT:
+        what = "disk quota exceeded"
+    else:
+        what = (error.strerror or str(error)).lower()
+    return f"{what}: {where}" if where else what

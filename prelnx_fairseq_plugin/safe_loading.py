@@ -1,15 +1,28 @@
-"""Let fairseq load its own checkpoints under torch >= 2.6, where `torch.load` defaults to `weights_only=True`.
+"""Safe checkpoint loading for fairseq, whatever torch's default: `weights_only=True` always, plus an allowlist.
 
-fairseq pickles a few plain Python/NumPy objects next to the tensors (the argparse `Namespace` of the run,
-NumPy scalars for best metrics). We allowlist exactly those globals; safe loading stays on for everything
-else. This is the one place prelnx touches checkpoint loading: training, resume, evaluation and averaging
-all go through fairseq's `checkpoint_utils`, which calls `torch.load` and so sees this allowlist.
+fairseq 0.12 calls `torch.load(f, map_location=...)` without `weights_only`, so what it unpickles depends on
+torch's default (unsafe before torch 2.6). This module is the one place prelnx touches checkpoint loading:
+`force_safe_loading` makes every `torch.load` in the process pass `weights_only=True` (fairseq's loader
+included: training, resume, evaluation, averaging and the gradient study all go through it), and allowlists
+exactly the plain globals fairseq pickles beside the tensors (the argparse `Namespace` of the run, NumPy
+arrays and scalars for RNG and best-metric state). A refused file raises `CheckpointRefused`, whose message
+names the file and the forbidden global and never suggests turning safe loading off.
+
+It imports only torch and NumPy (no fairseq), so prelnx's own process can load it by path to read
+checkpoints quickly (see `prelnx.run.checkpoints`).
 """
 
 import argparse
+import functools
+import pickle
+import re
 
 import numpy
 import torch
+
+
+class CheckpointRefused(pickle.UnpicklingError):
+    """A checkpoint pickles something other than tensors and fairseq's allowlisted types."""
 
 
 def _numpy_globals() -> list:
@@ -21,8 +34,41 @@ def _numpy_globals() -> list:
 
 
 FAIRSEQ_CHECKPOINT_GLOBALS = [argparse.Namespace, *_numpy_globals()]
+_FORBIDDEN = re.compile(r"(?:Unsupported global: GLOBAL|global) ([\w.]+)")
 
 
-def allow_fairseq_checkpoint_globals() -> None:
-    if hasattr(torch.serialization, "add_safe_globals"):  # torch < 2.4 loads unsafely by default anyway
-        torch.serialization.add_safe_globals(FAIRSEQ_CHECKPOINT_GLOBALS)
+def refusal_message(source: object, error: BaseException) -> str:
+    """One line: which file, which global, and that it will not be loaded (never torch's hint to disable safety)."""
+    found = _FORBIDDEN.search(str(error))
+    what = f"it pickles `{found.group(1)}`" if found else "it holds pickled objects that safe loading does not allow"
+    return (
+        f"{source}: refused: {what}, which is not a tensor or one of the plain types fairseq stores in its "
+        f"checkpoints; prelnx loads checkpoints only with safe (weights_only) loading and will not load this file"
+    )
+
+
+def _source_name(f: object) -> str:
+    return str(getattr(f, "name", f))
+
+
+def force_safe_loading() -> None:
+    """Make `torch.load` in this process always load with weights_only=True and the allowlist. Idempotent."""
+    torch.serialization.add_safe_globals(FAIRSEQ_CHECKPOINT_GLOBALS)
+    if getattr(torch.load, "_prelnx_safe", False):
+        return
+    unsafe_load = torch.load
+
+    @functools.wraps(unsafe_load)
+    def safe_load(f, *args, **kwargs):
+        kwargs["weights_only"] = True  # whatever the caller or torch's default says
+        try:
+            return unsafe_load(f, *args, **kwargs)
+        except pickle.UnpicklingError as error:
+            raise CheckpointRefused(refusal_message(_source_name(f), error)) from None
+
+    safe_load._prelnx_safe = True
+    torch.load = safe_load
+
+
+# Kept for callers of the earlier name.
+allow_fairseq_checkpoint_globals = force_safe_loading

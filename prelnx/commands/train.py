@@ -8,8 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.config.load import ConfigError, dump_config, load_config
+from prelnx.run.checkpoints import CheckpointRefused
+from prelnx.run.datacheck import DataDamaged
+from prelnx.run.lock import RunLocked
 from prelnx.run.plan import DataNotReady, data_dir, plan_launch
-from prelnx.run.runner import RunConflict, default_run_dir, train
+from prelnx.run.runner import RunConflict, RunIOError, default_run_dir, train
+from prelnx.run.status import EXIT_BUSY
 
 
 def train_command(
@@ -22,7 +26,8 @@ def train_command(
     """Train a Post-LN or Pre-LN fairseq transformer; per-epoch valid loss and BLEU go to metrics.jsonl and TensorBoard.
 
     Re-running the same command on the same run dir resumes from the last checkpoint.
-    Exit codes: 0 finished, 1 failed, 2 bad config or input, 3 diverged, 130 interrupted.
+    Exit codes: 0 finished, 1 failed (also a full disk: status.json says which path), 2 bad config or input
+    (a refused checkpoint, damaged data), 3 diverged, 4 the run dir is in use by another process, 130 interrupted.
     """
     try:
         resolved, _ = load_config(config, set_ or [])
@@ -34,7 +39,13 @@ def train_command(
             typer.echo(launch.command_line())
             return
         result = train(resolved, run_dir=target, force=force, echo=typer.echo)
-    except (ConfigError, DataNotReady, RunConflict, ValueError) as error:
+    except RunLocked as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(EXIT_BUSY) from None
+    except RunIOError as error:
+        typer.echo(f"error: {error.strerror}", err=True)
+        raise typer.Exit(1) from None
+    except (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(result.exit_code)

@@ -15,6 +15,7 @@ from typing import Any, Literal, Union
 import yaml
 
 from prelnx.config.schema import Config, check_values
+from prelnx.config.strict_yaml import YamlInputError, read_yaml
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository's configs/ (editable installs)
 
@@ -54,13 +55,9 @@ def default_run_name(config_path: Path) -> str:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+        data = read_yaml(path)
+    except YamlInputError as error:
+        raise ConfigError(str(error)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -101,6 +98,11 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
         flat.update(_load_layers(base_path, (*seen, resolved)))
     flat.update(_flatten(data, str(path)))
     return flat
+
+
+def flatten_values(data: dict[str, Any]) -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    return {key: value for key, (value, _) in _flatten(data, "").items()}
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -1,9 +1,16 @@
-"""A run's per-epoch results: `metrics.jsonl` (one JSON object per epoch) and TensorBoard scalars (step = epoch)."""
+"""A run's per-epoch results: `metrics.jsonl` (one JSON object per epoch) and TensorBoard scalars (step = epoch).
+
+TensorBoard's event files are append-only, so a run that was killed could hold an epoch twice or miss one.
+`rebuild_tensorboard` rewrites `tb/` from the reconciled rows on every (re)start and at the end of a run, so
+TensorBoard shows exactly the epochs metrics.jsonl holds, each once.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +39,10 @@ def write_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
 class TensorBoardLog:
     """Scalars at step = epoch, plus the run's hparams for the HParams tab."""
 
-    def __init__(self, log_dir: Path, first_epoch: int) -> None:
+    def __init__(self, log_dir: Path) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        # purge_step hides events a previous, interrupted attempt wrote for epochs that are now redone.
-        self.writer = SummaryWriter(str(log_dir), purge_step=first_epoch)
+        self.writer = SummaryWriter(str(log_dir))
 
     def hparams(self, hparams: dict[str, Any]) -> None:
         from torch.utils.tensorboard.summary import hparams as hparams_summary
@@ -64,3 +70,25 @@ class TensorBoardLog:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def rebuild_tensorboard(tb_dir: Path, rows: list[dict[str, Any]], hparams: dict[str, Any],
+                        final: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """Replace tb/'s event files by one holding `rows` (and the hparams, and `final` when the run has ended)."""
+    staging = tb_dir.parent / f".tb-rebuild-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    log = TensorBoardLog(staging)
+    try:
+        log.hparams(hparams)
+        for row in rows:
+            log.epoch(row)
+        if final is not None and rows:
+            log.final(final, step=rows[-1]["epoch"])
+    finally:
+        log.close()
+    tb_dir.mkdir(parents=True, exist_ok=True)
+    for old in tb_dir.glob("events.out.tfevents.*"):
+        old.unlink()
+    for new in staging.iterdir():
+        new.replace(tb_dir / new.name)
+    staging.rmdir()

@@ -1,14 +1,18 @@
-"""Running one training: fairseq as a child process, its JSON log turned into the run dir's files.
+"""Running one training: fairseq as a child process that writes train.log itself, followed into the run dir.
 
 The child is plain `fairseq-train` (as `python -m fairseq_cli.train`) with the arguments of command.txt,
 so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are set per process,
-and the run can be repeated by hand. Resume is fairseq's own: it continues from checkpoints/checkpoint_last.pt.
+and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
+
+What makes the run dir trustworthy (README, "Failure modes"):
+- one writer: an exclusive lock on the run dir for the life of the run, inherited by the child;
+- the child dies with its parent (the plugin's parent watch) and writes its own log;
+- on every start and at every end the run dir is reconciled with the checkpoints (`reconcile.py`);
+- a full disk or another I/O error ends the run `failed` with the path, never a traceback.
 """
 
 from __future__ import annotations
 
-import collections
-import math
 import os
 import shutil
 import signal
@@ -20,21 +24,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from prelnx.atomic import write_text_atomic
-from prelnx.config.load import config_to_dict, dump_config
+import yaml
+
+from prelnx.atomic import io_reason, write_text_atomic
+from prelnx.config.load import config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
-from prelnx.run.metrics import TensorBoardLog, read_metrics, write_metrics
-from prelnx.run.plan import ensure_data, plan_launch
-from prelnx.run.records import EpochRows, is_bad_loss, parse_record
+from prelnx.run.checkpoints import checkpoint_info, resume_point
+from prelnx.run.datacheck import check_binarized
+from prelnx.run.lock import RunLock
+from prelnx.run.metrics import TensorBoardLog, read_metrics, rebuild_tensorboard, write_metrics
+from prelnx.run.plan import ensure_data, languages, plan_launch
+from prelnx.run.reconcile import LOG_NAME, Reconciled, crash_update, reconcile_rows, rows_from_log
 from prelnx.run.status import EXIT_CODES, read_status, write_status
+from prelnx.run.watch import Watch
 
 # Keys that change how a run executes but not what it computes: they may differ when a run is resumed.
 EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling"}
-DIVERGENCE_MARKERS = ("FloatingPointError", "Minimum loss scale reached", "gradients are Nan/Inf")
+TERMINAL = ("finished", "diverged")
 
 
 class RunConflict(ValueError):
     """The run dir holds a different run; the message says how to proceed."""
+
+
+class RunIOError(OSError):
+    """The run dir could not be written (full disk, permissions); the message names the path."""
 
 
 @dataclass
@@ -50,22 +64,22 @@ class RunResult:
 
 
 def default_run_dir(config: Config, runs_root: Path = Path("runs")) -> Path:
-    return runs_root / (config.name or "run")
+    """runs/<name>; a name that would leave runs/ (absolute, `..`, a backslash) is refused: give --run-dir."""
+    return runs_subdir(config.name or "run", runs_root)
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
+def runs_subdir(name: str, runs_root: Path = Path("runs")) -> Path:
+    """runs_root/name, for a run's or a sweep's name; ValueError for a name that would leave runs_root."""
+    parts = Path(name).parts
+    if Path(name).is_absolute() or ".." in parts or "\\" in name or not parts:
+        raise ValueError(f"name: {name!r} would put the run outside {runs_root}/; use a plain name "
+                         f"(letters, digits, - _ . and / for subfolders) or give --run-dir explicitly")  # fmt: skip
+    return runs_root / name
 
 
 def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
     """Keys whose values differ between a run dir's config.yaml and `current` (execution-only keys ignored)."""
-    old, new = _flat(saved), _flat(config_to_dict(current))
+    old, new = flatten_values(saved), flatten_values(config_to_dict(current))
     keys = sorted((set(old) | set(new)) - EXECUTION_KEYS)
     return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in keys if old.get(key) != new.get(key)]
 
@@ -79,14 +93,12 @@ def describe_model(config: Config) -> str:
 
 def hparams_of(config: Config) -> dict[str, Any]:
     """The config as TensorBoard hparams (scalars and strings only)."""
-    flat = _flat(config_to_dict(config))
+    flat = flatten_values(config_to_dict(config))
     return {key: value if isinstance(value, (int, float, str, bool)) else str(value) for key, value in flat.items()}
 
 
 def _check_run_dir(run_dir: Path, config: Config, force: bool) -> dict[str, Any] | None:
     """Returns the existing status when the run dir holds this same run; refuses a different one."""
-    import yaml
-
     saved_path = run_dir / "config.yaml"
     if not saved_path.is_file() or force:
         return None
@@ -106,29 +118,6 @@ def _set_aside(run_dir: Path) -> Path:
     return target
 
 
-def _format_inner(record: dict[str, Any]) -> str:
-    def number(key: str, spec: str) -> str:
-        value = record.get(key)
-        return format(value, spec) if isinstance(value, float) and math.isfinite(value) else str(value)
-
-    return (
-        f"epoch {number('epoch', '.0f')} | update {number('num_updates', '.0f')} | loss {number('loss', '.3f')} | "
-        f"lr {number('lr', '.3g')} | {number('wps', '.0f')} tok/s"
-    )
-
-
-def _format_row(row: dict[str, Any]) -> str:
-    def show(value: Any, digits: int = 3) -> str:
-        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-    return (
-        f"epoch {row['epoch']} done | updates {row['num_updates']} | train loss {show(row['train_loss'])} | "
-        f"valid loss {show(row['valid_loss'])} | valid BLEU {show(row['valid_bleu'], 2)} | "
-        f"{row['wall_seconds']:.0f} s"
-    )
-
-
-TERMINAL = ("finished", "diverged")
 # fairseq children of this process, so that a sweep stopped by SIGTERM can stop them all.
 RUNNING_CHILDREN: set[subprocess.Popen] = set()
 
@@ -138,77 +127,6 @@ def stop_children() -> None:
     for child in list(RUNNING_CHILDREN):
         if child.poll() is None:
             child.terminate()  # a re-run leaves these alone (unless --force)
-
-
-def train(
-    config: Config,
-    *,
-    run_dir: Path | None = None,
-    force: bool = False,
-    echo: Callable[[str], None] = print,
-    extra_env: dict[str, str] | None = None,
-) -> RunResult:
-    """Train (or resume) the run; returns its final status. Raises RunConflict/DataNotReady before starting.
-
-    `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
-    """
-    run_dir = run_dir or default_run_dir(config)
-    existing = _check_run_dir(run_dir, config, force)
-    if existing and existing.get("status") in TERMINAL:
-        update = int(existing.get("update", 0))
-        echo(f"{run_dir}: already {existing['status']} at update {update}; use --force to train it again")
-        return RunResult(existing["status"], existing.get("reason", ""), update, run_dir)
-    if force and run_dir.exists():
-        echo(f"--force: the previous run is kept as {_set_aside(run_dir)}")
-
-    data = ensure_data(config)
-    launch = plan_launch(config, data, run_dir / "checkpoints")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(run_dir / "config.yaml", dump_config(config))
-    write_text_atomic(run_dir / "command.txt", launch.command_line() + "\n")
-
-    rows = read_metrics(run_dir)
-    resuming = (run_dir / "checkpoints" / "checkpoint_last.pt").is_file()
-    echo(
-        f"{'resuming' if resuming else 'starting'} {config.name}: {describe_model(config)}, {config.optimizer.name} "
-        f"lr {config.optimizer.lr:g}, warm-up {config.schedule.warmup_updates} updates, decay {config.schedule.decay}, "
-        f"data {data} -> {run_dir} (fairseq log: {run_dir / 'train.log'})"
-    )
-    write_status(run_dir, "running", update=rows[-1]["num_updates"] if rows else 0)
-    tensorboard = TensorBoardLog(run_dir / "tb", first_epoch=rows[-1]["epoch"] + 1 if rows else 1)
-    tensorboard.hparams(hparams_of(config))
-    process = subprocess.Popen(
-        [sys.executable, "-u", "-m", "fairseq_cli.train", *launch.argv],
-        env={**os.environ, **launch.env, **(extra_env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        bufsize=1,
-    )
-    RUNNING_CHILDREN.add(process)
-    watch = _Watch(config, run_dir, rows, tensorboard, echo)
-    previous_handler = stop_on_sigterm()
-    try:
-        watch.follow(process)
-    except KeyboardInterrupt:
-        watch.interrupted = True
-        process.terminate()
-    finally:
-        if previous_handler is not None:
-            signal.signal(signal.SIGTERM, previous_handler)
-        try:
-            returncode = process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            returncode = process.wait()
-        RUNNING_CHILDREN.discard(process)
-    status, reason = watch.outcome(returncode)
-    tensorboard.final(_best(watch.rows), step=watch.rows[-1]["epoch"] if watch.rows else 0)
-    tensorboard.close()
-    write_status(run_dir, status, reason=reason, update=watch.epochs.last_update, epochs=len(watch.rows),
-                 **_best(watch.rows))  # fmt: skip
-    echo(f"{run_dir}: {status}" + (f" ({reason})" if reason else ""))
-    return RunResult(status, reason, watch.epochs.last_update, run_dir)
 
 
 def stop_on_sigterm() -> Any:
@@ -222,66 +140,138 @@ def stop_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, interrupt)
 
 
-class _Watch:
-    """Follows the child's output: tees it to train.log, writes epoch rows, decides divergence."""
+def train(
+    config: Config,
+    *,
+    run_dir: Path | None = None,
+    force: bool = False,
+    echo: Callable[[str], None] = print,
+    extra_env: dict[str, str] | None = None,
+) -> RunResult:
+    """Train (or resume) the run; returns its final status.
 
-    def __init__(self, config: Config, run_dir: Path, rows: list[dict[str, Any]], tensorboard: TensorBoardLog,
-                 echo: Callable[[str], None]) -> None:  # fmt: skip
-        self.config, self.run_dir, self.rows, self.tensorboard, self.echo = config, run_dir, rows, tensorboard, echo
-        self.epochs = EpochRows(last_update=rows[-1]["num_updates"] if rows else 0)
-        self.wall_before = rows[-1].get("wall_seconds", 0.0) if rows else 0.0
-        self.started = time.monotonic()
-        self.tail: collections.deque[str] = collections.deque(maxlen=40)
-        self.divergence = ""  # set when prelnx itself stops a diverging run
-        self.fairseq_nan = False  # set when fairseq raised on NaN/Inf
-        self.interrupted = False
+    Raises before starting: RunConflict, DataNotReady, DataDamaged, CheckpointRefused, RunLocked, RunIOError.
+    `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
+    """
+    run_dir = run_dir or default_run_dir(config)
+    _check_run_dir(run_dir, config, force)
+    data = ensure_data(config)
+    check_binarized(data, *languages(config))
+    launch = plan_launch(config, data, run_dir / "checkpoints")
+    lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
+    try:
+        existing = _check_run_dir(run_dir, config, force)  # again, now that no one else can change it
+        if existing and existing.get("status") in TERMINAL:
+            update = int(existing.get("update", 0))
+            echo(f"{run_dir}: already {existing['status']} at update {update}; use --force to train it again")
+            return RunResult(existing["status"], existing.get("reason", ""), update, run_dir)
+        if force and (run_dir / "config.yaml").exists():
+            lock.release()
+            echo(f"--force: the previous run is kept as {_set_aside(run_dir)}")
+            lock = RunLock(run_dir).acquire()
+        return _train_locked(config, run_dir, launch, data, lock, echo, extra_env)
+    finally:
+        lock.release()
 
-    def follow(self, process: subprocess.Popen) -> None:
-        assert process.stdout is not None
-        with open(self.run_dir / "train.log", "a", buffering=1) as log:  # line-buffered: `tail -f` works
-            for line in process.stdout:
-                log.write(line)
-                self.tail.append(line.rstrip("\n"))
-                if not self.fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
-                    self.fairseq_nan = True  # its traceback follows
-                parsed = parse_record(line)
-                if parsed is not None:
-                    self._record(*parsed)
-                if self.divergence:
-                    process.terminate()
-                    return
 
-    def _record(self, kind: str, record: dict[str, Any]) -> None:
-        if kind == "train_inner":
-            self.echo(_format_inner(record))
-            if is_bad_loss(record.get("loss"), self.config.train.loss_ceiling):
-                self.divergence = f"train loss {record.get('loss')} at update {int(record.get('num_updates', 0))}"
-        if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
-            self.divergence = f"valid loss {record.get('valid_loss')} at epoch {int(record.get('epoch', 0))}"
-        row = self.epochs.add(kind, record)
-        if row is not None:
-            row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
-            self.rows = [r for r in self.rows if r["epoch"] != row["epoch"]] + [row]
-            write_metrics(self.run_dir, self.rows)
-            self.tensorboard.epoch(row)
-            self.echo(_format_row(row))
-        write_status(self.run_dir, "running", update=self.epochs.last_update)
+def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: RunLock,
+                  echo: Callable[[str], None], extra_env: dict[str, str] | None) -> RunResult:  # fmt: skip
+    notes: list[str] = []
+    start = resume_point(run_dir / "checkpoints", notes.append)  # refuses a planted checkpoint: nothing runs
+    hparams = hparams_of(config)
+    try:
+        write_text_atomic(run_dir / "config.yaml", dump_config(config))
+        write_text_atomic(run_dir / "command.txt", launch.command_line() + "\n")
+        reconciled = _reconcile(run_dir, read_metrics(run_dir), start.epoch if start else 0, hparams)
+        write_status(run_dir, "running", update=start.update if start else 0, epochs=len(reconciled.rows))
+    except OSError as error:
+        raise RunIOError(error.errno, io_reason(error)) from None
+    echo(
+        f"{'resuming' if start else 'starting'} {config.name}: {describe_model(config)}, {config.optimizer.name} "
+        f"lr {config.optimizer.lr:g}, warm-up {config.schedule.warmup_updates} updates, decay {config.schedule.decay}, "
+        f"data {data} -> {run_dir} (fairseq log: {run_dir / LOG_NAME})"
+        + (f"; from epoch {start.epoch}, update {start.update}" if start else "")
+    )
+    for line in notes + reconciled.describe():
+        echo(line)
+    log_path = run_dir / LOG_NAME
+    started_at = time.time()
+    with open(log_path, "ab") as log:
+        log.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        offset = log.tell()
+        process = subprocess.Popen(
+            [sys.executable, "-u", "-m", "fairseq_cli.train", *launch.argv],
+            env={**os.environ, **launch.env, **(extra_env or {}), "PRELNX_PARENT_PID": str(os.getpid())},
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
+        )  # fmt: skip
+    RUNNING_CHILDREN.add(process)
+    tensorboard = TensorBoardLog(run_dir / "tb")
+    watch = Watch(config, run_dir, reconciled.rows, tensorboard, echo)
+    previous_handler = stop_on_sigterm()
+    try:
+        watch.follow(process, log_path, offset)
+    except KeyboardInterrupt:
+        watch.interrupted = True
+        process.terminate()
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
+        try:
+            returncode = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            returncode = process.wait()
+        RUNNING_CHILDREN.discard(process)
+        tensorboard.close()
+    status, reason = watch.outcome(returncode, crash_update(run_dir / "checkpoints", started_at))
+    return _finish(config, run_dir, watch, status, reason, hparams, echo)
 
-    def outcome(self, returncode: int) -> tuple[str, str]:
-        update = self.epochs.last_update
-        if self.divergence:
-            return "diverged", self.divergence
-        if self.interrupted or returncode in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
-            return "interrupted", "stopped by the user; run the same command again to resume"
-        if returncode == 0:
-            return "finished", ""
-        if self.fairseq_nan:
-            return "diverged", f"fairseq stopped on NaN/Inf after update {update}"
-        last_error = next((line for line in reversed(self.tail) if line.strip()), "")
-        return "failed", f"fairseq exited with code {returncode}: {last_error.strip()}"
+
+def _reconcile(run_dir: Path, saved: list[dict[str, Any]], completed: int, hparams: dict[str, Any],
+               final: bool = False) -> Reconciled:  # fmt: skip
+    reconciled = reconcile_rows(saved, rows_from_log(run_dir / LOG_NAME), completed)
+    write_metrics(run_dir, reconciled.rows)
+    rebuild_tensorboard(run_dir / "tb", reconciled.rows, hparams, _best(reconciled.rows) if final else None)
+    return reconciled
+
+
+def _finish(config: Config, run_dir: Path, watch: Watch, status: str, reason: str, hparams: dict[str, Any],
+            echo: Callable[[str], None]) -> RunResult:  # fmt: skip
+    """Reconcile with the last checkpoint and write the final status (on a full disk: a `failed` status)."""
+    last = run_dir / "checkpoints" / "checkpoint_last.pt"
+    try:
+        info = checkpoint_info(last) if last.is_file() else None
+    except ValueError as error:  # damaged or refused: the next start deals with it
+        info = None
+        echo(f"warning: {error}")
+    extra: dict[str, Any] = {}
+    try:
+        reconciled = _reconcile(run_dir, watch.rows, info.epoch if info else 0, hparams, final=True)
+        rows = reconciled.rows
+        if reconciled.lost_epochs:
+            extra["lost_epochs"] = reconciled.lost_epochs
+    except OSError as error:
+        rows = watch.rows
+        if status != "failed" or not reason.startswith(("no space", "disk quota")):
+            status, reason = "failed", io_reason(error)
+    update = watch.epochs.last_update
+    if info is not None:
+        extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
+        update = info.update if status == "finished" else max(update, info.update)
+    if status == "diverged" and "after update" not in reason and " at update " not in reason:
+        reason = f"{reason} (after update {update})"
+    try:
+        write_status(run_dir, status, reason=reason, update=update, epochs=len(rows), **_best(rows), **extra)
+    except OSError as error:
+        echo(f"warning: status.json could not be written ({io_reason(error)})")
+    echo(f"{run_dir}: {status}" + (f" ({reason})" if reason else ""))
+    return RunResult(status, reason, update, run_dir)
 
 
 def _best(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    import math
+
     losses = [r["valid_loss"] for r in rows if isinstance(r.get("valid_loss"), float) and math.isfinite(r["valid_loss"])]
     bleus = [r["valid_bleu"] for r in rows if isinstance(r.get("valid_bleu"), float)]
     return {

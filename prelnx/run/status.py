@@ -10,12 +10,14 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from prelnx.atomic import write_text_atomic
+from prelnx.atomic import overwrite_in_place, write_text_atomic
 
 Status = Literal["running", "finished", "diverged", "failed", "interrupted"]
 
-# Exit codes of `prelnx train`, by final status (2 is a bad config or command line, before anything runs).
+# Exit codes of `prelnx train`, by final status (2 is a bad config or command line, before anything runs;
+# a full disk or another I/O error is `failed`, 1, with the path in the reason).
 EXIT_CODES: dict[str, int] = {"finished": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+EXIT_BUSY = 4  # the run dir is locked by another prelnx process; nothing was done
 
 
 def read_status(run_dir: Path) -> dict[str, Any] | None:
@@ -29,6 +31,13 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
 
 
 def write_status(run_dir: Path, status: Status, *, reason: str = "", update: int = 0, **extra: Any) -> dict[str, Any]:
+    """Atomically; on a full disk, a terminal status is still written over the old file's blocks if it fits."""
     record = {"status": status, "reason": reason, "update": update, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
-    write_text_atomic(run_dir / "status.json", json.dumps(record, indent=2) + "\n")
+    text = json.dumps(record, indent=2) + "\n"
+    try:
+        write_text_atomic(run_dir / "status.json", text)
+    except OSError:
+        compact = json.dumps(record, separators=(",", ":")) + "\n"
+        if status == "running" or not overwrite_in_place(run_dir / "status.json", compact):
+            raise
     return record

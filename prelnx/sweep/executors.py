@@ -17,8 +17,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.config.schema import Config
+from prelnx.atomic import io_reason
+from prelnx.run.lock import RunLocked
 from prelnx.run.runner import stop_children, stop_on_sigterm, train
 from prelnx.run.status import write_status
+
+RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
 from prelnx.sweep.spec import SweepPoint
 
 
@@ -38,13 +42,24 @@ def _visible_gpus() -> int:
 
 
 def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dict[str, str] | None = None) -> str:
-    """Train one point; any error becomes a `failed` status instead of an exception."""
+    """Train one point; any error becomes a `failed` status instead of an exception.
+
+    A point whose run dir another process holds (a second sweep on the same folder) is left alone and
+    reported as `running elsewhere`; nothing of it is written.
+    """
     try:
         return train(config, run_dir=run_dir, echo=echo, extra_env=env).status
+    except RunLocked:
+        echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
+        return RUNNING_ELSEWHERE
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_status(run_dir, "failed", reason=f"{type(error).__name__}: {error}")
-        echo(f"{run_dir}: failed ({error})")
+        reason = io_reason(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            write_status(run_dir, "failed", reason=reason)
+        except OSError:
+            pass  # a full disk: the sweep's own output says it
+        echo(f"{run_dir}: failed ({reason})")
         return "failed"
 
 

@@ -9,7 +9,9 @@ from typing import Any, Callable
 import yaml
 
 from prelnx.atomic import write_text_atomic
-from prelnx.sweep.executors import run_local, run_submitit
+from prelnx.run.lock import held
+from prelnx.run.runner import runs_subdir
+from prelnx.sweep.executors import RUNNING_ELSEWHERE, run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
 
@@ -18,7 +20,13 @@ EXECUTORS = ("local", "slurm", "submitit-local")
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
     points = expand(spec)
-    return out or Path("runs") / spec.name, points
+    return out or runs_subdir(spec.name), points
+
+
+def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Two sweeps on one folder rewrite its summary one at a time."""
+    with held(sweep_dir / ".summary.lock"):
+        return summarize(sweep_dir)
 
 
 def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
@@ -48,17 +56,22 @@ def run_sweep(
     def on_done(point: SweepPoint, status: str) -> None:
         if after_run is not None and status == "finished":
             after_run(sweep_dir / point.name)
-        summarize(sweep_dir)
+        summarize_locked(sweep_dir)
 
+    statuses: dict[str, str] = {}
     try:
         if executor == "local":
-            run_local(points, sweep_dir, jobs, on_done, echo)
+            statuses = run_local(points, sweep_dir, jobs, on_done, echo)
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
-            run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done, echo)
+            statuses = run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done, echo)
     finally:
-        rows = summarize(sweep_dir)
+        rows = summarize_locked(sweep_dir)
     echo((sweep_dir / "summary.md").read_text())
+    elsewhere = sorted(name for name, status in statuses.items() if status == RUNNING_ELSEWHERE)
+    if elsewhere:
+        echo(f"{len(elsewhere)} run(s) {RUNNING_ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
+             f"Run the sweep again once it has ended to see them finished here.")
     return rows

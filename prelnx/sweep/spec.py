@@ -27,6 +27,7 @@ import yaml
 
 from prelnx.config.load import ConfigError, find_config, load_config
 from prelnx.config.schema import Config
+from prelnx.config.strict_yaml import YamlInputError, read_yaml
 
 SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm"}
 
@@ -56,14 +57,19 @@ class SweepSpec:
 def is_sweep_file(path: Path) -> bool:
     """A sweep spec has a `grid:`; anything else is a training config."""
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        data = read_yaml(path)
+    except YamlInputError:
         return False
     return isinstance(data, dict) and "grid" in data
 
 
 def load_spec(path: Path) -> SweepSpec:
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = read_yaml(path) or {}
+    except YamlInputError as error:
+        raise ConfigError(str(error)) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a sweep spec must be a mapping of keys, got {type(data).__name__}")
     unknown = set(data) - SPEC_KEYS
     if unknown:
         raise ConfigError(f"{path}: unknown sweep key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(SPEC_KEYS))}")

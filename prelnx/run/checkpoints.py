@@ -1,0 +1,127 @@
+"""Reading fairseq checkpoints safely, and choosing the one a resume may trust.
+
+Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist, on any
+torch). It is loaded here by path, without importing fairseq (4 s), so that prelnx can check a run's
+checkpoints before fairseq starts: a planted checkpoint is refused with one message, a damaged one is set
+aside and the newest intact one is used instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.run.plan import PLUGIN_DIR
+
+
+class CheckpointRefused(ValueError):
+    """A checkpoint safe loading will not load (it pickles a forbidden global); the message names both."""
+
+
+class CheckpointDamaged(ValueError):
+    """A checkpoint that cannot be read (truncated, not a checkpoint)."""
+
+
+@lru_cache(maxsize=1)
+def safe_loading() -> Any:
+    """The plugin's safe_loading module, loaded by path (its package __init__ would import fairseq)."""
+    spec = importlib.util.spec_from_file_location("_prelnx_safe_loading", PLUGIN_DIR / "safe_loading.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.force_safe_loading()
+    return module
+
+
+def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
+    """The checkpoint's state, loaded safely; CheckpointRefused or CheckpointDamaged otherwise."""
+    import pickle
+
+    import torch
+
+    loader = safe_loading()
+    try:
+        return torch.load(str(path), map_location="cpu", weights_only=True, mmap=mmap)
+    except loader.CheckpointRefused as error:
+        raise CheckpointRefused(str(error)) from None
+    except pickle.UnpicklingError as error:
+        raise CheckpointRefused(loader.refusal_message(path, error)) from None
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({first})") from None
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    path: Path
+    epoch: int  # the last epoch the checkpoint completed
+    update: int
+
+
+def checkpoint_info(path: Path) -> CheckpointInfo:
+    """Epoch and update count stored in a fairseq checkpoint (read with mmap: the weights are not read)."""
+    state = load_checkpoint(path, mmap=True)
+    try:
+        iterator = state["extra_state"]["train_iterator"]
+        epoch = int(iterator["epoch"])
+        if not iterator.get("end_of_epoch", True) and iterator.get("iterations_in_epoch", 0):
+            epoch -= 1  # saved mid-epoch: the completed epochs are the ones before
+        update = int(state["optimizer_history"][-1]["num_updates"])
+    except (KeyError, IndexError, TypeError) as error:
+        raise CheckpointDamaged(f"{path}: not a fairseq training checkpoint (no {error})") from None
+    return CheckpointInfo(path, epoch, update)
+
+
+def epoch_checkpoints(checkpoint_dir: Path) -> list[Path]:
+    """checkpoint<E>.pt files, oldest epoch first."""
+    found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("checkpoint*.pt")
+             if (m := re.fullmatch(r"checkpoint(\d+)\.pt", p.name))]  # fmt: skip
+    return [path for _, path in sorted(found)]
+
+
+def remove_partial_writes(checkpoint_dir: Path) -> list[Path]:
+    """Temporary files of a save or copy that was killed; never loadable, so removed."""
+    leftovers = sorted(checkpoint_dir.glob("*.pt.tmp")) if checkpoint_dir.is_dir() else []
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return leftovers
+
+
+def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> CheckpointInfo | None:
+    """The checkpoint the resume will start from, after setting aside a damaged checkpoint_last.pt.
+
+    Raises CheckpointRefused for a checkpoint that safe loading refuses (nothing is changed then).
+    A damaged checkpoint_last.pt is renamed `*.damaged-<time>` and replaced by a copy of the newest intact
+    epoch checkpoint (or, if none is intact, the run starts again from scratch), and `say` tells the user.
+    """
+    remove_partial_writes(checkpoint_dir)
+    last = checkpoint_dir / "checkpoint_last.pt"
+    if not last.is_file():
+        return None
+    try:
+        return checkpoint_info(last)
+    except CheckpointDamaged as error:
+        damaged = error
+    aside = last.with_name(f"{last.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    for candidate in reversed(epoch_checkpoints(checkpoint_dir)):
+        try:
+            info = checkpoint_info(candidate)
+        except CheckpointDamaged as error:
+            say(f"warning: {error}; skipped")
+            continue
+        last.rename(aside)
+        temporary = last.with_name(last.name + ".tmp")
+        shutil.copyfile(candidate, temporary)
+        temporary.replace(last)
+        say(f"warning: {damaged}; kept as {aside.name}; resuming from {candidate.name} (epoch {info.epoch}, "
+            f"update {info.update}) instead")  # fmt: skip
+        return CheckpointInfo(last, info.epoch, info.update)
+    last.rename(aside)
+    say(f"warning: {damaged}; kept as {aside.name}; no intact checkpoint left, so training starts again")
+    return None

@@ -1,0 +1,91 @@
+"""Making a run dir agree with its checkpoints, on every (re)start and at the end of every attempt.
+
+The checkpoints are what was trained; `train.log` is fairseq's own record of every update (the child writes
+it directly, so it survives prelnx's death); `metrics.jsonl` is what prelnx saw. Reconciling keeps one row per
+epoch the checkpoints completed: prelnx's row where it has one, else the row rebuilt from fairseq's log, else
+the epoch is listed as lost. Epochs past the checkpoint are dropped: fairseq trains them again on resume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prelnx.run.checkpoints import CheckpointDamaged, CheckpointRefused, load_checkpoint
+from prelnx.run.records import EpochRows, parse_record
+
+LOG_NAME = "train.log"
+
+
+def rows_from_log(log_path: Path) -> list[dict[str, Any]]:
+    """Epoch rows from fairseq's JSON records in train.log (every attempt; a redone epoch's later row wins)."""
+    if not log_path.is_file():
+        return []
+    epochs = EpochRows()
+    rows: dict[int, dict[str, Any]] = {}
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            parsed = parse_record(line)
+            if parsed is None:
+                continue
+            kind, record = parsed
+            row = epochs.add(kind, record)
+            if row is not None:
+                rows[row["epoch"]] = {**row, "wall_seconds": None, "from_log": True}
+            elif kind == "valid" and epochs.pending:
+                # The valid record comes before the checkpoint is saved and the train summary after it:
+                # a kill between the two leaves an epoch whose validation is known but not its train summary.
+                rows[epochs.pending["epoch"]] = {**epochs.pending, "lr": epochs.last_lr, "train_loss": None,
+                                                 "train_nll_loss": None, "wall_seconds": None, "from_log": True}  # fmt: skip
+    return [rows[epoch] for epoch in sorted(rows)]
+
+
+@dataclass
+class Reconciled:
+    rows: list[dict[str, Any]]
+    lost_epochs: list[int] = field(default_factory=list)
+    recovered_epochs: list[int] = field(default_factory=list)
+    dropped_epochs: list[int] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        said = []
+        if self.recovered_epochs:
+            said.append(f"epochs {_span(self.recovered_epochs)} were missing from metrics.jsonl; rebuilt from train.log")
+        if self.dropped_epochs:
+            said.append(f"epochs {_span(self.dropped_epochs)} are past the last checkpoint; they will be trained again")
+        if self.lost_epochs:
+            said.append(f"the metrics of epochs {_span(self.lost_epochs)} were lost (trained, but in no record)")
+        return said
+
+
+def _span(epochs: list[int]) -> str:
+    return ", ".join(str(e) for e in epochs)
+
+
+def reconcile_rows(saved: list[dict[str, Any]], logged: list[dict[str, Any]], completed_epochs: int) -> Reconciled:
+    """One row for each epoch 1..completed_epochs: saved, else logged, else lost."""
+    by_saved = {row["epoch"]: row for row in saved}
+    by_logged = {row["epoch"]: row for row in logged}
+    result = Reconciled(rows=[])
+    for epoch in range(1, completed_epochs + 1):
+        if epoch in by_saved:
+            result.rows.append(by_saved[epoch])
+        elif epoch in by_logged:
+            result.rows.append(by_logged[epoch])
+            result.recovered_epochs.append(epoch)
+        else:
+            result.lost_epochs.append(epoch)
+    result.dropped_epochs = sorted(e for e in set(by_saved) if e > completed_epochs)
+    return result
+
+
+def crash_update(checkpoint_dir: Path, since: float) -> int | None:
+    """The update count in fairseq's crash.pt (saved when a step raised), if written after `since`."""
+    crash = checkpoint_dir / "crash.pt"
+    if not crash.is_file() or crash.stat().st_mtime < since:
+        return None
+    try:
+        return int(load_checkpoint(crash, mmap=True)["optimizer_history"][-1]["num_updates"])
+    except (CheckpointDamaged, CheckpointRefused, KeyError, IndexError, TypeError, ValueError):
+        return None

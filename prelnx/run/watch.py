@@ -1,0 +1,145 @@
+"""Following a training: the child writes train.log itself; prelnx reads it as it grows.
+
+Each JSON record becomes terminal progress, an epoch row (metrics.jsonl, TensorBoard) and a divergence
+decision. The log is a file the child writes, not a pipe, so fairseq's record of every update survives if
+prelnx dies, and the restart rebuilds what prelnx missed from it (`prelnx.run.reconcile`).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.atomic import io_reason
+from prelnx.config.schema import Config
+from prelnx.run.metrics import TensorBoardLog, write_metrics
+from prelnx.run.records import EpochRows, is_bad_loss, parse_record
+from prelnx.run.status import write_status
+
+DIVERGENCE_MARKERS = ("FloatingPointError", "Minimum loss scale reached", "gradients are Nan/Inf")
+DISK_FULL = re.compile(r"\[Errno (?:28|122)\][^:]*:\s*'?([^']*)'?|No space left on device|file write failed")
+
+
+def format_inner(record: dict[str, Any]) -> str:
+    def number(key: str, spec: str) -> str:
+        value = record.get(key)
+        return format(value, spec) if isinstance(value, float) and math.isfinite(value) else str(value)
+
+    return (
+        f"epoch {number('epoch', '.0f')} | update {number('num_updates', '.0f')} | loss {number('loss', '.3f')} | "
+        f"lr {number('lr', '.3g')} | {number('wps', '.0f')} tok/s"
+    )
+
+
+def format_row(row: dict[str, Any]) -> str:
+    def show(value: Any, digits: int = 3) -> str:
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    wall = row.get("wall_seconds")
+    return (
+        f"epoch {row['epoch']} done | updates {row['num_updates']} | train loss {show(row['train_loss'])} | "
+        f"valid loss {show(row['valid_loss'])} | valid BLEU {show(row['valid_bleu'], 2)} | "
+        + (f"{wall:.0f} s" if isinstance(wall, (int, float)) else "wall time not recorded")
+    )
+
+
+class Watch:
+    """Follows the child's log file: epoch rows, status heartbeats, divergence and I/O failures."""
+
+    def __init__(self, config: Config, run_dir: Path, rows: list[dict[str, Any]], tensorboard: TensorBoardLog,
+                 echo: Callable[[str], None]) -> None:  # fmt: skip
+        self.config, self.run_dir, self.rows, self.tensorboard, self.echo = config, run_dir, rows, tensorboard, echo
+        self.epochs = EpochRows(last_update=rows[-1]["num_updates"] if rows else 0)
+        walls = [r["wall_seconds"] for r in rows if isinstance(r.get("wall_seconds"), (int, float))]
+        self.wall_before = walls[-1] if walls else 0.0
+        self.started = time.monotonic()
+        self.tail: collections.deque[str] = collections.deque(maxlen=60)
+        self.divergence = ""  # set when prelnx itself stops a diverging run
+        self.fairseq_nan = False  # set when fairseq raised on NaN/Inf
+        self.interrupted = False
+        self.io_error = ""  # set when prelnx could not write the run dir's files
+
+    def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
+        """Read the log from `offset` until the child exits (or prelnx stops it)."""
+        with open(log_path, errors="replace") as log:
+            log.seek(offset)
+            partial = ""
+            while True:
+                chunk = log.readline()
+                if chunk:
+                    partial += chunk
+                    if not partial.endswith("\n"):
+                        continue
+                    line, partial = partial, ""
+                    self._line(line)
+                    if self.divergence or self.io_error:
+                        process.terminate()
+                        return
+                    continue
+                if process.poll() is not None:
+                    rest = partial + log.read()
+                    for line in rest.splitlines():
+                        self._line(line)
+                    return
+                time.sleep(0.1)
+
+    def _line(self, line: str) -> None:
+        self.tail.append(line.rstrip("\n"))
+        if not self.fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
+            self.fairseq_nan = True  # its traceback follows
+        parsed = parse_record(line)
+        if parsed is None:
+            return
+        try:
+            self._record(*parsed)
+        except OSError as error:
+            self.io_error = io_reason(error)
+
+    def _record(self, kind: str, record: dict[str, Any]) -> None:
+        if kind == "train_inner":
+            self.echo(format_inner(record))
+            if is_bad_loss(record.get("loss"), self.config.train.loss_ceiling):
+                self.divergence = f"train loss {record.get('loss')} at update {int(record.get('num_updates', 0))}"
+        if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
+            self.divergence = f"valid loss {record.get('valid_loss')} at epoch {int(record.get('epoch', 0))}"
+        row = self.epochs.add(kind, record)
+        if row is not None:
+            row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
+            self.rows = [r for r in self.rows if r["epoch"] != row["epoch"]] + [row]
+            write_metrics(self.run_dir, self.rows)
+            self.tensorboard.epoch(row)
+            self.echo(format_row(row))
+        write_status(self.run_dir, "running", update=self.epochs.last_update)
+
+    def outcome(self, returncode: int, crash_update: int | None) -> tuple[str, str]:
+        update = max(self.epochs.last_update, crash_update or 0)
+        if self.io_error:
+            return "failed", self.io_error
+        if self.divergence:
+            return "diverged", self.divergence
+        if self.interrupted or returncode in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
+            return "interrupted", "stopped by the user; run the same command again to resume"
+        if returncode == 0:
+            return "finished", ""
+        if self.fairseq_nan:
+            return "diverged", f"fairseq stopped on NaN/Inf after update {update}"
+        disk = self.disk_full()
+        if disk is not None:
+            return "failed", disk
+        last_error = next((line for line in reversed(self.tail) if line.strip()), "")
+        return "failed", f"fairseq exited with code {returncode}: {last_error.strip()}"
+
+    def disk_full(self) -> str | None:
+        """'no space left on device: <path>' when the child's output says its writes failed for lack of space."""
+        for line in reversed(self.tail):
+            found = DISK_FULL.search(line)
+            if found:
+                path = found.group(1) if found.lastindex and found.group(1) else str(self.run_dir / "checkpoints")
+                return f"no space left on device: {path}"
+        return None

@@ -1,0 +1,58 @@
+"""No truncated checkpoint under a name that resume or evaluation would load.
+
+fairseq 0.12 writes the epoch's checkpoint atomically (to `<name>.tmp`, then a rename) but then *copies* it
+to `checkpoint_best.pt` and `checkpoint_last.pt` with `PathManager.copy`, which writes the destination in
+place: a full disk or a kill during that copy leaves a truncated `checkpoint_last.pt` that the next resume
+loads. A failed atomic save also leaves `<name>.tmp` behind. We patch both here, in one place, rather than
+fork fairseq: the copy goes to a temporary file that is renamed over the destination only when complete,
+and a failed save removes its temporary file before the error goes on.
+"""
+
+import os
+import shutil
+
+from fairseq import checkpoint_utils
+from fairseq.file_io import PathManager
+
+
+_original_copy = PathManager.copy
+
+
+def _atomic_copy(src_path: str, dst_path: str, overwrite: bool = False, **kwargs) -> bool:
+    if "://" in str(src_path) or "://" in str(dst_path):  # remote storage: leave it to iopath
+        return _original_copy(src_path, dst_path, overwrite=overwrite, **kwargs)
+    if not overwrite and os.path.exists(dst_path):
+        return False
+    temporary = f"{dst_path}.tmp"
+    try:
+        with open(src_path, "rb") as source, open(temporary, "wb") as target:
+            shutil.copyfileobj(source, target, length=16 << 20)
+            target.flush()
+            os.fsync(target.fileno())
+        os.replace(temporary, dst_path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+    return True
+
+
+def _save_without_leftovers(save):
+    def torch_persistent_save(obj, filename, async_write: bool = False):
+        try:
+            return save(obj, filename, async_write)
+        except BaseException:
+            if isinstance(filename, str) and os.path.exists(filename + ".tmp"):
+                os.remove(filename + ".tmp")
+            raise
+
+    torch_persistent_save._prelnx_guarded = True
+    return torch_persistent_save
+
+
+def guard_checkpoint_writes() -> None:
+    """Idempotent: install the atomic copy and the leftover cleanup."""
+    if PathManager.copy is not _atomic_copy:
+        PathManager.copy = staticmethod(_atomic_copy)
+    if not getattr(checkpoint_utils.torch_persistent_save, "_prelnx_guarded", False):
+        checkpoint_utils.torch_persistent_save = _save_without_leftovers(checkpoint_utils.torch_persistent_save)

@@ -1,0 +1,59 @@
+"""Under `prelnx train`, the fairseq process never outlives its prelnx parent.
+
+If prelnx is killed (kill -9, the OOM killer, a closed terminal), a fairseq child left running would go on
+writing checkpoints that no record follows, and a re-run would start a second trainer on the same run dir.
+prelnx sets PRELNX_PARENT_PID in the child's environment (never in command.txt, so a run started by hand
+is unaffected). Here, at plugin import, the child asks the Linux kernel to send it SIGTERM when its parent
+dies (prctl PR_SET_PDEATHSIG: immediate, no polling, works whatever killed the parent), then checks that the
+parent is still the one that started it, closing the race with a parent that died while fairseq imported.
+Where prctl is unavailable (not Linux), a daemon thread polls the parent pid every second instead.
+We do this in the child rather than in a `preexec_fn`, which is unsafe in prelnx's multi-threaded sweeps.
+"""
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+
+PR_SET_PDEATHSIG = 1
+
+
+def _parent_gone(expected: int) -> bool:
+    return os.getppid() != expected
+
+
+def _die() -> None:
+    sys.stderr.write("prelnx: the prelnx process that started this training is gone; stopping\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _set_parent_death_signal() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def watch_parent() -> None:
+    expected = os.environ.get("PRELNX_PARENT_PID")
+    if not expected or not expected.isdigit():
+        return
+    expected_pid = int(expected)
+    kernel = _set_parent_death_signal()
+    if _parent_gone(expected_pid):
+        _die()
+    if kernel:
+        return
+
+    def poll() -> None:
+        while not _parent_gone(expected_pid):
+            time.sleep(1.0)
+        _die()
+
+    threading.Thread(target=poll, name="prelnx-parent-watch", daemon=True).start()
