@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import typer
 
 from prelnx.commands.data import data_app
@@ -36,7 +39,18 @@ app.command("theory")(theory_command)
 app.command("report")(report_command)
 
 
+def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
+    """A background writer (TensorBoard's event thread) that fails on a full disk prints one line, not a traceback."""
+    if isinstance(args.exc_value, OSError):
+        from prelnx.atomic import io_reason
+
+        sys.stderr.write(f"warning: a background write failed ({io_reason(args.exc_value)})\n")
+        return
+    sys.__excepthook__(args.exc_type, args.exc_value, args.exc_traceback)
+
+
 def main() -> None:
+    threading.excepthook = _thread_errors_in_one_line
     app()
 
 

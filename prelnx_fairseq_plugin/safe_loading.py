@@ -34,15 +34,17 @@ def _numpy_globals() -> list:
 
 
 FAIRSEQ_CHECKPOINT_GLOBALS = [argparse.Namespace, *_numpy_globals()]
-_FORBIDDEN = re.compile(r"(?:Unsupported global: GLOBAL|global) ([\w.]+)")
+# torch's wording varies by version: "Unsupported global: GLOBAL posix.system ...",
+# "Trying to load unsupported GLOBAL posix.system whose module posix is blocked."
+_FORBIDDEN = re.compile(r"GLOBAL ([\w.]+)")
 
 
 def refusal_message(source: object, error: BaseException) -> str:
     """One line: which file, which global, and that it will not be loaded (never torch's hint to disable safety)."""
     found = _FORBIDDEN.search(str(error))
-    what = f"it pickles `{found.group(1)}`" if found else "it holds pickled objects that safe loading does not allow"
+    what = f"it pickles {found.group(1)}" if found else "it pickles objects"
     return (
-        f"{source}: refused: {what}, which is not a tensor or one of the plain types fairseq stores in its "
+        f"{source}: refused: {what}, which is neither a tensor nor one of the plain types fairseq stores in "
         f"checkpoints; prelnx loads checkpoints only with safe (weights_only) loading and will not load this file"
     )
 

@@ -158,6 +158,13 @@ def check_study(study: GradStudy) -> None:
             raise GradsError(f"--{name.replace('_', '-')}: must be >= 1, got {value}")
     if study.checkpoint is not None and not Path(study.checkpoint).is_file():
         raise GradsError(f"--checkpoint: {study.checkpoint}: no such file")
+    if study.checkpoint is not None:
+        from prelnx.run.checkpoints import load_checkpoint
+
+        try:
+            load_checkpoint(Path(study.checkpoint), mmap=True)  # refused or damaged: one message, nothing runs
+        except ValueError as error:
+            raise GradsError(f"--checkpoint: {error}") from None
     problems = {
         f"layout {layout}: {key}: {message}"
         for layout in study.layouts
@@ -306,7 +313,13 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
     """(model, layout, depth) of a fairseq checkpoint, built with its own cfg for this task's dictionaries."""
     from fairseq import checkpoint_utils
 
-    load_plugin()  # the plugin's safe-loading allowlist lets torch >= 2.6 read fairseq's pickled cfg
+    from prelnx.run.checkpoints import load_checkpoint
+
+    try:
+        load_checkpoint(path, mmap=True)  # a planted or damaged file is refused here, with one message
+    except ValueError as error:
+        raise GradsError(f"--checkpoint: {error}") from None
+    load_plugin()  # safe loading (weights_only=True with fairseq's allowlist) for fairseq's own loader too
     try:
         state = checkpoint_utils.load_checkpoint_to_cpu(str(path))
     except Exception as error:  # noqa: BLE001 - any unreadable file is the user's input error

@@ -6,21 +6,16 @@ allowlist apply; nothing is unpickled unsafely.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from prelnx.run.checkpoints import epoch_checkpoints  # noqa: F401  (re-exported for evaluate)
+
 
 class CheckpointError(ValueError):
     pass
-
-
-def epoch_checkpoints(checkpoint_dir: Path) -> list[Path]:
-    """checkpoint<E>.pt files, oldest epoch first."""
-    found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("checkpoint*.pt") if (m := re.fullmatch(r"checkpoint(\d+)\.pt", p.name))]
-    return [path for _, path in sorted(found)]
 
 
 def average_checkpoints(paths: list[Path], output: Path) -> Path:

@@ -50,6 +50,16 @@ def load_run_config(run_dir: Path) -> Config:
     return config_from_dict(yaml.safe_load(path.read_text()) or {}, str(path))
 
 
+def _check_loadable(path: Path) -> None:
+    """Refuse a planted or damaged checkpoint here, with one message, before fairseq-generate loads it."""
+    from prelnx.run.checkpoints import load_checkpoint
+
+    try:
+        load_checkpoint(path, mmap=True)
+    except ValueError as error:  # CheckpointRefused, CheckpointDamaged
+        raise EvaluationError(str(error)) from None
+
+
 def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None) -> tuple[Path, str]:
     """The checkpoint file to decode with, and how to describe it in the results."""
     checkpoints = run_dir / "checkpoints"
@@ -61,6 +71,8 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None)
                 f"({', '.join(p.name for p in epochs) or 'none'}); train.keep_last_epochs limits how many are kept"
             )
         chosen = epochs[-average_last:]
+        for path in chosen:
+            _check_loadable(path)
         try:
             averaged = average_checkpoints(chosen, checkpoints / f"averaged_last{average_last}.pt")
         except CheckpointError as error:
@@ -70,6 +82,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None)
     path = named.get(checkpoint, Path(checkpoint))
     if not path.is_file():
         raise EvaluationError(f"checkpoint {checkpoint}: {path} does not exist (use best, last or a .pt path)")
+    _check_loadable(path)
     return path, path.name if checkpoint in named else str(path)
 
 

@@ -68,10 +68,9 @@ def checkpoint_info(path: Path) -> CheckpointInfo:
     """Epoch and update count stored in a fairseq checkpoint (read with mmap: the weights are not read)."""
     state = load_checkpoint(path, mmap=True)
     try:
-        iterator = state["extra_state"]["train_iterator"]
-        epoch = int(iterator["epoch"])
-        if not iterator.get("end_of_epoch", True) and iterator.get("iterations_in_epoch", 0):
-            epoch -= 1  # saved mid-epoch: the completed epochs are the ones before
+        # fairseq's EpochBatchIterator.state_dict: at the end of epoch E it stores epoch E+1 with 0 iterations;
+        # mid-epoch, epoch E with the iterations done. Either way the completed epochs are those before.
+        epoch = int(state["extra_state"]["train_iterator"]["epoch"]) - 1
         update = int(state["optimizer_history"][-1]["num_updates"])
     except (KeyError, IndexError, TypeError) as error:
         raise CheckpointDamaged(f"{path}: not a fairseq training checkpoint (no {error})") from None

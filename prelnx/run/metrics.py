@@ -36,13 +36,17 @@ def write_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
     write_text_atomic(run_dir / "metrics.jsonl", text)
 
 
+RUN_EVENTS_SUFFIX = ".prelnx-run"
+
+
 class TensorBoardLog:
     """Scalars at step = epoch, plus the run's hparams for the HParams tab."""
 
     def __init__(self, log_dir: Path) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(log_dir))
+        # The suffix marks the files the run owns (rebuilt on restart); `prelnx evaluate` writes its own.
+        self.writer = SummaryWriter(str(log_dir), filename_suffix=RUN_EVENTS_SUFFIX)
 
     def hparams(self, hparams: dict[str, Any]) -> None:
         from torch.utils.tensorboard.summary import hparams as hparams_summary
@@ -87,7 +91,7 @@ def rebuild_tensorboard(tb_dir: Path, rows: list[dict[str, Any]], hparams: dict[
     finally:
         log.close()
     tb_dir.mkdir(parents=True, exist_ok=True)
-    for old in tb_dir.glob("events.out.tfevents.*"):
+    for old in tb_dir.glob(f"events.out.tfevents.*{RUN_EVENTS_SUFFIX}"):
         old.unlink()
     for new in staging.iterdir():
         new.replace(tb_dir / new.name)

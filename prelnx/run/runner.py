@@ -29,7 +29,7 @@ import yaml
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.load import config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
-from prelnx.run.checkpoints import checkpoint_info, resume_point
+from prelnx.run.checkpoints import checkpoint_info, remove_partial_writes, resume_point
 from prelnx.run.datacheck import check_binarized
 from prelnx.run.lock import RunLock
 from prelnx.run.metrics import TensorBoardLog, read_metrics, rebuild_tensorboard, write_metrics
@@ -224,8 +224,8 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
             returncode = process.wait()
         RUNNING_CHILDREN.discard(process)
         tensorboard.close()
-    status, reason = watch.outcome(returncode, crash_update(run_dir / "checkpoints", started_at))
-    return _finish(config, run_dir, watch, status, reason, hparams, echo)
+    status, reason, update = watch.outcome(returncode, crash_update(run_dir / "checkpoints", started_at))
+    return _finish(run_dir, watch, status, reason, update, hparams, echo)
 
 
 def _reconcile(run_dir: Path, saved: list[dict[str, Any]], completed: int, hparams: dict[str, Any],
@@ -236,9 +236,10 @@ def _reconcile(run_dir: Path, saved: list[dict[str, Any]], completed: int, hpara
     return reconciled
 
 
-def _finish(config: Config, run_dir: Path, watch: Watch, status: str, reason: str, hparams: dict[str, Any],
+def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, hparams: dict[str, Any],
             echo: Callable[[str], None]) -> RunResult:  # fmt: skip
     """Reconcile with the last checkpoint and write the final status (on a full disk: a `failed` status)."""
+    remove_partial_writes(run_dir / "checkpoints")  # the child is gone: a *.pt.tmp is a save it never finished
     last = run_dir / "checkpoints" / "checkpoint_last.pt"
     try:
         info = checkpoint_info(last) if last.is_file() else None
@@ -255,7 +256,6 @@ def _finish(config: Config, run_dir: Path, watch: Watch, status: str, reason: st
         rows = watch.rows
         if status != "failed" or not reason.startswith(("no space", "disk quota")):
             status, reason = "failed", io_reason(error)
-    update = watch.epochs.last_update
     if info is not None:
         extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
         update = info.update if status == "finished" else max(update, info.update)

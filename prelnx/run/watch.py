@@ -117,23 +117,24 @@ class Watch:
             self.echo(format_row(row))
         write_status(self.run_dir, "running", update=self.epochs.last_update)
 
-    def outcome(self, returncode: int, crash_update: int | None) -> tuple[str, str]:
+    def outcome(self, returncode: int, crash_update: int | None) -> tuple[str, str, int]:
+        """(status, reason, last update trained) once the child has exited."""
         update = max(self.epochs.last_update, crash_update or 0)
         if self.io_error:
-            return "failed", self.io_error
+            return "failed", self.io_error, update
         if self.divergence:
-            return "diverged", self.divergence
+            return "diverged", self.divergence, update
         if self.interrupted or returncode in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
-            return "interrupted", "stopped by the user; run the same command again to resume"
+            return "interrupted", "stopped by the user; run the same command again to resume", update
         if returncode == 0:
-            return "finished", ""
+            return "finished", "", update
         if self.fairseq_nan:
-            return "diverged", f"fairseq stopped on NaN/Inf after update {update}"
+            return "diverged", f"fairseq stopped on NaN/Inf after update {update}", update
         disk = self.disk_full()
         if disk is not None:
-            return "failed", disk
+            return "failed", disk, update
         last_error = next((line for line in reversed(self.tail) if line.strip()), "")
-        return "failed", f"fairseq exited with code {returncode}: {last_error.strip()}"
+        return "failed", f"fairseq exited with code {returncode}: {last_error.strip()}", update
 
     def disk_full(self) -> str | None:
         """'no space left on device: <path>' when the child's output says its writes failed for lack of space."""

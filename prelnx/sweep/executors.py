@@ -12,13 +12,14 @@ import os
 import queue
 import signal
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.config.schema import Config
 from prelnx.atomic import io_reason
-from prelnx.run.lock import RunLocked
+from prelnx.run.lock import RunLocked, is_locked
 from prelnx.run.runner import stop_children, stop_on_sigterm, train
 from prelnx.run.status import write_status
 
@@ -113,6 +114,15 @@ def run_local(
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
     pool.shutdown(wait=True)
+    waiting = [point for point in points if statuses.get(point.name) == RUNNING_ELSEWHERE]
+    if waiting:
+        echo(f"waiting for {len(waiting)} run(s) {RUNNING_ELSEWHERE} to end, to pick up what they leave "
+             f"(Ctrl-C stops waiting; their own process goes on)")  # fmt: skip
+    while waiting:
+        time.sleep(2.0)
+        for point in [p for p in waiting if not is_locked(sweep_dir / p.name)]:
+            waiting.remove(point)
+            work(point)  # finished elsewhere: "already finished"; stopped elsewhere: resumed here
     return statuses
 
 

@@ -1,0 +1,300 @@
+"""Faults, done for real: parent killed, two writers, full disk, planted checkpoints, damaged data, bad YAML.
+
+Each test checks what the run dir says afterwards against what was really trained (the checkpoints).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from prelnx.config.load import ConfigError, load_config
+from prelnx.run.checkpoints import checkpoint_info
+from prelnx.run.metrics import read_metrics
+from prelnx.run.plan import ensure_data
+from prelnx.run.runner import train
+
+pytestmark = pytest.mark.slow
+QUIET = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+
+
+def prelnx(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "prelnx.cli", *args], timeout=300, **QUIET, **kwargs)
+
+
+def start_prelnx(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "prelnx.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def processes_mentioning(text: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_for(condition, what: str, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def scalars(run_dir: Path, tag: str) -> list[int]:
+    accumulator = EventAccumulator(str(run_dir / "tb"))
+    accumulator.Reload()
+    return [event.step for event in accumulator.Scalars(tag)]
+
+
+def status_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "status.json").read_text())
+
+
+def assert_records_match_checkpoint(run_dir: Path, epochs: int) -> None:
+    info = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt")
+    rows = read_metrics(run_dir)
+    assert info.epoch == epochs
+    assert [row["epoch"] for row in rows] == list(range(1, epochs + 1))
+    assert rows[-1]["num_updates"] == info.update
+    assert scalars(run_dir, "valid/loss") == list(range(1, epochs + 1))  # each epoch once
+    status = status_of(run_dir)
+    assert status["status"] == "finished" and status["update"] == info.update and status["epochs"] == epochs
+
+
+def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_config_file, tmp_path):
+    run_dir = tmp_path / "run"
+    config = tiny_config_file(train={"max_epoch": 6})
+    parent = start_prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
+    wait_for(lambda: read_metrics(run_dir), "the first epoch")  # the child then trains on
+    children = processes_mentioning(str(run_dir / "checkpoints"))
+    assert children, "no fairseq child found"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=30)
+    wait_for(lambda: not processes_mentioning(str(run_dir / "checkpoints")), "the child to die", timeout=10)
+    assert status_of(run_dir)["status"] == "running"  # the parent could not say more: the re-run will
+
+    killed_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
+    assert killed_at < 6, "the run ended before the kill; the test needs a longer run"
+    rerun = prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
+    assert rerun.returncode == 0, rerun.stderr + rerun.stdout
+    assert "resuming" in rerun.stdout and f"from epoch {killed_at}" in rerun.stdout
+    assert_records_match_checkpoint(run_dir, 6)
+
+
+def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file(train={"max_epoch": 3}))
+    run_dir = tmp_path / "run"
+    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+    complete = read_metrics(run_dir)
+    # What a parent killed after epoch 1 leaves while its child trains on: one row, one TB step, "running".
+    (run_dir / "metrics.jsonl").write_text(json.dumps(complete[0]) + "\n")
+    shutil.rmtree(run_dir / "tb")
+    (run_dir / "status.json").write_text(json.dumps({"status": "running", "update": complete[0]["num_updates"]}))
+
+    lines: list[str] = []
+    assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
+    assert any("rebuilt from train.log" in line for line in lines), lines
+    rows = read_metrics(run_dir)
+    assert [r["valid_loss"] for r in rows] == [r["valid_loss"] for r in complete]
+    assert_records_match_checkpoint(run_dir, 3)
+
+
+def test_a_second_train_on_a_locked_run_dir_is_refused_with_the_pid(tiny_config_file, tmp_path):
+    run_dir = tmp_path / "run"
+    config = tiny_config_file(train={"max_epoch": 40})
+    first = start_prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
+    try:
+        wait_for(lambda: (run_dir / "status.json").is_file(), "the first run to start")
+        second = prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
+        assert second.returncode == 4, second.stderr
+        assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
+        assert len(processes_mentioning(str(run_dir / "checkpoints"))) == 1  # one trainer only
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=90)
+
+
+def test_two_sweeps_on_one_folder_train_every_point_once(tiny_config_file, tmp_path):
+    config = tiny_config_file(train={"max_epoch": 2})
+    out = tmp_path / "sweep"
+    args = ("sweep", "--config", str(config), "--grid", "optimizer.lr=0.001,0.002,0.003", "--out", str(out))
+    first = subprocess.Popen([sys.executable, "-m", "prelnx.cli", *args], **QUIET)
+    time.sleep(0.5)
+    second = subprocess.Popen([sys.executable, "-m", "prelnx.cli", *args], **QUIET)
+    outputs = [process.communicate(timeout=600) for process in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outputs
+    runs = sorted(p for p in out.iterdir() if (p / "config.yaml").is_file())
+    assert len(runs) == 3
+    for run in runs:
+        log = (run / "train.log").read_text()
+        assert log.count("prelnx: starting fairseq") == 1 and "prelnx: resuming" not in log, run
+        assert scalars(run, "valid/loss") == [1, 2]
+        assert status_of(run)["status"] == "finished"
+    said = outputs[0][0] + outputs[1][0]
+    assert "running elsewhere" in said or "already finished" in said
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+
+    def make(size: str) -> Path:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], **QUIET)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'mount failed'}); needs root")
+        return mount
+
+    yield make
+    subprocess.run(["umount", "-l", str(mount)], **QUIET)
+
+
+def test_a_full_disk_is_a_failed_status_with_the_path_and_no_truncated_checkpoint(tiny_config_file, small_disk):
+    disk = small_disk("600k")  # room for the logs and records, not for a checkpoint of the tiny model
+    run_dir = disk / "run"
+    done = prelnx("train", "--config", str(tiny_config_file()), "--run-dir", str(run_dir))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    status = status_of(run_dir)
+    assert status["status"] == "failed" and status["reason"].startswith("no space left on device"), status
+    assert not list((run_dir / "checkpoints").glob("*.tmp"))
+    for name in ("checkpoint_last.pt", "checkpoint_best.pt", "checkpoint1.pt"):
+        path = run_dir / "checkpoints" / name
+        if path.exists():
+            checkpoint_info(path)  # complete, or not there at all
+
+    # A new run on the full disk: one message, no traceback.
+    filler = disk / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            handle.write(b"\0" * (1 << 20))
+        except OSError:
+            pass
+    again = prelnx("train", "--config", str(tiny_config_file()), "--run-dir", str(disk / "other"))
+    assert again.returncode in (1, 2) and "no space left on device" in again.stderr, again.stderr
+    assert "Traceback" not in again.stderr
+
+
+def planted_checkpoint(path: Path, marker: Path) -> None:
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model": Payload()}, path)
+
+
+def test_a_planted_checkpoint_is_refused_everywhere_without_running_it(tiny_config_file, tmp_path):
+    config_path = tiny_config_file(train={"max_epoch": 2})
+    config, _ = load_config(config_path)
+    run_dir = tmp_path / "run"
+    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+    marker = tmp_path / "pwned"
+    checkpoints = run_dir / "checkpoints"
+    for name in ("checkpoint_last.pt", "checkpoint_best.pt", "checkpoint2.pt"):
+        planted_checkpoint(checkpoints / name, marker)
+    (run_dir / "status.json").write_text(json.dumps({"status": "interrupted", "update": 1}))
+
+    attempts = {
+        "resume": prelnx("train", "--config", str(config_path), "--run-dir", str(run_dir)),
+        "evaluate": prelnx("evaluate", str(run_dir), "--checkpoint", "last"),
+        "evaluate --average-last": prelnx("evaluate", str(run_dir), "--average-last", "1"),
+        "grads": prelnx("grads", "--config", str(config_path), "--out", str(tmp_path / "g"), "--seeds", "1",
+                        "--depths", "2", "--checkpoint", str(checkpoints / "checkpoint_best.pt")),
+    }
+    for what, done in attempts.items():
+        assert done.returncode == 2, (what, done.stdout, done.stderr)
+        assert "refused" in done.stderr and "posix.system" in done.stderr, (what, done.stderr)
+        assert "weights_only=False" not in done.stderr and "Traceback" not in done.stderr, (what, done.stderr)
+        assert done.stderr.count("\n") == 1, (what, done.stderr)  # one message
+    assert not marker.exists()
+
+
+def test_a_damaged_last_checkpoint_falls_back_to_the_newest_intact_one(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file(train={"max_epoch": 3, "keep_last_epochs": 5}))
+    run_dir = tmp_path / "run"
+    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+    (run_dir / "checkpoints" / "checkpoint3.pt").unlink()  # as if killed while epoch 3 was being saved
+    last = run_dir / "checkpoints" / "checkpoint_last.pt"
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
+    (run_dir / "status.json").write_text(json.dumps({"status": "interrupted", "update": 1}))
+    lines: list[str] = []
+    assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
+    assert any("checkpoint_last.pt" in line and "checkpoint2.pt" in line for line in lines), lines
+    assert list((run_dir / "checkpoints").glob("checkpoint_last.pt.damaged-*"))
+    assert_records_match_checkpoint(run_dir, 3)
+
+
+def _binarized_copy(tiny_config_file, tmp_path: Path) -> tuple[Path, Path]:
+    config, _ = load_config(tiny_config_file())
+    data = tmp_path / "data"
+    shutil.copytree(ensure_data(config), data)
+    return data, tiny_config_file(data={"path": str(data)})
+
+
+def test_a_truncated_bin_is_named_before_training(tiny_config_file, tmp_path):
+    data, config = _binarized_copy(tiny_config_file, tmp_path)
+    damaged = data / "train.src-tgt.src.bin"
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    done = prelnx("train", "--config", str(config), "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 2 and str(damaged) in done.stderr and "truncated" in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_dictionary_shorter_than_the_data_is_named_before_training(tiny_config_file, tmp_path):
+    data, config = _binarized_copy(tiny_config_file, tmp_path)
+    dictionary = data / "dict.tgt.txt"
+    dictionary.write_text("".join(dictionary.read_text().splitlines(keepends=True)[:5]))
+    done = prelnx("train", "--config", str(config), "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 2 and "dictionary has only 9 entries" in done.stderr, done.stderr
+    assert ".tgt.bin" in done.stderr
+
+
+def test_duplicated_yaml_keys_name_the_file_the_key_and_both_lines(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("optimizer:\n  lr: 0.001\n  lr: 0.5\nschedule:\n  decay: constant\noptimizer:\n  name: sgd\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    message = str(error.value)
+    assert f"{path}: key `optimizer.lr` appears twice (lines 2 and 3)" in message
+    assert f"{path}: key `optimizer` appears twice (lines 1 and 6)" in message
+
+
+def test_a_config_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=rf"{path}: not UTF-8 text"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("name", ["../../escape", "/tmp/absolute-run"])
+def test_a_run_name_cannot_leave_the_runs_folder(tiny_config_file, tmp_path, name):
+    config = tiny_config_file(name=name)
+    done = prelnx("train", "--config", str(config), "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2 and "outside runs/" in done.stderr and "--run-dir" in done.stderr, done.stderr
+    explicit = prelnx("train", "--config", str(config), "--dry-run", "--run-dir", str(tmp_path / "mine"), cwd=tmp_path)
+    assert explicit.returncode == 0, explicit.stderr
+
+
+def test_divergence_records_the_real_update(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}))
+    run_dir = tmp_path / "run"
+    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    status = status_of(run_dir)
+    assert result.status == "diverged" and status["update"] >= 1, status
+    assert "update 0" not in status["reason"], status
