@@ -46,9 +46,9 @@ def overwrite_in_place(path: Path, text: str) -> bool:
         return False
 
 
-def io_reason(error: OSError) -> str:
-    """`no space left on device: runs/x/metrics.jsonl` — what failed and where, for users and status.json."""
-    where = error.filename or ""
+def io_reason(error: OSError, near: Path | str | None = None) -> str:
+    """`no space left on device: runs/x/metrics.jsonl` — what failed and where (else `near`), for users and status.json."""
+    where = error.filename or (str(near) if near is not None else "")
     if error.errno == errno.ENOSPC:
         what = "no space left on device"
     elif error.errno == errno.EDQUOT:

@@ -39,6 +39,13 @@ FAIRSEQ_CHECKPOINT_GLOBALS = [argparse.Namespace, *_numpy_globals()]
 _FORBIDDEN = re.compile(r"GLOBAL ([\w.]+)")
 
 
+def is_refusal(error: BaseException) -> bool:
+    """Whether safe loading refused the file (as opposed to the file not being a pickle at all)."""
+    return isinstance(error, CheckpointRefused) or "Weights only load failed" in str(error) or bool(
+        _FORBIDDEN.search(str(error))
+    )
+
+
 def refusal_message(source: object, error: BaseException) -> str:
     """One line: which file, which global, and that it will not be loaded (never torch's hint to disable safety)."""
     found = _FORBIDDEN.search(str(error))
@@ -66,6 +73,8 @@ def force_safe_loading() -> None:
         try:
             return unsafe_load(f, *args, **kwargs)
         except pickle.UnpicklingError as error:
+            if not is_refusal(error):
+                raise  # not a pickle at all (a damaged or foreign file): the caller says so
             raise CheckpointRefused(refusal_message(_source_name(f), error)) from None
 
     safe_load._prelnx_safe = True

@@ -171,7 +171,8 @@ def test_a_full_disk_is_a_failed_status_with_the_path_and_no_truncated_checkpoin
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     status = status_of(run_dir)
-    assert status["status"] == "failed" and status["reason"].startswith("no space left on device"), status
+    assert status["status"] == "failed" and status["reason"].startswith("no space left on device: "), status
+    assert str(disk) in status["reason"], status
     assert not list((run_dir / "checkpoints").glob("*.tmp"))
     for name in ("checkpoint_last.pt", "checkpoint_best.pt", "checkpoint1.pt"):
         path = run_dir / "checkpoints" / name

@@ -12,6 +12,7 @@ import importlib.util
 import re
 import shutil
 import time
+import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,12 +47,15 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
     import torch
 
     loader = safe_loading()
+    mmap = mmap and zipfile.is_zipfile(path)  # torch's legacy (non-zip) format cannot be memory-mapped
     try:
         return torch.load(str(path), map_location="cpu", weights_only=True, mmap=mmap)
     except loader.CheckpointRefused as error:
         raise CheckpointRefused(str(error)) from None
     except pickle.UnpicklingError as error:
-        raise CheckpointRefused(loader.refusal_message(path, error)) from None
+        if loader.is_refusal(error):
+            raise CheckpointRefused(loader.refusal_message(path, error)) from None
+        raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({error})") from None
     except (RuntimeError, EOFError, OSError, ValueError, KeyError) as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({first})") from None
@@ -60,7 +64,7 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
 @dataclass(frozen=True)
 class CheckpointInfo:
     path: Path
-    epoch: int  # the last epoch the checkpoint completed
+    epoch: int  # the last epoch the checkpoint trained (completed, or stopped in by max_update)
     update: int
 
 
@@ -69,8 +73,10 @@ def checkpoint_info(path: Path) -> CheckpointInfo:
     state = load_checkpoint(path, mmap=True)
     try:
         # fairseq's EpochBatchIterator.state_dict: at the end of epoch E it stores epoch E+1 with 0 iterations;
-        # mid-epoch, epoch E with the iterations done. Either way the completed epochs are those before.
-        epoch = int(state["extra_state"]["train_iterator"]["epoch"]) - 1
+        # when training stopped inside epoch E (max_update), epoch E with the iterations done, and fairseq
+        # validated and logged that partial epoch like a whole one.
+        iterator = state["extra_state"]["train_iterator"]
+        epoch = int(iterator["epoch"]) - (0 if iterator.get("iterations_in_epoch", 0) else 1)
         update = int(state["optimizer_history"][-1]["num_updates"])
     except (KeyError, IndexError, TypeError) as error:
         raise CheckpointDamaged(f"{path}: not a fairseq training checkpoint (no {error})") from None

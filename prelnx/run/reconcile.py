@@ -63,10 +63,17 @@ def _span(epochs: list[int]) -> str:
     return ", ".join(str(e) for e in epochs)
 
 
-def reconcile_rows(saved: list[dict[str, Any]], logged: list[dict[str, Any]], completed_epochs: int) -> Reconciled:
-    """One row for each epoch 1..completed_epochs: saved, else logged, else lost."""
-    by_saved = {row["epoch"]: row for row in saved}
-    by_logged = {row["epoch"]: row for row in logged}
+def reconcile_rows(saved: list[dict[str, Any]], logged: list[dict[str, Any]], completed_epochs: int,
+                   checkpoint_update: int | None = None) -> Reconciled:  # fmt: skip
+    """One row for each epoch 1..completed_epochs: saved, else logged, else lost.
+
+    Rows past the checkpoint (a later epoch, or more updates than it holds) are dropped.
+    """
+    def within(row: dict[str, Any]) -> bool:
+        return checkpoint_update is None or int(row.get("num_updates") or 0) <= checkpoint_update
+
+    by_saved = {row["epoch"]: row for row in saved if within(row)}
+    by_logged = {row["epoch"]: row for row in logged if within(row)}
     result = Reconciled(rows=[])
     for epoch in range(1, completed_epochs + 1):
         if epoch in by_saved:
@@ -76,7 +83,7 @@ def reconcile_rows(saved: list[dict[str, Any]], logged: list[dict[str, Any]], co
             result.recovered_epochs.append(epoch)
         else:
             result.lost_epochs.append(epoch)
-    result.dropped_epochs = sorted(e for e in set(by_saved) if e > completed_epochs)
+    result.dropped_epochs = sorted(row["epoch"] for row in saved if row["epoch"] > completed_epochs or not within(row))
     return result
 
 

@@ -29,7 +29,7 @@ import yaml
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.load import config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
-from prelnx.run.checkpoints import checkpoint_info, remove_partial_writes, resume_point
+from prelnx.run.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes, resume_point
 from prelnx.run.datacheck import check_binarized
 from prelnx.run.lock import RunLock
 from prelnx.run.metrics import TensorBoardLog, read_metrics, rebuild_tensorboard, write_metrics
@@ -182,10 +182,10 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     try:
         write_text_atomic(run_dir / "config.yaml", dump_config(config))
         write_text_atomic(run_dir / "command.txt", launch.command_line() + "\n")
-        reconciled = _reconcile(run_dir, read_metrics(run_dir), start.epoch if start else 0, hparams)
+        reconciled = _reconcile(run_dir, read_metrics(run_dir), start, hparams)
         write_status(run_dir, "running", update=start.update if start else 0, epochs=len(reconciled.rows))
     except OSError as error:
-        raise RunIOError(error.errno, io_reason(error)) from None
+        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     echo(
         f"{'resuming' if start else 'starting'} {config.name}: {describe_model(config)}, {config.optimizer.name} "
         f"lr {config.optimizer.lr:g}, warm-up {config.schedule.warmup_updates} updates, decay {config.schedule.decay}, "
@@ -228,9 +228,10 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     return _finish(run_dir, watch, status, reason, update, hparams, echo)
 
 
-def _reconcile(run_dir: Path, saved: list[dict[str, Any]], completed: int, hparams: dict[str, Any],
+def _reconcile(run_dir: Path, saved: list[dict[str, Any]], checkpoint: CheckpointInfo | None, hparams: dict[str, Any],
                final: bool = False) -> Reconciled:  # fmt: skip
-    reconciled = reconcile_rows(saved, rows_from_log(run_dir / LOG_NAME), completed)
+    completed, update = (checkpoint.epoch, checkpoint.update) if checkpoint else (0, 0)
+    reconciled = reconcile_rows(saved, rows_from_log(run_dir / LOG_NAME), completed, update)
     write_metrics(run_dir, reconciled.rows)
     rebuild_tensorboard(run_dir / "tb", reconciled.rows, hparams, _best(reconciled.rows) if final else None)
     return reconciled
@@ -248,14 +249,14 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
         echo(f"warning: {error}")
     extra: dict[str, Any] = {}
     try:
-        reconciled = _reconcile(run_dir, watch.rows, info.epoch if info else 0, hparams, final=True)
+        reconciled = _reconcile(run_dir, watch.rows, info, hparams, final=True)
         rows = reconciled.rows
         if reconciled.lost_epochs:
             extra["lost_epochs"] = reconciled.lost_epochs
     except OSError as error:
         rows = watch.rows
         if status != "failed" or not reason.startswith(("no space", "disk quota")):
-            status, reason = "failed", io_reason(error)
+            status, reason = "failed", io_reason(error, run_dir)
     if info is not None:
         extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
         update = info.update if status == "finished" else max(update, info.update)
@@ -264,7 +265,7 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
     try:
         write_status(run_dir, status, reason=reason, update=update, epochs=len(rows), **_best(rows), **extra)
     except OSError as error:
-        echo(f"warning: status.json could not be written ({io_reason(error)})")
+        echo(f"warning: status.json could not be written ({io_reason(error, run_dir)})")
     echo(f"{run_dir}: {status}" + (f" ({reason})" if reason else ""))
     return RunResult(status, reason, update, run_dir)
 

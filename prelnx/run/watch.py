@@ -99,7 +99,7 @@ class Watch:
         try:
             self._record(*parsed)
         except OSError as error:
-            self.io_error = io_reason(error)
+            self.io_error = io_reason(error, self.run_dir)
 
     def _record(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "train_inner":

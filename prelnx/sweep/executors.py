@@ -54,7 +54,7 @@ def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dic
         echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
         return RUNNING_ELSEWHERE
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
-        reason = io_reason(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+        reason = io_reason(error, run_dir) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
             write_status(run_dir, "failed", reason=reason)
