@@ -41,9 +41,8 @@ _FORBIDDEN = re.compile(r"GLOBAL ([\w.]+)")
 
 def is_refusal(error: BaseException) -> bool:
     """Whether safe loading refused the file (as opposed to the file not being a pickle at all)."""
-    return isinstance(error, CheckpointRefused) or "Weights only load failed" in str(error) or bool(
-        _FORBIDDEN.search(str(error))
-    )
+    text = str(error)
+    return isinstance(error, CheckpointRefused) or bool(_FORBIDDEN.search(text)) or "allowed global" in text
 
 
 def refusal_message(source: object, error: BaseException) -> str:

@@ -55,7 +55,7 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
     except pickle.UnpicklingError as error:
         if loader.is_refusal(error):
             raise CheckpointRefused(loader.refusal_message(path, error)) from None
-        raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({error})") from None
+        raise CheckpointDamaged(f"{path}: damaged or not a checkpoint (its bytes are not a torch checkpoint)") from None
     except (RuntimeError, EOFError, OSError, ValueError, KeyError) as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({first})") from None
