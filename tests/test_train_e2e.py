@@ -12,6 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from prelnx.config.load import load_config
 from prelnx.run.metrics import read_metrics
 from prelnx.run.runner import RunConflict, train
+from test_faults import processes_mentioning
 
 pytestmark = pytest.mark.slow
 
@@ -89,17 +90,6 @@ def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
     assert "update" in status and status["reason"]
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text in cmdline.read_bytes().decode(errors="replace"):
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_file, tmp_path):
     import signal
     import subprocess
@@ -118,4 +108,4 @@ def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_
     assert process.wait(timeout=90) == 130
     assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
     time.sleep(1)
-    assert _processes_mentioning(str(run_dir / "checkpoints")) == []
+    assert processes_mentioning(str(run_dir / "checkpoints")) == []
