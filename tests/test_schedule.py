@@ -83,3 +83,30 @@ def test_registered_scheduler_drives_a_real_optimizer_and_survives_resume():
     resumed.load_state_dict(state)
     resumed.step_begin_epoch(3)
     assert resumed.step_update(80) == pytest.approx(2e-3 * math.sqrt(20 / 80))
+
+
+def test_a_fixed_decay_start_makes_warmup_the_only_difference():
+    """Warm-up 0, 50 and 200 with decay_start_update 200: the same lr from update 200 on, the peak held before."""
+    curves = {n: [warmup_decay_lr(cfg(warmup_updates=n, decay="inverse_sqrt", decay_start_update=200), t, 1)
+                  for t in range(0, 1001, 10)] for n in (0, 50, 200)}  # fmt: skip
+    after = range(20, 101)  # t >= 200
+    assert [curves[0][i] for i in after] == [curves[50][i] for i in after] == [curves[200][i] for i in after]
+    assert curves[0][1] == pytest.approx(1e-3) and curves[0][19] == pytest.approx(1e-3)  # held, not decaying
+    assert curves[0][100] == pytest.approx(1e-3 * math.sqrt(200 / 1000))
+    plain = cfg(warmup_updates=0, decay="inverse_sqrt")
+    assert warmup_decay_lr(plain, 10, 1) == pytest.approx(1e-3 / math.sqrt(10))  # the trap it avoids
+
+
+def test_schedule_warnings_flag_a_no_warmup_run_that_decays_from_update_one(tmp_path):
+    from prelnx.config.load import load_config
+    from prelnx.config.schema import schedule_warnings
+
+    path = tmp_path / "c.yaml"
+    path.write_text("data: {dataset: synthetic}\ntrain: {max_epoch: 1}\n"
+                    "schedule: {warmup_updates: 0, decay: inverse_sqrt}\n")  # fmt: skip
+    config, _ = load_config(path)
+    assert "decays from update 1" in schedule_warnings(config)[0]
+    fixed, _ = load_config(path, ["schedule.decay_start_update=200"])
+    assert schedule_warnings(fixed) == []
+    with pytest.raises(Exception, match="decay_start_update: must be >= schedule.warmup_updates"):
+        load_config(path, ["schedule.decay_start_update=10", "schedule.warmup_updates=50"])

@@ -120,3 +120,18 @@ def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):
     rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local", echo=lambda line: None)
     assert [row["status"] for row in rows] == ["finished", "finished"]
     assert (tmp_path / "sub" / ".submitit").is_dir()
+
+
+def test_a_sweep_without_its_data_stops_before_creating_anything(tiny_config_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from prelnx.cli import app
+
+    config = tiny_config_file(data={"dataset": "custom", "path": str(tmp_path / "nowhere")})
+    out = tmp_path / "sweep"
+    result = CliRunner().invoke(app, ["sweep", "--config", str(config), "--grid", "optimizer.lr=1e-3,2e-3,3e-3",
+                                      "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "nothing was created" in result.output and "3 runs" in result.output
+    assert result.output.count("holds no binarized") == 1  # one message, not one per point
+    assert not out.exists()

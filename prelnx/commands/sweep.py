@@ -9,6 +9,7 @@ import typer
 
 from prelnx.config.load import ConfigError, find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
+from prelnx.sweep.preflight import check_points, warnings
 from prelnx.sweep.run import EXECUTORS, plan_sweep, run_sweep
 from prelnx.sweep.spec import is_sweep_file, load_spec, spec_from_command_line
 
@@ -52,6 +53,9 @@ def sweep_command(
             for point in points:
                 overrides = ", ".join(f"{k}={v}" for k, v in point.overrides.items())
                 typer.echo(f"  {point.name}: {overrides}")
+            for warning in warnings(points):
+                typer.echo(f"warning: {warning}", err=True)
+            check_points(points)  # a dry run says whether the real one could start
             return
         slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
                  "time_min": time_min, "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip

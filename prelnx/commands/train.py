@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.config.load import ConfigError, dump_config, load_config
+from prelnx.config.schema import schedule_warnings
 from prelnx.run.checkpoints import CheckpointRefused
 from prelnx.run.datacheck import DataDamaged
 from prelnx.run.lock import RunLocked
@@ -31,6 +32,8 @@ def train_command(
     """
     try:
         resolved, _ = load_config(config, set_ or [])
+        for warning in schedule_warnings(resolved):
+            typer.echo(f"warning: {warning}", err=True)
         target = run_dir or default_run_dir(resolved)
         if dry_run:
             typer.echo(dump_config(resolved))

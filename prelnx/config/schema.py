@@ -77,6 +77,9 @@ class ScheduleConfig:
     step_epochs: list[int] = field(default_factory=list)  # step: multiply the lr by step_factor from each of these epochs on
     step_factor: float = 0.1
     decay_start_epoch: Optional[int] = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there
+    # inverse_sqrt: decay as sqrt(U/t) from update U, whatever warmup_updates is, so that a warm-up sweep's points
+    # share their lr curve after U and differ in warm-up alone (README, "What no warm-up means")
+    decay_start_update: Optional[int] = None
     end_lr: float = 0.0  # linear: the lr reached at train.max_update
 
 
@@ -167,6 +170,12 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     if s.decay_start_epoch is not None:
         need(s.decay == "inverse_sqrt", "schedule.decay_start_epoch", f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
         need(s.decay_start_epoch >= 1, "schedule.decay_start_epoch", f"epochs start at 1, got {s.decay_start_epoch}")
+    if s.decay_start_update is not None:
+        need(s.decay == "inverse_sqrt", "schedule.decay_start_update",
+             f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")  # fmt: skip
+        need(s.decay_start_update >= s.warmup_updates, "schedule.decay_start_update",
+             f"must be >= schedule.warmup_updates ({s.warmup_updates}): the decay starts after the warm-up")  # fmt: skip
+        need(s.decay_start_epoch is None, "schedule.decay_start_update", "set decay_start_update or decay_start_epoch, not both")
     if s.decay == "linear":
         need(t.max_update is not None, "train.max_update", "decay: linear needs train.max_update (where the lr reaches end_lr)")
         need(t.max_update is None or t.max_update > s.warmup_updates, "train.max_update",
@@ -195,3 +204,17 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(m.share_decoder_input_output_embed, "model.share_decoder_input_output_embed",
              "must be true when model.share_all_embeddings is true")  # fmt: skip
     return problems
+
+
+def schedule_warnings(config: "Config") -> list[str]:
+    """Legal but probably unintended schedules: a no-warm-up run that decays from its very first update."""
+    s = config.schedule
+    if s.warmup_updates == 0 and s.decay == "inverse_sqrt" and s.decay_start_update is None and s.decay_start_epoch is None:
+        peak = config.optimizer.lr
+        return [
+            f"schedule: warmup_updates 0 with decay inverse_sqrt decays from update 1 (lr {peak:g} / sqrt(t): "
+            f"{peak / 10:g} by update 100), so this run differs from a warmed-up one in its whole lr curve, not in "
+            f"warm-up alone; set schedule.decay_start_update (e.g. the longest warm-up of the sweep) to hold the "
+            f"peak until then (README, 'What no warm-up means')"
+        ]
+    return []

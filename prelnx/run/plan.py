@@ -51,21 +51,38 @@ def data_dir(config: Config) -> Path:
     return DEFAULT_DATA_DIRS.get(config.data.dataset, Path("data-bin") / config.data.dataset)
 
 
+def data_problem(config: Config) -> str | None:
+    """Why the config's data cannot be trained on (not prepared, damaged), or None. Generates nothing."""
+    if config.data.dataset == "synthetic":
+        return None  # generated on demand
+    from prelnx.run.datacheck import DataDamaged, check_binarized
+
+    folder = data_dir(config)
+    source, target = languages(config)
+    missing = [name for name in (f"dict.{source}.txt", f"dict.{target}.txt") if not (folder / name).is_file()]
+    if missing:
+        return (
+            f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
+            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see README, 'Data') and point data.path "
+            f"at the output folder."
+        )
+    try:
+        check_binarized(folder, source, target)
+    except DataDamaged as error:
+        return str(error)
+    return None
+
+
 def ensure_data(config: Config) -> Path:
-    """Generate the synthetic task if needed; check any other dataset is binarized. Returns the folder."""
+    """Generate the synthetic task if needed; check any other dataset is binarized and intact. Returns the folder."""
     folder = data_dir(config)
     if config.data.dataset == "synthetic":
         from prelnx.data.synthetic import prepare_synthetic
 
         return prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
-    source, target = languages(config)
-    missing = [name for name in (f"dict.{source}.txt", f"dict.{target}.txt") if not (folder / name).is_file()]
-    if missing:
-        raise DataNotReady(
-            f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
-            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see README, 'Data') and point data.path "
-            f"at the output folder."
-        )
+    problem = data_problem(config)
+    if problem is not None:
+        raise DataNotReady(problem)
     return folder
 
 
@@ -135,6 +152,8 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool, worl
         argv += ["--step-epochs", ",".join(str(e) for e in s.step_epochs), "--step-factor", str(s.step_factor)]
     if s.decay_start_epoch is not None:
         argv += ["--decay-start-epoch", str(s.decay_start_epoch)]
+    if s.decay_start_update is not None:
+        argv += ["--decay-start-update", str(s.decay_start_update)]
     if s.decay == "linear":
         argv += ["--end-lr", str(s.end_lr)]
 

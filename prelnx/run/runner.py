@@ -30,10 +30,9 @@ from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.load import config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
 from prelnx.run.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes, resume_point
-from prelnx.run.datacheck import check_binarized
 from prelnx.run.lock import RunLock
 from prelnx.run.metrics import TensorBoardLog, read_metrics, rebuild_tensorboard, write_metrics
-from prelnx.run.plan import ensure_data, languages, plan_launch
+from prelnx.run.plan import ensure_data, plan_launch
 from prelnx.run.reconcile import LOG_NAME, Reconciled, crash_update, reconcile_rows, rows_from_log
 from prelnx.run.status import EXIT_CODES, read_status, write_status
 from prelnx.run.watch import Watch
@@ -150,13 +149,12 @@ def train(
 ) -> RunResult:
     """Train (or resume) the run; returns its final status.
 
-    Raises before starting: RunConflict, DataNotReady, DataDamaged, CheckpointRefused, RunLocked, RunIOError.
+    Raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked, RunIOError.
     `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
     """
     run_dir = run_dir or default_run_dir(config)
     _check_run_dir(run_dir, config, force)
-    data = ensure_data(config)
-    check_binarized(data, *languages(config))
+    data = ensure_data(config)  # checks the binarized data too: DataNotReady names the damaged file
     launch = plan_launch(config, data, run_dir / "checkpoints")
     lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
     try:

@@ -11,6 +11,7 @@ import yaml
 from prelnx.atomic import write_text_atomic
 from prelnx.run.lock import held
 from prelnx.run.runner import runs_subdir
+from prelnx.sweep.preflight import check_points, warnings
 from prelnx.sweep.executors import RUNNING_ELSEWHERE, run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
@@ -50,6 +51,9 @@ def run_sweep(
     if executor not in EXECUTORS:
         raise ValueError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     sweep_dir, points = plan_sweep(spec, out)
+    check_points(points)  # before anything is created
+    for warning in warnings(points):
+        echo(f"warning: {warning}")
     save_spec(sweep_dir, spec, points)
     echo(f"sweep {spec.name}: {len(points)} runs in {sweep_dir} ({executor}, {jobs} at a time)")
 

@@ -5,8 +5,10 @@ With peak = --lr, N = --warmup-updates, t = updates done so far, e = the current
   warm-up (t < N):   lr = warmup_init_lr + (peak - warmup_init_lr) * t / N
   after it (t >= N):
     constant         lr = peak
-    inverse_sqrt     lr = peak * sqrt(t0 / t), t0 = max(N, 1), or, with --decay-start-epoch E, the update at
-                     which epoch E began (the peak is held until then)
+    inverse_sqrt     lr = peak * sqrt(t0 / t), t0 = max(N, 1); with --decay-start-update U, t0 = max(U, N): a
+                     fixed update that does not move with the warm-up, so runs that differ in N alone share
+                     their lr from t0 on (the peak is held from N to t0); with --decay-start-epoch E, t0 is
+                     the update at which epoch E began
     step             lr = peak * step_factor ** (number of --step-epochs <= e)
     linear           lr = peak + (end_lr - peak) * (t - N) / (T - N), T = --max-update, then end_lr
 
@@ -34,6 +36,9 @@ class WarmupDecayConfig(FairseqDataclass):
     step_epochs: str = field(default="", metadata={"help": "step: comma-separated epochs at which lr *= step_factor"})
     step_factor: float = field(default=0.1, metadata={"help": "step: the multiplier"})
     decay_start_epoch: int = field(default=0, metadata={"help": "inverse_sqrt: hold the peak until this epoch; 0 = off"})
+    decay_start_update: int = field(
+        default=0, metadata={"help": "inverse_sqrt: decay as sqrt(U/t) from this update, whatever the warm-up; 0 = off"}
+    )
     end_lr: float = field(default=0.0, metadata={"help": "linear: the lr at --max-update"})
     max_update: int = II("optimization.max_update")
     lr: List[float] = II("optimization.lr")
@@ -54,6 +59,8 @@ def warmup_decay_lr(
             if decay_start_update is None:  # the hold has not ended yet
                 return peak
             start = max(decay_start_update, 1)
+        elif cfg.decay_start_update > 0:
+            start = max(cfg.decay_start_update, warmup, 1)
         else:
             start = max(warmup, 1)
         return peak * (start / max(num_updates, start)) ** 0.5

@@ -1,0 +1,50 @@
+"""A sweep checked before anything runs: every point's data, and schedules that are probably a mistake.
+
+One message for all points (problems shared by several points are listed once, with how many), so that a sweep
+without its data stops with exit code 2 and creates nothing, instead of failing point after point.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from prelnx.config.load import ConfigError
+from prelnx.config.schema import schedule_warnings
+from prelnx.run.plan import data_problem
+from prelnx.sweep.spec import SweepPoint
+
+
+def _grouped(found: dict[str, list[str]]) -> list[str]:
+    lines = []
+    for message, names in found.items():
+        which = names[0] if len(names) == 1 else f"{len(names)} runs: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}"
+        lines.append(f"{message} ({which})")
+    return lines
+
+
+def data_problems(points: list[SweepPoint]) -> list[str]:
+    found: dict[str, list[str]] = defaultdict(list)
+    checked: dict[tuple, str | None] = {}
+    for point in points:
+        data = point.config.data
+        key = (data.dataset, str(data.path), data.source_lang, data.target_lang)
+        if key not in checked:
+            checked[key] = data_problem(point.config)
+        if checked[key] is not None:
+            found[checked[key]].append(point.name)
+    return _grouped(found)
+
+
+def warnings(points: list[SweepPoint]) -> list[str]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for point in points:
+        for warning in schedule_warnings(point.config):
+            found[warning].append(point.name)
+    return _grouped(found)
+
+
+def check_points(points: list[SweepPoint]) -> None:
+    """ConfigError listing every data problem of the sweep; nothing is created."""
+    problems = data_problems(points)
+    if problems:
+        raise ConfigError(f"the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))
