@@ -17,6 +17,8 @@ from prelnx.commands.theory import theory_command
 from prelnx.commands.train import train_command
 
 app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # plain click help: flags show no <bool>, long defaults wrap instead of being cut
     help="Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.",
     no_args_is_help=True,
     add_completion=False,

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def scalar_steps(run_dir: Path, tag: str) -> list[int]:
-    accumulator = EventAccumulator(str(run_dir / "tb"))
+    accumulator = EventAccumulator(str(run_dir))
     accumulator.Reload()
     return [event.step for event in accumulator.Scalars(tag)]
 

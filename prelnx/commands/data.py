@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from prelnx.data.custom import CustomCorpus
 from prelnx.data.errors import DataError
-from prelnx.data.prepare import default_out, make_recipe, prepare_recipe, summary
 
 data_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},  # plain click help: flags show no <bool>, long defaults wrap instead of being cut
     help="Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.",
     no_args_is_help=True,
     add_completion=False,
@@ -54,11 +54,11 @@ def _command_line(ctx: typer.Context) -> str:
 def prepare_command(
     ctx: typer.Context,
     dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom.")],
-    source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files \\[default: download from the official location].")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder \\[default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom].")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files [default: download from the official location].")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder [default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom].")] = None,
     bpe_code: Annotated[Optional[Path], typer.Option("--bpe-code", help="Apply this subword-nmt code file instead of learning BPE.")] = None,
-    bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train \\[default: iwslt14 10000, wmt14 40000, multi30k 10000; custom: no BPE].")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Processes for tokenization, BPE and binarizing \\[default: the core count].")] = None,
+    bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train [default: iwslt14 10000, wmt14 40000, multi30k 10000; custom: no BPE].")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Processes for tokenization, BPE and binarizing [default: the core count].")] = None,
     force: Annotated[bool, typer.Option("--force", help="Prepare again even if --out holds a preparation (it is replaced once the new one is complete).")] = False,
     train_src: Annotated[Optional[Path], typer.Option("--train-src", help="custom: training source text.")] = None,
     train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="custom: training target text.")] = None,
@@ -79,6 +79,9 @@ def prepare_command(
     Without --source, the data is downloaded (resumable) into ~/.cache/prelnx/downloads.
     Exit codes: 0 prepared (or already there), 2 bad input, 130 interrupted.
     """
+    from prelnx.data.custom import CustomCorpus  # here, not at import: `prelnx --help` stays fast
+    from prelnx.data.prepare import default_out, make_recipe, prepare_recipe, summary
+
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
     custom_options = any(path is not None for pair in pairs.values() for path in pair) or tokenize or lowercase
     custom_options = custom_options or joined_dictionary or (source_lang, target_lang) != ("src", "tgt")

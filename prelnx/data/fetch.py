@@ -57,10 +57,6 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
     if dest.is_file():
         _verify(dest, download, expected_size=download.size)
         return dest
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise DataError(f"cannot create the download folder {dest.parent}: {error.strerror or error}") from None
     part = dest.with_name(dest.name + ".part")
     offset = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(download.url, headers={"Range": f"bytes={offset}-"} if offset else {})
@@ -83,6 +79,7 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
             offset = 0  # the server ignored the Range header (or there was nothing to resume): start afresh
         total = offset + int(length) if length is not None else download.size
         try:
+            dest.parent.mkdir(parents=True, exist_ok=True)  # only once the server answered: no empty cache folder
             out = open(part, "ab" if resumed else "wb")  # noqa: SIM115
         except OSError as error:
             raise DataError(f"cannot write {part}: {error.strerror or error}") from None

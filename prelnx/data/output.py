@@ -62,6 +62,7 @@ def check_replaceable(out: Path, *, force: bool) -> None:
 @contextmanager
 def staged_folder(out: Path) -> Iterator[Path]:
     """An empty temporary folder next to `out`; on success it replaces `out`, on any failure it is removed."""
+    created = [folder for folder in (out.parent, *out.parent.parents) if not folder.exists()]  # removed on failure
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
@@ -80,6 +81,9 @@ def staged_folder(out: Path) -> Iterator[Path]:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+        for folder in created:  # deepest first: a failed preparation leaves no empty data-bin/ behind
+            with suppress(OSError):
+                folder.rmdir()
 
 
 def tool_versions() -> dict[str, str]:

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-from omegaconf import DictConfig, OmegaConf
-
 from prelnx.run.checkpoints import epoch_checkpoints  # noqa: F401  (re-exported for evaluate)
 
 
@@ -20,6 +17,9 @@ class CheckpointError(ValueError):
 
 def average_checkpoints(paths: list[Path], output: Path) -> Path:
     """Write a checkpoint whose model weights are the element-wise mean of `paths`' (the rest from the last)."""
+    import torch
+    from omegaconf import DictConfig, OmegaConf
+
     from prelnx.run.build import load_plugin
 
     load_plugin()  # the safe-loading allowlist
@@ -27,7 +27,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> Path:
 
     if not paths:
         raise CheckpointError("no checkpoints to average")
-    total: dict[str, torch.Tensor] = {}
+    total: dict[str, "torch.Tensor"] = {}
     state = None
     for path in paths:
         state = checkpoint_utils.load_checkpoint_to_cpu(str(path))

@@ -140,7 +140,7 @@ def _log_to_tensorboard(run_dir: Path, split: str, result: dict[str, Any]) -> No
 
     rows = read_metrics(run_dir)
     step = rows[-1]["epoch"] if rows else 0
-    writer = SummaryWriter(str(run_dir / "tb"))
+    writer = SummaryWriter(str(run_dir))  # beside the run's own events: TensorBoard shows them as one run
     for key in ("bleu_tokenized", "sacrebleu"):
         if isinstance(result[key], float) and math.isfinite(result[key]):
             writer.add_scalar(f"{split}/{key}", result[key], global_step=step)

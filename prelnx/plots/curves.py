@@ -77,6 +77,8 @@ def _finite(value: Any) -> bool:
 
 
 def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path) -> list[Path]:
+    if not any(_finite(row.get(key)) for run in runs for row in run.rows):
+        return []  # no run has a value: no empty figure
     import matplotlib
 
     matplotlib.use("Agg")
@@ -116,7 +118,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
 
 
 PANEL_KEYS = ("model.layout", "model.norm", "model.qk_norm", "optimizer.name")
-_FILE_NAMES = {"valid_loss": "loss", "valid_bleu": "bleu"}
+_FILE_NAMES = {"valid_loss": "loss", "valid_bleu": "bleu", "lr": "lr"}
 
 
 def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
@@ -140,6 +142,8 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    if not any(_finite(row.get("valid_bleu")) for run in runs for row in run.rows):
+        return []  # every run failed before its first validation: an empty heatmap would only mislead
     fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups) + 1, 3.8), squeeze=False)
     for ax, (_, members) in zip(axes[0], sorted(groups.items())):
         grid = np.full((len(ys), len(xs)), np.nan)
@@ -176,7 +180,9 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
 
 
 def plot(path: Path, out: Path | None = None) -> list[Path]:
-    """Write loss.png/.svg, bleu.png/.svg (and heatmap.png/.svg for a warm-up x lr grid); returns the files."""
+    """Write loss, bleu and lr (.png/.svg; heatmap too for a warm-up x lr grid); returns the files.
+
+    A figure no run has data for is not drawn."""
     runs = collect_runs(path)
     out = out or path
     out.mkdir(parents=True, exist_ok=True)
@@ -184,5 +190,7 @@ def plot(path: Path, out: Path | None = None) -> list[Path]:
     name = json.loads(index.read_text())["name"] if index.is_file() else path.resolve().name
     files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out)
     files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out)
+    # The lr at the end of each epoch: runs that should differ in warm-up only must share this curve after it.
+    files += _curve_figure(runs, "lr", "learning rate (end of epoch)", f"Learning rate - {name}", out)
     files += _heatmap(runs, out)
     return files

@@ -62,6 +62,13 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
             figure.unlink()  # the report embeds PNGs; the SVGs stay in the sweep dir's own plots
     arms = load_arms(sweep_dir)
     verdicts = {claim_id: check(arms) for claim_id, check in TRAINING_CHECKS.items()}
+    unusable = [row for row in rows if row["status"] not in ("finished", "diverged")]
+    if unusable:  # "no runs for these arms" would hide that the runs exist but did not train
+        listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
+        for claim_id, verdict in verdicts.items():
+            if verdict.holds == "not measured":
+                verdicts[claim_id] = Verdict(f"not measured: {len(unusable)} run(s) did not finish ({listed}); "
+                                             f"see 'Runs that did not finish'", "not measured")  # fmt: skip
 
     lines = [f"# {title or 'prelnx report: ' + sweep_dir.name}", ""]
     lines += [f"Sweep `{sweep_dir}`: {len(rows)} runs; statuses: "
@@ -72,8 +79,12 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
               "than 0.5 bits where it compares losses.", ""]  # fmt: skip
     lines += _claims_table(claims["training"], verdicts) + [""]
     lines += ["## Results", "", (sweep_dir / "summary.md").read_text().strip(), ""]
+    if unusable:
+        lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
+        lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]
+        lines.append("")
     lines += ["## Curves (Figures 2 and 4 style)", ""]
-    for name in ("loss", "bleu", "heatmap"):
+    for name in ("loss", "bleu", "lr", "heatmap"):
         if (figures_dir / f"{name}.png").is_file():
             lines.append(f"![{name}]({(figures_dir / f'{name}.png').relative_to(report_dir).as_posix()})")
     lines.append("")

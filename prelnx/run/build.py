@@ -13,8 +13,16 @@ from prelnx.run.plan import PLUGIN_DIR, ensure_data, fairseq_argv
 
 
 def load_plugin() -> None:
-    """Import the plugin the way fairseq's --user-dir does, so its parts are registered exactly once."""
+    """Import the plugin the way fairseq's --user-dir does, so its parts are registered exactly once.
+
+    Also silences the deprecation notices fairseq 0.12's in-process config conversion triggers in Hydra
+    (`hydra.experimental.initialize`, `version_base`): they are about fairseq's code, not the user's.
+    """
+    import warnings
     from argparse import Namespace
+
+    warnings.filterwarnings("ignore", module=r"hydra\.")
+    warnings.filterwarnings("ignore", message=r".*(hydra|version_base).*")
 
     from fairseq import utils
 

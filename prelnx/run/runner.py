@@ -31,7 +31,8 @@ from prelnx.config.load import config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
 from prelnx.run.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes, resume_point
 from prelnx.run.lock import RunLock
-from prelnx.run.metrics import TensorBoardLog, read_metrics, rebuild_tensorboard, write_metrics
+from prelnx.run.metrics import read_metrics, write_metrics
+from prelnx.run.tensorboard import TensorBoardLog, rebuild
 from prelnx.run.plan import ensure_data, plan_launch
 from prelnx.run.reconcile import LOG_NAME, Reconciled, crash_update, reconcile_rows, rows_from_log
 from prelnx.run.status import EXIT_CODES, read_status, write_status
@@ -180,7 +181,7 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     try:
         write_text_atomic(run_dir / "config.yaml", dump_config(config))
         write_text_atomic(run_dir / "command.txt", launch.command_line() + "\n")
-        reconciled = _reconcile(run_dir, read_metrics(run_dir), start, hparams)
+        reconciled = _reconcile(run_dir, read_metrics(run_dir), start)
         write_status(run_dir, "running", update=start.update if start else 0, epochs=len(reconciled.rows))
     except OSError as error:
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
@@ -204,11 +205,17 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
             pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
         )  # fmt: skip
     RUNNING_CHILDREN.add(process)
-    tensorboard = TensorBoardLog(run_dir / "tb")
-    watch = Watch(config, run_dir, reconciled.rows, tensorboard, echo)
+    watch = Watch(config, run_dir, reconciled.rows, None, echo)
     previous_handler = stop_on_sigterm()
     try:
-        watch.follow(process, log_path, offset)
+        try:  # TensorBoard (and its torch import) while fairseq starts up, not before it
+            rebuild(run_dir, reconciled.rows, hparams)
+            watch.tensorboard = TensorBoardLog(run_dir)
+        except OSError as error:
+            watch.io_error = io_reason(error, run_dir)
+            process.terminate()
+        else:
+            watch.follow(process, log_path, offset)
     except KeyboardInterrupt:
         watch.interrupted = True
         process.terminate()
@@ -221,17 +228,16 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
             process.kill()
             returncode = process.wait()
         RUNNING_CHILDREN.discard(process)
-        tensorboard.close()
+        if watch.tensorboard is not None:
+            watch.tensorboard.close()
     status, reason, update = watch.outcome(returncode, crash_update(run_dir / "checkpoints", started_at))
     return _finish(run_dir, watch, status, reason, update, hparams, echo)
 
 
-def _reconcile(run_dir: Path, saved: list[dict[str, Any]], checkpoint: CheckpointInfo | None, hparams: dict[str, Any],
-               final: bool = False) -> Reconciled:  # fmt: skip
+def _reconcile(run_dir: Path, saved: list[dict[str, Any]], checkpoint: CheckpointInfo | None) -> Reconciled:
     completed, update = (checkpoint.epoch, checkpoint.update) if checkpoint else (0, 0)
     reconciled = reconcile_rows(saved, rows_from_log(run_dir / LOG_NAME), completed, update)
     write_metrics(run_dir, reconciled.rows)
-    rebuild_tensorboard(run_dir / "tb", reconciled.rows, hparams, _best(reconciled.rows) if final else None)
     return reconciled
 
 
@@ -247,8 +253,9 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
         echo(f"warning: {error}")
     extra: dict[str, Any] = {}
     try:
-        reconciled = _reconcile(run_dir, watch.rows, info, hparams, final=True)
+        reconciled = _reconcile(run_dir, watch.rows, info)
         rows = reconciled.rows
+        rebuild(run_dir, rows, hparams, _best(rows))
         if reconciled.lost_epochs:
             extra["lost_epochs"] = reconciled.lost_epochs
     except OSError as error:

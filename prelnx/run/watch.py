@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from prelnx.atomic import io_reason
 from prelnx.config.schema import Config
-from prelnx.run.metrics import TensorBoardLog, write_metrics
+from prelnx.run.metrics import write_metrics
+from prelnx.run.tensorboard import TensorBoardLog
 from prelnx.run.records import EpochRows, is_bad_loss, parse_record
 from prelnx.run.status import write_status
 
@@ -52,7 +53,7 @@ def format_row(row: dict[str, Any]) -> str:
 class Watch:
     """Follows the child's log file: epoch rows, status heartbeats, divergence and I/O failures."""
 
-    def __init__(self, config: Config, run_dir: Path, rows: list[dict[str, Any]], tensorboard: TensorBoardLog,
+    def __init__(self, config: Config, run_dir: Path, rows: list[dict[str, Any]], tensorboard: TensorBoardLog | None,
                  echo: Callable[[str], None]) -> None:  # fmt: skip
         self.config, self.run_dir, self.rows, self.tensorboard, self.echo = config, run_dir, rows, tensorboard, echo
         self.epochs = EpochRows(last_update=rows[-1]["num_updates"] if rows else 0)
@@ -113,7 +114,8 @@ class Watch:
             row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
             self.rows = [r for r in self.rows if r["epoch"] != row["epoch"]] + [row]
             write_metrics(self.run_dir, self.rows)
-            self.tensorboard.epoch(row)
+            if self.tensorboard is not None:
+                self.tensorboard.epoch(row)
             self.echo(format_row(row))
         write_status(self.run_dir, "running", update=self.epochs.last_update)
 

@@ -24,6 +24,7 @@ from prelnx.run.runner import stop_children, stop_on_sigterm, train
 from prelnx.run.status import write_status
 
 RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
+from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
 
@@ -80,6 +81,7 @@ def run_local(
         slots.put(slot)
     lock = threading.Lock()
     statuses: dict[str, str] = {}
+    progress = SweepProgress(points)
 
     def work(point: SweepPoint) -> str:
         slot = slots.get()
@@ -90,11 +92,14 @@ def run_local(
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(first + i) for i in range(per_job))
             prefix = f"[{point.name}] "
             status = run_one(_with_threads(point.config, threads), sweep_dir / point.name,
-                             echo=lambda line: echo(prefix + line) if _worth_showing(line) else None, env=env)  # fmt: skip
+                             echo=lambda line: echo(prefix + progress.line(point.name, line)) if _worth_showing(line) else None,
+                             env=env)  # fmt: skip
         finally:
             slots.put(slot)
         with lock:
             statuses[point.name] = status
+            if status != RUNNING_ELSEWHERE:
+                echo(f"[{point.name}] {status} || {progress.run_done(point.name, status)}")
             on_done(point, status)
         return status
 

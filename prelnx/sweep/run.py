@@ -74,8 +74,24 @@ def run_sweep(
     finally:
         rows = summarize_locked(sweep_dir)
     echo((sweep_dir / "summary.md").read_text())
+    _report(sweep_dir, echo)
     elsewhere = sorted(name for name, status in statuses.items() if status == RUNNING_ELSEWHERE)
     if elsewhere:
         echo(f"{len(elsewhere)} run(s) {RUNNING_ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
              f"Run the sweep again once it has ended to see them finished here.")
     return rows
+
+
+def _report(sweep_dir: Path, echo: Callable[[str], None]) -> None:
+    """Every sweep ends with its report (claims, results, curves) and the command that shows its curves."""
+    from prelnx.report.report import write_report
+
+    try:
+        with held(sweep_dir / ".summary.lock"):
+            report = write_report(sweep_dir, sweep_dir / "report.md")
+    except Exception as error:  # noqa: BLE001 - the runs are done; a report that fails must not hide them
+        echo(f"warning: the report could not be written ({type(error).__name__}: {error}); "
+             f"try `prelnx report {sweep_dir} --out {sweep_dir / 'report.md'}`")  # fmt: skip
+        return
+    echo(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
+    echo(f"curves: tensorboard --logdir {sweep_dir}   then open http://localhost:6006/#custom_scalars")
