@@ -45,6 +45,9 @@ def watch_parent() -> None:
     if not expected or not expected.isdigit():
         return
     expected_pid = int(expected)
+    # Processes this one starts (fairseq's spawned GPU workers, which import the plugin again) watch this one,
+    # not prelnx: their parent is this process.
+    os.environ["PRELNX_PARENT_PID"] = str(os.getpid())
     kernel = _set_parent_death_signal()
     if _parent_gone(expected_pid):
         _die()

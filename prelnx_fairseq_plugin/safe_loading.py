@@ -59,9 +59,22 @@ def _source_name(f: object) -> str:
     return str(getattr(f, "name", f))
 
 
+def _numpy1_names() -> list:
+    """The same NumPy functions under the names numpy 1.x pickled them (numpy.core.*), for older checkpoints."""
+    core = getattr(numpy, "_core", None)
+    if core is None:
+        return []  # numpy 1.x: the names already match
+    return [(core.multiarray._reconstruct, "numpy.core.multiarray._reconstruct"),
+            (core.multiarray.scalar, "numpy.core.multiarray.scalar")]  # fmt: skip
+
+
 def force_safe_loading() -> None:
     """Make `torch.load` in this process always load with weights_only=True and the allowlist. Idempotent."""
     torch.serialization.add_safe_globals(FAIRSEQ_CHECKPOINT_GLOBALS)
+    try:
+        torch.serialization.add_safe_globals(_numpy1_names())  # (object, name) pairs: torch >= 2.5
+    except (TypeError, AttributeError):
+        pass
     if getattr(torch.load, "_prelnx_safe", False):
         return
     unsafe_load = torch.load

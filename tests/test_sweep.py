@@ -64,7 +64,8 @@ def test_divergence_is_recorded_while_the_other_runs_finish(tiny_config_file, tm
     spec = load_spec(write_spec(tmp_path, tiny_config_file(), {"optimizer.lr": [0.01, 1.0e6], "train.seed": [1, 2]},
                                 {"optimizer.name": "sgd"}))  # fmt: skip
     sweep_dir = tmp_path / "out"
-    rows = run_sweep(spec, out=sweep_dir, jobs=2, echo=lambda line: None)
+    lines: list[str] = []
+    rows = run_sweep(spec, out=sweep_dir, jobs=2, echo=lines.append)
 
     assert len(rows) == 4 and len([d for d in sweep_dir.iterdir() if (d / "metrics.jsonl").exists() or
                                    (d / "status.json").exists()]) == 4  # fmt: skip
@@ -76,8 +77,26 @@ def test_divergence_is_recorded_while_the_other_runs_finish(tiny_config_file, tm
     assert "diverged (update" in (sweep_dir / "summary.md").read_text()
     assert (sweep_dir / "sweep.yaml").is_file()
     files = plot(sweep_dir)
-    assert {f.name for f in files} == {"loss.png", "loss.svg", "bleu.png", "bleu.svg"}
+    assert {f.name for f in files} == {"loss.png", "loss.svg", "bleu.png", "bleu.svg", "lr.png", "lr.svg"}
     assert all(f.stat().st_size > 1000 for f in files)
+    # Progress over the whole sweep, then the report and the TensorBoard command.
+    assert any("sweep: 4/4 runs done" in line and "2 diverged" in line for line in lines), lines
+    assert any(" epoch 1 done " in line and "sweep: " in line and "/8 epochs" in line for line in lines), lines
+    assert any(line.startswith("report: ") for line in lines) and (sweep_dir / "report.md").is_file()
+    assert any(f"tensorboard --logdir {sweep_dir}" in line for line in lines)
+
+
+def test_a_report_on_failed_runs_names_them_and_draws_no_empty_figure(tiny_config_file, tmp_path):
+    # Sentences of up to 7 tokens do not fit batches of 4 tokens: fairseq stops every run at its first batch.
+    spec = load_spec(write_spec(tmp_path, tiny_config_file(), {"optimizer.lr": [0.001, 0.002]},
+                                {"train.max_tokens": 4}))  # fmt: skip
+    sweep_dir = tmp_path / "out"
+    rows = run_sweep(spec, out=sweep_dir, jobs=1, echo=lambda line: None)
+    assert [row["status"] for row in rows] == ["failed", "failed"]
+    report = write_report(sweep_dir, tmp_path / "report.md").read_text()
+    assert "## Runs that did not finish" in report and "| lr-0.001 | failed | fairseq exited with code" in report
+    assert "the sweep has no runs for these arms" not in report and "2 run(s) did not finish" in report
+    assert not list((tmp_path / "report_figures").glob("*.png"))  # nothing to draw: no empty figure
 
 
 def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_path):

@@ -10,6 +10,8 @@ import typer
 from prelnx.config.load import ConfigError
 from prelnx.evaluate.evaluate import EvaluationError, evaluate
 from prelnx.evaluate.generate import GenerationError
+from prelnx.run.lock import RunLocked
+from prelnx.run.status import EXIT_BUSY
 
 
 def evaluate_command(
@@ -30,6 +32,9 @@ def evaluate_command(
     except (EvaluationError, ConfigError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
+    except RunLocked as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(EXIT_BUSY) from None
     except GenerationError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.atomic import io_reason
 from prelnx.config.load import ConfigError, dump_config, load_config
 from prelnx.config.schema import schedule_warnings
 from prelnx.run.checkpoints import CheckpointRefused
@@ -47,6 +48,9 @@ def train_command(
         raise typer.Exit(EXIT_BUSY) from None
     except RunIOError as error:
         typer.echo(f"error: {error.strerror}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as error:  # e.g. --run-dir under a file
+        typer.echo(f"error: {io_reason(error)}", err=True)
         raise typer.Exit(1) from None
     except (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError) as error:
         typer.echo(f"error: {error}", err=True)

@@ -96,7 +96,20 @@ def evaluate(
     lenpen: float | None = None,
     batch_size: int = 64,
 ) -> dict[str, Any]:
-    """Generate the split, score it, write eval/<split>.json and eval/<split>.hyp; returns the JSON's content."""
+    """Generate the split, score it, write eval/<split>.json and eval/<split>.hyp; returns the JSON's content.
+
+    Holds the run dir's lock meanwhile (one writer per run dir): RunLocked while the run trains or another
+    evaluation of it runs.
+    """
+    from prelnx.run.lock import RunLock
+
+    load_run_config(run_dir)  # a folder that is not a run dir gets no lock file
+    with RunLock(run_dir).acquire():
+        return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size)
+
+
+def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
+                     lenpen: float | None, batch_size: int) -> dict[str, Any]:  # fmt: skip
     config = load_run_config(run_dir)
     data = data_dir(config)
     source, target = languages(config)
@@ -148,8 +161,18 @@ def _log_to_tensorboard(run_dir: Path, split: str, result: dict[str, Any]) -> No
 
 
 def evaluate_quietly(run_dir: Path) -> None:
-    """For sweeps: evaluate with the defaults; a failure is written to eval/test.error, not raised."""
+    """For sweeps: evaluate with the defaults; a failure is written to eval/test.error, not raised.
+
+    Skipped when eval/test.json is newer than the best checkpoint, or while another process holds the run.
+    """
+    from prelnx.run.lock import RunLocked
+
+    done, best = run_dir / "eval" / "test.json", run_dir / "checkpoints" / "checkpoint_best.pt"
+    if done.is_file() and best.is_file() and done.stat().st_mtime >= best.stat().st_mtime:
+        return
     try:
         evaluate(run_dir)
+    except RunLocked:
+        return  # another process trains or evaluates it
     except Exception as error:  # noqa: BLE001 - one run's evaluation never stops a sweep
         write_text_atomic(run_dir / "eval" / "test.error", f"{type(error).__name__}: {error}\n")

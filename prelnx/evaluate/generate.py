@@ -85,10 +85,10 @@ def generate(
 
 
 def split_size(data: Path, split: str, source_lang: str, target_lang: str) -> int:
-    """Sentences in a binarized split (from its index file)."""
-    from fairseq.data import data_utils
+    """Sentences in a binarized split (from its index file, read without importing fairseq)."""
+    from prelnx.run.datacheck import sentence_count
 
-    dataset = data_utils.load_indexed_dataset(str(data / f"{split}.{source_lang}-{target_lang}.{source_lang}"), None)
-    if dataset is None:
+    count = sentence_count(data / f"{split}.{source_lang}-{target_lang}.{source_lang}")
+    if count is None:
         raise GenerationError(f"{data}: no binarized {split} split for {source_lang}-{target_lang}")
-    return len(dataset)
+    return count

@@ -56,7 +56,9 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
         if loader.is_refusal(error):
             raise CheckpointRefused(loader.refusal_message(path, error)) from None
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint (its bytes are not a torch checkpoint)") from None
-    except (RuntimeError, EOFError, OSError, ValueError, KeyError) as error:
+    except OSError:
+        raise  # the file could not be read (permissions, I/O): not a verdict on its content
+    except (RuntimeError, EOFError, ValueError, KeyError) as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({first})") from None
 
@@ -101,7 +103,8 @@ def remove_partial_writes(checkpoint_dir: Path) -> list[Path]:
 def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> CheckpointInfo | None:
     """The checkpoint the resume will start from, after setting aside a damaged checkpoint_last.pt.
 
-    Raises CheckpointRefused for a checkpoint that safe loading refuses (nothing is changed then).
+    Raises CheckpointRefused for a checkpoint that safe loading refuses (nothing is changed then), OSError when
+    a file cannot be read or written (nothing is set aside then).
     A damaged checkpoint_last.pt is renamed `*.damaged-<time>` and replaced by a copy of the newest intact
     epoch checkpoint (or, if none is intact, the run starts again from scratch), and `say` tells the user.
     """
@@ -120,9 +123,9 @@ def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> Checkpoint
         except CheckpointDamaged as error:
             say(f"warning: {error}; skipped")
             continue
-        last.rename(aside)
         temporary = last.with_name(last.name + ".tmp")
-        shutil.copyfile(candidate, temporary)
+        shutil.copyfile(candidate, temporary)  # first: a full disk here leaves checkpoint_last.pt where it was
+        last.rename(aside)
         temporary.replace(last)
         say(f"warning: {damaged}; kept as {aside.name}; resuming from {candidate.name} (epoch {info.epoch}, "
             f"update {info.update}) instead")  # fmt: skip

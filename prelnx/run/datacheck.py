@@ -30,6 +30,19 @@ def dictionary_size(path: Path) -> int:
         return SPECIAL_SYMBOLS + sum(1 for line in handle if line.strip())
 
 
+def sentence_count(prefix: Path) -> int | None:
+    """Sentences in a binarized split, from its `.idx` header; None when there is no such mmap index."""
+    index = prefix.with_name(prefix.name + ".idx")
+    try:
+        with open(index, "rb") as handle:
+            header = handle.read(len(MAGIC) + 8 + 1 + 8)
+    except OSError:
+        return None
+    if not header.startswith(MAGIC) or len(header) < len(MAGIC) + 17:
+        return None
+    return struct.unpack("<Q", header[len(MAGIC) + 9 : len(MAGIC) + 17])[0]
+
+
 def check_split(prefix: Path, vocabulary: int) -> None:
     """`prefix` is e.g. data-bin/x/train.de-en.de (without .idx/.bin)."""
     index, data = prefix.with_name(prefix.name + ".idx"), prefix.with_name(prefix.name + ".bin")

@@ -1,8 +1,10 @@
 """One writer per run dir: an exclusive OS lock (flock) held for the life of the run.
 
 The kernel releases a flock when every process holding the open file is gone, so a crash or a kill -9
-never leaves a stale lock. The fairseq child inherits the locked descriptor: the run dir stays locked as
-long as either prelnx or its training lives. The lock file holds the owner's pid for the refusal message.
+never leaves a stale lock. The fairseq child (and its data-loader workers) inherit the locked descriptor: the
+run dir stays locked as long as any of them lives; when prelnx was killed they follow within seconds, so a
+lock whose owner pid is dead is waited for (up to DEAD_OWNER_WAIT_S) before refusing. The lock file holds the
+owner's pid for the refusal message.
 """
 
 from __future__ import annotations
@@ -10,14 +12,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from pathlib import Path
 from typing import Iterator
 
 LOCK_NAME = ".lock"
+DEAD_OWNER_WAIT_S = 20.0
 
 
 class RunLocked(RuntimeError):
     """Another process holds the run dir."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class RunLock:
@@ -26,18 +40,40 @@ class RunLock:
         self.path = folder / LOCK_NAME
         self.fd: int | None = None
 
+    def _try(self) -> int | None:
+        """A descriptor holding the lock on the file now at self.path, or None if someone else holds it."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            try:  # the file we locked must still be the run dir's (not one moved away by --force meanwhile)
+                if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                    return fd
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+
     def acquire(self, what: str = "run dir") -> "RunLock":
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise RunLocked(
-                f"{self.folder}: this {what} is in use by another prelnx process (pid {owner}); "
-                f"wait for it to end, or stop it first (kill {owner})"
-            ) from None
+        fd = self._try()
+        deadline = time.monotonic() + DEAD_OWNER_WAIT_S
+        while fd is None:
+            with open(self.path, "rb") as handle:
+                owner = handle.read(64).decode(errors="replace").strip() or "unknown"
+            if owner.isdigit() and not _alive(int(owner)) and time.monotonic() < deadline:
+                time.sleep(0.25)  # its training processes are ending (the kernel signals them): wait for them
+                fd = self._try()
+                continue
+            if owner.isdigit() and not _alive(int(owner)):
+                message = (f"{self.folder}: this {what} is still locked by the processes of a prelnx (pid {owner}) "
+                           f"that has ended; find them with `fuser {self.path}` and stop them")  # fmt: skip
+            else:
+                message = (f"{self.folder}: this {what} is in use by another prelnx process (pid {owner}); "
+                           f"wait for it to end, or stop it first (kill {owner})")  # fmt: skip
+            raise RunLocked(message)
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -59,14 +95,17 @@ class RunLock:
 
 
 def is_locked(folder: Path) -> bool:
-    """Whether another process holds `folder`'s lock right now (does not take it)."""
+    """Whether another process holds `folder`'s lock right now (probing takes it for an instant)."""
     path = folder / LOCK_NAME
-    if not path.is_file():
+    try:
+        fd = os.open(path, os.O_RDWR)  # read-write: network file systems emulate flock with write locks
+    except FileNotFoundError:
         return False
-    fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True  # cannot tell: treat as busy, the caller asks again later
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError:
         return True
     finally:
         os.close(fd)

@@ -53,12 +53,12 @@ def data_dir(config: Config) -> Path:
 
 def data_problem(config: Config) -> str | None:
     """Why the config's data cannot be trained on (not prepared, damaged), or None. Generates nothing."""
-    if config.data.dataset == "synthetic":
-        return None  # generated on demand
     from prelnx.run.datacheck import DataDamaged, check_binarized
 
     folder = data_dir(config)
     source, target = languages(config)
+    if config.data.dataset == "synthetic" and not (folder / f"dict.{source}.txt").is_file():
+        return None  # generated on demand
     missing = [name for name in (f"dict.{source}.txt", f"dict.{target}.txt") if not (folder / name).is_file()]
     if missing:
         return (
@@ -79,7 +79,7 @@ def ensure_data(config: Config) -> Path:
     if config.data.dataset == "synthetic":
         from prelnx.data.synthetic import prepare_synthetic
 
-        return prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
+        prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
     problem = data_problem(config)
     if problem is not None:
         raise DataNotReady(problem)

@@ -157,7 +157,10 @@ def train(
     _check_run_dir(run_dir, config, force)
     data = ensure_data(config)  # checks the binarized data too: DataNotReady names the damaged file
     launch = plan_launch(config, data, run_dir / "checkpoints")
-    lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
+    try:
+        lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
+    except OSError as error:
+        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     try:
         existing = _check_run_dir(run_dir, config, force)  # again, now that no one else can change it
         if existing and existing.get("status") in TERMINAL:
@@ -165,10 +168,17 @@ def train(
             echo(f"{run_dir}: already {existing['status']} at update {update}; use --force to train it again")
             return RunResult(existing["status"], existing.get("reason", ""), update, run_dir)
         if force and (run_dir / "config.yaml").exists():
-            lock.release()
+            old_lock = lock  # held while the old dir moves: no one can start on it meanwhile
             echo(f"--force: the previous run is kept as {_set_aside(run_dir)}")
-            lock = RunLock(run_dir).acquire()
+            try:
+                lock = RunLock(run_dir).acquire()
+            finally:
+                old_lock.release()
         return _train_locked(config, run_dir, launch, data, lock, echo, extra_env)
+    except OSError as error:  # moving a run aside, reading its checkpoints: never a traceback
+        if isinstance(error, RunIOError):
+            raise
+        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     finally:
         lock.release()
 
@@ -194,6 +204,7 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     for line in notes + reconciled.describe():
         echo(line)
     log_path = run_dir / LOG_NAME
+    watch = Watch(config, run_dir, reconciled.rows, None, echo)
     started_at = time.time()
     with open(log_path, "ab") as log:
         log.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
@@ -205,7 +216,6 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
             pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
         )  # fmt: skip
     RUNNING_CHILDREN.add(process)
-    watch = Watch(config, run_dir, reconciled.rows, None, echo)
     previous_handler = stop_on_sigterm()
     try:
         try:  # TensorBoard (and its torch import) while fairseq starts up, not before it
@@ -246,18 +256,24 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
     """Reconcile with the last checkpoint and write the final status (on a full disk: a `failed` status)."""
     remove_partial_writes(run_dir / "checkpoints")  # the child is gone: a *.pt.tmp is a save it never finished
     last = run_dir / "checkpoints" / "checkpoint_last.pt"
+    unreadable = ""
     try:
         info = checkpoint_info(last) if last.is_file() else None
-    except ValueError as error:  # damaged or refused: the next start deals with it
-        info = None
+    except (ValueError, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
+        info, unreadable = None, str(error)
         echo(f"warning: {error}")
     extra: dict[str, Any] = {}
     try:
-        reconciled = _reconcile(run_dir, watch.rows, info)
-        rows = reconciled.rows
+        if unreadable:  # nothing to reconcile against: keep what was seen, and do not call the run finished
+            rows = watch.rows
+            if status == "finished":
+                status, reason = "interrupted", f"the last checkpoint cannot be read ({unreadable}); run again"
+        else:
+            reconciled = _reconcile(run_dir, watch.rows, info)
+            rows = reconciled.rows
+            if reconciled.lost_epochs:
+                extra["lost_epochs"] = reconciled.lost_epochs
         rebuild(run_dir, rows, hparams, _best(rows))
-        if reconciled.lost_epochs:
-            extra["lost_epochs"] = reconciled.lost_epochs
     except OSError as error:
         rows = watch.rows
         if status != "failed" or not reason.startswith(("no space", "disk quota")):
