@@ -17,7 +17,8 @@ import os
 import time
 from pathlib import Path
 
-from prelnx.analysis.grads import QUICK, GradStudy, available_cores, parse_depths, parse_seeds, report_lines, run_study
+from prelnx.analysis.grads import QUICK, GradStudy, available_cores, report_lines, run_study
+from prelnx.commands.parsing import parse_depths, parse_seeds
 from prelnx.config.load import load_config
 
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prelnx.sweep.run import run_sweep
+from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import spec_from_command_line
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.commands import options
 from prelnx.data.errors import DataError
 
 data_app = typer.Typer(
@@ -55,11 +56,12 @@ def prepare_command(
     ctx: typer.Context,
     dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom.")],
     source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files [default: download from the official location].")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder [default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom].")] = None,
+    out: Annotated[Optional[Path], options.out("Output folder [default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom].")] = None,
     bpe_code: Annotated[Optional[Path], typer.Option("--bpe-code", help="Apply this subword-nmt code file instead of learning BPE.")] = None,
     bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train [default: iwslt14 10000, wmt14 40000, multi30k 10000; custom: no BPE].")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Processes for tokenization, BPE and binarizing [default: the core count].")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Prepare again even if --out holds a preparation (it is replaced once the new one is complete).")] = False,
+    workers: Annotated[Optional[int], options.jobs("Processes for tokenization, BPE and binarizing [default: the core count].")] = None,
+    force: Annotated[bool, options.force("Prepare again even if --out holds a preparation (it is replaced once the new one is complete).")] = False,
+    dry_run: Annotated[bool, options.dry_run("Say what would be prepared and where; prepare nothing.")] = False,
     train_src: Annotated[Optional[Path], typer.Option("--train-src", help="custom: training source text.")] = None,
     train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="custom: training target text.")] = None,
     valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="custom: validation source text.")] = None,
@@ -68,9 +70,9 @@ def prepare_command(
     test_tgt: Annotated[Optional[Path], typer.Option("--test-tgt", help="custom: test target text (optional).")] = None,
     source_lang: Annotated[str, typer.Option("--source-lang", help="custom: source language code (file suffix; Moses rules with --tokenize).")] = "src",
     target_lang: Annotated[str, typer.Option("--target-lang", help="custom: target language code.")] = "tgt",
-    tokenize: Annotated[bool, typer.Option("--tokenize", help="custom: Moses-tokenize both sides.")] = False,
-    lowercase: Annotated[bool, typer.Option("--lowercase", help="custom: lowercase both sides.")] = False,
-    joined_dictionary: Annotated[bool, typer.Option("--joined-dictionary", help="custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
+    tokenize: Annotated[bool, options.flag("--tokenize", "custom: Moses-tokenize both sides.")] = False,
+    lowercase: Annotated[bool, options.flag("--lowercase", "custom: lowercase both sides.")] = False,
+    joined_dictionary: Annotated[bool, options.flag("--joined-dictionary", "custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
 ) -> None:
     """Prepare DATASET into a folder `prelnx train` reads (data.path): fairseq dictionaries and binary splits,
     the text before and after BPE (text/), the BPE code, and manifest.json (line counts, sha256 of every file,
@@ -79,25 +81,18 @@ def prepare_command(
     Without --source, the data is downloaded (resumable) into ~/.cache/prelnx/downloads.
     Exit codes: 0 prepared (or already there), 2 bad input, 130 interrupted.
     """
-    from prelnx.data.custom import CustomCorpus  # here, not at import: `prelnx --help` stays fast
+    from prelnx.data.custom import corpus_from_options  # here, not at import: `prelnx --help` stays fast
     from prelnx.data.prepare import default_out, make_recipe, prepare_recipe, summary
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
-    custom_options = any(path is not None for pair in pairs.values() for path in pair) or tokenize or lowercase
-    custom_options = custom_options or joined_dictionary or (source_lang, target_lang) != ("src", "tgt")
     try:
-        corpus = None
-        if dataset is Dataset.custom or custom_options:
-            for split, (src, tgt) in pairs.items():
-                if (src is None) != (tgt is None):
-                    raise DataError(f"--{split}-src and --{split}-tgt go together")
-            corpus = CustomCorpus(
-                files={split: pair for split, pair in pairs.items() if pair[0] is not None and pair[1] is not None},
-                source_lang=source_lang, target_lang=target_lang, tokenize=tokenize, lowercase=lowercase,
-                joined_dictionary=joined_dictionary,
-            )  # fmt: skip
+        corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
+                                     tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
         recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
         target = out or default_out(dataset.value)
+        if dry_run:
+            typer.echo(f"would prepare {recipe.describe()} into {target}")
+            return
         prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx), echo=typer.echo)
     except DataError as error:
         typer.echo(f"error: {error}", err=True)

@@ -19,8 +19,8 @@ def evaluate_command(
     split: Annotated[str, typer.Option("--split", help="Which prepared split to translate: test or valid.")] = "test",
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best, last, or a checkpoint path.")] = "best",
     average_last: Annotated[Optional[int], typer.Option("--average-last", min=1, help="Average the last N epoch checkpoints instead.")] = None,
-    beam: Annotated[Optional[int], typer.Option("--beam", min=1, help="Beam size [default: per dataset: IWSLT14 5, WMT14 4, others 5].")] = None,
-    lenpen: Annotated[Optional[float], typer.Option("--lenpen", help="Length penalty [default: IWSLT14 1.2, WMT14 0.6, others 1.0].")] = None,
+    beam: Annotated[Optional[int], typer.Option("--beam", min=1, help="Beam size [default: the run's eval.bleu.beam, e.g. IWSLT14 5, WMT14 4].")] = None,
+    lenpen: Annotated[Optional[float], typer.Option("--lenpen", help="Length penalty [default: the run's eval.bleu.lenpen, e.g. IWSLT14 1.2, WMT14 0.6].")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per generation batch.")] = 64,
 ) -> None:
     """Translate a split with fairseq's generator and report tokenized BLEU (comparable to the paper) and

@@ -1,4 +1,4 @@
-"""`prelnx plot`: validation loss and BLEU per epoch for a run or a sweep (the paper's Figures 2 and 4)."""
+"""`prelnx plot`: validation loss, BLEU and lr per epoch for a run or a sweep (the paper's Figures 2 and 4)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,26 @@ from typing import Annotated, Optional
 
 import typer
 
-from prelnx.plots.curves import NothingToPlot, plot
+from prelnx.commands import options
 
 
 def plot_command(
     path: Annotated[Path, typer.Argument(help="A run dir (runs/<name>) or a sweep dir (runs/<sweep>).", exists=True, file_okay=False)],
-    out: Annotated[Optional[Path], typer.Option("--out", help="Where the figures go [default: PATH].")] = None,
+    out: Annotated[Optional[Path], options.out("Folder for the figures [default: PATH].")] = None,
+    dry_run: Annotated[bool, options.dry_run("List the runs that would be drawn; write nothing.")] = False,
 ) -> None:
-    """Plot validation loss and BLEU vs epoch, one line per run (diverged runs dashed and marked x),
-    and for a warm-up x lr grid a heatmap of the best BLEU. Writes loss.png/.svg, bleu.png/.svg, heatmap.png/.svg.
+    """Plot validation loss, BLEU and the lr vs epoch, one line per run (diverged runs dashed and marked x),
+    and for a warm-up x lr grid a heatmap of the best BLEU. Writes loss, bleu, lr and heatmap as .png and .svg;
+    a figure no run has data for is not drawn.
     """
+    from prelnx.plots.curves import NothingToPlot, collect_runs, plot
+
     try:
+        if dry_run:
+            for run in collect_runs(path):
+                typer.echo(f"{run.label}: {run.status}, {len(run.rows)} epochs")
+            typer.echo(f"figures would go to {out or path}")
+            return
         files = plot(path, out)
     except NothingToPlot as error:
         typer.echo(f"error: {error}", err=True)

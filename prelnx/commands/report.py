@@ -7,21 +7,29 @@ from typing import Annotated, Optional
 
 import typer
 
-from prelnx.plots.curves import NothingToPlot
-from prelnx.report.report import ReportError, write_report
+from prelnx.commands import options
 
 
 def report_command(
     sweep_dir: Annotated[Path, typer.Argument(help="A sweep dir written by prelnx sweep.", exists=True, file_okay=False)],
-    out: Annotated[Path, typer.Option("--out", help="The markdown file to write; its PNG figures go to <name>_figures/ beside it.")],
+    out: Annotated[Optional[Path], options.out("Folder for the report: <name>.md and its figures in <name>_figures/ [default: SWEEP_DIR].")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="The report's file name, without .md [default: report in the sweep dir, else the sweep's name].")] = None,
     grads: Annotated[Optional[Path], typer.Option("--grads", help="A prelnx grads output folder, for the Figure 3 section.")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="The report's title.")] = None,
+    dry_run: Annotated[bool, options.dry_run("Say which file would be written; write nothing.")] = False,
 ) -> None:
     """Write a report: each claim of the paper (from prelnx/report/paper.yaml, with its section or figure), what
     the sweep (and gradient study) measured, and whether it holds at this scale; the results table; the plots.
     """
+    from prelnx.plots.curves import NothingToPlot
+    from prelnx.report.report import ReportError, report_path, write_report
+
+    target = report_path(sweep_dir, out, name)
+    if dry_run:
+        typer.echo(f"would write {target} and its figures in {target.with_name(target.stem + '_figures')}")
+        return
     try:
-        path = write_report(sweep_dir, out, grads, title)
+        path = write_report(sweep_dir, target, grads, title)
     except (ReportError, NothingToPlot, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.commands import options
 from prelnx.atomic import io_reason
 from prelnx.config.load import ConfigError, dump_config, load_config
 from prelnx.config.schema import schedule_warnings
@@ -19,11 +20,11 @@ from prelnx.run.status import EXIT_BUSY
 
 
 def train_command(
-    config: Annotated[str, typer.Option("--config", "-c", help="A YAML config: a path, or a name under configs/ (e.g. iwslt_preln.yaml).")],
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key, e.g. --set optimizer.lr=1e-3 (repeatable).")] = None,
+    config: Annotated[str, options.config()],
+    set_: Annotated[Optional[list[str]], options.sets()] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Where the run's files go [default: runs/<config name>].")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the resolved config and the fairseq-train command; train nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
+    dry_run: Annotated[bool, options.dry_run("Print the resolved config and the fairseq-train command; train nothing.")] = False,
+    force: Annotated[bool, options.force("Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
 ) -> None:
     """Train a Post-LN or Pre-LN fairseq transformer; per-epoch valid loss and BLEU go to metrics.jsonl and TensorBoard.
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
+from prelnx.config.overrides import OverrideError, parse_set
 from prelnx.config.schema import Config, check_values
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 
@@ -107,14 +108,10 @@ def flatten_values(data: dict[str, Any]) -> dict[str, Any]:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """`model.layout=pre` -> ("model.layout", "pre"); the value is read as YAML (numbers, lists, null)."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {text}: expected KEY=VALUE, e.g. --set optimizer.lr=1e-3")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key.strip(), value
+        return parse_set(text)
+    except OverrideError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _type_name(hint: Any) -> str:
@@ -244,13 +241,22 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
 
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> tuple[Config, Path]:
-    """Find, read, merge (`base:`), override (`--set`), validate. Returns the config and the file it came from."""
+def load_config(
+    path: str | Path,
+    overrides: list[str] | tuple[str, ...] = (),
+    values: dict[str, tuple[Any, str]] | None = None,
+) -> tuple[Config, Path]:
+    """Find, read, merge (`base:`), override, validate. Returns the config and the file it came from.
+
+    `overrides` are `--set KEY=VALUE` texts; `values` are already-typed overrides with where they came from
+    (a sweep's grid point: {"optimizer.lr": (0.001, "grid of sweep.yaml")}), applied after them.
+    """
     config_path = find_config(path)
     flat = _load_layers(config_path)
     for text in overrides:
         key, value = parse_override(text)
         flat[key] = (value, f"--set {text}")
+    flat.update(values or {})
     config = build_config(flat, origin=str(config_path))
     if config.name is None:
         config.name = default_run_name(config_path)

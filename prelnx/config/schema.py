@@ -112,6 +112,9 @@ class BleuConfig:
     remove_bpe: Optional[str] = None  # the BPE continuation marker to remove, e.g. "@@ " for subword-nmt
     detok: Literal["space", "moses"] = "space"  # how hypotheses are detokenized before scoring
     tokenized: bool = True  # True: BLEU on tokenized text (as the paper and fairseq-generate); False: SacreBLEU 13a
+    # prelnx evaluate's tokenized BLEU splits hyphenated compounds (fairseq's WMT14 En-De convention); it decodes
+    # with the beam and lenpen above too, so validation and test BLEU always use the same decoding
+    compound_split: bool = False
 
 
 @dataclass

@@ -19,8 +19,11 @@ def binarize(
 
     The first split is the one the dictionaries are built from (normally "train").
     """
-    from fairseq import options
-    from fairseq_cli import preprocess
+    from prelnx.quiet import kept_logging
+
+    with kept_logging():
+        from fairseq import options
+        from fairseq_cli import preprocess
 
     argv = [
         "--source-lang", source_lang,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +17,10 @@ from prelnx.config.schema import Config
 from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_checkpoints
 from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
+from prelnx.run.checkpoints import CHECKPOINT_NAMES, named_checkpoint
 from prelnx.run.plan import data_dir, languages, use_cuda
 
 
-@dataclass(frozen=True)
-class DecodingDefaults:
-    beam: int
-    lenpen: float
-    compound_split: bool = False
-
-
-# IWSLT14: the paper's Appendix A; WMT14: fairseq's scaling_nmt recipe; the rest: plain beam search.
-DATASET_DEFAULTS = {
-    "iwslt14": DecodingDefaults(5, 1.2),
-    "wmt14": DecodingDefaults(4, 0.6, compound_split=True),
-    "multi30k": DecodingDefaults(5, 1.0),
-    "synthetic": DecodingDefaults(5, 1.0),
-    "custom": DecodingDefaults(5, 1.0),
-}
 # Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
 NO_DETOKENIZER = {"synthetic"}
 
@@ -78,7 +64,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None)
         except CheckpointError as error:
             raise EvaluationError(str(error)) from None
         return averaged, f"average of {', '.join(p.name for p in chosen)}"
-    named = {"best": checkpoints / "checkpoint_best.pt", "last": checkpoints / "checkpoint_last.pt"}
+    named = {which: named_checkpoint(run_dir, which) for which in CHECKPOINT_NAMES}
     path = named.get(checkpoint, Path(checkpoint))
     if not path.is_file():
         raise EvaluationError(f"checkpoint {checkpoint}: {path} does not exist (use best, last or a .pt path)")
@@ -116,9 +102,9 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
     if not (data / f"{split}.{source}-{target}.{source}.idx").is_file():
         raise EvaluationError(f"split {split!r} is not prepared in {data} (no {split}.{source}-{target}.{source}.idx)")
     path, described = resolve_checkpoint(run_dir, checkpoint, average_last)
-    defaults = DATASET_DEFAULTS[config.data.dataset]
-    beam = beam or defaults.beam
-    lenpen = lenpen if lenpen is not None else defaults.lenpen
+    decoding = config.eval.bleu  # the run's own decoding settings: validation and test BLEU decode alike
+    beam = beam or decoding.beam
+    lenpen = lenpen if lenpen is not None else decoding.lenpen
     generation = generate(
         data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
         batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
@@ -127,14 +113,14 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
     )  # fmt: skip
     scores = score(generation.hypotheses, generation.references,
                    target_lang=None if config.data.dataset in NO_DETOKENIZER else target,
-                   compound_split=defaults.compound_split)  # fmt: skip
+                   compound_split=decoding.compound_split)  # fmt: skip
     result = {
         "split": split,
         "checkpoint": described,
         "beam": beam,
         "lenpen": lenpen,
         **asdict(scores),
-        "compound_split": defaults.compound_split,
+        "compound_split": decoding.compound_split,
         "sentences": len(generation.hypotheses),
     }
     out = run_dir / "eval"

@@ -86,7 +86,7 @@ def _describe(label: str, group: list[Arm]) -> str:
     return f"{label}: valid loss {_final_loss(group):.2f}, best BLEU {_bleu(group):.1f}{seeds}"
 
 
-def _verdict(ok: bool) -> str:
+def verdict(ok: bool) -> str:
     return "holds" if ok else "does not hold"
 
 
@@ -110,7 +110,7 @@ def postln_adam_needs_warmup(arms: list[Arm]) -> Verdict:
         held = ", ".join(f"{lr:g}" for lr, ok in zip(lrs, oks) if ok)
         missed = ", ".join(f"{lr:g}" for lr, ok in zip(lrs, oks) if not ok)
         return Verdict("<br>".join(lines), f"partly: holds at lr {held}, not at lr {missed}")
-    return Verdict("<br>".join(lines), _verdict(all(oks)))
+    return Verdict("<br>".join(lines), verdict(all(oks)))
 
 
 def short_warmup_large_lr(arms: list[Arm]) -> Verdict:
@@ -124,7 +124,7 @@ def short_warmup_large_lr(arms: list[Arm]) -> Verdict:
     if not small or not large:
         return NOT_MEASURED
     measured = f"{short} warm-up: {_describe(f'lr {lrs[0]:g}', small)}; {_describe(f'lr {lrs[-1]:g}', large)}"
-    return Verdict(measured, _verdict(_final_loss(large) > _final_loss(small) + MARGIN_BITS))
+    return Verdict(measured, verdict(_final_loss(large) > _final_loss(small) + MARGIN_BITS))
 
 
 def postln_sgd_needs_warmup(arms: list[Arm]) -> Verdict:
@@ -134,7 +134,7 @@ def postln_sgd_needs_warmup(arms: list[Arm]) -> Verdict:
         return NOT_MEASURED
     with_ = _pick(arms, layout="post", optimizer="sgd", warmup=warmups[-1])
     measured = f"{_describe('no warm-up', without)}; {_describe(f'{warmups[-1]} warm-up', with_)}"
-    return Verdict(measured, _verdict(_final_loss(without) > _final_loss(with_) + MARGIN_BITS))
+    return Verdict(measured, verdict(_final_loss(without) > _final_loss(with_) + MARGIN_BITS))
 
 
 def _best_postln_with_warmup(arms: list[Arm]) -> list[Arm]:
@@ -154,7 +154,7 @@ def preln_without_warmup_matches(arms: list[Arm]) -> Verdict:
     pre = [a for a in pre if a.lr == pre_lr]
     measured = (f"{_describe(f'Pre-LN no warm-up lr {pre_lr:g}', pre)}; "
                 f"{_describe(f'best Post-LN with warm-up ({post[0].warmup} updates, lr {post[0].lr:g})', post)}")  # fmt: skip
-    return Verdict(measured, _verdict(_final_loss(pre) <= _final_loss(post) + MARGIN_BITS))
+    return Verdict(measured, verdict(_final_loss(pre) <= _final_loss(post) + MARGIN_BITS))
 
 
 def preln_converges_faster(arms: list[Arm]) -> Verdict:
@@ -169,7 +169,7 @@ def preln_converges_faster(arms: list[Arm]) -> Verdict:
         return Verdict(f"Pre-LN never reached Post-LN's final valid loss {target:.2f}", "does not hold")
     epoch = max(e for e in reached if e is not None)
     measured = f"Pre-LN reaches Post-LN-with-warm-up's final valid loss ({target:.2f}, epoch {last_epoch}) at epoch {epoch}"
-    return Verdict(measured, _verdict(epoch < last_epoch))
+    return Verdict(measured, verdict(epoch < last_epoch))
 
 
 def layout_matters_more_than_optimizer(arms: list[Arm]) -> Verdict:
@@ -184,7 +184,7 @@ def layout_matters_more_than_optimizer(arms: list[Arm]) -> Verdict:
     layout_gap = abs(_final_loss(post) - _final_loss(adam))
     measured = (f"Pre-LN Adam vs RAdam: {optimizer_gap:.2f} bits apart; Post-LN vs Pre-LN (Adam, no warm-up): "
                 f"{layout_gap:.2f} bits apart")  # fmt: skip
-    return Verdict(measured, _verdict(optimizer_gap < layout_gap))
+    return Verdict(measured, verdict(optimizer_gap < layout_gap))
 
 
 TRAINING_CHECKS: dict[str, Callable[[list[Arm]], Verdict]] = {

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from prelnx.report.claims import NOT_MEASURED, Verdict, _verdict
+from prelnx.report.claims import NOT_MEASURED, Verdict, verdict
 
 FLAT_BAND = (0.75, 1.33)  # a ratio deepest/shallowest inside this band counts as "flat in depth"
 
@@ -28,7 +28,7 @@ def postln_last_layer_flat_in_depth(summary: dict[str, Any]) -> Verdict:
         return NOT_MEASURED
     ratio = summary["last_layer_w2_falls_with_depth"]["post"]
     measured = f"{_by_depth(summary, 'post')} (deepest/shallowest {ratio:.2f})"
-    return Verdict(measured, _verdict(FLAT_BAND[0] <= ratio <= FLAT_BAND[1]))
+    return Verdict(measured, verdict(FLAT_BAND[0] <= ratio <= FLAT_BAND[1]))
 
 
 def preln_last_layer_falls_with_depth(summary: dict[str, Any]) -> Verdict:
@@ -39,7 +39,7 @@ def preln_last_layer_falls_with_depth(summary: dict[str, Any]) -> Verdict:
     expected = (shallow / deep) ** 0.5
     measured = (f"{_by_depth(summary, 'pre')} (deepest/shallowest {ratio:.2f}; "
                 f"1/sqrt(L) predicts {expected:.2f})")  # fmt: skip
-    return Verdict(measured, _verdict(ratio < FLAT_BAND[0]))
+    return Verdict(measured, verdict(ratio < FLAT_BAND[0]))
 
 
 def postln_grows_with_layer(summary: dict[str, Any]) -> Verdict:
@@ -50,7 +50,7 @@ def postln_grows_with_layer(summary: dict[str, Any]) -> Verdict:
     post_e, pre_e = growth["post"]["encoder"]["W2"], growth["pre"]["encoder"]["W2"]
     measured = (f"last/first layer W2 at depth {summary['growth_depth']}: Post-LN decoder {post:.2f}, encoder "
                 f"{post_e:.2f}; Pre-LN decoder {pre:.2f}, encoder {pre_e:.2f}")  # fmt: skip
-    return Verdict(measured, _verdict(post > 1.2 and post > pre and FLAT_BAND[0] <= pre <= FLAT_BAND[1] * 1.2))
+    return Verdict(measured, verdict(post > 1.2 and post > pre and FLAT_BAND[0] <= pre <= FLAT_BAND[1] * 1.2))
 
 
 GRADIENT_CHECKS: dict[str, Callable[[dict[str, Any]], Verdict]] = {

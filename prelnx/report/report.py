@@ -46,6 +46,14 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
     return lines
 
 
+def report_path(sweep_dir: Path, out: Path | None, name: str | None) -> Path:
+    """`--out FOLDER --name NAME` -> FOLDER/NAME.md; the sweep dir's own report is report.md, elsewhere the
+    file is named after the sweep (docs/results/cpu_multi30k.md)."""
+    folder = out or sweep_dir
+    stem = name or ("report" if folder.resolve() == sweep_dir.resolve() else sweep_dir.resolve().name)
+    return folder / f"{stem}.md"
+
+
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None) -> Path:
     """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it."""
     if not (sweep_dir / "sweep.json").is_file():

@@ -15,31 +15,53 @@ from prelnx.run.plan import PLUGIN_DIR, ensure_data, fairseq_argv
 def load_plugin() -> None:
     """Import the plugin the way fairseq's --user-dir does, so its parts are registered exactly once.
 
-    Also silences the deprecation notices fairseq 0.12's in-process config conversion triggers in Hydra
-    (`hydra.experimental.initialize`, `version_base`): they are about fairseq's code, not the user's.
+    Also silences the notices fairseq 0.12 triggers when used in process (Hydra's deprecations in its config
+    conversion, torch's pin_memory note on CPU): they are about fairseq's code, not the user's.
     """
     import warnings
     from argparse import Namespace
 
     warnings.filterwarnings("ignore", module=r"hydra\.")
-    warnings.filterwarnings("ignore", message=r".*(hydra|version_base).*")
+    warnings.filterwarnings("ignore", message=r".*(hydra|version_base|ConfigStore schema).*")
+    warnings.filterwarnings("ignore", message=r".*'pin_memory' argument is set as true.*")  # fairseq's loader on CPU
 
-    from fairseq import utils
+    from prelnx.quiet import kept_logging
+
+    with kept_logging():
+        from fairseq import utils
 
     utils.import_user_module(Namespace(user_dir=str(PLUGIN_DIR)))
 
 
 def build_task_and_model(config: Config, save_dir: Path = Path("unused-checkpoints")) -> tuple[Any, Any, Any]:
     """(fairseq cfg, task, model) for the config, on CPU, at initialisation (seeded with train.seed)."""
-    from fairseq import options, tasks, utils
+    from fairseq import tasks
+
+    cfg = training_cfg(config, save_dir)
+    task = tasks.setup_task(cfg.task)
+    return cfg, task, build_model(task, cfg)
+
+
+def training_cfg(config: Config, save_dir: Path = Path("unused-checkpoints")) -> Any:
+    """fairseq's training cfg for the config: the argv of `prelnx train` (on CPU), parsed by fairseq in this process.
+
+    The cfg `build_task_and_model` builds from, for callers that set up the task once and build many models from it.
+    """
+    from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     load_plugin()
     data = ensure_data(config)
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, fairseq_argv(config, data, save_dir, cuda=False))
-    cfg = convert_namespace_to_omegaconf(args)
-    utils.set_torch_seed(cfg.common.seed)
-    task = tasks.setup_task(cfg.task)
-    model = task.build_model(cfg.model)
-    return cfg, task, model
+    args = options.parse_args_and_arch(options.get_training_parser(), fairseq_argv(config, data, save_dir, cuda=False))
+    return convert_namespace_to_omegaconf(args)
+
+
+def build_model(task: Any, cfg: Any, seed: int | None = None) -> Any:
+    """A model of `cfg` for an already set-up task, at initialisation, as `build_task_and_model` builds it.
+
+    Seeded with `seed` (None: the cfg's own seed, train.seed), then `task.build_model`.
+    """
+    from fairseq import utils
+
+    utils.set_torch_seed(cfg.common.seed if seed is None else seed)
+    return task.build_model(cfg.model)

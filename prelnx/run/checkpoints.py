@@ -85,6 +85,14 @@ def checkpoint_info(path: Path) -> CheckpointInfo:
     return CheckpointInfo(path, epoch, update)
 
 
+CHECKPOINT_NAMES = {"best": "checkpoint_best.pt", "last": "checkpoint_last.pt"}
+
+
+def named_checkpoint(run_dir: Path, which: str) -> Path:
+    """`best` / `last` of a run dir -> its checkpoint file (what --checkpoint means in evaluate and grads)."""
+    return run_dir / "checkpoints" / CHECKPOINT_NAMES[which]
+
+
 def epoch_checkpoints(checkpoint_dir: Path) -> list[Path]:
     """checkpoint<E>.pt files, oldest epoch first."""
     found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("checkpoint*.pt")

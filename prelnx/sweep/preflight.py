@@ -43,6 +43,21 @@ def warnings(points: list[SweepPoint]) -> list[str]:
     return _grouped(found)
 
 
+def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ignore[no-untyped-def]
+    """Generate the synthetic task once, before the runs start side by side (not once per run, racing)."""
+    from prelnx.run.plan import data_dir, ensure_data
+
+    done: set[str] = set()
+    for point in points:
+        if point.config.data.dataset != "synthetic" or str(data_dir(point.config)) in done:
+            continue
+        folder = data_dir(point.config)
+        if not (folder / "manifest.json").is_file():
+            echo(f"generating the synthetic task into {folder}")
+        ensure_data(point.config)
+        done.add(str(folder))
+
+
 def check_points(points: list[SweepPoint]) -> None:
     """ConfigError listing every data problem of the sweep; nothing is created."""
     problems = data_problems(points)

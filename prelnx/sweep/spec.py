@@ -17,15 +17,14 @@ Every point is validated as a full training config before anything runs.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from prelnx.config.load import ConfigError, find_config, load_config
+from prelnx.config.load import ConfigError, default_run_name, find_config, load_config
+from prelnx.config.overrides import OverrideError, parse_grid, parse_set
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 
@@ -95,20 +94,36 @@ def load_spec(path: Path) -> SweepSpec:
 
 
 def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
-    """`--grid KEY=V1,V2 --set KEY=V` on a training config."""
-    parsed: dict[str, list[Any]] = {}
-    for text in grid:
-        key, sep, raw = text.partition("=")
-        if not sep or not raw:
-            raise ConfigError(f"--grid {text}: expected KEY=V1,V2,..., e.g. --grid optimizer.lr=5e-4,1e-3")
-        parsed[key.strip()] = [yaml.safe_load(v) for v in raw.split(",")]
-    overrides: dict[str, Any] = {}
-    for text in fixed:
-        key, sep, raw = text.partition("=")
-        if not sep:
-            raise ConfigError(f"--set {text}: expected KEY=VALUE")
-        overrides[key.strip()] = yaml.safe_load(raw)
-    return SweepSpec(name=name or base.stem, base=base, fixed=overrides, grids=[parsed] if parsed else [{}])
+    """`--grid KEY=V1,V2 --set KEY=V` on a training config (overrides.py: the values' syntax).
+
+    The sweep is named like a training of that config (its path under configs/), plus `-grid`, so that
+    sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never share a folder, nor with the trainings themselves.
+    """
+    try:
+        parsed = dict(parse_grid(text) for text in grid)
+        overrides = dict(parse_set(text) for text in fixed)
+    except OverrideError as error:
+        raise ConfigError(str(error)) from None
+    return SweepSpec(name=name or f"{default_run_name(base)}-grid", base=base, fixed=overrides,
+                     grids=[parsed] if parsed else [{}])  # fmt: skip
+
+
+def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
+    """The sweep `prelnx sweep --config PATH [--grid ...] [--set ...] [--name ...]` runs.
+
+    PATH is a sweep spec (it has `grid:`) or a training config; --grid values are crossed with every grid of
+    the spec, --set applies to every point.
+    """
+    if not is_sweep_file(path):
+        return spec_from_command_line(path, grid, fixed, name)
+    spec = load_spec(path)
+    extra = spec_from_command_line(path, grid, fixed, name)
+    spec.fixed.update(extra.fixed)
+    if grid:
+        spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
+    if name:
+        spec.name = name
+    return spec
 
 
 def _axes(grid: dict[str, list[Any]], zipped: list[list[str]]) -> list[list[dict[str, Any]]]:
@@ -188,9 +203,10 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     configs: list[Config] = []
     problems: list[str] = []
     for overrides in assignments:
-        texts = [f"{key}={json.dumps(value)}" for key, value in {**spec.fixed, **overrides}.items()]
+        values = {key: (value, f"sweep {spec.name}: set") for key, value in spec.fixed.items()}
+        values.update({key: (value, f"sweep {spec.name}: grid") for key, value in overrides.items()})
         try:
-            configs.append(load_config(spec.base, texts)[0])
+            configs.append(load_config(spec.base, values=values)[0])
         except ConfigError as error:
             problems.append(f"run {overrides}: {error}")
     if problems:

@@ -23,6 +23,7 @@ from prelnx.run.checkpoints import checkpoint_info
 from prelnx.run.metrics import read_metrics
 from prelnx.run.plan import ensure_data
 from prelnx.run.runner import train
+from tests.helpers import processes_mentioning
 
 pytestmark = pytest.mark.slow
 QUIET = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
@@ -35,17 +36,6 @@ def prelnx(*args: str, **kwargs) -> subprocess.CompletedProcess:
 def start_prelnx(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "prelnx.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
-
-
-def processes_mentioning(text: str) -> list[int]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text in cmdline.read_bytes().decode(errors="replace"):
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 def wait_for(condition, what: str, timeout: float = 180.0) -> None:

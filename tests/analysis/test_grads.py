@@ -19,7 +19,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from prelnx.analysis.grads import CSV_COLUMNS, ModelSpec, _Worker, model_variant, read_grads_csv
+from prelnx.analysis.grads import CSV_COLUMNS, ModelSpec, Worker, model_variant, read_grads_csv
 from prelnx.commands.grads import grads_command
 from prelnx.config.load import load_config
 from prelnx.run.build import build_task_and_model
@@ -149,7 +149,7 @@ def test_a_row_is_what_a_plain_fairseq_training_step_computes(study, small_confi
 
 def test_every_model_of_a_seed_sees_the_same_batches(small_config):
     config, _ = load_config(small_config)
-    first, second = _Worker(config, 2, TOKENS), _Worker(config, 2, TOKENS)
+    first, second = Worker(config, 2, TOKENS), Worker(config, 2, TOKENS)
     post_model, pre_model = first.fresh_model(ModelSpec("post", 2, 1)), second.fresh_model(ModelSpec("pre", 6, 1))
     post = first.seed_batches(1, first.fairseq_cfg("post", 2, 1), post_model)
     pre = second.seed_batches(1, second.fairseq_cfg("pre", 6, 1), pre_model)

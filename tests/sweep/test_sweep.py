@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prelnx.sweep.run import run_sweep
+from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
 from prelnx.plots.curves import plot
 from prelnx.report.report import write_report

@@ -11,12 +11,14 @@ import yaml
 from prelnx.atomic import write_text_atomic
 from prelnx.run.lock import held
 from prelnx.run.runner import runs_subdir
-from prelnx.sweep.preflight import check_points, warnings
+from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
 from prelnx.sweep.executors import RUNNING_ELSEWHERE, run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
 
 EXECUTORS = ("local", "slurm", "submitit-local")
+# TensorBoard's custom-scalars page (the runs' layout: Figures 2 and 4), unsmoothed: 8 epochs need no smoothing.
+TENSORBOARD_URL = "http://localhost:6006/#custom_scalars&_smoothingWeight=0"
 
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
@@ -28,6 +30,13 @@ def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
     """Two sweeps on one folder rewrite its summary one at a time."""
     with held(sweep_dir / ".summary.lock"):
         return summarize(sweep_dir)
+
+
+def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> list[str]:
+    """What `prelnx sweep --dry-run` prints: the folder and each run with its overrides."""
+    lines = [f"sweep {spec.name}: {len(points)} runs -> {sweep_dir}"]
+    lines += [f"  {p.name}: " + ", ".join(f"{k}={v}" for k, v in p.overrides.items()) for p in points]
+    return lines
 
 
 def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
@@ -55,6 +64,7 @@ def run_sweep(
     for warning in warnings(points):
         echo(f"warning: {warning}")
     save_spec(sweep_dir, spec, points)
+    prepare_generated_data(points, echo)
     echo(f"sweep {spec.name}: {len(points)} runs in {sweep_dir} ({executor}, {jobs} at a time)")
 
     def on_done(point: SweepPoint, status: str) -> None:
@@ -94,4 +104,5 @@ def _report(sweep_dir: Path, echo: Callable[[str], None]) -> None:
              f"try `prelnx report {sweep_dir} --out {sweep_dir / 'report.md'}`")  # fmt: skip
         return
     echo(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
-    echo(f"curves: tensorboard --logdir {sweep_dir}   then open http://localhost:6006/#custom_scalars")
+    echo(f"curves: tensorboard --logdir {sweep_dir}   then open {TENSORBOARD_URL}")
+    echo('        (every run on one chart; untick "Ignore outliers in chart scaling" once: TensorBoard remembers it)')

@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from prelnx.config.load import load_config
 from prelnx.run.metrics import read_metrics
 from prelnx.run.runner import RunConflict, train
-from test_faults import processes_mentioning
+from tests.helpers import processes_mentioning
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,147 @@
+"""What the gradient study measures: its grid of layouts x depths x seeds, the models in it, and their results."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prelnx.config.schema import Config, check_values
+
+LAYOUTS = ("post", "pre", "deepnorm")  # the schema's model.layout values; the paper compares post and pre
+WEIGHTS = {"W1": "fc1", "W2": "fc2"}  # the paper's names -> fairseq's FFN modules
+
+# --quick: the picture in about a minute on 2 cores (fewer seeds and depths, smaller batches).
+QUICK = {"seeds": 3, "depths": (6, 10, 14), "max_tokens": 1024, "batches": 1}
+
+
+class GradsError(ValueError):
+    """Bad input to the gradient study; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model to measure: a layout, a depth (encoder and decoder layers) and a seed (init, batches, dropout)."""
+
+    layout: str
+    depth: int
+    seed: int
+    checkpoint: str | None = None  # a trained model instead of a fresh one; layout and depth are then its own
+
+    def label(self) -> str:
+        what = f"checkpoint ({self.layout}, {self.depth}-{self.depth})" if self.checkpoint else f"{self.layout} {self.depth}-{self.depth}"
+        return f"{what} seed {self.seed}"
+
+
+@dataclass
+class ModelResult:
+    spec: ModelSpec
+    norms: dict[tuple[str, int, str], float]  # (side, layer, weight) -> mean Frobenius norm over the batches
+    tokens: int  # target tokens seen, over all batches
+    build_s: float  # building (or loading) the model and its fairseq cfg
+    data_s: float  # loading the dataset and collating this seed's batches (0 when cached)
+    fwdbwd_s: float  # criterion forward + backward, summed over the batches
+    total_s: float  # the whole job in the worker
+
+
+@dataclass
+class GradStudy:
+    """What to measure: the base config, and the grid of layouts, depths and seeds."""
+
+    config: Config
+    layouts: tuple[str, ...] = ("post", "pre")
+    depths: tuple[int, ...] = (6, 8, 10, 12, 14)
+    seeds: tuple[int, ...] = tuple(range(1, 11))
+    batches: int = 1
+    max_tokens: int | None = None  # None: the config's train.max_tokens
+    checkpoint: Path | None = None
+    workers: int | None = None  # None: one per core (at most one per model)
+    threads: int | None = None  # torch threads per worker; None: cores // workers
+
+    @classmethod
+    def from_options(
+        cls,
+        config: Config,
+        *,
+        layouts: tuple[str, ...] | None = None,
+        depths: tuple[int, ...] | None = None,
+        seeds: tuple[int, ...] | None = None,
+        batches: int | None = None,
+        max_tokens: int | None = None,
+        checkpoint: Path | None = None,
+        workers: int | None = None,
+        threads: int | None = None,
+        quick: bool = False,
+    ) -> GradStudy:
+        """The study of `prelnx grads`' options: None takes the default, or with `quick` the QUICK preset's value.
+
+        Explicit options win over the preset.
+        """
+        defaults: dict[str, Any] = {"layouts": cls.layouts, "depths": cls.depths, "seeds": cls.seeds,
+                                    "batches": cls.batches, "max_tokens": cls.max_tokens}  # fmt: skip
+        if quick:
+            defaults.update(depths=QUICK["depths"], seeds=tuple(range(1, QUICK["seeds"] + 1)), batches=QUICK["batches"],
+                            max_tokens=QUICK["max_tokens"])  # fmt: skip
+        given = {"layouts": layouts, "depths": depths, "seeds": seeds, "batches": batches, "max_tokens": max_tokens}
+        chosen = {key: defaults[key] if value is None else value for key, value in given.items()}
+        return cls(config, **chosen, checkpoint=checkpoint, workers=workers, threads=threads)
+
+    def tokens_per_batch(self) -> int:
+        return self.max_tokens or self.config.train.max_tokens
+
+
+@dataclass
+class StudyOutcome:
+    rows: list[dict[str, Any]]
+    checkpoint_rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    files: list[Path] = field(default_factory=list)
+
+
+def check_study(study: GradStudy) -> None:
+    if not study.layouts or any(layout not in LAYOUTS for layout in study.layouts):
+        raise GradsError(f"layouts: allowed {', '.join(LAYOUTS)}; got {list(study.layouts)}")
+    if not study.depths or any(depth < 1 for depth in study.depths):
+        raise GradsError(f"depths: every depth must be >= 1, got {list(study.depths)}")
+    if not study.seeds:
+        raise GradsError("seeds: need at least one seed")
+    for name in ("batches", "max_tokens", "workers", "threads"):
+        value = getattr(study, name)
+        if value is not None and value < 1:
+            raise GradsError(f"--{name.replace('_', '-')}: must be >= 1, got {value}")
+    if study.checkpoint is not None and not Path(study.checkpoint).is_file():
+        raise GradsError(f"--checkpoint: {study.checkpoint}: no such file")
+    if study.checkpoint is not None:
+        from prelnx.run.checkpoints import load_checkpoint
+
+        try:
+            load_checkpoint(Path(study.checkpoint), mmap=True)  # refused or damaged: one message, nothing runs
+        except ValueError as error:
+            raise GradsError(f"--checkpoint: {error}") from None
+    problems = {
+        f"layout {layout}: {key}: {message}"
+        for layout in study.layouts
+        for key, message in check_values(model_variant(study.config, layout, max(study.depths), study.seeds[0]))
+    }  # e.g. a config's norm that one of the layouts refuses
+    if problems:
+        raise GradsError("these layouts do not fit the config: " + "; ".join(sorted(problems)))
+
+
+def model_variant(config: Config, layout: str, depth: int, seed: int) -> Config:
+    """The config with this layout, depth (encoder and decoder layers) and seed; the rest unchanged."""
+    variant = copy.deepcopy(config)
+    variant.model.layout = layout
+    variant.model.encoder_layers = depth
+    variant.model.decoder_layers = depth
+    variant.train.seed = seed
+    return variant
+
+
+def plan_models(study: GradStudy, checkpoint: tuple[str, int] | None) -> list[ModelSpec]:
+    """Every model to measure, the most expensive first (so the pool ends with small jobs and no idle core)."""
+    specs = [ModelSpec(layout, depth, seed) for depth in study.depths for layout in study.layouts for seed in study.seeds]
+    if checkpoint is not None:
+        layout, depth = checkpoint
+        specs += [ModelSpec(layout, depth, seed, str(study.checkpoint)) for seed in study.seeds]
+    return sorted(specs, key=lambda spec: -spec.depth)

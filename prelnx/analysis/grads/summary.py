@@ -1,0 +1,151 @@
+"""The gradient study's numbers: grads.csv rows, mean and std over seeds, the JSON summary, and the closing table.
+
+The paper's Figure-3 numbers printed beside ours are read from prelnx/report/paper.yaml (`figure3`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from prelnx.analysis.grads.study import LAYOUTS, WEIGHTS, ModelResult
+
+CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm")
+
+
+def paper_figure3() -> dict[str, Any]:
+    """Figure 3 of the paper as read off its plots (prelnx/report/paper.yaml, `figure3`): text per layout."""
+    return yaml.safe_load(resources.files("prelnx.report").joinpath("paper.yaml").read_text())["figure3"]
+
+
+def result_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
+    rows = [
+        {"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side, "layer": layer,
+         "weight": weight, "grad_norm": norm}
+        for r in results
+        for (side, layer, weight), norm in r.norms.items()
+    ]  # fmt: skip
+    order = {"encoder": 0, "decoder": 1}
+    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"], row["weight"]))
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, "grad_norm": f"{row['grad_norm']:.6g}"})
+    return buffer.getvalue()
+
+
+def read_grads_csv(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="") as handle:
+        return [
+            {**row, "depth": int(row["depth"]), "seed": int(row["seed"]), "layer": int(row["layer"]),
+             "grad_norm": float(row["grad_norm"])}
+            for row in csv.DictReader(handle)
+        ]  # fmt: skip
+
+
+def _mean_std(values: list[float]) -> dict[str, float]:
+    """Mean and sample standard deviation (0 for a single seed) over seeds."""
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+
+
+def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int, str], dict[str, float]]:
+    """(layout, depth, side, layer, weight) -> mean/std/n over seeds."""
+    groups: dict[tuple[str, int, str, int, str], list[float]] = {}
+    for row in rows:
+        groups.setdefault((row["layout"], row["depth"], row["side"], row["layer"], row["weight"]), []).append(row["grad_norm"])
+    return {key: _mean_std(values) for key, values in sorted(groups.items())}
+
+
+def bars_depth(depths: Iterable[int]) -> int:
+    """The depth shown per layer in Figure 3 (a)(b): 6 as in the paper when measured, else the shallowest."""
+    depths = sorted(set(depths))
+    return 6 if 6 in depths else depths[0]
+
+
+def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON summary: per-layer mean/std over seeds, the last-layer W2 per depth, the growth across layers."""
+    stats = per_layer_stats(rows)
+    depths = sorted({row["depth"] for row in rows})
+    layouts = [layout for layout in LAYOUTS if any(row["layout"] == layout for row in rows)]
+    last_w2 = {
+        layout: {str(depth): stats[(layout, depth, "decoder", depth, "W2")] for depth in depths}
+        for layout in layouts
+    }  # fmt: skip
+    shown = bars_depth(depths)
+    growth = {
+        layout: {
+            side: {weight: stats[(layout, shown, side, shown, weight)]["mean"] / stats[(layout, shown, side, 1, weight)]["mean"]
+                   for weight in WEIGHTS}
+            for side in ("encoder", "decoder")
+        }
+        for layout in layouts
+    }  # fmt: skip
+    summary: dict[str, Any] = {
+        "layouts": layouts,
+        "depths": depths,
+        "seeds": sorted({row["seed"] for row in rows}),
+        "last_layer_w2": last_w2,
+        "last_layer_w2_falls_with_depth": {
+            layout: last_w2[layout][str(depths[-1])]["mean"] / last_w2[layout][str(depths[0])]["mean"] for layout in layouts
+        },
+        "growth_depth": shown,
+        "growth_last_over_first_layer": growth,
+        "per_layer": [
+            {"layout": layout, "depth": depth, "side": side, "layer": layer, "weight": weight, **values}
+            for (layout, depth, side, layer, weight), values in stats.items()
+        ],
+        "paper": paper_figure3(),
+    }
+    if checkpoint_rows:
+        summary["checkpoint"] = [
+            {"layout": layout, "depth": depth, "side": side, "layer": layer, "weight": weight, **values}
+            for (layout, depth, side, layer, weight), values in per_layer_stats(checkpoint_rows).items()
+        ]
+    return summary
+
+
+def timing_summary(results: list[ModelResult], wall_s: float, workers: int, threads: int) -> dict[str, Any]:
+    """Where the time went. The cost ratio is the machine time (wall x workers) over the time spent in fwd+bwd."""
+    fwdbwd = sum(r.fwdbwd_s for r in results)
+    return {
+        "wall_s": wall_s,
+        "fwdbwd_sum_s": fwdbwd,
+        "build_sum_s": sum(r.build_s for r in results),
+        "data_sum_s": sum(r.data_s for r in results),
+        "workers": workers,
+        "threads_per_worker": threads,
+        "models": len(results),
+        "cost_ratio": wall_s * workers / fwdbwd if fwdbwd else math.inf,
+        "wall_over_fwdbwd_sum": wall_s / fwdbwd if fwdbwd else math.inf,
+    }
+
+
+def report_lines(summary: dict[str, Any]) -> list[str]:
+    """The closing table: our numbers beside the paper's."""
+    paper = paper_figure3()
+    lines = ["last-layer (decoder) W2 gradient norm, mean +- std over seeds:"]
+    for layout, by_depth in summary["last_layer_w2"].items():
+        cells = "  ".join(f"{depth}: {v['mean']:.3f}+-{v['std']:.3f}" for depth, v in by_depth.items())
+        lines.append(f"  {layout:4s} {cells}   (paper: {paper['last_layer_w2'][layout]})")
+    lines.append(f"last layer / first layer, at depth {summary['growth_depth']}:")
+    for layout, sides in summary["growth_last_over_first_layer"].items():
+        cells = "  ".join(f"{side} W1 {v['W1']:.2f} W2 {v['W2']:.2f}" for side, v in sides.items())
+        lines.append(f"  {layout:4s} {cells}   (paper: {paper['per_layer'][layout]})")
+    t = summary["timing"]
+    lines.append(
+        f"time: wall {t['wall_s']:.1f} s, forward+backward {t['fwdbwd_sum_s']:.1f} s summed over {t['models']} models "
+        f"({t['workers']} worker(s) x {t['threads_per_worker']} thread(s)); cost ratio wall x workers / fwd+bwd = "
+        f"{t['cost_ratio']:.2f} (build {t['build_sum_s']:.1f} s, data {t['data_sum_s']:.1f} s summed)"
+    )
+    return lines

@@ -1,0 +1,45 @@
+"""The options several commands share, defined once so that a word means the same thing in every command.
+
+- `--config/-c`: a YAML config, a path or a name under configs/.
+- `--set`: KEY=VALUE override of a config key (syntax: `prelnx/config/overrides.py`).
+- `--out/-o`: the folder a command writes into (train's is `--run-dir`: the run's own folder).
+- `--jobs/-j`: how many processes work at once (`--workers` is kept as an alias).
+- `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
+Flags show no value placeholder in --help (`metavar=""`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+
+def config(help: str = "A YAML config: a path, or a name under configs/ (e.g. iwslt_preln.yaml).") -> Any:
+    return typer.Option("--config", "-c", help=help)
+
+
+def sets(help: str = "Override a config key, e.g. --set optimizer.lr=1e-3 or --set 'optimizer.betas=[0.9,0.98]' "
+                     "(repeatable; the value is YAML).") -> Any:  # fmt: skip
+    return typer.Option("--set", help=help)
+
+
+def out(help: str) -> Any:
+    return typer.Option("--out", "-o", help=help)
+
+
+def jobs(help: str) -> Any:
+    return typer.Option("--jobs", "-j", "--workers", min=1, help=help)
+
+
+def dry_run(help: str = "Show what would be done; do nothing.") -> Any:
+    return typer.Option("--dry-run", metavar="", help=help)
+
+
+def force(help: str) -> Any:
+    return typer.Option("--force", metavar="", help=help)
+
+
+def flag(name: str, help: str) -> Any:
+    """Any other on/off option."""
+    return typer.Option(name, metavar="", help=help)

@@ -1,0 +1,26 @@
+"""fairseq imported inside prelnx's own process leaves the process's logging as it found it.
+
+`import fairseq` (0.12) sets the root logger to DEBUG with a stderr handler, and `fairseq_cli.preprocess` calls
+`logging.basicConfig` at import: every later DEBUG line of any library (matplotlib's font search, say) would then
+reach the terminal. prelnx imports fairseq in process to binarize, build models and average checkpoints; each
+of those does it inside `kept_logging()`, which restores the root logger's level and handlers afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import Iterator
+
+
+@contextmanager
+def kept_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)

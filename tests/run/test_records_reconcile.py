@@ -1,0 +1,114 @@
+"""records, reconcile, status, lock, datacheck: fast unit tests (no training)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prelnx.run.datacheck import DataDamaged, check_binarized, check_split, sentence_count
+from prelnx.run.lock import RunLock, RunLocked, is_locked
+from prelnx.run.reconcile import reconcile_rows, rows_from_log
+from prelnx.run.records import EpochRows, is_bad_loss, parse_record
+from prelnx.run.status import EXIT_CODES, read_status, write_status
+
+
+def record(kind: str, **values) -> str:
+    return f"2026-01-01 00:00:00 | INFO | {kind} | {json.dumps({k: str(v) for k, v in values.items()})}"
+
+
+# records.py -------------------------------------------------------------------------------------------------------
+def test_records_are_parsed_with_numbers_as_floats():
+    kind, values = parse_record(record("valid", epoch=1, valid_loss=3.5, valid_num_updates=10))
+    assert kind == "valid" and values == {"epoch": 1.0, "valid_loss": 3.5, "valid_num_updates": 10.0}
+    assert parse_record("| INFO | fairseq | not a record") is None
+    assert is_bad_loss(float("nan"), None) and is_bad_loss(12.0, 10.0) and not is_bad_loss(9.0, 10.0)
+
+
+def test_an_epoch_row_joins_valid_and_train_summaries():
+    rows = EpochRows()
+    assert rows.add("train_inner", {"num_updates": 5.0, "lr": 0.1}) is None
+    assert rows.add("valid", {"epoch": 1.0, "valid_loss": 3.0, "valid_num_updates": 8.0}) is None
+    row = rows.add("train", {"epoch": 1.0, "train_loss": 4.0, "train_num_updates": 8.0, "train_lr": 0.1})
+    assert row["epoch"] == 1 and row["num_updates"] == 8 and row["valid_loss"] == 3.0 and row["train_loss"] == 4.0
+
+
+# reconcile.py -----------------------------------------------------------------------------------------------------
+def test_rows_from_the_log_keep_the_latest_attempt_of_an_epoch(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([
+        record("valid", epoch=1, valid_loss=5.0, valid_num_updates=4), record("train", epoch=1, train_loss=6.0, train_num_updates=4),
+        record("valid", epoch=2, valid_loss=4.5, valid_num_updates=8),  # killed before the train summary
+        "prelnx: resuming fairseq",
+        record("valid", epoch=2, valid_loss=4.0, valid_num_updates=8), record("train", epoch=2, train_loss=5.0, train_num_updates=8),
+    ]) + "\n")  # fmt: skip
+    rows = rows_from_log(log)
+    assert [(r["epoch"], r["valid_loss"], r["train_loss"]) for r in rows] == [(1, 5.0, 6.0), (2, 4.0, 5.0)]
+
+
+def test_reconcile_prefers_saved_rows_rebuilds_missing_ones_and_drops_rows_past_the_checkpoint():
+    saved = [{"epoch": 1, "num_updates": 4, "valid_loss": 5.0}, {"epoch": 4, "num_updates": 16, "valid_loss": 3.0}]
+    logged = [{"epoch": e, "num_updates": 4 * e, "valid_loss": 6.0 - e} for e in (1, 2)]
+    result = reconcile_rows(saved, logged, completed_epochs=3, checkpoint_update=12)
+    assert [r["epoch"] for r in result.rows] == [1, 2]
+    assert result.rows[0]["valid_loss"] == 5.0  # prelnx's own row wins
+    assert result.recovered_epochs == [2] and result.lost_epochs == [3] and result.dropped_epochs == [4]
+    assert any("lost" in line for line in result.describe())
+
+
+# status.py --------------------------------------------------------------------------------------------------------
+def test_status_round_trip_and_exit_codes(tmp_path):
+    write_status(tmp_path, "diverged", reason="nan", update=7, epochs=2)
+    status = read_status(tmp_path)
+    assert status["status"] == "diverged" and status["update"] == 7 and status["epochs"] == 2
+    assert EXIT_CODES == {"finished": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+    (tmp_path / "status.json").write_text("{broken")
+    assert read_status(tmp_path) is None
+
+
+# lock.py ----------------------------------------------------------------------------------------------------------
+def test_a_held_lock_is_refused_with_the_owner_and_released_by_the_kernel(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from prelnx.run.lock import RunLock; "
+        f"RunLock(Path({str(tmp_path)!r})).acquire(); print('locked', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert is_locked(tmp_path)
+        with pytest.raises(RunLocked, match=f"pid {holder.pid}"):
+            RunLock(tmp_path).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    with RunLock(tmp_path):  # the kernel dropped the dead holder's lock: no stale lock
+        assert (tmp_path / ".lock").read_text().strip() == str(os.getpid())
+
+
+# datacheck.py -----------------------------------------------------------------------------------------------------
+def write_split(prefix: Path, sentences: list[list[int]], dtype=np.uint16) -> None:
+    """An index and data file in fairseq's mmap format (header, sizes, pointers), as fairseq-preprocess writes."""
+    sizes = np.array([len(s) for s in sentences], dtype=np.int32)
+    pointers = np.concatenate([[0], np.cumsum(sizes[:-1]) * np.dtype(dtype).itemsize]).astype(np.int64)
+    code = {np.uint16: 8, np.int32: 4}[dtype]
+    header = b"MMIDIDX\x00\x00" + (1).to_bytes(8, "little") + bytes([code]) + len(sizes).to_bytes(8, "little")
+    prefix.with_name(prefix.name + ".idx").write_bytes(header + sizes.tobytes() + pointers.tobytes())
+    prefix.with_name(prefix.name + ".bin").write_bytes(np.concatenate(sentences).astype(dtype).tobytes())
+
+
+def test_the_data_check_names_a_truncated_bin_and_an_index_past_the_dictionary(tmp_path):
+    for lang in ("src", "tgt"):
+        (tmp_path / f"dict.{lang}.txt").write_text("".join(f"w{i} 1\n" for i in range(6)))  # 4 + 6 = 10 ids
+        write_split(tmp_path / f"train.src-tgt.{lang}", [[4, 5, 2], [9, 2]])
+    check_binarized(tmp_path, "src", "tgt")
+    assert sentence_count(tmp_path / "train.src-tgt.src") == 2
+    with pytest.raises(DataDamaged, match="dictionary has only 9 entries"):
+        check_split(tmp_path / "train.src-tgt.tgt", vocabulary=9)
+    data = tmp_path / "train.src-tgt.src.bin"
+    data.write_bytes(data.read_bytes()[:4])
+    with pytest.raises(DataDamaged, match=rf"{data}: 4 bytes, but its index .* describes 10: the file is truncated"):
+        check_binarized(tmp_path, "src", "tgt")

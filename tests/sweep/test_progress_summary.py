@@ -1,0 +1,46 @@
+"""A sweep's progress line and summary, from hand-made run dirs."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+
+from prelnx.run.status import write_status
+from prelnx.sweep.progress import SweepProgress
+from prelnx.sweep.summary import summarize
+
+
+# progress.py ------------------------------------------------------------------------------------------------------
+def test_sweep_progress_counts_runs_epochs_and_gives_an_eta():
+    points = [SimpleNamespace(name=n, config=SimpleNamespace(train=SimpleNamespace(max_epoch=4))) for n in "ab"]
+    progress = SweepProgress(points)
+    line = progress.line("a", "epoch 1 done | updates 5")
+    assert "sweep: 0/2 runs done | 1/8 epochs | ETA" in line
+    assert progress.line("a", "epoch 1 | update 3 | loss 5") == "epoch 1 | update 3 | loss 5"  # not an epoch end
+    summary = progress.run_done("b", "diverged")  # b will train no more epochs
+    assert summary.startswith("sweep: 1/2 runs done | 1/8 epochs") and "1 diverged" in summary
+
+
+# summary.py -------------------------------------------------------------------------------------------------------
+def test_the_summary_lists_every_point_with_its_status(tmp_path):
+    (tmp_path / "sweep.json").write_text(
+        json.dumps(
+            {
+                "name": "s",
+                "runs": [
+                    {"name": "lr-1", "overrides": {"optimizer.lr": 1}},
+                    {"name": "lr-2", "overrides": {"optimizer.lr": 2}},
+                ],
+            }
+        )
+    )
+    (tmp_path / "lr-1").mkdir()
+    write_status(tmp_path / "lr-1", "finished", update=8)
+    (tmp_path / "lr-1" / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "num_updates": 8, "valid_loss": 3.0,
+                                                                 "valid_bleu": 5.0, "wall_seconds": 2.0}) + "\n")  # fmt: skip
+    rows = summarize(tmp_path)
+    assert [(r["run"], r["status"]) for r in rows] == [("lr-1", "finished"), ("lr-2", "pending")]
+    assert rows[0]["best_valid_loss"] == 3.0 and math.isclose(rows[0]["best_valid_bleu"], 5.0)
+    assert (tmp_path / "summary.csv").read_text().startswith("run,optimizer.lr,status")
