@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.commands import options
 from prelnx.config.load import ConfigError
 from prelnx.evaluate.evaluate import EvaluationError, evaluate
 from prelnx.evaluate.generate import GenerationError
@@ -22,13 +23,20 @@ def evaluate_command(
     beam: Annotated[Optional[int], typer.Option("--beam", min=1, help="Beam size [default: the run's eval.bleu.beam, e.g. IWSLT14 5, WMT14 4].")] = None,
     lenpen: Annotated[Optional[float], typer.Option("--lenpen", help="Length penalty [default: the run's eval.bleu.lenpen, e.g. IWSLT14 1.2, WMT14 0.6].")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per generation batch.")] = 64,
+    out: Annotated[Optional[Path], options.out("Folder for <split>.json, .hyp and .ref [default: RUN_DIR/eval].")] = None,
+    dry_run: Annotated[bool, options.dry_run("Say which checkpoint, split and decoding would be used; translate nothing.")] = False,
 ) -> None:
     """Translate a split with fairseq's generator and report tokenized BLEU (comparable to the paper) and
     SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
+    Decodes with the run's eval.bleu (beam, lenpen), as its validation BLEU did, unless --beam/--lenpen say otherwise.
     """
     try:
         result = evaluate(run_dir, split=split, checkpoint=checkpoint, average_last=average_last, beam=beam,
-                          lenpen=lenpen, batch_size=batch_size)  # fmt: skip
+                          lenpen=lenpen, batch_size=batch_size, out=out, dry_run=dry_run)  # fmt: skip
+        if dry_run:
+            typer.echo(f"would translate {split} of {result['data']} with {result['checkpoint']} (beam {result['beam']}, "
+                       f"lenpen {result['lenpen']}) and write {result['out']}/{split}.json")  # fmt: skip
+            return
     except (EvaluationError, ConfigError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None

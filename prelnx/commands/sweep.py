@@ -28,6 +28,7 @@ def sweep_command(
     time_min: Annotated[Optional[int], typer.Option("--time-min", help="Slurm: time limit per job in minutes (jobs requeue on timeout).")] = None,
     array_parallelism: Annotated[Optional[int], typer.Option("--array-parallelism", help="Slurm: jobs of the array running at once.")] = None,
     evaluate: Annotated[bool, options.flag("--evaluate", "Evaluate each finished run on its test split (prelnx evaluate).")] = False,
+    force: Annotated[bool, options.force("Train every point again, finished ones included (each old run is renamed, not deleted).")] = False,
     dry_run: Annotated[bool, options.dry_run("List the runs and their overrides, and check they can start; train nothing.")] = False,
 ) -> None:
     """Train every point of a grid (warm-up x lr x optimizer x layout x seed), locally or on a Slurm cluster.
@@ -47,7 +48,7 @@ def sweep_command(
         slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
                  "time_min": time_min, "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
         rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
-                         after_run=evaluate_quietly if evaluate else None)  # fmt: skip
+                         after_run=evaluate_quietly if evaluate else None, force=force)  # fmt: skip
     except (ConfigError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None

@@ -46,8 +46,9 @@ def _check_loadable(path: Path) -> None:
         raise EvaluationError(str(error)) from None
 
 
-def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None) -> tuple[Path, str]:
-    """The checkpoint file to decode with, and how to describe it in the results."""
+def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None,
+                       dry_run: bool = False) -> tuple[Path, str]:  # fmt: skip
+    """The checkpoint file to decode with, and how to describe it in the results (dry_run: averages nothing)."""
     checkpoints = run_dir / "checkpoints"
     if average_last:
         epochs = epoch_checkpoints(checkpoints)
@@ -59,6 +60,8 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None)
         chosen = epochs[-average_last:]
         for path in chosen:
             _check_loadable(path)
+        if dry_run:
+            return checkpoints / f"averaged_last{average_last}.pt", f"average of {', '.join(p.name for p in chosen)}"
         try:
             averaged = average_checkpoints(chosen, checkpoints / f"averaged_last{average_last}.pt")
         except CheckpointError as error:
@@ -81,30 +84,45 @@ def evaluate(
     beam: int | None = None,
     lenpen: float | None = None,
     batch_size: int = 64,
+    out: Path | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Generate the split, score it, write eval/<split>.json and eval/<split>.hyp; returns the JSON's content.
+    """Generate the split, score it, write <out>/<split>.json and .hyp (out: RUN_DIR/eval); returns the JSON's
+    content. dry_run: returns the plan (plan_evaluation) and does nothing.
 
     Holds the run dir's lock meanwhile (one writer per run dir): RunLocked while the run trains or another
     evaluation of it runs.
     """
     from prelnx.run.lock import RunLock
 
-    load_run_config(run_dir)  # a folder that is not a run dir gets no lock file
+    plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
+    if dry_run:
+        return plan
     with RunLock(run_dir).acquire():
-        return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size)
+        return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size, out)
 
 
-def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
-                     lenpen: float | None, batch_size: int) -> dict[str, Any]:  # fmt: skip
+def plan_evaluation(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
+                    lenpen: float | None, out: Path | None, dry_run: bool = False) -> dict[str, Any]:  # fmt: skip
+    """What an evaluation will do: split, checkpoint, decoding (the run's eval.bleu unless overridden), where."""
     config = load_run_config(run_dir)
     data = data_dir(config)
     source, target = languages(config)
     if not (data / f"{split}.{source}-{target}.{source}.idx").is_file():
         raise EvaluationError(f"split {split!r} is not prepared in {data} (no {split}.{source}-{target}.{source}.idx)")
-    path, described = resolve_checkpoint(run_dir, checkpoint, average_last)
+    path, described = resolve_checkpoint(run_dir, checkpoint, average_last, dry_run=dry_run)
     decoding = config.eval.bleu  # the run's own decoding settings: validation and test BLEU decode alike
-    beam = beam or decoding.beam
-    lenpen = lenpen if lenpen is not None else decoding.lenpen
+    return {"split": split, "checkpoint": described, "path": path, "data": data, "config": config,
+            "beam": beam or decoding.beam, "lenpen": lenpen if lenpen is not None else decoding.lenpen,
+            "out": out or run_dir / "eval"}  # fmt: skip
+
+
+def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
+                     lenpen: float | None, batch_size: int, out: Path | None) -> dict[str, Any]:  # fmt: skip
+    plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
+    config, data, path, described = plan["config"], plan["data"], plan["path"], plan["checkpoint"]
+    source, target = languages(config)
+    decoding, beam, lenpen, out = config.eval.bleu, plan["beam"], plan["lenpen"], plan["out"]
     generation = generate(
         data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
         batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
@@ -123,7 +141,6 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
         "compound_split": decoding.compound_split,
         "sentences": len(generation.hypotheses),
     }
-    out = run_dir / "eval"
     write_text_atomic(out / f"{split}.hyp", "".join(h + "\n" for h in generation.hypotheses))
     write_text_atomic(out / f"{split}.ref", "".join(r + "\n" for r in generation.references))
     write_text_atomic(out / f"{split}.json", json.dumps(result, indent=2) + "\n")

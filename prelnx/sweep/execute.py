@@ -55,10 +55,13 @@ def run_sweep(
     slurm_options: dict[str, Any] | None = None,
     after_run: Callable[[Path], None] | None = None,
     echo: Callable[[str], None] = print,
+    force: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends."""
     if executor not in EXECUTORS:
         raise ValueError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+    if force and executor != "local":
+        raise ValueError("--force works with --executor local (a requeued Slurm job must resume, not start again)")
     sweep_dir, points = plan_sweep(spec, out)
     check_points(points)  # before anything is created
     for warning in warnings(points):
@@ -75,7 +78,7 @@ def run_sweep(
     statuses: dict[str, str] = {}
     try:
         if executor == "local":
-            statuses = run_local(points, sweep_dir, jobs, on_done, echo)
+            statuses = run_local(points, sweep_dir, jobs, on_done, echo, force=force)
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":

@@ -43,14 +43,15 @@ def _visible_gpus() -> int:
         return 0
 
 
-def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dict[str, str] | None = None) -> str:
+def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dict[str, str] | None = None,
+            force: bool = False) -> str:  # fmt: skip
     """Train one point; any error becomes a `failed` status instead of an exception.
 
     A point whose run dir another process holds (a second sweep on the same folder) is left alone and
     reported as `running elsewhere`; nothing of it is written.
     """
     try:
-        return train(config, run_dir=run_dir, echo=echo, extra_env=env).status
+        return train(config, run_dir=run_dir, echo=echo, extra_env=env, force=force).status
     except RunLocked:
         echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
         return RUNNING_ELSEWHERE
@@ -71,8 +72,10 @@ def run_local(
     jobs: int,
     on_done: Callable[[SweepPoint, str], None],
     echo: Callable[[str], None],
+    force: bool = False,
 ) -> dict[str, str]:
-    """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s)."""
+    """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
+    force: train every point again (a finished run is set aside, as `prelnx train --force` does)."""
     threads = max(1, (os.cpu_count() or 1) // jobs)
     gpus = _visible_gpus()
     per_job = max(1, gpus // jobs) if gpus else 0
@@ -83,7 +86,7 @@ def run_local(
     statuses: dict[str, str] = {}
     progress = SweepProgress(points)
 
-    def work(point: SweepPoint) -> str:
+    def work(point: SweepPoint, picked_up: bool = False) -> str:
         slot = slots.get()
         try:
             env = {}
@@ -93,7 +96,7 @@ def run_local(
             prefix = f"[{point.name}] "
             status = run_one(_with_threads(point.config, threads), sweep_dir / point.name,
                              echo=lambda line: echo(prefix + progress.line(point.name, line)) if _worth_showing(line) else None,
-                             env=env)  # fmt: skip
+                             env=env, force=force and not picked_up)  # fmt: skip
         finally:
             slots.put(slot)
         with lock:
@@ -127,7 +130,7 @@ def run_local(
         time.sleep(2.0)
         for point in [p for p in waiting if not is_locked(sweep_dir / p.name)]:
             waiting.remove(point)
-            work(point)  # finished elsewhere: "already finished"; stopped elsewhere: resumed here
+            work(point, picked_up=True)  # finished elsewhere: "already finished"; stopped elsewhere: resumed here
     return statuses
 
 

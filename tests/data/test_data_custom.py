@@ -176,3 +176,16 @@ def test_option_mistakes(corpus, tmp_path):
     bad_code = _write(tmp_path / "code", ["#version: 0.2", "a b", "not a merge line"])
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(bad_code)), "line 3 is not a BPE merge")
     assert not (tmp_path / "b").exists()
+
+
+def test_custom_options_make_a_corpus_only_when_given(tmp_path):
+    from prelnx.data.custom import corpus_from_options
+    from prelnx.data.errors import DataError
+
+    none = {"train": (None, None), "valid": (None, None), "test": (None, None)}
+    assert corpus_from_options(none, dataset="iwslt14") is None
+    pairs = {**none, "train": (tmp_path / "a.de", tmp_path / "a.en"), "valid": (tmp_path / "v.de", tmp_path / "v.en")}
+    corpus = corpus_from_options(pairs, dataset="custom", source_lang="de", target_lang="en", tokenize=True)
+    assert corpus.splits == ["train", "valid"] and corpus.languages == ("de", "en") and corpus.tokenize
+    with pytest.raises(DataError, match="--test-src and --test-tgt go together"):
+        corpus_from_options({**pairs, "test": (tmp_path / "t.de", None)}, dataset="custom")

@@ -302,3 +302,15 @@ def test_the_gradient_study_measures_deepnorm(tiny_config_file, tmp_path):
     outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
     assert len(outcome.rows) == 2 * (2 + 2)
     assert all(math.isfinite(row["grad_norm"]) and row["grad_norm"] > 0 for row in outcome.rows)
+
+
+def test_the_schemas_preset_names_are_the_plugins_and_fairseqs():
+    """The schema lists the preset names so that a config validates without importing fairseq (4 s); the
+    dimensions themselves are only fairseq's (the plugin applies fairseq's own preset functions)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    from prelnx.config.schema import ARCH_PRESETS
+    from prelnx_fairseq_plugin.models.normalized_transformer import PRESETS
+
+    assert set(ARCH_PRESETS) == set(PRESETS)
+    assert all(name in ARCH_MODEL_REGISTRY and f"prelnx_{name}" in ARCH_MODEL_REGISTRY for name in ARCH_PRESETS)

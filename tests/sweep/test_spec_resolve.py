@@ -1,0 +1,34 @@
+"""resolve_spec: what `prelnx sweep --config X [--grid ...] [--set ...] [--name ...]` runs (no training)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from prelnx.config.load import ConfigError
+from prelnx.sweep.spec import expand, resolve_spec
+
+
+def test_a_grid_on_a_training_config_is_named_after_its_run_name_plus_grid(tiny_config_file, tmp_path):
+    base = tiny_config_file()
+    spec = resolve_spec(base, ["optimizer.betas=[0.9,0.98],[0.9,0.999]"], ["train.max_epoch=1"], None)
+    assert spec.name == "tiny-grid" and spec.fixed == {"train.max_epoch": 1}
+    points = expand(spec)
+    assert [p.config.optimizer.betas for p in points] == [(0.9, 0.98), (0.9, 0.999)]
+    assert [p.name for p in points] == ["betas-0.9-0.98", "betas-0.9-0.999"]
+
+
+def test_command_line_grid_and_set_extend_a_spec_file(tiny_config_file, tmp_path):
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(yaml.safe_dump({"name": "s", "base": str(tiny_config_file()),
+                                         "grid": {"optimizer.lr": [0.001, 0.002]}}))  # fmt: skip
+    spec = resolve_spec(spec_file, ["train.seed=1,2"], ["train.max_epoch=1"], "renamed")
+    assert spec.name == "renamed" and spec.grids == [{"optimizer.lr": [0.001, 0.002], "train.seed": [1, 2]}]
+    assert len(expand(spec)) == 4
+
+
+def test_a_misspelt_key_is_named_with_a_suggestion(tiny_config_file):
+    with pytest.raises(ConfigError, match=r"optimizer\.lrr: unknown key; did you mean optimizer\.lr\?"):
+        expand(resolve_spec(tiny_config_file(), ["optimizer.lrr=1,2"], [], None))
+    with pytest.raises(ConfigError, match="--grid optimizer.lr: expected KEY=V1,V2"):
+        resolve_spec(tiny_config_file(), ["optimizer.lr"], [], None)
