@@ -3,13 +3,15 @@
 Importing it registers `--optimizer radam`, `--lr-scheduler warmup_decay` and the normalisation variants
 model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm); makes every checkpoint load safe
 (`weights_only=True` with an allowlist, on any torch); keeps a full disk or a kill from leaving a truncated
-checkpoint under a loadable name; and, under `prelnx train`, ends the process if prelnx itself dies.
+checkpoint under a loadable name; lets torchrun start CPU data-parallel workers; and, under `prelnx train`, ends
+the process if prelnx itself dies.
 It imports only fairseq and torch.
 """
 
 from .safe_loading import force_safe_loading
 from .checkpoint_guard import guard_checkpoint_writes
 from .parent_watch import watch_parent
+from .distributed import patch_distributed
 from .optim import radam  # noqa: F401  (registers)
 from .lr_scheduler import warmup_decay  # noqa: F401  (registers)
 from .models import normalized_transformer  # noqa: F401  (registers --arch prelnx_<preset>)
@@ -17,3 +19,4 @@ from .models import normalized_transformer  # noqa: F401  (registers --arch prel
 force_safe_loading()
 guard_checkpoint_writes()
 watch_parent()
+patch_distributed()

@@ -45,6 +45,11 @@ def watch_parent() -> None:
     if not expected or not expected.isdigit():
         return
     expected_pid = int(expected)
+    if os.getppid() != expected_pid:
+        # A data-parallel worker: torchrun, not prelnx, is its parent. The kernel signal would follow torchrun;
+        # poll prelnx's pid instead (torchrun then sees its worker gone and stops the others).
+        _poll(lambda: not _alive(expected_pid))
+        return
     # Processes this one starts (fairseq's spawned GPU workers, which import the plugin again) watch this one,
     # not prelnx: their parent is this process.
     os.environ["PRELNX_PARENT_PID"] = str(os.getpid())
@@ -54,8 +59,22 @@ def watch_parent() -> None:
     if kernel:
         return
 
+    _poll(lambda: _parent_gone(expected_pid))
+
+
+def _alive(pid: int) -> bool:  # as prelnx.run.lock._alive: the plugin imports nothing of prelnx
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _poll(gone) -> None:  # type: ignore[no-untyped-def]
     def poll() -> None:
-        while not _parent_gone(expected_pid):
+        while not gone():
             time.sleep(1.0)
         _die()
 

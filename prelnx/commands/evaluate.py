@@ -38,14 +38,11 @@ def evaluate_command(
                        f"lenpen {result['lenpen']}) and write {result['out']}/{split}.json")  # fmt: skip
             return
     except (EvaluationError, ConfigError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     except RunLocked as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(EXIT_BUSY) from None
+        options.fail(error, EXIT_BUSY)
     except GenerationError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
+        options.fail(error, 1)
     typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "
                f"lenpen {result['lenpen']}):")  # fmt: skip
     typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   (BPE removed, tokenized text; comparable to the paper)")

@@ -10,7 +10,7 @@ Flags show no value placeholder in --help (`metavar=""`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -43,3 +43,9 @@ def force(help: str) -> Any:
 def flag(name: str, help: str) -> Any:
     """Any other on/off option."""
     return typer.Option(name, metavar="", help=help)
+
+
+def fail(message: object, code: int) -> NoReturn:
+    """The one way a command stops on an error: one `error:` line on stderr, the documented exit code."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)

@@ -14,7 +14,7 @@ from prelnx.config.schema import schedule_warnings
 from prelnx.run.checkpoints import CheckpointRefused
 from prelnx.run.datacheck import DataDamaged
 from prelnx.run.lock import RunLocked
-from prelnx.run.plan import DataNotReady, data_dir, plan_launch
+from prelnx.run.plan import DataNotReady, data_dir, plan_launch, resolve_batch
 from prelnx.run.runner import RunConflict, RunIOError, default_run_dir, train
 from prelnx.run.status import EXIT_BUSY
 
@@ -38,22 +38,20 @@ def train_command(
             typer.echo(f"warning: {warning}", err=True)
         target = run_dir or default_run_dir(resolved)
         if dry_run:
+            resolved = resolve_batch(resolved)
             typer.echo(dump_config(resolved))
             launch = plan_launch(resolved, data_dir(resolved), target / "checkpoints")
-            typer.echo("# the equivalent plain fairseq command:")
+            typer.echo(f"# {launch.batch}")
+            typer.echo("# the equivalent plain command:")
             typer.echo(launch.command_line())
             return
         result = train(resolved, run_dir=target, force=force, echo=typer.echo)
     except RunLocked as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(EXIT_BUSY) from None
+        options.fail(error, EXIT_BUSY)
     except RunIOError as error:
-        typer.echo(f"error: {error.strerror}", err=True)
-        raise typer.Exit(1) from None
+        options.fail(error.strerror, 1)
     except OSError as error:  # e.g. --run-dir under a file
-        typer.echo(f"error: {io_reason(error)}", err=True)
-        raise typer.Exit(1) from None
+        options.fail(io_reason(error), 1)
     except (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     raise typer.Exit(result.exit_code)

@@ -92,9 +92,12 @@ class TrainConfig:
     clip_norm: float = 0.0  # 0 = no gradient clipping
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto = cuda when a GPU is visible
     precision: Literal["fp32", "fp16", "bf16"] = "fp32"
-    update_freq: int = 1  # gradient accumulation: batches per update
-    gpus: Optional[int] = None  # GPUs for fairseq's distributed data parallel; None = every visible GPU
-    threads: Optional[int] = None  # CPU threads for torch; None = every core
+    update_freq: int = 1  # gradient accumulation: batches per update (derived when effective_batch_tokens is set)
+    # tokens per update summed over workers and accumulation; when set, update_freq = this / (max_tokens x workers)
+    effective_batch_tokens: Optional[int] = None
+    processes: Optional[int] = None  # data-parallel workers on this machine; None = every visible GPU, or 1 on CPU
+    nodes: int = 1  # machines (Slurm); workers in all = processes x nodes
+    threads: Optional[int] = None  # CPU threads for torch per worker; None = the cores shared by the workers
     label_smoothing: float = 0.1
     log_interval: int = 25  # updates between progress lines
     keep_last_epochs: int = 5  # epoch checkpoints kept besides checkpoint_last/best
@@ -189,7 +192,11 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     for key in ("max_tokens", "update_freq", "log_interval"):
         value = getattr(t, key)
         need(value >= 1, f"train.{key}", f"must be >= 1, got {value}")
-    for key in ("max_epoch", "max_update", "gpus", "threads"):
+    need(t.nodes >= 1, "train.nodes", f"must be >= 1, got {t.nodes}")
+    if t.effective_batch_tokens is not None:
+        need(t.effective_batch_tokens >= t.max_tokens, "train.effective_batch_tokens",
+             f"must be at least train.max_tokens ({t.max_tokens}), got {t.effective_batch_tokens}")  # fmt: skip
+    for key in ("max_epoch", "max_update", "processes", "threads"):
         value = getattr(t, key)
         need(value is None or value >= 1, f"train.{key}", f"must be >= 1 or null, got {value}")
     need(t.num_workers >= 0, "train.num_workers", f"must be >= 0 (0 = load in the training process), got {t.num_workers}")

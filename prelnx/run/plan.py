@@ -10,7 +10,7 @@ import importlib.util
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prelnx.config.schema import Config
@@ -97,7 +97,7 @@ def use_cuda(config: Config) -> bool:
     return available
 
 
-def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool, world_size: int = 1) -> list[str]:
+def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> list[str]:
     """The `fairseq-train` arguments (without the program name) for this config."""
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
     source, target = languages(config)
@@ -165,8 +165,6 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool, worl
         argv += ["--max-update", str(t.max_update)]
     if not cuda:
         argv.append("--cpu")
-    elif world_size > 1:
-        argv += ["--distributed-world-size", str(world_size)]
     if t.precision == "fp16":
         argv.append("--fp16")
     elif t.precision == "bf16":
@@ -193,24 +191,37 @@ class Launch:
 
     argv: list[str]  # fairseq-train arguments
     env: dict[str, str]  # additions to the environment
-    threads: int
+    threads: int  # torch threads per worker
+    launcher: list[str] = field(default_factory=list)  # torchrun's arguments for several workers; [] for one
+    batch: str = ""  # how the batch per update is made up (parallel.describe_batch)
+
+    def child_argv(self, python: str) -> list[str]:
+        """The command prelnx runs: fairseq's train module, under torchrun for several workers."""
+        if self.launcher:
+            return [python, "-u", "-m", "torch.distributed.run", *self.launcher, "-m", "fairseq_cli.train", *self.argv]
+        return [python, "-u", "-m", "fairseq_cli.train", *self.argv]
 
     def command_line(self) -> str:
-        """The plain fairseq command, with the environment it needs, as saved in command.txt."""
+        """The plain command, with the environment it needs, as saved in command.txt (runnable by hand)."""
         env = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items()))
-        return f"{env} fairseq-train {shlex.join(self.argv)}".strip()
+        program = f"torchrun {shlex.join(self.launcher)} -m fairseq_cli.train" if self.launcher else "fairseq-train"
+        return f"{env} {program} {shlex.join(self.argv)}".strip()
 
 
 def plan_launch(config: Config, data: Path, save_dir: Path) -> Launch:
-    cuda = use_cuda(config)
-    world_size = 1
-    if cuda:
-        import torch
+    """The launch of `config` on this machine. Its update_freq must already be resolved (resolve_batch)."""
+    from prelnx.run.parallel import describe_batch, resolve
 
-        visible = torch.cuda.device_count()
-        world_size = config.train.gpus or visible
-        if world_size > visible:
-            raise ValueError(f"train.gpus: {world_size} requested, {visible} visible")
-    threads = config.train.threads or os.cpu_count() or 1
+    cuda = use_cuda(config)
+    parallel = resolve(config, cuda)
+    threads = parallel.threads(config.train.threads)
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    return Launch(fairseq_argv(config, data, save_dir, cuda=cuda, world_size=world_size), env, threads)
+    argv = fairseq_argv(config, data, save_dir, cuda=cuda) + parallel.fairseq_argv()
+    return Launch(argv, env, threads, parallel.launcher(), describe_batch(config, parallel))
+
+
+def resolve_batch(config: Config) -> Config:
+    """The config with update_freq derived from train.effective_batch_tokens for this machine's workers."""
+    from prelnx.run.parallel import resolve, with_effective_batch
+
+    return with_effective_batch(config, resolve(config, use_cuda(config)))

@@ -33,13 +33,16 @@ from prelnx.run.checkpoints import CheckpointInfo, checkpoint_info, remove_parti
 from prelnx.run.lock import RunLock
 from prelnx.run.metrics import read_metrics, write_metrics
 from prelnx.run.tensorboard import TensorBoardLog, rebuild
-from prelnx.run.plan import ensure_data, plan_launch
+from prelnx.run.plan import ensure_data, plan_launch, resolve_batch
 from prelnx.run.reconcile import LOG_NAME, Reconciled, crash_update, reconcile_rows, rows_from_log
 from prelnx.run.status import EXIT_CODES, read_status, write_status
 from prelnx.run.watch import Watch
 
 # Keys that change how a run executes but not what it computes: they may differ when a run is resumed.
+# With train.effective_batch_tokens, workers (processes, nodes) and the derived update_freq are execution too:
+# the batch per update stays the same (a resume on other hardware runs the same optimisation).
 EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling"}
+BATCH_KEYS = {"train.processes", "train.nodes", "train.update_freq"}
 TERMINAL = ("finished", "diverged")
 
 
@@ -80,7 +83,8 @@ def runs_subdir(name: str, runs_root: Path = Path("runs")) -> Path:
 def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
     """Keys whose values differ between a run dir's config.yaml and `current` (execution-only keys ignored)."""
     old, new = flatten_values(saved), flatten_values(config_to_dict(current))
-    keys = sorted((set(old) | set(new)) - EXECUTION_KEYS)
+    ignored = EXECUTION_KEYS | (BATCH_KEYS if current.train.effective_batch_tokens is not None else set())
+    keys = sorted((set(old) | set(new)) - ignored)
     return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in keys if old.get(key) != new.get(key)]
 
 
@@ -154,6 +158,7 @@ def train(
     `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
     """
     run_dir = run_dir or default_run_dir(config)
+    config = resolve_batch(config)  # update_freq from train.effective_batch_tokens and this machine's workers
     _check_run_dir(run_dir, config, force)
     data = ensure_data(config)  # checks the binarized data too: DataNotReady names the damaged file
     launch = plan_launch(config, data, run_dir / "checkpoints")
@@ -190,7 +195,7 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     hparams = hparams_of(config)
     try:
         write_text_atomic(run_dir / "config.yaml", dump_config(config))
-        write_text_atomic(run_dir / "command.txt", launch.command_line() + "\n")
+        write_text_atomic(run_dir / "command.txt", f"# {launch.batch}\n{launch.command_line()}\n")
         reconciled = _reconcile(run_dir, read_metrics(run_dir), start)
         write_status(run_dir, "running", update=start.update if start else 0, epochs=len(reconciled.rows))
     except OSError as error:
@@ -210,7 +215,7 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
         log.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         offset = log.tell()
         process = subprocess.Popen(
-            [sys.executable, "-u", "-m", "fairseq_cli.train", *launch.argv],
+            launch.child_argv(sys.executable),
             env={**os.environ, **launch.env, **(extra_env or {}), "PRELNX_PARENT_PID": str(os.getpid())},
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too

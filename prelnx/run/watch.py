@@ -24,6 +24,7 @@ from prelnx.run.records import EpochRows, is_bad_loss, parse_record
 from prelnx.run.status import write_status
 
 DIVERGENCE_MARKERS = ("FloatingPointError", "Minimum loss scale reached", "gradients are Nan/Inf")
+EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b[^:]*:")
 DISK_FULL = re.compile(r"\[Errno (?:28|122)\][^:]*:\s*'?([^']*)'?|No space left on device|file write failed")
 
 
@@ -135,8 +136,14 @@ class Watch:
         disk = self.disk_full()
         if disk is not None:
             return "failed", disk, update
-        last_error = next((line for line in reversed(self.tail) if line.strip()), "")
-        return "failed", f"fairseq exited with code {returncode}: {last_error.strip()}", update
+        return "failed", f"fairseq exited with code {returncode}: {self.last_error()}", update
+
+    def last_error(self) -> str:
+        """The exception a worker raised (not torchrun's summary banner), else the last line of output."""
+        for line in reversed(self.tail):
+            if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line:
+                return line.strip()
+        return next((line.strip() for line in reversed(self.tail) if line.strip() and set(line.strip()) != {"="}), "")
 
     def disk_full(self) -> str | None:
         """'no space left on device: <path>' when the child's output says its writes failed for lack of space."""

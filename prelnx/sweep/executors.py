@@ -29,9 +29,11 @@ from prelnx.sweep.spec import SweepPoint
 
 
 def _with_threads(config: Config, threads: int) -> Config:
+    """`threads` for the run, shared by its data-parallel workers: jobs x processes never exceed the cores."""
     if config.train.threads is not None:
         return config
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=threads))
+    per_worker = max(1, threads // (config.train.processes or 1))
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=per_worker))
 
 
 def _visible_gpus() -> int:

@@ -47,9 +47,11 @@ def test_iwslt_preln_command_details():
 
 
 def test_dimension_overrides_and_gpu_flags():
+    from prelnx.run.parallel import Parallel
+
     config, _ = load_config("iwslt_preln.yaml", ["model.embed_dim=256", "model.encoder_layers=8",
-                                                  "train.precision=bf16", "train.gpus=2"])  # fmt: skip
-    argv = fairseq_argv(config, Path("data"), Path("ckpt"), cuda=True, world_size=2)
+                                                  "train.precision=bf16", "train.processes=2"])  # fmt: skip
+    argv = fairseq_argv(config, Path("data"), Path("ckpt"), cuda=True) + Parallel(2, 1, cuda=True).fairseq_argv()
     assert argv[argv.index("--encoder-embed-dim") + 1] == "256"
     assert argv[argv.index("--decoder-embed-dim") + 1] == "256"
     assert argv[argv.index("--encoder-layers") + 1] == "8"

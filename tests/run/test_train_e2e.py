@@ -42,7 +42,8 @@ def test_two_epochs_write_metrics_tensorboard_and_status(tiny_config_file, tmp_p
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "finished" and status["update"] == rows[-1]["num_updates"]
     command = (run_dir / "command.txt").read_text()
-    assert command.startswith("MKL_NUM_THREADS=1 OMP_NUM_THREADS=1 fairseq-train ")
+    assert command.startswith("# batch per update: ")  # how the batch is made up, then the plain command
+    assert command.splitlines()[1].startswith("MKL_NUM_THREADS=1 OMP_NUM_THREADS=1 fairseq-train ")
     assert "--lr-scheduler warmup_decay" in command and "--user-dir" in command
     assert (run_dir / "checkpoints" / "checkpoint_last.pt").is_file()
 

@@ -1,0 +1,113 @@
+"""Data parallelism: how many workers a run has, how they are launched, and the batch they keep.
+
+- `train.processes` workers on this machine (GPUs on a GPU machine, CPU processes otherwise; default: every
+  visible GPU, or 1 on CPU), `train.nodes` machines (Slurm). More than one worker on one machine goes through
+  torchrun (torch's elastic launcher: `--standalone` picks a free rendezvous port, `--max-restarts 0` ends the
+  group when one worker dies), with gloo on CPU (fairseq's `legacy_ddp`) and NCCL on GPUs.
+- `train.effective_batch_tokens`: tokens per update over all workers and accumulation steps. When set, the
+  update frequency is derived: effective = max_tokens x workers x update_freq, exactly, or the config is refused
+  with the values that would work. So 1, 8 or 16 GPUs run the same optimisation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from prelnx.config.schema import Config
+
+
+class BatchError(ValueError):
+    """train.effective_batch_tokens cannot be reached exactly with these workers and max_tokens."""
+
+
+@dataclass(frozen=True)
+class Parallel:
+    processes: int  # workers on this machine
+    nodes: int
+    cuda: bool
+
+    @property
+    def world_size(self) -> int:
+        return self.processes * self.nodes
+
+    @property
+    def backend(self) -> str:
+        return "nccl" if self.cuda else "gloo"
+
+    def fairseq_argv(self) -> list[str]:
+        """fairseq's distributed options (none for one worker)."""
+        if self.world_size == 1:
+            return []
+        argv = ["--distributed-world-size", str(self.world_size), "--distributed-backend", self.backend,
+                "--distributed-no-spawn"]  # fmt: skip
+        if not self.cuda:
+            argv += ["--ddp-backend", "legacy_ddp"]  # PyTorch's DDP wants device ids; fairseq's own does not
+        return argv
+
+    def launcher(self) -> list[str]:
+        """torchrun's arguments before the module, for several workers on this machine; [] for one."""
+        if self.processes == 1 or self.nodes > 1:
+            return []
+        return ["--standalone", "--nproc-per-node", str(self.processes), "--max-restarts", "0"]
+
+    def threads(self, configured: int | None) -> int:
+        """Torch threads per worker: the configured number, else this machine's cores shared by the workers."""
+        return configured or max(1, (os.cpu_count() or 1) // self.processes)
+
+
+def visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def resolve(config: Config, cuda: bool) -> Parallel:
+    t = config.train
+    if cuda:
+        visible = visible_gpus()
+        processes = t.processes or visible
+        if processes > visible:
+            raise ValueError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
+    else:
+        processes = t.processes or 1
+    if t.nodes > 1:
+        raise ValueError(f"train.nodes: {t.nodes} machines need a Slurm launch (srun tasks with fairseq's Slurm "
+                         f"rendezvous), which this version of prelnx does not drive yet; use train.nodes: 1")  # fmt: skip
+    return Parallel(processes=processes, nodes=t.nodes, cuda=cuda)
+
+
+def derive_update_freq(effective: int, max_tokens: int, workers: int) -> int:
+    per_step = max_tokens * workers
+    if effective % per_step == 0:
+        return effective // per_step
+    fits = [m for m in (512, 1024, 2048, 3072, 4096, 6144, 8192) if effective % (m * workers) == 0]
+    lower, upper = (effective // per_step) * per_step, (effective // per_step + 1) * per_step
+    raise BatchError(
+        f"train.effective_batch_tokens: {effective} is not max_tokens x workers x update_freq for whole update_freq "
+        f"(max_tokens {max_tokens} x {workers} worker(s) = {per_step} per step). Would work: "
+        + (f"train.max_tokens {', '.join(map(str, fits))}; " if fits else "")
+        + f"or train.effective_batch_tokens {', '.join(str(v) for v in (lower, upper) if v > 0)}"
+    )
+
+
+def with_effective_batch(config: Config, parallel: Parallel) -> Config:
+    """The config with update_freq derived from train.effective_batch_tokens (unchanged when it is not set)."""
+    t = config.train
+    if t.effective_batch_tokens is None:
+        return config
+    update_freq = derive_update_freq(t.effective_batch_tokens, t.max_tokens, parallel.world_size)
+    if t.update_freq not in (1, update_freq):
+        raise BatchError(f"train.update_freq: {t.update_freq}, but train.effective_batch_tokens "
+                         f"{t.effective_batch_tokens} with {parallel.world_size} worker(s) x max_tokens {t.max_tokens} "
+                         f"needs {update_freq}; set one of the two")  # fmt: skip
+    return dataclasses.replace(config, train=dataclasses.replace(t, update_freq=update_freq))
+
+
+def describe_batch(config: Config, parallel: Parallel) -> str:
+    t = config.train
+    total = t.max_tokens * parallel.world_size * t.update_freq
+    how = "train.effective_batch_tokens" if t.effective_batch_tokens is not None else "train.update_freq"
+    return (f"batch per update: {total} tokens = max_tokens {t.max_tokens} x {parallel.world_size} worker(s) "
+            f"x update_freq {t.update_freq} (from {how})")  # fmt: skip

@@ -1,0 +1,84 @@
+"""Data parallelism through torchrun on CPU workers (gloo): the same optimisation as accumulation, and failures.
+
+The proof of the distributed semantics: 2 workers x max_tokens 512 train exactly as 1 process with update_freq 2
+(per-update losses, validation losses and the final weights).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from prelnx.config.load import load_config
+from prelnx.run.checkpoints import load_checkpoint
+from prelnx.run.metrics import read_metrics
+from prelnx.run.runner import train
+from tests.helpers import processes_mentioning
+
+pytestmark = pytest.mark.slow
+NO_DROPOUT = {"dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0}
+
+
+def inner_losses(run_dir: Path) -> list[str]:
+    """fairseq's per-update training losses as logged (log_interval 1)."""
+    lines = [line for line in (run_dir / "train.log").read_text().splitlines() if "| train_inner |" in line]
+    return [json.loads(line.split("| train_inner |", 1)[1])["loss"] for line in lines]
+
+
+def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_config_file, tmp_path):
+    common = {"max_epoch": 2, "log_interval": 1, "threads": 1, "max_tokens": 512}
+    two, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "processes": 2}))
+    one, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "update_freq": 2}))
+    assert train(two, run_dir=tmp_path / "two", echo=lambda line: None).status == "finished"
+    assert train(one, run_dir=tmp_path / "one", echo=lambda line: None).status == "finished"
+
+    command = (tmp_path / "two" / "command.txt").read_text()
+    assert "torchrun --standalone --nproc-per-node 2" in command and "--distributed-backend gloo" in command
+    losses_two, losses_one = inner_losses(tmp_path / "two"), inner_losses(tmp_path / "one")
+    assert len(losses_two) == len(losses_one) >= 4 and losses_two == losses_one
+    rows_two, rows_one = read_metrics(tmp_path / "two"), read_metrics(tmp_path / "one")
+    assert [r["valid_loss"] for r in rows_two] == [r["valid_loss"] for r in rows_one]
+    a = load_checkpoint(tmp_path / "two" / "checkpoints" / "checkpoint_last.pt")["model"]
+    b = load_checkpoint(tmp_path / "one" / "checkpoints" / "checkpoint_last.pt")["model"]
+    assert max((a[key].float() - b[key].float()).abs().max().item() for key in a) < 1e-4
+
+
+def test_the_effective_batch_is_kept_by_deriving_update_freq(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file(train={"max_epoch": 1, "threads": 1, "processes": 2,
+                                                    "effective_batch_tokens": 2048}))  # fmt: skip
+    assert train(config, run_dir=tmp_path / "run", echo=lambda line: None).status == "finished"
+    command = (tmp_path / "run" / "command.txt").read_text()
+    assert command.startswith("# batch per update: 2048 tokens = max_tokens 512 x 2 worker(s) x update_freq 2")
+    assert "--update-freq 2" in command
+    assert "update_freq: 2" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_a_killed_worker_ends_the_group_failed_and_the_rerun_resumes(tiny_config_file, tmp_path):
+    run_dir = tmp_path / "run"
+    config = tiny_config_file(train={"max_epoch": 12, "threads": 1, "processes": 2})
+    parent = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config),
+                               "--run-dir", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not read_metrics(run_dir):
+        assert time.monotonic() < deadline and parent.poll() is None, "the first epoch never ended"
+        time.sleep(0.2)
+    workers = [pid for pid in processes_mentioning(str(run_dir / "checkpoints"))
+               if "torch.distributed.run" not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")]
+    assert len(workers) == 2, workers
+    subprocess.run(["kill", "-9", str(workers[-1])], check=True)
+    output, _ = parent.communicate(timeout=120)
+    assert parent.returncode == 1, output
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "failed" and "exited with code" in status["reason"], status
+    assert not processes_mentioning(str(run_dir / "checkpoints"))  # no worker left behind
+
+    rerun = subprocess.run([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir",
+                            str(run_dir)], capture_output=True, text=True, timeout=400)  # fmt: skip
+    assert rerun.returncode == 0 and "resuming" in rerun.stdout, rerun.stdout + rerun.stderr
+    assert [row["epoch"] for row in read_metrics(run_dir)] == list(range(1, 13))
