@@ -1,25 +1,22 @@
-"""fairseq 0.12 data parallelism under torchrun, on CPU workers (gloo) and with safe loading: fixed here, in one place.
+"""fairseq 0.12 data parallelism under torchrun on CPU workers (gloo): fixed here, in one place.
 
-1. CPU workers.
 Under torchrun, fairseq reads the rendezvous from the environment (`_infer_torch_distributed_launch_init`) and
 sets `device_id = rank % torch.cuda.device_count()`, which divides by zero on a machine without a GPU (and a
 device id above 0 makes it call torch.cuda.set_device). Nothing else in fairseq's `legacy_ddp` path needs a GPU.
 We replace that function with the same one, except that without a GPU the device id is 0, as if the machine had
 one device. With GPUs it is fairseq's own.
 
-2. Resuming with several workers. Rank 0 reads the checkpoint from disk (safely, see safe_loading.py) and sends
-the state to the other ranks with `_broadcast_object_slow`: torch.save into a buffer, torch.load out of it. That
-state holds fairseq's OmegaConf config, which weights_only loading refuses. The buffer is no file: it is what
-rank 0 of this same job just loaded safely. Inside that function only, an in-memory buffer is loaded in full
-(`safe_loading.trusted_peer_loads`); a file is still loaded with weights_only=True.
+Resuming with several workers: by default rank 0 would read the checkpoint and send the state to the others
+through a pickle over the process group, which safe loading refuses (it holds fairseq's OmegaConf config) and
+which nothing authenticates. prelnx launches several workers with `--load-checkpoint-on-all-dp-ranks` instead
+(run/parallel.py): every rank reads the file itself, with weights_only=True, and nothing is unpickled from the
+network.
 """
 
 import os
 
 import torch
 from fairseq.distributed import utils as distributed_utils
-
-from .safe_loading import trusted_peer_loads
 
 _original = distributed_utils._infer_torch_distributed_launch_init
 
@@ -36,5 +33,3 @@ def _infer_torch_distributed_launch_init(cfg):
 
 def patch_distributed() -> None:
     distributed_utils._infer_torch_distributed_launch_init = _infer_torch_distributed_launch_init
-    if not getattr(distributed_utils._broadcast_object_slow, "_prelnx_trusted", False):
-        distributed_utils._broadcast_object_slow = trusted_peer_loads(distributed_utils._broadcast_object_slow)

@@ -14,10 +14,8 @@ checkpoints quickly (see `prelnx.run.checkpoints`).
 
 import argparse
 import functools
-import io
 import pickle
 import re
-import threading
 
 import numpy
 import torch
@@ -83,8 +81,6 @@ def force_safe_loading() -> None:
 
     @functools.wraps(unsafe_load)
     def safe_load(f, *args, **kwargs):
-        if getattr(_trusted, "peer", False) and isinstance(f, io.BytesIO):
-            return unsafe_load(f, *args, **{**kwargs, "weights_only": False})  # see trusted_peer_loads
         kwargs["weights_only"] = True  # whatever the caller or torch's default says
         try:
             return unsafe_load(f, *args, **kwargs)
@@ -95,25 +91,6 @@ def force_safe_loading() -> None:
 
     safe_load._prelnx_safe = True
     torch.load = safe_load
-
-
-_trusted = threading.local()
-
-
-def trusted_peer_loads(function):  # type: ignore[no-untyped-def]
-    """Within `function`, an in-memory buffer (not a file) is loaded in full: for fairseq's broadcast of a state
-    that rank 0 of the same job loaded safely (distributed.py). Files keep weights_only=True."""
-
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        _trusted.peer = True
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _trusted.peer = False
-
-    wrapper._prelnx_trusted = True
-    return wrapper
 
 
 # Kept for callers of the earlier name.

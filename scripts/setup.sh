@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 TORCH_VERSION=2.13.0
 CPU_INDEX="${PRELNX_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
 step() { echo "[setup $1/3, ${SECONDS} s] $2"; }
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "prelnx needs Python >= 3.11; python3 is $(python3 --version 2>&1)" >&2
+  exit 2
+fi
 
 if [ ! -x .venv/bin/python ]; then
   step 1 "creating the virtual environment .venv"
@@ -27,7 +31,8 @@ else
   # The CPU index first (a bare torch requirement would pull a multi-GB CUDA build); where that index cannot be
   # reached, the default index (where a local CPU wheel may be configured, as on our CI machines).
   if ! "${pip[@]}" --retries 0 --timeout 15 --index-url "$CPU_INDEX" "torch==${TORCH_VERSION}" 2>/dev/null; then
-    echo "  (the CPU index could not be reached; using the default index)"
+    echo "  (the CPU index could not be reached: installing from the default index; where that is public PyPI, this" \
+         "is the multi-GB CUDA build - set PRELNX_TORCH_INDEX to a CPU index you can reach to avoid it)"
     "${pip[@]}" "torch==${TORCH_VERSION}"
   fi
 fi

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.atomic import io_reason
 from prelnx.commands import options
 from prelnx.config.load import ConfigError
 from prelnx.evaluate.evaluate import EvaluationError, evaluate
@@ -43,6 +44,8 @@ def evaluate_command(
         options.fail(error, EXIT_BUSY)
     except GenerationError as error:
         options.fail(error, 1)
+    except OSError as error:  # the run dir cannot be written (lock, eval/): a full disk, permissions
+        options.fail(io_reason(error), 1)
     typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "
                f"lenpen {result['lenpen']}):")  # fmt: skip
     typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   (BPE removed, tokenized text; comparable to the paper)")

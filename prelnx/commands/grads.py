@@ -33,7 +33,7 @@ def grads_command(
     of the config's data through its criterion (loss per target token, as fairseq's trainer). Writes grads.csv
     (layout, depth, seed, side, layer, weight, grad_norm), grads_summary.json (mean and std over seeds) and figure3.png.
     """
-    from prelnx.analysis.grads import GradsError, GradStudy, report_lines, run_study
+    from prelnx.analysis.grads import GradsError, GradStudy, check_study, report_lines, run_study
     from prelnx.commands.parsing import checkpoint_path, parse_depths, parse_layouts, parse_seeds
 
     try:
@@ -51,7 +51,10 @@ def grads_command(
             quick=quick,
         )
         if dry_run:
-            typer.echo(f"would measure {study}")
+            check_study(study)  # what the real run checks first, checkpoint included
+            typer.echo(f"would measure layouts {', '.join(study.layouts)} at depths {', '.join(map(str, study.depths))}, "
+                       f"seeds {', '.join(map(str, study.seeds))}, {study.batches} batch(es) each"
+                       + (f", and {study.checkpoint}" if study.checkpoint else "") + f" -> {out}")  # fmt: skip
             return
         outcome = run_study(study, out, echo=typer.echo)
     except (GradsError, ConfigError, DataNotReady) as error:

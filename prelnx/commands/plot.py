@@ -28,7 +28,7 @@ def plot_command(
             typer.echo(f"figures would go to {out or path}")
             return
         files = plot(path, out)
-    except NothingToPlot as error:
+    except (NothingToPlot, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     for file in files:

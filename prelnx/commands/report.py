@@ -22,15 +22,15 @@ def report_command(
     the sweep (and gradient study) measured, and whether it holds at this scale; the results table; the plots.
     """
     from prelnx.plots.curves import NothingToPlot
-    from prelnx.report.report import ReportError, report_path, write_report
+    from prelnx.report.report import ReportError, check_report_inputs, report_path, write_report
 
     target = report_path(sweep_dir, out, name)
-    if dry_run:
-        typer.echo(f"would write {target} and its figures in {target.with_name(target.stem + '_figures')}")
-        return
     try:
+        if dry_run:
+            check_report_inputs(sweep_dir, grads)
+            typer.echo(f"would write {target} and its figures in {target.with_name(target.stem + '_figures')}")
+            return
         path = write_report(sweep_dir, target, grads, title)
     except (ReportError, NothingToPlot, ValueError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     typer.echo(str(path))

@@ -115,14 +115,22 @@ class BleuConfig:
     remove_bpe: Optional[str] = None  # the BPE continuation marker to remove, e.g. "@@ " for subword-nmt
     detok: Literal["space", "moses"] = "space"  # how hypotheses are detokenized before scoring
     tokenized: bool = True  # True: BLEU on tokenized text (as the paper and fairseq-generate); False: SacreBLEU 13a
-    # prelnx evaluate's tokenized BLEU splits hyphenated compounds (fairseq's WMT14 En-De convention); it decodes
-    # with the beam and lenpen above too, so validation and test BLEU always use the same decoding
-    compound_split: bool = False
+    # prelnx evaluate's tokenized BLEU splits hyphenated compounds (fairseq's WMT14 En-De convention);
+    # null = on for wmt14 (what earlier run dirs, which lack the key, were evaluated with), off otherwise
+    compound_split: Optional[bool] = None
+
+
+@dataclass
+class TestDecodingConfig:
+    # prelnx evaluate's decoding; null = eval.bleu's (validation BLEU's), so the two agree unless a config says not
+    beam: Optional[int] = None
+    lenpen: Optional[float] = None
 
 
 @dataclass
 class EvalConfig:
     bleu: BleuConfig = field(default_factory=BleuConfig)
+    test: TestDecodingConfig = field(default_factory=TestDecodingConfig)
 
 
 @dataclass
@@ -179,6 +187,7 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     if s.decay_start_update is not None:
         need(s.decay == "inverse_sqrt", "schedule.decay_start_update",
              f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")  # fmt: skip
+        need(s.decay_start_update >= 1, "schedule.decay_start_update", f"updates start at 1, got {s.decay_start_update}")
         need(s.decay_start_update >= s.warmup_updates, "schedule.decay_start_update",
              f"must be >= schedule.warmup_updates ({s.warmup_updates}): the decay starts after the warm-up")  # fmt: skip
         need(s.decay_start_epoch is None, "schedule.decay_start_update", "set decay_start_update or decay_start_epoch, not both")

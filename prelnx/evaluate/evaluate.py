@@ -33,7 +33,12 @@ def load_run_config(run_dir: Path) -> Config:
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise EvaluationError(f"{run_dir}: not a run dir (no config.yaml); give the folder `prelnx train` wrote")
-    return config_from_dict(yaml.safe_load(path.read_text()) or {}, str(path))
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (yaml.YAMLError, OSError, UnicodeDecodeError) as error:
+        raise EvaluationError(f"{path}: cannot be read as a run's config ({type(error).__name__}); "
+                              f"it is the file `prelnx train` wrote, do not edit it") from None  # fmt: skip
+    return config_from_dict(data, str(path))
 
 
 def _check_loadable(path: Path) -> None:
@@ -111,9 +116,11 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str, average_last: in
     if not (data / f"{split}.{source}-{target}.{source}.idx").is_file():
         raise EvaluationError(f"split {split!r} is not prepared in {data} (no {split}.{source}-{target}.{source}.idx)")
     path, described = resolve_checkpoint(run_dir, checkpoint, average_last, dry_run=dry_run)
-    decoding = config.eval.bleu  # the run's own decoding settings: validation and test BLEU decode alike
+    bleu, test = config.eval.bleu, config.eval.test  # test decoding: eval.test, else validation's eval.bleu
+    beam = beam or test.beam or bleu.beam
+    lenpen = lenpen if lenpen is not None else test.lenpen if test.lenpen is not None else bleu.lenpen
     return {"split": split, "checkpoint": described, "path": path, "data": data, "config": config,
-            "beam": beam or decoding.beam, "lenpen": lenpen if lenpen is not None else decoding.lenpen,
+            "beam": beam, "lenpen": lenpen,
             "out": out or run_dir / "eval"}  # fmt: skip
 
 
@@ -122,7 +129,10 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
     plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
     config, data, path, described = plan["config"], plan["data"], plan["path"], plan["checkpoint"]
     source, target = languages(config)
-    decoding, beam, lenpen, out = config.eval.bleu, plan["beam"], plan["lenpen"], plan["out"]
+    beam, lenpen, out = plan["beam"], plan["lenpen"], plan["out"]
+    compound_split = config.eval.bleu.compound_split
+    if compound_split is None:
+        compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
     generation = generate(
         data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
         batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
@@ -131,14 +141,14 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
     )  # fmt: skip
     scores = score(generation.hypotheses, generation.references,
                    target_lang=None if config.data.dataset in NO_DETOKENIZER else target,
-                   compound_split=decoding.compound_split)  # fmt: skip
+                   compound_split=compound_split)  # fmt: skip
     result = {
         "split": split,
         "checkpoint": described,
         "beam": beam,
         "lenpen": lenpen,
         **asdict(scores),
-        "compound_split": decoding.compound_split,
+        "compound_split": compound_split,
         "sentences": len(generation.hypotheses),
     }
     write_text_atomic(out / f"{split}.hyp", "".join(h + "\n" for h in generation.hypotheses))

@@ -54,12 +54,16 @@ def report_path(sweep_dir: Path, out: Path | None, name: str | None) -> Path:
     return folder / f"{stem}.md"
 
 
-def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None) -> Path:
-    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it."""
+def check_report_inputs(sweep_dir: Path, grads_dir: Path | None) -> None:
     if not (sweep_dir / "sweep.json").is_file():
         raise ReportError(f"{sweep_dir}: not a sweep dir (no sweep.json); give the folder `prelnx sweep` wrote")
     if grads_dir is not None and not grads_dir.is_dir():
         raise ReportError(f"--grads {grads_dir}: no such folder")
+
+
+def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None) -> Path:
+    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it."""
+    check_report_inputs(sweep_dir, grads_dir)
     claims = paper_claims()
     report_dir = out.parent
     figures_dir = report_dir / f"{out.stem}_figures"

@@ -41,7 +41,9 @@ class Parallel:
         if self.world_size == 1:
             return []
         argv = ["--distributed-world-size", str(self.world_size), "--distributed-backend", self.backend,
-                "--distributed-no-spawn"]  # fmt: skip
+                "--distributed-no-spawn",
+                # each rank reads the checkpoint itself (safely) instead of receiving a pickle from rank 0
+                "--load-checkpoint-on-all-dp-ranks"]  # fmt: skip
         if not self.cuda:
             argv += ["--ddp-backend", "legacy_ddp"]  # PyTorch's DDP wants device ids; fairseq's own does not
         return argv
@@ -57,17 +59,30 @@ class Parallel:
         return configured or max(1, (os.cpu_count() or 1) // self.processes)
 
 
-def visible_gpus() -> int:
+def visible_gpus(env: dict[str, str] | None = None) -> int:
+    if env and "CUDA_VISIBLE_DEVICES" in env:
+        return len([d for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()])
     import torch
 
     return torch.cuda.device_count()
 
 
-def resolve(config: Config, cuda: bool) -> Parallel:
+def _fitting(visible: int, max_tokens: int, effective: int | None) -> int:
+    """The most workers, up to `visible`, whose batches add up to `effective` exactly (all of them if unset)."""
+    if effective is None:
+        return max(1, visible)
+    return max([p for p in range(1, max(1, visible) + 1) if effective % (max_tokens * p) == 0] or [1])
+
+
+def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Parallel:
+    """The workers of this run. `env` is the run's own environment additions (a sweep's CUDA_VISIBLE_DEVICES).
+
+    Without train.processes: every GPU the run sees, but no more than train.effective_batch_tokens allows (the
+    paper's IWSLT14 batch is one GPU's 4096 tokens: one worker); 1 on CPU."""
     t = config.train
     if cuda:
-        visible = visible_gpus()
-        processes = t.processes or visible
+        visible = visible_gpus(env)
+        processes = t.processes or _fitting(visible, t.max_tokens, t.effective_batch_tokens)
         if processes > visible:
             raise ValueError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
     else:
@@ -84,11 +99,11 @@ def derive_update_freq(effective: int, max_tokens: int, workers: int) -> int:
         return effective // per_step
     fits = [m for m in (512, 1024, 2048, 3072, 4096, 6144, 8192) if effective % (m * workers) == 0]
     lower, upper = (effective // per_step) * per_step, (effective // per_step + 1) * per_step
+    options = ([f"train.max_tokens {', '.join(map(str, fits))}"] if fits else []) + [
+        f"train.effective_batch_tokens {' or '.join(str(v) for v in (lower, upper) if v > 0)}"]  # fmt: skip
     raise BatchError(
         f"train.effective_batch_tokens: {effective} is not max_tokens x workers x update_freq for whole update_freq "
-        f"(max_tokens {max_tokens} x {workers} worker(s) = {per_step} per step). Would work: "
-        + (f"train.max_tokens {', '.join(map(str, fits))}; " if fits else "")
-        + f"or train.effective_batch_tokens {', '.join(str(v) for v in (lower, upper) if v > 0)}"
+        f"(max_tokens {max_tokens} x {workers} worker(s) = {per_step} per step). Would work: " + "; or ".join(options)
     )
 
 

@@ -208,20 +208,20 @@ class Launch:
         return f"{env} {program} {shlex.join(self.argv)}".strip()
 
 
-def plan_launch(config: Config, data: Path, save_dir: Path) -> Launch:
+def plan_launch(config: Config, data: Path, save_dir: Path, env: dict[str, str] | None = None) -> Launch:
     """The launch of `config` on this machine. Its update_freq must already be resolved (resolve_batch)."""
     from prelnx.run.parallel import describe_batch, resolve
 
     cuda = use_cuda(config)
-    parallel = resolve(config, cuda)
+    parallel = resolve(config, cuda, env)
     threads = parallel.threads(config.train.threads)
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     argv = fairseq_argv(config, data, save_dir, cuda=cuda) + parallel.fairseq_argv()
     return Launch(argv, env, threads, parallel.launcher(), describe_batch(config, parallel))
 
 
-def resolve_batch(config: Config) -> Config:
-    """The config with update_freq derived from train.effective_batch_tokens for this machine's workers."""
+def resolve_batch(config: Config, env: dict[str, str] | None = None) -> Config:
+    """The config with update_freq derived from train.effective_batch_tokens for this run's workers."""
     from prelnx.run.parallel import resolve, with_effective_batch
 
-    return with_effective_batch(config, resolve(config, use_cuda(config)))
+    return with_effective_batch(config, resolve(config, use_cuda(config), env))

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import yaml
 
 from prelnx.atomic import io_reason, write_text_atomic
-from prelnx.config.load import config_to_dict, dump_config, flatten_values
+from prelnx.config.load import config_from_dict, config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
 from prelnx.run.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes, resume_point
 from prelnx.run.lock import RunLock
@@ -82,6 +82,10 @@ def runs_subdir(name: str, runs_root: Path = Path("runs")) -> Path:
 
 def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
     """Keys whose values differ between a run dir's config.yaml and `current` (execution-only keys ignored)."""
+    try:  # today's defaults filled in (and renamed keys followed): a key a newer prelnx added is no difference
+        saved = config_to_dict(config_from_dict(saved, "config.yaml"))
+    except ValueError:
+        pass
     old, new = flatten_values(saved), flatten_values(config_to_dict(current))
     ignored = EXECUTION_KEYS | (BATCH_KEYS if current.train.effective_batch_tokens is not None else set())
     keys = sorted((set(old) | set(new)) - ignored)
@@ -158,10 +162,10 @@ def train(
     `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
     """
     run_dir = run_dir or default_run_dir(config)
-    config = resolve_batch(config)  # update_freq from train.effective_batch_tokens and this machine's workers
+    config = resolve_batch(config, extra_env)  # update_freq from train.effective_batch_tokens and this run's workers
     _check_run_dir(run_dir, config, force)
     data = ensure_data(config)  # checks the binarized data too: DataNotReady names the damaged file
-    launch = plan_launch(config, data, run_dir / "checkpoints")
+    launch = plan_launch(config, data, run_dir / "checkpoints", extra_env)
     try:
         lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
     except OSError as error:

@@ -104,7 +104,7 @@ def _report(sweep_dir: Path, echo: Callable[[str], None]) -> None:
             report = write_report(sweep_dir, sweep_dir / "report.md")
     except Exception as error:  # noqa: BLE001 - the runs are done; a report that fails must not hide them
         echo(f"warning: the report could not be written ({type(error).__name__}: {error}); "
-             f"try `prelnx report {sweep_dir} --out {sweep_dir / 'report.md'}`")  # fmt: skip
+             f"try `prelnx report {sweep_dir}`")  # fmt: skip
         return
     echo(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
     echo(f"curves: tensorboard --logdir {sweep_dir}   then open {TENSORBOARD_URL}")

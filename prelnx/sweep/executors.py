@@ -20,7 +20,7 @@ from typing import Any, Callable
 from prelnx.config.schema import Config
 from prelnx.atomic import io_reason
 from prelnx.run.lock import RunLocked, is_locked
-from prelnx.run.runner import stop_children, stop_on_sigterm, train
+from prelnx.run.runner import RunConflict, stop_children, stop_on_sigterm, train
 from prelnx.run.status import write_status
 
 RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
@@ -57,6 +57,9 @@ def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dic
     except RunLocked:
         echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
         return RUNNING_ELSEWHERE
+    except RunConflict as error:  # the folder holds another run: report it, and leave that run's files alone
+        echo(f"{run_dir}: not trained ({error})")
+        return "failed"
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
         reason = io_reason(error, run_dir) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         try:

@@ -58,8 +58,21 @@ def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ign
         done.add(str(folder))
 
 
+def launch_problems(points: list[SweepPoint]) -> list[str]:
+    """Each point's workers and batch on this machine (train.processes, effective_batch_tokens, nodes)."""
+    from prelnx.run.plan import resolve_batch
+
+    found: dict[str, list[str]] = defaultdict(list)
+    for point in points:
+        try:
+            resolve_batch(point.config)
+        except ValueError as error:
+            found[str(error)].append(point.name)
+    return _grouped(found)
+
+
 def check_points(points: list[SweepPoint]) -> None:
-    """ConfigError listing every data problem of the sweep; nothing is created."""
-    problems = data_problems(points)
+    """ConfigError listing every data, worker and batch problem of the sweep; nothing is created."""
+    problems = data_problems(points) + launch_problems(points)
     if problems:
         raise ConfigError(f"the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))

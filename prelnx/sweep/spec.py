@@ -100,12 +100,28 @@ def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: 
     sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never share a folder, nor with the trainings themselves.
     """
     try:
-        parsed = dict(parse_grid(text) for text in grid)
+        pairs = [parse_grid(text) for text in grid]
         overrides = dict(parse_set(text) for text in fixed)
     except OverrideError as error:
         raise ConfigError(str(error)) from None
-    return SweepSpec(name=name or f"{default_run_name(base)}-grid", base=base, fixed=overrides,
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ConfigError(f"--grid {', '.join(repeated)}: given more than once; list all its values in one --grid")
+    parsed = dict(pairs)
+    return SweepSpec(name=name or _grid_sweep_name(base), base=base, fixed=overrides,
                      grids=[parsed] if parsed else [{}])  # fmt: skip
+
+
+def _grid_sweep_name(base: Path) -> str:
+    """`<run name>-grid`; a sweep an earlier prelnx started in runs/<file stem> for this same config keeps it."""
+    legacy = Path("runs") / base.stem / "sweep.yaml"
+    try:
+        if legacy.is_file() and Path(str(read_yaml(legacy).get("base"))).resolve() == base.resolve():
+            return base.stem
+    except (YamlInputError, AttributeError, OSError):
+        pass
+    return f"{default_run_name(base)}-grid"
 
 
 def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:

@@ -23,7 +23,11 @@ def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
     index = sweep_dir / "sweep.json"
     if not index.is_file():
         return []
-    return json.loads(index.read_text())["runs"]
+    try:
+        return json.loads(index.read_text())["runs"]
+    except (json.JSONDecodeError, KeyError, TypeError, OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
+                         f"sweep again to rewrite it") from None  # fmt: skip
 
 
 def _finite(values: list[Any]) -> list[float]:

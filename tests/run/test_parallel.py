@@ -40,3 +40,35 @@ def test_workers_launch_through_torchrun_and_share_the_cores():
     assert Parallel(1, 1, cuda=False).launcher() == [] and Parallel(1, 1, cuda=False).fairseq_argv() == []
     assert "nccl" in Parallel(4, 1, cuda=True).fairseq_argv()
     assert cpu.threads(None) >= 1 and cpu.threads(3) == 3
+
+
+def test_a_sweeps_gpu_slice_and_the_effective_batch_set_the_default_workers():
+    from prelnx.run.parallel import _fitting, visible_gpus
+
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}) == 2  # a sweep job's slice, not the whole machine
+    assert _fitting(8, 4096, 4096) == 1  # the paper's IWSLT14 batch is one GPU's: 1 worker on an 8-GPU machine
+    assert _fitting(8, 4096, 65536) == 8 and _fitting(3, 4096, 65536) == 2 and _fitting(4, 512, None) == 4
+
+
+def test_a_run_dir_of_an_earlier_prelnx_is_the_same_run(tiny_config_file):
+    """Keys a newer prelnx added (defaults) and renamed keys are no difference: old runs resume."""
+    from prelnx.config.load import config_to_dict
+    from prelnx.run.runner import config_differences
+
+    config, _ = load_config(tiny_config_file())
+    saved = config_to_dict(config)
+    del saved["train"]["nodes"], saved["eval"]["test"], saved["train"]["processes"]
+    saved["train"]["gpus"] = None  # the old name of train.processes
+    assert config_differences(saved, config) == []
+    saved["optimizer"]["lr"] = 0.5
+    assert config_differences(saved, config) == ["optimizer.lr: 0.5 -> 0.003"]
+
+
+def test_a_sweep_whose_batch_cannot_be_kept_stops_before_anything_is_created(tiny_config_file):
+    from prelnx.sweep.preflight import check_points
+    from prelnx.sweep.spec import expand, resolve_spec
+
+    points = expand(resolve_spec(tiny_config_file(), ["optimizer.lr=0.001,0.002"],
+                                 ["train.processes=2", "train.effective_batch_tokens=1000"], None))  # fmt: skip
+    with pytest.raises(Exception, match=r"nothing was created:\n.*Would work: train.effective_batch_tokens 1024 \(2 runs"):
+        check_points(points)
