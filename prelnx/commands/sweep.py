@@ -25,6 +25,8 @@ def sweep_command(
     executor: Annotated[str, typer.Option("--executor", help=f"Where runs execute: {', '.join(EXECUTORS)}.")] = "local",
     partition: Annotated[Optional[str], typer.Option("--partition", help="Slurm partition.")] = None,
     gpus_per_run: Annotated[Optional[int], typer.Option("--gpus-per-run", help="Slurm: GPUs per run.")] = None,
+    cpus_per_run: Annotated[Optional[int], typer.Option("--cpus-per-run", min=1, help="Slurm: CPUs per run [default: the partition's CPUs per node, up to 8 (sinfo)].")] = None,
+    mem_gb_per_run: Annotated[Optional[int], typer.Option("--mem-gb-per-run", min=1, help="Slurm: memory per run in GB [default: the partition's default].")] = None,
     time_min: Annotated[Optional[int], typer.Option("--time-min", help="Slurm: time limit per job in minutes (jobs requeue on timeout).")] = None,
     array_parallelism: Annotated[Optional[int], typer.Option("--array-parallelism", help="Slurm: jobs of the array running at once.")] = None,
     evaluate: Annotated[bool, options.flag("--evaluate", "Evaluate each finished run on its test split (prelnx evaluate).")] = False,
@@ -46,7 +48,8 @@ def sweep_command(
             check_points(points)  # a dry run says whether the real one could start
             return
         slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
-                 "time_min": time_min, "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
+                 "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run, "time_min": time_min,
+                 "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
         rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
                          after_run=evaluate_quietly if evaluate else None, force=force)  # fmt: skip
     except (ConfigError, ValueError) as error:

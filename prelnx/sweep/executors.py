@@ -170,8 +170,15 @@ def run_submitit(
     """Submit the points as one job array; `cluster` None means Slurm, "local" submitit's local executor."""
     import submitit
 
+    from prelnx.sweep import slurm
+
     executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
-    cpus = int(options.get("cpus_per_run", 8 if cluster is None else max(1, (os.cpu_count() or 1) // len(points))))
+    if options.get("cpus_per_run"):
+        cpus = int(options["cpus_per_run"])
+    elif cluster is None:
+        cpus = slurm.default_cpus_per_run(options.get("partition"))  # what the partition's nodes have, up to 8
+    else:
+        cpus = max(1, (os.cpu_count() or 1) // len(points))
     parameters: dict[str, Any] = {
         "name": options.get("job_name", sweep_dir.name),
         "timeout_min": int(options.get("time_min", 24 * 60)),
@@ -182,6 +189,8 @@ def run_submitit(
         parameters["gpus_per_node"] = int(options["gpus_per_run"])
     if options.get("partition"):
         parameters["slurm_partition"] = options["partition"]
+    if options.get("mem_gb_per_run"):
+        parameters["mem_gb"] = int(options["mem_gb_per_run"])
     executor.update_parameters(**parameters)
     jobs = []
     with executor.batch():
@@ -189,13 +198,28 @@ def run_submitit(
             jobs.append((point, executor.submit(SubmititRun(_with_threads(point.config, cpus), sweep_dir / point.name))))
     echo(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
     statuses: dict[str, str] = {}
-    for point, job in jobs:
-        try:
-            status = job.result()
-        except Exception as error:  # noqa: BLE001 - a job that died records its failure
-            write_status(sweep_dir / point.name, "failed", reason=f"submitit job {job.job_id}: {error}")
-            status = "failed"
-        statuses[point.name] = status
-        echo(f"[{point.name}] {status}")
-        on_done(point, status)
+    waiting = list(jobs)
+    while waiting:
+        for point, job in list(waiting):
+            reason = slurm.pending_reason(job.job_id) if cluster is None and not job.done() else None
+            if slurm.never_starts(reason):
+                slurm.cancel(job.job_id)
+                status, why = "failed", (f"Slurm job {job.job_id} can never start: {reason} (it asks "
+                                         f"{cpus} CPU(s) per run; see --cpus-per-run, --mem-gb-per-run, --partition)")  # fmt: skip
+                write_status(sweep_dir / point.name, status, reason=why)
+                echo(f"[{point.name}] {why}")
+            elif job.done():
+                try:
+                    status = job.result()
+                except Exception as error:  # noqa: BLE001 - a job that died records its failure
+                    write_status(sweep_dir / point.name, "failed", reason=f"submitit job {job.job_id}: {error}")
+                    status = "failed"
+            else:
+                continue
+            waiting.remove((point, job))
+            statuses[point.name] = status
+            echo(f"[{point.name}] {status}")
+            on_done(point, status)
+        if waiting:
+            time.sleep(2.0)
     return statuses

@@ -1,0 +1,61 @@
+"""What a sweep asks Slurm for, and telling a job that can never start from one that waits its turn.
+
+Defaults fit the partition (`sinfo`): CPUs per run = min(8, the partition's CPUs per node); memory only when asked
+(`--mem-per-run`). While the sweep waits, `squeue`'s reason for each pending job is read: a reason that means the
+request can never be met (the partition's limits, an invalid account, ...) cancels the job and records the run
+as failed with the reason, instead of waiting forever in silence.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+# squeue reasons that no amount of waiting changes (Slurm's documentation of job reason codes).
+NEVER_STARTS = {"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount",
+                "InvalidQOS", "QOSMaxCpuPerJobLimit", "QOSMaxMemoryPerJob", "AssocMaxCpuPerJobLimit",
+                "MaxCpuPerAccount", "ReqNodeNotAvail"}  # fmt: skip
+
+
+def _run(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def partition_cpus(partition: str | None) -> int | None:
+    """CPUs per node of `partition` (the default partition if None), from sinfo; None if Slurm does not say."""
+    out = _run(["sinfo", "-h", "-o", "%P %c"] + (["-p", partition] if partition else []))
+    if not out:
+        return None
+    for line in out.splitlines():
+        name, _, cpus = line.partition(" ")
+        if partition is None and not name.endswith("*"):
+            continue
+        digits = cpus.strip().rstrip("+")
+        if digits.isdigit():
+            return int(digits)
+    return None
+
+
+def default_cpus_per_run(partition: str | None) -> int:
+    cpus = partition_cpus(partition)
+    return min(8, cpus) if cpus else 8
+
+
+def pending_reason(job_id: str) -> str | None:
+    """squeue's reason for a pending job (None when it runs, ended, or squeue cannot say)."""
+    out = _run(["squeue", "-h", "-j", str(job_id), "-o", "%T|%r"])
+    if not out or not out.strip():
+        return None
+    state, _, reason = out.strip().splitlines()[0].partition("|")
+    return reason if state == "PENDING" else None
+
+
+def never_starts(reason: str | None) -> bool:
+    return bool(reason) and any(reason.startswith(code) for code in NEVER_STARTS)
+
+
+def cancel(job_id: str) -> None:
+    _run(["scancel", str(job_id)])

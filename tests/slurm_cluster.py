@@ -1,0 +1,98 @@
+"""A one-node Slurm cluster for the tests, started in a temporary folder (root, Debian's slurmctld/slurmd/munge).
+
+The tests that need it skip with the reason when it cannot start (not root, packages missing: .ci/run installs
+them). Ports are chosen free, so a cluster already running on the machine is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+DAEMONS = ("munged", "slurmctld", "slurmd", "sinfo", "sbatch", "squeue", "scancel")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _ensure_munge() -> str | None:
+    if Path("/run/munge/munge.socket.2").exists():
+        return None
+    if not Path("/etc/munge/munge.key").is_file():
+        return "no /etc/munge/munge.key (install munge)"
+    for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.chown(folder, "munge", "munge")
+    done = subprocess.run(["runuser", "-u", "munge", "--", "munged"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"munged did not start: {done.stderr.strip()}"
+    return None
+
+
+def start(folder: Path) -> tuple[str, dict[str, str]] | str:
+    """(partition, environment) of a running cluster, or why none could start."""
+    missing = [name for name in DAEMONS if shutil.which(name) is None]
+    if missing:
+        return f"Slurm is not installed here (missing {', '.join(missing)}; .ci/run installs it)"
+    if os.geteuid() != 0:
+        return "a local Slurm cluster needs root"
+    problem = _ensure_munge()
+    if problem:
+        return problem
+    host = socket.gethostname().split(".")[0]
+    (folder / "state").mkdir(parents=True, exist_ok=True)
+    (folder / "spool").mkdir(parents=True, exist_ok=True)
+    conf = folder / "slurm.conf"
+    conf.write_text(f"""ClusterName=prelnxtest
+SlurmctldHost={host}
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+StateSaveLocation={folder}/state
+SlurmdSpoolDir={folder}/spool
+SlurmctldPidFile={folder}/slurmctld.pid
+SlurmdPidFile={folder}/slurmd.pid
+SlurmctldLogFile={folder}/slurmctld.log
+SlurmdLogFile={folder}/slurmd.log
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+NodeName={host} CPUs={os.cpu_count()} State=UNKNOWN
+PartitionName=cpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
+""")
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    for daemon in ("slurmctld", "slurmd"):
+        done = subprocess.run([daemon], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            return f"{daemon} did not start: {done.stderr.strip()}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True).stdout.strip()
+        if state in ("idle", "mix", "alloc"):
+            return "cpu", {"SLURM_CONF": str(conf)}
+        time.sleep(0.5)
+    return f"the node never became idle (sinfo: {state!r})"
+
+
+def stop(folder: Path) -> None:
+    for name in ("slurmd", "slurmctld"):
+        pid_file = folder / f"{name}.pid"
+        if pid_file.is_file():
+            try:
+                os.kill(int(pid_file.read_text().strip()), 15)
+            except (ValueError, ProcessLookupError):
+                pass

@@ -1,0 +1,56 @@
+"""Sweeps on a real (one-node, local) Slurm cluster through submitit: a sweep finishes; a request the partition
+can never meet is reported and cancelled instead of waited for. Skipped with the reason where no cluster starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests import slurm_cluster
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("slurm")
+    started = slurm_cluster.start(folder)
+    if isinstance(started, str):
+        pytest.skip(started)
+    partition, env = started
+    previous = os.environ.get("SLURM_CONF")
+    os.environ.update(env)
+    yield partition
+    subprocess.run(["scancel", "--user", "root"], capture_output=True)
+    slurm_cluster.stop(folder)
+    if previous is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = previous
+
+
+def sweep(config, out, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(config), "--grid",
+                           "optimizer.lr=0.001,0.002", "--out", str(out), "--executor", "slurm", *extra],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_a_two_point_sweep_finishes_on_slurm(slurm, tiny_config_file, tmp_path):
+    done = sweep(tiny_config_file(train={"max_epoch": 1}), tmp_path / "s", "--partition", slurm)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for run in ("lr-0.001", "lr-0.002"):
+        assert json.loads((tmp_path / "s" / run / "status.json").read_text())["status"] == "finished"
+
+
+def test_a_request_the_partition_can_never_meet_is_reported(slurm, tiny_config_file, tmp_path):
+    done = sweep(tiny_config_file(train={"max_epoch": 1}), tmp_path / "s", "--partition", slurm,
+                 "--cpus-per-run", str((os.cpu_count() or 1) * 4))  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    status = json.loads((tmp_path / "s" / "lr-0.001" / "status.json").read_text())
+    assert status["status"] == "failed" and "can never start: PartitionConfig" in status["reason"], status
+    queue = subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout
+    assert queue.strip() == "", queue  # cancelled, not left pending
