@@ -23,14 +23,15 @@ def _free_port() -> int:
 
 
 def _ensure_munge() -> str | None:
-    if Path("/run/munge/munge.socket.2").exists():
-        return None
+    if shutil.which("munge") and subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+        return None  # munged is up
     if not Path("/etc/munge/munge.key").is_file():
         return "no /etc/munge/munge.key (install munge)"
     for folder in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
         Path(folder).mkdir(parents=True, exist_ok=True)
         shutil.chown(folder, "munge", "munge")
-    done = subprocess.run(["runuser", "-u", "munge", "--", "munged"], capture_output=True, text=True)
+    # --force: a socket left by a munged that was killed (not a running one) does not stop it
+    done = subprocess.run(["runuser", "-u", "munge", "--", "munged", "--force"], capture_output=True, text=True)
     if done.returncode != 0:
         return f"munged did not start: {done.stderr.strip()}"
     return None
