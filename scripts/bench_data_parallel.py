@@ -18,16 +18,15 @@ import time
 from pathlib import Path
 
 from prelnx.config.load import load_config
-from prelnx.run.records import parse_record
 from prelnx.run.runner import train
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import spec_from_command_line
 
+from bench_runner import final_wps  # scripts/ is on the path when this script runs
+
 
 def wps(run_dir: Path) -> float:
-    values = [r["train_wps"] for line in (run_dir / "train.log").read_text().splitlines()
-              if (p := parse_record(line)) and p[0] == "train" for r in [p[1]]]  # fmt: skip
-    return float(values[-1])
+    return final_wps((run_dir / "train.log").read_text())
 
 
 def main() -> None:
