@@ -24,3 +24,11 @@ def kept_logging() -> Iterator[None]:
             if handler not in handlers:
                 root.removeHandler(handler)
         root.setLevel(level)
+
+
+def quiet_fairseq_logging() -> None:
+    """For a process that imported fairseq outside `kept_logging` (the gradient study's workers): keep the root
+    logger at WARNING or above, so fairseq's DEBUG default does not reach the terminal."""
+    root = logging.getLogger()
+    if root.level < logging.WARNING:
+        root.setLevel(logging.WARNING)

@@ -95,8 +95,7 @@ def prepare_command(
             return
         prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx), echo=typer.echo)
     except DataError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     except KeyboardInterrupt:
         typer.echo("interrupted; nothing was left under the output name", err=True)
         raise typer.Exit(130) from None

@@ -58,8 +58,7 @@ def grads_command(
             return
         outcome = run_study(study, out, echo=typer.echo)
     except (GradsError, ConfigError, DataNotReady) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     for line in report_lines(outcome.summary):
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(path) for path in outcome.files))

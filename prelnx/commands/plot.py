@@ -29,7 +29,6 @@ def plot_command(
             return
         files = plot(path, out)
     except (NothingToPlot, ValueError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     for file in files:
         typer.echo(str(file))

@@ -53,8 +53,7 @@ def sweep_command(
         rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
                          after_run=evaluate_quietly if evaluate else None, force=force)  # fmt: skip
     except (ConfigError, ValueError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     except KeyboardInterrupt:
         typer.echo("interrupted: run the same command again to resume", err=True)
         raise typer.Exit(130) from None

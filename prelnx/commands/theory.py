@@ -38,7 +38,6 @@ def theory_command(
             return
         run_theory(settings, out, echo=typer.echo)
     except (TheoryError, GradsError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        options.fail(error, 2)
     if out is not None:
         typer.echo(f"wrote {out}/theory_hidden.csv, theory_layernorm.csv, theory_summary.json, theory_hidden.png, theory_layernorm.png")

@@ -100,9 +100,9 @@ def evaluate(
     """
     from prelnx.run.lock import RunLock
 
-    plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
     if dry_run:
-        return plan
+        return plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
+    load_run_config(run_dir)  # a folder that is not a run dir gets no lock file
     with RunLock(run_dir).acquire():
         return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size, out)
 

@@ -13,6 +13,7 @@ What makes the run dir trustworthy (README, "Failure modes"):
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -301,8 +302,6 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
 
 
 def _best(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    import math
-
     losses = [r["valid_loss"] for r in rows if isinstance(r.get("valid_loss"), float) and math.isfinite(r["valid_loss"])]
     bleus = [r["valid_bleu"] for r in rows if isinstance(r.get("valid_bleu"), float)]
     return {

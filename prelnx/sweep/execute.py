@@ -28,8 +28,13 @@ def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint
 
 def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
     """Two sweeps on one folder rewrite its summary one at a time."""
-    with held(sweep_dir / ".summary.lock"):
+    with held(summary_lock(sweep_dir)):
         return summarize(sweep_dir)
+
+
+def summary_lock(sweep_dir: Path) -> Path:
+    """The lock under which a sweep's summary and report are rewritten (two sweeps may share a folder)."""
+    return sweep_dir / ".summary.lock"
 
 
 def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> list[str]:
@@ -100,7 +105,7 @@ def _report(sweep_dir: Path, echo: Callable[[str], None]) -> None:
     from prelnx.report.report import write_report
 
     try:
-        with held(sweep_dir / ".summary.lock"):
+        with held(summary_lock(sweep_dir)):
             report = write_report(sweep_dir, sweep_dir / "report.md")
     except Exception as error:  # noqa: BLE001 - the runs are done; a report that fails must not hide them
         echo(f"warning: the report could not be written ({type(error).__name__}: {error}); "

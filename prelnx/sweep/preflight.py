@@ -75,4 +75,4 @@ def check_points(points: list[SweepPoint]) -> None:
     """ConfigError listing every data, worker and batch problem of the sweep; nothing is created."""
     problems = data_problems(points) + launch_problems(points)
     if problems:
-        raise ConfigError(f"the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))
+        raise ConfigError("the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))

@@ -18,8 +18,6 @@ Parsing the command's options (--seeds, --layouts, --depths) is the command laye
 
 from __future__ import annotations
 
-from typing import Any
-
 from prelnx.analysis.grads.measure import Worker, ffn_weights, load_checkpoint_model
 from prelnx.analysis.grads.run import run_study
 from prelnx.analysis.grads.study import (

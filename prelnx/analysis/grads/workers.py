@@ -6,7 +6,6 @@ see `plan_workers` for why processes rather than threads.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import time
@@ -17,6 +16,7 @@ from prelnx.analysis.grads.measure import Worker
 from prelnx.analysis.grads.study import GradStudy, ModelResult, ModelSpec
 from prelnx.config.schema import Config
 from prelnx.run.build import load_plugin
+from prelnx.quiet import quiet_fairseq_logging
 
 # (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.
 FALLBACK_DIMS = (1024, 4096)
@@ -89,13 +89,6 @@ def plan_workers(study: GradStudy, specs: list[ModelSpec]) -> tuple[int, int]:
             workers = max(1, min(workers, int(0.8 * memory // largest)))
     threads = study.threads or max(1, cores // workers)
     return workers, threads
-
-
-def quiet_fairseq_logging() -> None:
-    """fairseq's text_to_speech task calls logging.basicConfig(level=DEBUG) when fairseq is imported; undo that."""
-    root = logging.getLogger()
-    if root.level < logging.WARNING:
-        root.setLevel(logging.WARNING)
 
 
 _WORKER: Worker | None = None
