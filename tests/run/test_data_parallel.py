@@ -7,7 +7,6 @@ The proof of the distributed semantics: 2 workers x max_tokens 512 train exactly
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
