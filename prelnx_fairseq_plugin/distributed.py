@@ -1,10 +1,17 @@
-"""fairseq 0.12 data parallelism under torchrun on CPU workers (gloo): fixed here, in one place.
+"""fairseq 0.12 data parallelism on CPU workers (gloo), under torchrun or as Slurm tasks: fixed here, in one place.
 
 Under torchrun, fairseq reads the rendezvous from the environment (`_infer_torch_distributed_launch_init`) and
 sets `device_id = rank % torch.cuda.device_count()`, which divides by zero on a machine without a GPU (and a
 device id above 0 makes it call torch.cuda.set_device). Nothing else in fairseq's `legacy_ddp` path needs a GPU.
 We replace that function with the same one, except that without a GPU the device id is 0, as if the machine had
 one device. With GPUs it is fairseq's own.
+
+As the tasks of a Slurm job (`prelnx train --executor slurm`: one fairseq process per task, `--distributed-port`),
+fairseq's `_infer_slurm_init` takes the rendezvous host from SLURM_STEP_NODELIST and the rank from SLURM_PROCID,
+but sets `device_id = SLURM_LOCALID` (torch.cuda.set_device on a CPU node for the second task of a node) and, with
+one task per node, counts the node's GPUs as its workers (0 on CPU: a world of size 0). Without a GPU we use the
+same rendezvous (tcp://first host:port) with the world from SLURM_NTASKS, the rank from SLURM_PROCID and device 0;
+with GPUs it is fairseq's own.
 
 Resuming with several workers: by default rank 0 would read the checkpoint and send the state to the others
 through a pickle over the process group, which safe loading refuses (it holds fairseq's OmegaConf config) and
@@ -14,11 +21,13 @@ network.
 """
 
 import os
+import subprocess
 
 import torch
 from fairseq.distributed import utils as distributed_utils
 
 _original = distributed_utils._infer_torch_distributed_launch_init
+_original_slurm = distributed_utils._infer_slurm_init
 
 
 def _infer_torch_distributed_launch_init(cfg):
@@ -31,5 +40,28 @@ def _infer_torch_distributed_launch_init(cfg):
     cfg.distributed_no_spawn = True  # processes are created by torchrun
 
 
+def _infer_slurm_init(cfg, num_pipelines_per_node):
+    """fairseq's Slurm rendezvous; on CPU: one worker per Slurm task, device 0. False when not in a Slurm step."""
+    if torch.cuda.device_count() > 0 or cfg.pipeline_model_parallel:
+        return _original_slurm(cfg, num_pipelines_per_node)
+    node_list = os.environ.get("SLURM_STEP_NODELIST") or os.environ.get("SLURM_JOB_NODELIST")
+    if node_list is None or "SLURM_PROCID" not in os.environ or "SLURM_NTASKS" not in os.environ:
+        return False
+    try:
+        hosts = subprocess.check_output(["scontrol", "show", "hostnames", node_list], text=True).split()
+    except FileNotFoundError:  # Slurm is not installed here (as fairseq: not a Slurm launch)
+        return False
+    tasks = int(os.environ["SLURM_NTASKS"])
+    if tasks != cfg.distributed_world_size:
+        raise ValueError(f"--distributed-world-size {cfg.distributed_world_size}, but this Slurm step has {tasks} "
+                         f"tasks (SLURM_NTASKS); start one task per worker")  # fmt: skip
+    cfg.distributed_init_method = f"tcp://{hosts[0]}:{cfg.distributed_port}"
+    cfg.distributed_rank = int(os.environ["SLURM_PROCID"])
+    cfg.device_id = 0  # not SLURM_LOCALID: fairseq calls torch.cuda.set_device for a device id above 0
+    cfg.distributed_no_spawn = True  # processes are Slurm's tasks
+    return True
+
+
 def patch_distributed() -> None:
     distributed_utils._infer_torch_distributed_launch_init = _infer_torch_distributed_launch_init
+    distributed_utils._infer_slurm_init = _infer_slurm_init

@@ -7,6 +7,10 @@ is unaffected). Here, at plugin import, the child asks the Linux kernel to send 
 dies (prctl PR_SET_PDEATHSIG: immediate, no polling, works whatever killed the parent), then checks that the
 parent is still the one that started it, closing the race with a parent that died while fairseq imported.
 Where prctl is unavailable (not Linux), a daemon thread polls the parent pid every second instead.
+A pid means something only on the machine that gave it: each Slurm task of `prelnx train --executor slurm` sets
+PRELNX_PARENT_PID to its own pid for the fairseq process it starts (rank 0: prelnx's runner does), so every worker
+watches its local parent; a PRELNX_PARENT_PID that is neither this process's parent nor (for a torchrun worker,
+started on prelnx's machine) torchrun's parent was inherited from elsewhere, and is not watched.
 We do this in the child rather than in a `preexec_fn`, which is unsafe in prelnx's multi-threaded sweeps.
 """
 
@@ -46,6 +50,8 @@ def watch_parent() -> None:
         return
     expected_pid = int(expected)
     if os.getppid() != expected_pid:
+        if not _torchrun_worker():
+            return  # the variable came from another machine or process tree (e.g. through a Slurm submission)
         # A data-parallel worker: torchrun, not prelnx, is its parent. The kernel signal would follow torchrun;
         # poll prelnx's pid instead (torchrun then sees its worker gone and stops the others).
         _poll(lambda: not _alive(expected_pid))
@@ -60,6 +66,11 @@ def watch_parent() -> None:
         return
 
     _poll(lambda: _parent_gone(expected_pid))
+
+
+def _torchrun_worker() -> bool:
+    """Whether torchrun started this process (torch's elastic agent sets these): it runs on prelnx's machine."""
+    return "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_RANK" in os.environ
 
 
 def _alive(pid: int) -> bool:  # as prelnx.run.lock._alive: the plugin imports nothing of prelnx

@@ -1,7 +1,8 @@
 """A one-node Slurm cluster for the tests, started in a temporary folder (root, Debian's slurmctld/slurmd/munge).
 
 The tests that need it skip with the reason when it cannot start (not root, packages missing: .ci/run installs
-them). Ports are chosen free, so a cluster already running on the machine is left alone.
+them). Ports are chosen free, so a cluster already running on the machine is left alone. Test modules use it
+through the `slurm` fixture (import it: `from tests.slurm_cluster import slurm`): one cluster per module.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sinfo", "sbatch", "squeue", "scancel")
 
@@ -97,3 +100,22 @@ def stop(folder: Path) -> None:
                 os.kill(int(pid_file.read_text().strip()), 15)
             except (ValueError, ProcessLookupError):
                 pass
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """The partition of a running one-node cluster (SLURM_CONF set for the module); skips with the reason."""
+    folder = tmp_path_factory.mktemp("slurm")
+    started = start(folder)
+    if isinstance(started, str):
+        pytest.skip(started)
+    partition, env = started
+    previous = os.environ.get("SLURM_CONF")
+    os.environ.update(env)
+    yield partition
+    subprocess.run(["scancel", "--user", "root"], capture_output=True)
+    stop(folder)
+    if previous is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = previous

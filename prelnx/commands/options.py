@@ -5,6 +5,9 @@
 - `--out/-o`: the folder a command writes into (train's is `--run-dir`: the run's own folder).
 - `--jobs/-j`: how many processes work at once (`--workers` is kept as an alias).
 - `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
+- `--executor`: where training runs (`local`: this machine; `slurm`: submitted through submitit).
+- Slurm: `--partition` (the partition), `--time-min` (the time limit of a job in minutes; a job requeues itself on
+  timeout and resumes from its checkpoint).
 Flags show no value placeholder in --help (`metavar=""`).
 """
 
@@ -38,6 +41,19 @@ def dry_run(help: str = "Show what would be done; do nothing.") -> Any:
 
 def force(help: str) -> Any:
     return typer.Option("--force", metavar="", help=help)
+
+
+def executor(choices: tuple[str, ...], help: str = "Where training runs") -> Any:
+    return typer.Option("--executor", help=f"{help}: {', '.join(choices)}.")
+
+
+def partition(help: str = "Slurm: the partition [default: Slurm's default partition].") -> Any:
+    return typer.Option("--partition", help=help)
+
+
+def time_min(help: str = "Slurm: the time limit of a job in minutes (a job requeues itself on timeout and resumes "
+                         "from its checkpoint) [default: 1440].") -> Any:  # fmt: skip
+    return typer.Option("--time-min", min=1, help=help)
 
 
 def flag(name: str, help: str) -> Any:

@@ -1,4 +1,4 @@
-"""`prelnx train`: validate a config, then train (or resume) one run."""
+"""`prelnx train`: validate a config, then train (or resume) one run, here or as one Slurm job across nodes."""
 
 from __future__ import annotations
 
@@ -8,15 +8,13 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.atomic import io_reason
-from prelnx.config.load import ConfigError, dump_config, load_config
+from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
-from prelnx.run.checkpoints import CheckpointRefused
-from prelnx.run.datacheck import DataDamaged
-from prelnx.run.lock import RunLocked
-from prelnx.run.plan import DataNotReady, data_dir, plan_launch, resolve_batch
-from prelnx.run.runner import RunConflict, RunIOError, default_run_dir, train
-from prelnx.run.status import EXIT_BUSY
+from prelnx.run.plan import data_dir, plan_launch, resolve_batch
+from prelnx.run.runner import default_run_dir, train
+from prelnx.run.slurm_train import dry_run_lines, error_exit, plan_request, train_on_slurm
+
+EXECUTORS = ("local", "slurm")
 
 
 def train_command(
@@ -25,33 +23,57 @@ def train_command(
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Where the run's files go [default: runs/<config name>].")] = None,
     dry_run: Annotated[bool, options.dry_run("Print the resolved config and the fairseq-train command; train nothing.")] = False,
     force: Annotated[bool, options.force("Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
+    executor: Annotated[str, options.executor(EXECUTORS, "Where the run trains (slurm: one job of train.nodes x train.processes tasks, one worker each)")] = "local",
+    partition: Annotated[Optional[str], options.partition()] = None,
+    cpus_per_task: Annotated[Optional[int], typer.Option("--cpus-per-task", min=1, help="Slurm: CPUs per task (one task per worker) [default: the partition's CPUs per node shared by the node's tasks, up to 8 (sinfo)].")] = None,
+    mem_gb: Annotated[Optional[int], typer.Option("--mem-gb", min=1, help="Slurm: memory per node in GB [default: the partition's default].")] = None,
+    time_min: Annotated[Optional[int], options.time_min()] = None,
 ) -> None:
     """Train a Post-LN or Pre-LN fairseq transformer; per-epoch valid loss and BLEU go to metrics.jsonl and TensorBoard.
 
     Re-running the same command on the same run dir resumes from the last checkpoint.
     Exit codes: 0 finished, 1 failed (also a full disk: status.json says which path), 2 bad config or input
-    (a refused checkpoint, damaged data), 3 diverged, 4 the run dir is in use by another process, 130 interrupted.
+    (a refused checkpoint, damaged data, a Slurm request that can never start), 3 diverged, 4 the run dir is in use
+    by another process, 130 interrupted.
     """
     try:
         resolved, _ = load_config(config, set_ or [])
         for warning in schedule_warnings(resolved):
             typer.echo(f"warning: {warning}", err=True)
         target = run_dir or default_run_dir(resolved)
-        if dry_run:
-            resolved = resolve_batch(resolved)
-            typer.echo(dump_config(resolved))
-            launch = plan_launch(resolved, data_dir(resolved), target / "checkpoints")
-            typer.echo(f"# {launch.batch}")
-            typer.echo("# the equivalent plain command:")
-            typer.echo(launch.command_line())
-            return
-        result = train(resolved, run_dir=target, force=force, echo=typer.echo)
-    except RunLocked as error:
-        options.fail(error, EXIT_BUSY)
-    except RunIOError as error:
-        options.fail(error.strerror, 1)
-    except OSError as error:  # e.g. --run-dir under a file
-        options.fail(io_reason(error), 1)
-    except (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError) as error:
-        options.fail(error, 2)
-    raise typer.Exit(result.exit_code)
+        if executor == "slurm":
+            request = plan_request(resolved, partition, cpus_per_task, mem_gb, time_min)
+            if dry_run:
+                typer.echo("\n".join(dry_run_lines(resolved, target, request)))
+                return
+            message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
+        else:
+            check_local_options(executor, partition=partition, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
+                                time_min=time_min)
+            if dry_run:
+                resolved = resolve_batch(resolved)
+                typer.echo(dump_config(resolved))
+                launch = plan_launch(resolved, data_dir(resolved), target / "checkpoints")
+                typer.echo(f"# {launch.batch}")
+                typer.echo("# the equivalent plain command:")
+                typer.echo(launch.command_line())
+                return
+            message, code = "", train(resolved, run_dir=target, force=force, echo=typer.echo).exit_code
+    except Exception as error:  # the known refusals: one line and their exit code
+        known = error_exit(error)
+        if known is None:
+            raise
+        options.fail(*known)
+    if message and code == 2:
+        options.fail(message, code)
+    if message:
+        typer.echo(message, err=code != 0)
+    raise typer.Exit(code)
+
+
+def check_local_options(executor: str, **slurm_options: object) -> None:
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+    given = [f"--{name.replace('_', '-')}" for name, value in slurm_options.items() if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")

@@ -4,6 +4,10 @@
   visible GPU, or 1 on CPU), `train.nodes` machines (Slurm). More than one worker on one machine goes through
   torchrun (torch's elastic launcher: `--standalone` picks a free rendezvous port, `--max-restarts 0` ends the
   group when one worker dies), with gloo on CPU (fairseq's `legacy_ddp`) and NCCL on GPUs.
+- Across nodes (`prelnx train --executor slurm`, run/slurm_train.py): the workers are the tasks of one Slurm job
+  (train.nodes x train.processes), each running fairseq itself; they meet through fairseq's own Slurm rendezvous
+  (`--distributed-port`, SLURM_* variables). The job's tasks set PRELNX_SLURM_PORT in the run's environment; only
+  then is train.nodes > 1 accepted, and no torchrun is used.
 - `train.effective_batch_tokens`: tokens per update over all workers and accumulation steps. When set, the
   update frequency is derived: effective = max_tokens x workers x update_freq, exactly, or the config is refused
   with the values that would work. So 1, 8 or 16 GPUs run the same optimisation.
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 
 from prelnx.config.schema import Config
 
+SLURM_PORT_ENV = "PRELNX_SLURM_PORT"  # set by a Slurm task of `prelnx train --executor slurm`: its rendezvous port
+
 
 class BatchError(ValueError):
     """train.effective_batch_tokens cannot be reached exactly with these workers and max_tokens."""
@@ -27,6 +33,7 @@ class Parallel:
     processes: int  # workers on this machine
     nodes: int
     cuda: bool
+    port: int | None = None  # fairseq's Slurm rendezvous port when the workers are Slurm tasks; None otherwise
 
     @property
     def world_size(self) -> int:
@@ -46,16 +53,28 @@ class Parallel:
                 "--load-checkpoint-on-all-dp-ranks"]  # fmt: skip
         if not self.cuda:
             argv += ["--ddp-backend", "legacy_ddp"]  # PyTorch's DDP wants device ids; fairseq's own does not
+        if self.port is not None:  # fairseq reads the rest (hosts, ranks) from SLURM_*
+            argv += ["--distributed-port", str(self.port)]
         return argv
 
     def launcher(self) -> list[str]:
-        """torchrun's arguments before the module, for several workers on this machine; [] for one."""
-        if self.processes == 1 or self.nodes > 1:
+        """torchrun's arguments before the module, for several workers on this machine; [] for one or Slurm tasks."""
+        if self.processes == 1 or self.port is not None:
             return []
         return ["--standalone", "--nproc-per-node", str(self.processes), "--max-restarts", "0"]
 
+    def slurm_tasks(self) -> list[str]:
+        """srun's arguments that start these workers as Slurm tasks (for command.txt); [] when not on Slurm."""
+        if self.port is None:
+            return []
+        return ["--nodes", str(self.nodes), "--ntasks-per-node", str(self.processes)]
+
     def threads(self, configured: int | None) -> int:
-        """Torch threads per worker: the configured number, else this machine's cores shared by the workers."""
+        """Torch threads per worker: the configured number, else a Slurm task's CPUs, else this machine's cores
+        shared by the workers."""
+        slurm_cpus = os.environ.get("SLURM_CPUS_PER_TASK", "")
+        if self.port is not None and slurm_cpus.isdigit():
+            return configured or int(slurm_cpus)
         return configured or max(1, (os.cpu_count() or 1) // self.processes)
 
 
@@ -74,12 +93,27 @@ def _fitting(visible: int, max_tokens: int, effective: int | None) -> int:
     return max([p for p in range(1, max(1, visible) + 1) if effective % (max_tokens * p) == 0] or [1])
 
 
+def rendezvous_port(job_id: str) -> int:
+    """The port of a Slurm job's rendezvous, the same in every task of it: 20000 + job id % 20000."""
+    digits = "".join(ch for ch in str(job_id).split("_")[0] if ch.isdigit())
+    return 20000 + int(digits or 0) % 20000
+
+
 def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Parallel:
-    """The workers of this run. `env` is the run's own environment additions (a sweep's CUDA_VISIBLE_DEVICES).
+    """The workers of this run. `env` is the run's own environment additions (a sweep's CUDA_VISIBLE_DEVICES,
+    a Slurm task's PRELNX_SLURM_PORT).
 
     Without train.processes: every GPU the run sees, but no more than train.effective_batch_tokens allows (the
-    paper's IWSLT14 batch is one GPU's 4096 tokens: one worker); 1 on CPU."""
+    paper's IWSLT14 batch is one GPU's 4096 tokens: one worker); 1 on CPU. As Slurm tasks: train.processes
+    (default 1) tasks per node, one worker each."""
     t = config.train
+    port = (env or {}).get(SLURM_PORT_ENV)
+    if port is not None:
+        return Parallel(processes=t.processes or 1, nodes=t.nodes, cuda=cuda, port=int(port))
+    if t.nodes > 1:
+        raise ValueError(f"train.nodes: {t.nodes} (one run across {t.nodes} machines) is launched only by "
+                         f"`prelnx train --executor slurm`, which starts the Slurm tasks; plain `prelnx train` and "
+                         f"sweeps train each run on one machine: use train.nodes: 1 there")  # fmt: skip
     if cuda:
         visible = visible_gpus(env)
         processes = t.processes or _fitting(visible, t.max_tokens, t.effective_batch_tokens)
@@ -87,9 +121,6 @@ def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Pa
             raise ValueError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
     else:
         processes = t.processes or 1
-    if t.nodes > 1:
-        raise ValueError(f"train.nodes: {t.nodes} machines need a Slurm launch (srun tasks with fairseq's Slurm "
-                         f"rendezvous), which this version of prelnx does not drive yet; use train.nodes: 1")  # fmt: skip
     return Parallel(processes=processes, nodes=t.nodes, cuda=cuda)
 
 

@@ -194,6 +194,9 @@ class Launch:
     threads: int  # torch threads per worker
     launcher: list[str] = field(default_factory=list)  # torchrun's arguments for several workers; [] for one
     batch: str = ""  # how the batch per update is made up (parallel.describe_batch)
+    # srun's arguments when the workers are Slurm tasks (`prelnx train --executor slurm`): each task runs the
+    # plain child command itself (rank 0 under prelnx); only command.txt shows them
+    slurm_tasks: list[str] = field(default_factory=list)
 
     def child_argv(self, python: str) -> list[str]:
         """The command prelnx runs: fairseq's train module, under torchrun for several workers."""
@@ -205,6 +208,8 @@ class Launch:
         """The plain command, with the environment it needs, as saved in command.txt (runnable by hand)."""
         env = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items()))
         program = f"torchrun {shlex.join(self.launcher)} -m fairseq_cli.train" if self.launcher else "fairseq-train"
+        if self.slurm_tasks:  # inside an allocation of that shape (sbatch/salloc)
+            program = f"srun {shlex.join(self.slurm_tasks)} {program}"
         return f"{env} {program} {shlex.join(self.argv)}".strip()
 
 
@@ -217,7 +222,7 @@ def plan_launch(config: Config, data: Path, save_dir: Path, env: dict[str, str] 
     threads = parallel.threads(config.train.threads)
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     argv = fairseq_argv(config, data, save_dir, cuda=cuda) + parallel.fairseq_argv()
-    return Launch(argv, env, threads, parallel.launcher(), describe_batch(config, parallel))
+    return Launch(argv, env, threads, parallel.launcher(), describe_batch(config, parallel), parallel.slurm_tasks())
 
 
 def resolve_batch(config: Config, env: dict[str, str] | None = None) -> Config:

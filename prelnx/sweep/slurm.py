@@ -1,7 +1,8 @@
 """What a sweep asks Slurm for, and telling a job that can never start from one that waits its turn.
 
-Defaults fit the partition (`sinfo`): CPUs per run = min(8, the partition's CPUs per node); memory only when asked
-(`--mem-per-run`). While the sweep waits, `squeue`'s reason for each pending job is read: a reason that means the
+Defaults fit the partition (`sinfo`): CPUs per run (or per task of `prelnx train --executor slurm`) = the
+partition's CPUs per node shared by the tasks of a node, up to 8; memory only when asked (`--mem-gb-per-run`,
+`--mem-gb`). While the sweep waits, `squeue`'s reason for each pending job is read: a reason that means the
 request can never be met (the partition's limits, an invalid account, ...) cancels the job and records the run
 as failed with the reason, instead of waiting forever in silence.
 """
@@ -39,18 +40,30 @@ def partition_cpus(partition: str | None) -> int | None:
     return None
 
 
-def default_cpus_per_run(partition: str | None) -> int:
+def default_cpus_per_run(partition: str | None, tasks_per_node: int = 1) -> int:
+    """CPUs for each of `tasks_per_node` tasks: the partition's CPUs per node shared by them, up to 8 each."""
     cpus = partition_cpus(partition)
-    return min(8, cpus) if cpus else 8
+    return max(1, min(8, cpus // tasks_per_node)) if cpus else 8
 
 
-def pending_reason(job_id: str) -> str | None:
-    """squeue's reason for a pending job (None when it runs, ended, or squeue cannot say)."""
+def job_state(job_id: str) -> tuple[str, str] | None:
+    """squeue's (state, reason) of a job; None once Slurm no longer lists it (or squeue cannot say)."""
     out = _run(["squeue", "-h", "-j", str(job_id), "-o", "%T|%r"])
     if not out or not out.strip():
         return None
     state, _, reason = out.strip().splitlines()[0].partition("|")
-    return reason if state == "PENDING" else None
+    return state, reason
+
+
+def pending_reason(job_id: str) -> str | None:
+    """squeue's reason for a pending job (None when it runs, ended, or squeue cannot say)."""
+    found = job_state(job_id)
+    return found[1] if found and found[0] == "PENDING" else None
+
+
+# squeue states of a job that has not ended (a requeued job passes through REQUEUED and PENDING again)
+ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING",
+          "SUSPENDED", "STAGE_OUT", "SIGNALING", "RESV_DEL_HOLD"}  # fmt: skip
 
 
 def never_starts(reason: str | None) -> bool:

@@ -10,27 +10,9 @@ import sys
 
 import pytest
 
-from tests import slurm_cluster
+from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("slurm")
-    started = slurm_cluster.start(folder)
-    if isinstance(started, str):
-        pytest.skip(started)
-    partition, env = started
-    previous = os.environ.get("SLURM_CONF")
-    os.environ.update(env)
-    yield partition
-    subprocess.run(["scancel", "--user", "root"], capture_output=True)
-    slurm_cluster.stop(folder)
-    if previous is None:
-        os.environ.pop("SLURM_CONF", None)
-    else:
-        os.environ["SLURM_CONF"] = previous
 
 
 def sweep(config, out, *extra: str) -> subprocess.CompletedProcess:

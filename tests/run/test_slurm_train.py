@@ -1,0 +1,102 @@
+"""`prelnx train --executor slurm`: one run as the tasks of one Slurm job, on a real (one-node, local) cluster.
+
+The proof of the distributed semantics across Slurm tasks: 2 tasks x max_tokens 512, meeting through fairseq's
+Slurm rendezvous, train exactly as 1 process with update_freq 2. A cancelled job is resumed by the re-run; a
+request the partition can never meet is reported and cancelled. Skipped with the reason where no cluster starts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from prelnx.config.load import load_config
+from prelnx.run.checkpoints import load_checkpoint
+from prelnx.run.metrics import read_metrics
+from prelnx.run.runner import train
+from tests.helpers import processes_mentioning
+from tests.run.test_data_parallel import NO_DROPOUT, inner_losses
+from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def train_on_slurm(config: Path, run_dir: Path, partition: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir", str(run_dir),
+            "--executor", "slurm", "--partition", partition, "--cpus-per-task", "1", "--time-min", "10",
+            *extra]  # fmt: skip
+
+
+def test_two_slurm_tasks_train_exactly_as_one_process_accumulating_two_batches(slurm, tiny_config_file, tmp_path):
+    common = {"max_epoch": 2, "log_interval": 1, "threads": 1, "max_tokens": 512}
+    two = tiny_config_file(model=NO_DROPOUT, train={**common, "processes": 2})
+    done = subprocess.run(train_on_slurm(two, tmp_path / "two", slurm), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "submitted Slurm job" in done.stdout and "epoch 2" in done.stdout, done.stdout  # rank 0's progress
+    one, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "update_freq": 2}))
+    assert train(one, run_dir=tmp_path / "one", echo=lambda line: None).status == "finished"
+
+    command = (tmp_path / "two" / "command.txt").read_text()
+    assert "srun --nodes 1 --ntasks-per-node 2 fairseq-train" in command and "--distributed-port" in command
+    assert "torchrun" not in command
+    losses_two, losses_one = inner_losses(tmp_path / "two"), inner_losses(tmp_path / "one")
+    print("per-update losses, 2 Slurm tasks:", losses_two, "\n1 process, update_freq 2:", losses_one)
+    assert len(losses_two) == len(losses_one) >= 4
+    assert max(abs(float(a) - float(b)) for a, b in zip(losses_two, losses_one)) < 1e-4
+    a = load_checkpoint(tmp_path / "two" / "checkpoints" / "checkpoint_last.pt")["model"]
+    b = load_checkpoint(tmp_path / "one" / "checkpoints" / "checkpoint_last.pt")["model"]
+    assert max((a[key].float() - b[key].float()).abs().max().item() for key in a) < 1e-4
+    assert json.loads((tmp_path / "two" / "status.json").read_text())["status"] == "finished"
+
+
+def _job_id() -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+        if out:
+            return out[0]
+        time.sleep(0.2)
+    raise AssertionError("no Slurm job")
+
+
+def test_a_cancelled_job_ends_unfinished_and_the_rerun_resumes(slurm, tiny_config_file, tmp_path):
+    run_dir, epochs = tmp_path / "run", 10
+    config = tiny_config_file(train={"max_epoch": epochs, "threads": 1, "processes": 2})
+    client = subprocess.Popen(train_on_slurm(config, run_dir, slurm), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    job = _job_id()
+    deadline = time.monotonic() + 240
+    while not read_metrics(run_dir):
+        assert time.monotonic() < deadline and client.poll() is None, "the first epoch never ended"
+        time.sleep(0.2)
+    subprocess.run(["scancel", job], check=True)
+    output, _ = client.communicate(timeout=120)
+    assert client.returncode != 0, output
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] in ("interrupted", "failed") and status["reason"], status
+    assert status["epochs"] < epochs, status
+    deadline = time.monotonic() + 60
+    while processes_mentioning(str(run_dir / "checkpoints")):  # Slurm ends every task's fairseq
+        assert time.monotonic() < deadline, "fairseq outlived its cancelled job"
+        time.sleep(0.5)
+
+    rerun = subprocess.run(train_on_slurm(config, run_dir, slurm), capture_output=True, text=True, timeout=400)
+    assert rerun.returncode == 0 and "resuming" in rerun.stdout, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert [row["epoch"] for row in read_metrics(run_dir)] == list(range(1, epochs + 1))
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
+
+
+def test_a_request_the_partition_can_never_meet_is_reported_and_cancelled(slurm, tiny_config_file, tmp_path):
+    config = tiny_config_file(train={"max_epoch": 1, "processes": 2})
+    command = train_on_slurm(config, tmp_path / "run", slurm)
+    command[command.index("--cpus-per-task") + 1] = "64"
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "can never start: PartitionConfig" in done.stderr, done.stdout + done.stderr
+    assert "--cpus-per-task" in done.stderr and "Traceback" not in done.stderr
+    assert subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip() == ""
+    assert not (tmp_path / "run" / "status.json").exists()  # only rank 0 writes the run dir, and none ran
