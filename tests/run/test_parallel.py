@@ -1,6 +1,8 @@
-"""The batch arithmetic of data parallelism (no training)."""
+"""The batch arithmetic and the launch of data parallelism: torchrun on one machine, Slurm tasks across nodes (no training)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +74,90 @@ def test_a_sweep_whose_batch_cannot_be_kept_stops_before_anything_is_created(tin
                                  ["train.processes=2", "train.effective_batch_tokens=1000"], None))  # fmt: skip
     with pytest.raises(Exception, match=r"nothing was created:\n.*Would work: train.effective_batch_tokens 1024 \(2 runs"):
         check_points(points)
+
+
+def test_slurm_tasks_are_the_workers_when_a_task_of_prelnx_train_executor_slurm_runs(tiny_config_file):
+    from prelnx.run.parallel import SLURM_PORT_ENV, rendezvous_port, resolve
+    from prelnx.run.plan import plan_launch
+
+    assert rendezvous_port("1234") == 21234 and rendezvous_port("41234") == 21234 and rendezvous_port("77_3") == 20077
+    config, _ = load_config(tiny_config_file(train={"nodes": 2, "processes": 2, "effective_batch_tokens": 4096}))
+    with pytest.raises(ValueError, match=r"train.nodes: 2 .*`prelnx train --executor slurm`"):
+        resolve(config, cuda=False)  # on this machine, or in a sweep: refused, naming the key and the way
+    env = {SLURM_PORT_ENV: "21234"}
+    slurm = resolve(config, cuda=False, env=env)
+    assert slurm.world_size == 4 and slurm.launcher() == []  # no torchrun: Slurm started the tasks
+    assert slurm.slurm_tasks() == ["--nodes", "2", "--ntasks-per-node", "2"]
+    argv = slurm.fairseq_argv()
+    assert argv[argv.index("--distributed-world-size") + 1] == "4" and argv[-2:] == ["--distributed-port", "21234"]
+    assert with_effective_batch(config, slurm).train.update_freq == 2  # 4096 = 512 x 4 workers x 2
+    launch = plan_launch(with_effective_batch(config, slurm), Path("data"), Path("ck"), env)
+    assert " srun --nodes 2 --ntasks-per-node 2 fairseq-train data " in launch.command_line()
+
+
+def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
+    from prelnx.run import slurm_train
+    from prelnx.sweep import slurm
+
+    config, _ = load_config(tiny_config_file(train={"nodes": 3, "processes": 2, "threads": None}))
+    monkeypatch.setattr(slurm, "partition_cpus", lambda partition: 16)
+    request = slurm_train.plan_request(config, partition="cpu")
+    assert (request.nodes, request.tasks_per_node, request.cpus_per_task, request.gpus_per_node) == (3, 2, 8, 0)
+    assert slurm_train.plan_request(config, cpus_per_task=3, mem_gb=20).parameters("x") == {
+        "name": "x", "nodes": 3, "tasks_per_node": 2, "cpus_per_task": 3, "timeout_min": 24 * 60, "mem_gb": 20}  # fmt: skip
+    monkeypatch.setattr(slurm, "partition_cpus", lambda partition: 2)
+    assert slurm_train.plan_request(config).cpus_per_task == 1  # 2 CPUs shared by the node's 2 tasks
+    assert slurm_train.task_config(config, request).train.threads == 8
+    assert slurm_train.submitit_folder(Path("runs/a")) == Path("runs/.submitit/a")  # --force moves runs/a aside
+
+
+def test_the_progress_of_a_slurm_job_is_read_from_a_growing_log(tmp_path):
+    from prelnx.run.slurm_train import LogTail
+
+    log = tmp_path / "log"
+    tail = LogTail(log)
+    assert tail.lines() == []
+    log.write_text("starting tiny\nepoch 1")
+    assert tail.lines() == ["starting tiny"]
+    with open(log, "a") as handle:
+        handle.write(" done\n")
+    assert tail.lines() == ["epoch 1 done"]
+    log.write_text("again\n")  # a requeued job starts the file again
+    assert tail.lines() == ["again"]
+
+
+def test_fairseqs_slurm_rendezvous_on_cpu_uses_one_device_and_the_tasks_ranks(monkeypatch):
+    from types import SimpleNamespace
+
+    from prelnx_fairseq_plugin import distributed
+
+    monkeypatch.setattr(distributed.torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(distributed.subprocess, "check_output", lambda argv, text: "nodeA\nnodeB\n")
+    for key, value in {"SLURM_STEP_NODELIST": "node[A-B]", "SLURM_PROCID": "3", "SLURM_LOCALID": "1",
+                       "SLURM_NTASKS": "4", "SLURM_NNODES": "2"}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    cfg = SimpleNamespace(pipeline_model_parallel=False, distributed_world_size=4, distributed_port=21234,
+                          distributed_init_method=None, distributed_rank=0, device_id=0, distributed_no_spawn=False)  # fmt: skip
+    assert distributed._infer_slurm_init(cfg, None) is True
+    assert (cfg.distributed_init_method, cfg.distributed_rank, cfg.device_id) == ("tcp://nodeA:21234", 3, 0)
+    cfg.distributed_world_size = 2
+    with pytest.raises(ValueError, match="this Slurm step has 4 tasks"):
+        distributed._infer_slurm_init(cfg, None)
+    monkeypatch.delenv("SLURM_PROCID")
+    assert distributed._infer_slurm_init(cfg, None) is False  # not a Slurm task: fairseq goes on as without Slurm
+
+
+def test_a_parent_pid_inherited_from_elsewhere_is_not_watched(monkeypatch):
+    from prelnx_fairseq_plugin import parent_watch
+
+    died = []
+    monkeypatch.setattr(parent_watch, "_die", lambda: died.append(True))
+    monkeypatch.setattr(parent_watch, "_poll", lambda gone: died.append("poll"))
+    monkeypatch.setenv("PRELNX_PARENT_PID", "999999999")  # e.g. a pid of the submitting machine
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    parent_watch.watch_parent()
+    assert died == []
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "x")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    parent_watch.watch_parent()  # a torchrun worker: prelnx runs on this machine, and is polled
+    assert died == ["poll"]
