@@ -9,6 +9,7 @@ import typer
 
 from prelnx.commands.data import data_app
 from prelnx.commands.evaluate import evaluate_command
+from prelnx.commands.finetune import finetune_command
 from prelnx.commands.grads import grads_command
 from prelnx.commands.plot import plot_command
 from prelnx.commands.report import report_command
@@ -39,6 +40,7 @@ app.command("evaluate")(evaluate_command)
 app.command("grads")(grads_command)
 app.command("theory")(theory_command)
 app.command("report")(report_command)
+app.command("finetune")(finetune_command)
 
 
 def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]

@@ -27,6 +27,7 @@ class Dataset(str, Enum):
     wmt14 = "wmt14"
     multi30k = "multi30k"
     custom = "custom"
+    text = "text"
 
 
 @data_app.callback()
@@ -54,9 +55,9 @@ def _command_line(ctx: typer.Context) -> str:
 @data_app.command("prepare")
 def prepare_command(
     ctx: typer.Context,
-    dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom.")],
-    source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files [default: download from the official location].")] = None,
-    out: Annotated[Optional[Path], options.out("Output folder [default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom].")] = None,
+    dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom (any parallel text) | text (monolingual, for task: masked_lm).")],
+    source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files [default: download from the official location]; text: a text file or a folder of *.txt files, one sentence or document per line.")] = None,
+    out: Annotated[Optional[Path], options.out("Output folder [default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom, data-bin/text].")] = None,
     bpe_code: Annotated[Optional[Path], typer.Option("--bpe-code", help="Apply this subword-nmt code file instead of learning BPE.")] = None,
     bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train [default: iwslt14 10000, wmt14 40000, multi30k 10000; custom: no BPE].")] = None,
     workers: Annotated[Optional[int], options.jobs("Processes for tokenization, BPE and binarizing [default: the core count].")] = None,
@@ -70,8 +71,9 @@ def prepare_command(
     test_tgt: Annotated[Optional[Path], typer.Option("--test-tgt", help="custom: test target text (optional).")] = None,
     source_lang: Annotated[str, typer.Option("--source-lang", help="custom: source language code (file suffix; Moses rules with --tokenize).")] = "src",
     target_lang: Annotated[str, typer.Option("--target-lang", help="custom: target language code.")] = "tgt",
-    tokenize: Annotated[bool, options.flag("--tokenize", "custom: Moses-tokenize both sides.")] = False,
-    lowercase: Annotated[bool, options.flag("--lowercase", "custom: lowercase both sides.")] = False,
+    tokenize: Annotated[bool, options.flag("--tokenize", "custom, text: Moses-tokenize the text (text: English rules).")] = False,
+    lowercase: Annotated[bool, options.flag("--lowercase", "custom, text: lowercase the text.")] = False,
+    valid_lines: Annotated[int, typer.Option("--valid-lines", help="text: the last N non-blank lines are held out for validation.")] = 1000,
     joined_dictionary: Annotated[bool, options.flag("--joined-dictionary", "custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
 ) -> None:
     """Prepare DATASET into a folder `prelnx train` reads (data.path): fairseq dictionaries and binary splits,
@@ -85,10 +87,15 @@ def prepare_command(
     from prelnx.data.prepare import default_out, make_recipe, prepare_recipe, summary
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
+    text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
     try:
-        corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
-                                     tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
-        recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
+        if dataset is Dataset.text:
+            recipe = make_recipe("text", source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, text_options=text_options)
+            corpus = None
+        else:
+            corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
+                                         tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
+            recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
         target = out or default_out(dataset.value)
         if dry_run:
             typer.echo(f"would prepare {recipe.describe()} into {target}")
@@ -101,4 +108,5 @@ def prepare_command(
         raise typer.Exit(130) from None
     typer.echo(summary(target))
     if out is not None and out != default_out(dataset.value):
-        typer.echo(f"train on it: prelnx train --config ... --set data.dataset={dataset.value} --set data.path={target}")
+        name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data
+        typer.echo(f"train on it: prelnx train --config ... --set data.dataset={name} --set data.path={target}")

@@ -22,7 +22,13 @@ ARCH_PRESETS = (
     "transformer_wmt_en_de_big",
     "transformer_wmt_en_de_big_t2t",
 )
+# fairseq's BERT-style encoder presets for task: masked_lm (fairseq/models/roberta/model.py). The layout picks
+# fairseq's own architecture: post = `roberta` (embedding LayerNorm, LayerNorm after each residual add),
+# pre = `roberta_prenorm` (no embedding LayerNorm, LayerNorm before each sublayer, a final LayerNorm).
+MLM_ARCH_PRESETS = ("roberta_base",)
 DATASETS = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
+TASKS = ("translation", "masked_lm", "sentence_prediction")
+ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encoder
 
 
 @dataclass
@@ -34,6 +40,10 @@ class DataConfig:
     source_lang: Optional[str] = None  # default per dataset: de/en, en/de, src/tgt
     target_lang: Optional[str] = None
     synthetic: SyntheticTask = field(default_factory=SyntheticTask)  # only read when dataset is synthetic
+    # task: masked_lm only: tokens per training sample (sentences packed up to this length, fairseq's
+    # sample_break_mode complete) and the share of tokens masked (BERT's 15 %)
+    tokens_per_sample: int = 512
+    mask_prob: float = 0.15
 
 
 @dataclass
@@ -44,6 +54,7 @@ class ModelConfig:
     norm: Literal["layernorm", "rmsnorm", "dyt"] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset; the fields below override its dimensions
+    # (task: masked_lm: roberta_base, BERT base; decoder_* keys do not apply)
     encoder_layers: Optional[int] = None
     decoder_layers: Optional[int] = None
     embed_dim: Optional[int] = None  # encoder and decoder
@@ -129,19 +140,34 @@ class TestDecodingConfig:
 
 @dataclass
 class EvalConfig:
-    bleu: BleuConfig = field(default_factory=BleuConfig)
+    # validate every N updates instead of every epoch: metrics.jsonl gets a row per validation and TensorBoard's
+    # step is the update (BERT is measured in updates); null = once per epoch, step = epoch. Needed by masked_lm.
+    every_updates: Optional[int] = None
+    bleu: BleuConfig = field(default_factory=BleuConfig)  # translation only
     test: TestDecodingConfig = field(default_factory=TestDecodingConfig)
+
+
+@dataclass
+class FinetuneConfig:
+    # task: sentence_prediction only
+    from_checkpoint: Optional[str] = None  # the pre-trained checkpoint the model starts from (its optimizer is not)
+    num_classes: int = 2  # MRPC and RTE: 2
 
 
 @dataclass
 class Config:
     name: Optional[str] = None  # run name; default: the config file's path under configs/, without .yaml
+    # translation: fairseq's encoder-decoder transformer; masked_lm: BERT-style pre-training (fairseq's masked_lm
+    # task and roberta encoder), the paper's Section 4 / Figure 5a; sentence_prediction: fine-tuning such an
+    # encoder on a sentence(-pair) classification task (MRPC, RTE: Figure 5b/c; `prelnx finetune` writes these)
+    task: Literal["translation", "masked_lm", "sentence_prediction"] = "translation"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
 
 def check_values(config: Config) -> list[tuple[str, str]]:
@@ -153,7 +179,12 @@ def check_values(config: Config) -> list[tuple[str, str]]:
             problems.append((key, message))
 
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
-    need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
+    if config.task in ENCODER_TASKS:
+        problems += _encoder_problems(config)
+    else:
+        need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
+    every = config.eval.every_updates
+    need(every is None or every >= 1, "eval.every_updates", f"must be >= 1 or null, got {every}")
     need(not (m.layout == "deepnorm" and m.norm == "dyt"), "model.norm",
          "layout: deepnorm rescales a normalised residual stream; use norm: layernorm or rmsnorm with it")  # fmt: skip
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
@@ -223,6 +254,31 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(m.share_decoder_input_output_embed, "model.share_decoder_input_output_embed",
              "must be true when model.share_all_embeddings is true")  # fmt: skip
     return problems
+
+
+def _encoder_problems(config: Config) -> list[tuple[str, str]]:
+    m, d, task, f = config.model, config.data, config.task, config.finetune
+    checks = [
+        (m.arch in MLM_ARCH_PRESETS, "model.arch",
+         f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), got {m.arch!r}"),
+        (m.layout in ("post", "pre"), "model.layout", f"task: {task} has layouts post and pre, got {m.layout!r}"),
+        (m.norm == "layernorm" and not m.qk_norm, "model.norm",
+         f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false"),
+        (m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key"),
+        (d.dataset in ("synthetic", "custom"), "data.dataset",
+         f"task: {task} reads synthetic or custom (prelnx data prepare text) data, got {d.dataset!r}"),
+        (d.tokens_per_sample >= 8, "data.tokens_per_sample", f"must be >= 8, got {d.tokens_per_sample}"),
+    ]  # fmt: skip
+    if task == "masked_lm":
+        checks += [
+            (config.eval.every_updates is not None, "eval.every_updates",
+             "task: masked_lm validates by updates: set eval.every_updates (e.g. 100)"),
+            (0.0 < d.mask_prob < 1.0, "data.mask_prob", f"must be in (0, 1), got {d.mask_prob}"),
+        ]  # fmt: skip
+    else:
+        # finetune.from_checkpoint is checked when the run starts (run.plan.ensure_data): prelnx finetune sets it
+        checks.append((f.num_classes >= 2, "finetune.num_classes", f"must be >= 2, got {f.num_classes}"))
+    return [(key, message) for ok, key, message in checks if not ok]
 
 
 def schedule_warnings(config: "Config") -> list[str]:

@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from prelnx.data import iwslt14, multi30k, wmt14
+from prelnx.data import iwslt14, multi30k, text, wmt14
 from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus
 from prelnx.data.custom import recipe as custom_recipe
@@ -20,7 +20,7 @@ from prelnx.data.output import check_replaceable, is_prepared, read_manifest, st
 from prelnx.data.recipe import Recipe
 from prelnx.data.workers import Workers
 
-DATASETS = ("iwslt14", "wmt14", "multi30k", "custom")
+DATASETS = ("iwslt14", "wmt14", "multi30k", "custom", "text")
 _RECIPES = {"iwslt14": iwslt14.recipe, "wmt14": wmt14.recipe, "multi30k": multi30k.recipe}
 
 
@@ -36,6 +36,7 @@ def make_recipe(
     bpe_code: Path | None = None,
     bpe_merges: int | None = None,
     custom: CustomCorpus | None = None,
+    text_options: dict | None = None,
 ) -> Recipe:
     if bpe_code is not None and bpe_merges is not None:
         raise DataError("pass either --bpe-code (apply an existing code) or --bpe-merges (learn one), not both")
@@ -51,6 +52,9 @@ def make_recipe(
         return custom_recipe(corpus=custom, bpe_code=bpe_code, bpe_merges=bpe_merges)
     if custom is not None:
         raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
+    if dataset == "text":
+        return text.recipe(source=source, corpus_options=text_options or {"valid_lines": text.DEFAULT_VALID_LINES,
+                           "tokenize": False, "lowercase": False}, bpe_code=bpe_code, bpe_merges=bpe_merges)  # fmt: skip
     if dataset not in _RECIPES:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
     return _RECIPES[dataset](source=source, bpe_code=bpe_code, bpe_merges=bpe_merges)
@@ -86,6 +90,7 @@ def prepare_recipe(
             splits=recipe.splits,
             joined_dictionary=recipe.joined_dictionary,
             workers=pool.count,
+            monolingual=recipe.monolingual,
         )
         write_manifest(
             staging,

@@ -19,6 +19,9 @@ class Recipe:
     settings: dict  # everything that decides the output; the same settings give the same data
     gather: Callable[[Path], SourceFiles]  # work folder -> the located input files
     build: Callable[[SourceFiles, Path, Workers], dict]  # inputs, output folder -> BPE entry of the manifest
+    monolingual: bool = False  # one side (task: masked_lm), binarized with fairseq-preprocess --only-source
 
     def describe(self) -> str:
+        if self.monolingual:
+            return f"{self.dataset} (monolingual)"
         return f"{self.dataset} {self.languages[0]}->{self.languages[1]}"

@@ -1,4 +1,5 @@
-"""Training curves like the paper's Figures 2 and 4 (valid loss and BLEU per epoch), and a best-BLEU heatmap.
+"""Training curves like the paper's Figures 2 and 4 (valid loss and BLEU per epoch) and Figure 5a (BERT's valid
+loss per update: runs at the update grain, prelnx.run.grain), and a best-BLEU heatmap.
 
 Reads run dirs only (metrics.jsonl, status.json, and a sweep's sweep.json for the legend).
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx.run.grain import run_dir_by_update, step
 from prelnx.run.metrics import read_metrics
 from prelnx.run.status import read_status
 from prelnx.sweep.summary import read_points
@@ -35,6 +37,10 @@ class RunCurves:
     overrides: dict[str, Any]
     rows: list[dict[str, Any]]
     status: str
+
+    @property
+    def update_grain(self) -> bool:
+        return run_dir_by_update(self.run_dir)
 
 
 class NothingToPlot(ValueError):
@@ -87,8 +93,9 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
 
     fig, ax = plt.subplots(figsize=(7.5 + (3.5 if len(runs) > 6 else 0), 4.8))
     ax.set_prop_cycle(color=plt.get_cmap("tab20").colors if len(runs) > 10 else plt.get_cmap("tab10").colors)
-    for run in runs:
-        points = [(row["epoch"], row[key]) for row in run.rows if _finite(row.get(key))]
+    by_update = [run.update_grain for run in runs]
+    for run, update_grain in zip(runs, by_update):
+        points = [(step(row, update_grain), row[key]) for row in run.rows if _finite(row.get(key))]
         label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
         if not points:
             ax.plot([], [], label=label + " - no epochs")
@@ -98,7 +105,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
         (line,) = ax.plot(epochs, values, marker="o", markersize=3, linestyle="--" if diverged else "-", label=label)
         if diverged:
             ax.plot(epochs[-1], values[-1], marker="x", markersize=10, color=line.get_color())
-    ax.set_xlabel("epoch")
+    ax.set_xlabel("update" if all(by_update) else "epoch" if not any(by_update) else "epoch, or update (BERT)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -191,6 +198,7 @@ def plot(path: Path, out: Path | None = None) -> list[Path]:
     files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out)
     files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out)
     # The lr at the end of each epoch: runs that should differ in warm-up only must share this curve after it.
-    files += _curve_figure(runs, "lr", "learning rate (end of epoch)", f"Learning rate - {name}", out)
+    at = "at each validation" if all(run.update_grain for run in runs) else "end of epoch"
+    files += _curve_figure(runs, "lr", f"learning rate ({at})", f"Learning rate - {name}", out)
     files += _heatmap(runs, out)
     return files

@@ -32,6 +32,7 @@ class Arm:
     seed: int
     results: dict[str, Any]
     rows: list[dict[str, Any]]
+    task: str = "translation"
 
 
 @dataclass
@@ -62,6 +63,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
             seed=int(config["train"]["seed"]),
             results=run_results(run_dir),
             rows=read_metrics(run_dir),
+            task=config.get("task", "translation"),
         ))  # fmt: skip
     return arms
 

@@ -11,6 +11,7 @@ import yaml
 
 from prelnx.atomic import write_text_atomic
 from prelnx.plots.curves import plot
+from prelnx.report.bert_claims import BERT_CHECKS
 from prelnx.report.claims import TRAINING_CHECKS, Verdict, load_arms
 from prelnx.sweep.summary import summarize
 
@@ -73,7 +74,10 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         if figure.suffix != ".png":
             figure.unlink()  # the report embeds PNGs; the SVGs stay in the sweep dir's own plots
     arms = load_arms(sweep_dir)
-    verdicts = {claim_id: check(arms) for claim_id, check in TRAINING_CHECKS.items()}
+    translation = [a for a in arms if a.task == "translation"]
+    bert_only = bool(arms) and not translation  # a masked-LM sweep: the translation claims do not apply
+    checks, claim_list = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
+    verdicts = {claim_id: check(arms if bert_only else translation) for claim_id, check in checks.items()}
     unusable = [row for row in rows if row["status"] not in ("finished", "diverged")]
     if unusable:  # "no runs for these arms" would hide that the runs exist but did not train
         listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
@@ -89,13 +93,16 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
               "Each claim as the paper states it, what this sweep measured, and whether it holds here. Losses are",
               "fairseq's validation loss in bits per token (lower is better); 'holds' needs a difference of more",
               "than 0.5 bits where it compares losses.", ""]  # fmt: skip
-    lines += _claims_table(claims["training"], verdicts) + [""]
+    lines += _claims_table(claim_list, verdicts) + [""]
+    if not bert_only and any(a.task == "masked_lm" for a in arms):
+        lines += _claims_table(claims["bert"], {key: check(arms) for key, check in BERT_CHECKS.items()}) + [""]
     lines += ["## Results", "", (sweep_dir / "summary.md").read_text().strip(), ""]
     if unusable:
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]
         lines.append("")
-    lines += ["## Curves (Figures 2 and 4 style)", ""]
+    lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only else
+              "## Curves (Figures 2 and 4 style)", ""]  # fmt: skip
     for name in ("loss", "bleu", "lr", "heatmap"):
         if (figures_dir / f"{name}.png").is_file():
             lines.append(f"![{name}]({(figures_dir / f'{name}.png').relative_to(report_dir).as_posix()})")

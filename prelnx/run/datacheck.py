@@ -95,3 +95,14 @@ def check_binarized(folder: Path, source: str, target: str) -> None:
         lang = index.name[: -len(".idx")].rsplit(".", 1)[-1]
         if lang in sizes:
             check_split(index.with_name(index.name[: -len(".idx")]), sizes[lang])
+
+
+def check_monolingual(folder: Path) -> None:
+    """Check the splits of monolingual data (`prelnx data prepare text`: dict.txt, train/valid.bin/.idx)."""
+    dictionary = folder / "dict.txt"
+    try:
+        size = dictionary_size(dictionary)
+    except OSError as error:
+        raise DataDamaged(f"{dictionary}: cannot read ({error.strerror})") from None
+    for index in sorted(folder.glob("*.idx")):
+        check_split(index.with_name(index.name[: -len(".idx")]), size)

@@ -1,4 +1,5 @@
-"""A run's per-epoch results: `metrics.jsonl`, one JSON object per epoch (TensorBoard: `run/tensorboard.py`)."""
+"""A run's results: `metrics.jsonl`, one JSON object per epoch, or per validation at the update grain
+(prelnx.run.grain); every row carries both its epoch and its update. TensorBoard: `run/tensorboard.py`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def write_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:
-    """Rewrite the whole file atomically; a resumed run's repeated epoch replaces the earlier row."""
-    by_epoch = {row["epoch"]: row for row in rows}
-    text = "".join(json.dumps(by_epoch[epoch]) + "\n" for epoch in sorted(by_epoch))
+    """Rewrite the whole file atomically, in training order; a row repeated (same epoch and update) is kept once,
+    the later one. The callers keep one row per epoch (or per validated update)."""
+    by_step = {(row["epoch"], row["num_updates"]): row for row in rows}
+    text = "".join(json.dumps(by_step[step]) + "\n" for step in sorted(by_step, key=lambda s: (s[1], s[0])))
     write_text_atomic(run_dir / "metrics.jsonl", text)

@@ -47,15 +47,39 @@ def data_dir(config: Config) -> Path:
     if config.data.path is not None:
         return Path(config.data.path).expanduser()
     if config.data.dataset == "synthetic":
-        return data_home() / f"synthetic-{config.data.synthetic.fingerprint()}"
+        return synthetic_dir(config.task, config.data.synthetic)
     return DEFAULT_DATA_DIRS.get(config.data.dataset, Path("data-bin") / config.data.dataset)
+
+
+SYNTHETIC_KINDS = {"translation": "synthetic", "masked_lm": "synthetic-text", "sentence_prediction": "synthetic-pairs"}
+
+
+def synthetic_dir(task: str, synthetic: SyntheticTask) -> Path:
+    """Where a task's synthetic data is cached: one folder per kind and generator settings."""
+    return data_home() / f"{SYNTHETIC_KINDS[task]}-{synthetic.fingerprint()}"
 
 
 def data_problem(config: Config) -> str | None:
     """Why the config's data cannot be trained on (not prepared, damaged), or None. Generates nothing."""
-    from prelnx.run.datacheck import DataDamaged, check_binarized
+    from prelnx.run.datacheck import DataDamaged, check_binarized, check_monolingual
 
     folder = data_dir(config)
+    if config.task == "sentence_prediction":
+        from prelnx.data.pairs import pairs_problem
+
+        return pairs_problem(folder, generated=config.data.dataset == "synthetic")
+    if config.task == "masked_lm":
+        if config.data.dataset == "synthetic" and not (folder / "dict.txt").is_file():
+            return None  # generated on demand
+        if not (folder / "dict.txt").is_file() or not (folder / "train.idx").is_file():
+            return (f"data.path: {folder} holds no binarized text for masked_lm (needs dict.txt, train.bin/.idx, "
+                    f"valid.bin/.idx). Prepare it with `prelnx data prepare text --input <your text> --out <folder>` "
+                    f"(see README, 'BERT') and point data.path at the output folder.")  # fmt: skip
+        try:
+            check_monolingual(folder)
+        except DataDamaged as error:
+            return str(error)
+        return None
     source, target = languages(config)
     if config.data.dataset == "synthetic" and not (folder / f"dict.{source}.txt").is_file():
         return None  # generated on demand
@@ -74,15 +98,33 @@ def data_problem(config: Config) -> str | None:
 
 
 def ensure_data(config: Config) -> Path:
-    """Generate the synthetic task if needed; check any other dataset is binarized and intact. Returns the folder."""
+    """Generate the synthetic task if needed; check any other dataset is binarized and intact (and a fine-tuning's
+    pre-trained checkpoint: CheckpointRefused, CheckpointDamaged). Returns the folder."""
     folder = data_dir(config)
-    if config.data.dataset == "synthetic":
+    if config.data.dataset == "synthetic" and config.task in ("masked_lm", "sentence_prediction"):
+        from prelnx.data.monolingual import prepare_synthetic_text
+
+        task = SyntheticTask(**vars(config.data.synthetic))
+        text = synthetic_dir("masked_lm", task)  # fine-tuning pairs use the pre-training text's dictionary
+        prepare_synthetic_text(task, text)
+        if config.task == "sentence_prediction":
+            from prelnx.data.pairs import prepare_synthetic_pairs
+
+            prepare_synthetic_pairs(task, text / "dict.txt", folder)
+    elif config.data.dataset == "synthetic":
         from prelnx.data.synthetic import prepare_synthetic
 
         prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
     problem = data_problem(config)
     if problem is not None:
         raise DataNotReady(problem)
+    if config.task == "sentence_prediction":  # the pre-trained weights load safely, or nothing starts
+        from prelnx.run.checkpoints import checkpoint_info
+
+        if config.finetune.from_checkpoint is None or not Path(config.finetune.from_checkpoint).is_file():
+            raise DataNotReady(f"finetune.from_checkpoint: {config.finetune.from_checkpoint!r} is not a checkpoint "
+                               f"file; fine-tune with `prelnx finetune --pretrained <masked_lm run>`")  # fmt: skip
+        checkpoint_info(Path(config.finetune.from_checkpoint))
     return folder
 
 
@@ -99,7 +141,18 @@ def use_cuda(config: Config) -> bool:
 
 def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> list[str]:
     """The `fairseq-train` arguments (without the program name) for this config."""
-    m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
+    if config.task == "translation":
+        task_argv = translation_argv(config, data)
+    else:
+        from prelnx.run.plan_encoder import masked_lm_argv, sentence_prediction_argv
+
+        task_argv = (masked_lm_argv if config.task == "masked_lm" else sentence_prediction_argv)(config, data)
+    return task_argv + optimization_argv(config) + run_argv(config, save_dir, cuda=cuda)
+
+
+def translation_argv(config: Config, data: Path) -> list[str]:
+    """Task, model and criterion of a translation run."""
+    m, t, b = config.model, config.train, config.eval.bleu
     source, target = languages(config)
     variant = m.layout == "deepnorm" or m.norm != "layernorm" or m.qk_norm
     argv = [
@@ -130,15 +183,32 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> l
     if m.layout == "pre":
         # fairseq's Pre-LN: LayerNorm before each sublayer plus a final LayerNorm after the last layer.
         argv += ["--encoder-normalize-before", "--decoder-normalize-before"]
-    argv += ["--dropout", str(m.dropout), "--attention-dropout", str(m.attention_dropout),
-             "--activation-dropout", str(m.activation_dropout)]  # fmt: skip
+    argv += dropout_argv(config)
     if m.share_all_embeddings:
         argv.append("--share-all-embeddings")
     elif m.share_decoder_input_output_embed:
         argv.append("--share-decoder-input-output-embed")
-
     argv += ["--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(t.label_smoothing)]
-    argv += ["--optimizer", o.name, "--lr", str(o.lr), "--weight-decay", str(o.weight_decay)]
+    if b.enabled:
+        generation = {"beam": b.beam, "lenpen": b.lenpen, "max_len_a": b.max_len_a, "max_len_b": b.max_len_b}
+        argv += ["--eval-bleu", "--eval-bleu-args", json.dumps(generation), "--eval-bleu-detok", b.detok]
+        if b.tokenized:
+            argv.append("--eval-tokenized-bleu")
+        if b.remove_bpe is not None:
+            argv += ["--eval-bleu-remove-bpe", b.remove_bpe]
+    return argv
+
+
+def dropout_argv(config: Config) -> list[str]:
+    m = config.model
+    return ["--dropout", str(m.dropout), "--attention-dropout", str(m.attention_dropout),
+            "--activation-dropout", str(m.activation_dropout)]  # fmt: skip
+
+
+def optimization_argv(config: Config) -> list[str]:
+    """Optimizer and learning-rate schedule (the plugin's warmup_decay), the same for every task."""
+    o, s = config.optimizer, config.schedule
+    argv = ["--optimizer", o.name, "--lr", str(o.lr), "--weight-decay", str(o.weight_decay)]
     if o.name in ("adam", "radam"):
         argv += ["--adam-betas", f"({o.betas[0]}, {o.betas[1]})", "--adam-eps", str(o.eps)]
     else:
@@ -156,9 +226,14 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> l
         argv += ["--decay-start-update", str(s.decay_start_update)]
     if s.decay == "linear":
         argv += ["--end-lr", str(s.end_lr)]
+    return argv
 
-    argv += ["--max-tokens", str(t.max_tokens), "--update-freq", str(t.update_freq), "--seed", str(t.seed),
-             "--clip-norm", str(t.clip_norm), "--num-workers", str(t.num_workers)]  # fmt: skip
+
+def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
+    """Batching, length, device, checkpoints, logging and the validation grain, the same for every task."""
+    t, every = config.train, config.eval.every_updates
+    argv = ["--max-tokens", str(t.max_tokens), "--update-freq", str(t.update_freq), "--seed", str(t.seed),
+            "--clip-norm", str(t.clip_norm), "--num-workers", str(t.num_workers)]  # fmt: skip
     if t.max_epoch is not None:
         argv += ["--max-epoch", str(t.max_epoch)]
     if t.max_update is not None:
@@ -171,18 +246,20 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> l
         argv.append("--bf16")
 
     argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
-    if t.keep_last_epochs == 0:
+    if every is not None:
+        # Validate and checkpoint every N updates (and when training stops), never at an epoch's end: each
+        # validation is a metrics row, and every checkpoint sits at a validated update (run/grain.py).
+        argv += ["--validate-interval-updates", str(every), "--save-interval-updates", str(every),
+                 "--validate-interval", str(EPOCH_NEVER), "--save-interval", str(EPOCH_NEVER),
+                 "--no-epoch-checkpoints", "--keep-interval-updates", str(max(1, t.keep_last_epochs))]  # fmt: skip
+    elif t.keep_last_epochs == 0:
         argv.append("--no-epoch-checkpoints")
     else:
         argv += ["--keep-last-epochs", str(t.keep_last_epochs)]
-    if b.enabled:
-        generation = {"beam": b.beam, "lenpen": b.lenpen, "max_len_a": b.max_len_a, "max_len_b": b.max_len_b}
-        argv += ["--eval-bleu", "--eval-bleu-args", json.dumps(generation), "--eval-bleu-detok", b.detok]
-        if b.tokenized:
-            argv.append("--eval-tokenized-bleu")
-        if b.remove_bpe is not None:
-            argv += ["--eval-bleu-remove-bpe", b.remove_bpe]
     return argv
+
+
+EPOCH_NEVER = 1_000_000  # an epoch interval no run reaches: fairseq has no "never" for --validate-interval
 
 
 @dataclass

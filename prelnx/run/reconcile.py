@@ -4,6 +4,8 @@ The checkpoints are what was trained; `train.log` is fairseq's own record of eve
 it directly, so it survives prelnx's death); `metrics.jsonl` is what prelnx saw. Reconciling keeps one row per
 epoch the checkpoints completed: prelnx's row where it has one, else the row rebuilt from fairseq's log, else
 the epoch is listed as lost. Epochs past the checkpoint are dropped: fairseq trains them again on resume.
+At the update grain (eval.every_updates, prelnx.run.grain) the same holds for the validations: one row per
+validated update up to the checkpoint's.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.run.checkpoints import CheckpointDamaged, CheckpointRefused, load_checkpoint
-from prelnx.run.records import EpochRows, parse_record
+from prelnx.run.records import EpochRows, parse_record, row_builder
 
 LOG_NAME = "train.log"
 
 
-def rows_from_log(log_path: Path) -> list[dict[str, Any]]:
-    """Epoch rows from fairseq's JSON records in train.log (every attempt; a redone epoch's later row wins)."""
+def rows_from_log(log_path: Path, update_grain: bool = False) -> list[dict[str, Any]]:
+    """Rows from fairseq's JSON records in train.log (every attempt; a redone epoch's later row wins)."""
     if not log_path.is_file():
         return []
+    if update_grain:
+        return _update_rows_from_log(log_path)
     epochs = EpochRows()
     rows: dict[int, dict[str, Any]] = {}
     with open(log_path, errors="replace") as log:
@@ -41,21 +45,37 @@ def rows_from_log(log_path: Path) -> list[dict[str, Any]]:
     return [rows[epoch] for epoch in sorted(rows)]
 
 
+def _update_rows_from_log(log_path: Path) -> list[dict[str, Any]]:
+    builder = row_builder(True)
+    rows: dict[int, dict[str, Any]] = {}
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            parsed = parse_record(line)
+            if parsed is not None:
+                row = builder.add(*parsed)
+                if row is not None:
+                    rows[row["num_updates"]] = {**row, "wall_seconds": None, "from_log": True}
+    return [rows[update] for update in sorted(rows)]
+
+
 @dataclass
 class Reconciled:
+    """The rows kept, and which epochs (or validated updates, at the update grain) were recovered, dropped or lost."""
+
     rows: list[dict[str, Any]]
     lost_epochs: list[int] = field(default_factory=list)
     recovered_epochs: list[int] = field(default_factory=list)
     dropped_epochs: list[int] = field(default_factory=list)
+    unit: str = "epochs"
 
     def describe(self) -> list[str]:
-        said = []
+        said, unit = [], self.unit
         if self.recovered_epochs:
-            said.append(f"epochs {_span(self.recovered_epochs)} were missing from metrics.jsonl; rebuilt from train.log")
+            said.append(f"{unit} {_span(self.recovered_epochs)} were missing from metrics.jsonl; rebuilt from train.log")
         if self.dropped_epochs:
-            said.append(f"epochs {_span(self.dropped_epochs)} are past the last checkpoint; they will be trained again")
+            said.append(f"{unit} {_span(self.dropped_epochs)} are past the last checkpoint; they will be trained again")
         if self.lost_epochs:
-            said.append(f"the metrics of epochs {_span(self.lost_epochs)} were lost (trained, but in no record)")
+            said.append(f"the metrics of {unit} {_span(self.lost_epochs)} were lost (trained, but in no record)")
         return said
 
 
@@ -84,6 +104,22 @@ def reconcile_rows(saved: list[dict[str, Any]], logged: list[dict[str, Any]], co
         else:
             result.lost_epochs.append(epoch)
     result.dropped_epochs = sorted(row["epoch"] for row in saved if row["epoch"] > completed_epochs or not within(row))
+    return result
+
+
+def reconcile_update_rows(saved: list[dict[str, Any]], logged: list[dict[str, Any]], checkpoint_update: int,
+                          every: int) -> Reconciled:  # fmt: skip
+    """One row per validated update up to the checkpoint's: saved, else logged; a multiple of `every` up to the
+    checkpoint in neither is lost (the last validation, when training stopped, is not a multiple)."""
+    by_saved = {row["num_updates"]: row for row in saved if row["num_updates"] <= checkpoint_update}
+    by_logged = {row["num_updates"]: row for row in logged if row["num_updates"] <= checkpoint_update}
+    result = Reconciled(rows=[], unit="validations at updates")
+    for update in sorted(set(by_saved) | set(by_logged)):
+        result.rows.append(by_saved.get(update) or by_logged[update])
+        if update not in by_saved:
+            result.recovered_epochs.append(update)
+    result.lost_epochs = [u for u in range(every, checkpoint_update + 1, every) if u not in by_saved and u not in by_logged]
+    result.dropped_epochs = sorted(row["num_updates"] for row in saved if row["num_updates"] > checkpoint_update)
     return result
 
 

@@ -64,6 +64,7 @@ class EpochRows:
                 "valid_nll_loss": record.get("valid_nll_loss"),
                 "valid_ppl": record.get("valid_ppl"),
                 "valid_bleu": record.get("valid_bleu"),
+                "valid_accuracy": record.get("valid_accuracy"),  # sentence_prediction (fine-tuning), in %
             }
             self.last_update = self.pending["num_updates"]
             return None
@@ -78,6 +79,7 @@ class EpochRows:
                 "valid_nll_loss": None,
                 "valid_ppl": None,
                 "valid_bleu": None,
+                "valid_accuracy": None,
             }
             if self.pending.get("epoch") == row["epoch"]:
                 row.update({k: v for k, v in self.pending.items() if k not in ("epoch", "num_updates")})
@@ -85,3 +87,46 @@ class EpochRows:
             self.last_update = row["num_updates"]
             return row
         return None
+
+
+@dataclass
+class UpdateRows:
+    """Accumulates records into one row per validation (eval.every_updates: `metrics.jsonl` at the update grain).
+
+    fairseq validates every N updates and when training stops; each `valid` record ends a row carrying its epoch
+    and update, the lr of the last progress record and the mean train loss of the progress records since the
+    previous row. The epoch summaries (`train`) are not rows at this grain.
+    """
+
+    last_update: int = 0
+    last_lr: float | None = None
+    losses: list[float] = field(default_factory=list)
+
+    def add(self, kind: str, record: dict[str, Any]) -> dict[str, Any] | None:
+        if kind == "train_inner":
+            self.last_update = int(record.get("num_updates", self.last_update))
+            self.last_lr = record.get("lr", self.last_lr)
+            if isinstance(record.get("loss"), float):
+                self.losses.append(record["loss"])
+            return None
+        if kind != "valid":
+            return None
+        self.last_update = int(record.get("valid_num_updates", self.last_update))
+        row = {
+            "epoch": int(record["epoch"]),
+            "num_updates": self.last_update,
+            "lr": self.last_lr,
+            "train_loss": round(sum(self.losses) / len(self.losses), 3) if self.losses else None,
+            "train_nll_loss": None,
+            "valid_loss": record.get("valid_loss"),
+            "valid_nll_loss": record.get("valid_nll_loss"),
+            "valid_ppl": record.get("valid_ppl"),
+            "valid_bleu": record.get("valid_bleu"),
+        }
+        self.losses = []
+        return row
+
+
+def row_builder(by_update: bool, last_update: int = 0) -> EpochRows | UpdateRows:
+    """The accumulator of a run's grain (prelnx.run.grain)."""
+    return UpdateRows(last_update=last_update) if by_update else EpochRows(last_update=last_update)

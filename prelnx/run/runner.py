@@ -35,7 +35,8 @@ from prelnx.run.lock import RunLock
 from prelnx.run.metrics import read_metrics, write_metrics
 from prelnx.run.tensorboard import TensorBoardLog, rebuild
 from prelnx.run.plan import ensure_data, plan_launch, resolve_batch
-from prelnx.run.reconcile import LOG_NAME, Reconciled, crash_update, reconcile_rows, rows_from_log
+from prelnx.run import grain
+from prelnx.run.reconcile import LOG_NAME, Reconciled, crash_update, reconcile_rows, reconcile_update_rows, rows_from_log
 from prelnx.run.status import EXIT_CODES, read_status, write_status
 from prelnx.run.watch import Watch
 
@@ -201,8 +202,8 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     try:
         write_text_atomic(run_dir / "config.yaml", dump_config(config))
         write_text_atomic(run_dir / "command.txt", f"# {launch.batch}\n{launch.command_line()}\n")
-        reconciled = _reconcile(run_dir, read_metrics(run_dir), start)
-        write_status(run_dir, "running", update=start.update if start else 0, epochs=len(reconciled.rows))
+        reconciled = _reconcile(run_dir, config, read_metrics(run_dir), start)
+        write_status(run_dir, "running", update=start.update if start else 0, **_counts(config, reconciled.rows, start))
     except OSError as error:
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     echo(
@@ -229,8 +230,8 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     previous_handler = stop_on_sigterm()
     try:
         try:  # TensorBoard (and its torch import) while fairseq starts up, not before it
-            rebuild(run_dir, reconciled.rows, hparams)
-            watch.tensorboard = TensorBoardLog(run_dir)
+            rebuild(run_dir, reconciled.rows, hparams, update_grain=watch.update_grain)
+            watch.tensorboard = TensorBoardLog(run_dir, watch.update_grain)
         except OSError as error:
             watch.io_error = io_reason(error, run_dir)
             process.terminate()
@@ -254,11 +255,23 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
     return _finish(run_dir, watch, status, reason, update, hparams, echo)
 
 
-def _reconcile(run_dir: Path, saved: list[dict[str, Any]], checkpoint: CheckpointInfo | None) -> Reconciled:
+def _reconcile(run_dir: Path, config: Config, saved: list[dict[str, Any]], checkpoint: CheckpointInfo | None) -> Reconciled:
     completed, update = (checkpoint.epoch, checkpoint.update) if checkpoint else (0, 0)
-    reconciled = reconcile_rows(saved, rows_from_log(run_dir / LOG_NAME), completed, update)
+    update_grain = grain.by_update(config)
+    logged = rows_from_log(run_dir / LOG_NAME, update_grain)
+    if update_grain:
+        reconciled = reconcile_update_rows(saved, logged, update, config.eval.every_updates or 1)
+    else:
+        reconciled = reconcile_rows(saved, logged, completed, update)
     write_metrics(run_dir, reconciled.rows)
     return reconciled
+
+
+def _counts(config: Config, rows: list[dict[str, Any]], checkpoint: CheckpointInfo | None) -> dict[str, int]:
+    """status.json's `epochs` (rows, at the epoch grain) and, at the update grain, `validations` (rows)."""
+    if grain.by_update(config):
+        return {"epochs": checkpoint.epoch if checkpoint else 0, "validations": len(rows)}
+    return {"epochs": len(rows)}
 
 
 def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, hparams: dict[str, Any],
@@ -279,11 +292,11 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
             if status == "finished":
                 status, reason = "interrupted", f"the last checkpoint cannot be read ({unreadable}); run again"
         else:
-            reconciled = _reconcile(run_dir, watch.rows, info)
+            reconciled = _reconcile(run_dir, watch.config, watch.rows, info)
             rows = reconciled.rows
             if reconciled.lost_epochs:
-                extra["lost_epochs"] = reconciled.lost_epochs
-        rebuild(run_dir, rows, hparams, _best(rows))
+                extra["lost_validations" if watch.update_grain else "lost_epochs"] = reconciled.lost_epochs
+        rebuild(run_dir, rows, hparams, _best(rows), watch.update_grain)
     except OSError as error:
         rows = watch.rows
         if status != "failed" or not reason.startswith(("no space", "disk quota")):
@@ -294,7 +307,7 @@ def _finish(run_dir: Path, watch: Watch, status: str, reason: str, update: int, 
     if status == "diverged" and "after update" not in reason and " at update " not in reason:
         reason = f"{reason} (after update {update})"
     try:
-        write_status(run_dir, status, reason=reason, update=update, epochs=len(rows), **_best(rows), **extra)
+        write_status(run_dir, status, reason=reason, update=update, **_counts(watch.config, rows, info), **_best(rows), **extra)
     except OSError as error:
         echo(f"warning: status.json could not be written ({io_reason(error, run_dir)})")
     echo(f"{run_dir}: {status}" + (f" ({reason})" if reason else ""))

@@ -20,7 +20,8 @@ from prelnx.atomic import io_reason
 from prelnx.config.schema import Config
 from prelnx.run.metrics import write_metrics
 from prelnx.run.tensorboard import TensorBoardLog
-from prelnx.run.records import EpochRows, is_bad_loss, parse_record
+from prelnx.run import grain
+from prelnx.run.records import is_bad_loss, parse_record, row_builder
 from prelnx.run.status import write_status
 
 DIVERGENCE_MARKERS = ("FloatingPointError", "Minimum loss scale reached", "gradients are Nan/Inf")
@@ -39,14 +40,22 @@ def format_inner(record: dict[str, Any]) -> str:
     )
 
 
-def format_row(row: dict[str, Any]) -> str:
+def format_row(row: dict[str, Any], update_grain: bool = False) -> str:
+    """`epoch 3 done | updates 150 | ...`, or at the update grain `update 300 done | epoch 2 | ...` (the sweep's
+    progress reads the first words)."""
+
     def show(value: Any, digits: int = 3) -> str:
         return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
     wall = row.get("wall_seconds")
+    head = (f"update {row['num_updates']} done | epoch {row['epoch']}" if update_grain
+            else f"epoch {row['epoch']} done | updates {row['num_updates']}")  # fmt: skip
+    if row.get("valid_accuracy") is not None:
+        bleu = f"valid accuracy {show(row['valid_accuracy'], 1)} % | "
+    else:
+        bleu = "" if update_grain else f"valid BLEU {show(row['valid_bleu'], 2)} | "
     return (
-        f"epoch {row['epoch']} done | updates {row['num_updates']} | train loss {show(row['train_loss'])} | "
-        f"valid loss {show(row['valid_loss'])} | valid BLEU {show(row['valid_bleu'], 2)} | "
+        f"{head} | train loss {show(row['train_loss'])} | valid loss {show(row['valid_loss'])} | {bleu}"
         + (f"{wall:.0f} s" if isinstance(wall, (int, float)) else "wall time not recorded")
     )
 
@@ -57,7 +66,8 @@ class Watch:
     def __init__(self, config: Config, run_dir: Path, rows: list[dict[str, Any]], tensorboard: TensorBoardLog | None,
                  echo: Callable[[str], None]) -> None:  # fmt: skip
         self.config, self.run_dir, self.rows, self.tensorboard, self.echo = config, run_dir, rows, tensorboard, echo
-        self.epochs = EpochRows(last_update=rows[-1]["num_updates"] if rows else 0)
+        self.update_grain = grain.by_update(config)
+        self.epochs = row_builder(self.update_grain, last_update=rows[-1]["num_updates"] if rows else 0)
         walls = [r["wall_seconds"] for r in rows if isinstance(r.get("wall_seconds"), (int, float))]
         self.wall_before = walls[-1] if walls else 0.0
         self.started = time.monotonic()
@@ -109,15 +119,18 @@ class Watch:
             if is_bad_loss(record.get("loss"), self.config.train.loss_ceiling):
                 self.divergence = f"train loss {record.get('loss')} at update {int(record.get('num_updates', 0))}"
         if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
-            self.divergence = f"valid loss {record.get('valid_loss')} at epoch {int(record.get('epoch', 0))}"
+            where = (f"update {int(record.get('valid_num_updates', 0))}" if self.update_grain
+                     else f"epoch {int(record.get('epoch', 0))}")  # fmt: skip
+            self.divergence = f"valid loss {record.get('valid_loss')} at {where}"
         row = self.epochs.add(kind, record)
         if row is not None:
             row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
-            self.rows = [r for r in self.rows if r["epoch"] != row["epoch"]] + [row]
+            key = grain.key(self.update_grain)
+            self.rows = [r for r in self.rows if r[key] != row[key]] + [row]
             write_metrics(self.run_dir, self.rows)
             if self.tensorboard is not None:
-                self.tensorboard.epoch(row)
-            self.echo(format_row(row))
+                self.tensorboard.row(row)
+            self.echo(format_row(row, self.update_grain))
         write_status(self.run_dir, "running", update=self.epochs.last_update)
 
     def outcome(self, returncode: int, crash_update: int | None) -> tuple[str, str, int]:

@@ -1,4 +1,7 @@
-"""Progress over a whole sweep: runs done / total, epochs done / planned, and an ETA from the epochs' pace."""
+"""Progress over a whole sweep: runs done / total, epochs (or updates) done / planned, and an ETA from the pace.
+
+The unit is the runs' grain (prelnx.run.grain): epochs, or updates for runs that validate every N updates.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ import threading
 import time
 from collections import Counter
 
+from prelnx.run import grain
 from prelnx.sweep.spec import SweepPoint
 
-_EPOCH_DONE = re.compile(r"^epoch (\d+) done")
+_EPOCH_DONE = re.compile(r"^(?:epoch|update) (\d+) done")  # watch.format_row's first words
 
 
 def _duration(seconds: float) -> str:
@@ -26,7 +30,10 @@ class SweepProgress:
 
     def __init__(self, points: list[SweepPoint]) -> None:
         self.total = len(points)
-        self.planned = {p.name: p.config.train.max_epoch or 0 for p in points}
+        self.planned = {p.name: grain.planned(p.config) for p in points}
+        by_update = {grain.by_update(p.config) for p in points}
+        self.stride = {p.name: p.config.eval.every_updates or 1 for p in points}  # units per row
+        self.unit = "updates" if by_update == {True} else "epochs" if by_update == {False} else "epochs/updates"
         self.epochs: dict[str, int] = {p.name: 0 for p in points}
         self.new_epochs = 0  # trained by this process, for the pace
         self.statuses: Counter[str] = Counter()
@@ -42,7 +49,8 @@ class SweepProgress:
         with self.lock:
             epoch = int(match.group(1))
             if epoch > self.epochs.get(name, 0):
-                self.new_epochs += 1
+                # one row's worth at most: a resumed run's first row does not count what earlier attempts trained
+                self.new_epochs += min(epoch - self.epochs.get(name, 0), self.stride.get(name, 1))
             self.epochs[name] = max(self.epochs.get(name, 0), epoch)
             return f"{text} || {self._summary()}"
 
@@ -59,7 +67,7 @@ class SweepProgress:
             trained = sum(min(self.epochs[name], self.planned[name]) for name in self.planned)
             remaining = sum(self.planned[n] - min(self.epochs[n], self.planned[n]) for n in self.planned
                             if n not in self.ended)  # fmt: skip
-            parts.append(f"{trained}/{planned} epochs")
+            parts.append(f"{trained}/{planned} {self.unit}")
             if self.new_epochs and remaining > 0:
                 pace = (time.monotonic() - self.started) / self.new_epochs
                 parts.append(f"ETA {_duration(pace * remaining)}")

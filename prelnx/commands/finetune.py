@@ -1,0 +1,46 @@
+"""`prelnx finetune`: fine-tune a pre-trained masked-LM run's checkpoints on sentence pairs, several seeds each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from prelnx.commands import options
+from prelnx.commands.parsing import parse_seeds
+
+
+def finetune_command(
+    config: Annotated[str, options.config("A fine-tuning config (task: sentence_prediction), e.g. configs/bert_cpu/finetune_synthetic.yaml.")],
+    pretrained: Annotated[Path, typer.Option("--pretrained", help="The pre-trained run dir (a masked_lm run); the model's shape comes from its config.yaml.")],
+    checkpoint: Annotated[Optional[list[str]], typer.Option("--checkpoint", help="best, last, stages (every kept checkpoint_<epoch>_<update>.pt: Figure 5b/c's stages) or a file in its checkpoints/ (repeatable) [default: best].")] = None,
+    seeds: Annotated[str, typer.Option("--seeds", help="Fine-tuning seeds per checkpoint: a count N (seeds 1..N) or a list like 1,2,5.")] = "3",
+    set_: Annotated[Optional[list[str]], options.sets()] = None,
+    out: Annotated[Optional[Path], options.out("Where the fine-tunings go [default: <pretrained>/finetune/<config name>].")] = None,
+    dry_run: Annotated[bool, options.dry_run("List the fine-tunings; train nothing.")] = False,
+) -> None:
+    """Fine-tune pre-trained checkpoints on a sentence(-pair) classification task (fairseq's sentence_prediction:
+    GLUE's MRPC or RTE, or the offline synthetic pair task), each with several seeds; writes
+    finetune_summary.md/.json: each seed's best validation accuracy, and their mean with a 95 % interval.
+
+    Re-running resumes unfinished fine-tunings. Exit codes: 0 all finished, 1 one failed, 2 bad input.
+    """
+    from prelnx.config.load import ConfigError, load_config
+    from prelnx.finetune.plan import FinetunePlanError, plan
+    from prelnx.finetune.run import run_all
+    from prelnx.run.checkpoints import CheckpointDamaged, CheckpointRefused
+    from prelnx.run.plan import DataNotReady
+
+    try:
+        base, _ = load_config(config, set_ or [])
+        folder = out or pretrained / "finetune" / (Path(base.name or "finetune").name)
+        runs = plan(base, pretrained, checkpoint or ["best"], parse_seeds(seeds), folder)
+        if dry_run:
+            for run in runs:
+                typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
+            return
+        code = run_all(runs, folder, echo=typer.echo)
+    except (ConfigError, FinetunePlanError, DataNotReady, CheckpointRefused, CheckpointDamaged, ValueError) as error:
+        options.fail(error, 2)
+    raise typer.Exit(code)

@@ -1,0 +1,94 @@
+"""Sentence-pair classification data for `prelnx finetune` (task: sentence_prediction; GLUE's MRPC and RTE).
+
+The layout is fairseq's (examples/roberta/README.glue.md, what its preprocess_GLUE_tasks.sh writes):
+`input0/` (first sentences) and `input1/` (second sentences), binarized with the *pre-training* dictionary
+(`--srcdict <pre-training data>/dict.txt`, BPE applied with the pre-training code), and `label/` with its own
+dictionary; each holds train and valid splits.
+
+The offline task made from a seed, matched to the synthetic pre-training text: is the second sentence the
+translation of the first (label 1), or the translation of another sentence (label 0)? A paraphrase-detection
+task like MRPC, decided by the lexicon the masked-LM pre-training had to learn. Its sentences are new: they are
+drawn after the pre-training text's (same generator and seed, so the same words and lexicon).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+from prelnx.data.binarize import binarize
+from prelnx.data.synthetic import SyntheticTask, generate_pairs
+
+PARTS = ("input0", "input1", "label")
+TRAIN_PAIRS, VALID_PAIRS = 2000, 500
+
+
+def pairs_problem(folder: Path, *, generated: bool) -> str | None:
+    """Why `folder` cannot be fine-tuned on, or None."""
+    from prelnx.run.datacheck import DataDamaged, check_monolingual
+
+    if generated and not (folder / "manifest.json").is_file():
+        return None  # generated on demand
+    missing = [f"{part}/{name}" for part in PARTS for name in ("dict.txt", "train.idx", "valid.idx")
+               if not (folder / part / name).is_file() and not (part == "input1" and not (folder / part).is_dir())]  # fmt: skip
+    if missing:
+        return (f"data.path: {folder} is not sentence-pair data for fine-tuning (missing {', '.join(missing[:4])}). "
+                f"Expected fairseq's GLUE layout: input0/, input1/ (optional) binarized with the pre-training "
+                f"dict.txt, label/ (README, 'BERT').")  # fmt: skip
+    try:
+        for part in PARTS:
+            if (folder / part).is_dir():
+                check_monolingual(folder / part)
+    except DataDamaged as error:
+        return str(error)
+    return None
+
+
+def synthetic_pair_lines(task: SyntheticTask) -> dict[str, dict[str, list[str]]]:
+    """split -> part -> lines: first sentence, second sentence, label."""
+    extended = dataclasses.replace(task, train_pairs=task.train_pairs + TRAIN_PAIRS + VALID_PAIRS)
+    fresh = generate_pairs(extended)["train"][task.train_pairs:]  # after the pre-training text's sentences
+    rng = random.Random(task.seed + 1)
+    splits = {"train": fresh[:TRAIN_PAIRS], "valid": fresh[TRAIN_PAIRS:]}
+    lines: dict[str, dict[str, list[str]]] = {}
+    for split, pairs in splits.items():
+        lines[split] = {part: [] for part in PARTS}
+        for index, (source, target) in enumerate(pairs):
+            label = rng.random() < 0.5
+            other = pairs[(index + rng.randrange(1, len(pairs))) % len(pairs)][1]
+            lines[split]["input0"].append(source)
+            lines[split]["input1"].append(target if label else other)
+            lines[split]["label"].append(str(int(label)))
+    return lines
+
+
+def prepare_synthetic_pairs(task: SyntheticTask, dictionary: Path, out_dir: Path) -> Path:
+    """Generate and binarize the pair task into `out_dir` (built aside, renamed into place) unless it is there."""
+    manifest = {"dataset": "synthetic-pairs", "task": dataclasses.asdict(task), "train": TRAIN_PAIRS, "valid": VALID_PAIRS}
+    try:
+        if json.loads((out_dir / "manifest.json").read_text()) == manifest:
+            return out_dir
+    except (OSError, json.JSONDecodeError):
+        pass
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        lines = synthetic_pair_lines(task)
+        for part in PARTS:
+            text = staging / "text" / part
+            text.mkdir(parents=True)
+            for split in lines:
+                (text / f"{split}.txt").write_text("".join(line + "\n" for line in lines[split][part]))
+            binarize(text, staging / part, source_lang="txt", target_lang="txt", splits=list(lines),
+                     joined_dictionary=False, monolingual=True, dictionary=None if part == "label" else dictionary)  # fmt: skip
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        shutil.rmtree(out_dir, ignore_errors=True)
+        staging.rename(out_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return out_dir

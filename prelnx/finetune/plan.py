@@ -1,0 +1,93 @@
+"""Which fine-tunings `prelnx finetune` runs: one per (pre-trained checkpoint, seed), each an ordinary run dir.
+
+A fine-tuning is a training config of task: sentence_prediction. Its optimisation, data and epochs come from the
+fine-tuning config (`--config`); its model (layout, dimensions, sequence length) from the pre-trained run's own
+config.yaml, so that the weights fit; `finetune.from_checkpoint` names the checkpoint. The runs live under
+`<pre-trained run>/finetune/<config name>/update-<pre-training update>/seed-<n>`: re-running resumes what is
+unfinished, and a checkpoint that has moved on (best, last) gets its own folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from prelnx.config.load import config_from_dict
+from prelnx.config.schema import Config, check_values
+from prelnx.run.checkpoints import CHECKPOINT_NAMES, checkpoint_info
+
+
+class FinetunePlanError(ValueError):
+    """The pre-trained run or a checkpoint cannot be fine-tuned; the message says which and why."""
+
+
+@dataclass
+class Finetuning:
+    checkpoint: Path
+    pretrain_update: int  # the update the checkpoint held when the fine-tuning was planned (it names the folder)
+    seed: int
+    run_dir: Path
+    config: Config
+
+
+def pretrained_config(run_dir: Path) -> Config:
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise FinetunePlanError(f"--pretrained {run_dir}: not a run dir (no config.yaml); give a masked_lm run's folder")
+    config = config_from_dict(yaml.safe_load(path.read_text()) or {}, str(path))
+    if config.task != "masked_lm":
+        raise FinetunePlanError(f"--pretrained {run_dir}: a {config.task} run; fine-tuning starts from a masked_lm run")
+    return config
+
+
+def checkpoints(run_dir: Path, names: list[str]) -> list[Path]:
+    """`best`, `last`, `stages` (every checkpoint_<epoch>_<update>.pt kept, in update order) or file names."""
+    folder, found = run_dir / "checkpoints", []
+    for name in names:
+        if name == "stages":
+            stages = sorted(folder.glob("checkpoint_*_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[-1]))
+            if not stages:
+                raise FinetunePlanError(f"{folder}: no checkpoint_<epoch>_<update>.pt kept (train.keep_last_epochs)")
+            found += stages
+            continue
+        path = folder / CHECKPOINT_NAMES.get(name, name)
+        if not path.is_file():
+            raise FinetunePlanError(f"--checkpoint {name}: {path} does not exist; "
+                                    f"use best, last, stages or a file in {folder}")  # fmt: skip
+        found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def finetune_config(base: Config, pretrained: Config, checkpoint: Path, seed: int, name: str) -> Config:
+    """The fine-tuning config: `base` with the pre-trained model, the checkpoint and the seed."""
+    data = dataclasses.replace(base.data, tokens_per_sample=pretrained.data.tokens_per_sample)
+    if base.data.dataset == "synthetic":  # the pairs are made from the pre-training text's generator and dictionary
+        data = dataclasses.replace(data, synthetic=pretrained.data.synthetic)
+    config = dataclasses.replace(
+        base, name=name, data=data, model=pretrained.model,
+        finetune=dataclasses.replace(base.finetune, from_checkpoint=str(checkpoint.resolve())),
+        train=dataclasses.replace(base.train, seed=seed),
+    )  # fmt: skip
+    problems = check_values(config)
+    if problems:
+        raise FinetunePlanError("; ".join(f"{key}: {message}" for key, message in problems))
+    return config
+
+
+def plan(base: Config, pretrained_run: Path, checkpoint_names: list[str], seeds: list[int], out: Path) -> list[Finetuning]:
+    if base.task != "sentence_prediction":
+        raise FinetunePlanError(f"--config: task is {base.task}; a fine-tuning config has task: sentence_prediction")
+    pretrained = pretrained_config(pretrained_run)
+    runs = []
+    for checkpoint in checkpoints(pretrained_run, checkpoint_names):
+        update = checkpoint_info(checkpoint).update  # best/last move on while pre-training goes on
+        for seed in seeds:
+            stage = f"update-{update}"
+            run_dir = out / stage / f"seed-{seed}"
+            name = f"{pretrained_run.name}/{stage}/seed-{seed}"
+            config = finetune_config(base, pretrained, checkpoint, seed, name)
+            runs.append(Finetuning(checkpoint, update, seed, run_dir, config))
+    return runs

@@ -1,0 +1,65 @@
+"""The fine-tuning summary: per pre-trained checkpoint, the accuracy of each seed and their mean with a 95 %
+interval (Student's t over the seeds, as the paper's Figure 5b/c error bars over six fine-tunings).
+
+A seed's accuracy is its best validation accuracy over the fine-tuning's epochs (how GLUE dev results are
+usually reported); an unfinished fine-tuning is listed with its status and left out of the mean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from prelnx.atomic import write_text_atomic
+from prelnx.run.metrics import read_metrics
+from prelnx.run.status import read_status
+
+
+def mean_interval(values: list[float], level: float = 0.95) -> tuple[float | None, float | None]:
+    """(mean, half-width of the `level` interval); the half-width is None for fewer than 2 values."""
+    if not values:
+        return None, None
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, None
+    from scipy.stats import t
+
+    return mean, float(t.ppf((1 + level) / 2, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def best_accuracy(run_dir: Path) -> float | None:
+    values = [r["valid_accuracy"] for r in read_metrics(run_dir) if isinstance(r.get("valid_accuracy"), (int, float))]
+    return max(values) if values else None
+
+
+def summarize(runs: list[Any]) -> list[dict[str, Any]]:
+    """One entry per checkpoint (in the order given): its pre-training update, the seeds' accuracies, mean, interval."""
+    by_checkpoint: dict[tuple[Path, int], list[Any]] = {}
+    for run in runs:
+        by_checkpoint.setdefault((run.checkpoint, run.pretrain_update), []).append(run)
+    entries = []
+    for (checkpoint, update), group in by_checkpoint.items():
+        seeds = {}
+        for run in group:
+            status = (read_status(run.run_dir) or {}).get("status", "not run")
+            seeds[run.seed] = {"status": status, "accuracy": best_accuracy(run.run_dir) if status == "finished" else None}
+        accuracies = [s["accuracy"] for s in seeds.values() if s["accuracy"] is not None]
+        mean, half = mean_interval(accuracies)
+        entries.append({"checkpoint": str(checkpoint), "pretrain_update": update,
+                        "seeds": seeds, "mean_accuracy": mean, "interval95": half})  # fmt: skip
+    return entries
+
+
+def write_summary(out: Path, entries: list[dict[str, Any]]) -> Path:
+    write_text_atomic(out / "finetune_summary.json", json.dumps(entries, indent=2) + "\n")
+    lines = ["| checkpoint | pre-training update | seeds | accuracy per seed (%) | mean ± 95 % interval |", "|---|---|---|---|---|"]
+    for e in entries:
+        per_seed = ", ".join(f"{s['accuracy']:.1f}" if s["accuracy"] is not None else s["status"] for s in e["seeds"].values())
+        mean = "-" if e["mean_accuracy"] is None else f"{e['mean_accuracy']:.1f}" + (
+            f" ± {e['interval95']:.1f}" if e["interval95"] is not None else " (one seed: no interval)")
+        lines.append(f"| {Path(e['checkpoint']).name} | {e['pretrain_update']} | {len(e['seeds'])} | {per_seed} | {mean} |")
+    write_text_atomic(out / "finetune_summary.md", "\n".join(lines) + "\n")
+    return out / "finetune_summary.md"

@@ -1,0 +1,60 @@
+"""The paper's BERT claim (Section 4, Figure 5a) checked on a sweep's masked-LM runs.
+
+Pre-LN without warm-up reaches the final validation loss of Post-LN with warm-up after a fraction of
+Post-LN's updates: 500k / 700k ~ 0.71 in the paper (valid loss 1.69). Here the target is Post-LN's final
+validation loss (mean over seeds), Post-LN's updates are those of its last validation, and Pre-LN's are
+those of its first validation at or below the target (the latest over seeds); the grain is eval.every_updates.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Callable
+
+from prelnx.report.claims import NOT_MEASURED, Arm, Verdict, verdict
+
+PAPER_FRACTION = 500_000 / 700_000  # Figure 5a: Pre-LN at valid loss 1.69 after ~500k updates, Post-LN after ~700k
+
+
+def updates_to_reach(arm: Arm, target: float) -> int | None:
+    """The update of the first validation at or below `target`, or None."""
+    for row in arm.rows:
+        loss = row.get("valid_loss")
+        if isinstance(loss, (int, float)) and loss <= target:
+            return int(row["num_updates"])
+    return None
+
+
+def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, float, int, int | None]:
+    """(fraction, Post-LN's final loss, Post-LN's updates, Pre-LN's updates to reach it); None if never reached."""
+    target = statistics.fmean(a.rows[-1]["valid_loss"] for a in post)
+    post_updates = max(int(a.rows[-1]["num_updates"]) for a in post)
+    reached = [updates_to_reach(a, target) for a in pre]
+    if any(update is None for update in reached):
+        return None, target, post_updates, None
+    pre_updates = max(update for update in reached if update is not None)
+    return pre_updates / post_updates, target, post_updates, pre_updates
+
+
+def _usable(arms: list[Arm], **criteria: object) -> list[Arm]:
+    return [a for a in arms if a.task == "masked_lm" and a.rows and a.results.get("status") != "diverged"
+            and all(getattr(a, key) == value for key, value in criteria.items())
+            and isinstance(a.rows[-1].get("valid_loss"), (int, float)) and math.isfinite(a.rows[-1]["valid_loss"])]  # fmt: skip
+
+
+def preln_fewer_updates(arms: list[Arm]) -> Verdict:
+    pre = _usable(arms, layout="pre", warmup=0)
+    post = [a for a in _usable(arms, layout="post") if a.warmup > 0]
+    if not pre or not post:
+        return NOT_MEASURED
+    fraction, target, post_updates, pre_updates = fraction_of_updates(pre, post)
+    if fraction is None:
+        return Verdict(f"Pre-LN never reached Post-LN's final valid loss {target:.3f} (after {post_updates} updates)",
+                       "does not hold")  # fmt: skip
+    measured = (f"Pre-LN (no warm-up) reaches Post-LN's final valid loss {target:.3f} (Post-LN: {post_updates} "
+                f"updates) after {pre_updates} updates: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
+    return Verdict(measured, verdict(fraction < 1.0))
+
+
+BERT_CHECKS: dict[str, Callable[[list[Arm]], Verdict]] = {"bert_preln_fewer_updates": preln_fewer_updates}

@@ -1,0 +1,60 @@
+"""The fairseq arguments of BERT-style runs: fairseq's own `roberta` encoder, pre-trained with its `masked_lm`
+task (Figure 5a) or fine-tuned with its `sentence_prediction` task (MRPC, RTE: Figure 5b/c).
+
+Layouts (fairseq/models/roberta/model.py, the architectures fairseq registers):
+- post = `roberta`: BERT's Post-LN. LayerNorm on the embeddings, then LayerNorm after each residual add.
+- pre = `roberta_prenorm`: Pre-LN. No embedding LayerNorm; LayerNorm before each sublayer and a final
+  LayerNorm after the last layer (the paper's Pre-LN BERT, Figure 1b).
+The optimizer, schedule, batching and checkpoints are those of every task (plan.optimization_argv/run_argv).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prelnx.config.schema import Config
+from prelnx.run.plan import PLUGIN_DIR, dropout_argv
+
+FAIRSEQ_ARCH = {"post": "roberta", "pre": "roberta_prenorm"}
+
+
+def masked_lm_argv(config: Config, data: Path) -> list[str]:
+    d = config.data
+    return [
+        str(data),
+        "--user-dir", str(PLUGIN_DIR),
+        "--task", "masked_lm", "--criterion", "masked_lm",
+        # sentences packed into samples of up to tokens_per_sample tokens, as fairseq's RoBERTa recipe does
+        "--sample-break-mode", "complete", "--tokens-per-sample", str(d.tokens_per_sample),
+        "--mask-prob", str(d.mask_prob),
+    ] + encoder_argv(config)  # fmt: skip
+
+
+def sentence_prediction_argv(config: Config, data: Path) -> list[str]:
+    """fairseq's GLUE fine-tuning (examples/roberta/README.glue.md): the classification head on the first token.
+
+    --finetune-from-model loads the pre-trained weights on the first start only (optimizer, lr schedule, data
+    order and meters reset); a resumed fine-tuning continues from its own checkpoint_last.pt."""
+    f = config.finetune
+    return [
+        str(data),
+        "--user-dir", str(PLUGIN_DIR),
+        "--task", "sentence_prediction", "--criterion", "sentence_prediction",
+        "--num-classes", str(f.num_classes), "--init-token", "0", "--separator-token", "2",
+        "--finetune-from-model", str(Path(f.from_checkpoint or "").resolve()),
+        "--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric",
+    ] + encoder_argv(config)  # fmt: skip
+
+
+def encoder_argv(config: Config) -> list[str]:
+    m = config.model
+    argv = ["--arch", FAIRSEQ_ARCH[m.layout], "--max-positions", str(config.data.tokens_per_sample)]
+    for flag, value in (
+        ("--encoder-layers", m.encoder_layers),
+        ("--encoder-embed-dim", m.embed_dim),
+        ("--encoder-ffn-embed-dim", m.ffn_dim),
+        ("--encoder-attention-heads", m.attention_heads),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv + dropout_argv(config)

@@ -1,0 +1,100 @@
+"""BERT-style pre-training through fairseq's masked_lm task: both layouts, the update grain, kill and resume."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from prelnx.config.load import ConfigError, load_config
+from prelnx.run.metrics import read_metrics
+from prelnx.run.reconcile import reconcile_update_rows
+from prelnx.run.runner import train
+
+pytestmark = pytest.mark.slow
+
+
+def scalar_steps(run_dir: Path, tag: str) -> list[int]:
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    return [event.step for event in accumulator.Scalars(tag)]
+
+
+def layer_norms(run_dir: Path) -> set[str]:
+    state = torch.load(run_dir / "checkpoints" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    return {key.rsplit(".", 1)[0] for key in state["model"] if "norm" in key and key.endswith(".weight")}
+
+
+@pytest.mark.parametrize("layout", ["post", "pre"])
+def test_each_layout_trains_with_validation_rows_at_the_update_grain(mlm_config_file, tmp_path, layout):
+    config, _ = load_config(mlm_config_file(model={"layout": layout}))
+    run_dir = tmp_path / layout
+    result = train(config, run_dir=run_dir, echo=lambda line: None)
+
+    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
+    rows = read_metrics(run_dir)
+    assert [row["num_updates"] for row in rows] == [10, 20, 30]  # one row per validation, every 10 updates
+    assert all(row["epoch"] >= 1 and math.isfinite(row["valid_loss"]) for row in rows)
+    assert rows[-1]["valid_loss"] < rows[0]["valid_loss"]  # it learns
+    assert scalar_steps(run_dir, "valid/loss") == [10, 20, 30]  # TensorBoard's step is the update
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["update"] == 30 and status["validations"] == 3
+    command = (run_dir / "command.txt").read_text()
+    assert "--task masked_lm" in command and "--validate-interval-updates 10" in command
+
+    norms = layer_norms(run_dir)
+    layer = "encoder.sentence_encoder.layers.0"
+    if layout == "post":  # fairseq's roberta: embedding LayerNorm, LayerNorm after each residual add, no final one
+        assert "encoder.sentence_encoder.layernorm_embedding" in norms
+        assert "encoder.sentence_encoder.layer_norm" not in norms
+        assert "--arch roberta " in command
+    else:  # roberta_prenorm: no embedding LayerNorm, a final LayerNorm after the last layer
+        assert "encoder.sentence_encoder.layernorm_embedding" not in norms
+        assert "encoder.sentence_encoder.layer_norm" in norms
+        assert "--arch roberta_prenorm" in command
+    assert {f"{layer}.self_attn_layer_norm", f"{layer}.final_layer_norm"} <= norms
+    saved = torch.load(run_dir / "checkpoints" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    assert saved["cfg"]["model"].encoder_normalize_before is (layout == "pre")
+
+
+def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file, tmp_path):
+    config, _ = load_config(mlm_config_file(train={"max_update": 40}))
+    run_dir = tmp_path / "run"
+
+    def stop_after_second_validation(line: str) -> None:
+        if line.startswith("update 20 done"):
+            raise KeyboardInterrupt
+
+    first = train(config, run_dir=run_dir, echo=stop_after_second_validation)
+    assert first.status == "interrupted"
+    assert [row["num_updates"] for row in read_metrics(run_dir)] == [10, 20]
+    resumed = train(config, run_dir=run_dir, echo=lambda line: None)
+    assert resumed.status == "finished"
+    assert [row["num_updates"] for row in read_metrics(run_dir)] == [10, 20, 30, 40]
+    assert scalar_steps(run_dir, "valid/loss") == [10, 20, 30, 40]
+    assert "resuming fairseq" in (run_dir / "train.log").read_text()
+
+
+def test_reconcile_at_the_update_grain_keeps_rows_up_to_the_checkpoint():
+    def row(update: int) -> dict:
+        return {"epoch": 1, "num_updates": update, "valid_loss": 5.0}
+
+    result = reconcile_update_rows(saved=[row(10), row(30)], logged=[row(10), row(20), row(30)], checkpoint_update=20,
+                                   every=10)  # fmt: skip
+    assert [r["num_updates"] for r in result.rows] == [10, 20]
+    assert result.recovered_epochs == [20] and result.dropped_epochs == [30] and result.lost_epochs == []
+    lost = reconcile_update_rows(saved=[row(10)], logged=[], checkpoint_update=30, every=10)
+    assert lost.lost_epochs == [20, 30] and "validations at updates 20, 30" in " ".join(lost.describe())
+
+
+def test_masked_lm_configs_are_checked_before_anything_runs(mlm_config_file):
+    with pytest.raises(ConfigError, match="eval.every_updates"):
+        load_config(mlm_config_file(eval={"every_updates": None}))
+    with pytest.raises(ConfigError, match="model.arch"):
+        load_config(mlm_config_file(model={"arch": "transformer_iwslt_de_en"}))
+    with pytest.raises(ConfigError, match="model.norm"):
+        load_config(mlm_config_file(model={"norm": "rmsnorm"}))

@@ -1,0 +1,133 @@
+"""The rest of the BERT half: monolingual data preparation, fine-tuning with seeds, and the report's claim."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prelnx.config.load import load_config
+from prelnx.finetune.summary import mean_interval
+from prelnx.report.bert_claims import PAPER_FRACTION, fraction_of_updates
+from prelnx.report.claims import Arm
+from prelnx.run.metrics import read_metrics
+from prelnx.run.runner import train
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def prelnx(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "prelnx.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def english_lines(count: int) -> list[str]:
+    subjects = ["the cat", "a dog", "my friend", "the teacher", "our neighbour"]
+    verbs = ["sees", "likes", "follows", "calls", "helps"]
+    objects = ["the bird", "a child", "the old man", "her brother", "the postman"]
+    return [f"{subjects[i % 5]} {verbs[(i // 5) % 5]} {objects[(i // 25) % 5]} ." for i in range(count)]
+
+
+@pytest.mark.slow
+def test_text_is_prepared_with_bpe_and_a_masked_lm_trains_on_it(tmp_path, mlm_config_file):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("\n".join(english_lines(150)) + "\n\n")  # a blank line is dropped
+    (corpus / "b.txt").write_text("\n".join(english_lines(125)[::-1]) + "\n")
+    out = tmp_path / "bin"
+    done = prelnx("data", "prepare", "text", "--source", str(corpus), "--valid-lines", "25", "--bpe-merges", "40",
+                  "--out", str(out), "--jobs", "1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("dict.txt", "train.bin", "train.idx", "valid.bin", "valid.idx", "code", "manifest.json"):
+        assert (out / name).is_file(), name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["lines"]["train"]["txt"] == 250 and manifest["lines"]["valid"]["txt"] == 25
+    assert "@@" in (out / "text" / "train.txt").read_text() or manifest["bpe"]["merges"] == 40
+
+    config, _ = load_config(mlm_config_file(data={"dataset": "custom", "path": str(out)}, train={"max_update": 10}))
+    result = train(config, run_dir=tmp_path / "run", echo=lambda line: None)
+    assert result.status == "finished", (tmp_path / "run" / "train.log").read_text()[-2000:]
+    assert [row["num_updates"] for row in read_metrics(tmp_path / "run")] == [10]
+
+
+def test_text_preparation_errors_name_the_input(tmp_path):
+    missing = prelnx("data", "prepare", "text", "--source", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o"))
+    assert missing.returncode == 2 and "nope.txt: no such file or folder" in missing.stderr
+    short = tmp_path / "short.txt"
+    short.write_text("one line\nanother\n")
+    few = prelnx("data", "prepare", "text", "--source", str(short), "--out", str(tmp_path / "o"))
+    assert few.returncode == 2 and "2 non-blank line(s)" in few.stderr and "--valid-lines" in few.stderr
+    assert "Traceback" not in missing.stderr + few.stderr and not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_finetuning_with_seeds_writes_accuracies_and_an_interval(tmp_path, mlm_config_file):
+    pre_config, _ = load_config(mlm_config_file(train={"max_update": 20}))
+    pretrained = tmp_path / "pre"
+    assert train(pre_config, run_dir=pretrained, echo=lambda line: None).status == "finished"
+    finetune = tmp_path / "ft.yaml"
+    finetune.write_text(yaml.safe_dump({
+        "task": "sentence_prediction", "data": {"dataset": "synthetic"}, "model": {"arch": "roberta_base"},
+        "optimizer": {"lr": 1e-3}, "train": {"max_tokens": 256, "max_update": 8, "threads": 1, "log_interval": 4,
+                                             "num_workers": 0, "keep_last_epochs": 0}}))  # fmt: skip
+    out = tmp_path / "ft"
+    done = prelnx("finetune", "--config", str(finetune), "--pretrained", str(pretrained), "--seeds", "2", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads((out / "finetune_summary.json").read_text())
+    assert len(summary) == 1 and summary[0]["pretrain_update"] == 20
+    accuracies = [seed["accuracy"] for seed in summary[0]["seeds"].values()]
+    assert len(accuracies) == 2 and all(0.0 <= a <= 100.0 for a in accuracies)
+    assert summary[0]["mean_accuracy"] == pytest.approx(sum(accuracies) / 2)
+    assert summary[0]["interval95"] is not None and summary[0]["interval95"] >= 0
+    run = out / "update-20" / "seed-1"
+    command = (run / "command.txt").read_text()
+    assert "--task sentence_prediction" in command and "--finetune-from-model" in command
+    assert "--arch roberta_prenorm" in command and "--encoder-layers 2" in command  # the pre-trained model's shape
+    assert "mean" in (out / "finetune_summary.md").read_text()
+
+    refused = prelnx("finetune", "--config", str(finetune), "--pretrained", str(tmp_path / "nothing"))
+    assert refused.returncode == 2 and "not a run dir" in refused.stderr
+
+
+def test_mean_interval_uses_students_t():
+    mean, half = mean_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(4.302653 / math.sqrt(3), rel=1e-5)  # t(0.975, 2) x sd 1 / sqrt(3)
+    assert mean_interval([5.0]) == (5.0, None) and mean_interval([]) == (None, None)
+
+
+def _arm(layout: str, warmup: int, losses: list[float]) -> Arm:
+    rows = [{"epoch": 1, "num_updates": 100 * (i + 1), "valid_loss": loss} for i, loss in enumerate(losses)]
+    return Arm(name=layout, layout=layout, optimizer="adam", warmup=warmup, lr=1e-3, seed=1,
+               results={"status": "finished"}, rows=rows, task="masked_lm")  # fmt: skip
+
+
+def test_fraction_of_updates_to_reach_postln_final_loss():
+    post = _arm("post", 100, [7.0, 6.0, 5.0, 4.0, 3.5])  # final 3.5 after 500 updates
+    pre = _arm("pre", 0, [6.5, 5.0, 3.4, 3.0, 2.8])  # at or below 3.5 first at update 300
+    fraction, target, post_updates, pre_updates = fraction_of_updates([pre], [post])
+    assert (fraction, target, post_updates, pre_updates) == (0.6, 3.5, 500, 300)
+    never = fraction_of_updates([_arm("pre", 0, [7.0, 6.0])], [post])
+    assert never[0] is None
+    assert round(PAPER_FRACTION, 2) == 0.71
+
+
+@pytest.mark.slow
+def test_a_masked_lm_sweep_reports_the_fraction_beside_the_papers(tmp_path, mlm_config_file):
+    base = mlm_config_file(name="base.yaml", train={"max_update": 40})
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"name": "bert_tiny", "base": str(base), "grid": [
+        {"model.layout": ["post"], "schedule.warmup_updates": [20], "optimizer.lr": [0.001]},
+        {"model.layout": ["pre"], "schedule.warmup_updates": [0], "optimizer.lr": [0.003]}]}))  # fmt: skip
+    out = tmp_path / "sweep"
+    done = prelnx("sweep", "--config", str(spec), "--out", str(out), "--jobs", "2")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "/80 updates" in done.stdout  # the sweep's progress counts updates for update-grain runs
+    report = (out / "report.md").read_text()
+    assert "Figure 5a" in report and "bert_preln_fewer_updates" not in report
+    assert "(paper 0.71)" in report or "Pre-LN never reached Post-LN's final valid loss" in report
+    assert "8.45 BLEU" not in report  # the translation claims are not listed for a masked-LM sweep
+    assert (out / "report_figures" / "loss.png").is_file()
