@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import time
@@ -114,11 +115,28 @@ def error_exit(error: BaseException) -> tuple[str, int] | None:
     return None
 
 
-class SlurmTrainTask:
+class PortableConfig:
+    """A config pickled as plain values, rebuilt by the code that unpickles it: a job requeued after prelnx was
+    upgraded gets today's defaults for keys it did not know (as a run dir's config.yaml does), not a broken object."""
+
+    def __init__(self, config: Config) -> None:
+        from prelnx.config.load import config_to_dict
+
+        self.values = config_to_dict(config)
+
+    @property
+    def config(self) -> Config:
+        from prelnx.config.load import config_from_dict
+
+        return config_from_dict(self.values, "the config of the Slurm job")
+
+
+class SlurmTrainTask(PortableConfig):
     """The function every task of the job runs (pickled by submitit); rank 0 returns the run's outcome."""
 
     def __init__(self, config: Config, run_dir: Path, force: bool = False) -> None:
-        self.config, self.run_dir, self.force = config, run_dir, force
+        super().__init__(config)
+        self.run_dir, self.force = run_dir, force
 
     def __call__(self) -> dict[str, Any]:
         import submitit
@@ -255,12 +273,19 @@ def outcome(job: Any, state: str) -> tuple[str, int]:
     if rank0.paths.result_pickle.exists():
         try:
             result = rank0.result()
-        except Exception:  # noqa: BLE001 - rank 0's task raised: its log says what
-            return f"Slurm job {job.job_id}: rank 0 failed; see {rank0.paths.stderr}", 1
+        except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
+            return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
         return "", int(result["exit_code"])
     why = (f"Slurm job {job.job_id} ended ({state.lower()}) before rank 0 returned; its status.json says how far it "
            f"got; run the same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
     return why, 1
+
+
+def last_error(trace: str) -> str:
+    """The exception line of a Python trace (the last line that names an error), else its last line."""
+    lines = [line.strip() for line in trace.splitlines() if line.strip() and not line.startswith("-")]
+    found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b", line)]
+    return (found or lines or ["no message"])[-1]
 
 
 def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,

@@ -21,6 +21,7 @@ from prelnx.config.schema import Config
 from prelnx.atomic import io_reason
 from prelnx.run.lock import RunLocked, is_locked
 from prelnx.run.runner import RunConflict, stop_children, stop_on_sigterm, train
+from prelnx.run.slurm_train import PortableConfig
 from prelnx.run.status import write_status
 
 RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
@@ -144,11 +145,13 @@ def _worth_showing(line: str) -> bool:
     return not line.startswith("epoch ") or " done " in line
 
 
-class SubmititRun:
-    """A submitit job: train one point; on timeout or preemption, requeue itself (fairseq then resumes)."""
+class SubmititRun(PortableConfig):
+    """A submitit job: train one point; on timeout or preemption, requeue itself (fairseq then resumes).
+    The config travels as plain values (PortableConfig): a job requeued after an upgrade of prelnx still loads."""
 
     def __init__(self, config: Config, run_dir: Path) -> None:
-        self.config, self.run_dir = config, run_dir
+        super().__init__(config)
+        self.run_dir = run_dir
 
     def __call__(self) -> str:
         return run_one(self.config, self.run_dir, echo=print)

@@ -1,4 +1,5 @@
-"""The batch arithmetic and the launch of data parallelism: torchrun on one machine, Slurm tasks across nodes (no training)."""
+"""The batch arithmetic and the launch of data parallelism: torchrun on one machine, Slurm tasks across nodes
+(no training)."""
 
 from __future__ import annotations
 

@@ -100,3 +100,15 @@ def test_a_request_the_partition_can_never_meet_is_reported_and_cancelled(slurm,
     assert "--cpus-per-task" in done.stderr and "Traceback" not in done.stderr
     assert subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip() == ""
     assert not (tmp_path / "run" / "status.json").exists()  # only rank 0 writes the run dir, and none ran
+
+
+def test_several_nodes_without_slurm_and_slurm_options_without_it_are_refused(tiny_config_file, tmp_path):
+    config = tiny_config_file(train={"nodes": 2})
+    base = [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir", str(tmp_path / "r")]
+    done = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "train.nodes: 2" in done.stderr and "--executor slurm" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
+    config = tiny_config_file()
+    done = subprocess.run([*base[:5], str(config), *base[6:], "--cpus-per-task", "2"], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "--cpus-per-task: Slurm option(s); add --executor slurm" in done.stderr, done.stderr
