@@ -12,7 +12,8 @@ from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
 from prelnx.run.plan import data_dir, plan_launch, resolve_batch
 from prelnx.run.runner import default_run_dir, train
-from prelnx.run.slurm_train import dry_run_lines, error_exit, plan_request, train_on_slurm
+from prelnx.run.slurm_job import dry_run_lines, train_on_slurm
+from prelnx.run.slurm_train import error_exit, plan_request
 
 EXECUTORS = ("local", "slurm")
 

@@ -5,31 +5,30 @@ submitit submits ONE job of train.nodes nodes x train.processes tasks per node (
 - rank 0 runs prelnx's own `runner.train`: the lock, config.yaml, command.txt, status.json, metrics and TensorBoard
   (only rank 0 writes the run dir); its fairseq child is rank 0 of the group;
 - every other rank runs plain fairseq (`python -m fairseq_cli.train` with the arguments of command.txt) as its own
-  child, which watches that task's process (the plugin's parent watch: a pid means something only on its node),
-  and stops it when rank 0's task has ended (a marker in the job's submitit folder, which the nodes share).
+  child, which watches that task's process (the plugin's parent watch: a pid means something only on its node);
+  it starts it once rank 0 has taken the run dir, and stops it when rank 0's task has ended (`Rank0Marks`: files
+  in the job's submitit folder, which the nodes share).
 The fairseq processes meet through fairseq's own Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000,
 the same in every task, and SLURM_*); the CPU fix is in prelnx_fairseq_plugin/distributed.py. On timeout or
 preemption (submitit's signal) rank 0 requeues the job, which resumes from checkpoint_last.pt as a re-run does.
 
-The submitting process waits: it prints rank 0's output (the lines `prelnx train` prints), reports and cancels a
-job Slurm says can never start (squeue's reason), cancels the job on Ctrl-C, and returns the run's exit code.
+The submitting side (check, submit, follow, exit code) is run/slurm_job.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.config.schema import Config
 from prelnx.run.parallel import SLURM_PORT_ENV, rendezvous_port
-from prelnx.run.status import EXIT_BUSY, EXIT_CODES
+from prelnx.run.status import EXIT_BUSY
 from prelnx.sweep import slurm
 
 DEFAULT_TIME_MIN = 24 * 60
@@ -143,13 +142,13 @@ class SlurmTrainTask(PortableConfig):
 
         job = submitit.JobEnvironment()
         env = task_env(os.environ.get("SLURM_JOB_ID", job.job_id))
-        marker = Path(job.paths.folder) / f"rank0-ended.{os.environ.get('SLURM_RESTART_COUNT', '0')}"
+        marks = Rank0Marks(Path(job.paths.folder), os.environ.get("SLURM_RESTART_COUNT", "0"))
         if job.global_rank == 0:
             try:
-                return train_rank0(self.config, self.run_dir, env, self.force)
+                return train_rank0(self.config, self.run_dir, env, self.force, marks)
             finally:
-                marker.touch()
-        return {"status": "worker", "reason": "", "exit_code": run_worker(self.config, self.run_dir, env, marker)}
+                marks.ended.touch()
+        return {"status": "worker", "reason": "", "exit_code": run_worker(self.config, self.run_dir, env, marks)}
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         """Timeout or preemption: the same task again, resuming (never --force again)."""
@@ -158,36 +157,53 @@ class SlurmTrainTask(PortableConfig):
         return submitit.helpers.DelayedSubmission(SlurmTrainTask(self.config, self.run_dir))
 
 
-def _echo(line: str) -> None:
-    print(line, flush=True)
+class Rank0Marks:
+    """Files in the job's submitit folder (shared by the nodes) by which rank 0's task tells the others that it
+    has taken the run dir and starts fairseq, and that it has ended; one pair per start of the job (requeues)."""
+
+    def __init__(self, folder: Path, restart: str) -> None:
+        self.started, self.ended = folder / f"rank0-started.{restart}", folder / f"rank0-ended.{restart}"
 
 
-def train_rank0(config: Config, run_dir: Path, env: dict[str, str], force: bool) -> dict[str, Any]:
+def train_rank0(config: Config, run_dir: Path, env: dict[str, str], force: bool,
+                marks: Rank0Marks) -> dict[str, Any]:  # fmt: skip
     from prelnx.run.runner import train
 
+    def echo(line: str) -> None:
+        # runner.train says "starting ..." / "resuming ..." once every check has passed, the run dir is locked
+        # (and, with --force, the old run set aside) and just before its fairseq starts: the other ranks may start
+        # theirs then, and no earlier (they would read checkpoints of a run dir rank 0 refuses or moves away).
+        if line.startswith(("starting ", "resuming ")):
+            marks.started.touch()
+        print(line, flush=True)
+
     try:
-        result = train(config, run_dir=run_dir, force=force, echo=_echo, extra_env=env)
+        result = train(config, run_dir=run_dir, force=force, echo=echo, extra_env=env)
     except Exception as error:  # known refusals become the command's message and exit code
         known = error_exit(error)
         if known is None:
             raise
-        _echo(f"error: {known[0]}")
+        echo(f"error: {known[0]}")
         return {"status": "error", "reason": known[0], "exit_code": known[1]}
     return {"status": result.status, "reason": result.reason, "exit_code": result.exit_code}
 
 
-def run_worker(config: Config, run_dir: Path, env: dict[str, str], rank0_ended: Path,
-               poll_s: float = 1.0) -> int:  # fmt: skip
-    """A rank above 0: the run's fairseq command in this task, until it ends or rank 0's task has ended."""
+def run_worker(config: Config, run_dir: Path, env: dict[str, str], marks: Rank0Marks, poll_s: float = 0.5) -> int:
+    """A rank above 0: once rank 0 starts its fairseq, the run's fairseq command in this task, until it ends or
+    rank 0's task has ended. Nothing runs when rank 0 ends without starting (a refused or finished run)."""
     from prelnx.run.plan import data_dir, plan_launch, resolve_batch
 
+    while not marks.started.exists():
+        if marks.ended.exists():
+            return 0
+        time.sleep(poll_s)
     config = resolve_batch(config, env)
     launch = plan_launch(config, data_dir(config), run_dir / "checkpoints", env)
     child_env = {**os.environ, **launch.env, **env, "PRELNX_PARENT_PID": str(os.getpid())}  # watches this task
     process = subprocess.Popen(launch.child_argv(sys.executable), stdin=subprocess.DEVNULL, env=child_env)
     ended_at = None
     while process.poll() is None:
-        if ended_at is None and rank0_ended.exists():
+        if ended_at is None and marks.ended.exists():
             ended_at = time.monotonic()
         if ended_at is not None and time.monotonic() - ended_at > GRACE_S:
             process.terminate()  # rank 0 is gone (refused, finished or stopped): nothing to meet any more
@@ -198,133 +214,3 @@ def run_worker(config: Config, run_dir: Path, env: dict[str, str], rank0_ended: 
     except subprocess.TimeoutExpired:
         process.kill()
         return process.wait()
-
-
-def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> Any:
-    """Submit the job (submitit's Slurm executor); returns the submitit job."""
-    import submitit
-
-    executor = submitit.AutoExecutor(folder=submitit_folder(run_dir) / "%j", cluster="slurm")
-    executor.update_parameters(**request.parameters(config.name or run_dir.name))
-    return executor.submit(SlurmTrainTask(task_config(config, request), run_dir, force))
-
-
-class LogTail:
-    """New lines of a file that grows (and may start again when a requeued job truncates it)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.offset, self.partial = path, 0, ""
-
-    def lines(self) -> list[str]:
-        try:
-            size = self.path.stat().st_size
-            if size < self.offset:
-                self.offset = 0
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except OSError:
-            return []
-        self.offset += len(data)
-        text = self.partial + data.decode(errors="replace")
-        *complete, self.partial = text.split("\n")
-        return complete
-
-
-def _progress(line: str) -> bool:
-    return bool(line.strip()) and not line.startswith("submitit ")
-
-
-def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 2.0) -> tuple[str, int]:
-    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job."""
-    tail = LogTail(Path(job.task(0).paths.stdout))
-    last_state = ""
-    try:
-        while True:
-            for line in filter(_progress, tail.lines()):
-                echo(line)
-            found = slurm.job_state(job.job_id)
-            if found is None or found[0] not in slurm.ACTIVE:
-                break
-            state, reason = found
-            if state == "PENDING" and slurm.never_starts(reason):
-                slurm.cancel(job.job_id)
-                why = (f"Slurm job {job.job_id} can never start: {reason} (it asks {request.describe()}; see "
-                       f"--cpus-per-task, --mem-gb, --time-min, --partition, train.nodes, train.processes); "
-                       f"cancelled")  # fmt: skip
-                return why, 2
-            if state != last_state and state in ("PENDING", "RUNNING", "REQUEUED"):
-                waits = state == "PENDING" and reason not in ("", "None")
-                echo(f"Slurm job {job.job_id}: {state.lower()}" + (f" ({reason})" if waits else ""))
-                last_state = state
-            time.sleep(poll_s)
-    except KeyboardInterrupt:
-        slurm.cancel(job.job_id)
-        return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES["interrupted"]
-    time.sleep(1.0)  # the last lines of the log
-    for line in filter(_progress, tail.lines()):
-        echo(line)
-    return outcome(job, found[0] if found else "ended")
-
-
-def outcome(job: Any, state: str) -> tuple[str, int]:
-    """Rank 0's result, or why there is none."""
-    rank0 = job.task(0)  # the job itself when it has one task
-    if rank0.paths.result_pickle.exists():
-        try:
-            result = rank0.result()
-        except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
-            return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
-        return "", int(result["exit_code"])
-    why = (f"Slurm job {job.job_id} ended ({state.lower()}) before rank 0 returned; its status.json says how far it "
-           f"got; run the same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
-    return why, 1
-
-
-def last_error(trace: str) -> str:
-    """The exception line of a Python trace (the last line that names an error), else its last line."""
-    lines = [line.strip() for line in trace.splitlines() if line.strip() and not line.startswith("-")]
-    found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b", line)]
-    return (found or lines or ["no message"])[-1]
-
-
-def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,
-                   echo: Callable[[str], None] = print) -> tuple[str, int]:  # fmt: skip
-    """Check, submit, wait: (closing message, exit code) of the run. Errors that stop a local `prelnx train`
-    before it trains (bad batch, data not ready, a run dir in use) are raised here, before anything is submitted."""
-    from prelnx.run.lock import RunLocked, is_locked
-    from prelnx.run.plan import ensure_data, resolve_batch
-    from prelnx.run.runner import stop_on_sigterm
-
-    resolve_batch(config, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
-    ensure_data(config)  # generated here once (synthetic), not by the tasks racing each other
-    if is_locked(run_dir):
-        raise RunLocked(f"{run_dir}: this run dir is in use by another prelnx process (on this or another machine); "
-                        f"wait for it to end, or stop it first")  # fmt: skip
-    job = submit(config, run_dir, request, force)
-    echo(f"submitted Slurm job {job.job_id}: {request.describe()}; logs in {submitit_folder(run_dir) / job.job_id}")
-    previous = stop_on_sigterm()  # SIGTERM to this process cancels the job, as Ctrl-C does
-    try:
-        return follow(job, request, echo)
-    finally:
-        if previous is not None:
-            import signal
-
-            signal.signal(signal.SIGTERM, previous)
-
-
-def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest) -> list[str]:
-    """What `prelnx train --executor slurm --dry-run` prints: the config the tasks train, the job, their command."""
-    from prelnx.config.load import dump_config
-    from prelnx.run.plan import data_dir, plan_launch, resolve_batch
-
-    env = task_env("0")
-    config = resolve_batch(task_config(config, request), env)
-    launch = plan_launch(config, data_dir(config), run_dir / "checkpoints", env)
-    return [dump_config(config).rstrip("\n"),
-            (f"# would submit one Slurm job (submitit): {request.describe()}; "
-             f"logs in {submitit_folder(run_dir)}/<job id>"),
-            f"# {launch.batch}",
-            ("# every task runs this (rank 0 under prelnx, which records the run); --distributed-port is 20000 + the "
-             "job id % 20000:"),
-            launch.command_line()]  # fmt: skip

@@ -113,7 +113,7 @@ def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
 
 
 def test_the_progress_of_a_slurm_job_is_read_from_a_growing_log(tmp_path):
-    from prelnx.run.slurm_train import LogTail
+    from prelnx.run.slurm_job import LogTail
 
     log = tmp_path / "log"
     tail = LogTail(log)

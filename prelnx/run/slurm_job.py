@@ -1,0 +1,148 @@
+"""`prelnx train --executor slurm`, the submitting side: check, submit one job, follow it, return its exit code.
+
+It prints rank 0's output (the lines `prelnx train` prints, from the job's log), the job's state while it waits,
+reports and cancels a job Slurm says can never start (squeue's reason, sweep/slurm.py), cancels the job on Ctrl-C
+or SIGTERM, and returns the run's exit code. What the tasks do is in run/slurm_train.py.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.config.schema import Config
+from prelnx.run.slurm_train import SlurmRequest, SlurmTrainTask, submitit_folder, task_config, task_env
+from prelnx.run.status import EXIT_CODES
+from prelnx.sweep import slurm
+
+
+def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> Any:
+    """Submit the job (submitit's Slurm executor); returns the submitit job."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=submitit_folder(run_dir) / "%j", cluster="slurm")
+    executor.update_parameters(**request.parameters(config.name or run_dir.name))
+    return executor.submit(SlurmTrainTask(task_config(config, request), run_dir, force))
+
+
+class LogTail:
+    """New lines of a file that grows (and may start again when a requeued job truncates it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.partial = path, 0, ""
+
+    def lines(self) -> list[str]:
+        try:
+            size = self.path.stat().st_size
+            if size < self.offset:
+                self.offset = 0
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        text = self.partial + data.decode(errors="replace")
+        *complete, self.partial = text.split("\n")
+        return complete
+
+
+def _progress(line: str) -> bool:
+    return bool(line.strip()) and not line.startswith("submitit ")
+
+
+def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 2.0) -> tuple[str, int]:
+    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job."""
+    tail = LogTail(Path(job.task(0).paths.stdout))
+    last_state = ""
+    try:
+        while True:
+            for line in filter(_progress, tail.lines()):
+                echo(line)
+            found = slurm.job_state(job.job_id)
+            if found is None or found[0] not in slurm.ACTIVE:
+                break
+            state, reason = found
+            if state == "PENDING" and slurm.never_starts(reason):
+                slurm.cancel(job.job_id)
+                why = (f"Slurm job {job.job_id} can never start: {reason} (it asks {request.describe()}; see "
+                       f"--cpus-per-task, --mem-gb, --time-min, --partition, train.nodes, train.processes); "
+                       f"cancelled")  # fmt: skip
+                return why, 2
+            if state != last_state and state in ("PENDING", "RUNNING", "REQUEUED"):
+                waits = state == "PENDING" and reason not in ("", "None")
+                echo(f"Slurm job {job.job_id}: {state.lower()}" + (f" ({reason})" if waits else ""))
+                last_state = state
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        slurm.cancel(job.job_id)
+        return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES["interrupted"]
+    time.sleep(1.0)  # the last lines of the log
+    for line in filter(_progress, tail.lines()):
+        echo(line)
+    return outcome(job, found[0] if found else "ended")
+
+
+def outcome(job: Any, state: str) -> tuple[str, int]:
+    """Rank 0's result, or why there is none."""
+    rank0 = job.task(0)  # the job itself when it has one task
+    if rank0.paths.result_pickle.exists():
+        try:
+            result = rank0.result()
+        except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
+            return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
+        return "", int(result["exit_code"])
+    why = (f"Slurm job {job.job_id} ended ({state.lower()}) before rank 0 returned; its status.json says how far it "
+           f"got; run the same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
+    return why, 1
+
+
+def last_error(trace: str) -> str:
+    """The exception line of a Python trace (the last line that names an error), else its last line."""
+    lines = [line.strip() for line in trace.splitlines() if line.strip() and not line.startswith("-")]
+    found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b", line)]
+    return (found or lines or ["no message"])[-1]
+
+
+def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,
+                   echo: Callable[[str], None] = print) -> tuple[str, int]:  # fmt: skip
+    """Check, submit, wait: (closing message, exit code) of the run. Errors that stop a local `prelnx train`
+    before it trains (bad batch, data not ready, a run dir in use) are raised here, before anything is submitted."""
+    from prelnx.run.lock import RunLocked, is_locked
+    from prelnx.run.plan import ensure_data, resolve_batch
+    from prelnx.run.runner import stop_on_sigterm
+
+    resolve_batch(config, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
+    ensure_data(config)  # generated here once (synthetic), not by the tasks racing each other
+    if is_locked(run_dir):
+        raise RunLocked(f"{run_dir}: this run dir is in use by another prelnx process (on this or another machine); "
+                        f"wait for it to end, or stop it first")  # fmt: skip
+    job = submit(config, run_dir, request, force)
+    echo(f"submitted Slurm job {job.job_id}: {request.describe()}; logs in {submitit_folder(run_dir) / job.job_id}")
+    previous = stop_on_sigterm()  # SIGTERM to this process cancels the job, as Ctrl-C does
+    try:
+        return follow(job, request, echo)
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest) -> list[str]:
+    """What `prelnx train --executor slurm --dry-run` prints: the config the tasks train, the job, their command."""
+    from prelnx.config.load import dump_config
+    from prelnx.run.plan import data_dir, plan_launch, resolve_batch
+
+    env = task_env("0")
+    config = resolve_batch(task_config(config, request), env)
+    launch = plan_launch(config, data_dir(config), run_dir / "checkpoints", env)
+    return [dump_config(config).rstrip("\n"),
+            (f"# would submit one Slurm job (submitit): {request.describe()}; "
+             f"logs in {submitit_folder(run_dir)}/<job id>"),
+            f"# {launch.batch}",
+            ("# every task runs this (rank 0 under prelnx, which records the run); --distributed-port is 20000 + the "
+             "job id % 20000:"),
+            launch.command_line()]  # fmt: skip
