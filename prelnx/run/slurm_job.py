@@ -18,13 +18,23 @@ from prelnx.run.status import EXIT_CODES
 from prelnx.sweep import slurm
 
 
+class SlurmUnavailable(RuntimeError):
+    """The job could not be submitted (no Slurm here, or sbatch refused it); the message has Slurm's words."""
+
+
 def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> Any:
     """Submit the job (submitit's Slurm executor); returns the submitit job."""
     import submitit
 
-    executor = submitit.AutoExecutor(folder=submitit_folder(run_dir) / "%j", cluster="slurm")
-    executor.update_parameters(**request.parameters(config.name or run_dir.name))
-    return executor.submit(SlurmTrainTask(task_config(config, request), run_dir, force))
+    try:
+        executor = submitit.AutoExecutor(folder=submitit_folder(run_dir) / "%j", cluster="slurm")
+        executor.update_parameters(**request.parameters(config.name or run_dir.name))
+        return executor.submit(SlurmTrainTask(task_config(config, request), run_dir, force))
+    except (submitit.core.utils.FailedJobError, RuntimeError, ValueError, OSError) as error:
+        said = [line.strip() for line in str(error).splitlines() if line.strip()]
+        fatal = [line for line in said if "fatal" in line or "error" in line.lower()]
+        raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({(fatal or said or ['?'])[-1]}); "
+                               f"is this a Slurm login node (sbatch, srun, squeue on PATH, SLURM_CONF)?") from None  # fmt: skip
 
 
 class LogTail:

@@ -111,6 +111,8 @@ def error_exit(error: BaseException) -> tuple[str, int] | None:
         return io_reason(error), 1
     if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError)):
         return str(error), 2
+    if type(error).__name__ == "SlurmUnavailable":  # run/slurm_job.py: no Slurm here, or sbatch refused the job
+        return str(error), 2
     return None
 
 

@@ -112,3 +112,13 @@ def test_several_nodes_without_slurm_and_slurm_options_without_it_are_refused(ti
     done = subprocess.run([*base[:5], str(config), *base[6:], "--cpus-per-task", "2"], capture_output=True, text=True,
                           timeout=120)  # fmt: skip
     assert done.returncode == 2 and "--cpus-per-task: Slurm option(s); add --executor slurm" in done.stderr, done.stderr
+
+
+def test_without_slurm_the_submission_is_refused_in_one_line(tiny_config_file, tmp_path):
+    import os
+
+    command = train_on_slurm(tiny_config_file(train={"max_epoch": 1}), tmp_path / "r", "cpu")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PATH": str(tmp_path)})  # no sbatch, srun, squeue here  # fmt: skip
+    assert done.returncode == 2 and "--executor slurm: the job could not be submitted" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
