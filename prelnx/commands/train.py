@@ -34,8 +34,8 @@ def train_command(
 
     Re-running the same command on the same run dir resumes from the last checkpoint.
     Exit codes: 0 finished, 1 failed (also a full disk: status.json says which path), 2 bad config or input
-    (a refused checkpoint, damaged data, a Slurm job that can never start or cannot be submitted), 3 diverged, 4 the run dir is in use
-    by another process, 130 interrupted.
+    (a refused checkpoint, damaged data, a Slurm job that can never start or cannot be submitted), 3 diverged,
+    4 the run dir is in use by another process, 130 interrupted.
     """
     try:
         resolved, _ = load_config(config, set_ or [])
