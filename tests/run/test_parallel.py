@@ -162,3 +162,13 @@ def test_a_parent_pid_inherited_from_elsewhere_is_not_watched(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "1")
     parent_watch.watch_parent()  # a torchrun worker: prelnx runs on this machine, and is polled
     assert died == ["poll"]
+
+
+def test_the_other_ranks_start_nothing_when_rank_0_ends_without_starting(tiny_config_file, tmp_path):
+    from prelnx.run.slurm_train import Rank0Marks, run_worker, task_env
+
+    config, _ = load_config(tiny_config_file(train={"processes": 2}))
+    marks = Rank0Marks(tmp_path, "0")
+    marks.ended.touch()  # e.g. the run dir was locked, or the run already finished
+    assert run_worker(config, tmp_path / "run", task_env("7"), marks, poll_s=0.01) == 0
+    assert not (tmp_path / "run").exists()
