@@ -14,3 +14,12 @@ def processes_mentioning(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def scalar_steps(run_dir: Path, tag: str) -> list[int]:
+    """The steps of a TensorBoard scalar in a run dir's event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    return [event.step for event in accumulator.Scalars(tag)]

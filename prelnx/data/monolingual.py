@@ -10,12 +10,11 @@ does on natural text, and nothing is downloaded. Generated from the seed, binari
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 from prelnx.data.binarize import binarize
+from prelnx.data.cache import build_cached
 from prelnx.data.synthetic import SyntheticTask, generate_pairs
 
 SEPARATOR = "="
@@ -37,12 +36,9 @@ def _is_built(out_dir: Path, task: SyntheticTask) -> bool:
 
 
 def prepare_synthetic_text(task: SyntheticTask, out_dir: Path) -> Path:
-    """Generate and binarize the text into `out_dir` unless it is there; built aside and renamed into place."""
-    if _is_built(out_dir, task):
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    """Generate and binarize the text into `out_dir` unless it is there (prelnx.data.cache)."""
+
+    def build(staging: Path) -> None:
         (staging / "text").mkdir()
         lines = text_lines(task)
         for split, split_lines in lines.items():
@@ -51,14 +47,5 @@ def prepare_synthetic_text(task: SyntheticTask, out_dir: Path) -> Path:
                  joined_dictionary=False, monolingual=True)  # fmt: skip
         manifest = {"dataset": "synthetic-text", "task": asdict(task), "lines": {s: len(v) for s, v in lines.items()}}
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        if out_dir.exists() and not _is_built(out_dir, task):
-            shutil.rmtree(out_dir)
-        try:
-            staging.rename(out_dir)
-        except OSError:
-            if not _is_built(out_dir, task):
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return out_dir
+
+    return build_cached(out_dir, lambda folder: _is_built(folder, task), build)

@@ -16,11 +16,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import shutil
-import tempfile
 from pathlib import Path
 
 from prelnx.data.binarize import binarize
+from prelnx.data.cache import build_cached
 from prelnx.data.synthetic import SyntheticTask, generate_pairs
 
 PARTS = ("input0", "input1", "label")
@@ -67,16 +66,16 @@ def synthetic_pair_lines(task: SyntheticTask) -> dict[str, dict[str, list[str]]]
 
 
 def prepare_synthetic_pairs(task: SyntheticTask, dictionary: Path, out_dir: Path) -> Path:
-    """Generate and binarize the pair task into `out_dir` (built aside, renamed into place) unless it is there."""
+    """Generate and binarize the pair task into `out_dir` unless it is there (prelnx.data.cache)."""
     manifest = {"dataset": "synthetic-pairs", "task": dataclasses.asdict(task), "train": TRAIN_PAIRS, "valid": VALID_PAIRS}
-    try:
-        if json.loads((out_dir / "manifest.json").read_text()) == manifest:
-            return out_dir
-    except (OSError, json.JSONDecodeError):
-        pass
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+
+    def is_built(folder: Path) -> bool:
+        try:
+            return json.loads((folder / "manifest.json").read_text()) == manifest
+        except (OSError, json.JSONDecodeError):
+            return False
+
+    def build(staging: Path) -> None:
         lines = synthetic_pair_lines(task)
         for part in PARTS:
             text = staging / "text" / part
@@ -86,9 +85,5 @@ def prepare_synthetic_pairs(task: SyntheticTask, dictionary: Path, out_dir: Path
             binarize(text, staging / part, source_lang="txt", target_lang="txt", splits=list(lines),
                      joined_dictionary=False, monolingual=True, dictionary=None if part == "label" else dictionary)  # fmt: skip
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        shutil.rmtree(out_dir, ignore_errors=True)
-        staging.rename(out_dir)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return out_dir
+
+    return build_cached(out_dir, is_built, build)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prelnx.data.binarize import binarize
+from prelnx.data.cache import build_cached
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
@@ -80,11 +79,8 @@ def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
 
     Built in a temporary sibling folder and renamed at the end, so an interrupted build never looks finished.
     """
-    if _is_built(out_dir, task):
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+
+    def build(staging: Path) -> None:
         text_dir = staging / "text"
         text_dir.mkdir()
         pairs = generate_pairs(task)
@@ -98,14 +94,5 @@ def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
             "lines": {split: len(split_pairs) for split, split_pairs in pairs.items()},
         }
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        if out_dir.exists() and not _is_built(out_dir, task):
-            shutil.rmtree(out_dir)  # a stale or foreign folder under our cache name
-        try:
-            staging.rename(out_dir)
-        except OSError:
-            if not _is_built(out_dir, task):  # another process finished the same task first: use its copy
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return out_dir
+
+    return build_cached(out_dir, lambda folder: _is_built(folder, task), build)

@@ -4,6 +4,7 @@ Pre-LN without warm-up reaches the final validation loss of Post-LN with warm-up
 Post-LN's updates: 500k / 700k ~ 0.71 in the paper (valid loss 1.69). Here the target is Post-LN's final
 validation loss (mean over seeds), Post-LN's updates are those of its last validation, and Pre-LN's are
 those of its first validation at or below the target (the latest over seeds); the grain is eval.every_updates.
+Each Pre-LN lr of the sweep is reported on its own (the paper's Pre-LN runs at 3x Post-LN's lr).
 """
 
 from __future__ import annotations
@@ -44,17 +45,24 @@ def _usable(arms: list[Arm], **criteria: object) -> list[Arm]:
 
 
 def preln_fewer_updates(arms: list[Arm]) -> Verdict:
-    pre = _usable(arms, layout="pre", warmup=0)
+    """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): the fraction."""
     post = [a for a in _usable(arms, layout="post") if a.warmup > 0]
-    if not pre or not post:
+    pres = _usable(arms, layout="pre", warmup=0)
+    if not pres or not post:
         return NOT_MEASURED
-    fraction, target, post_updates, pre_updates = fraction_of_updates(pre, post)
-    if fraction is None:
-        return Verdict(f"Pre-LN never reached Post-LN's final valid loss {target:.3f} (after {post_updates} updates)",
-                       "does not hold")  # fmt: skip
-    measured = (f"Pre-LN (no warm-up) reaches Post-LN's final valid loss {target:.3f} (Post-LN: {post_updates} "
-                f"updates) after {pre_updates} updates: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
-    return Verdict(measured, verdict(fraction < 1.0))
+    lines, held, missed = [], [], []
+    for lr in sorted({a.lr for a in pres}, reverse=True):
+        fraction, target, post_updates, pre_updates = fraction_of_updates([a for a in pres if a.lr == lr], post)
+        if fraction is None:
+            lines.append(f"Pre-LN lr {lr:g}: never reached Post-LN's final valid loss {target:.3f} "
+                         f"({post_updates} updates)")  # fmt: skip
+        else:
+            lines.append(f"Pre-LN lr {lr:g} reaches Post-LN's final valid loss {target:.3f} ({post_updates} "
+                         f"updates) after {pre_updates}: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
+        (held if fraction is not None and fraction < 1.0 else missed).append(f"{lr:g}")
+    if held and missed:
+        return Verdict("<br>".join(lines), f"partly: holds at Pre-LN lr {', '.join(held)}, not at {', '.join(missed)}")
+    return Verdict("<br>".join(lines), verdict(bool(held)))
 
 
 BERT_CHECKS: dict[str, Callable[[list[Arm]], Verdict]] = {"bert_preln_fewer_updates": preln_fewer_updates}

@@ -22,7 +22,8 @@ from typing import Any
 
 from prelnx.run.grain import step
 
-SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr"}
+SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr",
+           "valid/accuracy": "valid_accuracy"}  # accuracy: fine-tuning (sentence_prediction) only
 HPARAM_METRICS = ("valid/loss", "valid/bleu", "test/bleu_tokenized", "test/sacrebleu")
 RESULTS = ("best_valid_loss", "best_valid_bleu", "final_valid_loss")
 RUN_EVENTS_SUFFIX = ".prelnx-run"

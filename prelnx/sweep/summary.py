@@ -50,7 +50,7 @@ def run_results(run_dir: Path) -> dict[str, Any]:
         "best_valid_loss": min(losses) if losses else None,
         "final_valid_loss": rows[-1].get("valid_loss") if rows else None,
         "best_valid_bleu": max(bleus) if bleus else None,
-        "epochs": len(rows),
+        "epochs": rows[-1]["epoch"] if rows else 0,  # epochs trained (rows are per epoch or per validation)
         "updates": rows[-1].get("num_updates") if rows else None,
         "wall_seconds": rows[-1].get("wall_seconds") if rows else None,
     }

@@ -8,20 +8,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.run.metrics import read_metrics
 from prelnx.run.reconcile import reconcile_update_rows
 from prelnx.run.runner import train
+from tests.helpers import scalar_steps
 
 pytestmark = pytest.mark.slow
-
-
-def scalar_steps(run_dir: Path, tag: str) -> list[int]:
-    accumulator = EventAccumulator(str(run_dir))
-    accumulator.Reload()
-    return [event.step for event in accumulator.Scalars(tag)]
 
 
 def layer_norms(run_dir: Path) -> set[str]:

@@ -13,7 +13,7 @@ import yaml
 
 from prelnx.config.load import load_config
 from prelnx.finetune.summary import mean_interval
-from prelnx.report.bert_claims import PAPER_FRACTION, fraction_of_updates
+from prelnx.report.bert_claims import PAPER_FRACTION, fraction_of_updates, preln_fewer_updates
 from prelnx.report.claims import Arm
 from prelnx.run.metrics import read_metrics
 from prelnx.run.runner import train
@@ -99,9 +99,9 @@ def test_mean_interval_uses_students_t():
     assert mean_interval([5.0]) == (5.0, None) and mean_interval([]) == (None, None)
 
 
-def _arm(layout: str, warmup: int, losses: list[float]) -> Arm:
+def _arm(layout: str, warmup: int, losses: list[float], lr: float = 1e-3) -> Arm:
     rows = [{"epoch": 1, "num_updates": 100 * (i + 1), "valid_loss": loss} for i, loss in enumerate(losses)]
-    return Arm(name=layout, layout=layout, optimizer="adam", warmup=warmup, lr=1e-3, seed=1,
+    return Arm(name=layout, layout=layout, optimizer="adam", warmup=warmup, lr=lr, seed=1,
                results={"status": "finished"}, rows=rows, task="masked_lm")  # fmt: skip
 
 
@@ -113,6 +113,18 @@ def test_fraction_of_updates_to_reach_postln_final_loss():
     never = fraction_of_updates([_arm("pre", 0, [7.0, 6.0])], [post])
     assert never[0] is None
     assert round(PAPER_FRACTION, 2) == 0.71
+
+
+def test_the_claim_is_reported_per_preln_learning_rate():
+    post = _arm("post", 100, [7.0, 6.0, 5.0, 4.0, 3.5])
+    fast = _arm("pre", 0, [6.5, 5.0, 3.4, 3.0, 2.8], lr=1e-3)
+    stuck = _arm("pre", 0, [7.5, 7.5, 7.4, 7.4, 7.3], lr=3e-3)
+    result = preln_fewer_updates([post, fast, stuck])
+    assert result.holds == "partly: holds at Pre-LN lr 0.001, not at 0.003"
+    assert "Pre-LN lr 0.003: never reached" in result.measured and "fraction **0.60**" in result.measured
+    translation = Arm(name="t", layout="pre", optimizer="adam", warmup=0, lr=1e-3, seed=1,
+                      results={"status": "finished"}, rows=fast.rows)  # fmt: skip
+    assert preln_fewer_updates([post, translation]).holds == "not measured"  # only masked-LM runs count
 
 
 @pytest.mark.slow

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.run.checkpoints import checkpoint_info
 from prelnx.run.metrics import read_metrics
 from prelnx.run.plan import ensure_data
 from prelnx.run.runner import train
-from tests.helpers import processes_mentioning
+from tests.helpers import processes_mentioning, scalar_steps
 
 pytestmark = pytest.mark.slow
 QUIET = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
@@ -45,12 +44,6 @@ def wait_for(condition, what: str, timeout: float = 180.0) -> None:
         time.sleep(0.2)
 
 
-def scalars(run_dir: Path, tag: str) -> list[int]:
-    accumulator = EventAccumulator(str(run_dir))
-    accumulator.Reload()
-    return [event.step for event in accumulator.Scalars(tag)]
-
-
 def status_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "status.json").read_text())
 
@@ -61,7 +54,7 @@ def assert_records_match_checkpoint(run_dir: Path, epochs: int) -> None:
     assert info.epoch == epochs
     assert [row["epoch"] for row in rows] == list(range(1, epochs + 1))
     assert rows[-1]["num_updates"] == info.update
-    assert scalars(run_dir, "valid/loss") == list(range(1, epochs + 1))  # each epoch once
+    assert scalar_steps(run_dir, "valid/loss") == list(range(1, epochs + 1))  # each epoch once
     status = status_of(run_dir)
     assert status["status"] == "finished" and status["update"] == info.update and status["epochs"] == epochs
 
@@ -134,7 +127,7 @@ def test_two_sweeps_on_one_folder_train_every_point_once(tiny_config_file, tmp_p
     for run in runs:
         log = (run / "train.log").read_text()
         assert log.count("prelnx: starting fairseq") == 1 and "prelnx: resuming" not in log, run
-        assert scalars(run, "valid/loss") == [1, 2]
+        assert scalar_steps(run, "valid/loss") == [1, 2]
         assert status_of(run)["status"] == "finished"
     said = outputs[0][0] + outputs[1][0]
     assert "running elsewhere" in said or "already finished" in said

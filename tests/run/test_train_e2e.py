@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from prelnx.config.load import load_config
 from prelnx.run.metrics import read_metrics
 from prelnx.run.runner import RunConflict, train
-from tests.helpers import processes_mentioning
+from tests.helpers import processes_mentioning, scalar_steps
 
 pytestmark = pytest.mark.slow
-
-
-def scalar_steps(run_dir: Path, tag: str) -> list[int]:
-    accumulator = EventAccumulator(str(run_dir))
-    accumulator.Reload()
-    return [event.step for event in accumulator.Scalars(tag)]
 
 
 def test_two_epochs_write_metrics_tensorboard_and_status(tiny_config_file, tmp_path):
