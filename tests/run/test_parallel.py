@@ -172,3 +172,12 @@ def test_the_other_ranks_start_nothing_when_rank_0_ends_without_starting(tiny_co
     marks.ended.touch()  # e.g. the run dir was locked, or the run already finished
     assert run_worker(config, tmp_path / "run", task_env("7"), marks, poll_s=0.01) == 0
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sweep_point_across_several_nodes_is_refused_before_anything_is_created(tiny_config_file):
+    from prelnx.sweep.preflight import check_points
+    from prelnx.sweep.spec import expand, resolve_spec
+
+    points = expand(resolve_spec(tiny_config_file(), ["optimizer.lr=0.001,0.002"], ["train.nodes=2"], None))
+    with pytest.raises(Exception, match=r"train.nodes: 2 .*`prelnx train --executor slurm`.*sweeps train each run on one"):
+        check_points(points)
