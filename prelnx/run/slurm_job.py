@@ -13,13 +13,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.config.schema import Config
-from prelnx.run.slurm_train import SlurmRequest, SlurmTrainTask, submitit_folder, task_config, task_env
+from prelnx.run.slurm_train import (
+    SlurmRequest,
+    SlurmTrainTask,
+    SlurmUnavailable,
+    submitit_folder,
+    task_config,
+    task_env,
+)
 from prelnx.run.status import EXIT_CODES
 from prelnx.sweep import slurm
 
-
-class SlurmUnavailable(RuntimeError):
-    """The job could not be submitted (no Slurm here, or sbatch refused it); the message has Slurm's words."""
+UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
 
 
 def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> Any:
@@ -33,8 +38,9 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
     except (submitit.core.utils.FailedJobError, RuntimeError, ValueError, OSError) as error:
         said = [line.strip() for line in str(error).splitlines() if line.strip()]
         fatal = [line for line in said if "fatal" in line or "error" in line.lower()]
-        raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({(fatal or said or ['?'])[-1]}); "
-                               f"is this a Slurm login node (sbatch, srun, squeue on PATH, SLURM_CONF)?") from None  # fmt: skip
+        why = (fatal or said or ["?"])[-1]
+        raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); is this a Slurm login "
+                               f"node (sbatch, srun, squeue on PATH, SLURM_CONF)?") from None  # fmt: skip
 
 
 class LogTail:
@@ -66,7 +72,7 @@ def _progress(line: str) -> bool:
 def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 2.0) -> tuple[str, int]:
     """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job."""
     tail = LogTail(Path(job.task(0).paths.stdout))
-    last_state = ""
+    last_state, unanswered = "", 0
     try:
         while True:
             for line in filter(_progress, tail.lines()):
@@ -75,6 +81,10 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
             if found is None or found[0] not in slurm.ACTIVE:
                 break
             state, reason = found
+            unanswered = unanswered + 1 if state == slurm.UNKNOWN else 0
+            if unanswered * poll_s > UNANSWERED_S:
+                return (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still "
+                        f"run (see squeue; logs in {Path(job.paths.folder)})", 1)  # fmt: skip
             if state == "PENDING" and slurm.never_starts(reason):
                 slurm.cancel(job.job_id)
                 why = (f"Slurm job {job.job_id} can never start: {reason} (it asks {request.describe()}; see "

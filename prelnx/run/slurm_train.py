@@ -83,6 +83,10 @@ def task_config(config: Config, request: SlurmRequest) -> Config:
     return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=request.cpus_per_task))
 
 
+class SlurmUnavailable(RuntimeError):
+    """The job could not be submitted (no Slurm here, or sbatch refused it); the message has Slurm's words."""
+
+
 def task_env(job_id: str) -> dict[str, str]:
     """The run's environment additions in every task of job `job_id` (parallel.resolve reads them)."""
     return {SLURM_PORT_ENV: str(rendezvous_port(job_id))}
@@ -109,9 +113,8 @@ def error_exit(error: BaseException) -> tuple[str, int] | None:
         return str(error.strerror), 1
     if isinstance(error, OSError):  # e.g. --run-dir under a file
         return io_reason(error), 1
-    if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError)):
-        return str(error), 2
-    if type(error).__name__ == "SlurmUnavailable":  # run/slurm_job.py: no Slurm here, or sbatch refused the job
+    if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError,
+                          SlurmUnavailable)):  # fmt: skip
         return str(error), 2
     return None
 

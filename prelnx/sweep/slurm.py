@@ -46,10 +46,15 @@ def default_cpus_per_run(partition: str | None, tasks_per_node: int = 1) -> int:
     return max(1, min(8, cpus // tasks_per_node)) if cpus else 8
 
 
+UNKNOWN = "UNKNOWN"  # squeue did not answer (the controller busy, a timeout): not a reason to think the job ended
+
+
 def job_state(job_id: str) -> tuple[str, str] | None:
-    """squeue's (state, reason) of a job; None once Slurm no longer lists it (or squeue cannot say)."""
+    """squeue's (state, reason) of a job; None once Slurm no longer lists it; (UNKNOWN, "") if squeue fails."""
     out = _run(["squeue", "-h", "-j", str(job_id), "-o", "%T|%r"])
-    if not out or not out.strip():
+    if out is None:
+        return UNKNOWN, ""
+    if not out.strip():
         return None
     state, _, reason = out.strip().splitlines()[0].partition("|")
     return state, reason
@@ -63,7 +68,7 @@ def pending_reason(job_id: str) -> str | None:
 
 # squeue states of a job that has not ended (a requeued job passes through REQUEUED and PENDING again)
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING",
-          "SUSPENDED", "STAGE_OUT", "SIGNALING", "RESV_DEL_HOLD"}  # fmt: skip
+          "SUSPENDED", "STAGE_OUT", "SIGNALING", "RESV_DEL_HOLD", UNKNOWN}  # fmt: skip
 
 
 def never_starts(reason: str | None) -> bool:

@@ -122,3 +122,23 @@ def test_without_slurm_the_submission_is_refused_in_one_line(tiny_config_file, t
                           env={**os.environ, "PATH": str(tmp_path)})  # no sbatch, srun, squeue here  # fmt: skip
     assert done.returncode == 2 and "--executor slurm: the job could not be submitted" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_without_rank_0(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from prelnx.run import slurm_job
+    from prelnx.run.slurm_train import SlurmRequest
+    from prelnx.sweep import slurm
+
+    states = iter([(slurm.UNKNOWN, ""), ("RUNNING", "None"), (slurm.UNKNOWN, ""), ("CANCELLED", "None")])
+    monkeypatch.setattr(slurm, "job_state", lambda job_id: next(states))
+    monkeypatch.setattr(slurm_job.time, "sleep", lambda seconds: None)
+    (tmp_path / "7_0_log.out").write_text("starting tiny\nsubmitit INFO (x) - Starting with JobEnvironment\n")
+    paths = SimpleNamespace(stdout=tmp_path / "7_0_log.out", stderr=tmp_path / "7_0_log.err",
+                            result_pickle=tmp_path / "7_0_result.pkl", folder=tmp_path)  # fmt: skip
+    job = SimpleNamespace(job_id="7", paths=paths, task=lambda rank: SimpleNamespace(paths=paths))
+    lines: list[str] = []
+    message, code = slurm_job.follow(job, SlurmRequest(1, 2, 1), lines.append)
+    assert lines == ["starting tiny", "Slurm job 7: running"]  # rank 0's lines, not submitit's
+    assert code == 1 and "ended (cancelled) before rank 0 returned" in message
