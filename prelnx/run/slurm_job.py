@@ -102,10 +102,10 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
     time.sleep(1.0)  # the last lines of the log
     for line in filter(_progress, tail.lines()):
         echo(line)
-    return outcome(job, found[0] if found else "ended")
+    return outcome(job, found[0] if found else None)
 
 
-def outcome(job: Any, state: str) -> tuple[str, int]:
+def outcome(job: Any, state: str | None) -> tuple[str, int]:
     """Rank 0's result, or why there is none."""
     rank0 = job.task(0)  # the job itself when it has one task
     if rank0.paths.result_pickle.exists():
@@ -114,8 +114,9 @@ def outcome(job: Any, state: str) -> tuple[str, int]:
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
             return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
         return "", int(result["exit_code"])
-    why = (f"Slurm job {job.job_id} ended ({state.lower()}) before rank 0 returned; its status.json says how far it "
-           f"got; run the same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
+    how = f"ended ({state.lower()})" if state else "left Slurm's queue"
+    why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "
+           f"same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
     return why, 1
 
 

@@ -145,6 +145,21 @@ def _worth_showing(line: str) -> bool:
     return not line.startswith("epoch ") or " done " in line
 
 
+def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> str:
+    """The status of a run whose Slurm job ended without returning: the run's own terminal status if it wrote one,
+    else `failed` with why (the update it had reached is kept)."""
+    from prelnx.run.status import read_status
+
+    recorded = read_status(run_dir) or {}
+    if recorded.get("status") in ("finished", "diverged"):
+        return recorded["status"]
+    how = f"ended ({state.lower()})" if state else "left Slurm's queue"
+    write_status(run_dir, "failed", update=int(recorded.get("update", 0)),
+                 reason=f"Slurm job {job_id} {how} before the run returned (cancelled, killed, out of memory?); "
+                        f"run the sweep again to resume")  # fmt: skip
+    return "failed"
+
+
 class SubmititRun(PortableConfig):
     """A submitit job: train one point; on timeout or preemption, requeue itself (fairseq then resumes).
     The config travels as plain values (PortableConfig): a job requeued after an upgrade of prelnx still loads."""
@@ -202,21 +217,30 @@ def run_submitit(
     echo(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
     statuses: dict[str, str] = {}
     waiting = list(jobs)
+    gone: dict[str, int] = {}  # polls for which Slurm has listed a job as ended without its result
     while waiting:
         for point, job in list(waiting):
-            reason = slurm.pending_reason(job.job_id) if cluster is None and not job.done() else None
+            done = job.done()
+            found = slurm.job_state(job.job_id) if cluster is None and not done else None
+            reason = found[1] if found and found[0] == "PENDING" else None
+            if cluster is None and not done and (found is None or found[0] not in slurm.ACTIVE):
+                gone[point.name] = gone.get(point.name, 0) + 1
             if slurm.never_starts(reason):
                 slurm.cancel(job.job_id)
                 status, why = "failed", (f"Slurm job {job.job_id} can never start: {reason} (it asks "
                                          f"{cpus} CPU(s) per run; see --cpus-per-run, --mem-gb-per-run, --partition)")  # fmt: skip
                 write_status(sweep_dir / point.name, status, reason=why)
                 echo(f"[{point.name}] {why}")
-            elif job.done():
+            elif done:
                 try:
                     status = job.result()
                 except Exception as error:  # noqa: BLE001 - a job that died records its failure
                     write_status(sweep_dir / point.name, "failed", reason=f"submitit job {job.job_id}: {error}")
                     status = "failed"
+            elif cluster is None and gone.get(point.name, 0) >= 3:
+                # Without Slurm's accounting (sacct) submitit never calls a job killed before it returned done
+                # (scancel after its grace, out of memory, a lost node): Slurm's own queue says it has ended.
+                status = _ended_without_result(job.job_id, found[0] if found else None, sweep_dir / point.name)
             else:
                 continue
             waiting.remove((point, job))

@@ -36,3 +36,16 @@ def test_a_request_the_partition_can_never_meet_is_reported(slurm, tiny_config_f
     assert status["status"] == "failed" and "can never start: PartitionConfig" in status["reason"], status
     queue = subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout
     assert queue.strip() == "", queue  # cancelled, not left pending
+
+
+def test_a_run_whose_job_was_killed_before_returning_is_recorded_failed_not_waited_for(tmp_path):
+    """Without Slurm's accounting, submitit never calls such a job done; the sweep asks squeue instead."""
+    from prelnx.run.status import read_status, write_status
+    from prelnx.sweep.executors import _ended_without_result
+
+    write_status(tmp_path, "running", update=20)
+    assert _ended_without_result("13_0", None, tmp_path) == "failed"
+    status = read_status(tmp_path)
+    assert status["update"] == 20 and "Slurm job 13_0 left Slurm's queue before the run returned" in status["reason"]
+    write_status(tmp_path, "finished", update=30)  # it had ended the run itself: that stands
+    assert _ended_without_result("13_0", "CANCELLED", tmp_path) == "finished"
