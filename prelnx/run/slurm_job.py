@@ -39,8 +39,9 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
         said = [line.strip() for line in str(error).splitlines() if line.strip()]
         fatal = [line for line in said if "fatal" in line or "error" in line.lower()]
         why = (fatal or said or ["?"])[-1]
-        raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); is this a Slurm login "
-                               f"node (sbatch, srun, squeue on PATH, SLURM_CONF)?") from None  # fmt: skip
+        hint = ("see --partition, --cpus-per-task, --mem-gb, --time-min, train.nodes, train.processes"
+                if "submission failed" in why else "is this a Slurm login node (sbatch, srun, squeue on PATH, SLURM_CONF)?")  # fmt: skip
+        raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); {hint}") from None
 
 
 class LogTail:
