@@ -8,6 +8,7 @@ or SIGTERM, and returns the run's exit code. What the tasks do is in run/slurm_t
 from __future__ import annotations
 
 import re
+import signal
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -76,12 +77,16 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
     last_state, unanswered = "", 0
     try:
         while True:
-            for line in filter(_progress, tail.lines()):
-                echo(line)
-            found = slurm.job_state(job.job_id)
+            found = slurm.job_state(job.job_id)  # before the log's new lines, which it may explain (running)
             if found is None or found[0] not in slurm.ACTIVE:
                 break
             state, reason = found
+            if state != last_state and state in ("PENDING", "RUNNING", "REQUEUED"):
+                waits = state == "PENDING" and reason not in ("", "None")
+                echo(f"Slurm job {job.job_id}: {state.lower()}" + (f" ({reason})" if waits else ""))
+                last_state = state
+            for line in filter(_progress, tail.lines()):
+                echo(line)
             unanswered = unanswered + 1 if state == slurm.UNKNOWN else 0
             if unanswered * poll_s > UNANSWERED_S:
                 return (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still "
@@ -92,10 +97,6 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
                        f"--cpus-per-task, --mem-gb, --time-min, --partition, train.nodes, train.processes); "
                        f"cancelled")  # fmt: skip
                 return why, 2
-            if state != last_state and state in ("PENDING", "RUNNING", "REQUEUED"):
-                waits = state == "PENDING" and reason not in ("", "None")
-                echo(f"Slurm job {job.job_id}: {state.lower()}" + (f" ({reason})" if waits else ""))
-                last_state = state
             time.sleep(poll_s)
     except KeyboardInterrupt:
         slurm.cancel(job.job_id)
@@ -148,8 +149,6 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
         return follow(job, request, echo)
     finally:
         if previous is not None:
-            import signal
-
             signal.signal(signal.SIGTERM, previous)
 
 
