@@ -109,9 +109,10 @@ class TrainConfig:
     processes: Optional[int] = None  # data-parallel workers on this machine; None = every visible GPU, or 1 on CPU
     nodes: int = 1  # machines (Slurm); workers in all = processes x nodes
     threads: Optional[int] = None  # CPU threads for torch per worker; None = the cores shared by the workers
-    label_smoothing: float = 0.1
+    label_smoothing: float = 0.1  # translation's criterion; masked_lm and sentence_prediction use fairseq's own
     log_interval: int = 25  # updates between progress lines
-    keep_last_epochs: int = 5  # epoch checkpoints kept besides checkpoint_last/best
+    # epoch checkpoints kept besides checkpoint_last/best (with eval.every_updates: the last update checkpoints)
+    keep_last_epochs: int = 5
     loss_ceiling: Optional[float] = None  # a train loss (base 2) above this counts as divergence; None = NaN/Inf only
     num_workers: int = 1  # fairseq data-loading worker processes; 0 = load in the training process
 

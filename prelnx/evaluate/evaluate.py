@@ -111,6 +111,9 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str, average_last: in
                     lenpen: float | None, out: Path | None, dry_run: bool = False) -> dict[str, Any]:  # fmt: skip
     """What an evaluation will do: split, checkpoint, decoding (the run's eval.bleu unless overridden), where."""
     config = load_run_config(run_dir)
+    if config.task != "translation":
+        raise EvaluationError(f"{run_dir}: a {config.task} run; prelnx evaluate scores translations (BLEU). A masked-LM "
+                              f"run's result is its validation loss (metrics.jsonl); fine-tune it with prelnx finetune")  # fmt: skip
     data = data_dir(config)
     source, target = languages(config)
     if not (data / f"{split}.{source}-{target}.{source}.idx").is_file():

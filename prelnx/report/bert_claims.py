@@ -54,8 +54,12 @@ def preln_fewer_updates(arms: list[Arm]) -> Verdict:
     for lr in sorted({a.lr for a in pres}, reverse=True):
         fraction, target, post_updates, pre_updates = fraction_of_updates([a for a in pres if a.lr == lr], post)
         if fraction is None:
+            group = [a for a in pres if a.lr == lr]
+            reverse, pre_final, _, post_at = fraction_of_updates(post, group)  # the other way round: how far behind
+            behind = (f"; Post-LN reached Pre-LN's final {pre_final:.3f} after {post_at} of its updates"
+                      if reverse is not None else "")  # fmt: skip
             lines.append(f"Pre-LN lr {lr:g}: never reached Post-LN's final valid loss {target:.3f} "
-                         f"({post_updates} updates)")  # fmt: skip
+                         f"({post_updates} updates){behind}")  # fmt: skip
         else:
             lines.append(f"Pre-LN lr {lr:g} reaches Post-LN's final valid loss {target:.3f} ({post_updates} "
                          f"updates) after {pre_updates}: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip

@@ -73,7 +73,7 @@ def data_problem(config: Config) -> str | None:
             return None  # generated on demand
         if not (folder / "dict.txt").is_file() or not (folder / "train.idx").is_file():
             return (f"data.path: {folder} holds no binarized text for masked_lm (needs dict.txt, train.bin/.idx, "
-                    f"valid.bin/.idx). Prepare it with `prelnx data prepare text --input <your text> --out <folder>` "
+                    f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
                     f"(see README, 'BERT') and point data.path at the output folder.")  # fmt: skip
         try:
             check_monolingual(folder)

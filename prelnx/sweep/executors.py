@@ -21,7 +21,7 @@ from prelnx.config.schema import Config
 from prelnx.atomic import io_reason
 from prelnx.run.lock import RunLocked, is_locked
 from prelnx.run.runner import RunConflict, stop_children, stop_on_sigterm, train
-from prelnx.run.slurm_train import PortableConfig
+from prelnx.run.slurm_train import DEFAULT_TIME_MIN, PortableConfig
 from prelnx.run.status import write_status
 
 RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
@@ -199,7 +199,7 @@ def run_submitit(
         cpus = max(1, (os.cpu_count() or 1) // len(points))
     parameters: dict[str, Any] = {
         "name": options.get("job_name", sweep_dir.name),
-        "timeout_min": int(options.get("time_min", 24 * 60)),
+        "timeout_min": int(options.get("time_min") or DEFAULT_TIME_MIN),
         "cpus_per_task": cpus,
         "slurm_array_parallelism": int(options.get("array_parallelism", 64)),
     }

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from prelnx.config.load import ConfigError, load_config
+from prelnx.evaluate.evaluate import EvaluationError, plan_evaluation
 from prelnx.run.metrics import read_metrics
 from prelnx.run.reconcile import reconcile_update_rows
 from prelnx.run.runner import train
@@ -53,6 +54,8 @@ def test_each_layout_trains_with_validation_rows_at_the_update_grain(mlm_config_
     assert {f"{layer}.self_attn_layer_norm", f"{layer}.final_layer_norm"} <= norms
     saved = torch.load(run_dir / "checkpoints" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert saved["cfg"]["model"].encoder_normalize_before is (layout == "pre")
+    with pytest.raises(EvaluationError, match="a masked_lm run; prelnx evaluate scores translations"):
+        plan_evaluation(run_dir, "test", "best", None, None, None, None)
 
 
 def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file, tmp_path):

@@ -100,6 +100,9 @@ class StudyOutcome:
 
 
 def check_study(study: GradStudy) -> None:
+    if study.config.task != "translation":
+        raise GradsError(f"task: {study.config.task}: the gradient study (Figure 3) measures the translation "
+                         f"transformer's FFNs; give a translation config (e.g. grads/figure3_synthetic.yaml)")  # fmt: skip
     if not study.layouts or any(layout not in LAYOUTS for layout in study.layouts):
         raise GradsError(f"layouts: allowed {', '.join(LAYOUTS)}; got {list(study.layouts)}")
     if not study.depths or any(depth < 1 for depth in study.depths):
