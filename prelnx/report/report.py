@@ -47,6 +47,28 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
     return lines
 
 
+def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
+    """Figure 5b/c: the `prelnx finetune` summaries found under the sweep's runs (none: no section)."""
+    import json
+
+    lines = []
+    for row in rows:
+        for path in sorted((sweep_dir / row["run"] / "finetune").glob("*/finetune_summary.json")):
+            for entry in json.loads(path.read_text()):
+                accuracies = [s["accuracy"] for s in entry["seeds"].values() if s["accuracy"] is not None]
+                mean = "-" if entry["mean_accuracy"] is None else f"{entry['mean_accuracy']:.1f}" + (
+                    f" ± {entry['interval95']:.1f}" if entry["interval95"] is not None else "")
+                lines.append(f"| {row['run']} | {path.parent.name} | {entry['pretrain_update']} | "
+                             f"{', '.join(f'{a:.1f}' for a in accuracies) or '-'} | {mean} |")  # fmt: skip
+    if not lines:
+        return []
+    return ["## Fine-tuning (Figure 5b/c style)", "",
+            "Each pre-trained checkpoint fine-tuned with several seeds (`prelnx finetune`): best validation accuracy",
+            "per seed, and their mean with a 95 % interval (Student's t).", "",
+            "| pre-trained run | fine-tuning | pre-training update | accuracy per seed (%) | mean ± 95 % |",
+            "|---|---|---|---|---|", *lines, ""]  # fmt: skip
+
+
 def report_path(sweep_dir: Path, out: Path | None, name: str | None) -> Path:
     """`--out FOLDER --name NAME` -> FOLDER/NAME.md; the sweep dir's own report is report.md, elsewhere the
     file is named after the sweep (docs/results/cpu_multi30k.md)."""
@@ -107,6 +129,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         if (figures_dir / f"{name}.png").is_file():
             lines.append(f"![{name}]({(figures_dir / f'{name}.png').relative_to(report_dir).as_posix()})")
     lines.append("")
+    lines += _finetune_section(sweep_dir, rows)
     if grads_dir is not None:
         lines += _gradient_section(grads_dir, figures_dir, report_dir, claims["gradients"])
     write_text_atomic(out, "\n".join(lines) + "\n")

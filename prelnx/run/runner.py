@@ -157,11 +157,13 @@ def train(
     force: bool = False,
     echo: Callable[[str], None] = print,
     extra_env: dict[str, str] | None = None,
+    on_start: Callable[[], Any] | None = None,
 ) -> RunResult:
     """Train (or resume) the run; returns its final status.
 
     Raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked, RunIOError.
-    `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep).
+    `extra_env` is added to the child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start` is
+    called once every check has passed and the run dir is locked, just before fairseq starts (Slurm's rank 0).
     """
     run_dir = run_dir or default_run_dir(config)
     config = resolve_batch(config, extra_env)  # update_freq from train.effective_batch_tokens and this run's workers
@@ -185,7 +187,7 @@ def train(
                 lock = RunLock(run_dir).acquire()
             finally:
                 old_lock.release()
-        return _train_locked(config, run_dir, launch, data, lock, echo, extra_env)
+        return _train_locked(config, run_dir, launch, data, lock, echo, extra_env, on_start)
     except OSError as error:  # moving a run aside, reading its checkpoints: never a traceback
         if isinstance(error, RunIOError):
             raise
@@ -194,8 +196,8 @@ def train(
         lock.release()
 
 
-def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: RunLock,
-                  echo: Callable[[str], None], extra_env: dict[str, str] | None) -> RunResult:  # fmt: skip
+def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: RunLock, echo: Callable[[str], None],
+                  extra_env: dict[str, str] | None, on_start: Callable[[], Any] | None = None) -> RunResult:  # fmt: skip
     notes: list[str] = []
     start = resume_point(run_dir / "checkpoints", notes.append)  # refuses a planted checkpoint: nothing runs
     hparams = hparams_of(config)
@@ -216,6 +218,8 @@ def _train_locked(config: Config, run_dir: Path, launch: Any, data: Path, lock: 
         echo(line)
     log_path = run_dir / LOG_NAME
     watch = Watch(config, run_dir, reconciled.rows, None, echo)
+    if on_start is not None:
+        on_start()
     started_at = time.time()
     with open(log_path, "ab") as log:
         log.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())

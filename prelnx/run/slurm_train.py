@@ -175,15 +175,13 @@ def train_rank0(config: Config, run_dir: Path, env: dict[str, str], force: bool,
     from prelnx.run.runner import train
 
     def echo(line: str) -> None:
-        # runner.train says "starting ..." / "resuming ..." once every check has passed, the run dir is locked
-        # (and, with --force, the old run set aside) and just before its fairseq starts: the other ranks may start
-        # theirs then, and no earlier (they would read checkpoints of a run dir rank 0 refuses or moves away).
-        if line.startswith(("starting ", "resuming ")):
-            marks.started.touch()
         print(line, flush=True)
 
     try:
-        result = train(config, run_dir=run_dir, force=force, echo=echo, extra_env=env)
+        # on_start: every check has passed, the run dir is locked (and, with --force, the old run set aside) and
+        # rank 0's fairseq is about to start: the other ranks may start theirs then, and no earlier (they would
+        # read checkpoints of a run dir rank 0 refuses or moves away)
+        result = train(config, run_dir=run_dir, force=force, echo=echo, extra_env=env, on_start=marks.started.touch)
     except Exception as error:  # known refusals become the command's message and exit code
         known = error_exit(error)
         if known is None:

@@ -143,3 +143,16 @@ def test_a_masked_lm_sweep_reports_the_fraction_beside_the_papers(tmp_path, mlm_
     assert "(paper 0.71)" in report or "Pre-LN never reached Post-LN's final valid loss" in report
     assert "8.45 BLEU" not in report  # the translation claims are not listed for a masked-LM sweep
     assert (out / "report_figures" / "loss.png").is_file()
+
+
+def test_the_report_lists_the_finetuning_summaries_of_the_sweeps_runs(tmp_path):
+    from prelnx.report.report import _finetune_section
+
+    summary = tmp_path / "pre" / "finetune" / "ft" / "finetune_summary.json"
+    summary.parent.mkdir(parents=True)
+    summary.write_text(json.dumps([{"checkpoint": "c.pt", "pretrain_update": 300, "mean_accuracy": 81.0,
+                                    "interval95": 2.5, "seeds": {"1": {"status": "finished", "accuracy": 80.0},
+                                                                 "2": {"status": "failed", "accuracy": None}}}]))  # fmt: skip
+    lines = _finetune_section(tmp_path, [{"run": "pre"}, {"run": "post"}])
+    assert "| pre | ft | 300 | 80.0 | 81.0 ± 2.5 |" in lines
+    assert _finetune_section(tmp_path, [{"run": "post"}]) == []  # no fine-tuning: no section

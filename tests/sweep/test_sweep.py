@@ -100,8 +100,9 @@ def test_a_report_on_failed_runs_names_them_and_draws_no_empty_figure(tiny_confi
 
 
 def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_path):
-    spec_path = write_spec(tmp_path, tiny_config_file(), {"schedule.warmup_updates": [0, 4],
-                                                          "optimizer.lr": [0.003, 0.001]})  # fmt: skip
+    # 4 epochs a run: a loaded machine still has the second run going when the first one's status is seen
+    spec_path = write_spec(tmp_path, tiny_config_file(train={"max_epoch": 4}),
+                           {"schedule.warmup_updates": [0, 4], "optimizer.lr": [0.003, 0.001]})  # fmt: skip
     sweep_dir = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(spec_path),
                                 "--out", str(sweep_dir), "--jobs", "1"],
