@@ -11,6 +11,7 @@ import typer
 
 from prelnx.commands import options
 from prelnx.data.errors import DataError
+from prelnx.data.locations import DEFAULT_VALID_LINES
 
 data_app = typer.Typer(
     rich_markup_mode=None,
@@ -59,7 +60,7 @@ def prepare_command(
     source: Annotated[Optional[str], typer.Option("--source", help="A URL, an archive (.tgz, .zip) or a folder with the dataset's files [default: download from the official location]; text: a text file or a folder of *.txt files, one sentence or document per line.")] = None,
     out: Annotated[Optional[Path], options.out("Output folder [default: data-bin/iwslt14.tokenized.de-en, data-bin/wmt14_en_de, data-bin/multi30k.de-en, data-bin/custom, data-bin/text].")] = None,
     bpe_code: Annotated[Optional[Path], typer.Option("--bpe-code", help="Apply this subword-nmt code file instead of learning BPE.")] = None,
-    bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train [default: iwslt14 10000, wmt14 40000, multi30k 10000; custom: no BPE].")] = None,
+    bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train [default: iwslt14 10000, wmt14 40000, multi30k 10000; custom, text: no BPE].")] = None,
     workers: Annotated[Optional[int], options.jobs("Processes for tokenization, BPE and binarizing [default: the core count].")] = None,
     force: Annotated[bool, options.force("Prepare again even if --out holds a preparation (it is replaced once the new one is complete).")] = False,
     dry_run: Annotated[bool, options.dry_run("Say what would be prepared and where; prepare nothing.")] = False,
@@ -73,7 +74,7 @@ def prepare_command(
     target_lang: Annotated[str, typer.Option("--target-lang", help="custom: target language code.")] = "tgt",
     tokenize: Annotated[bool, options.flag("--tokenize", "custom, text: Moses-tokenize the text (text: English rules).")] = False,
     lowercase: Annotated[bool, options.flag("--lowercase", "custom, text: lowercase the text.")] = False,
-    valid_lines: Annotated[int, typer.Option("--valid-lines", help="text: the last N non-blank lines are held out for validation.")] = 1000,
+    valid_lines: Annotated[int, typer.Option("--valid-lines", help="text: the last N non-blank lines are held out for validation.")] = DEFAULT_VALID_LINES,
     joined_dictionary: Annotated[bool, options.flag("--joined-dictionary", "custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
 ) -> None:
     """Prepare DATASET into a folder `prelnx train` reads (data.path): fairseq dictionaries and binary splits,
@@ -107,6 +108,6 @@ def prepare_command(
         typer.echo("interrupted; nothing was left under the output name", err=True)
         raise typer.Exit(130) from None
     typer.echo(summary(target))
-    if out is not None and out != default_out(dataset.value):
+    if dataset is Dataset.text or (out is not None and out != default_out(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data
         typer.echo(f"train on it: prelnx train --config ... --set data.dataset={name} --set data.path={target}")

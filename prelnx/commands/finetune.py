@@ -26,11 +26,10 @@ def finetune_command(
 
     Re-running resumes unfinished fine-tunings. Exit codes: 0 all finished, 1 one failed, 2 bad input.
     """
-    from prelnx.config.load import ConfigError, load_config
-    from prelnx.finetune.plan import FinetunePlanError, plan
+    from prelnx.config.load import load_config
+    from prelnx.finetune.plan import plan
     from prelnx.finetune.run import run_all
-    from prelnx.run.checkpoints import CheckpointDamaged, CheckpointRefused
-    from prelnx.run.plan import DataNotReady
+    from prelnx.run.slurm_train import error_exit
 
     try:
         base, _ = load_config(config, set_ or [])
@@ -41,6 +40,9 @@ def finetune_command(
                 typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
             return
         code = run_all(runs, folder, echo=typer.echo)
-    except (ConfigError, FinetunePlanError, DataNotReady, CheckpointRefused, CheckpointDamaged, ValueError) as error:
-        options.fail(error, 2)
+    except Exception as error:  # noqa: BLE001 - the refusals of `prelnx train` (one line, its exit codes), else raised
+        known = error_exit(error)
+        if known is None:
+            raise
+        options.fail(*known)
     raise typer.Exit(code)

@@ -1,4 +1,4 @@
-"""`prelnx plot`: validation loss, BLEU and lr per epoch for a run or a sweep (the paper's Figures 2 and 4)."""
+"""`prelnx plot`: validation loss, BLEU and lr per epoch (per update for BERT-style runs) for a run or a sweep."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def plot_command(
     out: Annotated[Optional[Path], options.out("Folder for the figures [default: PATH].")] = None,
     dry_run: Annotated[bool, options.dry_run("List the runs that would be drawn; write nothing.")] = False,
 ) -> None:
-    """Plot validation loss, BLEU and the lr vs epoch, one line per run (diverged runs dashed and marked x),
+    """Plot validation loss, BLEU and the lr vs epoch (vs update for runs that validate every N updates: BERT,
+    Figure 5a), one line per run (diverged runs dashed and marked x),
     and for a warm-up x lr grid a heatmap of the best BLEU. Writes loss, bleu, lr and heatmap as .png and .svg;
     a figure no run has data for is not drawn.
     """

@@ -30,7 +30,8 @@ def train_command(
     mem_gb: Annotated[Optional[int], typer.Option("--mem-gb", min=1, help="Slurm: memory per node in GB [default: the partition's default].")] = None,
     time_min: Annotated[Optional[int], options.time_min()] = None,
 ) -> None:
-    """Train a Post-LN or Pre-LN fairseq transformer; per-epoch valid loss and BLEU go to metrics.jsonl and TensorBoard.
+    """Train a Post-LN or Pre-LN fairseq transformer (translation, or BERT-style masked LM); valid loss and BLEU per
+    epoch (per N updates with eval.every_updates) go to metrics.jsonl and TensorBoard.
 
     Re-running the same command on the same run dir resumes from the last checkpoint.
     Exit codes: 0 finished, 1 failed (also a full disk: status.json says which path), 2 bad config or input

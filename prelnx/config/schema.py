@@ -44,6 +44,9 @@ class DataConfig:
     # sample_break_mode complete) and the share of tokens masked (BERT's 15 %)
     tokens_per_sample: int = 512
     mask_prob: float = 0.15
+    # complete: whole lines packed into samples (fairseq's RoBERTa recipe; a line must fit in one sample);
+    # none: the text cut into samples of exactly tokens_per_sample, across lines (for long documents)
+    sample_break_mode: Literal["complete", "none"] = "complete"
 
 
 @dataclass
@@ -111,8 +114,11 @@ class TrainConfig:
     threads: Optional[int] = None  # CPU threads for torch per worker; None = the cores shared by the workers
     label_smoothing: float = 0.1  # translation's criterion; masked_lm and sentence_prediction use fairseq's own
     log_interval: int = 25  # updates between progress lines
-    # epoch checkpoints kept besides checkpoint_last/best (with eval.every_updates: the last update checkpoints)
+    # epoch checkpoints kept besides checkpoint_last/best (with eval.every_updates: the last update checkpoints,
+    # at least 1)
     keep_last_epochs: int = 5
+    # with eval.every_updates: also keep every checkpoint whose update is a multiple of this (Figure 5b/c's stages)
+    keep_every_updates: Optional[int] = None
     loss_ceiling: Optional[float] = None  # a train loss (base 2) above this counts as divergence; None = NaN/Inf only
     num_workers: int = 1  # fairseq data-loading worker processes; 0 = load in the training process
 
@@ -237,7 +243,11 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     if t.effective_batch_tokens is not None:
         need(t.effective_batch_tokens >= t.max_tokens, "train.effective_batch_tokens",
              f"must be at least train.max_tokens ({t.max_tokens}), got {t.effective_batch_tokens}")  # fmt: skip
-    for key in ("max_epoch", "max_update", "processes", "threads"):
+    if t.keep_every_updates is not None:
+        need(config.eval.every_updates is not None and t.keep_every_updates % config.eval.every_updates == 0,
+             "train.keep_every_updates", f"must be a multiple of eval.every_updates ({config.eval.every_updates}): "
+             f"checkpoints are saved at validations")  # fmt: skip
+    for key in ("max_epoch", "max_update", "processes", "threads", "keep_every_updates"):
         value = getattr(t, key)
         need(value is None or value >= 1, f"train.{key}", f"must be >= 1 or null, got {value}")
     need(t.num_workers >= 0, "train.num_workers", f"must be >= 0 (0 = load in the training process), got {t.num_workers}")

@@ -17,3 +17,5 @@ DEFAULT_LANGUAGES: dict[str, tuple[str, str]] = {
     "multi30k": ("de", "en"),
     "synthetic": ("src", "tgt"),
 }
+# `prelnx data prepare text`: the last lines of the text held out for validation.
+DEFAULT_VALID_LINES = 1000

@@ -15,7 +15,7 @@ from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus
 from prelnx.data.custom import recipe as custom_recipe
 from prelnx.data.errors import DataError
-from prelnx.data.locations import DEFAULT_DATA_DIRS
+from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_VALID_LINES
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.recipe import Recipe
 from prelnx.data.workers import Workers
@@ -53,7 +53,7 @@ def make_recipe(
     if custom is not None:
         raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
     if dataset == "text":
-        return text.recipe(source=source, corpus_options=text_options or {"valid_lines": text.DEFAULT_VALID_LINES,
+        return text.recipe(source=source, corpus_options=text_options or {"valid_lines": DEFAULT_VALID_LINES,
                            "tokenize": False, "lowercase": False}, bpe_code=bpe_code, bpe_merges=bpe_merges)  # fmt: skip
     if dataset not in _RECIPES:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")

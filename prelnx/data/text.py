@@ -9,11 +9,14 @@ translation: optional Moses tokenization and lowercasing, BPE learned on train (
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 from prelnx.data import bpe
 from prelnx.data.errors import DataError
+from prelnx.data.locations import DEFAULT_VALID_LINES
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.recipe import Recipe
 from prelnx.data.sources import SourceFiles
@@ -21,7 +24,6 @@ from prelnx.data.textio import read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 LANG = "txt"  # the file suffix of the text (fairseq's monolingual files carry no language)
-DEFAULT_VALID_LINES = 1000
 
 
 @dataclass(frozen=True)
@@ -44,33 +46,44 @@ def text_files(source: Path) -> list[Path]:
     raise DataError(f"--source {source}: no such file or folder (give a text file or a folder of *.txt files)")
 
 
-def split_lines(files: list[Path], valid_lines: int) -> tuple[list[str], list[str]]:
-    """(train, valid) lines: every non-blank line of the files, the last `valid_lines` held out."""
-    lines = [line for path in files for line in read_lines(path) if line.strip()]
-    if len(lines) < 2 * valid_lines:
-        raise DataError(f"--source: {len(lines)} non-blank line(s), too few to hold out --valid-lines {valid_lines} "
+def _non_blank(files: list[Path]) -> Iterator[str]:
+    for path in files:
+        try:
+            yield from (line for line in read_lines(path) if line.strip())
+        except OSError as error:
+            raise DataError(f"--source: {path}: cannot read ({error.strerror or error})") from None
+
+
+def count_lines(files: list[Path], valid_lines: int) -> int:
+    """Non-blank lines of the files (read once, not kept); refuses too few to hold out `valid_lines`."""
+    total = sum(1 for _ in _non_blank(files))
+    if total < 2 * valid_lines:
+        raise DataError(f"--source: {total} non-blank line(s), too few to hold out --valid-lines {valid_lines} "
                         f"and train on at least as many; give more text or a smaller --valid-lines")  # fmt: skip
-    return lines[:-valid_lines], lines[-valid_lines:]
+    return total
 
 
-def gather(corpus: TextCorpus, work: Path) -> SourceFiles:
+def gather(corpus: TextCorpus, hashes: dict[str, str]) -> SourceFiles:
     found = SourceFiles(origin=str(corpus.source))
     for index, path in enumerate(text_files(corpus.source)):
         found.paths[f"file{index}"] = path
-        found.inputs[str(path)] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+        found.inputs[str(path)] = {"sha256": hashes[str(path.resolve())], "bytes": path.stat().st_size}
     return found
 
 
 def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: TextCorpus,
                bpe_code: Path | None, bpe_merges: int | None) -> dict | None:  # fmt: skip
     use_bpe = bpe_code is not None or bpe_merges is not None
-    train, valid = split_lines(list(sources.paths.values()), corpus.valid_lines)
+    files = list(sources.paths.values())
+    total = count_lines(files, corpus.valid_lines)
+    lines = _non_blank(files)  # streamed: the last valid_lines lines are validation
     steps = MosesSteps("en", tokenize=corpus.tokenize, lowercase=corpus.lowercase)
-    for split, lines in (("train", train), ("valid", valid)):
+    for split, count in (("train", total - corpus.valid_lines), ("valid", corpus.valid_lines)):
         out = tok_path(folder, split, LANG) if use_bpe else text_path(folder, split, LANG)
+        part: Iterable[str] = islice(lines, count)
         if corpus.tokenize or corpus.lowercase:
-            lines = list(workers.map(steps, lines, desc=f"{split}", total=len(lines)))
-        write_lines(out, lines)
+            part = workers.map(steps, part, desc=split, total=count)
+        write_lines(out, part)
     if not use_bpe:
         return None
     entry = bpe.make_code(folder, train=[tok_path(folder, "train", LANG)], given=bpe_code, merges=bpe_merges or 0,
@@ -85,9 +98,12 @@ def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, b
     if corpus_options["valid_lines"] < 1:
         raise DataError(f"--valid-lines must be at least 1, got {corpus_options['valid_lines']}")
     corpus = TextCorpus(source=Path(source).expanduser(), **corpus_options)
-    files = text_files(corpus.source)
+    try:
+        hashes = {str(path.resolve()): sha256_file(path) for path in text_files(corpus.source)}
+    except OSError as error:
+        raise DataError(f"--source: {error.filename}: cannot read ({error.strerror or error})") from None
     settings = {
-        "inputs_sha256": {str(path.resolve()): sha256_file(path) for path in files},
+        "inputs_sha256": hashes,
         "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
         "bpe": bpe.settings(bpe_code, bpe_merges),
     }  # fmt: skip
@@ -97,7 +113,7 @@ def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, b
         splits=["train", "valid"],
         joined_dictionary=False,
         settings=settings,
-        gather=lambda work: gather(corpus, work),
+        gather=lambda work: gather(corpus, hashes),
         build=lambda sources, folder, workers: build_text(
             sources, folder, workers, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges
         ),

@@ -4,7 +4,9 @@ A fine-tuning is a training config of task: sentence_prediction. Its optimisatio
 fine-tuning config (`--config`); its model (layout, dimensions, sequence length) from the pre-trained run's own
 config.yaml, so that the weights fit; `finetune.from_checkpoint` names the checkpoint. The runs live under
 `<pre-trained run>/finetune/<config name>/update-<pre-training update>/seed-<n>`: re-running resumes what is
-unfinished, and a checkpoint that has moved on (best, last) gets its own folder.
+unfinished, and a checkpoint that has moved on (best, last) gets its own folder. Each stage's folder holds the
+checkpoint it starts from (`pretrained.pt`: a hard link, or a copy across file systems, made before training),
+so the weights are those its name says even while pre-training goes on and replaces or prunes its files.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import yaml
 
 from prelnx.config.load import config_from_dict
 from prelnx.config.schema import Config, check_values
-from prelnx.run.checkpoints import CHECKPOINT_NAMES, checkpoint_info
+from prelnx.run.checkpoints import CHECKPOINT_NAMES, checkpoint_info, update_checkpoints
 
 
 class FinetunePlanError(ValueError):
@@ -26,7 +28,8 @@ class FinetunePlanError(ValueError):
 
 @dataclass
 class Finetuning:
-    checkpoint: Path
+    checkpoint: Path  # in the pre-trained run
+    snapshot: Path  # its copy the fine-tuning starts from (stage folder / pretrained.pt)
     pretrain_update: int  # the update the checkpoint held when the fine-tuning was planned (it names the folder)
     seed: int
     run_dir: Path
@@ -37,7 +40,11 @@ def pretrained_config(run_dir: Path) -> Config:
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise FinetunePlanError(f"--pretrained {run_dir}: not a run dir (no config.yaml); give a masked_lm run's folder")
-    config = config_from_dict(yaml.safe_load(path.read_text()) or {}, str(path))
+    try:
+        saved = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise FinetunePlanError(f"{path}: cannot be read as a run's config ({type(error).__name__})") from None
+    config = config_from_dict(saved, str(path))
     if config.task != "masked_lm":
         raise FinetunePlanError(f"--pretrained {run_dir}: a {config.task} run; fine-tuning starts from a masked_lm run")
     return config
@@ -48,9 +55,10 @@ def checkpoints(run_dir: Path, names: list[str]) -> list[Path]:
     folder, found = run_dir / "checkpoints", []
     for name in names:
         if name == "stages":
-            stages = sorted(folder.glob("checkpoint_*_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[-1]))
+            stages = update_checkpoints(folder)
             if not stages:
-                raise FinetunePlanError(f"{folder}: no checkpoint_<epoch>_<update>.pt kept (train.keep_last_epochs)")
+                raise FinetunePlanError(f"{folder}: no checkpoint_<epoch>_<update>.pt kept (train.keep_last_epochs, "
+                                        f"train.keep_every_updates)")  # fmt: skip
             found += stages
             continue
         path = folder / CHECKPOINT_NAMES.get(name, name)
@@ -61,8 +69,24 @@ def checkpoints(run_dir: Path, names: list[str]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def check_dictionaries(base: Config, pretrained: Config) -> None:
+    """The fine-tuning's token ids must be the pre-training's: the same dictionary, or nothing starts."""
+    from prelnx.run.plan import data_dir
+
+    if base.data.dataset == "synthetic":
+        if pretrained.data.dataset != "synthetic":
+            raise FinetunePlanError("data.dataset: synthetic pairs are made with the synthetic pre-training text's "
+                                    "dictionary, but this model was pre-trained on other data; give data.path to "
+                                    "pair data binarized with its dict.txt")  # fmt: skip
+        return
+    ours, theirs = data_dir(base) / "input0" / "dict.txt", data_dir(pretrained) / "dict.txt"
+    if ours.is_file() and theirs.is_file() and ours.read_bytes() != theirs.read_bytes():
+        raise FinetunePlanError(f"{ours} differs from the pre-training dictionary {theirs}: binarize the pairs with "
+                                f"`--srcdict {theirs}` (README, 'BERT')")  # fmt: skip
+
+
 def finetune_config(base: Config, pretrained: Config, checkpoint: Path, seed: int, name: str) -> Config:
-    """The fine-tuning config: `base` with the pre-trained model, the checkpoint and the seed."""
+    """The fine-tuning config: `base` with the pre-trained model, the checkpoint (its snapshot) and the seed."""
     data = dataclasses.replace(base.data, tokens_per_sample=pretrained.data.tokens_per_sample)
     if base.data.dataset == "synthetic":  # the pairs are made from the pre-training text's generator and dictionary
         data = dataclasses.replace(data, synthetic=pretrained.data.synthetic)
@@ -81,13 +105,15 @@ def plan(base: Config, pretrained_run: Path, checkpoint_names: list[str], seeds:
     if base.task != "sentence_prediction":
         raise FinetunePlanError(f"--config: task is {base.task}; a fine-tuning config has task: sentence_prediction")
     pretrained = pretrained_config(pretrained_run)
+    check_dictionaries(base, pretrained)
     runs = []
     for checkpoint in checkpoints(pretrained_run, checkpoint_names):
         update = checkpoint_info(checkpoint).update  # best/last move on while pre-training goes on
+        stage = f"update-{update}"
+        snapshot = out / stage / "pretrained.pt"
         for seed in seeds:
-            stage = f"update-{update}"
             run_dir = out / stage / f"seed-{seed}"
             name = f"{pretrained_run.name}/{stage}/seed-{seed}"
-            config = finetune_config(base, pretrained, checkpoint, seed, name)
-            runs.append(Finetuning(checkpoint, update, seed, run_dir, config))
+            config = finetune_config(base, pretrained, snapshot, seed, name)
+            runs.append(Finetuning(checkpoint, snapshot, update, seed, run_dir, config))
     return runs

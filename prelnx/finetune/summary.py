@@ -53,13 +53,20 @@ def summarize(runs: list[Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def format_mean(entry: dict[str, Any]) -> str:
+    """`93.9 ± 2.9`, `93.9 (one seed: no interval)` or `-`."""
+    if entry["mean_accuracy"] is None:
+        return "-"
+    half = entry["interval95"]
+    return f"{entry['mean_accuracy']:.1f}" + (f" ± {half:.1f}" if half is not None else " (one seed: no interval)")
+
+
 def write_summary(out: Path, entries: list[dict[str, Any]]) -> Path:
     write_text_atomic(out / "finetune_summary.json", json.dumps(entries, indent=2) + "\n")
     lines = ["| checkpoint | pre-training update | seeds | accuracy per seed (%) | mean ± 95 % interval |", "|---|---|---|---|---|"]
     for e in entries:
         per_seed = ", ".join(f"{s['accuracy']:.1f}" if s["accuracy"] is not None else s["status"] for s in e["seeds"].values())
-        mean = "-" if e["mean_accuracy"] is None else f"{e['mean_accuracy']:.1f}" + (
-            f" ± {e['interval95']:.1f}" if e["interval95"] is not None else " (one seed: no interval)")
-        lines.append(f"| {Path(e['checkpoint']).name} | {e['pretrain_update']} | {len(e['seeds'])} | {per_seed} | {mean} |")
+        lines.append(f"| {Path(e['checkpoint']).name} | {e['pretrain_update']} | {len(e['seeds'])} | {per_seed} | "
+                     f"{format_mean(e)} |")  # fmt: skip
     write_text_atomic(out / "finetune_summary.md", "\n".join(lines) + "\n")
     return out / "finetune_summary.md"

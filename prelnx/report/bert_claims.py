@@ -14,8 +14,9 @@ import statistics
 from typing import Callable
 
 from prelnx.report.claims import NOT_MEASURED, Arm, Verdict, verdict
+from prelnx.report.paper import figure5a_fraction
 
-PAPER_FRACTION = 500_000 / 700_000  # Figure 5a: Pre-LN at valid loss 1.69 after ~500k updates, Post-LN after ~700k
+PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/report/paper.yaml, figure5a)
 
 
 def updates_to_reach(arm: Arm, target: float) -> int | None:
@@ -38,16 +39,20 @@ def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, 
     return pre_updates / post_updates, target, post_updates, pre_updates
 
 
-def _usable(arms: list[Arm], **criteria: object) -> list[Arm]:
-    return [a for a in arms if a.task == "masked_lm" and a.rows and a.results.get("status") != "diverged"
-            and all(getattr(a, key) == value for key, value in criteria.items())
-            and isinstance(a.rows[-1].get("valid_loss"), (int, float)) and math.isfinite(a.rows[-1]["valid_loss"])]  # fmt: skip
+def _usable(arms: list[Arm], status: tuple[str, ...], finite_final: bool, **criteria: object) -> list[Arm]:
+    def final_ok(a: Arm) -> bool:
+        loss = a.rows[-1].get("valid_loss")
+        return not finite_final or (isinstance(loss, (int, float)) and math.isfinite(loss))
+
+    return [a for a in arms if a.task == "masked_lm" and a.rows and a.results.get("status") in status and final_ok(a)
+            and all(getattr(a, key) == value for key, value in criteria.items())]  # fmt: skip
 
 
 def preln_fewer_updates(arms: list[Arm]) -> Verdict:
     """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): the fraction."""
-    post = [a for a in _usable(arms, layout="post") if a.warmup > 0]
-    pres = _usable(arms, layout="pre", warmup=0)
+    # the target is a finished Post-LN's final loss; a diverged Pre-LN counts (it reached what it reached)
+    post = [a for a in _usable(arms, ("finished",), True, layout="post") if a.warmup > 0]
+    pres = _usable(arms, ("finished", "diverged"), False, layout="pre", warmup=0)
     if not pres or not post:
         return NOT_MEASURED
     lines, held, missed = [], [], []

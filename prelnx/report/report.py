@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import shutil
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from prelnx.atomic import write_text_atomic
 from prelnx.plots.curves import plot
@@ -20,9 +18,11 @@ class ReportError(ValueError):
     pass
 
 
-def paper_claims() -> dict[str, list[dict[str, Any]]]:
+def paper_claims() -> dict[str, Any]:
     """The paper's claims and numbers (prelnx/report/paper.yaml)."""
-    return yaml.safe_load(resources.files("prelnx.report").joinpath("paper.yaml").read_text())
+    from prelnx.report.paper import paper_data
+
+    return paper_data()
 
 
 def _claims_table(claims: list[dict[str, Any]], verdicts: dict[str, Verdict]) -> list[str]:
@@ -51,15 +51,15 @@ def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
     """Figure 5b/c: the `prelnx finetune` summaries found under the sweep's runs (none: no section)."""
     import json
 
+    from prelnx.finetune.summary import format_mean
+
     lines = []
     for row in rows:
         for path in sorted((sweep_dir / row["run"] / "finetune").glob("*/finetune_summary.json")):
             for entry in json.loads(path.read_text()):
                 accuracies = [s["accuracy"] for s in entry["seeds"].values() if s["accuracy"] is not None]
-                mean = "-" if entry["mean_accuracy"] is None else f"{entry['mean_accuracy']:.1f}" + (
-                    f" ± {entry['interval95']:.1f}" if entry["interval95"] is not None else "")
                 lines.append(f"| {row['run']} | {path.parent.name} | {entry['pretrain_update']} | "
-                             f"{', '.join(f'{a:.1f}' for a in accuracies) or '-'} | {mean} |")  # fmt: skip
+                             f"{', '.join(f'{a:.1f}' for a in accuracies) or '-'} | {format_mean(entry)} |")  # fmt: skip
     if not lines:
         return []
     return ["## Fine-tuning (Figure 5b/c style)", "",
@@ -113,8 +113,9 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
               + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
     lines += ["## The paper's claims at this scale", "",
               "Each claim as the paper states it, what this sweep measured, and whether it holds here. Losses are",
-              "fairseq's validation loss in bits per token (lower is better); 'holds' needs a difference of more",
-              "than 0.5 bits where it compares losses.", ""]  # fmt: skip
+              "fairseq's validation loss in bits per (masked) token, lower is better; " + (
+                  "the fraction compares updates to reach a loss, with no margin." if bert_only else
+                  "'holds' needs a difference of more than 0.5 bits where it compares losses."), ""]  # fmt: skip
     lines += _claims_table(claim_list, verdicts) + [""]
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += _claims_table(claims["bert"], {key: check(arms) for key, check in BERT_CHECKS.items()}) + [""]

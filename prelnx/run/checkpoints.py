@@ -58,7 +58,8 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint (its bytes are not a torch checkpoint)") from None
     except OSError:
         raise  # the file could not be read (permissions, I/O): not a verdict on its content
-    except (RuntimeError, EOFError, ValueError, KeyError) as error:
+    except (RuntimeError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
+        # a few bytes that are no zip file go to torch's legacy unpickler, which fails in many ways (IndexError...)
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({first})") from None
 
@@ -100,6 +101,13 @@ def epoch_checkpoints(checkpoint_dir: Path) -> list[Path]:
     return [path for _, path in sorted(found)]
 
 
+def update_checkpoints(checkpoint_dir: Path) -> list[Path]:
+    """checkpoint_<E>_<U>.pt files (runs that save every N updates), oldest update first."""
+    found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("checkpoint_*_*.pt")
+             if (m := re.fullmatch(r"checkpoint_\d+_(\d+)\.pt", p.name))]  # fmt: skip
+    return [path for _, path in sorted(found)]
+
+
 def remove_partial_writes(checkpoint_dir: Path) -> list[Path]:
     """Temporary files of a save or copy that was killed; never loadable, so removed."""
     leftovers = sorted(checkpoint_dir.glob("*.pt.tmp")) if checkpoint_dir.is_dir() else []
@@ -114,7 +122,7 @@ def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> Checkpoint
     Raises CheckpointRefused for a checkpoint that safe loading refuses (nothing is changed then), OSError when
     a file cannot be read or written (nothing is set aside then).
     A damaged checkpoint_last.pt is renamed `*.damaged-<time>` and replaced by a copy of the newest intact
-    epoch checkpoint (or, if none is intact, the run starts again from scratch), and `say` tells the user.
+    epoch (or update) checkpoint (or, if none is intact, the run starts again from scratch), and `say` tells the user.
     """
     remove_partial_writes(checkpoint_dir)
     last = checkpoint_dir / "checkpoint_last.pt"
@@ -125,7 +133,7 @@ def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> Checkpoint
     except CheckpointDamaged as error:
         damaged = error
     aside = last.with_name(f"{last.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    for candidate in reversed(epoch_checkpoints(checkpoint_dir)):
+    for candidate in reversed(epoch_checkpoints(checkpoint_dir) + update_checkpoints(checkpoint_dir)):
         try:
             info = checkpoint_info(candidate)
         except CheckpointDamaged as error:

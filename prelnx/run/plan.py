@@ -79,7 +79,7 @@ def data_problem(config: Config) -> str | None:
             check_monolingual(folder)
         except DataDamaged as error:
             return str(error)
-        return None
+        return long_lines_problem(config, folder)
     source, target = languages(config)
     if config.data.dataset == "synthetic" and not (folder / f"dict.{source}.txt").is_file():
         return None  # generated on demand
@@ -94,6 +94,23 @@ def data_problem(config: Config) -> str | None:
         check_binarized(folder, source, target)
     except DataDamaged as error:
         return str(error)
+    return None
+
+
+def long_lines_problem(config: Config, folder: Path) -> str | None:
+    """sample_break_mode complete packs whole lines: one longer than a sample makes fairseq's validation fail."""
+    from prelnx.run.datacheck import longest_sentence
+
+    d = config.data
+    if d.sample_break_mode != "complete":
+        return None
+    for split in ("train", "valid"):
+        longest = longest_sentence(folder / split)
+        if longest is not None and longest > d.tokens_per_sample - 1:
+            return (f"{folder / split}.bin: a line of {longest} tokens (end of line included) does not fit in a "
+                    f"sample of data.tokens_per_sample {d.tokens_per_sample} (with its start token); set "
+                    f"data.tokens_per_sample to at least {longest + 1}, or data.sample_break_mode: none to cut the "
+                    f"text into samples across lines")  # fmt: skip
     return None
 
 
@@ -247,11 +264,15 @@ def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
 
     argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
     if every is not None:
-        # Validate and checkpoint every N updates (and when training stops), never at an epoch's end: each
-        # validation is a metrics row, and every checkpoint sits at a validated update (run/grain.py).
+        # Validate and checkpoint every N updates and when training stops, at an epoch's end only when it is the
+        # last (train.max_epoch; fairseq has no "never" for --validate-interval): each validation is a metrics
+        # row, and every checkpoint sits at a validated update (run/grain.py).
+        last_epoch = str(t.max_epoch or EPOCH_NEVER)
         argv += ["--validate-interval-updates", str(every), "--save-interval-updates", str(every),
-                 "--validate-interval", str(EPOCH_NEVER), "--save-interval", str(EPOCH_NEVER),
+                 "--validate-interval", last_epoch, "--save-interval", last_epoch,
                  "--no-epoch-checkpoints", "--keep-interval-updates", str(max(1, t.keep_last_epochs))]  # fmt: skip
+        if t.keep_every_updates is not None:  # stages kept for fine-tuning (prelnx finetune --checkpoint stages)
+            argv += ["--keep-interval-updates-pattern", str(t.keep_every_updates)]
     elif t.keep_last_epochs == 0:
         argv.append("--no-epoch-checkpoints")
     else:

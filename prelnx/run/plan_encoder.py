@@ -25,7 +25,7 @@ def masked_lm_argv(config: Config, data: Path) -> list[str]:
         "--user-dir", str(PLUGIN_DIR),
         "--task", "masked_lm", "--criterion", "masked_lm",
         # sentences packed into samples of up to tokens_per_sample tokens, as fairseq's RoBERTa recipe does
-        "--sample-break-mode", "complete", "--tokens-per-sample", str(d.tokens_per_sample),
+        "--sample-break-mode", d.sample_break_mode, "--tokens-per-sample", str(d.tokens_per_sample),
         "--mask-prob", str(d.mask_prob),
     ] + encoder_argv(config)  # fmt: skip
 

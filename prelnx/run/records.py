@@ -104,7 +104,10 @@ class UpdateRows:
 
     def add(self, kind: str, record: dict[str, Any]) -> dict[str, Any] | None:
         if kind == "train_inner":
-            self.last_update = int(record.get("num_updates", self.last_update))
+            update = int(record.get("num_updates", self.last_update))
+            if update < self.last_update:
+                self.losses = []  # a later attempt redoing updates (train.log holds every attempt): not averaged in
+            self.last_update = update
             self.last_lr = record.get("lr", self.last_lr)
             if isinstance(record.get("loss"), float):
                 self.losses.append(record["loss"])
@@ -122,6 +125,7 @@ class UpdateRows:
             "valid_nll_loss": record.get("valid_nll_loss"),
             "valid_ppl": record.get("valid_ppl"),
             "valid_bleu": record.get("valid_bleu"),
+            "valid_accuracy": record.get("valid_accuracy"),
         }
         self.losses = []
         return row

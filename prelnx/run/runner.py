@@ -43,7 +43,8 @@ from prelnx.run.watch import Watch
 # Keys that change how a run executes but not what it computes: they may differ when a run is resumed.
 # With train.effective_batch_tokens, workers (processes, nodes) and the derived update_freq are execution too:
 # the batch per update stays the same (a resume on other hardware runs the same optimisation).
-EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling"}
+EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling",
+                  "train.keep_every_updates"}
 BATCH_KEYS = {"train.processes", "train.nodes", "train.update_freq"}
 TERMINAL = ("finished", "diverged")
 

@@ -76,6 +76,7 @@ class Watch:
         self.fairseq_nan = False  # set when fairseq raised on NaN/Inf
         self.interrupted = False
         self.io_error = ""  # set when prelnx could not write the run dir's files
+        self.done_training = False  # fairseq logged the end of its training (its last checkpoint is saved by then)
 
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
         """Read the log from `offset` until the child exits (or prelnx stops it)."""
@@ -105,6 +106,8 @@ class Watch:
         self.tail.append(line.rstrip("\n"))
         if not self.fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
             self.fairseq_nan = True  # its traceback follows
+        if "| fairseq_cli.train | done training in" in line:
+            self.done_training = True
         parsed = parse_record(line)
         if parsed is None:
             return
@@ -144,6 +147,8 @@ class Watch:
             return "interrupted", "stopped by the user; run the same command again to resume", update
         if returncode == 0:
             return "finished", "", update
+        if self.done_training:  # e.g. a C++ abort while the interpreter shuts down, after the last save
+            return "finished", f"fairseq finished training, then exited with code {returncode}: {self.last_error()}", update
         if self.fairseq_nan:
             return "diverged", f"fairseq stopped on NaN/Inf after update {update}", update
         disk = self.disk_full()

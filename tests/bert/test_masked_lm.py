@@ -11,9 +11,11 @@ import torch
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.evaluate.evaluate import EvaluationError, plan_evaluation
-from prelnx.run.checkpoints import checkpoint_info
+from prelnx.run.checkpoints import checkpoint_info, resume_point, update_checkpoints
 from prelnx.run.metrics import read_metrics
+from prelnx.run.plan import fairseq_argv
 from prelnx.run.reconcile import reconcile_update_rows
+from prelnx.run.records import UpdateRows
 from prelnx.run.runner import train
 from tests.helpers import scalar_steps
 
@@ -78,6 +80,30 @@ def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file,
     assert [row["num_updates"] for row in read_metrics(run_dir)] == [10, 20, 30, 40]
     assert scalar_steps(run_dir, "valid/loss") == [10, 20, 30, 40]
     assert "resuming fairseq" in (run_dir / "train.log").read_text()
+
+    # A damaged checkpoint_last.pt falls back to the newest intact update checkpoint (there are no epoch ones).
+    checkpoints = run_dir / "checkpoints"
+    newest = update_checkpoints(checkpoints)[-1].name
+    assert newest.startswith("checkpoint_") and newest.endswith("_40.pt")
+    (checkpoints / "checkpoint_last.pt").write_bytes(b"truncated")
+    said: list[str] = []
+    start = resume_point(checkpoints, said.append)
+    assert start is not None and start.update == 40 and f"resuming from {newest}" in said[0]
+
+
+def test_update_rows_carry_accuracy_and_average_only_the_current_attempt():
+    rows = UpdateRows()
+    rows.add("train_inner", {"num_updates": 5.0, "loss": 9.0, "lr": 1e-3})
+    rows.add("train_inner", {"num_updates": 8.0, "loss": 7.0, "lr": 1e-3})  # killed here: update 10 never saved
+    rows.add("train_inner", {"num_updates": 5.0, "loss": 8.0, "lr": 1e-3})  # the resumed attempt, from update 0
+    row = rows.add("valid", {"epoch": 1.0, "valid_num_updates": 10.0, "valid_loss": 6.0, "valid_accuracy": 75.0})
+    assert row["train_loss"] == 8.0 and row["valid_accuracy"] == 75.0 and row["num_updates"] == 10
+
+
+def test_training_to_max_epoch_at_the_update_grain_validates_and_saves_the_last_epoch(mlm_config_file):
+    config, _ = load_config(mlm_config_file(train={"max_update": None, "max_epoch": 3}))
+    argv = fairseq_argv(config, Path("data"), Path("save"), cuda=False)
+    assert argv[argv.index("--validate-interval") + 1] == "3" and argv[argv.index("--save-interval") + 1] == "3"
 
 
 def test_reconcile_at_the_update_grain_keeps_rows_up_to_the_checkpoint():

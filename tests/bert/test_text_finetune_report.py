@@ -16,6 +16,7 @@ from prelnx.finetune.summary import mean_interval
 from prelnx.report.bert_claims import PAPER_FRACTION, fraction_of_updates, preln_fewer_updates
 from prelnx.report.claims import Arm
 from prelnx.run.metrics import read_metrics
+from prelnx.run.plan import DataNotReady
 from prelnx.run.runner import train
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +49,10 @@ def test_text_is_prepared_with_bpe_and_a_masked_lm_trains_on_it(tmp_path, mlm_co
     assert manifest["lines"]["train"]["txt"] == 250 and manifest["lines"]["valid"]["txt"] == 25
     assert "@@" in (out / "text" / "train.txt").read_text() or manifest["bpe"]["merges"] == 40
 
+    too_short, _ = load_config(mlm_config_file(data={"dataset": "custom", "path": str(out), "tokens_per_sample": 8}))
+    with pytest.raises(DataNotReady, match="does not fit in a sample of data.tokens_per_sample 8"):
+        train(too_short, run_dir=tmp_path / "refused", echo=lambda line: None)
+    assert not (tmp_path / "refused").exists()
     config, _ = load_config(mlm_config_file(data={"dataset": "custom", "path": str(out)}, train={"max_update": 10}))
     result = train(config, run_dir=tmp_path / "run", echo=lambda line: None)
     assert result.status == "finished", (tmp_path / "run" / "train.log").read_text()[-2000:]
@@ -87,6 +92,8 @@ def test_finetuning_with_seeds_writes_accuracies_and_an_interval(tmp_path, mlm_c
     command = (run / "command.txt").read_text()
     assert "--task sentence_prediction" in command and "--finetune-from-model" in command
     assert "--arch roberta_prenorm" in command and "--encoder-layers 2" in command  # the pre-trained model's shape
+    snapshot = out / "update-20" / "pretrained.pt"  # the weights the folder's name says, whatever pre-training does next
+    assert f"--finetune-from-model {snapshot.resolve()}" in command and snapshot.is_file()
     assert "mean" in (out / "finetune_summary.md").read_text()
 
     refused = prelnx("finetune", "--config", str(finetune), "--pretrained", str(tmp_path / "nothing"))
@@ -156,3 +163,20 @@ def test_the_report_lists_the_finetuning_summaries_of_the_sweeps_runs(tmp_path):
     lines = _finetune_section(tmp_path, [{"run": "pre"}, {"run": "post"}])
     assert "| pre | ft | 300 | 80.0 | 81.0 ± 2.5 |" in lines
     assert _finetune_section(tmp_path, [{"run": "post"}]) == []  # no fine-tuning: no section
+
+
+def test_finetuning_refuses_pairs_whose_dictionary_is_not_the_pretrainings(tmp_path):
+    from prelnx.config.schema import Config, DataConfig
+    from prelnx.finetune.plan import FinetunePlanError, check_dictionaries
+
+    synthetic = Config(task="sentence_prediction", data=DataConfig(dataset="synthetic"))
+    custom = Config(task="masked_lm", data=DataConfig(dataset="custom", path=str(tmp_path / "text")))
+    with pytest.raises(FinetunePlanError, match="pre-trained on other data"):
+        check_dictionaries(synthetic, custom)
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "dict.txt").write_text("a 5\nb 3\n")
+    (tmp_path / "pairs" / "input0").mkdir(parents=True)
+    (tmp_path / "pairs" / "input0" / "dict.txt").write_text("a 5\nc 3\n")
+    pairs = Config(task="sentence_prediction", data=DataConfig(dataset="custom", path=str(tmp_path / "pairs")))
+    with pytest.raises(FinetunePlanError, match="differs from the pre-training dictionary"):
+        check_dictionaries(pairs, custom)

@@ -9,11 +9,9 @@ import csv
 import io
 import math
 import statistics
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
 
 from prelnx.analysis.grads.study import LAYOUTS, WEIGHTS, ModelResult
 
@@ -22,7 +20,9 @@ CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm"
 
 def paper_figure3() -> dict[str, Any]:
     """Figure 3 of the paper as read off its plots (prelnx/report/paper.yaml, `figure3`): text per layout."""
-    return yaml.safe_load(resources.files("prelnx.report").joinpath("paper.yaml").read_text())["figure3"]
+    from prelnx.report.paper import paper_data
+
+    return paper_data()["figure3"]
 
 
 def result_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
