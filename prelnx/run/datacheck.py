@@ -43,6 +43,15 @@ def sentence_count(prefix: Path) -> int | None:
     return struct.unpack("<Q", header[len(MAGIC) + 9 : len(MAGIC) + 17])[0]
 
 
+def longest_sentence(prefix: Path) -> int | None:
+    """The most tokens (end-of-sentence included) of a line in a binarized split; None without an mmap index."""
+    count = sentence_count(prefix)
+    if not count:
+        return count
+    index = prefix.with_name(prefix.name + ".idx")
+    return int(np.memmap(index, dtype=np.int32, mode="r", offset=len(MAGIC) + 17, shape=(count,)).max())
+
+
 def check_split(prefix: Path, vocabulary: int) -> None:
     """`prefix` is e.g. data-bin/x/train.de-en.de (without .idx/.bin)."""
     index, data = prefix.with_name(prefix.name + ".idx"), prefix.with_name(prefix.name + ".bin")
@@ -107,18 +116,3 @@ def check_monolingual(folder: Path) -> None:
     for index in sorted(folder.glob("*.idx")):
         check_split(index.with_name(index.name[: -len(".idx")]), size)
 
-
-def longest_sentence(prefix: Path) -> int | None:
-    """The most tokens (end-of-sentence included) of a line in a binarized split; None without an mmap index."""
-    index = prefix.with_name(prefix.name + ".idx")
-    try:
-        with open(index, "rb") as handle:
-            header = handle.read(len(MAGIC) + 8 + 1 + 8)
-    except OSError:
-        return None
-    if not header.startswith(MAGIC) or len(header) < len(MAGIC) + 17:
-        return None
-    count = struct.unpack("<Q", header[len(MAGIC) + 9 : len(MAGIC) + 17])[0]
-    if count == 0:
-        return 0
-    return int(np.memmap(index, dtype=np.int32, mode="r", offset=len(MAGIC) + 17, shape=(count,)).max())
