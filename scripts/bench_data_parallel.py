@@ -11,7 +11,6 @@ several workers fairseq sums them).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -22,7 +21,7 @@ from prelnx.run.runner import train
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import spec_from_command_line
 
-from bench_runner import final_wps  # scripts/ is on the path when this script runs
+from bench_runner import bench_arguments, final_wps  # scripts/ is on the path when this script runs
 
 
 def wps(run_dir: Path) -> float:
@@ -30,11 +29,7 @@ def wps(run_dir: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/demo/preln_nowarmup.yaml")
-    parser.add_argument("--updates", type=int, default=40)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = bench_arguments(__doc__.splitlines()[0], updates=40)
     common = [f"train.max_update={args.updates}", "train.max_epoch=100", "eval.bleu.enabled=false",
               "train.keep_last_epochs=0", "train.effective_batch_tokens=4096", "model.dropout=0"]  # fmt: skip
     arms = {"1 process x 2 threads": common + ["train.processes=1", "train.threads=2"],

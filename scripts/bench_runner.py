@@ -32,12 +32,17 @@ def final_wps(log_text: str) -> float:
     return float(values[-1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def bench_arguments(description: str, updates: int) -> argparse.Namespace:
+    """--config, --updates, --repeats: what the benchmark scripts share."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", default="configs/demo/preln_nowarmup.yaml")
-    parser.add_argument("--updates", type=int, default=60)
+    parser.add_argument("--updates", type=int, default=updates)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = bench_arguments(__doc__.splitlines()[0], updates=60)
     overrides = [f"train.max_update={args.updates}", "train.max_epoch=100", "eval.bleu.enabled=false",
                  "train.keep_last_epochs=0"]  # fmt: skip
     config, _ = load_config(args.config, overrides)

@@ -29,7 +29,7 @@ def finetune_command(
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import plan
     from prelnx.finetune.run import run_all
-    from prelnx.run.slurm_train import error_exit
+    from prelnx.run.status import error_exit
 
     try:
         base, _ = load_config(config, set_ or [])

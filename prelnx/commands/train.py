@@ -13,7 +13,8 @@ from prelnx.config.schema import schedule_warnings
 from prelnx.run.plan import data_dir, plan_launch, resolve_batch
 from prelnx.run.runner import default_run_dir, train
 from prelnx.run.slurm_job import dry_run_lines, train_on_slurm
-from prelnx.run.slurm_train import error_exit, plan_request
+from prelnx.run.slurm_train import plan_request
+from prelnx.run.status import error_exit
 
 EXECUTORS = ("local", "slurm")
 

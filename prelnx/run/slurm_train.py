@@ -28,7 +28,7 @@ from typing import Any
 
 from prelnx.config.schema import Config
 from prelnx.run.parallel import SLURM_PORT_ENV, rendezvous_port
-from prelnx.run.status import EXIT_BUSY
+from prelnx.run.status import error_exit
 from prelnx.sweep import slurm
 
 DEFAULT_TIME_MIN = 24 * 60
@@ -95,28 +95,6 @@ def task_env(job_id: str) -> dict[str, str]:
 def submitit_folder(run_dir: Path) -> Path:
     """Beside the run dir, not in it: `--force` moves the run dir aside while the job runs."""
     return run_dir.parent / ".submitit" / run_dir.name
-
-
-def error_exit(error: BaseException) -> tuple[str, int] | None:
-    """`prelnx train`'s message and exit code for an error that stops a run before it trains; None for others."""
-    from prelnx.atomic import io_reason
-    from prelnx.config.load import ConfigError
-    from prelnx.run.checkpoints import CheckpointRefused
-    from prelnx.run.datacheck import DataDamaged
-    from prelnx.run.lock import RunLocked
-    from prelnx.run.plan import DataNotReady
-    from prelnx.run.runner import RunConflict, RunIOError
-
-    if isinstance(error, RunLocked):
-        return str(error), EXIT_BUSY
-    if isinstance(error, RunIOError):
-        return str(error.strerror), 1
-    if isinstance(error, OSError):  # e.g. --run-dir under a file
-        return io_reason(error), 1
-    if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError,
-                          SlurmUnavailable)):  # fmt: skip
-        return str(error), 2
-    return None
 
 
 class PortableConfig:

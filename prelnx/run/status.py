@@ -41,3 +41,26 @@ def write_status(run_dir: Path, status: Status, *, reason: str = "", update: int
         if status == "running" or not overwrite_in_place(run_dir / "status.json", compact):
             raise
     return record
+
+
+def error_exit(error: BaseException) -> tuple[str, int] | None:
+    """`prelnx train`'s message and exit code for an error that stops a run before it trains; None for others."""
+    from prelnx.atomic import io_reason
+    from prelnx.config.load import ConfigError
+    from prelnx.run.checkpoints import CheckpointRefused
+    from prelnx.run.datacheck import DataDamaged
+    from prelnx.run.lock import RunLocked
+    from prelnx.run.plan import DataNotReady
+    from prelnx.run.runner import RunConflict, RunIOError
+    from prelnx.run.slurm_train import SlurmUnavailable
+
+    if isinstance(error, RunLocked):
+        return str(error), EXIT_BUSY
+    if isinstance(error, RunIOError):
+        return str(error.strerror), 1
+    if isinstance(error, OSError):  # e.g. --run-dir under a file
+        return io_reason(error), 1
+    if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError,
+                          SlurmUnavailable)):  # fmt: skip
+        return str(error), 2
+    return None
