@@ -16,7 +16,7 @@ with GPUs it is fairseq's own.
 Resuming with several workers: by default rank 0 would read the checkpoint and send the state to the others
 through a pickle over the process group, which safe loading refuses (it holds fairseq's OmegaConf config) and
 which nothing authenticates. prelnx launches several workers with `--load-checkpoint-on-all-dp-ranks` instead
-(run/parallel.py): every rank reads the file itself, with weights_only=True, and nothing is unpickled from the
+(prelnx/plan/parallel.py): every rank reads the file itself, with weights_only=True, and nothing is unpickled from the
 network.
 """
 

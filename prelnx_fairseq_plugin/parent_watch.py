@@ -73,7 +73,7 @@ def _torchrun_worker() -> bool:
     return "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_RANK" in os.environ
 
 
-def _alive(pid: int) -> bool:  # as prelnx.run.lock._alive: the plugin imports nothing of prelnx
+def _alive(pid: int) -> bool:  # as prelnx.records.lock._alive: the plugin imports nothing of prelnx
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -9,7 +9,7 @@ arrays and scalars for RNG and best-metric state). A refused file raises `Checkp
 names the file and the forbidden global and never suggests turning safe loading off.
 
 It imports only torch and NumPy (no fairseq), so prelnx's own process can load it by path to read
-checkpoints quickly (see `prelnx.run.checkpoints`).
+checkpoints quickly (see `prelnx.records.checkpoints`).
 """
 
 import argparse

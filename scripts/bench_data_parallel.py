@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from prelnx.config.load import load_config
-from prelnx.run.runner import train
+from prelnx.launch.local import train
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import spec_from_command_line
 

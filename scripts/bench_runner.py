@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 from prelnx.config.load import load_config
-from prelnx.run.records import parse_record
-from prelnx.run.runner import train
+from prelnx.records.rows import parse_record
+from prelnx.launch.local import train
 
 
 def final_wps(log_text: str) -> float:

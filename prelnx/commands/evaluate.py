@@ -12,8 +12,8 @@ from prelnx.commands import options
 from prelnx.config.load import ConfigError
 from prelnx.evaluate.evaluate import EvaluationError, evaluate
 from prelnx.evaluate.generate import GenerationError
-from prelnx.run.lock import RunLocked
-from prelnx.run.status import EXIT_BUSY
+from prelnx.records.lock import RunLocked
+from prelnx.records.status import EXIT_BUSY
 
 
 def evaluate_command(

@@ -29,9 +29,8 @@ def finetune_command(
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import plan
     from prelnx.finetune.run import run_all
-    from prelnx.run.status import error_exit
 
-    try:
+    with options.refusals():
         base, _ = load_config(config, set_ or [])
         folder = out or pretrained / "finetune" / (Path(base.name or "finetune").name)
         runs = plan(base, pretrained, checkpoint or ["best"], parse_seeds(seeds), folder)
@@ -40,9 +39,4 @@ def finetune_command(
                 typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
             return
         code = run_all(runs, folder, echo=typer.echo)
-    except Exception as error:  # noqa: BLE001 - the refusals of `prelnx train` (one line, its exit codes), else raised
-        known = error_exit(error)
-        if known is None:
-            raise
-        options.fail(*known)
     raise typer.Exit(code)

@@ -9,7 +9,7 @@ import typer
 
 from prelnx.commands import options
 from prelnx.config.load import ConfigError, load_config
-from prelnx.run.plan import DataNotReady
+from prelnx.plan.data import DataNotReady
 
 
 def grads_command(

@@ -13,7 +13,8 @@ Flags show no value placeholder in --help (`metavar=""`).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import contextlib
+from typing import Any, Iterator, NoReturn
 
 import typer
 
@@ -65,3 +66,19 @@ def fail(message: object, code: int) -> NoReturn:
     """The one way a command stops on an error: one `error:` line on stderr, the documented exit code."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def refusals() -> Iterator[None]:
+    """Around a command that trains: a refusal before training (launch/errors.py) is one line and its exit code."""
+    from prelnx.launch.errors import error_exit
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except Exception as error:  # noqa: BLE001 - the known refusals only; anything else is re-raised
+        known = error_exit(error)
+        if known is None:
+            raise
+        fail(*known)

@@ -47,7 +47,7 @@ def parse_depths(text: str) -> tuple[int, ...]:
 def checkpoint_path(text: str) -> Path:
     """--checkpoint of `prelnx grads`: `RUN_DIR:best`, `RUN_DIR:last`, a run dir (its best), or a checkpoint file,
     with the meaning `best` and `last` have in `prelnx evaluate RUN_DIR --checkpoint best|last|PATH`."""
-    from prelnx.run.checkpoints import CHECKPOINT_NAMES, named_checkpoint
+    from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
 
     run_dir, sep, which = text.rpartition(":")
     if sep and which in CHECKPOINT_NAMES:

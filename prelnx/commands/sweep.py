@@ -10,6 +10,7 @@ import typer
 from prelnx.commands import options
 from prelnx.config.load import ConfigError, find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
+from prelnx.report.report import report_after_sweep
 from prelnx.sweep.preflight import check_points, warnings
 from prelnx.sweep.execute import EXECUTORS, plan_lines, plan_sweep, run_sweep
 from prelnx.sweep.spec import resolve_spec
@@ -52,6 +53,7 @@ def sweep_command(
                  "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
         rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
                          after_run=evaluate_quietly if evaluate else None, force=force)  # fmt: skip
+        report_after_sweep(sweep_dir, typer.echo)
     except (ConfigError, ValueError) as error:
         options.fail(error, 2)
     except KeyboardInterrupt:

@@ -10,11 +10,11 @@ import typer
 from prelnx.commands import options
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
-from prelnx.run.plan import data_dir, plan_launch, resolve_batch
-from prelnx.run.runner import default_run_dir, train
-from prelnx.run.slurm_job import dry_run_lines, train_on_slurm
-from prelnx.run.slurm_train import plan_request
-from prelnx.run.status import error_exit
+from prelnx.launch.local import train
+from prelnx.launch.slurm_job import dry_run_lines, train_on_slurm
+from prelnx.launch.slurm_task import plan_request
+from prelnx.plan.launch import plan_run
+from prelnx.plan.rundirs import default_run_dir
 
 EXECUTORS = ("local", "slurm")
 
@@ -39,7 +39,7 @@ def train_command(
     (a refused checkpoint, damaged data, a Slurm job that can never start or cannot be submitted), 3 diverged,
     4 the run dir is in use by another process, 130 interrupted.
     """
-    try:
+    with options.refusals():
         resolved, _ = load_config(config, set_ or [])
         for warning in schedule_warnings(resolved):
             typer.echo(f"warning: {warning}", err=True)
@@ -54,19 +54,13 @@ def train_command(
             check_local_options(executor, partition=partition, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
                                 time_min=time_min)
             if dry_run:
-                resolved = resolve_batch(resolved)
-                typer.echo(dump_config(resolved))
-                launch = plan_launch(resolved, data_dir(resolved), target / "checkpoints")
-                typer.echo(f"# {launch.batch}")
+                plan = plan_run(resolved, target)
+                typer.echo(dump_config(plan.config))
+                typer.echo(f"# {plan.launch.batch}")
                 typer.echo("# the equivalent plain command:")
-                typer.echo(launch.command_line())
+                typer.echo(plan.launch.command_line())
                 return
             message, code = "", train(resolved, run_dir=target, force=force, echo=typer.echo).exit_code
-    except Exception as error:  # the known refusals: one line and their exit code
-        known = error_exit(error)
-        if known is None:
-            raise
-        options.fail(*known)
     if message and code == 2:
         options.fail(message, code)
     if message:

@@ -28,7 +28,7 @@ TRAIN_PAIRS, VALID_PAIRS = 2000, 500
 
 def pairs_problem(folder: Path, *, generated: bool) -> str | None:
     """Why `folder` cannot be fine-tuned on, or None."""
-    from prelnx.run.datacheck import DataDamaged, check_monolingual
+    from prelnx.data.check import DataDamaged, check_monolingual
 
     if generated and not (folder / "manifest.json").is_file():
         return None  # generated on demand

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prelnx.run.checkpoints import epoch_checkpoints  # noqa: F401  (re-exported for evaluate)
+from prelnx.records.checkpoints import epoch_checkpoints  # noqa: F401  (re-exported for evaluate)
 
 
 class CheckpointError(ValueError):
@@ -20,7 +20,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> Path:
     import torch
     from omegaconf import DictConfig, OmegaConf
 
-    from prelnx.run.build import load_plugin
+    from prelnx.launch.inprocess import load_plugin
 
     load_plugin()  # the safe-loading allowlist
     from fairseq import checkpoint_utils

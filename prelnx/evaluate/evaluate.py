@@ -17,8 +17,9 @@ from prelnx.config.schema import Config
 from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_checkpoints
 from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
-from prelnx.run.checkpoints import CHECKPOINT_NAMES, named_checkpoint
-from prelnx.run.plan import data_dir, languages, use_cuda
+from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
+from prelnx.plan.data import data_dir, languages
+from prelnx.plan.launch import use_cuda
 
 
 # Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
@@ -43,7 +44,7 @@ def load_run_config(run_dir: Path) -> Config:
 
 def _check_loadable(path: Path) -> None:
     """Refuse a planted or damaged checkpoint here, with one message, before fairseq-generate loads it."""
-    from prelnx.run.checkpoints import load_checkpoint
+    from prelnx.records.checkpoints import load_checkpoint
 
     try:
         load_checkpoint(path, mmap=True)
@@ -98,7 +99,7 @@ def evaluate(
     Holds the run dir's lock meanwhile (one writer per run dir): RunLocked while the run trains or another
     evaluation of it runs.
     """
-    from prelnx.run.lock import RunLock
+    from prelnx.records.lock import RunLock
 
     if dry_run:
         return plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
@@ -165,7 +166,7 @@ def _log_to_tensorboard(run_dir: Path, split: str, result: dict[str, Any]) -> No
     """The scores as scalars the run's HParams entry lists (test/bleu_tokenized, test/sacrebleu)."""
     from torch.utils.tensorboard import SummaryWriter
 
-    from prelnx.run.metrics import read_metrics
+    from prelnx.records.metrics import read_metrics
 
     rows = read_metrics(run_dir)
     step = rows[-1]["epoch"] if rows else 0
@@ -181,7 +182,7 @@ def evaluate_quietly(run_dir: Path) -> None:
 
     Skipped when eval/test.json is newer than the best checkpoint, or while another process holds the run.
     """
-    from prelnx.run.lock import RunLocked
+    from prelnx.records.lock import RunLocked
 
     done, best = run_dir / "eval" / "test.json", run_dir / "checkpoints" / "checkpoint_best.pt"
     if done.is_file() and best.is_file() and done.stat().st_mtime >= best.stat().st_mtime:

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from prelnx.run.plan import PLUGIN_DIR
+from prelnx.plugin_path import PLUGIN_DIR
 
 _LINE = re.compile(r"^([HT])-(\d+)\t(.*)$")
 
@@ -86,7 +86,7 @@ def generate(
 
 def split_size(data: Path, split: str, source_lang: str, target_lang: str) -> int:
     """Sentences in a binarized split (from its index file, read without importing fairseq)."""
-    from prelnx.run.datacheck import sentence_count
+    from prelnx.data.check import sentence_count
 
     count = sentence_count(data / f"{split}.{source_lang}-{target_lang}.{source_lang}")
     if count is None:

@@ -19,7 +19,7 @@ import yaml
 
 from prelnx.config.load import config_from_dict
 from prelnx.config.schema import Config, check_values
-from prelnx.run.checkpoints import CHECKPOINT_NAMES, checkpoint_info, update_checkpoints
+from prelnx.records.checkpoints import CHECKPOINT_NAMES, checkpoint_info, update_checkpoints
 
 
 class FinetunePlanError(ValueError):
@@ -71,7 +71,7 @@ def checkpoints(run_dir: Path, names: list[str]) -> list[Path]:
 
 def check_dictionaries(base: Config, pretrained: Config) -> None:
     """The fine-tuning's token ids must be the pre-training's: the same dictionary, or nothing starts."""
-    from prelnx.run.plan import data_dir
+    from prelnx.plan.data import data_dir
 
     if base.data.dataset == "synthetic":
         if pretrained.data.dataset != "synthetic":

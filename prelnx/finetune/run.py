@@ -14,7 +14,7 @@ def take_snapshot(run: Any) -> None:
     """The stage's pretrained.pt: a hard link to the checkpoint (fairseq replaces checkpoint files by renaming, so
     the link keeps these weights), or a copy across file systems; refused if the checkpoint moved on meanwhile."""
     from prelnx.finetune.plan import FinetunePlanError
-    from prelnx.run.checkpoints import checkpoint_info
+    from prelnx.records.checkpoints import checkpoint_info
 
     if run.snapshot.is_file():
         return
@@ -32,8 +32,8 @@ def take_snapshot(run: Any) -> None:
 
 def run_all(runs: list[Any], folder: Path, echo: Callable[[str], None] = print) -> int:
     """Train every fine-tuning not yet finished; write the summary; 0 when all finished, else 1."""
-    from prelnx.run.lock import RunLocked
-    from prelnx.run.runner import train
+    from prelnx.records.lock import RunLocked
+    from prelnx.launch.local import train
 
     statuses = []
     for index, run in enumerate(runs, 1):

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
-from prelnx.run.metrics import read_metrics
-from prelnx.run.status import read_status
+from prelnx.records.metrics import read_metrics
+from prelnx.records.status import read_status
 
 
 def mean_interval(values: list[float], level: float = 0.95) -> tuple[float | None, float | None]:

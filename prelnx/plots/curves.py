@@ -1,5 +1,5 @@
 """Training curves like the paper's Figures 2 and 4 (valid loss and BLEU per epoch) and Figure 5a (BERT's valid
-loss per update: runs at the update grain, prelnx.run.grain), and a best-BLEU heatmap.
+loss per update: runs at the update grain, records/grain.py), and a best-BLEU heatmap.
 
 Reads run dirs only (metrics.jsonl, status.json, and a sweep's sweep.json for the legend).
 """
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prelnx.run.grain import run_dir_by_update, step
-from prelnx.run.metrics import read_metrics
-from prelnx.run.status import read_status
-from prelnx.sweep.summary import read_points
+from prelnx.records.grain import Grain, of_run_dir
+from prelnx.records.metrics import read_metrics
+from prelnx.records.results import read_points
+from prelnx.records.status import read_status
 
 SHORT_KEYS = {
     "model.norm": "norm",
@@ -39,8 +39,8 @@ class RunCurves:
     status: str
 
     @property
-    def update_grain(self) -> bool:
-        return run_dir_by_update(self.run_dir)
+    def grain(self) -> Grain:
+        return of_run_dir(self.run_dir)
 
 
 class NothingToPlot(ValueError):
@@ -93,9 +93,9 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
 
     fig, ax = plt.subplots(figsize=(7.5 + (3.5 if len(runs) > 6 else 0), 4.8))
     ax.set_prop_cycle(color=plt.get_cmap("tab20").colors if len(runs) > 10 else plt.get_cmap("tab10").colors)
-    by_update = [run.update_grain for run in runs]
-    for run, update_grain in zip(runs, by_update):
-        points = [(step(row, update_grain), row[key]) for row in run.rows if _finite(row.get(key))]
+    by_update = [run.grain is Grain.UPDATE for run in runs]
+    for run in runs:
+        points = [(run.grain.step(row), row[key]) for row in run.rows if _finite(row.get(key))]
         label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
         if not points:
             ax.plot([], [], label=label + " - no epochs")
@@ -198,7 +198,7 @@ def plot(path: Path, out: Path | None = None) -> list[Path]:
     files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out)
     files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out)
     # The lr at the end of each epoch: runs that should differ in warm-up only must share this curve after it.
-    at = "at each validation" if all(run.update_grain for run in runs) else "end of epoch"
+    at = "at each validation" if all(run.grain is Grain.UPDATE for run in runs) else "end of epoch"
     files += _curve_figure(runs, "lr", f"learning rate ({at})", f"Learning rate - {name}", out)
     files += _heatmap(runs, out)
     return files

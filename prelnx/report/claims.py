@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import yaml
 
-from prelnx.run.metrics import read_metrics
-from prelnx.sweep.summary import read_points, run_results
+from prelnx.records.metrics import read_metrics
+from prelnx.records.results import read_points, run_results
 
 MARGIN_BITS = 0.5
 

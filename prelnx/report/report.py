@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 from prelnx.atomic import write_text_atomic
@@ -135,3 +135,26 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += _gradient_section(grads_dir, figures_dir, report_dir, claims["gradients"])
     write_text_atomic(out, "\n".join(lines) + "\n")
     return out
+
+
+# TensorBoard's custom-scalars page (the runs' layout: Figures 2 and 4), unsmoothed: 8 epochs need no smoothing.
+TENSORBOARD_URL = "http://localhost:6006/#custom_scalars&_smoothingWeight=0"
+
+
+def report_after_sweep(sweep_dir: Path, echo: Callable[[str], None]) -> Path | None:
+    """Every `prelnx sweep` ends with its report (claims, results, curves) and the command that shows its curves;
+    a report that fails is a warning (the runs are done), not an error."""
+    from prelnx.records.lock import held
+    from prelnx.records.results import SUMMARY_LOCK
+
+    try:
+        with held(sweep_dir / SUMMARY_LOCK):
+            report = write_report(sweep_dir, sweep_dir / "report.md")
+    except Exception as error:  # noqa: BLE001 - the runs are done; a report that fails must not hide them
+        echo(f"warning: the report could not be written ({type(error).__name__}: {error}); "
+             f"try `prelnx report {sweep_dir}`")  # fmt: skip
+        return None
+    echo(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
+    echo(f"curves: tensorboard --logdir {sweep_dir}   then open {TENSORBOARD_URL}")
+    echo('        (every run on one chart; untick "Ignore outliers in chart scaling" once: TensorBoard remembers it)')
+    return report

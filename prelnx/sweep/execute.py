@@ -1,4 +1,5 @@
-"""Running a sweep: expand the spec, save it, execute the points, keep the summary current."""
+"""Running a sweep: expand the spec, save it, execute the points, keep the summary current (the report that ends
+`prelnx sweep` is written by the report, above: report/report.py's `report_after_sweep`)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ from typing import Any, Callable
 import yaml
 
 from prelnx.atomic import write_text_atomic
-from prelnx.run.lock import held
-from prelnx.run.runner import runs_subdir
+from prelnx.plan.rundirs import runs_subdir
+from prelnx.records.lock import held
+from prelnx.records.results import SUMMARY_LOCK
 from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
 from prelnx.sweep.executors import RUNNING_ELSEWHERE, run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
 
 EXECUTORS = ("local", "slurm", "submitit-local")
-# TensorBoard's custom-scalars page (the runs' layout: Figures 2 and 4), unsmoothed: 8 epochs need no smoothing.
-TENSORBOARD_URL = "http://localhost:6006/#custom_scalars&_smoothingWeight=0"
 
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
@@ -34,7 +34,7 @@ def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
 
 def summary_lock(sweep_dir: Path) -> Path:
     """The lock under which a sweep's summary and report are rewritten (two sweeps may share a folder)."""
-    return sweep_dir / ".summary.lock"
+    return sweep_dir / SUMMARY_LOCK
 
 
 def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> list[str]:
@@ -92,25 +92,9 @@ def run_sweep(
     finally:
         rows = summarize_locked(sweep_dir)
     echo((sweep_dir / "summary.md").read_text())
-    _report(sweep_dir, echo)
     elsewhere = sorted(name for name, status in statuses.items() if status == RUNNING_ELSEWHERE)
     if elsewhere:
         echo(f"{len(elsewhere)} run(s) {RUNNING_ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
              f"Run the sweep again once it has ended to see them finished here.")
     return rows
 
-
-def _report(sweep_dir: Path, echo: Callable[[str], None]) -> None:
-    """Every sweep ends with its report (claims, results, curves) and the command that shows its curves."""
-    from prelnx.report.report import write_report
-
-    try:
-        with held(summary_lock(sweep_dir)):
-            report = write_report(sweep_dir, sweep_dir / "report.md")
-    except Exception as error:  # noqa: BLE001 - the runs are done; a report that fails must not hide them
-        echo(f"warning: the report could not be written ({type(error).__name__}: {error}); "
-             f"try `prelnx report {sweep_dir}`")  # fmt: skip
-        return
-    echo(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
-    echo(f"curves: tensorboard --logdir {sweep_dir}   then open {TENSORBOARD_URL}")
-    echo('        (every run on one chart; untick "Ignore outliers in chart scaling" once: TensorBoard remembers it)')

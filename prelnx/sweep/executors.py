@@ -1,40 +1,35 @@
 """Where a sweep's runs execute: a local pool, or submitit (Slurm, or submitit's local executor).
 
-Each run is `prelnx.run.runner.train`, which trains in its own fairseq child process, so one run that
+Each run is `prelnx.launch.local.train`, which trains in its own fairseq child process, so one run that
 crashes or diverges never stops the others; re-running a sweep skips finished/diverged runs and resumes
 partial ones from their checkpoints.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
-import signal
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
-from prelnx.config.schema import Config
 from prelnx.atomic import io_reason
-from prelnx.run.lock import RunLocked, is_locked
-from prelnx.run.runner import RunConflict, stop_children, stop_on_sigterm, train
-from prelnx.run.slurm_train import DEFAULT_TIME_MIN, PortableConfig
-from prelnx.run.status import write_status
-
-RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
+from prelnx.config.schema import Config
+from prelnx.launch import slurm_queue
+from prelnx.launch.children import restore, stop_children, stop_on_sigterm
+from prelnx.launch.errors import RunConflict
+from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
+from prelnx.launch.local import train
+from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, PortableConfig
+from prelnx.plan.launch import with_threads
+from prelnx.records.lock import RunLocked, is_locked
+from prelnx.records.status import read_status, write_status
 from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
-
-def _with_threads(config: Config, threads: int) -> Config:
-    """`threads` for the run, shared by its data-parallel workers: jobs x processes never exceed the cores."""
-    if config.train.threads is not None:
-        return config
-    per_worker = max(1, threads // (config.train.processes or 1))
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=per_worker))
+RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
 
 
 def _visible_gpus() -> int:
@@ -46,15 +41,18 @@ def _visible_gpus() -> int:
         return 0
 
 
-def run_one(config: Config, run_dir: Path, echo: Callable[[str], None], env: dict[str, str] | None = None,
+def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, str] | None = None,
             force: bool = False) -> str:  # fmt: skip
     """Train one point; any error becomes a `failed` status instead of an exception.
 
     A point whose run dir another process holds (a second sweep on the same folder) is left alone and
     reported as `running elsewhere`; nothing of it is written.
     """
+    def echo(line: str) -> None:
+        on_event(Note(line))
+
     try:
-        return train(config, run_dir=run_dir, echo=echo, extra_env=env, force=force).status
+        return train(config, run_dir=run_dir, on_event=on_event, extra_env=env, force=force).status
     except RunLocked:
         echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
         return RUNNING_ELSEWHERE
@@ -99,10 +97,9 @@ def run_local(
             if per_job:
                 first = (slot * per_job) % gpus
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(first + i) for i in range(per_job))
-            prefix = f"[{point.name}] "
-            status = run_one(_with_threads(point.config, threads), sweep_dir / point.name,
-                             echo=lambda line: echo(prefix + progress.line(point.name, line)) if _worth_showing(line) else None,
-                             env=env, force=force and not picked_up)  # fmt: skip
+            status = run_one(with_threads(point.config, threads), sweep_dir / point.name,
+                             on_event=_sweep_listener(point.name, progress, echo), env=env,
+                             force=force and not picked_up)  # fmt: skip
         finally:
             slots.put(slot)
         with lock:
@@ -125,8 +122,7 @@ def run_local(
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
-        if previous_handler is not None:
-            signal.signal(signal.SIGTERM, previous_handler)
+        restore(previous_handler)
     pool.shutdown(wait=True)
     waiting = [point for point in points if statuses.get(point.name) == RUNNING_ELSEWHERE]
     if waiting:
@@ -140,16 +136,24 @@ def run_local(
     return statuses
 
 
-def _worth_showing(line: str) -> bool:
-    """In a sweep, show run starts, epoch summaries and final statuses, not every progress line."""
-    return not line.startswith("epoch ") or " done " in line
+def _sweep_listener(name: str, progress: SweepProgress, echo: Callable[[str], None]) -> Listener:
+    """A run's events in a sweep: starts, notes, rows (with the sweep's progress) and ends; not every progress
+    record."""
+
+    def listen(event: Event) -> None:
+        if isinstance(event, Progress):
+            return
+        line = render(event)
+        if isinstance(event, RowDone):
+            line += f" || {progress.row_done(name, event.step)}"
+        echo(f"[{name}] {line}")
+
+    return listen
 
 
 def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> str:
     """The status of a run whose Slurm job ended without returning: the run's own terminal status if it wrote one,
     else `failed` with why (the update it had reached is kept)."""
-    from prelnx.run.status import read_status
-
     recorded = read_status(run_dir) or {}
     if recorded.get("status") in ("finished", "diverged"):
         return recorded["status"]
@@ -169,7 +173,7 @@ class SubmititRun(PortableConfig):
         self.run_dir = run_dir
 
     def __call__(self) -> str:
-        return run_one(self.config, self.run_dir, echo=print)
+        return run_one(self.config, self.run_dir, on_event=lambda event: print(render(event), flush=True))
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         import submitit
@@ -188,32 +192,23 @@ def run_submitit(
     """Submit the points as one job array; `cluster` None means Slurm, "local" submitit's local executor."""
     import submitit
 
-    from prelnx.sweep import slurm
-
     executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
     if options.get("cpus_per_run"):
         cpus = int(options["cpus_per_run"])
     elif cluster is None:
-        cpus = slurm.default_cpus_per_run(options.get("partition"))  # what the partition's nodes have, up to 8
+        cpus = slurm_queue.default_cpus_per_run(options.get("partition"))  # what the partition's nodes have, up to 8
     else:
         cpus = max(1, (os.cpu_count() or 1) // len(points))
-    parameters: dict[str, Any] = {
-        "name": options.get("job_name", sweep_dir.name),
-        "timeout_min": int(options.get("time_min") or DEFAULT_TIME_MIN),
-        "cpus_per_task": cpus,
-        "slurm_array_parallelism": int(options.get("array_parallelism", 64)),
-    }
-    if options.get("gpus_per_run"):
-        parameters["gpus_per_node"] = int(options["gpus_per_run"])
-    if options.get("partition"):
-        parameters["slurm_partition"] = options["partition"]
-    if options.get("mem_gb_per_run"):
-        parameters["mem_gb"] = int(options["mem_gb_per_run"])
+    parameters = slurm_queue.submitit_parameters(
+        options.get("job_name", sweep_dir.name), cpus_per_task=cpus,
+        time_min=int(options.get("time_min") or DEFAULT_TIME_MIN), gpus_per_node=int(options.get("gpus_per_run") or 0),
+        mem_gb=int(options["mem_gb_per_run"]) if options.get("mem_gb_per_run") else None,
+        partition=options.get("partition"), array_parallelism=int(options.get("array_parallelism", 64)))  # fmt: skip
     executor.update_parameters(**parameters)
     jobs = []
     with executor.batch():
         for point in points:
-            jobs.append((point, executor.submit(SubmititRun(_with_threads(point.config, cpus), sweep_dir / point.name))))
+            jobs.append((point, executor.submit(SubmititRun(with_threads(point.config, cpus), sweep_dir / point.name))))
     echo(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
     statuses: dict[str, str] = {}
     waiting = list(jobs)
@@ -221,13 +216,12 @@ def run_submitit(
     while waiting:
         for point, job in list(waiting):
             done = job.done()
-            found = slurm.job_state(job.job_id) if cluster is None and not done else None
-            reason = found[1] if found and found[0] == "PENDING" else None
-            if cluster is None and not done and (found is None or found[0] not in slurm.ACTIVE):
+            found = slurm_queue.poll(job.job_id) if cluster is None and not done else None
+            if found is not None and not found.active:
                 gone[point.name] = gone.get(point.name, 0) + 1
-            if slurm.never_starts(reason):
-                slurm.cancel(job.job_id)
-                status, why = "failed", (f"Slurm job {job.job_id} can never start: {reason} (it asks "
+            if found is not None and found.never_starts:
+                slurm_queue.cancel(job.job_id)
+                status, why = "failed", (f"Slurm job {job.job_id} can never start: {found.reason} (it asks "
                                          f"{cpus} CPU(s) per run; see --cpus-per-run, --mem-gb-per-run, --partition)")  # fmt: skip
                 write_status(sweep_dir / point.name, status, reason=why)
                 echo(f"[{point.name}] {why}")
@@ -240,7 +234,7 @@ def run_submitit(
             elif cluster is None and gone.get(point.name, 0) >= 3:
                 # Without Slurm's accounting (sacct) submitit never calls a job killed before it returned done
                 # (scancel after its grace, out of memory, a lost node): Slurm's own queue says it has ended.
-                status = _ended_without_result(job.job_id, found[0] if found else None, sweep_dir / point.name)
+                status = _ended_without_result(job.job_id, found.state if found else None, sweep_dir / point.name)
             else:
                 continue
             waiting.remove((point, job))

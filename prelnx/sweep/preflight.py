@@ -7,10 +7,13 @@ without its data stops with exit code 2 and creates nothing, instead of failing 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 from prelnx.config.load import ConfigError
 from prelnx.config.schema import schedule_warnings
-from prelnx.run.plan import data_problem
+from prelnx.launch.prepare import ensure_data
+from prelnx.plan.data import data_dir, data_problem
+from prelnx.plan.launch import plan_run
 from prelnx.sweep.spec import SweepPoint
 
 
@@ -45,8 +48,6 @@ def warnings(points: list[SweepPoint]) -> list[str]:
 
 def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ignore[no-untyped-def]
     """Generate the synthetic task once, before the runs start side by side (not once per run, racing)."""
-    from prelnx.run.plan import data_dir, ensure_data
-
     done: set[str] = set()
     for point in points:
         if point.config.data.dataset != "synthetic" or str(data_dir(point.config)) in done:
@@ -60,12 +61,10 @@ def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ign
 
 def launch_problems(points: list[SweepPoint]) -> list[str]:
     """Each point's workers and batch on this machine (train.processes, effective_batch_tokens, nodes)."""
-    from prelnx.run.plan import resolve_batch
-
     found: dict[str, list[str]] = defaultdict(list)
     for point in points:
         try:
-            resolve_batch(point.config)
+            plan_run(point.config, Path(point.name))
         except ValueError as error:
             found[str(error)].append(point.name)
     return _grouped(found)

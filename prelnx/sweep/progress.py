@@ -1,19 +1,19 @@
 """Progress over a whole sweep: runs done / total, epochs (or updates) done / planned, and an ETA from the pace.
 
-The unit is the runs' grain (prelnx.run.grain): epochs, or updates for runs that validate every N updates.
+Fed the runs' typed events (launch/events.py: a RowDone carries its step) and their final statuses; the unit is
+the runs' grain (records/grain.py): epochs, or updates for runs that validate every N updates.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import Counter
 
-from prelnx.run import grain
+from prelnx.records import grain
 from prelnx.sweep.spec import SweepPoint
 
-_EPOCH_DONE = re.compile(r"^(?:epoch|update) (\d+) done")  # watch.format_row's first words
+DONE = ("finished", "diverged", "failed")  # a run that ended for good; interrupted or busy runs are not done
 
 
 def _duration(seconds: float) -> str:
@@ -26,33 +26,29 @@ def _duration(seconds: float) -> str:
 
 
 class SweepProgress:
-    """Thread-safe; fed the runs' output lines and their final statuses."""
+    """Thread-safe."""
 
     def __init__(self, points: list[SweepPoint]) -> None:
         self.total = len(points)
         self.planned = {p.name: grain.planned(p.config) for p in points}
-        by_update = {grain.by_update(p.config) for p in points}
-        self.stride = {p.name: p.config.eval.every_updates or 1 for p in points}  # units per row
-        self.unit = "updates" if by_update == {True} else "epochs" if by_update == {False} else "epochs/updates"
-        self.epochs: dict[str, int] = {p.name: 0 for p in points}
-        self.new_epochs = 0  # trained by this process, for the pace
+        kinds = {grain.of(p.config) for p in points}
+        self.stride = {p.name: grain.stride(p.config) for p in points}  # units per row
+        self.unit = "updates" if kinds == {grain.Grain.UPDATE} else "epochs" if kinds == {grain.Grain.EPOCH} else "epochs/updates"
+        self.steps: dict[str, int] = {p.name: 0 for p in points}
+        self.new_steps = 0  # trained by this process, for the pace
         self.statuses: Counter[str] = Counter()
         self.ended: set[str] = set()
         self.started = time.monotonic()
         self.lock = threading.Lock()
 
-    def line(self, name: str, text: str) -> str:
-        """Returns `text` with the sweep's progress appended when it ends an epoch."""
-        match = _EPOCH_DONE.match(text)
-        if not match:
-            return text
+    def row_done(self, name: str, step: int) -> str:
+        """A run recorded the row at `step` (epoch or update); returns the sweep's progress."""
         with self.lock:
-            epoch = int(match.group(1))
-            if epoch > self.epochs.get(name, 0):
+            if step > self.steps.get(name, 0):
                 # one row's worth at most: a resumed run's first row does not count what earlier attempts trained
-                self.new_epochs += min(epoch - self.epochs.get(name, 0), self.stride.get(name, 1))
-            self.epochs[name] = max(self.epochs.get(name, 0), epoch)
-            return f"{text} || {self._summary()}"
+                self.new_steps += min(step - self.steps.get(name, 0), self.stride.get(name, 1))
+            self.steps[name] = max(self.steps.get(name, 0), step)
+            return self._summary()
 
     def run_done(self, name: str, status: str) -> str:
         with self.lock:
@@ -61,15 +57,16 @@ class SweepProgress:
             return self._summary()
 
     def _summary(self) -> str:
-        parts = [f"sweep: {sum(self.statuses.values())}/{self.total} runs done"]
+        done = sum(count for status, count in self.statuses.items() if status in DONE)
+        parts = [f"sweep: {done}/{self.total} runs done"]
         planned = sum(self.planned.values())
         if planned:
-            trained = sum(min(self.epochs[name], self.planned[name]) for name in self.planned)
-            remaining = sum(self.planned[n] - min(self.epochs[n], self.planned[n]) for n in self.planned
+            trained = sum(min(self.steps[name], self.planned[name]) for name in self.planned)
+            remaining = sum(self.planned[n] - min(self.steps[n], self.planned[n]) for n in self.planned
                             if n not in self.ended)  # fmt: skip
             parts.append(f"{trained}/{planned} {self.unit}")
-            if self.new_epochs and remaining > 0:
-                pace = (time.monotonic() - self.started) / self.new_epochs
+            if self.new_steps and remaining > 0:
+                pace = (time.monotonic() - self.started) / self.new_steps
                 parts.append(f"ETA {_duration(pace * remaining)}")
         if self.statuses:
             parts.append(", ".join(f"{count} {status}" for status, count in sorted(self.statuses.items())))

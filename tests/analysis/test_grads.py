@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from prelnx.analysis.grads import CSV_COLUMNS, ModelSpec, Worker, model_variant, read_grads_csv
 from prelnx.commands.grads import grads_command
 from prelnx.config.load import load_config
-from prelnx.run.build import build_task_and_model
+from prelnx.launch.inprocess import build_task_and_model
 from tests.conftest import TINY
 
 pytestmark = pytest.mark.slow

@@ -11,12 +11,12 @@ import torch
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.evaluate.evaluate import EvaluationError, plan_evaluation
-from prelnx.run.checkpoints import checkpoint_info, resume_point, update_checkpoints
-from prelnx.run.metrics import read_metrics
-from prelnx.run.plan import fairseq_argv
-from prelnx.run.reconcile import reconcile_update_rows
-from prelnx.run.records import UpdateRows
-from prelnx.run.runner import train
+from prelnx.records.checkpoints import checkpoint_info, resume_point, update_checkpoints
+from prelnx.records.metrics import read_metrics
+from prelnx.plan.launch import fairseq_argv
+from prelnx.records.reconcile import reconcile_update_rows
+from prelnx.records.rows import UpdateRows
+from prelnx.launch.local import train
 from tests.helpers import scalar_steps
 
 pytestmark = pytest.mark.slow
@@ -113,9 +113,9 @@ def test_reconcile_at_the_update_grain_keeps_rows_up_to_the_checkpoint():
     result = reconcile_update_rows(saved=[row(10), row(30)], logged=[row(10), row(20), row(30)], checkpoint_update=20,
                                    every=10)  # fmt: skip
     assert [r["num_updates"] for r in result.rows] == [10, 20]
-    assert result.recovered_epochs == [20] and result.dropped_epochs == [30] and result.lost_epochs == []
+    assert result.recovered == [20] and result.dropped == [30] and result.lost == []
     lost = reconcile_update_rows(saved=[row(10)], logged=[], checkpoint_update=30, every=10)
-    assert lost.lost_epochs == [20, 30] and "validations at updates 20, 30" in " ".join(lost.describe())
+    assert lost.lost == [20, 30] and "validations at updates 20, 30" in " ".join(lost.describe())
 
 
 def test_masked_lm_configs_are_checked_before_anything_runs(mlm_config_file):
@@ -125,3 +125,21 @@ def test_masked_lm_configs_are_checked_before_anything_runs(mlm_config_file):
         load_config(mlm_config_file(model={"arch": "transformer_iwslt_de_en"}))
     with pytest.raises(ConfigError, match="model.norm"):
         load_config(mlm_config_file(model={"norm": "rmsnorm"}))
+
+
+def test_rows_validated_more_often_than_logged_carry_no_stale_lr(mlm_config_file, tmp_path):
+    """eval.every_updates 5 < train.log_interval 10, a linear decay: a row's lr is the lr at its own update, and a
+    row whose update fairseq logged no progress for has no lr and no train loss (absent, not an earlier value)."""
+    config, _ = load_config(mlm_config_file(train={"max_update": 20, "log_interval": 10}, eval={"every_updates": 5},
+                                            schedule={"decay": "linear", "end_lr": 0.0}))  # fmt: skip
+    run_dir = tmp_path / "run"
+    said: list[str] = []
+    assert train(config, run_dir=run_dir, echo=said.append).status == "finished"
+    rows = {row["num_updates"]: row for row in read_metrics(run_dir)}
+    assert sorted(rows) == [5, 10, 15, 20]
+    for update in (5, 15):  # no progress record at these updates
+        assert rows[update]["lr"] is None and rows[update]["train_loss"] is None, rows[update]
+    for update in (10, 20):  # the schedule's lr at the row's update: 0.003 * (1 - t / 20)
+        assert rows[update]["lr"] == pytest.approx(0.003 * (1 - update / 20), abs=1e-9), rows[update]
+    assert scalar_steps(run_dir, "lr") == [10, 20]  # TensorBoard shows only the lrs prelnx knows
+    assert not any("None" in line for line in said if " done | " in line), said

@@ -15,9 +15,9 @@ from prelnx.config.load import load_config
 from prelnx.finetune.summary import mean_interval
 from prelnx.report.bert_claims import PAPER_FRACTION, fraction_of_updates, preln_fewer_updates
 from prelnx.report.claims import Arm
-from prelnx.run.metrics import read_metrics
-from prelnx.run.plan import DataNotReady
-from prelnx.run.runner import train
+from prelnx.records.metrics import read_metrics
+from prelnx.plan.data import DataNotReady
+from prelnx.launch.local import train
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from prelnx.commands.data import data_app
 from prelnx.config.load import load_config
 from prelnx.data.output import tok_path
 from prelnx.data.textio import read_lines, sha256_file
-from prelnx.run.plan import ensure_data
+from prelnx.launch.prepare import ensure_data
 from tests.conftest import SHARED
 
 MULTI30K = SHARED / "data" / "multi30k"

@@ -14,8 +14,8 @@ from prelnx.config.load import load_config
 from prelnx.evaluate.average import average_checkpoints
 from prelnx.evaluate.bleu import score
 from prelnx.evaluate.evaluate import EvaluationError, evaluate
-from prelnx.run.plan import data_dir
-from prelnx.run.runner import train
+from prelnx.plan.data import data_dir
+from prelnx.launch.local import train
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def test_reference_against_itself_is_100():
 
 
 def test_averaging_two_checkpoints_gives_the_mean(trained_run, tmp_path):
-    from prelnx.run.build import load_plugin
+    from prelnx.launch.inprocess import load_plugin
 
     load_plugin()
     from fairseq import checkpoint_utils

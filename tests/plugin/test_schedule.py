@@ -8,7 +8,7 @@ from argparse import Namespace
 import pytest
 import torch
 
-from prelnx.run.build import load_plugin
+from prelnx.launch.inprocess import load_plugin
 
 load_plugin()
 from prelnx_fairseq_plugin.lr_scheduler.warmup_decay import WarmupDecayConfig, warmup_decay_lr  # noqa: E402

@@ -17,9 +17,9 @@ import torch.nn.functional as F
 
 from prelnx.config.load import load_config
 from prelnx.config.schema import ARCH_PRESETS
-from prelnx.run.build import build_task_and_model, load_plugin
-from prelnx.run.metrics import read_metrics
-from prelnx.run.runner import train
+from prelnx.launch.inprocess import build_task_and_model, load_plugin
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.local import train
 
 N_ENCODER, M_DECODER = 3, 2  # different depths, so that a formula using the wrong one fails
 
@@ -44,7 +44,7 @@ def layers(model):
 def test_every_preset_has_a_variant_architecture_and_the_plugin_registers_once():
     from fairseq.models import ARCH_MODEL_REGISTRY, import_models
 
-    from prelnx.run.plan import PLUGIN_DIR
+    from prelnx.plugin_path import PLUGIN_DIR
 
     load_plugin()
     load_plugin()  # a second --user-dir import is a no-op

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.run.checkpoints import load_checkpoint
-from prelnx.run.metrics import read_metrics
-from prelnx.run.runner import train
+from prelnx.records.checkpoints import load_checkpoint
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.local import train
 from tests.helpers import processes_mentioning
 
 pytestmark = pytest.mark.slow

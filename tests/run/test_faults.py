@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from prelnx.config.load import ConfigError, load_config
-from prelnx.run.checkpoints import checkpoint_info
-from prelnx.run.metrics import read_metrics
-from prelnx.run.plan import ensure_data
-from prelnx.run.runner import train
+from prelnx.records.checkpoints import checkpoint_info
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.prepare import ensure_data
+from prelnx.launch.local import train
 from tests.helpers import processes_mentioning, scalar_steps
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from prelnx.config.load import load_config
-from prelnx.run.build import build_task_and_model
+from prelnx.launch.inprocess import build_task_and_model
 
 
 @pytest.mark.parametrize("layout", ["post", "pre"])

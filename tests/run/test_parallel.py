@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.run.parallel import BatchError, Parallel, derive_update_freq, with_effective_batch
+from prelnx.plan.parallel import BatchError, Parallel, derive_update_freq, with_effective_batch
 
 
 def test_update_freq_is_derived_exactly_or_refused_with_what_would_work():
@@ -46,7 +46,7 @@ def test_workers_launch_through_torchrun_and_share_the_cores():
 
 
 def test_a_sweeps_gpu_slice_and_the_effective_batch_set_the_default_workers():
-    from prelnx.run.parallel import _fitting, visible_gpus
+    from prelnx.plan.parallel import _fitting, visible_gpus
 
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}) == 2  # a sweep job's slice, not the whole machine
     assert _fitting(8, 4096, 4096) == 1  # the paper's IWSLT14 batch is one GPU's: 1 worker on an 8-GPU machine
@@ -56,7 +56,7 @@ def test_a_sweeps_gpu_slice_and_the_effective_batch_set_the_default_workers():
 def test_a_run_dir_of_an_earlier_prelnx_is_the_same_run(tiny_config_file):
     """Keys a newer prelnx added (defaults) and renamed keys are no difference: old runs resume."""
     from prelnx.config.load import config_to_dict
-    from prelnx.run.runner import config_differences
+    from prelnx.records.identity import config_differences
 
     config, _ = load_config(tiny_config_file())
     saved = config_to_dict(config)
@@ -78,8 +78,8 @@ def test_a_sweep_whose_batch_cannot_be_kept_stops_before_anything_is_created(tin
 
 
 def test_slurm_tasks_are_the_workers_when_a_task_of_prelnx_train_executor_slurm_runs(tiny_config_file):
-    from prelnx.run.parallel import SLURM_PORT_ENV, rendezvous_port, resolve
-    from prelnx.run.plan import plan_launch
+    from prelnx.plan.launch import plan_run
+    from prelnx.plan.parallel import SLURM_PORT_ENV, rendezvous_port, resolve
 
     assert rendezvous_port("1234") == 21234 and rendezvous_port("41234") == 21234 and rendezvous_port("77_3") == 20077
     config, _ = load_config(tiny_config_file(train={"nodes": 2, "processes": 2, "effective_batch_tokens": 4096}))
@@ -92,13 +92,14 @@ def test_slurm_tasks_are_the_workers_when_a_task_of_prelnx_train_executor_slurm_
     argv = slurm.fairseq_argv()
     assert argv[argv.index("--distributed-world-size") + 1] == "4" and argv[-2:] == ["--distributed-port", "21234"]
     assert with_effective_batch(config, slurm).train.update_freq == 2  # 4096 = 512 x 4 workers x 2
-    launch = plan_launch(with_effective_batch(config, slurm), Path("data"), Path("ck"), env)
-    assert " srun --nodes 2 --ntasks-per-node 2 fairseq-train data " in launch.command_line()
+    plan = plan_run(config, Path("run"), env)
+    assert plan.config.train.update_freq == 2
+    assert f" srun --nodes 2 --ntasks-per-node 2 fairseq-train {plan.data} " in plan.launch.command_line()
 
 
 def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
-    from prelnx.run import slurm_train
-    from prelnx.sweep import slurm
+    from prelnx.launch import slurm_queue as slurm
+    from prelnx.launch import slurm_task as slurm_train
 
     config, _ = load_config(tiny_config_file(train={"nodes": 3, "processes": 2, "threads": None}))
     monkeypatch.setattr(slurm, "partition_cpus", lambda partition: 16)
@@ -113,7 +114,7 @@ def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
 
 
 def test_the_progress_of_a_slurm_job_is_read_from_a_growing_log(tmp_path):
-    from prelnx.run.slurm_job import LogTail
+    from prelnx.launch.slurm_job import LogTail
 
     log = tmp_path / "log"
     tail = LogTail(log)
@@ -165,7 +166,7 @@ def test_a_parent_pid_inherited_from_elsewhere_is_not_watched(monkeypatch):
 
 
 def test_the_other_ranks_start_nothing_when_rank_0_ends_without_starting(tiny_config_file, tmp_path):
-    from prelnx.run.slurm_train import Rank0Marks, run_worker, task_env
+    from prelnx.launch.slurm_task import Rank0Marks, run_worker, task_env
 
     config, _ = load_config(tiny_config_file(train={"processes": 2}))
     marks = Rank0Marks(tmp_path, "0")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.run.metrics import read_metrics
-from prelnx.run.runner import train
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.local import train
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.run.build import load_plugin
-from prelnx.run.plan import PLUGIN_DIR, fairseq_argv
+from prelnx.launch.inprocess import load_plugin
+from prelnx.plan.launch import fairseq_argv
+from prelnx.plugin_path import PLUGIN_DIR
 
 
 def parse(argv: list[str]):
@@ -47,7 +48,7 @@ def test_iwslt_preln_command_details():
 
 
 def test_dimension_overrides_and_gpu_flags():
-    from prelnx.run.parallel import Parallel
+    from prelnx.plan.parallel import Parallel
 
     config, _ = load_config("iwslt_preln.yaml", ["model.embed_dim=256", "model.encoder_layers=8",
                                                   "train.precision=bf16", "train.processes=2"])  # fmt: skip

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prelnx.run.datacheck import DataDamaged, check_binarized, check_split, sentence_count
-from prelnx.run.lock import RunLock, RunLocked, is_locked
-from prelnx.run.reconcile import reconcile_rows, rows_from_log
-from prelnx.run.records import EpochRows, is_bad_loss, parse_record
-from prelnx.run.status import EXIT_CODES, read_status, write_status
+from prelnx.data.check import DataDamaged, check_binarized, check_split, sentence_count
+from prelnx.records.lock import RunLock, RunLocked, is_locked
+from prelnx.records.reconcile import reconcile_rows, rows_from_log
+from prelnx.records.rows import EpochRows, is_bad_loss, parse_record
+from prelnx.records.status import EXIT_CODES, read_status, write_status
 
 
 def record(kind: str, **values) -> str:
@@ -57,7 +57,7 @@ def test_reconcile_prefers_saved_rows_rebuilds_missing_ones_and_drops_rows_past_
     result = reconcile_rows(saved, logged, completed_epochs=3, checkpoint_update=12)
     assert [r["epoch"] for r in result.rows] == [1, 2]
     assert result.rows[0]["valid_loss"] == 5.0  # prelnx's own row wins
-    assert result.recovered_epochs == [2] and result.lost_epochs == [3] and result.dropped_epochs == [4]
+    assert result.recovered == [2] and result.lost == [3] and result.dropped == [4]
     assert any("lost" in line for line in result.describe())
 
 
@@ -74,7 +74,7 @@ def test_status_round_trip_and_exit_codes(tmp_path):
 # lock.py ----------------------------------------------------------------------------------------------------------
 def test_a_held_lock_is_refused_with_the_owner_and_released_by_the_kernel(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from prelnx.run.lock import RunLock; "
+        "import sys, time; from pathlib import Path; from prelnx.records.lock import RunLock; "
         f"RunLock(Path({str(tmp_path)!r})).acquire(); print('locked', flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.run.checkpoints import load_checkpoint
-from prelnx.run.metrics import read_metrics
-from prelnx.run.runner import train
+from prelnx.records.checkpoints import load_checkpoint
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.local import train
 from tests.helpers import processes_mentioning
 from tests.run.test_data_parallel import NO_DROPOUT, inner_losses
 from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
@@ -127,9 +127,9 @@ def test_without_slurm_the_submission_is_refused_in_one_line(tiny_config_file, t
 def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_without_rank_0(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from prelnx.run import slurm_job
-    from prelnx.run.slurm_train import SlurmRequest
-    from prelnx.sweep import slurm
+    from prelnx.launch import slurm_job
+    from prelnx.launch.slurm_task import SlurmRequest
+    from prelnx.launch import slurm_queue as slurm
 
     states = iter([(slurm.UNKNOWN, ""), ("RUNNING", "None"), (slurm.UNKNOWN, ""), ("CANCELLED", "None")])
     monkeypatch.setattr(slurm, "job_state", lambda job_id: next(states))

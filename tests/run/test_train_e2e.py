@@ -8,8 +8,9 @@ import math
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.run.metrics import read_metrics
-from prelnx.run.runner import RunConflict, train
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.errors import RunConflict
+from prelnx.launch.local import train
 from tests.helpers import processes_mentioning, scalar_steps
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import math
 from types import SimpleNamespace
 
 from prelnx.config.schema import Config, EvalConfig, TrainConfig
-from prelnx.run.status import write_status
+from prelnx.records.status import write_status
 from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.summary import summarize
 
@@ -16,20 +16,26 @@ from prelnx.sweep.summary import summarize
 def test_sweep_progress_counts_runs_epochs_and_gives_an_eta():
     points = [SimpleNamespace(name=n, config=Config(train=TrainConfig(max_epoch=4))) for n in "ab"]
     progress = SweepProgress(points)
-    line = progress.line("a", "epoch 1 done | updates 5")
-    assert "sweep: 0/2 runs done | 1/8 epochs | ETA" in line
-    assert progress.line("a", "epoch 1 | update 3 | loss 5") == "epoch 1 | update 3 | loss 5"  # not an epoch end
+    assert "sweep: 0/2 runs done | 1/8 epochs | ETA" in progress.row_done("a", 1)
     summary = progress.run_done("b", "diverged")  # b will train no more epochs
     assert summary.startswith("sweep: 1/2 runs done | 1/8 epochs") and "1 diverged" in summary
+
+
+def test_an_interrupted_run_is_not_counted_done():
+    points = [SimpleNamespace(name=n, config=Config(train=TrainConfig(max_epoch=4))) for n in "ab"]
+    progress = SweepProgress(points)
+    progress.run_done("a", "finished")
+    summary = progress.run_done("b", "interrupted")  # Ctrl-C: b will be resumed by the next run of the sweep
+    assert summary.startswith("sweep: 1/2 runs done") and "1 interrupted" in summary
 
 
 def test_sweep_progress_counts_updates_for_runs_at_the_update_grain():
     config = Config(train=TrainConfig(max_update=300), eval=EvalConfig(every_updates=100))
     progress = SweepProgress([SimpleNamespace(name=n, config=config) for n in "ab"])
-    assert "sweep: 0/2 runs done | 100/600 updates | ETA" in progress.line("a", "update 100 done | epoch 1 | x")
+    assert "sweep: 0/2 runs done | 100/600 updates | ETA" in progress.row_done("a", 100)
     # a resumed run's first row counts one validation interval towards the pace, not everything before it
-    progress.line("b", "update 300 done | epoch 2 | x")
-    assert progress.new_epochs == 200
+    progress.row_done("b", 300)
+    assert progress.new_steps == 200
 
 
 # summary.py -------------------------------------------------------------------------------------------------------

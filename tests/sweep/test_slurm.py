@@ -40,7 +40,7 @@ def test_a_request_the_partition_can_never_meet_is_reported(slurm, tiny_config_f
 
 def test_a_run_whose_job_was_killed_before_returning_is_recorded_failed_not_waited_for(tmp_path):
     """Without Slurm's accounting, submitit never calls such a job done; the sweep asks squeue instead."""
-    from prelnx.run.status import read_status, write_status
+    from prelnx.records.status import read_status, write_status
     from prelnx.sweep.executors import _ended_without_result
 
     write_status(tmp_path, "running", update=20)

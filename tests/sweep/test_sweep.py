@@ -17,7 +17,7 @@ import yaml
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
 from prelnx.plots.curves import plot
-from prelnx.report.report import write_report
+from prelnx.report.report import report_after_sweep, write_report
 
 pytestmark = pytest.mark.slow
 
@@ -66,6 +66,7 @@ def test_divergence_is_recorded_while_the_other_runs_finish(tiny_config_file, tm
     sweep_dir = tmp_path / "out"
     lines: list[str] = []
     rows = run_sweep(spec, out=sweep_dir, jobs=2, echo=lines.append)
+    report_after_sweep(sweep_dir, lines.append)  # what `prelnx sweep` does next
 
     assert len(rows) == 4 and len([d for d in sweep_dir.iterdir() if (d / "metrics.jsonl").exists() or
                                    (d / "status.json").exists()]) == 4  # fmt: skip

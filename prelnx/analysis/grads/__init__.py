@@ -9,7 +9,7 @@ weight (fc1 = W1, fc2 = W2) of every encoder and decoder layer; a row of grads.c
 
 The parts, one job each:
 - study: what to measure (GradStudy, its --quick preset, the input checks, the models of the grid);
-- measure: one model inside a worker (building it through prelnx.run.build, its batches, the gradient norms);
+- measure: one model inside a worker (building it through prelnx.launch.inprocess, its batches, the gradient norms);
 - workers: the pool of worker processes and its memory planning;
 - summary: grads.csv rows, mean and std over seeds, the JSON summary and the closing table beside the paper's numbers;
 - run: `run_study`, the whole study and its files.

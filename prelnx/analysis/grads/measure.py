@@ -1,6 +1,6 @@
 """One model of the gradient study, inside a worker: build it as `prelnx train` does, feed it the seed's batches.
 
-The model is built through prelnx.run.build (the config's fairseq argv, the plugin, `task.build_model`, seeded with
+The model is built through prelnx.launch.inprocess (the config's fairseq argv, the plugin, `task.build_model`, seeded with
 the seed), put in train mode (dropout as configured), and fed the same N real mini-batches of the configured data
 (the task's own train iterator, shuffled with the seed) through the configured criterion. As in fairseq's trainer,
 the summed loss's gradient is divided by the batch's sample_size (target tokens), so a gradient is per token.
@@ -18,7 +18,7 @@ from typing import Any
 
 from prelnx.analysis.grads.study import WEIGHTS, GradsError, ModelResult, ModelSpec, model_variant
 from prelnx.config.schema import Config
-from prelnx.run.build import build_model, load_plugin, training_cfg
+from prelnx.launch.inprocess import build_model, load_plugin, training_cfg
 
 
 class Worker:
@@ -139,7 +139,7 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
     """(model, layout, depth) of a fairseq checkpoint, built with its own cfg for this task's dictionaries."""
     from fairseq import checkpoint_utils
 
-    from prelnx.run.checkpoints import load_checkpoint
+    from prelnx.records.checkpoints import load_checkpoint
 
     try:
         load_checkpoint(path, mmap=True)  # a planted or damaged file is refused here, with one message

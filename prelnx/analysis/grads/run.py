@@ -12,8 +12,8 @@ from prelnx.analysis.grads.study import GradStudy, StudyOutcome, check_study, pl
 from prelnx.analysis.grads.summary import csv_text, result_rows, summarize, timing_summary
 from prelnx.analysis.grads.workers import plan_workers, quiet_fairseq_logging, run_models
 from prelnx.atomic import write_text_atomic
-from prelnx.run.build import load_plugin
-from prelnx.run.plan import ensure_data
+from prelnx.launch.inprocess import load_plugin
+from prelnx.launch.prepare import ensure_data
 
 
 def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = print, plots: bool = True) -> StudyOutcome:

@@ -116,7 +116,7 @@ def check_study(study: GradStudy) -> None:
     if study.checkpoint is not None and not Path(study.checkpoint).is_file():
         raise GradsError(f"--checkpoint: {study.checkpoint}: no such file")
     if study.checkpoint is not None:
-        from prelnx.run.checkpoints import load_checkpoint
+        from prelnx.records.checkpoints import load_checkpoint
 
         try:
             load_checkpoint(Path(study.checkpoint), mmap=True)  # refused or damaged: one message, nothing runs

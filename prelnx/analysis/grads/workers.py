@@ -15,7 +15,7 @@ from typing import Callable
 from prelnx.analysis.grads.measure import Worker
 from prelnx.analysis.grads.study import GradStudy, ModelResult, ModelSpec
 from prelnx.config.schema import Config
-from prelnx.run.build import load_plugin
+from prelnx.launch.inprocess import load_plugin
 from prelnx.quiet import quiet_fairseq_logging
 
 # (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.

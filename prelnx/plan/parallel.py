@@ -4,7 +4,7 @@
   visible GPU, or 1 on CPU), `train.nodes` machines (Slurm). More than one worker on one machine goes through
   torchrun (torch's elastic launcher: `--standalone` picks a free rendezvous port, `--max-restarts 0` ends the
   group when one worker dies), with gloo on CPU (fairseq's `legacy_ddp`) and NCCL on GPUs.
-- Across nodes (`prelnx train --executor slurm`, run/slurm_train.py): the workers are the tasks of one Slurm job
+- Across nodes (`prelnx train --executor slurm`, launch/slurm_task.py): the workers are the tasks of one Slurm job
   (train.nodes x train.processes), each running fairseq itself; they meet through fairseq's own Slurm rendezvous
   (`--distributed-port`, SLURM_* variables). The job's tasks set PRELNX_SLURM_PORT in the run's environment; only
   then is train.nodes > 1 accepted, and no torchrun is used.

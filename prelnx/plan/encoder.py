@@ -5,7 +5,7 @@ Layouts (fairseq/models/roberta/model.py, the architectures fairseq registers):
 - post = `roberta`: BERT's Post-LN. LayerNorm on the embeddings, then LayerNorm after each residual add.
 - pre = `roberta_prenorm`: Pre-LN. No embedding LayerNorm; LayerNorm before each sublayer and a final
   LayerNorm after the last layer (the paper's Pre-LN BERT, Figure 1b).
-The optimizer, schedule, batching and checkpoints are those of every task (plan.optimization_argv/run_argv).
+The optimizer, schedule, batching and checkpoints are those of every task (plan/common.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.run.plan import PLUGIN_DIR, dropout_argv
+from prelnx.plan.common import dropout_argv
+from prelnx.plugin_path import PLUGIN_DIR
 
 FAIRSEQ_ARCH = {"post": "roberta", "pre": "roberta_prenorm"}
 

@@ -1,7 +1,7 @@
 """A run's TensorBoard events, written in the run dir itself so that TensorBoard names each run by its run name.
 
 - Scalars at step = epoch: `valid/loss`, `valid/bleu`, `train/loss`, `lr`; at step = update for runs that
-  validate every N updates (eval.every_updates, task: masked_lm; prelnx.run.grain).
+  validate every N updates (eval.every_updates, task: masked_lm; records/grain.py).
 - HParams: the config, and at the end the best valid loss / BLEU (`result.*`); the HParams metrics are the last
   values of `valid/loss` and `valid/bleu` (and `prelnx evaluate`'s `test/*`), so no one-point scalar is written.
 - A custom-scalars layout (the paper's Figures 2 and 4: every run's valid loss on one chart, valid BLEU on
@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from prelnx.run.grain import step
+from prelnx.records.grain import Grain
 
 SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr",
            "valid/accuracy": "valid_accuracy"}  # accuracy: fine-tuning (sentence_prediction) only
@@ -40,17 +40,17 @@ LAYOUT = {
 class TensorBoardLog:
     """Appends a row's scalars to a new event file of the run's own, at step = epoch or update (the run's grain)."""
 
-    def __init__(self, log_dir: Path, update_grain: bool = False) -> None:
+    def __init__(self, log_dir: Path, grain: Grain = Grain.EPOCH) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(str(log_dir), filename_suffix=RUN_EVENTS_SUFFIX)
-        self.update_grain = update_grain
+        self.grain = grain
 
     def row(self, row: dict[str, Any]) -> None:
         for tag, key in SCALARS.items():
             value = row.get(key)
             if isinstance(value, (int, float)) and math.isfinite(value):
-                self.writer.add_scalar(tag, value, global_step=step(row, self.update_grain))
+                self.writer.add_scalar(tag, value, global_step=self.grain.step(row))
         self.writer.flush()
 
     def close(self) -> None:
@@ -91,11 +91,11 @@ def owned_event_files(run_dir: Path) -> list[Path]:
 
 
 def rebuild(run_dir: Path, rows: list[dict[str, Any]], hparams: dict[str, Any],
-            results: dict[str, Any] | None = None, update_grain: bool = False) -> None:  # fmt: skip
+            results: dict[str, Any] | None = None, grain: Grain = Grain.EPOCH) -> None:  # fmt: skip
     """Replace the run's event files by one holding the layout, the hparams (+ `results`) and `rows`."""
     staging = run_dir / f".tb-rebuild-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    log = TensorBoardLog(staging, update_grain)
+    log = TensorBoardLog(staging, grain)
     try:
         log.writer.add_custom_scalars(LAYOUT)
         _hparams(log.writer, hparams, results)

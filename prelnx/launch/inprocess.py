@@ -1,4 +1,4 @@
-"""Building a run's fairseq task and model in this process, from the same argv as `prelnx train`.
+"""fairseq in this process: the plugin loaded, and a run's task and model built from the same argv as `prelnx train`.
 
 Used where prelnx needs the model itself rather than a training (tests of the layouts, the gradient study).
 """
@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import Config
-from prelnx.run.plan import PLUGIN_DIR, ensure_data, fairseq_argv
+from prelnx.launch.prepare import ensure_data
+from prelnx.plan.launch import fairseq_argv
+from prelnx.plugin_path import PLUGIN_DIR
 
 
 def load_plugin() -> None:

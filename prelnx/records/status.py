@@ -1,6 +1,7 @@
 """`status.json`: what state a run is in, written atomically so that sweeps and users can trust it.
 
-status: running | finished | diverged | failed | interrupted, with `reason` and the last `update` seen.
+status: running | finished | diverged | failed | interrupted, with `reason` and the last `update` seen; a run that
+ended also has `failure` (records/outcome.py's kinds) or `diverged_at` (the update) as values.
 """
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prelnx.atomic import overwrite_in_place, write_text_atomic
+from prelnx.records.outcome import Status
 
-Status = Literal["running", "finished", "diverged", "failed", "interrupted"]
 
 # Exit codes of `prelnx train`, by final status (2 is a bad config or command line, before anything runs;
 # a full disk or another I/O error is `failed`, 1, with the path in the reason).
@@ -41,26 +42,3 @@ def write_status(run_dir: Path, status: Status, *, reason: str = "", update: int
         if status == "running" or not overwrite_in_place(run_dir / "status.json", compact):
             raise
     return record
-
-
-def error_exit(error: BaseException) -> tuple[str, int] | None:
-    """`prelnx train`'s message and exit code for an error that stops a run before it trains; None for others."""
-    from prelnx.atomic import io_reason
-    from prelnx.config.load import ConfigError
-    from prelnx.run.checkpoints import CheckpointRefused
-    from prelnx.run.datacheck import DataDamaged
-    from prelnx.run.lock import RunLocked
-    from prelnx.run.plan import DataNotReady
-    from prelnx.run.runner import RunConflict, RunIOError
-    from prelnx.run.slurm_train import SlurmUnavailable
-
-    if isinstance(error, RunLocked):
-        return str(error), EXIT_BUSY
-    if isinstance(error, RunIOError):
-        return str(error.strerror), 1
-    if isinstance(error, OSError):  # e.g. --run-dir under a file
-        return io_reason(error), 1
-    if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError,
-                          SlurmUnavailable)):  # fmt: skip
-        return str(error), 2
-    return None

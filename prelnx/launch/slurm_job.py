@@ -1,29 +1,26 @@
 """`prelnx train --executor slurm`, the submitting side: check, submit one job, follow it, return its exit code.
 
 It prints rank 0's output (the lines `prelnx train` prints, from the job's log), the job's state while it waits,
-reports and cancels a job Slurm says can never start (squeue's reason, sweep/slurm.py), cancels the job on Ctrl-C
-or SIGTERM, and returns the run's exit code. What the tasks do is in run/slurm_train.py.
+reports and cancels a job Slurm says can never start (squeue's reason, launch/slurm_queue.py), cancels the job on
+Ctrl-C or SIGTERM, and returns the run's exit code. What the tasks do is in launch/slurm_task.py.
 """
 
 from __future__ import annotations
 
 import re
-import signal
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.config.schema import Config
-from prelnx.run.slurm_train import (
-    SlurmRequest,
-    SlurmTrainTask,
-    SlurmUnavailable,
-    submitit_folder,
-    task_config,
-    task_env,
-)
-from prelnx.run.status import EXIT_CODES
-from prelnx.sweep import slurm
+from prelnx.launch import slurm_queue
+from prelnx.launch.children import restore, stop_on_sigterm
+from prelnx.launch.errors import SlurmUnavailable
+from prelnx.launch.prepare import ensure_data
+from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, submitit_folder, task_config, task_env
+from prelnx.plan.launch import plan_run
+from prelnx.records.lock import RunLocked, is_locked
+from prelnx.records.status import EXIT_CODES
 
 UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
 
@@ -75,36 +72,36 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
     """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job."""
     tail = LogTail(Path(job.task(0).paths.stdout))
     last_state, unanswered = "", 0
+    found = slurm_queue.Poll(None)
     try:
         while True:
-            found = slurm.job_state(job.job_id)  # before the log's new lines, which it may explain (running)
-            if found is None or found[0] not in slurm.ACTIVE:
+            found = slurm_queue.poll(job.job_id)  # before the log's new lines, which it may explain (running)
+            if not found.active:
                 break
-            state, reason = found
-            if state != last_state and state in ("PENDING", "RUNNING", "REQUEUED"):
-                waits = state == "PENDING" and reason not in ("", "None")
-                echo(f"Slurm job {job.job_id}: {state.lower()}" + (f" ({reason})" if waits else ""))
-                last_state = state
+            if found.state != last_state and found.state in ("PENDING", "RUNNING", "REQUEUED"):
+                waits = found.state == "PENDING" and found.reason not in ("", "None")
+                echo(f"Slurm job {job.job_id}: {found.state.lower()}" + (f" ({found.reason})" if waits else ""))
+                last_state = found.state
             for line in filter(_progress, tail.lines()):
                 echo(line)
-            unanswered = unanswered + 1 if state == slurm.UNKNOWN else 0
+            unanswered = unanswered + 1 if found.state == slurm_queue.UNKNOWN else 0
             if unanswered * poll_s > UNANSWERED_S:
                 return (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still "
                         f"run (see squeue; logs in {Path(job.paths.folder)})", 1)  # fmt: skip
-            if state == "PENDING" and slurm.never_starts(reason):
-                slurm.cancel(job.job_id)
-                why = (f"Slurm job {job.job_id} can never start: {reason} (it asks {request.describe()}; see "
+            if found.never_starts:
+                slurm_queue.cancel(job.job_id)
+                why = (f"Slurm job {job.job_id} can never start: {found.reason} (it asks {request.describe()}; see "
                        f"--cpus-per-task, --mem-gb, --time-min, --partition, train.nodes, train.processes); "
                        f"cancelled")  # fmt: skip
                 return why, 2
             time.sleep(poll_s)
     except KeyboardInterrupt:
-        slurm.cancel(job.job_id)
+        slurm_queue.cancel(job.job_id)
         return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES["interrupted"]
     time.sleep(1.0)  # the last lines of the log
     for line in filter(_progress, tail.lines()):
         echo(line)
-    return outcome(job, found[0] if found else None)
+    return outcome(job, found.state)
 
 
 def outcome(job: Any, state: str | None) -> tuple[str, int]:
@@ -133,11 +130,7 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
                    echo: Callable[[str], None] = print) -> tuple[str, int]:  # fmt: skip
     """Check, submit, wait: (closing message, exit code) of the run. Errors that stop a local `prelnx train`
     before it trains (bad batch, data not ready, a run dir in use) are raised here, before anything is submitted."""
-    from prelnx.run.lock import RunLocked, is_locked
-    from prelnx.run.plan import ensure_data, resolve_batch
-    from prelnx.run.runner import stop_on_sigterm
-
-    resolve_batch(config, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
+    plan_run(config, run_dir, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
     ensure_data(config)  # generated here once (synthetic), not by the tasks racing each other
     if is_locked(run_dir):
         raise RunLocked(f"{run_dir}: this run dir is in use by another prelnx process (on this or another machine); "
@@ -148,19 +141,16 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
     try:
         return follow(job, request, echo)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        restore(previous)
 
 
 def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest) -> list[str]:
     """What `prelnx train --executor slurm --dry-run` prints: the config the tasks train, the job, their command."""
     from prelnx.config.load import dump_config
-    from prelnx.run.plan import data_dir, plan_launch, resolve_batch
 
-    env = task_env("0")
-    config = resolve_batch(task_config(config, request), env)
-    launch = plan_launch(config, data_dir(config), run_dir / "checkpoints", env)
-    return [dump_config(config).rstrip("\n"),
+    plan = plan_run(task_config(config, request), run_dir, task_env("0"))
+    launch = plan.launch
+    return [dump_config(plan.config).rstrip("\n"),
             (f"# would submit one Slurm job (submitit): {request.describe()}; "
              f"logs in {submitit_folder(run_dir)}/<job id>"),
             f"# {launch.batch}",

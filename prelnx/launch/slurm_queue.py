@@ -1,4 +1,5 @@
-"""What a sweep asks Slurm for, and telling a job that can never start from one that waits its turn.
+"""Slurm's queue, asked in one place: what a job asks for (submitit's parameters), and polling a job — telling one
+that can never start from one that waits its turn. Used by `prelnx train --executor slurm` and by Slurm sweeps.
 
 Defaults fit the partition (`sinfo`): CPUs per run (or per task of `prelnx train --executor slurm`) = the
 partition's CPUs per node shared by the tasks of a node, up to 8; memory only when asked (`--mem-gb-per-run`,
@@ -10,6 +11,8 @@ as failed with the reason, instead of waiting forever in silence.
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
+from typing import Any
 
 # squeue reasons that no amount of waiting changes (Slurm's documentation of job reason codes).
 NEVER_STARTS = {"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount",
@@ -60,12 +63,6 @@ def job_state(job_id: str) -> tuple[str, str] | None:
     return state, reason
 
 
-def pending_reason(job_id: str) -> str | None:
-    """squeue's reason for a pending job (None when it runs, ended, or squeue cannot say)."""
-    found = job_state(job_id)
-    return found[1] if found and found[0] == "PENDING" else None
-
-
 # squeue states of a job that has not ended (a requeued job passes through REQUEUED and PENDING again)
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING",
           "SUSPENDED", "STAGE_OUT", "SIGNALING", "RESV_DEL_HOLD", UNKNOWN}  # fmt: skip
@@ -77,3 +74,42 @@ def never_starts(reason: str | None) -> bool:
 
 def cancel(job_id: str) -> None:
     _run(["scancel", str(job_id)])
+
+
+@dataclass(frozen=True)
+class Poll:
+    """One look at a job in Slurm's queue."""
+
+    state: str | None  # squeue's state; None once Slurm no longer lists the job; UNKNOWN when squeue failed
+    reason: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE
+
+    @property
+    def never_starts(self) -> bool:
+        return self.state == "PENDING" and never_starts(self.reason)
+
+
+def poll(job_id: str) -> Poll:
+    """The job's state now (the one way both `prelnx train --executor slurm` and Slurm sweeps look)."""
+    found = job_state(job_id)
+    return Poll(None) if found is None else Poll(*found)
+
+
+def submitit_parameters(name: str, *, cpus_per_task: int, time_min: int, nodes: int = 1, tasks_per_node: int = 1,
+                        gpus_per_node: int = 0, mem_gb: int | None = None, partition: str | None = None,
+                        array_parallelism: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """submitit's parameters of a job (or of each job of an array)."""
+    found: dict[str, Any] = {"name": name, "nodes": nodes, "tasks_per_node": tasks_per_node,
+                             "cpus_per_task": cpus_per_task, "timeout_min": time_min}  # fmt: skip
+    if gpus_per_node:
+        found["gpus_per_node"] = gpus_per_node
+    if mem_gb:
+        found["mem_gb"] = mem_gb
+    if partition:
+        found["slurm_partition"] = partition
+    if array_parallelism is not None:
+        found["slurm_array_parallelism"] = array_parallelism
+    return found

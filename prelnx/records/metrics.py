@@ -1,5 +1,6 @@
 """A run's results: `metrics.jsonl`, one JSON object per epoch, or per validation at the update grain
-(prelnx.run.grain); every row carries both its epoch and its update. TensorBoard: `run/tensorboard.py`."""
+(records/grain.py); every row carries both its epoch and its update (records/rows.py: `Row`). TensorBoard:
+`records/tensorboard.py`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
-
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:

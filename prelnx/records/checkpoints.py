@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from prelnx.run.plan import PLUGIN_DIR
+from prelnx.plugin_path import PLUGIN_DIR
 
 
 class CheckpointRefused(ValueError):
@@ -69,6 +69,12 @@ class CheckpointInfo:
     path: Path
     epoch: int  # the last epoch the checkpoint trained (completed, or stopped in by max_update)
     update: int
+    mid_epoch: bool = False  # saved inside `epoch` (every N updates, or max_update), not at its end
+
+    def meets(self, max_epoch: int | None, max_update: int | None) -> bool:
+        """Whether this checkpoint has trained the whole budget (fairseq would train one update more on resume)."""
+        return (max_update is not None and self.update >= max_update) or (
+            max_epoch is not None and self.epoch >= max_epoch and not self.mid_epoch)
 
 
 def checkpoint_info(path: Path) -> CheckpointInfo:
@@ -79,11 +85,12 @@ def checkpoint_info(path: Path) -> CheckpointInfo:
         # when training stopped inside epoch E (max_update), epoch E with the iterations done, and fairseq
         # validated and logged that partial epoch like a whole one.
         iterator = state["extra_state"]["train_iterator"]
-        epoch = int(iterator["epoch"]) - (0 if iterator.get("iterations_in_epoch", 0) else 1)
+        mid_epoch = bool(iterator.get("iterations_in_epoch", 0))
+        epoch = int(iterator["epoch"]) - (0 if mid_epoch else 1)
         update = int(state["optimizer_history"][-1]["num_updates"])
     except (KeyError, IndexError, TypeError) as error:
         raise CheckpointDamaged(f"{path}: not a fairseq training checkpoint (no {error})") from None
-    return CheckpointInfo(path, epoch, update)
+    return CheckpointInfo(path, epoch, update, mid_epoch)
 
 
 CHECKPOINT_NAMES = {"best": "checkpoint_best.pt", "last": "checkpoint_last.pt"}
@@ -145,7 +152,7 @@ def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> Checkpoint
         temporary.replace(last)
         say(f"warning: {damaged}; kept as {aside.name}; resuming from {candidate.name} (epoch {info.epoch}, "
             f"update {info.update}) instead")  # fmt: skip
-        return CheckpointInfo(last, info.epoch, info.update)
+        return CheckpointInfo(last, info.epoch, info.update, info.mid_epoch)
     last.rename(aside)
     say(f"warning: {damaged}; kept as {aside.name}; no intact checkpoint left, so training starts again")
     return None

@@ -1,0 +1,118 @@
+"""What a training tells whoever watches it, as values: the console, a sweep's progress and the tests all receive
+the same events; `render` is the one wording of them (rewording changes nothing any code decides)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from prelnx.config.schema import Config
+from prelnx.records.grain import Grain
+from prelnx.records.outcome import Outcome
+from prelnx.records.rows import Row
+
+
+@dataclass(frozen=True)
+class Started:
+    """fairseq is about to start (or resume)."""
+
+    config: Config
+    data: Path
+    run_dir: Path
+    log: Path
+    resumed_from: tuple[int, int] | None = None  # (epoch, update) of the checkpoint resumed from
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the user should know (a reconciliation, a damaged checkpoint set aside, a run already done)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """fairseq's progress record (every train.log_interval updates)."""
+
+    epoch: int
+    update: int
+    loss: float | None
+    lr: float | None
+    words_per_second: float | None
+
+
+@dataclass(frozen=True)
+class RowDone:
+    """A validation row was recorded (metrics.jsonl, TensorBoard)."""
+
+    row: Row
+    grain: Grain
+
+    @property
+    def step(self) -> int:
+        return self.grain.step(self.row)
+
+
+@dataclass(frozen=True)
+class Ended:
+    run_dir: Path
+    outcome: Outcome
+
+
+Event = Union[Started, Note, Progress, RowDone, Ended]
+Listener = Callable[[Event], None]
+
+
+def describe_model(config: Config) -> str:
+    """e.g. "Pre-LN", "Pre-LN rmsnorm +qk-norm", "DeepNorm"."""
+    m = config.model
+    name = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm"}.get(m.layout, m.layout)
+    return name + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
+
+
+def _number(value: Any, spec: str) -> str:
+    return format(value, spec) if isinstance(value, (int, float)) and math.isfinite(value) else str(value)
+
+
+def render(event: Event) -> str:
+    """The console line of an event."""
+    if isinstance(event, Note):
+        return event.text
+    if isinstance(event, Progress):
+        return (f"epoch {event.epoch} | update {event.update} | loss {_number(event.loss, '.3f')} | "
+                f"lr {_number(event.lr, '.3g')} | {_number(event.words_per_second, '.0f')} tok/s")  # fmt: skip
+    if isinstance(event, RowDone):
+        return render_row(event.row, event.grain)
+    if isinstance(event, Started):
+        c = event.config
+        s = c.schedule
+        return (f"{'resuming' if event.resumed_from else 'starting'} {c.name}: {describe_model(c)}, {c.optimizer.name} "
+                f"lr {c.optimizer.lr:g}, warm-up {s.warmup_updates} updates, decay {s.decay}, data {event.data} -> "
+                f"{event.run_dir} (fairseq log: {event.log})"
+                + (f"; from epoch {event.resumed_from[0]}, update {event.resumed_from[1]}" if event.resumed_from else ""))  # fmt: skip
+    reason = event.outcome.reason()
+    return f"{event.run_dir}: {event.outcome.status}" + (f" ({reason})" if reason else "")
+
+
+def render_row(row: Row, grain: Grain) -> str:
+    """`epoch 3 done | updates 150 | ...`, or at the update grain `update 300 done | epoch 2 | ...`; a value the row
+    does not have is left out."""
+    head = (f"update {row['num_updates']} done | epoch {row['epoch']}" if grain is Grain.UPDATE
+            else f"epoch {row['epoch']} done | updates {row['num_updates']}")  # fmt: skip
+    parts = [head]
+    for label, key, digits in (("train loss", "train_loss", 3), ("valid loss", "valid_loss", 3),
+                               ("valid accuracy", "valid_accuracy", 1), ("valid BLEU", "valid_bleu", 2)):  # fmt: skip
+        value = row.get(key)
+        if value is not None:
+            shown = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+            parts.append(f"{label} {shown}" + (" %" if key == "valid_accuracy" else ""))
+    wall = row.get("wall_seconds")
+    parts.append(f"{wall:.0f} s" if isinstance(wall, (int, float)) else "wall time not recorded")
+    return " | ".join(parts)
+
+
+def echoing(echo: Callable[[str], None]) -> Listener:
+    """A listener that prints every event through `echo`."""
+    return lambda event: echo(render(event))

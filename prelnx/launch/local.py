@@ -1,0 +1,194 @@
+"""Running one training here: fairseq as a child process that writes train.log itself, followed into the run dir.
+
+The child is plain `fairseq-train` (as `python -m fairseq_cli.train`, under torchrun for several workers) with the
+arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are
+set per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
+
+What makes the run dir trustworthy (README, "Failure modes"):
+- one writer: an exclusive lock on the run dir for the life of the run, inherited by the child;
+- the child dies with its parent (the plugin's parent watch) and writes its own log;
+- on every start and at every end the run dir is reconciled with the checkpoints (records/reconcile.py);
+- a checkpoint that already holds the whole budget is recorded finished without starting fairseq (which would
+  train one update more);
+- a full disk or another I/O error ends the run `failed` with the path, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.atomic import io_reason, write_text_atomic
+from prelnx.config.load import dump_config
+from prelnx.config.schema import Config
+from prelnx.launch.children import RUNNING_CHILDREN, restore, stop_on_sigterm
+from prelnx.launch.errors import RunConflict, RunIOError
+from prelnx.launch.events import Ended, Listener, Note, Started, echoing
+from prelnx.launch.finish import finish, status_counts
+from prelnx.launch.prepare import ensure_data
+from prelnx.launch.watch import Watch
+from prelnx.plan.launch import RunPlan, plan_run
+from prelnx.plan.rundirs import default_run_dir
+from prelnx.records import grain
+from prelnx.records.checkpoints import resume_point
+from prelnx.records.identity import hparams_of, saved_differences
+from prelnx.records.lock import RunLock
+from prelnx.records.metrics import read_metrics
+from prelnx.records.outcome import TERMINAL, Outcome
+from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
+from prelnx.records.status import EXIT_CODES, read_status, write_status
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    outcome: Outcome
+
+    @property
+    def status(self) -> str:
+        return self.outcome.status
+
+    @property
+    def reason(self) -> str:
+        return self.outcome.reason()
+
+    @property
+    def update(self) -> int:
+        return self.outcome.update
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.status, 1)
+
+
+def check_run_dir(run_dir: Path, config: Config, force: bool) -> dict[str, Any] | None:
+    """Returns the existing status when the run dir holds this same run; refuses a different one."""
+    differences = None if force else saved_differences(run_dir, config)
+    if not differences:
+        return None if differences is None else read_status(run_dir)
+    raise RunConflict(
+        f"{run_dir} holds a run of a different config ({'; '.join(differences[:5])}). "
+        f"Use --run-dir for a new run, or --force to set the old one aside and start again."
+    )
+
+
+def _set_aside(run_dir: Path) -> Path:
+    """--force never deletes: the old run dir is renamed with a timestamp."""
+    target = run_dir.with_name(f"{run_dir.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
+    shutil.move(str(run_dir), target)
+    return target
+
+
+def train(
+    config: Config,
+    *,
+    run_dir: Path | None = None,
+    force: bool = False,
+    on_event: Listener | None = None,
+    echo: Callable[[str], None] | None = None,
+    extra_env: dict[str, str] | None = None,
+    on_start: Callable[[], Any] | None = None,
+) -> RunResult:
+    """Train (or resume) the run; returns its outcome.
+
+    Raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked, RunIOError, BatchError.
+    The run's events go to `on_event` (default: printed, or rendered to `echo`). `extra_env` is added to the
+    child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start` is called once every check has
+    passed and the run dir is locked, just before fairseq starts (Slurm's rank 0).
+    """
+    listener = on_event or echoing(echo or print)
+    plan = plan_run(config, run_dir or default_run_dir(config), extra_env)
+    run_dir = plan.run_dir
+    check_run_dir(run_dir, plan.config, force)
+    ensure_data(plan.config)  # checks the binarized data too: DataNotReady names the damaged file
+    try:
+        lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
+    except OSError as error:
+        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
+    try:
+        existing = check_run_dir(run_dir, plan.config, force)  # again, now that no one else can change it
+        if existing and existing.get("status") in TERMINAL:
+            outcome = Outcome(existing["status"], int(existing.get("update", 0)), detail=existing.get("reason", ""))
+            listener(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
+                          f"it again"))  # fmt: skip
+            return RunResult(run_dir, outcome)
+        if force and (run_dir / "config.yaml").exists():
+            old_lock = lock  # held while the old dir moves: no one can start on it meanwhile
+            listener(Note(f"--force: the previous run is kept as {_set_aside(run_dir)}"))
+            try:
+                lock = RunLock(run_dir).acquire()
+            finally:
+                old_lock.release()
+        return _attempt(plan, lock, listener, extra_env, on_start)
+    except OSError as error:  # moving a run aside, reading its checkpoints: never a traceback
+        if isinstance(error, RunIOError):
+            raise
+        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
+    finally:
+        lock.release()
+
+
+def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[str, str] | None,
+             on_start: Callable[[], Any] | None) -> RunResult:  # fmt: skip
+    """One attempt at the locked run: reconcile, start fairseq (unless the budget is already trained), follow it,
+    record how it ended."""
+    config, run_dir, t = plan.config, plan.run_dir, plan.config.train
+    notes: list[str] = []
+    start = resume_point(plan.checkpoints, notes.append)  # refuses a planted checkpoint: nothing runs
+    run_grain = grain.of(config)
+    hparams = hparams_of(config)
+    try:
+        write_text_atomic(run_dir / "config.yaml", dump_config(config))
+        write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
+        reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
+        write_status(run_dir, "running", update=start.update if start else 0,
+                     **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
+    except OSError as error:
+        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
+    log_path = run_dir / LOG_NAME
+    watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams)
+    if start is not None and start.meets(t.max_epoch, t.max_update):
+        listener(Note(f"{run_dir}: the last checkpoint (epoch {start.epoch}, update {start.update}) already holds "
+                      f"the whole budget; recorded finished without training more"))  # fmt: skip
+        return _ended(run_dir, finish(plan, watch, Outcome("finished", start.update), hparams, listener), listener)
+    listener(Started(config, plan.data, run_dir, log_path, (start.epoch, start.update) if start else None))
+    for line in notes + reconciled.describe():
+        listener(Note(line))
+    if on_start is not None:
+        on_start()
+    started_at = time.time()
+    with open(log_path, "ab") as log:
+        log.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        offset = log.tell()
+        process = subprocess.Popen(
+            plan.launch.child_argv(sys.executable),
+            env={**os.environ, **plan.launch.env, **(extra_env or {}), "PRELNX_PARENT_PID": str(os.getpid())},
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
+        )  # fmt: skip
+    RUNNING_CHILDREN.add(process)
+    previous_handler = stop_on_sigterm()
+    try:
+        watch.follow(process, log_path, offset)
+    finally:
+        restore(previous_handler)
+        try:
+            returncode = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            returncode = process.wait()
+        RUNNING_CHILDREN.discard(process)
+        watch.close()
+    outcome = watch.outcome(returncode, crash_update(plan.checkpoints, started_at))
+    return _ended(run_dir, finish(plan, watch, outcome, hparams, listener), listener)
+
+
+def _ended(run_dir: Path, outcome: Outcome, listener: Listener) -> RunResult:
+    listener(Ended(run_dir, outcome))
+    return RunResult(run_dir, outcome)

@@ -1,0 +1,186 @@
+"""One run across the tasks of a Slurm job: `prelnx train --executor slurm`.
+
+submitit submits ONE job of train.nodes nodes x train.processes tasks per node (one data-parallel worker per task;
+1 per node by default). In every task (`SlurmTrainTask`):
+- rank 0 runs prelnx's own `launch.local.train`: the lock, config.yaml, command.txt, status.json, metrics and TensorBoard
+  (only rank 0 writes the run dir); its fairseq child is rank 0 of the group;
+- every other rank runs plain fairseq (`python -m fairseq_cli.train` with the arguments of command.txt) as its own
+  child, which watches that task's process (the plugin's parent watch: a pid means something only on its node);
+  it starts it once rank 0 has taken the run dir, and stops it when rank 0's task has ended (`Rank0Marks`: files
+  in the job's submitit folder, which the nodes share).
+The fairseq processes meet through fairseq's own Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000,
+the same in every task, and SLURM_*); the CPU fix is in prelnx_fairseq_plugin/distributed.py. On timeout or
+preemption (submitit's signal) rank 0 requeues the job, which resumes from checkpoint_last.pt as a re-run does.
+
+The submitting side (check, submit, follow, exit code) is launch/slurm_job.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prelnx.config.schema import Config
+from prelnx.launch import slurm_queue
+from prelnx.launch.errors import error_exit
+from prelnx.plan.launch import plan_run
+from prelnx.plan.parallel import SLURM_PORT_ENV, rendezvous_port
+
+DEFAULT_TIME_MIN = 24 * 60
+GRACE_S = 30  # how long the other ranks' fairseq may outlive rank 0's task (it ends its own training meanwhile)
+
+
+@dataclass(frozen=True)
+class SlurmRequest:
+    """What the job asks of Slurm."""
+
+    nodes: int
+    tasks_per_node: int
+    cpus_per_task: int
+    gpus_per_node: int = 0
+    mem_gb: int | None = None  # per node
+    time_min: int = DEFAULT_TIME_MIN
+    partition: str | None = None
+
+    def parameters(self, name: str) -> dict[str, Any]:
+        """submitit's parameters of the job."""
+        return slurm_queue.submitit_parameters(name, nodes=self.nodes, tasks_per_node=self.tasks_per_node,
+                                               cpus_per_task=self.cpus_per_task, time_min=self.time_min,
+                                               gpus_per_node=self.gpus_per_node, mem_gb=self.mem_gb,
+                                               partition=self.partition)  # fmt: skip
+
+    def describe(self) -> str:
+        text = (f"{self.nodes} node(s) x {self.tasks_per_node} task(s), {self.cpus_per_task} CPU(s) per task"
+                + (f", {self.gpus_per_node} GPU(s) per node" if self.gpus_per_node else "")
+                + (f", {self.mem_gb} GB per node" if self.mem_gb else ""))  # fmt: skip
+        return f"{text}, partition {self.partition or '(default)'}, time limit {self.time_min} min"
+
+
+def plan_request(config: Config, partition: str | None = None, cpus_per_task: int | None = None,
+                 mem_gb: int | None = None, time_min: int | None = None) -> SlurmRequest:  # fmt: skip
+    """One task per worker: train.processes (default 1) per node on train.nodes nodes; a GPU each with
+    train.device: cuda. CPUs per task default to the partition's CPUs per node shared by its tasks (sinfo)."""
+    tasks = config.train.processes or 1
+    cpus = cpus_per_task or slurm_queue.default_cpus_per_run(partition, tasks)
+    gpus = tasks if config.train.device == "cuda" else 0
+    return SlurmRequest(config.train.nodes, tasks, cpus, gpus, mem_gb, time_min or DEFAULT_TIME_MIN, partition)
+
+
+def task_config(config: Config, request: SlurmRequest) -> Config:
+    """The config the tasks train: train.threads = the CPUs of a task unless the config sets it."""
+    if config.train.threads is not None:
+        return config
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=request.cpus_per_task))
+
+
+def task_env(job_id: str) -> dict[str, str]:
+    """The run's environment additions in every task of job `job_id` (plan/parallel.py's resolve reads them)."""
+    return {SLURM_PORT_ENV: str(rendezvous_port(job_id))}
+
+
+def submitit_folder(run_dir: Path) -> Path:
+    """Beside the run dir, not in it: `--force` moves the run dir aside while the job runs."""
+    return run_dir.parent / ".submitit" / run_dir.name
+
+
+class PortableConfig:
+    """A config pickled as plain values, rebuilt by the code that unpickles it: a job requeued after prelnx was
+    upgraded gets today's defaults for keys it did not know (as a run dir's config.yaml does), not a broken object."""
+
+    def __init__(self, config: Config) -> None:
+        from prelnx.config.load import config_to_dict
+
+        self.values = config_to_dict(config)
+
+    @property
+    def config(self) -> Config:
+        from prelnx.config.load import config_from_dict
+
+        return config_from_dict(self.values, "the config of the Slurm job")
+
+
+class SlurmTrainTask(PortableConfig):
+    """The function every task of the job runs (pickled by submitit); rank 0 returns the run's outcome."""
+
+    def __init__(self, config: Config, run_dir: Path, force: bool = False) -> None:
+        super().__init__(config)
+        self.run_dir, self.force = run_dir, force
+
+    def __call__(self) -> dict[str, Any]:
+        import submitit
+
+        job = submitit.JobEnvironment()
+        env = task_env(os.environ.get("SLURM_JOB_ID", job.job_id))
+        marks = Rank0Marks(Path(job.paths.folder), os.environ.get("SLURM_RESTART_COUNT", "0"))
+        if job.global_rank == 0:
+            try:
+                return train_rank0(self.config, self.run_dir, env, self.force, marks)
+            finally:
+                marks.ended.touch()
+        return {"status": "worker", "reason": "", "exit_code": run_worker(self.config, self.run_dir, env, marks)}
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """Timeout or preemption: the same task again, resuming (never --force again)."""
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(SlurmTrainTask(self.config, self.run_dir))
+
+
+class Rank0Marks:
+    """Files in the job's submitit folder (shared by the nodes) by which rank 0's task tells the others that it
+    has taken the run dir and starts fairseq, and that it has ended; one pair per start of the job (requeues)."""
+
+    def __init__(self, folder: Path, restart: str) -> None:
+        self.started, self.ended = folder / f"rank0-started.{restart}", folder / f"rank0-ended.{restart}"
+
+
+def train_rank0(config: Config, run_dir: Path, env: dict[str, str], force: bool,
+                marks: Rank0Marks) -> dict[str, Any]:  # fmt: skip
+    from prelnx.launch.local import train
+
+    def echo(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        # on_start: every check has passed, the run dir is locked (and, with --force, the old run set aside) and
+        # rank 0's fairseq is about to start: the other ranks may start theirs then, and no earlier (they would
+        # read checkpoints of a run dir rank 0 refuses or moves away)
+        result = train(config, run_dir=run_dir, force=force, echo=echo, extra_env=env, on_start=marks.started.touch)
+    except Exception as error:  # known refusals become the command's message and exit code
+        known = error_exit(error)
+        if known is None:
+            raise
+        echo(f"error: {known[0]}")
+        return {"status": "error", "reason": known[0], "exit_code": known[1]}
+    return {"status": result.status, "reason": result.reason, "exit_code": result.exit_code}
+
+
+def run_worker(config: Config, run_dir: Path, env: dict[str, str], marks: Rank0Marks, poll_s: float = 0.5) -> int:
+    """A rank above 0: once rank 0 starts its fairseq, the run's fairseq command in this task, until it ends or
+    rank 0's task has ended. Nothing runs when rank 0 ends without starting (a refused or finished run)."""
+    while not marks.started.exists():
+        if marks.ended.exists():
+            return 0
+        time.sleep(poll_s)
+    launch = plan_run(config, run_dir, env).launch
+    child_env = {**os.environ, **launch.env, **env, "PRELNX_PARENT_PID": str(os.getpid())}  # watches this task
+    process = subprocess.Popen(launch.child_argv(sys.executable), stdin=subprocess.DEVNULL, env=child_env)
+    ended_at = None
+    while process.poll() is None:
+        if ended_at is None and marks.ended.exists():
+            ended_at = time.monotonic()
+        if ended_at is not None and time.monotonic() - ended_at > GRACE_S:
+            process.terminate()  # rank 0 is gone (refused, finished or stopped): nothing to meet any more
+            break
+        time.sleep(poll_s)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()

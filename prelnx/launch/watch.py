@@ -1,0 +1,167 @@
+"""Following a training: the child writes train.log itself; prelnx reads it as it grows.
+
+Each JSON record becomes an event (progress, a validation row written to metrics.jsonl and TensorBoard) and a
+divergence decision; the child's exit becomes a typed `Outcome`. The log is a file the child writes, not a pipe,
+so fairseq's record of every update survives if prelnx dies, and the restart rebuilds what prelnx missed from it
+(records/reconcile.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from prelnx.launch.events import Listener, Progress, RowDone
+from prelnx.records.grain import Grain
+from prelnx.records.metrics import write_metrics
+from prelnx.records.outcome import Divergence, Failure, Outcome, Signal, io_failure
+from prelnx.records.rows import Row, is_bad_loss, parse_record, row_builder
+from prelnx.records.status import write_status
+from prelnx.records.tensorboard import TensorBoardLog, rebuild
+
+# What fairseq's own output says (its wording, not ours): a NaN/Inf it raised on, an exception line, a full disk.
+DIVERGENCE_MARKERS = ("FloatingPointError", "Minimum loss scale reached", "gradients are Nan/Inf")
+EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b[^:]*:")
+DISK_FULL = re.compile(r"\[Errno (?:28|122)\][^:]*:\s*'?([^']*)'?|No space left on device|file write failed")
+DONE_TRAINING = "| fairseq_cli.train | done training in"
+STOP_CODES = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
+
+
+class Watch:
+    """Follows the child's log file: rows, status heartbeats, divergence and I/O failures."""
+
+    def __init__(self, run_dir: Path, grain: Grain, rows: list[Row], listener: Listener,
+                 loss_ceiling: float | None, hparams: dict[str, Any]) -> None:  # fmt: skip
+        self.run_dir, self.grain, self.rows, self.listener = run_dir, grain, rows, listener
+        self.loss_ceiling, self.hparams = loss_ceiling, hparams
+        self.builder = row_builder(grain, last_update=rows[-1]["num_updates"] if rows else 0)
+        walls = [r["wall_seconds"] for r in rows if isinstance(r.get("wall_seconds"), (int, float))]
+        self.wall_before = walls[-1] if walls else 0.0
+        self.started = time.monotonic()
+        self.tail: collections.deque[str] = collections.deque(maxlen=60)
+        self.tensorboard: TensorBoardLog | None = None
+        self.divergence: Divergence | None = None  # prelnx itself stops a diverging run
+        self.fairseq_nan = False  # fairseq raised on NaN/Inf
+        self.stopped = False  # by the user
+        self.io_failed: tuple[Failure, str] | None = None  # prelnx could not write the run dir's files
+        self.done_training = False  # fairseq logged the end of its training (its last checkpoint is saved by then)
+
+    def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
+        """Open TensorBoard (while fairseq starts up), then read the log from `offset` until the child exits (or
+        prelnx stops it). Ctrl-C: `stop` and return."""
+        try:
+            try:
+                rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain)
+                self.tensorboard = TensorBoardLog(self.run_dir, self.grain)
+            except OSError as error:
+                self.io_failed = io_failure(error, self.run_dir)
+                process.terminate()
+                return
+            self._read(process, log_path, offset)
+        except KeyboardInterrupt:
+            self.stopped = True
+            process.terminate()
+
+    def _read(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
+        with open(log_path, errors="replace") as log:
+            log.seek(offset)
+            partial = ""
+            while True:
+                chunk = log.readline()
+                if chunk:
+                    partial += chunk
+                    if not partial.endswith("\n"):
+                        continue
+                    line, partial = partial, ""
+                    self._line(line)
+                    if self.divergence or self.io_failed:
+                        process.terminate()
+                        return
+                    continue
+                if process.poll() is not None:
+                    for line in (partial + log.read()).splitlines():
+                        self._line(line)
+                    return
+                time.sleep(0.1)
+
+    def close(self) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+
+    def _line(self, line: str) -> None:
+        self.tail.append(line.rstrip("\n"))
+        if not self.fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
+            self.fairseq_nan = True  # its traceback follows
+        if DONE_TRAINING in line:
+            self.done_training = True
+        parsed = parse_record(line)
+        if parsed is None:
+            return
+        try:
+            self._record(*parsed)
+        except OSError as error:
+            self.io_failed = io_failure(error, self.run_dir)
+
+    def _record(self, kind: str, record: dict[str, Any]) -> None:
+        if kind == "train_inner":
+            update = int(record.get("num_updates", 0))
+            self.listener(Progress(int(record.get("epoch", 0)), update, record.get("loss"), record.get("lr"),
+                                   record.get("wps")))  # fmt: skip
+            if is_bad_loss(record.get("loss"), self.loss_ceiling):
+                self.divergence = Divergence(Signal.TRAIN_LOSS, update, record.get("loss"))
+        if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
+            update = int(record.get("valid_num_updates", self.builder.last_update))
+            epoch = None if self.grain is Grain.UPDATE else int(record.get("epoch", 0))
+            self.divergence = Divergence(Signal.VALID_LOSS, update, record.get("valid_loss"), epoch)
+        row = self.builder.add(kind, record)
+        if row is not None:
+            row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
+            step = self.grain.step(row)
+            self.rows = [r for r in self.rows if self.grain.step(r) != step] + [row]
+            write_metrics(self.run_dir, self.rows)
+            if self.tensorboard is not None:
+                self.tensorboard.row(row)
+            self.listener(RowDone(row, self.grain))
+        write_status(self.run_dir, "running", update=self.builder.last_update)
+
+    def outcome(self, returncode: int, crash_update: int | None) -> Outcome:
+        """How the attempt ended, once the child has exited."""
+        update = max(self.builder.last_update, crash_update or 0)
+        if self.io_failed:
+            return Outcome("failed", update, self.io_failed[0], detail=self.io_failed[1])
+        if self.divergence:
+            return Outcome("diverged", update, divergence=self.divergence)
+        if self.stopped or returncode in STOP_CODES:
+            return Outcome("interrupted", update, Failure.STOPPED)
+        if returncode == 0:
+            return Outcome("finished", update)
+        if self.done_training:  # e.g. a C++ abort while the interpreter shuts down, after the last save
+            return Outcome("finished", update, Failure.FINISHED_THEN_CRASHED,
+                           detail=f"code {returncode}: {self.last_error()}")  # fmt: skip
+        if self.fairseq_nan:
+            return Outcome("diverged", update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
+        disk = self.disk_full()
+        if disk is not None:
+            return Outcome("failed", update, Failure.DISK_FULL, detail=disk)
+        return Outcome("failed", update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
+
+    def last_error(self) -> str:
+        """The exception a worker raised (not torchrun's summary banner), else the last line of output."""
+        for line in reversed(self.tail):
+            if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line:
+                return line.strip()
+        return next((line.strip() for line in reversed(self.tail) if line.strip() and set(line.strip()) != {"="}), "")
+
+    def disk_full(self) -> str | None:
+        """'no space left on device: <path>' when the child's output says its writes failed for lack of space."""
+        for line in reversed(self.tail):
+            found = DISK_FULL.search(line)
+            if found:
+                path = found.group(1) if found.lastindex and found.group(1) else str(self.run_dir / "checkpoints")
+                return f"no space left on device: {path}"
+        return None

@@ -1,0 +1,74 @@
+"""The fairseq arguments every task shares: dropout, optimizer and lr schedule, batching, device, checkpoints,
+logging and the validation grain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prelnx.config.schema import Config
+
+EPOCH_NEVER = 1_000_000  # an epoch interval no run reaches: fairseq has no "never" for --validate-interval
+
+
+def dropout_argv(config: Config) -> list[str]:
+    m = config.model
+    return ["--dropout", str(m.dropout), "--attention-dropout", str(m.attention_dropout),
+            "--activation-dropout", str(m.activation_dropout)]  # fmt: skip
+
+
+def optimization_argv(config: Config) -> list[str]:
+    """Optimizer and learning-rate schedule (the plugin's warmup_decay), the same for every task."""
+    o, s = config.optimizer, config.schedule
+    argv = ["--optimizer", o.name, "--lr", str(o.lr), "--weight-decay", str(o.weight_decay)]
+    if o.name in ("adam", "radam"):
+        argv += ["--adam-betas", f"({o.betas[0]}, {o.betas[1]})", "--adam-eps", str(o.eps)]
+    else:
+        argv += ["--momentum", str(o.momentum)]
+    argv += [
+        "--lr-scheduler", "warmup_decay",
+        "--warmup-updates", str(s.warmup_updates), "--warmup-init-lr", str(s.warmup_init_lr),
+        "--decay", s.decay,
+    ]  # fmt: skip
+    if s.decay == "step":
+        argv += ["--step-epochs", ",".join(str(e) for e in s.step_epochs), "--step-factor", str(s.step_factor)]
+    if s.decay_start_epoch is not None:
+        argv += ["--decay-start-epoch", str(s.decay_start_epoch)]
+    if s.decay_start_update is not None:
+        argv += ["--decay-start-update", str(s.decay_start_update)]
+    if s.decay == "linear":
+        argv += ["--end-lr", str(s.end_lr)]
+    return argv
+
+
+def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
+    """Batching, length, device, checkpoints, logging and the validation grain, the same for every task."""
+    t, every = config.train, config.eval.every_updates
+    argv = ["--max-tokens", str(t.max_tokens), "--update-freq", str(t.update_freq), "--seed", str(t.seed),
+            "--clip-norm", str(t.clip_norm), "--num-workers", str(t.num_workers)]  # fmt: skip
+    if t.max_epoch is not None:
+        argv += ["--max-epoch", str(t.max_epoch)]
+    if t.max_update is not None:
+        argv += ["--max-update", str(t.max_update)]
+    if not cuda:
+        argv.append("--cpu")
+    if t.precision == "fp16":
+        argv.append("--fp16")
+    elif t.precision == "bf16":
+        argv.append("--bf16")
+
+    argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
+    if every is not None:
+        # Validate and checkpoint every N updates and when training stops, at an epoch's end only when it is the
+        # last (train.max_epoch; fairseq has no "never" for --validate-interval): each validation is a metrics
+        # row, and every checkpoint sits at a validated update (records/grain.py).
+        last_epoch = str(t.max_epoch or EPOCH_NEVER)
+        argv += ["--validate-interval-updates", str(every), "--save-interval-updates", str(every),
+                 "--validate-interval", last_epoch, "--save-interval", last_epoch,
+                 "--no-epoch-checkpoints", "--keep-interval-updates", str(max(1, t.keep_last_epochs))]  # fmt: skip
+        if t.keep_every_updates is not None:  # stages kept for fine-tuning (prelnx finetune --checkpoint stages)
+            argv += ["--keep-interval-updates-pattern", str(t.keep_every_updates)]
+    elif t.keep_last_epochs == 0:
+        argv.append("--no-epoch-checkpoints")
+    else:
+        argv += ["--keep-last-epochs", str(t.keep_last_epochs)]
+    return argv

@@ -1,0 +1,95 @@
+"""Where a config's data is, and why it cannot be trained on (not prepared, damaged): read-only checks.
+
+Generating the synthetic task is done by the launch (`prelnx.launch.prepare.ensure_data`), which writes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from prelnx.config.schema import Config
+from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, longest_sentence
+from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_LANGUAGES
+from prelnx.data.synthetic import SyntheticTask
+
+
+class DataNotReady(ValueError):
+    """The configured data folder is missing or not binarized; the message says how to prepare it."""
+
+
+def data_home() -> Path:
+    return Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx"))
+
+
+def languages(config: Config) -> tuple[str, str]:
+    default = DEFAULT_LANGUAGES.get(config.data.dataset, ("src", "tgt"))
+    return config.data.source_lang or default[0], config.data.target_lang or default[1]
+
+
+def data_dir(config: Config) -> Path:
+    """Where the binarized data is (or, for synthetic, will be cached)."""
+    if config.data.path is not None:
+        return Path(config.data.path).expanduser()
+    if config.data.dataset == "synthetic":
+        return synthetic_dir(config.task, config.data.synthetic)
+    return DEFAULT_DATA_DIRS.get(config.data.dataset, Path("data-bin") / config.data.dataset)
+
+
+SYNTHETIC_KINDS = {"translation": "synthetic", "masked_lm": "synthetic-text", "sentence_prediction": "synthetic-pairs"}
+
+
+def synthetic_dir(task: str, synthetic: SyntheticTask) -> Path:
+    """Where a task's synthetic data is cached: one folder per kind and generator settings."""
+    return data_home() / f"{SYNTHETIC_KINDS[task]}-{synthetic.fingerprint()}"
+
+
+def data_problem(config: Config) -> str | None:
+    """Why the config's data cannot be trained on (not prepared, damaged), or None. Generates nothing."""
+    folder = data_dir(config)
+    if config.task == "sentence_prediction":
+        from prelnx.data.pairs import pairs_problem
+
+        return pairs_problem(folder, generated=config.data.dataset == "synthetic")
+    if config.task == "masked_lm":
+        if config.data.dataset == "synthetic" and not (folder / "dict.txt").is_file():
+            return None  # generated on demand
+        if not (folder / "dict.txt").is_file() or not (folder / "train.idx").is_file():
+            return (f"data.path: {folder} holds no binarized text for masked_lm (needs dict.txt, train.bin/.idx, "
+                    f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
+                    f"(see README, 'BERT') and point data.path at the output folder.")  # fmt: skip
+        try:
+            check_monolingual(folder)
+        except DataDamaged as error:
+            return str(error)
+        return long_lines_problem(config, folder)
+    source, target = languages(config)
+    if config.data.dataset == "synthetic" and not (folder / f"dict.{source}.txt").is_file():
+        return None  # generated on demand
+    missing = [name for name in (f"dict.{source}.txt", f"dict.{target}.txt") if not (folder / name).is_file()]
+    if missing:
+        return (
+            f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
+            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see README, 'Data') and point data.path "
+            f"at the output folder."
+        )
+    try:
+        check_binarized(folder, source, target)
+    except DataDamaged as error:
+        return str(error)
+    return None
+
+
+def long_lines_problem(config: Config, folder: Path) -> str | None:
+    """sample_break_mode complete packs whole lines: one longer than a sample makes fairseq's validation fail."""
+    d = config.data
+    if d.sample_break_mode != "complete":
+        return None
+    for split in ("train", "valid"):
+        longest = longest_sentence(folder / split)
+        if longest is not None and longest > d.tokens_per_sample - 1:
+            return (f"{folder / split}.bin: a line of {longest} tokens (end of line included) does not fit in a "
+                    f"sample of data.tokens_per_sample {d.tokens_per_sample} (with its start token); set "
+                    f"data.tokens_per_sample to at least {longest + 1}, or data.sample_break_mode: none to cut the "
+                    f"text into samples across lines")  # fmt: skip
+    return None

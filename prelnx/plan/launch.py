@@ -1,0 +1,115 @@
+"""Config -> the launch of one run: the exact `fairseq-train` argv (saved as command.txt, runnable by hand), its
+workers, threads, environment and batch. `plan_run` is the one call every launcher makes.
+
+A pure function of the config and the environment it is given: what ran is what command.txt says. A task is one
+planner module, registered by name in TASK_PLANNERS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from prelnx.config.schema import Config
+from prelnx.plan.common import optimization_argv, run_argv
+from prelnx.plan.data import data_dir
+from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
+from prelnx.plan.parallel import Parallel, describe_batch, resolve, with_effective_batch
+from prelnx.plan.translation import translation_argv
+
+# task -> its planner: (config, data folder) -> the task's, model's and criterion's arguments
+TASK_PLANNERS: dict[str, Callable[[Config, Path], list[str]]] = {
+    "translation": translation_argv,
+    "masked_lm": masked_lm_argv,
+    "sentence_prediction": sentence_prediction_argv,
+}
+
+
+def use_cuda(config: Config) -> bool:
+    if config.train.device == "cpu":
+        return False
+    import torch
+
+    available = torch.cuda.is_available()
+    if config.train.device == "cuda" and not available:
+        raise ValueError("train.device: cuda, but torch sees no GPU; use device: cpu or auto")
+    return available
+
+
+def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> list[str]:
+    """The `fairseq-train` arguments (without the program name) of one worker of this config."""
+    return TASK_PLANNERS[config.task](config, data) + optimization_argv(config) + run_argv(config, save_dir, cuda=cuda)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How the run's child process is started."""
+
+    argv: list[str]  # fairseq-train arguments
+    env: dict[str, str]  # additions to the environment
+    threads: int  # torch threads per worker
+    launcher: list[str] = field(default_factory=list)  # torchrun's arguments for several workers; [] for one
+    batch: str = ""  # how the batch per update is made up (parallel.describe_batch)
+    # srun's arguments when the workers are Slurm tasks (`prelnx train --executor slurm`): each task runs the
+    # plain child command itself (rank 0 under prelnx); only command.txt shows them
+    slurm_tasks: list[str] = field(default_factory=list)
+
+    def child_argv(self, python: str) -> list[str]:
+        """The command prelnx runs: fairseq's train module, under torchrun for several workers."""
+        if self.launcher:
+            return [python, "-u", "-m", "torch.distributed.run", *self.launcher, "-m", "fairseq_cli.train", *self.argv]
+        return [python, "-u", "-m", "fairseq_cli.train", *self.argv]
+
+    def command_line(self) -> str:
+        """The plain command, with the environment it needs, as saved in command.txt (runnable by hand)."""
+        env = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items()))
+        program = f"torchrun {shlex.join(self.launcher)} -m fairseq_cli.train" if self.launcher else "fairseq-train"
+        if self.slurm_tasks:  # inside an allocation of that shape (sbatch/salloc)
+            program = f"srun {shlex.join(self.slurm_tasks)} {program}"
+        return f"{env} {program} {shlex.join(self.argv)}".strip()
+
+    def command_file(self) -> str:
+        """command.txt: how the batch is made up, then the command."""
+        return f"# {self.batch}\n{self.command_line()}\n"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a launcher needs for one run: the config as it trains (update_freq resolved for its workers),
+    its data folder, run dir and launch."""
+
+    config: Config
+    data: Path
+    run_dir: Path
+    launch: Launch
+    parallel: Parallel
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.run_dir / "checkpoints"
+
+
+def plan_run(config: Config, run_dir: Path, env: dict[str, str] | None = None) -> RunPlan:
+    """The run of `config` in `run_dir` on this machine. `env`: the run's own environment additions (a sweep's
+    CUDA_VISIBLE_DEVICES, a Slurm task's rendezvous port). Raises ValueError (BatchError) for a batch or worker
+    request this machine cannot meet."""
+    cuda = use_cuda(config)
+    parallel = resolve(config, cuda, env)
+    config = with_effective_batch(config, parallel)  # update_freq from train.effective_batch_tokens
+    threads = parallel.threads(config.train.threads)
+    data = data_dir(config)
+    argv = fairseq_argv(config, data, run_dir / "checkpoints", cuda=cuda) + parallel.fairseq_argv()
+    launch = Launch(argv, {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}, threads,
+                    parallel.launcher(), describe_batch(config, parallel), parallel.slurm_tasks())  # fmt: skip
+    return RunPlan(config, data, run_dir, launch, parallel)
+
+
+def with_threads(config: Config, threads: int) -> Config:
+    """`threads` for the run, shared by its data-parallel workers (unless train.threads is set)."""
+    if config.train.threads is not None:
+        return config
+    per_worker = max(1, threads // (config.train.processes or 1))
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=per_worker))

@@ -1,0 +1,20 @@
+"""Where the fairseq plugin (`prelnx_fairseq_plugin`, fairseq's --user-dir) is, found without importing it.
+
+Importing the plugin would import fairseq (4 s) and register its parts; the planner only needs its folder for
+`--user-dir`, and the records only its `safe_loading.py` file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+
+def _plugin_dir() -> Path:
+    spec = importlib.util.find_spec("prelnx_fairseq_plugin")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("prelnx_fairseq_plugin is not installed; reinstall prelnx (pip install -e .)")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+PLUGIN_DIR = _plugin_dir()

@@ -1,0 +1,46 @@
+"""Whether a run dir holds the run of a config: its saved config.yaml compared with the config, minus the keys that
+change how a run executes but not what it computes. Also the config as TensorBoard hparams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from prelnx.config.load import config_from_dict, config_to_dict, flatten_values
+from prelnx.config.schema import Config
+
+# Keys that change how a run executes but not what it computes: they may differ when a run is resumed.
+# With train.effective_batch_tokens, workers (processes, nodes) and the derived update_freq are execution too:
+# the batch per update stays the same (a resume on other hardware runs the same optimisation).
+EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling",
+                  "train.keep_every_updates"}
+BATCH_KEYS = {"train.processes", "train.nodes", "train.update_freq"}
+CONFIG_NAME = "config.yaml"
+
+
+def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
+    """Keys whose values differ between a run dir's config.yaml and `current` (execution-only keys ignored)."""
+    try:  # today's defaults filled in (and renamed keys followed): a key a newer prelnx added is no difference
+        saved = config_to_dict(config_from_dict(saved, CONFIG_NAME))
+    except ValueError:
+        pass
+    old, new = flatten_values(saved), flatten_values(config_to_dict(current))
+    ignored = EXECUTION_KEYS | (BATCH_KEYS if current.train.effective_batch_tokens is not None else set())
+    keys = sorted((set(old) | set(new)) - ignored)
+    return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in keys if old.get(key) != new.get(key)]
+
+
+def saved_differences(run_dir: Path, config: Config) -> list[str] | None:
+    """The differences with the run dir's config.yaml; None when the run dir holds no run yet."""
+    saved = run_dir / CONFIG_NAME
+    if not saved.is_file():
+        return None
+    return config_differences(yaml.safe_load(saved.read_text()) or {}, config)
+
+
+def hparams_of(config: Config) -> dict[str, Any]:
+    """The config as TensorBoard hparams (scalars and strings only)."""
+    flat = flatten_values(config_to_dict(config))
+    return {key: value if isinstance(value, (int, float, str, bool)) else str(value) for key, value in flat.items()}

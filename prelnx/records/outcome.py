@@ -1,0 +1,89 @@
+"""How an attempt at a run ended, as values: the status, the update reached, the kind of failure, the divergence
+and where it was seen. `reason()` renders the one sentence status.json and the console show; no code decides
+anything from that sentence (rewording it changes no recorded status or update).
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from prelnx.atomic import io_reason
+
+Status = Literal["running", "finished", "diverged", "failed", "interrupted"]
+TERMINAL: tuple[Status, ...] = ("finished", "diverged")  # a re-run of these trains nothing (unless --force)
+
+
+class Failure(enum.Enum):
+    """Why a run ended `failed` or `interrupted` (status.json's `failure`)."""
+
+    DISK_FULL = "disk_full"  # no space left, or a quota, while prelnx or fairseq wrote the run dir
+    IO = "io"  # another error writing or reading the run dir (permissions, a vanished folder)
+    CRASH = "crash"  # fairseq exited with an error of its own
+    STOPPED = "stopped"  # stopped by the user (Ctrl-C, SIGTERM, a scheduler)
+    UNREADABLE_CHECKPOINT = "unreadable_checkpoint"  # trained, but its last checkpoint cannot be read
+    FINISHED_THEN_CRASHED = "finished_then_crashed"  # fairseq saved its last checkpoint, then exited with an error
+
+
+class Signal(enum.Enum):
+    """What showed a divergence."""
+
+    TRAIN_LOSS = "train loss"  # a non-finite (or past train.loss_ceiling) progress loss: prelnx stopped the run
+    VALID_LOSS = "valid loss"  # a non-finite validation loss: prelnx stopped the run
+    FAIRSEQ_NAN = "fairseq nan"  # fairseq itself raised on NaN/Inf gradients (FloatingPointError)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    signal: Signal
+    update: int  # the update at which it was seen
+    value: float | None = None
+    epoch: int | None = None  # for a validation at the epoch grain: its epoch
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    update: int  # the last update trained
+    failure: Failure | None = None
+    divergence: Divergence | None = None
+    detail: str = ""  # for people only: the path of an I/O failure, fairseq's last error line
+
+    def reason(self) -> str:
+        return render_reason(self)
+
+    def record(self) -> dict[str, object]:
+        """status.json's fields for this outcome (reason rendered; failure and divergence as values)."""
+        found: dict[str, object] = {"reason": self.reason()}
+        if self.failure is not None:
+            found["failure"] = self.failure.value
+        if self.divergence is not None:
+            found["diverged_at"] = self.divergence.update
+            found["divergence"] = self.divergence.signal.value
+        return found
+
+
+def render_reason(outcome: Outcome) -> str:
+    """The sentence of an outcome (the only wording of it)."""
+    d, f = outcome.divergence, outcome.failure
+    if d is not None:
+        if d.signal is Signal.FAIRSEQ_NAN:
+            return f"fairseq stopped on NaN/Inf after update {d.update}"
+        where = f"epoch {d.epoch} (after update {d.update})" if d.epoch is not None else f"update {d.update}"
+        return f"{d.signal.value} {d.value} at {where}"
+    if f is Failure.STOPPED:
+        return "stopped by the user; run the same command again to resume"
+    if f is Failure.UNREADABLE_CHECKPOINT:
+        return f"the last checkpoint cannot be read ({outcome.detail}); run again"
+    if f is Failure.FINISHED_THEN_CRASHED:
+        return f"fairseq finished training, then exited with {outcome.detail}"
+    return outcome.detail
+
+
+def io_failure(error: OSError, near: Path | str | None = None) -> tuple[Failure, str]:
+    """The kind of an I/O error and its wording (`no space left on device: <path>`)."""
+    kind = Failure.DISK_FULL if error.errno in (errno.ENOSPC, errno.EDQUOT) else Failure.IO
+    return kind, io_reason(error, near)

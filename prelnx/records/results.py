@@ -1,0 +1,74 @@
+"""A run's results as every reader sees them (the runner's final status.json, a sweep's summary, plots, the
+report): one rule for best and final values, and the sweep index (`sweep.json`) that lists a sweep's runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from prelnx.records.metrics import read_metrics
+from prelnx.records.status import read_status
+
+
+def finite(values: Iterable[Any]) -> list[float]:
+    """The finite numbers among `values` (a diverged row's nan/inf is no result; bools are no numbers)."""
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+
+
+def best_and_final(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """best_valid_loss (lowest finite), best_valid_bleu (highest finite), final_valid_loss (the last row's, as
+    recorded: nan when the run ended diverging)."""
+    losses = finite(r.get("valid_loss") for r in rows)
+    bleus = finite(r.get("valid_bleu") for r in rows)
+    return {
+        "best_valid_loss": min(losses) if losses else None,
+        "best_valid_bleu": max(bleus) if bleus else None,
+        "final_valid_loss": rows[-1].get("valid_loss") if rows else None,
+    }
+
+
+def run_results(run_dir: Path) -> dict[str, Any]:
+    """A run's status and results from its files (`pending` when it has no status.json yet)."""
+    status = read_status(run_dir) or {}
+    rows = read_metrics(run_dir)
+    test_path = run_dir / "eval" / "test.json"
+    test = json.loads(test_path.read_text()) if test_path.is_file() else {}
+    return {
+        "test_bleu_tokenized": test.get("bleu_tokenized"),
+        "test_sacrebleu": test.get("sacrebleu"),
+        "status": status.get("status", "pending"),
+        "update": status.get("update"),
+        "reason": status.get("reason", ""),
+        **best_and_final(rows),
+        "epochs": rows[-1]["epoch"] if rows else 0,  # epochs trained (rows are per epoch or per validation)
+        "updates": rows[-1].get("num_updates") if rows else None,
+        "wall_seconds": rows[-1].get("wall_seconds") if rows else None,
+    }
+
+
+SWEEP_INDEX = "sweep.json"
+
+
+def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The sweep's runs as saved by `prelnx sweep` (sweep.json): [{"name", "overrides"}]."""
+    index = sweep_dir / SWEEP_INDEX
+    if not index.is_file():
+        return []
+    try:
+        return json.loads(index.read_text())["runs"]
+    except (json.JSONDecodeError, KeyError, TypeError, OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
+                         f"sweep again to rewrite it") from None  # fmt: skip
+
+
+SUMMARY_LOCK = ".summary.lock"  # held while a sweep's summary and report are rewritten (two sweeps may share a folder)
+
+
+def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per run of a sweep: its name and overrides, then its results (records only; nothing is written)."""
+    points = read_points(sweep_dir)
+    keys = list(dict.fromkeys(key for point in points for key in point["overrides"]))
+    return [{"run": point["name"], **{key: point["overrides"].get(key) for key in keys},
+             **run_results(sweep_dir / point["name"])} for point in points]  # fmt: skip

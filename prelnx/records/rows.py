@@ -1,0 +1,160 @@
+"""The metrics row (one type, `Row`), and turning fairseq's `--log-format json` lines into rows.
+
+fairseq prints, per epoch: `train_inner` records every --log-interval updates, then the `valid` record, then the
+epoch's `train` summary. At the epoch grain a row is complete when the `train` summary arrives; at the update
+grain (records/grain.py) each `valid` record ends a row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from prelnx.records.grain import Grain
+
+_RECORD = re.compile(r"\|\s*(train_inner|train|valid)\s*\|\s*(\{.*\})\s*$")
+
+
+class Row(TypedDict, total=False):
+    """One line of metrics.jsonl: a validation, with the training since the previous one. A value prelnx does not
+    know is None (absent), never a stale one."""
+
+    epoch: int
+    num_updates: int
+    lr: float | None  # the learning rate at num_updates
+    train_loss: float | None
+    train_nll_loss: float | None
+    valid_loss: float | None
+    valid_nll_loss: float | None
+    valid_ppl: float | None
+    valid_bleu: float | None
+    valid_accuracy: float | None  # sentence_prediction (fine-tuning), in %
+    wall_seconds: float | None
+    from_log: bool  # rebuilt from train.log by the reconciliation
+
+
+VALID_FIELDS = ("valid_loss", "valid_nll_loss", "valid_ppl", "valid_bleu", "valid_accuracy")
+TRAIN_FIELDS = ("lr", "train_loss", "train_nll_loss")
+
+
+def make_row(epoch: int, num_updates: int, **values: Any) -> Row:
+    """A row with every field of the type, None where `values` does not say."""
+    row: dict[str, Any] = {"epoch": int(epoch), "num_updates": int(num_updates)}
+    row.update({key: values.get(key) for key in TRAIN_FIELDS + VALID_FIELDS})
+    row.update({key: value for key, value in values.items() if key not in row})
+    return row  # type: ignore[return-value]
+
+
+def valid_values(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: record.get(key) for key in VALID_FIELDS}
+
+
+def parse_record(line: str) -> tuple[str, dict[str, Any]] | None:
+    """`... | valid | {"epoch": 1, ...}` -> ("valid", {...}) with numbers as floats; other lines -> None."""
+    match = _RECORD.search(line)
+    if match is None:
+        return None
+    try:
+        raw = json.loads(match.group(2))
+    except json.JSONDecodeError:
+        return None
+    return match.group(1), {key: _number(value) for key, value in raw.items()}
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def is_bad_loss(value: Any, ceiling: float | None) -> bool:
+    if not isinstance(value, (int, float)):
+        return False
+    return not math.isfinite(value) or (ceiling is not None and value > ceiling)
+
+
+@dataclass
+class EpochRows:
+    """Accumulates records into per-epoch rows."""
+
+    pending: dict[str, Any] = field(default_factory=dict)
+    last_update: int = 0
+    last_lr: float | None = None
+
+    def add(self, kind: str, record: dict[str, Any]) -> Row | None:
+        """Feed one record; returns a finished row when an epoch ends."""
+        if kind == "train_inner":
+            self.last_update = int(record.get("num_updates", self.last_update))
+            self.last_lr = record.get("lr", self.last_lr)
+            return None
+        if kind == "valid":
+            self.pending = {"epoch": int(record["epoch"]),
+                            "num_updates": int(record.get("valid_num_updates", self.last_update)),
+                            **valid_values(record)}  # fmt: skip
+            self.last_update = self.pending["num_updates"]
+            return None
+        if kind == "train":
+            epoch = int(record["epoch"])
+            valid = self.pending if self.pending.get("epoch") == epoch else {}
+            row = make_row(epoch, int(record.get("train_num_updates", self.last_update)),
+                           lr=record.get("train_lr", self.last_lr), train_loss=record.get("train_loss"),
+                           train_nll_loss=record.get("train_nll_loss"),
+                           **{key: valid.get(key) for key in VALID_FIELDS})  # fmt: skip
+            self.pending = {}
+            self.last_update = row["num_updates"]
+            return row
+        return None
+
+    def pending_row(self) -> Row | None:
+        """The epoch whose validation is known but not its train summary (a kill between the two), as a row."""
+        if not self.pending:
+            return None
+        values = {k: v for k, v in self.pending.items() if k not in ("epoch", "num_updates")}
+        return make_row(self.pending["epoch"], self.pending["num_updates"], lr=self.last_lr, **values)
+
+
+@dataclass
+class UpdateRows:
+    """Accumulates records into one row per validation (eval.every_updates: the update grain).
+
+    fairseq validates every N updates and when training stops; each `valid` record ends a row carrying its epoch
+    and update, the mean train loss of the progress records since the previous row, and the lr of the progress
+    record at the row's own update (absent when fairseq logged none there: never an earlier update's lr). The
+    epoch summaries (`train`) are not rows at this grain.
+    """
+
+    last_update: int = 0
+    lr_at: tuple[int, float] | None = None  # (update, lr) of the last progress record
+    losses: list[float] = field(default_factory=list)
+
+    def add(self, kind: str, record: dict[str, Any]) -> Row | None:
+        if kind == "train_inner":
+            update = int(record.get("num_updates", self.last_update))
+            if update < self.last_update:
+                self.losses = []  # a later attempt redoing updates (train.log holds every attempt): not averaged in
+            self.last_update = update
+            if isinstance(record.get("lr"), float):
+                self.lr_at = (update, record["lr"])
+            if isinstance(record.get("loss"), float):
+                self.losses.append(record["loss"])
+            return None
+        if kind != "valid":
+            return None
+        self.last_update = int(record.get("valid_num_updates", self.last_update))
+        lr = self.lr_at[1] if self.lr_at is not None and self.lr_at[0] == self.last_update else None
+        row = make_row(int(record["epoch"]), self.last_update, lr=lr,
+                       train_loss=round(sum(self.losses) / len(self.losses), 3) if self.losses else None,
+                       **valid_values(record))  # fmt: skip
+        self.losses = []
+        return row
+
+
+def row_builder(grain: Grain, last_update: int = 0) -> EpochRows | UpdateRows:
+    """The accumulator of a run's grain."""
+    return UpdateRows(last_update=last_update) if grain is Grain.UPDATE else EpochRows(last_update=last_update)

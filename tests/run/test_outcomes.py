@@ -1,0 +1,83 @@
+"""Outcomes are values: no recorded status or update depends on how a message is worded, and a checkpoint that
+already holds the whole budget is recorded finished without fairseq training one update more."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prelnx.config.load import load_config
+from prelnx.launch.local import train
+from prelnx.records import outcome as outcome_module
+from prelnx.records.checkpoints import checkpoint_info
+from prelnx.records.metrics import read_metrics
+from prelnx.records.outcome import Divergence, Failure, Outcome, Signal
+from prelnx.records.status import write_status
+from tests.run.test_faults import small_disk  # noqa: F401 - the fixture (a small tmpfs)
+
+pytestmark = pytest.mark.slow
+KEPT = ("status", "update", "failure", "diverged_at", "divergence")
+
+
+def status_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "status.json").read_text())
+
+
+def ended(config, run_dir: Path) -> dict:
+    train(config, run_dir=run_dir, on_event=lambda event: None)
+    return status_of(run_dir)
+
+
+def test_rewording_the_disk_full_and_divergence_messages_changes_no_recorded_status(tiny_config_file, tmp_path,
+                                                                                      small_disk, monkeypatch):  # fmt: skip
+    diverging, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}))
+    tiny, _ = load_config(tiny_config_file())
+    disk = small_disk("600k")  # room for the logs and records, not for a checkpoint of the tiny model
+    as_said = {"diverged": ended(diverging, tmp_path / "a"), "full": ended(tiny, disk / "a")}
+    shutil.rmtree(disk / "a")  # the disk as empty as it was
+    monkeypatch.setattr(outcome_module, "render_reason", lambda outcome: "REWORDED")
+    monkeypatch.setattr(outcome_module, "io_reason", lambda error, near=None: "REWORDED")
+    reworded = {"diverged": ended(diverging, tmp_path / "b"), "full": ended(tiny, disk / "b")}
+
+    assert as_said["diverged"]["status"] == "diverged" and as_said["diverged"]["diverged_at"] >= 1
+    assert as_said["full"]["status"] == "failed" and as_said["full"]["failure"] == "disk_full"
+    assert as_said["full"]["reason"].startswith("no space left on device: ")
+    for case in ("diverged", "full"):
+        assert reworded[case]["reason"] == "REWORDED"
+        assert {k: reworded[case].get(k) for k in KEPT} == {k: as_said[case].get(k) for k in KEPT}, case
+
+
+def test_reasons_are_rendered_from_the_values():
+    valid = Outcome("diverged", 150, divergence=Divergence(Signal.VALID_LOSS, 150, float("nan"), epoch=3))
+    assert valid.reason() == "valid loss nan at epoch 3 (after update 150)"
+    assert valid.record() == {"reason": valid.reason(), "diverged_at": 150, "divergence": "valid loss"}
+    nan = Outcome("diverged", 37, divergence=Divergence(Signal.FAIRSEQ_NAN, 37))
+    assert nan.reason() == "fairseq stopped on NaN/Inf after update 37"
+    stopped = Outcome("interrupted", 5, Failure.STOPPED)
+    assert stopped.record()["failure"] == "stopped" and "run the same command again" in stopped.reason()
+
+
+@pytest.mark.parametrize("budget", [{"max_update": 7, "max_epoch": None}, {"max_epoch": 2}])
+def test_a_checkpoint_that_holds_the_whole_budget_is_finished_without_training_more(tiny_config_file, tmp_path,
+                                                                                    budget):  # fmt: skip
+    config, _ = load_config(tiny_config_file(train=budget))
+    run_dir = tmp_path / "run"
+    first = train(config, run_dir=run_dir, on_event=lambda event: None)
+    assert first.status == "finished"
+    trained = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt")
+    rows = read_metrics(run_dir)
+    # prelnx killed after fairseq saved its last checkpoint, before `finished` was recorded
+    write_status(run_dir, "running", update=trained.update)
+    log_before = (run_dir / "train.log").read_text()
+
+    said: list[str] = []
+    again = train(config, run_dir=run_dir, echo=said.append)
+
+    assert again.status == "finished" and again.update == trained.update, said
+    assert checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").update == trained.update
+    assert (run_dir / "train.log").read_text() == log_before  # fairseq was not started again
+    assert read_metrics(run_dir) == rows and status_of(run_dir)["status"] == "finished"
+    assert any("already holds the whole budget" in line for line in said), said

@@ -1,0 +1,138 @@
+"""The house's rule, checked on the code: imports only go down the layers, and no module imports itself back.
+
+Every `import` in prelnx/ is read (function-level ones too) with Python's own parser. A folder may import its own
+modules and those of the layers below it; a folder importing one of its own layer or above fails, and so does an
+import cycle between modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
+
+# Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
+LAYERS: list[set[str]] = [
+    {"atomic", "quiet", "plugin_path"},  # helpers: know nothing of prelnx
+    {"data"},  # datasets: never reads a config, never trains
+    {"config"},  # the YAML vocabulary: never touches a run
+    {"records"},  # run-dir files: never starts a process, never builds an argv
+    {"plan"},  # config -> argv, workers, launch plan: never writes, never starts
+    {"launch"},  # the only code that starts or stops a training process
+    {"sweep", "evaluate", "finetune"},  # work over several runs or one finished run
+    {"plots"},  # draw runs read through the records
+    {"report"},  # the paper's claims (paper.yaml) and the verdicts on a sweep: never trains
+    {"analysis"},  # studies in this process (gradients at init, theory): never records a run
+    {"commands"},  # one command each: parse, call one function, render errors
+    {"cli", "run"},  # the app (and `run`: legacy module paths for pickled Slurm jobs only)
+]
+LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> dict[str, set[str]]:
+    """module -> the prelnx modules it imports (anywhere in its code)."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    found: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            for name in names:
+                while name and name not in files:
+                    name = name.rpartition(".")[0]
+                if name and name != module and name.startswith("prelnx"):
+                    targets.add(name)
+        found[module] = targets
+    return found
+
+
+def folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_folder_is_in_a_layer():
+    folders = {folder(m) for m in imports()} - {""}
+    assert folders <= set(LAYER_OF), f"folders in no layer: {sorted(folders - set(LAYER_OF))}"
+
+
+def test_imports_only_go_down():
+    upward = []
+    for module, targets in imports().items():
+        here = folder(module)
+        for target in targets:
+            there = folder(target)
+            if not there or there == here:
+                continue  # the package itself (prelnx/__init__), or the folder's own modules
+            if LAYER_OF[there] >= LAYER_OF[here]:
+                upward.append(f"{module} imports {target} ({there} is not below {here})")
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_import_cycle():
+    graph = {m: {t for t in targets if t in imports_cache()} for m, targets in imports_cache().items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+_CACHE: dict[str, set[str]] = {}
+
+
+def imports_cache() -> dict[str, set[str]]:
+    if not _CACHE:
+        _CACHE.update(imports())
+    return _CACHE
+
+
+@pytest.mark.parametrize("module", sorted(imports()))
+def test_no_module_is_too_long(module):
+    path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+    if not path.is_file():
+        path = PACKAGE.parent / module.replace(".", "/") / "__init__.py"
+    assert len(path.read_text().splitlines()) <= 350, f"{path}: over 350 lines; split it by job"
