@@ -47,11 +47,11 @@ def _group(
     """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
 
 
-# The one-line summaries `prelnx --help` lists (each command's docstring is its full help). Short enough for an
-# 80-column terminal: click would otherwise cut the docstring's first sentence with "...".
+# The one-line summaries `prelnx --help` lists (each command's docstring is its full help): whole, where click would
+# cut the docstring's first sentence with "...", and at most 66 characters, one line on an 80-column terminal.
 SHORT_HELP = {
-    "train": "Train (or resume) a Post-LN or Pre-LN run: translation or masked LM.",
-    "sweep": "Train every point of a grid (warm-up x lr x ...), here or on Slurm.",
+    "train": "Train or resume a Post-LN or Pre-LN run (translation, masked LM).",
+    "sweep": "Train each point of a grid (warm-up x lr x ...), here or on Slurm.",
     "plot": "Plot valid loss, BLEU and lr of runs; a warm-up x lr BLEU heatmap.",
     "evaluate": "Test-set BLEU of a run: tokenized (as in the paper) and SacreBLEU.",
     "grads": "Gradient norms of each FFN at initialisation (paper's Figure 3).",
