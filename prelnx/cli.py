@@ -51,7 +51,7 @@ def _group(
 # cut the docstring's first sentence with "...", and at most 66 characters, one line on an 80-column terminal.
 SHORT_HELP = {
     "train": "Train or resume a Post-LN or Pre-LN run (translation, masked LM).",
-    "sweep": "Train each point of a grid (warm-up, lr, layout, seed), here or Slurm.",
+    "sweep": "Train every point of a grid of settings, here or on Slurm.",
     "plot": "Plot valid loss, BLEU and lr of runs; a warm-up x lr BLEU heatmap.",
     "evaluate": "Test-set BLEU of a run: tokenized (as in the paper) and SacreBLEU.",
     "grads": "Gradient norms of each FFN at initialisation (paper's Figure 3).",
