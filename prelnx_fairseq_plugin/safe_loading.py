@@ -31,20 +31,25 @@ class CheckpointRefused(pickle.UnpicklingError):
 
 MIN_TORCH = (2, 10)  # pyproject.toml's floor says the same
 ADVISORIES = (
-    "CVE-2025-32434 (torch.load with weights_only=True runs code, fixed in torch 2.6.0), "
-    "CVE-2026-24747 (its weights_only unpickler can corrupt memory, fixed in torch 2.10.0)"
+    "CVE-2025-32434: torch.load with weights_only=True can run code, fixed in 2.6.0; "
+    "CVE-2026-24747: its weights_only unpickler can corrupt memory, fixed in 2.10.0"
 )
 
 
-def _release(version: str) -> tuple[int, ...]:
-    """`2.10.0a0+git1234` -> (2, 10, 0)."""
-    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+def _release(version: str) -> tuple[int, int, int, int]:
+    """`2.10.1+cpu` -> (2, 10, 1, 0); a pre-release, `2.10.0a0+git1234`, -> (2, 10, 0, -1): it comes before
+    2.10.0 and may lack its fixes. A version that cannot be read counts as the oldest."""
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?([^+]*)", version)
+    if not found:
+        return (0, 0, 0, 0)
+    major, minor, patch, rest = found.groups()
+    return (int(major), int(minor), int(patch or 0), -1 if re.search(r"[a-z]", rest, re.IGNORECASE) else 0)
 
 
 def torch_refusal(source: object) -> str | None:
     """Why no checkpoint may be loaded with this process's torch, naming `source`; None when its torch is recent enough."""
     version = str(torch.__version__)
-    if _release(version) >= MIN_TORCH:
+    if _release(version) >= (*MIN_TORCH, 0, 0):
         return None
     floor = ".".join(map(str, MIN_TORCH))
     return (
