@@ -47,7 +47,7 @@ def _release(version: str) -> tuple[int, int, int, int]:
 
 
 def torch_refusal(source: object) -> str | None:
-    """Why no checkpoint may be loaded with this process's torch, naming `source`; None when its torch is recent enough."""
+    """Why no checkpoint may be loaded with this process's torch, naming `source`; None when that torch is recent."""
     version = str(torch.__version__)
     if _release(version) >= (*MIN_TORCH, 0, 0):
         return None

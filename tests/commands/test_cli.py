@@ -67,14 +67,16 @@ def test_a_bad_lr_is_reported_once_not_again_through_the_keys_it_bounds():
     assert result.output == "error: invalid config:\n  --set optimizer.lr=-1: optimizer.lr: must be > 0, got -1.0\n"
     result = runner.invoke(app, ["train", "--config", "demo/preln_nowarmup.yaml", "--set", "schedule.warmup_init_lr=-1",
                                  "--dry-run"])  # fmt: skip
-    assert result.exit_code == 2 and "schedule.warmup_init_lr: must be in [0, optimizer.lr=0.002], got -1" in result.output
+    assert result.exit_code == 2
+    assert "schedule.warmup_init_lr: must be in [0, optimizer.lr=0.002], got -1" in result.output
 
 
 def test_refusals_of_paths_and_keys_are_one_line_with_a_suggestion(tmp_path):
     result = runner.invoke(app, ["train", "--config", "demo/preln_nowarmpu.yaml", "--dry-run"])
     assert result.exit_code == 2 and "no such config file" in result.output
     assert "did you mean" in result.output and "demo/preln_nowarmup.yaml" in result.output
-    result = runner.invoke(app, ["train", "--config", "demo/preln_nowarmup.yaml", "--set", "optimizer.learning_rate=1e-3"])
+    result = runner.invoke(app, ["train", "--config", "demo/preln_nowarmup.yaml", "--set",
+                                 "optimizer.learning_rate=1e-3"])  # fmt: skip
     assert result.exit_code == 2 and "did you mean optimizer.lr?" in result.output
     secret = tmp_path / "secret"
     secret.write_text("alice:$6$saltsalt$hashhashhash:19000:0:99999:7:::\n")

@@ -90,9 +90,9 @@ def test_a_base_that_is_not_a_config_is_refused_without_echoing_it(tmp_path):
         with pytest.raises(ConfigError) as error:
             load_config(given)
         message = str(error.value)
-        assert message == (f"{shadow}: not a prelnx config: expected a YAML mapping with keys such as base, name, task, "
-                           f"data, model, optimizer, schedule, train, eval, finetune, but its top-level keys are not "
-                           f"such names (its content is not shown){via}")  # fmt: skip
+        assert message == (f"{shadow}: not a prelnx config: expected a YAML mapping with keys such as base, name, "
+                           f"task, data, model, optimizer, schedule, train, eval, finetune, but its top-level keys "
+                           f"are not such names (its content is not shown){via}")  # fmt: skip
         assert not any(secret in message for secret in SECRETS)
 
 
@@ -122,5 +122,6 @@ def test_syntax_errors_quote_no_text_of_the_file(tmp_path):
         load_config(path)
     assert str(error.value) == f"{path} line 1: not valid YAML (found undefined alias (text))"
     path.write_text("model:\n\tlayout: pre\n")  # a tab: the one character is worth showing
-    with pytest.raises(ConfigError, match=r"line 2: not valid YAML \(found character '\\t' that cannot start any token"):
+    tab = r"line 2: not valid YAML \(found character '\\t' that cannot start any token"
+    with pytest.raises(ConfigError, match=tab):
         load_config(path)
