@@ -105,7 +105,10 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
             try:
                 base_path = find_config(base)
             except ConfigError:
-                raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)") from None
+                near = closest_files(path.parent / base, [Path.cwd() / "configs", CONFIGS_DIR])
+                hint = f"; did you mean {' or '.join(near)}?" if near else ""
+                raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)"
+                                  f"{hint}") from None  # fmt: skip
         flat.update(_load_layers(base_path, (*seen, resolved)))
     flat.update(_flatten(data, str(path)))
     return flat

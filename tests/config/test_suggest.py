@@ -54,3 +54,13 @@ def test_a_wrong_config_path_suggests_the_closest_files(monkeypatch, tmp_path):
     with pytest.raises(ConfigError) as error:
         find_config("qqqqqqqq.yaml")
     assert "did you mean" not in str(error.value)
+
+
+def test_a_wrong_base_suggests_the_closest_files(tmp_path):
+    (tmp_path / "parent.yaml").write_text("train: {max_epoch: 1}\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("base: parnet.yaml\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(child)
+    assert str(error.value).endswith(f"base: parnet.yaml not found (relative to {tmp_path} or under configs/); "
+                                     f"did you mean {tmp_path / 'parent.yaml'}?")  # fmt: skip
