@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Annotated
 
 import typer
 
@@ -27,20 +28,44 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"prelnx {version('prelnx')}")  # pyproject.toml owns the version; installs record it
+        except PackageNotFoundError:
+            typer.echo("prelnx: not installed, so no version is recorded (pip install -e . records it)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _group() -> None:
+def _group(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print prelnx's version and exit.")] = False,  # fmt: skip
+) -> None:
     """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
 
 
-app.add_typer(data_app, name="data")
-app.command("train")(train_command)
-app.command("sweep")(sweep_command)
-app.command("plot")(plot_command)
-app.command("evaluate")(evaluate_command)
-app.command("grads")(grads_command)
-app.command("theory")(theory_command)
-app.command("report")(report_command)
-app.command("finetune")(finetune_command)
+# The one-line summaries `prelnx --help` lists (each command's docstring is its full help): whole, where click would
+# cut the docstring's first sentence with "...", and at most 66 characters, one line on an 80-column terminal.
+SHORT_HELP = {
+    "train": "Train or resume a Post-LN or Pre-LN run (translation, masked LM).",
+    "sweep": "Train every point of a grid of settings, here or on Slurm.",
+    "plot": "Plot valid loss, BLEU and lr of runs; a warm-up x lr BLEU heatmap.",
+    "evaluate": "Test-set BLEU of a run: tokenized (as in the paper) and SacreBLEU.",
+    "grads": "Gradient norms of each FFN at initialisation (paper's Figure 3).",
+    "theory": "Check the paper's mean-field results in its simplified model.",
+    "report": "Write a report: each claim of the paper against what was measured.",
+    "finetune": "Fine-tune pre-trained encoders on sentence(-pair) classification.",
+    "data": "Prepare datasets: download, tokenize, BPE, binarize for fairseq.",
+}
+COMMANDS = {"train": train_command, "sweep": sweep_command, "plot": plot_command, "evaluate": evaluate_command,
+            "grads": grads_command, "theory": theory_command, "report": report_command, "finetune": finetune_command}  # fmt: skip
+
+app.add_typer(data_app, name="data", short_help=SHORT_HELP["data"])
+for _name, _command in COMMANDS.items():
+    app.command(_name, short_help=SHORT_HELP[_name])(_command)
 
 
 def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]

@@ -8,6 +8,10 @@ exactly the plain globals fairseq pickles beside the tensors (the argparse `Name
 arrays and scalars for RNG and best-metric state). A refused file raises `CheckpointRefused`, whose message
 names the file and the forbidden global and never suggests turning safe loading off.
 
+On a torch older than MIN_TORCH every load is refused before torch reads a byte (`torch_refusal`): weights_only
+loading itself had known exploits there (ADVISORIES). The check is here, in the wrapper every load goes through,
+and reads torch's version at load time, so a torch a GPU user installed after prelnx is judged too.
+
 It imports only torch and NumPy (no fairseq), so prelnx's own process can load it by path to read
 checkpoints quickly (see `prelnx.records.checkpoints`).
 """
@@ -22,7 +26,36 @@ import torch
 
 
 class CheckpointRefused(pickle.UnpicklingError):
-    """A checkpoint pickles something other than tensors and fairseq's allowlisted types."""
+    """A checkpoint pickles something other than tensors and fairseq's allowlisted types (or torch is too old)."""
+
+
+MIN_TORCH = (2, 10)  # pyproject.toml's floor says the same
+ADVISORIES = (
+    "CVE-2025-32434: torch.load with weights_only=True can run code, fixed in 2.6.0; "
+    "CVE-2026-24747: its weights_only unpickler can corrupt memory, fixed in 2.10.0"
+)
+
+
+def _release(version: str) -> tuple[int, int, int, int]:
+    """`2.10.1+cpu` -> (2, 10, 1, 0); a pre-release, `2.10.0a0+git1234`, -> (2, 10, 0, -1): it comes before
+    2.10.0 and may lack its fixes. A version that cannot be read counts as the oldest."""
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?([^+]*)", version)
+    if not found:
+        return (0, 0, 0, 0)
+    major, minor, patch, rest = found.groups()
+    return (int(major), int(minor), int(patch or 0), -1 if re.search(r"[a-z]", rest, re.IGNORECASE) else 0)
+
+
+def torch_refusal(source: object) -> str | None:
+    """Why no checkpoint may be loaded with this process's torch, naming `source`; None when that torch is recent."""
+    version = str(torch.__version__)
+    if _release(version) >= (*MIN_TORCH, 0, 0):
+        return None
+    floor = ".".join(map(str, MIN_TORCH))
+    return (
+        f"{source}: refused: torch {version} is older than {floor}, and checkpoint loading on it has known exploits "
+        f"({ADVISORIES}); prelnx loads no checkpoint with it: install torch >= {floor} (pip install 'torch>={floor}')"
+    )
 
 
 def _numpy_globals() -> list:
@@ -81,6 +114,9 @@ def force_safe_loading() -> None:
 
     @functools.wraps(unsafe_load)
     def safe_load(f, *args, **kwargs):
+        too_old = torch_refusal(_source_name(f))
+        if too_old:
+            raise CheckpointRefused(too_old)
         kwargs["weights_only"] = True  # whatever the caller or torch's default says
         try:
             return unsafe_load(f, *args, **kwargs)

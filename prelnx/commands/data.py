@@ -53,7 +53,7 @@ def _command_line(ctx: typer.Context) -> str:
     return shlex.join(parts)
 
 
-@data_app.command("prepare")
+@data_app.command("prepare", short_help="Download or copy, tokenize, BPE and binarize a dataset for fairseq.")
 def prepare_command(
     ctx: typer.Context,
     dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom (any parallel text) | text (monolingual, for task: masked_lm).")],

@@ -15,14 +15,17 @@ from typing import Any, Literal, Union
 import yaml
 
 from prelnx.config.overrides import OverrideError, parse_set
-from prelnx.config.schema import Config, check_values
+from prelnx.config.schema import ALIASES, Config, check_values
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
+from prelnx.config.suggest import closest_files, closest_key
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository's configs/ (editable installs)
 
 
 # Keys an earlier prelnx wrote (run dirs keep them): old name -> new name.
 RENAMED = {"train.gpus": "train.processes"}
+# What a config file's top level may hold: `base:` (inheritance, read here) and the schema's sections.
+TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))
 
 
 class ConfigError(ValueError):
@@ -46,7 +49,9 @@ def find_config(name: str | Path) -> Path:
             if len(matches) > 1:
                 listed = ", ".join(str(m.relative_to(root)) for m in matches)
                 raise ConfigError(f"{name}: ambiguous, several configs have this name under {root}: {listed}")
-    raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in {CONFIGS_DIR})")
+    near = closest_files(name, roots)
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in {CONFIGS_DIR}){hint}")
 
 
 def default_run_name(config_path: Path) -> str:
@@ -60,14 +65,10 @@ def default_run_name(config_path: Path) -> str:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = read_yaml(path)
+        data = read_yaml(path, TOP_KEYS, "a prelnx config")
     except YamlInputError as error:
         raise ConfigError(str(error)) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config must be a mapping of keys, got {type(data).__name__}")
-    return data
+    return data or {}  # read_yaml refused anything but a mapping of a config's keys
 
 
 def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, tuple[Any, str]]:
@@ -88,7 +89,12 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
     if resolved in seen:
         chain = " -> ".join(str(p) for p in (*seen, resolved))
         raise ConfigError(f"{path}: base: forms a cycle ({chain})")
-    data = _read_yaml(path)
+    try:
+        data = _read_yaml(path)
+    except ConfigError as error:
+        if seen:  # say which config named this file
+            raise ConfigError(f"{error} (the base: of {seen[-1]})") from None
+        raise
     base = data.pop("base", None)
     flat: dict[str, tuple[Any, str]] = {}
     if base is not None:
@@ -99,7 +105,10 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
             try:
                 base_path = find_config(base)
             except ConfigError:
-                raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)") from None
+                near = closest_files(path.parent / base, [Path.cwd() / "configs", CONFIGS_DIR])
+                hint = f"; did you mean {' or '.join(near)}?" if near else ""
+                raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)"
+                                  f"{hint}") from None  # fmt: skip
         flat.update(_load_layers(base_path, (*seen, resolved)))
     flat.update(_flatten(data, str(path)))
     return flat
@@ -207,10 +216,8 @@ def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
 
 
 def _closest(key: str, known: list[str]) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(key, known, n=1)
-    return f"; did you mean {near[0]}?" if near else ""
+    near = closest_key(key, known, ALIASES)
+    return f"; did you mean {near}?" if near else ""
 
 
 def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Config:

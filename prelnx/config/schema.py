@@ -177,6 +177,34 @@ class Config:
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
 
+# Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean" (suggest.py):
+# their name -> the last part of ours.
+ALIASES = {
+    **dict.fromkeys(("learning_rate", "peak_lr", "max_lr", "base_lr"), "lr"),
+    **dict.fromkeys(("warmup", "warmup_steps", "num_warmup_steps", "warmup_iters", "warm_up"), "warmup_updates"),
+    **dict.fromkeys(("init_lr", "warmup_init", "start_lr", "initial_lr"), "warmup_init_lr"),
+    **dict.fromkeys(("min_lr", "final_lr"), "end_lr"),
+    **dict.fromkeys(("epochs", "num_epochs", "max_epochs", "num_train_epochs", "epoch"), "max_epoch"),
+    **dict.fromkeys(("steps", "max_steps", "updates", "max_updates", "total_steps", "num_updates"), "max_update"),
+    **dict.fromkeys(("batch_size", "batch_tokens", "tokens_per_batch"), "max_tokens"),
+    **dict.fromkeys(("grad_clip", "clip_grad_norm", "max_grad_norm", "clip"), "clip_norm"),
+    **dict.fromkeys(("accumulation_steps", "gradient_accumulation_steps", "grad_accum"), "update_freq"),
+    **dict.fromkeys(("d_model", "hidden_size", "embed_size", "model_dim", "encoder_embed_dim"), "embed_dim"),
+    **dict.fromkeys(("d_ff", "ffn_embed_dim", "intermediate_size", "ffn_size"), "ffn_dim"),
+    **dict.fromkeys(("heads", "num_heads", "n_heads", "num_attention_heads"), "attention_heads"),
+    **dict.fromkeys(("layers", "num_layers", "n_layers", "num_encoder_layers"), "encoder_layers"),
+    **dict.fromkeys(("norm_position", "normalize_before", "pre_norm", "prenorm", "ln_position"), "layout"),
+    **dict.fromkeys(("scheduler", "lr_scheduler", "decay_type"), "decay"),
+    **dict.fromkeys(("type", "optim"), "name"),
+    **dict.fromkeys(("wd",), "weight_decay"),
+    **dict.fromkeys(("beta",), "betas"),
+    **dict.fromkeys(("epsilon", "adam_eps"), "eps"),
+    **dict.fromkeys(("beam_size", "num_beams"), "beam"),
+    **dict.fromkeys(("length_penalty",), "lenpen"),
+    **dict.fromkeys(("smoothing", "label_smoothing_factor"), "label_smoothing"),
+    **dict.fromkeys(("gpus", "num_gpus", "workers", "world_size"), "processes"),
+}
+
 def check_values(config: Config) -> list[tuple[str, str]]:
     """Checks that span keys or bound values; returns (key, message) pairs. Types are checked by the loader."""
     problems: list[tuple[str, str]] = []
@@ -209,7 +237,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     need(0.0 <= o.momentum < 1.0, "optimizer.momentum", f"must be in [0, 1), got {o.momentum}")
     need(o.momentum == 0.0 or o.name == "sgd", "optimizer.momentum", f"only sgd uses momentum; optimizer.name is {o.name}")
     need(s.warmup_updates >= 0, "schedule.warmup_updates", f"must be >= 0 (0 = no warm-up), got {s.warmup_updates}")
-    need(0.0 <= s.warmup_init_lr <= o.lr, "schedule.warmup_init_lr",
+    lr_ok = o.lr > 0  # otherwise the keys bounded by the lr are not blamed for it: the lr is the one cause
+    need(s.warmup_init_lr >= 0 and (s.warmup_init_lr <= o.lr or not lr_ok), "schedule.warmup_init_lr",
          f"must be in [0, optimizer.lr={o.lr}], got {s.warmup_init_lr}")  # fmt: skip
     if s.decay == "step":
         need(bool(s.step_epochs), "schedule.step_epochs", "decay: step needs at least one epoch, e.g. [8]")
@@ -233,7 +262,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(t.max_update is not None, "train.max_update", "decay: linear needs train.max_update (where the lr reaches end_lr)")
         need(t.max_update is None or t.max_update > s.warmup_updates, "train.max_update",
              f"must exceed schedule.warmup_updates ({s.warmup_updates}) for decay: linear")  # fmt: skip
-        need(0.0 <= s.end_lr <= o.lr, "schedule.end_lr", f"must be in [0, optimizer.lr={o.lr}], got {s.end_lr}")
+        need(s.end_lr >= 0 and (s.end_lr <= o.lr or not lr_ok), "schedule.end_lr",
+             f"must be in [0, optimizer.lr={o.lr}], got {s.end_lr}")  # fmt: skip
     need(t.max_epoch is not None or t.max_update is not None, "train.max_epoch",
          "set train.max_epoch or train.max_update (or both); otherwise training never stops")  # fmt: skip
     for key in ("max_tokens", "update_freq", "log_interval"):

@@ -1,23 +1,98 @@
-"""Reading YAML files strictly: a duplicated key anywhere is an error naming the file, the key and both lines.
+"""Reading YAML files strictly and within bounds: what a config file may be, and how a file that is not one is refused.
 
-PyYAML keeps the last of two equal keys without a word (`lr: 0.001` then `lr: 0.5` trains at 0.5; a second
-`optimizer:` block drops the first). We walk the composed node tree, which keeps line numbers, before
-constructing the data. A file that is not UTF-8 is reported with its name.
+- A duplicated key anywhere is an error naming the file, the key and both lines. PyYAML keeps the last of two
+  equal keys without a word (`lr: 0.001` then `lr: 0.5` trains at 0.5; a second `optimizer:` block drops the
+  first). We walk the composed node tree, which keeps line numbers, before constructing the data.
+- Configs are small by nature (a shipped one is under 5 KB, ~100 nodes), so a file is refused, naming the bound it
+  broke, when it is over MAX_BYTES, holds over MAX_NODES nodes, nests deeper than MAX_DEPTH, or when its aliases
+  (`*name`) expand to over MAX_NODES nodes. Without these bounds a 489-byte "alias bomb" (anchors that each repeat
+  the previous one 9 times) takes hours, and a long list gigabytes. The bounds are checked while composing and on
+  the composed graph (each node counted once, with its expanded size memoised), before anything walks the data.
+- A caller that expects a particular kind of file (`top_keys`) gets a file whose top-level keys are not that
+  kind's refused without its content: `base: /etc/shadow` must not print the lines of that file as "unknown keys".
+  Messages about syntax quote no text of the file (only PyYAML's token names and single characters).
+- A file that is not UTF-8 is reported with its name.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+MAX_BYTES = 1 << 20  # 1 MiB
+MAX_NODES = 20_000  # scalars, lists and mappings, as written and once aliases are expanded
+MAX_DEPTH = 64  # lists and mappings inside each other
+
+_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,63}")  # what a key of a config can look like
+# quoted text in PyYAML's messages that is not a token name ('<scalar>') or one character ('\t')
+_QUOTED = re.compile(r"'(?!<[\w ]+>')(?:[^'\\]|\\.){2,}'|\"(?:[^\"\\]|\\.){2,}\"")
 
 
 class YamlInputError(ValueError):
     """The file cannot be read as a config; the message names it and says what is wrong."""
 
 
-def _duplicates(node: yaml.Node, path: str, found: list[str], source: str) -> None:
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that stops composing at MAX_NODES nodes or MAX_DEPTH levels (before the file is fully read)."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text)
+        self.source, self.nodes, self.depth = source, 0, 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise YamlInputError(f"{self.source}: refused: holds more than {MAX_NODES} YAML nodes (the bound on a "
+                                 f"config's size in nodes; a config has a few hundred)")  # fmt: skip
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise YamlInputError(f"{self.source}: refused: lists or mappings nested more than {MAX_DEPTH} deep "
+                                     f"(the bound on a config's nesting; a config nests 3 or 4 deep)")  # fmt: skip
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _expanded_size(root: yaml.Node, source: str) -> int:
+    """Nodes in the document once every alias is expanded; YamlInputError past MAX_NODES or on a self-reference.
+
+    Each distinct node is visited once (its size memoised), so an alias bomb costs what its text does.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise YamlInputError(f"{source}: refused: an alias (*name) refers to a list or mapping that contains it "
+                                 f"(it would expand without end)")  # fmt: skip
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        open_nodes.discard(key)
+        if total > MAX_NODES:
+            raise YamlInputError(f"{source}: refused: its aliases (*name) expand to more than {MAX_NODES} YAML nodes "
+                                 f"(the bound on alias expansion; an alias bomb?)")  # fmt: skip
+        sizes[key] = total
+        return total
+
+    return size(root)
+
+
+def _duplicates(node: yaml.Node, path: str, found: list[str], source: str, seen: set[int]) -> None:
+    if id(node) in seen:
+        return  # an aliased node: checked where it was first written
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         first_line: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -26,41 +101,71 @@ def _duplicates(node: yaml.Node, path: str, found: list[str], source: str) -> No
             if key is not None:
                 line = key_node.start_mark.line + 1
                 if key in first_line:
-                    found.append(f"{source}: key `{dotted}` appears twice (lines {first_line[key]} and {line}); "
-                                 f"keep one")  # fmt: skip
+                    shown = f"key `{dotted}`" if _NAME.fullmatch(dotted) else "a key"
+                    found.append(f"{source}: {shown} appears twice (lines {first_line[key]} and {line}); keep one")
                 else:
                     first_line[key] = line
-            _duplicates(value_node, dotted, found, source)
+            _duplicates(value_node, dotted, found, source, seen)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _duplicates(item, f"{path}[{index}]", found, source)
+            _duplicates(item, f"{path}[{index}]", found, source, seen)
 
 
-def parse_yaml(text: str, source: str) -> Any:
-    """The YAML document in `text`; YamlInputError on a syntax error or a duplicated key."""
+def _check_kind(node: yaml.Node | None, source: str, top_keys: Collection[str], what: str) -> None:
+    """A document that is not a mapping of `top_keys` (or keys under them, `optimizer.lr`) is refused unquoted."""
+    if node is None:
+        return
+    expected = f"expected a YAML mapping with keys such as {', '.join(top_keys)}"
+    if not isinstance(node, yaml.MappingNode):
+        kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
+        raise YamlInputError(f"{source}: not {what}: {expected}, but the file is {kind} (its content is not shown)")
+    keys = [k.value if isinstance(k, yaml.ScalarNode) else None for k, _ in node.value]
+    names = [k for k in keys if isinstance(k, str) and _NAME.fullmatch(k)]
+    if keys and (len(names) < len(keys) or not any(k.split(".")[0] in top_keys for k in names)):
+        raise YamlInputError(f"{source}: not {what}: {expected}, but its top-level keys are not such names "
+                             f"(its content is not shown)")  # fmt: skip
+
+
+def parse_yaml(text: str, source: str, top_keys: Collection[str] | None = None, what: str = "a config") -> Any:
+    """The YAML document in `text`; YamlInputError on a syntax error, a duplicated key, a broken bound, or (with
+    `top_keys`) a document whose top-level keys are not those of `what`."""
+    if len(text) > MAX_BYTES:
+        raise YamlInputError(f"{source}: refused: {len(text)} characters, over the bound of {MAX_BYTES} on a "
+                             f"config's size (a config is a few KB)")  # fmt: skip
+    loader = _BoundedLoader(text, source)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        problems: list[str] = []
+        node = loader.get_single_node()
         if node is not None:
-            _duplicates(node, "", problems, source)
-        if problems:
-            raise YamlInputError("\n  ".join(problems))
-        return yaml.safe_load(text)
+            _expanded_size(node, source)
+            if top_keys is not None:
+                _check_kind(node, source, top_keys, what)
+            problems: list[str] = []
+            _duplicates(node, "", problems, source, set())
+            if problems:
+                raise YamlInputError("\n  ".join(problems))
+        return None if node is None else loader.construct_document(node)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise YamlInputError(f"{source}{where}: not valid YAML ({getattr(error, 'problem', None) or error})") from None
+        problem = _QUOTED.sub("(text)", str(getattr(error, "problem", None) or type(error).__name__))
+        raise YamlInputError(f"{source}{where}: not valid YAML ({problem})") from None
+    finally:
+        loader.dispose()
 
 
-def read_yaml(path: Path) -> Any:
-    """Read and parse a YAML file strictly (UTF-8, no duplicated keys)."""
+def read_yaml(path: Path, top_keys: Collection[str] | None = None, what: str = "a config") -> Any:
+    """Read and parse a YAML file strictly (UTF-8, within the bounds, no duplicated keys; see parse_yaml)."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)  # not the whole of /dev/zero
     except OSError as error:
         raise YamlInputError(f"{path}: cannot read ({error.strerror})") from None
+    if len(raw) > MAX_BYTES:
+        raise YamlInputError(f"{path}: refused: over {MAX_BYTES} bytes, the bound on a config's size (a config is a "
+                             f"few KB)")  # fmt: skip
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise YamlInputError(f"{path}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}); "
                              f"save the file as UTF-8") from None  # fmt: skip
-    return parse_yaml(text, str(path))
+    return parse_yaml(text, str(path), top_keys, what)
