@@ -1,7 +1,7 @@
 """Reading fairseq checkpoints safely, and choosing the one a resume may trust.
 
-Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist, on any
-torch). It is loaded here by path, without importing fairseq (4 s), so that prelnx can check a run's
+Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist; refused outright
+on a torch older than 2.10, whose weights_only loading has known exploits). It is loaded here by path, without importing fairseq (4 s), so that prelnx can check a run's
 checkpoints before fairseq starts: a planted checkpoint is refused with one message, a damaged one is set
 aside and the newest intact one is used instead.
 """

@@ -8,8 +8,9 @@ For a feature vector x of size d (the last dimension), with learned per-feature 
   dyt        DyT(x)  = gamma * tanh(alpha * x) + beta, alpha one learned scalar     (Zhu et al. 2025, "Transformers
                        without Normalization", arXiv:2503.10622: alpha starts at alpha0 = 0.5, gamma at 1, beta at 0)
 
-eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is written out here rather than
-taken from torch.nn.RMSNorm, which only exists from torch 2.4 (prelnx supports torch >= 2.1).
+eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is written out here (it was written
+when prelnx still supported torch < 2.4, which has no torch.nn.RMSNorm); kept so that its parameter names, and so
+the checkpoints of earlier runs, stay as they are.
 """
 
 from __future__ import annotations
