@@ -56,7 +56,7 @@ def _fraction_note(lr: float, pre: list[Arm], post: list[Arm]) -> str:
                 f"{pre_updates}: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
     reverse, pre_final, _, post_at = fraction_of_updates(post, [a for a in pre if a.rows and a.final() is not None]) \
         if any(a.final() is not None for a in pre) else (None, 0.0, 0, None)  # fmt: skip
-    behind = f"; Post-LN reached Pre-LN's final {pre_final:.3f} after {post_at} of its updates" if reverse is not None else ""
+    behind = "" if reverse is None else f"; Post-LN reached Pre-LN's final {pre_final:.3f} after {post_at} of its updates"
     return f"Pre-LN lr {lr:g}: never reached Post-LN's final valid loss {target:.3f} ({post_updates} updates){behind}"
 
 
@@ -77,7 +77,8 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     outcome = ClaimOutcome(spec["id"])
     for lr in sorted({a.lr for a in pres}, reverse=True):
         group = [a for a in pres if a.lr == lr]
-        premise = fails_or_worse(spec["premise"], [a for a in posts if a.lr == lr], post, failure) if "premise" in spec else None
+        at_lr = [a for a in posts if a.lr == lr]
+        premise = fails_or_worse(spec["premise"], at_lr, post, failure) if "premise" in spec else None
         comparison = compare("valid loss (bits)", loss_sample(f"{describe_arm(group[0])} at update ≤ {at:.0f}", group, failure, at),
                              loss_sample(f"{describe_arm(post[0])} final", post, failure), below(spec["margin_bits"]))  # fmt: skip
         outcome.cases.append(Case(f"Pre-LN lr {lr:g}", comparison, premise))
@@ -85,4 +86,6 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     return outcome
 
 
-BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {"bert_preln_fewer_updates": preln_fewer_updates}
+BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
+    "bert_preln_fewer_updates": preln_fewer_updates,
+}

@@ -94,7 +94,8 @@ def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, A
     if "pre" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
         return not_measured(spec["id"], "needs Pre-LN at two depths or more")
     shallow, deep = summary["depths"][0], summary["depths"][-1]
-    outcome = ClaimOutcome(spec["id"], [Case("Pre-LN", compare("ratio", _depth_ratio(summary, "pre"), None, _band(spec)))])
+    case = Case("Pre-LN", compare("ratio", _depth_ratio(summary, "pre"), None, _band(spec)))
+    outcome = ClaimOutcome(spec["id"], [case])
     outcome.notes.append(f"1/sqrt(L) predicts {(shallow / deep) ** 0.5:.2f}")
     return _with_note(outcome, summary, ("pre",))
 

@@ -67,7 +67,8 @@ def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]
         return Premise(statement, PremiseState.FAILED, f"this lr is not above Post-LN's own ({at_own[0].lr:g}): "
                        "Post-LN with warm-up trains there by construction")  # fmt: skip
     if all(a.diverged for a in at_larger):
-        return Premise(statement, PremiseState.MET, f"{describe_arm(at_larger[0])}: all {len(at_larger)} seeds diverged")
+        note = f"{describe_arm(at_larger[0])}: all {len(at_larger)} seeds diverged"
+        return Premise(statement, PremiseState.MET, note)
     comparison = compare("final valid loss difference (bits)", loss_sample(describe_arm(at_larger[0]), at_larger, failure),
                          loss_sample(describe_arm(at_own[0]), at_own, failure), above(margin))  # fmt: skip
     return Premise(statement, _state(comparison), "Post-LN with warm-up, this lr against its own", comparison)

@@ -8,7 +8,7 @@ import statistics
 from typing import Any
 
 from prelnx.report.outcome import ClaimOutcome, Premise, PremiseState
-from prelnx.report.stats import Comparison, Sample, Verdict
+from prelnx.report.stats import MAX_SEEDS, Comparison, Sample, Verdict
 
 
 def _seeds(sample: Sample) -> str:
@@ -56,9 +56,8 @@ def verdict_text(outcome: ClaimOutcome) -> str:
     needed = [c.comparison.seeds_needed for c in open_cases if c.comparison.seeds_needed]
     if needed:
         most = max(needed)
-        reasons.append(f"~{most} seeds per arm needed at this spread" if most <= 1000 else "more than 1000 seeds per arm needed at this spread")
-    elif not reasons and any(not c.comparison.one_seed for c in open_cases if c.comparison.verdict is Verdict.INCONCLUSIVE):
-        reasons.append("the difference sits on the margin")
+        count = f"~{most}" if most <= MAX_SEEDS else f"more than {MAX_SEEDS}"
+        reasons.append(f"{count} seeds per arm needed at this spread")
     if any(c.premise is not None and c.premise.state in (PremiseState.UNSETTLED, PremiseState.UNCHECKED)
            and c.comparison.verdict is Verdict.DOES_NOT_HOLD for c in open_cases):  # fmt: skip
         reasons.append("does not hold, but its premise is not settled")
@@ -90,8 +89,8 @@ def _premise_lines(outcome: ClaimOutcome) -> list[str]:
 
 def claims_table(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome]) -> list[str]:
     """One row per claim: the paper, the measured cases (means, n, difference and interval), premise, verdict."""
-    lines = ["| claim | source | paper | this sweep: mean (seeds) per arm, difference [95 % CI], claimed side | premise | verdict |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| claim | source | paper | this sweep: mean (seeds) per arm, difference [95 % CI], claimed side "
+             "| premise | verdict |", "|---|---|---|---|---|---|"]
     for claim in claims:
         outcome = outcomes.get(claim["id"]) or ClaimOutcome(claim["id"])
         measured = "<br>".join([*_case_lines(outcome), *outcome.notes]).replace("|", "/")
@@ -124,7 +123,8 @@ def _mean_sd(values: list[float], digits: int) -> str:
 
 def arms_table(groups: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
     """Mean ± sample sd over each arm's seeds (diverged seeds excluded from the means, counted in their column)."""
-    lines = ["| arm | seeds | diverged | final valid loss | best valid BLEU | test BLEU (tokenized) |", "|---|---|---|---|---|---|"]
+    lines = ["| arm | seeds | diverged | final valid loss | best valid BLEU | test BLEU (tokenized) |",
+             "|---|---|---|---|---|---|"]
     for label, results in groups:
         ok = [r for r in results if r.get("status") == "finished"]
 

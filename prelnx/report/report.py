@@ -106,7 +106,9 @@ def _arm_groups(arms: list[Any]) -> list[tuple[str, list[dict[str, Any]]]]:
 
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
                  echo: Any = None) -> Path:  # fmt: skip
-    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it; `echo` gets the claims as text."""
+    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it.
+
+    `echo` (when given) gets the claims as text, line by line."""
     check_report_inputs(sweep_dir, grads_dir)
     claims = paper_claims()
     report_dir = out.parent

@@ -41,7 +41,7 @@ class Verdict(str, Enum):
 
 @dataclass(frozen=True)
 class Sample:
-    """One arm's per-seed values. A failed seed (diverged) is in `values` at the failure value and counted in `failed`."""
+    """One arm's per-seed values; a failed (diverged) seed is in `values` at the failure value, counted in `failed`."""
 
     label: str
     values: tuple[float, ...]
@@ -133,7 +133,8 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
     verdict = _region_verdict(low, high, region)
     needed = None
     if verdict is Verdict.INCONCLUSIVE:
-        spread = math.sqrt((statistics.variance(a.values) + (statistics.variance(b.values) if b else 0.0)) / (2 if b else 1))
+        variances = [statistics.variance(s.values) for s in (a, b) if s is not None]
+        spread = math.sqrt(statistics.fmean(variances))  # per arm, pooled
         needed = seeds_needed(spread, _gap(estimate, region), b is not None)
     return Comparison(metric, a, b, region, estimate, low, high, verdict, needed)
 

@@ -148,7 +148,8 @@ def model_code(config: Config, layout: str) -> dict[str, Any]:
 
     argv = translation_argv(model_variant(config, layout, 6, 1), data_dir(config))
     arch = argv[argv.index("--arch") + 1]
-    flags = [a for a in argv if a in ("--encoder-normalize-before", "--decoder-normalize-before", "--deepnorm", "--qk-norm")]
+    named = ("--encoder-normalize-before", "--decoder-normalize-before", "--deepnorm", "--qk-norm")
+    flags = [a for a in argv if a in named]
     return {"arch": arch, "flags": flags, "fairseq_model": not arch.startswith("prelnx_")}
 
 
