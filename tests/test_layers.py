@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
 
 # Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
 LAYERS: list[set[str]] = [
-    {"atomic", "quiet", "plugin_path"},  # helpers: know nothing of prelnx
+    {"atomic", "quiet", "plugin_path", "paper"},  # helpers and the paper's numbers: know nothing of prelnx
     {"data"},  # datasets: never reads a config, never trains
     {"config"},  # the YAML vocabulary: never touches a run
     {"records"},  # run-dir files: never starts a process, never builds an argv
@@ -24,8 +24,8 @@ LAYERS: list[set[str]] = [
     {"launch"},  # the only code that starts or stops a training process
     {"sweep", "evaluate", "finetune"},  # work over several runs or one finished run
     {"plots"},  # draw runs read through the records
-    {"report"},  # the paper's claims (paper.yaml) and the verdicts on a sweep: never trains
     {"analysis"},  # studies in this process (gradients at init, theory): never records a run
+    {"report"},  # the verdicts on the paper's claims (paper.yaml) from a sweep and a gradient study: never trains
     {"commands"},  # one command each: parse, call one function, render errors
     {"cli", "run"},  # the app (and `run`: legacy module paths for pickled Slurm jobs only)
 ]

@@ -18,8 +18,10 @@ def report_command(
     title: Annotated[Optional[str], typer.Option("--title", help="The report's title.")] = None,
     dry_run: Annotated[bool, options.dry_run("Say which file would be written; write nothing.")] = False,
 ) -> None:
-    """Write a report: each claim of the paper (from prelnx/report/paper.yaml, with its section or figure), what
-    the sweep (and gradient study) measured, and whether it holds at this scale; the results table; the plots.
+    """Write a report: each claim of the paper (from prelnx/paper.yaml, with its section or figure), the
+    arms' means over seeds, the difference with its 95 % interval, the claim's premise and its verdict (holds, does
+    not hold, inconclusive, not testable at this scale, not measured), printed here too; the results table (mean
+    ± sd per arm, then per seed); the plots (mean over seeds with a min-max band).
     """
     from prelnx.plots.curves import NothingToPlot
     from prelnx.report.report import ReportError, check_report_inputs, report_path, write_report
@@ -30,7 +32,7 @@ def report_command(
             check_report_inputs(sweep_dir, grads)
             typer.echo(f"would write {target} and its figures in {target.with_name(target.stem + '_figures')}")
             return
-        path = write_report(sweep_dir, target, grads, title)
+        path = write_report(sweep_dir, target, grads, title, echo=typer.echo)  # the claims, then the file
     except (ReportError, NothingToPlot, ValueError) as error:
         options.fail(error, 2)
     typer.echo(str(path))

@@ -1,6 +1,11 @@
 """Training curves like the paper's Figures 2 and 4 (valid loss and BLEU per epoch) and Figure 5a (BERT's valid
 loss per update: runs at the update grain, records/grain.py), and a best-BLEU heatmap.
 
+Runs that differ only in train.seed are one arm: drawn as the mean over its seeds with a band from the minimum to
+the maximum seed at each step (min-max rather than +-1 sd: with the 2-5 seeds a CPU sweep affords, an sd is barely
+estimated, and the band then shows exactly where every seed lay). A diverged seed is a failure, not averaged in: it
+is drawn on its own, dashed, with an x where it stopped.
+
 Reads run dirs only (metrics.jsonl, status.json, and a sweep's sweep.json for the legend).
 """
 
@@ -37,6 +42,7 @@ class RunCurves:
     overrides: dict[str, Any]
     rows: list[dict[str, Any]]
     status: str
+    arm: str = ""  # the label without the seed: runs with the same arm are drawn as one mean with a band
 
     @property
     def grain(self) -> Grain:
@@ -69,12 +75,13 @@ def collect_runs(path: Path) -> list[RunCurves]:
         raise NothingToPlot(f"{path}: neither a run dir (metrics.jsonl) nor a sweep dir (sweep.json or run subfolders)")
     keys = list(dict.fromkeys(k for p in points for k in p["overrides"]))
     varying = [k for k in keys if len({repr(p["overrides"].get(k)) for p in points}) > 1]
+    arm_keys = [k for k in varying if k != "train.seed"]
     runs = []
     for point in points:
         run_dir = path / point["name"]
         status = (read_status(run_dir) or {}).get("status", "pending")
         runs.append(RunCurves(_label(point["overrides"], varying, point["name"]), run_dir, point["overrides"],
-                              read_metrics(run_dir), status))  # fmt: skip
+                              read_metrics(run_dir), status, _label(point["overrides"], arm_keys, "all runs")))  # fmt: skip
     return runs
 
 
@@ -94,7 +101,10 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     fig, ax = plt.subplots(figsize=(7.5 + (3.5 if len(runs) > 6 else 0), 4.8))
     ax.set_prop_cycle(color=plt.get_cmap("tab20").colors if len(runs) > 10 else plt.get_cmap("tab10").colors)
     by_update = [run.grain is Grain.UPDATE for run in runs]
+    banded = _draw_bands(ax, runs, key)
     for run in runs:
+        if run.run_dir in banded:
+            continue
         points = [(run.grain.step(row), row[key]) for row in run.rows if _finite(row.get(key))]
         label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
         if not points:
@@ -122,6 +132,32 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
         written.append(target)
     plt.close(fig)
     return written
+
+
+def _draw_bands(ax: Any, runs: list[RunCurves], key: str) -> set[Path]:
+    """Each arm with two or more seeds that did not diverge: their mean and min-max band. Returns the runs drawn."""
+    arms: dict[str, list[RunCurves]] = {}
+    for run in runs:
+        if run.status != "diverged" and run.arm:
+            arms.setdefault(run.arm, []).append(run)
+    drawn: set[Path] = set()
+    for arm, members in arms.items():
+        with_data = [r for r in members if any(_finite(row.get(key)) for row in r.rows)]
+        if len(with_data) < 2:
+            continue
+        by_step: dict[int, list[float]] = {}
+        for run in with_data:
+            for row in run.rows:
+                if _finite(row.get(key)):
+                    by_step.setdefault(run.grain.step(row), []).append(float(row[key]))
+        steps = sorted(by_step)
+        means = [statistics.fmean(by_step[s]) for s in steps]
+        (line,) = ax.plot(steps, means, marker="o", markersize=3,
+                          label=f"{arm} (mean of {len(with_data)} seeds, band min-max)")  # fmt: skip
+        ax.fill_between(steps, [min(by_step[s]) for s in steps], [max(by_step[s]) for s in steps],
+                        color=line.get_color(), alpha=0.2, linewidth=0)  # fmt: skip
+        drawn.update(r.run_dir for r in with_data)
+    return drawn
 
 
 PANEL_KEYS = ("model.layout", "model.norm", "model.qk_norm", "optimizer.name")

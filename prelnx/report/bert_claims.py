@@ -1,22 +1,27 @@
 """The paper's BERT claim (Section 4, Figure 5a) checked on a sweep's masked-LM runs.
 
 Pre-LN without warm-up reaches the final validation loss of Post-LN with warm-up after a fraction of
-Post-LN's updates: 500k / 700k ~ 0.71 in the paper (valid loss 1.69). Here the target is Post-LN's final
-validation loss (mean over seeds), Post-LN's updates are those of its last validation, and Pre-LN's are
-those of its first validation at or below the target (the latest over seeds); the grain is eval.every_updates.
-Each Pre-LN lr of the sweep is reported on its own (the paper's Pre-LN runs at 3x Post-LN's lr).
+Post-LN's updates: 500k / 700k ~ 0.71 in the paper (valid loss 1.69). The verdict compares, seed by seed, Pre-LN's
+validation loss at that fraction of Post-LN's updates with Post-LN's final one (95 % interval, prelnx.report.stats;
+a diverged Pre-LN seed counts as a failure). Post-LN is the best Post-LN-with-warm-up arm of the sweep.
+Each Pre-LN lr is a case of its own, with the paper's premise checked for it: Post-LN with warm-up cannot use
+Pre-LN's larger lr (at that lr it diverges or ends clearly worse; prelnx.report.premises.fails_or_worse).
+Beside the verdict, the measured fraction itself: Pre-LN's updates (the latest over seeds) to first reach Post-LN's
+mean final loss, over Post-LN's updates; the grain is eval.every_updates.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
-from typing import Callable
+from typing import Any, Callable
 
-from prelnx.report.claims import NOT_MEASURED, Arm, Verdict, verdict
-from prelnx.report.paper import figure5a_fraction
+from prelnx.report.arms import Arm, describe_arm, failure_loss, loss_sample
+from prelnx.report.outcome import Case, ClaimOutcome, not_measured
+from prelnx.paper import figure5a_fraction
+from prelnx.report.premises import fails_or_worse
+from prelnx.report.stats import below, compare
 
-PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/report/paper.yaml, figure5a)
+PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/paper.yaml, figure5a)
 
 
 def updates_to_reach(arm: Arm, target: float) -> int | None:
@@ -39,39 +44,48 @@ def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, 
     return pre_updates / post_updates, target, post_updates, pre_updates
 
 
-def _usable(arms: list[Arm], status: tuple[str, ...], finite_final: bool, **criteria: object) -> list[Arm]:
-    def final_ok(a: Arm) -> bool:
-        loss = a.rows[-1].get("valid_loss")
-        return not finite_final or (isinstance(loss, (int, float)) and math.isfinite(loss))
-
-    return [a for a in arms if a.task == "masked_lm" and a.rows and a.results.get("status") in status and final_ok(a)
+def _masked_lm(arms: list[Arm], status: tuple[str, ...], **criteria: object) -> list[Arm]:
+    return [a for a in arms if a.task == "masked_lm" and a.status in status and (a.rows or a.diverged)
             and all(getattr(a, key) == value for key, value in criteria.items())]  # fmt: skip
 
 
-def preln_fewer_updates(arms: list[Arm]) -> Verdict:
-    """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): the fraction."""
-    # the target is a finished Post-LN's final loss; a diverged Pre-LN counts (it reached what it reached)
-    post = [a for a in _usable(arms, ("finished",), True, layout="post") if a.warmup > 0]
-    pres = _usable(arms, ("finished", "diverged"), False, layout="pre", warmup=0)
-    if not pres or not post:
-        return NOT_MEASURED
-    lines, held, missed = [], [], []
+def _fraction_note(lr: float, pre: list[Arm], post: list[Arm]) -> str:
+    fraction, target, post_updates, pre_updates = fraction_of_updates([a for a in pre if a.rows], post)
+    if fraction is not None:
+        return (f"Pre-LN lr {lr:g} reaches Post-LN's final valid loss {target:.3f} ({post_updates} updates) after "
+                f"{pre_updates}: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
+    reverse, pre_final, _, post_at = fraction_of_updates(post, [a for a in pre if a.rows and a.final() is not None]) \
+        if any(a.final() is not None for a in pre) else (None, 0.0, 0, None)  # fmt: skip
+    behind = "" if reverse is None else f"; Post-LN reached Pre-LN's final {pre_final:.3f} after {post_at} of its updates"
+    return f"Pre-LN lr {lr:g}: never reached Post-LN's final valid loss {target:.3f} ({post_updates} updates){behind}"
+
+
+def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): a case and the fraction."""
+    posts = [a for a in _masked_lm(arms, ("finished", "diverged"), layout="post") if a.warmup > 0]
+    pres = _masked_lm(arms, ("finished", "diverged"), layout="pre", warmup=0)
+    finished_posts = [a for a in posts if a.status == "finished" and a.final() is not None]
+    if not pres or not finished_posts:
+        return not_measured(spec["id"], "needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN without")
+    failure = failure_loss([a for a in arms if a.task == "masked_lm"])
+    by_lr: dict[float, list[Arm]] = {}
+    for arm in finished_posts:
+        by_lr.setdefault(arm.lr, []).append(arm)
+    post = min(by_lr.values(), key=lambda group: statistics.fmean(a.final() or 0.0 for a in group))
+    post_updates = max(int(a.rows[-1]["num_updates"]) for a in post)
+    at = PAPER_FRACTION * post_updates
+    outcome = ClaimOutcome(spec["id"])
     for lr in sorted({a.lr for a in pres}, reverse=True):
-        fraction, target, post_updates, pre_updates = fraction_of_updates([a for a in pres if a.lr == lr], post)
-        if fraction is None:
-            group = [a for a in pres if a.lr == lr]
-            reverse, pre_final, _, post_at = fraction_of_updates(post, group)  # the other way round: how far behind
-            behind = (f"; Post-LN reached Pre-LN's final {pre_final:.3f} after {post_at} of its updates"
-                      if reverse is not None else "")  # fmt: skip
-            lines.append(f"Pre-LN lr {lr:g}: never reached Post-LN's final valid loss {target:.3f} "
-                         f"({post_updates} updates){behind}")  # fmt: skip
-        else:
-            lines.append(f"Pre-LN lr {lr:g} reaches Post-LN's final valid loss {target:.3f} ({post_updates} "
-                         f"updates) after {pre_updates}: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
-        (held if fraction is not None and fraction < 1.0 else missed).append(f"{lr:g}")
-    if held and missed:
-        return Verdict("<br>".join(lines), f"partly: holds at Pre-LN lr {', '.join(held)}, not at {', '.join(missed)}")
-    return Verdict("<br>".join(lines), verdict(bool(held)))
+        group = [a for a in pres if a.lr == lr]
+        at_lr = [a for a in posts if a.lr == lr]
+        premise = fails_or_worse(spec["premise"], at_lr, post, failure) if "premise" in spec else None
+        comparison = compare("valid loss (bits)", loss_sample(f"{describe_arm(group[0])} at update ≤ {at:.0f}", group, failure, at),
+                             loss_sample(f"{describe_arm(post[0])} final", post, failure), below(spec["margin_bits"]))  # fmt: skip
+        outcome.cases.append(Case(f"Pre-LN lr {lr:g}", comparison, premise))
+        outcome.notes.append(_fraction_note(lr, group, post))
+    return outcome
 
 
-BERT_CHECKS: dict[str, Callable[[list[Arm]], Verdict]] = {"bert_preln_fewer_updates": preln_fewer_updates}
+BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
+    "bert_preln_fewer_updates": preln_fewer_updates,
+}

@@ -1,195 +1,140 @@
-"""Checking the paper's training claims against a sweep's runs.
+"""The paper's translation claims (Figures 2 and 4) checked against a sweep's runs.
 
-Each check picks the runs of the arms it compares (by layout, optimizer, warm-up and lr, read from each run's
-config.yaml) and returns what it measured and whether the claim holds at this scale. Arms a sweep lacks make
-the claim "not measured", never a guess. Losses are fairseq's valid loss in bits; a difference counts when it
-exceeds MARGIN_BITS, so that seed noise does not decide a verdict.
+Each check picks the arms it compares (by layout, optimizer, warm-up and lr, read from each run's config.yaml),
+takes every seed of each, and compares their final validation losses (fairseq's, in bits per token) with a 95 %
+interval against the claim's practical margin from paper.yaml (prelnx.report.stats); a diverged seed counts as
+a failure (prelnx.report.arms.failure_loss). A claim with a premise (paper.yaml) has it checked on the same sweep
+(prelnx.report.premises). Arms a sweep lacks make the claim "not measured", never a guess. The outcome is typed
+(prelnx.report.outcome); prelnx.report.render turns it into words.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
-import yaml
+from prelnx.report.arms import Arm, describe_arm, failure_loss, loss_sample, pick
+from prelnx.report.outcome import Case, ClaimOutcome, Premise, not_measured
+from prelnx.report.premises import trains
+from prelnx.report.stats import above, below, compare, within
 
-from prelnx.records.metrics import read_metrics
-from prelnx.records.results import read_points, run_results
-
-MARGIN_BITS = 0.5
-
-
-@dataclass
-class Arm:
-    name: str
-    layout: str
-    optimizer: str
-    warmup: int
-    lr: float
-    seed: int
-    results: dict[str, Any]
-    rows: list[dict[str, Any]]
-    task: str = "translation"
+LOSS = "final valid loss (bits)"
 
 
-@dataclass
-class Verdict:
-    measured: str
-    holds: str  # "holds" | "does not hold" | "not measured"
+def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float], failure: float,
+          premise: Premise | None = None, at_update: float | None = None) -> Case:  # fmt: skip
+    sample_a = loss_sample(describe_arm(a[0]), a, failure, at_update)
+    sample_b = loss_sample(describe_arm(b[0]), b, failure)
+    return Case(label, compare(LOSS, sample_a, sample_b, region), premise)
 
 
-def load_arms(sweep_dir: Path) -> list[Arm]:
-    names = [p["name"] for p in read_points(sweep_dir)] or sorted(
-        d.name for d in sweep_dir.iterdir() if (d / "config.yaml").is_file()
-    )
-    arms = []
-    for name in names:
-        run_dir = sweep_dir / name
-        if not (run_dir / "config.yaml").is_file():
-            continue
-        config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        model = config["model"]
-        if model.get("norm", "layernorm") != "layernorm" or model.get("qk_norm", False):
-            continue  # the paper's claims are about its two LayerNorm layouts; variants are reported apart
-        arms.append(Arm(
-            name=name,
-            layout=config["model"]["layout"],
-            optimizer=config["optimizer"]["name"],
-            warmup=int(config["schedule"]["warmup_updates"]),
-            lr=float(config["optimizer"]["lr"]),
-            seed=int(config["train"]["seed"]),
-            results=run_results(run_dir),
-            rows=read_metrics(run_dir),
-            task=config.get("task", "translation"),
-        ))  # fmt: skip
-    return arms
+def _longest_warmup(arms: list[Arm], **criteria: Any) -> list[Arm]:
+    warmups = sorted({a.warmup for a in pick(arms, **criteria)} - {0})
+    return pick(arms, **criteria, warmup=warmups[-1]) if warmups else []
 
 
-def _pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
-    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.rows]
+def _edge_premise(arms: list[Arm], spec: dict[str, Any]) -> Premise | None:
+    """Figure 2a: with its longest warm-up, Post-LN (Adam) trains at the largest lr of the sweep."""
+    lrs = sorted({a.lr for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0})
+    if "premise" not in spec or not lrs:
+        return None
+    return trains(spec["premise"], _longest_warmup(arms, layout="post", optimizer="adam", lr=lrs[-1]))
 
 
-def _final_loss(group: list[Arm]) -> float:
-    """Mean over seeds of the last epoch's valid loss; a diverged run counts as infinitely bad."""
-    values = [a.rows[-1]["valid_loss"] if a.results["status"] != "diverged" else math.inf for a in group]
-    return statistics.fmean(values) if all(math.isfinite(v) for v in values) else math.inf
-
-
-def _bleu(group: list[Arm]) -> float:
-    values = [a.results["best_valid_bleu"] or 0.0 for a in group]
-    return statistics.fmean(values)
-
-
-def _describe(label: str, group: list[Arm]) -> str:
-    seeds = f", {len(group)} seeds" if len(group) > 1 else ""
-    return f"{label}: valid loss {_final_loss(group):.2f}, best BLEU {_bleu(group):.1f}{seeds}"
-
-
-def verdict(ok: bool) -> str:
-    return "holds" if ok else "does not hold"
-
-
-NOT_MEASURED = Verdict("the sweep has no runs for these arms", "not measured")
-
-
-def postln_adam_needs_warmup(arms: list[Arm]) -> Verdict:
-    lines, oks, lrs = [], [], []
+def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    outcome, failure = ClaimOutcome(spec["id"]), failure_loss(arms)
+    premise = _edge_premise(arms, spec)
     for lr in sorted({a.lr for a in arms}):
-        without = _pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
-        warmups = sorted({a.warmup for a in _pick(arms, layout="post", optimizer="adam", lr=lr)} - {0})
-        if not without or not warmups:
-            continue
-        with_ = _pick(arms, layout="post", optimizer="adam", warmup=warmups[-1], lr=lr)
-        lines.append(f"lr {lr:g}: {_describe('no warm-up', without)}; {_describe(f'{warmups[-1]} warm-up', with_)}")
-        oks.append(_final_loss(without) > _final_loss(with_) + MARGIN_BITS)
-        lrs.append(lr)
-    if not lines:
-        return NOT_MEASURED
-    if any(oks) and not all(oks):
-        held = ", ".join(f"{lr:g}" for lr, ok in zip(lrs, oks) if ok)
-        missed = ", ".join(f"{lr:g}" for lr, ok in zip(lrs, oks) if not ok)
-        return Verdict("<br>".join(lines), f"partly: holds at lr {held}, not at lr {missed}")
-    return Verdict("<br>".join(lines), verdict(all(oks)))
+        without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
+        with_ = _longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
+        if without and with_:
+            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), failure, premise))
+    return outcome
 
 
-def short_warmup_large_lr(arms: list[Arm]) -> Verdict:
-    warmups = sorted({a.warmup for a in _pick(arms, layout="post", optimizer="adam")} - {0})
-    lrs = sorted({a.lr for a in _pick(arms, layout="post", optimizer="adam")})
+def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    posts = [a for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0]
+    warmups, lrs = sorted({a.warmup for a in posts}), sorted({a.lr for a in posts})
     if len(warmups) < 2 or len(lrs) < 2:
-        return NOT_MEASURED
-    short = warmups[0]
-    small, large = _pick(arms, layout="post", optimizer="adam", warmup=short, lr=lrs[0]), \
-        _pick(arms, layout="post", optimizer="adam", warmup=short, lr=lrs[-1])  # fmt: skip
-    if not small or not large:
-        return NOT_MEASURED
-    measured = f"{short} warm-up: {_describe(f'lr {lrs[0]:g}', small)}; {_describe(f'lr {lrs[-1]:g}', large)}"
-    return Verdict(measured, verdict(_final_loss(large) > _final_loss(small) + MARGIN_BITS))
+        return not_measured(spec["id"], "needs Post-LN (Adam) with two warm-up lengths at two lrs")
+    large = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[-1])
+    small = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[0])
+    if not large or not small:
+        return not_measured(spec["id"], f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and {lrs[-1]:g}")
+    case = _case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]), failure_loss(arms),
+                 _edge_premise(arms, spec))  # fmt: skip
+    return ClaimOutcome(spec["id"], [case])
 
 
-def postln_sgd_needs_warmup(arms: list[Arm]) -> Verdict:
-    without = _pick(arms, layout="post", optimizer="sgd", warmup=0)
-    warmups = sorted({a.warmup for a in _pick(arms, layout="post", optimizer="sgd")} - {0})
-    if not without or not warmups:
-        return NOT_MEASURED
-    with_ = _pick(arms, layout="post", optimizer="sgd", warmup=warmups[-1])
-    measured = f"{_describe('no warm-up', without)}; {_describe(f'{warmups[-1]} warm-up', with_)}"
-    return Verdict(measured, verdict(_final_loss(without) > _final_loss(with_) + MARGIN_BITS))
+def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    outcome, failure = ClaimOutcome(spec["id"]), failure_loss(arms)
+    for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer="sgd")}):
+        without = pick(arms, layout="post", optimizer="sgd", warmup=0, lr=lr)
+        with_ = _longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
+        if without and with_:
+            premise = trains(spec["premise"], with_) if "premise" in spec else None
+            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), failure, premise))
+    return outcome
 
 
-def _best_postln_with_warmup(arms: list[Arm]) -> list[Arm]:
-    candidates = [a for a in _pick(arms, layout="post", optimizer="adam") if a.warmup > 0]
-    if not candidates:
+def _best_postln_with_warmup(arms: list[Arm], failure: float) -> list[Arm]:
+    groups: dict[tuple[int, float], list[Arm]] = {}
+    for arm in pick(arms, layout="post", optimizer="adam"):
+        if arm.warmup > 0:
+            groups.setdefault((arm.warmup, arm.lr), []).append(arm)
+    if not groups:
         return []
-    best = min(candidates, key=lambda a: _final_loss([a]))
-    return _pick(arms, layout="post", optimizer="adam", warmup=best.warmup, lr=best.lr)
+    return min(groups.values(), key=lambda group: loss_sample("", group, failure).mean)
 
 
-def preln_without_warmup_matches(arms: list[Arm]) -> Verdict:
-    pre = _pick(arms, layout="pre", optimizer="adam", warmup=0)
-    post = _best_postln_with_warmup(arms)
+def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]:
+    pre = pick(arms, layout="pre", optimizer=optimizer, warmup=0)
+    return [a for a in pre if a.lr == max(a.lr for a in pre)] if pre else []
+
+
+def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    failure = failure_loss(arms)
+    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms, failure)
     if not pre or not post:
-        return NOT_MEASURED
-    pre_lr = max({a.lr for a in pre})
-    pre = [a for a in pre if a.lr == pre_lr]
-    measured = (f"{_describe(f'Pre-LN no warm-up lr {pre_lr:g}', pre)}; "
-                f"{_describe(f'best Post-LN with warm-up ({post[0].warmup} updates, lr {post[0].lr:g})', post)}")  # fmt: skip
-    return Verdict(measured, verdict(_final_loss(pre) <= _final_loss(post) + MARGIN_BITS))
+        return not_measured(spec["id"])
+    case = _case("against the best Post-LN with warm-up", pre, post, below(spec["margin_bits"]), failure)
+    return ClaimOutcome(spec["id"], [case])
 
 
-def preln_converges_faster(arms: list[Arm]) -> Verdict:
-    pre = _pick(arms, layout="pre", optimizer="adam", warmup=0)
-    post = _best_postln_with_warmup(arms)
+def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    """Pre-LN's valid loss at the paper's fraction (9/15) of Post-LN's updates against Post-LN's final one."""
+    failure = failure_loss(arms)
+    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms, failure)
     if not pre or not post:
-        return NOT_MEASURED
-    target = _final_loss(post)
-    reached = [next((row["epoch"] for row in a.rows if row.get("valid_loss", math.inf) <= target), None) for a in pre]
-    last_epoch = max(row["epoch"] for a in post for row in a.rows)
-    if any(epoch is None for epoch in reached):
-        return Verdict(f"Pre-LN never reached Post-LN's final valid loss {target:.2f}", "does not hold")
-    epoch = max(e for e in reached if e is not None)
-    measured = f"Pre-LN reaches Post-LN-with-warm-up's final valid loss ({target:.2f}, epoch {last_epoch}) at epoch {epoch}"
-    return Verdict(measured, verdict(epoch < last_epoch))
+        return not_measured(spec["id"])
+    post_updates = max(int(a.rows[-1]["num_updates"]) for a in post if a.rows)
+    at = spec["fraction"] * post_updates
+    label = f"Pre-LN at update ≤ {at:.0f} ({spec['fraction']:.0%} of Post-LN's {post_updates}) against Post-LN's final"
+    case = _case(label, pre, post, below(spec["margin_bits"]), failure, at_update=at)
+    return ClaimOutcome(spec["id"], [case])
 
 
-def layout_matters_more_than_optimizer(arms: list[Arm]) -> Verdict:
-    adam, radam = _pick(arms, layout="pre", optimizer="adam", warmup=0), _pick(arms, layout="pre", optimizer="radam", warmup=0)
-    post = _pick(arms, layout="post", optimizer="adam", warmup=0)
+def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    adam, radam = _preln_without_warmup(arms), _preln_without_warmup(arms, "radam")
+    post = pick(arms, layout="post", optimizer="adam", warmup=0)
     if not adam or not radam or not post:
-        return NOT_MEASURED
-    lr = max({a.lr for a in radam})
-    adam = [a for a in adam if a.lr == lr] or adam
-    post = [a for a in post if a.lr == lr] or post
-    optimizer_gap = abs(_final_loss(adam) - _final_loss([a for a in radam if a.lr == lr]))
-    layout_gap = abs(_final_loss(post) - _final_loss(adam))
-    measured = (f"Pre-LN Adam vs RAdam: {optimizer_gap:.2f} bits apart; Post-LN vs Pre-LN (Adam, no warm-up): "
-                f"{layout_gap:.2f} bits apart")  # fmt: skip
-    return Verdict(measured, verdict(optimizer_gap < layout_gap))
+        return not_measured(spec["id"])
+    lr = radam[0].lr
+    adam = [a for a in pick(arms, layout="pre", optimizer="adam", warmup=0) if a.lr == lr] or adam
+    post = [a for a in post if a.lr == lr] or [a for a in post if a.lr == max(p.lr for p in post)]
+    failure, margin = failure_loss(arms), spec["margin_bits"]
+    return ClaimOutcome(spec["id"], [
+        _case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin), failure),
+        _case("layout (Adam, no warm-up)", post, adam, above(margin), failure),
+    ])  # fmt: skip
 
 
-TRAINING_CHECKS: dict[str, Callable[[list[Arm]], Verdict]] = {
+def mean_final(group: list[Arm]) -> float | None:
+    values = [v for a in group if (v := a.final()) is not None]
+    return statistics.fmean(values) if values else None
+
+
+TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
     "postln_adam_needs_warmup": postln_adam_needs_warmup,
     "short_warmup_large_lr": short_warmup_large_lr,
     "postln_sgd_needs_warmup": postln_sgd_needs_warmup,

@@ -1,4 +1,16 @@
-"""Checking the paper's Figure 3 claims against a `prelnx grads` study (its grads_summary.json)."""
+"""The paper's Figure 3 claims checked against a `prelnx grads` study (its grads.csv and grads_summary.json).
+
+Each claim is a ratio of gradient norms taken per seed (a seed's models share their initial draws and batches):
+the last decoder layer's W2 at the deepest over the shallowest depth (Figure 3c/d), or the last decoder layer's W2
+over the first at depth 6 (Figure 3a/b). Its mean over seeds has a one-sample 95 % t interval, judged against the
+claim's band in paper.yaml (prelnx.report.stats).
+
+A verdict that disagrees with the paper says whether plain fairseq disagrees too: `prelnx grads` records in
+grads_summary.json (settings.models) which model code each layout ran. For the paper's two layouts it is fairseq's
+own transformer (Pre-LN: fairseq's --encoder/--decoder-normalize-before), built and fed as fairseq-train does
+(tests/analysis/test_grads.py checks a row against fairseq's build_task_and_model and a plain forward/backward),
+so the measurement is plain fairseq's.
+"""
 
 from __future__ import annotations
 
@@ -6,54 +18,99 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from prelnx.report.claims import NOT_MEASURED, Verdict, verdict
+from prelnx.report.outcome import Case, ClaimOutcome, not_measured
+from prelnx.report.stats import Sample, Verdict, above, compare
 
-FLAT_BAND = (0.75, 1.33)  # a ratio deepest/shallowest inside this band counts as "flat in depth"
+LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm"}
 
 
 def load_gradient_summary(grads_dir: Path) -> dict[str, Any]:
-    path = grads_dir / "grads_summary.json"
-    if not path.is_file():
-        raise ValueError(f"--grads {grads_dir}: no grads_summary.json (run `prelnx grads ... --out {grads_dir}`)")
-    return json.loads(path.read_text())
+    """grads_summary.json, with the per-seed rows of grads.csv under `rows`."""
+    from prelnx.analysis.grads.summary import read_grads_csv
+
+    path, table = grads_dir / "grads_summary.json", grads_dir / "grads.csv"
+    if not path.is_file() or not table.is_file():
+        missing = path.name if not path.is_file() else table.name
+        raise ValueError(f"--grads {grads_dir}: no {missing} (run `prelnx grads ... --out {grads_dir}`)")
+    return {**json.loads(path.read_text()), "rows": read_grads_csv(table)}
 
 
-def _by_depth(summary: dict[str, Any], layout: str) -> str:
-    values = summary["last_layer_w2"][layout]
-    return ", ".join(f"{depth} layers {v['mean']:.3g}" for depth, v in sorted(values.items(), key=lambda kv: int(kv[0])))
+def _norms(summary: dict[str, Any], layout: str, depth: int, layer: int) -> dict[int, float]:
+    """seed -> the decoder W2 gradient norm of `layer` at `depth`."""
+    return {r["seed"]: r["grad_norm"] for r in summary["rows"] if r["layout"] == layout and r["depth"] == depth
+            and r["side"] == "decoder" and r["layer"] == layer and r["weight"] == "W2"}  # fmt: skip
 
 
-def postln_last_layer_flat_in_depth(summary: dict[str, Any]) -> Verdict:
-    if "post" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
-        return NOT_MEASURED
-    ratio = summary["last_layer_w2_falls_with_depth"]["post"]
-    measured = f"{_by_depth(summary, 'post')} (deepest/shallowest {ratio:.2f})"
-    return Verdict(measured, verdict(FLAT_BAND[0] <= ratio <= FLAT_BAND[1]))
+def _ratio(label: str, top: dict[int, float], bottom: dict[int, float]) -> Sample:
+    seeds = sorted(set(top) & set(bottom))
+    return Sample(label, tuple(top[s] / bottom[s] for s in seeds))
 
 
-def preln_last_layer_falls_with_depth(summary: dict[str, Any]) -> Verdict:
-    if "pre" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
-        return NOT_MEASURED
-    ratio = summary["last_layer_w2_falls_with_depth"]["pre"]
+def _depth_ratio(summary: dict[str, Any], layout: str) -> Sample:
     shallow, deep = summary["depths"][0], summary["depths"][-1]
-    expected = (shallow / deep) ** 0.5
-    measured = (f"{_by_depth(summary, 'pre')} (deepest/shallowest {ratio:.2f}; "
-                f"1/sqrt(L) predicts {expected:.2f})")  # fmt: skip
-    return Verdict(measured, verdict(ratio < FLAT_BAND[0]))
+    return _ratio(f"{LAYOUT_NAMES.get(layout, layout)} last-layer W2, {deep} / {shallow} layers",
+                  _norms(summary, layout, deep, deep), _norms(summary, layout, shallow, shallow))  # fmt: skip
 
 
-def postln_grows_with_layer(summary: dict[str, Any]) -> Verdict:
-    growth = summary.get("growth_last_over_first_layer", {})
-    if "post" not in growth or "pre" not in growth:
-        return NOT_MEASURED
-    post, pre = growth["post"]["decoder"]["W2"], growth["pre"]["decoder"]["W2"]
-    post_e, pre_e = growth["post"]["encoder"]["W2"], growth["pre"]["encoder"]["W2"]
-    measured = (f"last/first layer W2 at depth {summary['growth_depth']}: Post-LN decoder {post:.2f}, encoder "
-                f"{post_e:.2f}; Pre-LN decoder {pre:.2f}, encoder {pre_e:.2f}")  # fmt: skip
-    return Verdict(measured, verdict(post > 1.2 and post > pre and FLAT_BAND[0] <= pre <= FLAT_BAND[1] * 1.2))
+def _layer_ratio(summary: dict[str, Any], layout: str) -> Sample:
+    depth = summary["growth_depth"]
+    return _ratio(f"{LAYOUT_NAMES.get(layout, layout)} decoder W2, layer {depth} / layer 1 at depth {depth}",
+                  _norms(summary, layout, depth, depth), _norms(summary, layout, depth, 1))  # fmt: skip
 
 
-GRADIENT_CHECKS: dict[str, Callable[[dict[str, Any]], Verdict]] = {
+def fairseq_note(summary: dict[str, Any], layouts: tuple[str, ...]) -> str:
+    """Whether the measured models are plain fairseq's (from what prelnx grads recorded), for a disagreeing verdict."""
+    models = (summary.get("settings") or {}).get("models")
+    if not models or any(layout not in models for layout in layouts):
+        return ("Plain fairseq: not recorded in this grads_summary.json (made before prelnx grads recorded its "
+                "models); rerun `prelnx grads` to have it said here")  # fmt: skip
+    own = [layout for layout in layouts if models[layout].get("fairseq_model")]
+    said = "; ".join(f"{LAYOUT_NAMES.get(layout, layout)}: fairseq's `{models[layout]['arch']}`"
+                     f"{' ' + ' '.join(models[layout]['flags']) if models[layout]['flags'] else ''}" for layout in layouts)  # fmt: skip
+    if len(own) == len(layouts):
+        return f"**Plain fairseq disagrees too**: these are fairseq's own models, no prelnx model code ({said})"
+    return f"Not plain fairseq: some layouts ran prelnx's plugin model ({said}); plain fairseq was not measured"
+
+
+def _with_note(outcome: ClaimOutcome, summary: dict[str, Any], layouts: tuple[str, ...]) -> ClaimOutcome:
+    if outcome.verdict is Verdict.DOES_NOT_HOLD:
+        outcome.notes.append(fairseq_note(summary, layouts))
+    return outcome
+
+
+def _band(spec: dict[str, Any]) -> tuple[float, float]:
+    low, high = spec["band"]
+    return float(low), float(high)
+
+
+def postln_last_layer_flat_in_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
+    if "post" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
+        return not_measured(spec["id"], "needs Post-LN at two depths or more")
+    case = Case("Post-LN", compare("ratio", _depth_ratio(summary, "post"), None, _band(spec)))
+    return _with_note(ClaimOutcome(spec["id"], [case]), summary, ("post",))
+
+
+def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
+    if "pre" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
+        return not_measured(spec["id"], "needs Pre-LN at two depths or more")
+    shallow, deep = summary["depths"][0], summary["depths"][-1]
+    case = Case("Pre-LN", compare("ratio", _depth_ratio(summary, "pre"), None, _band(spec)))
+    outcome = ClaimOutcome(spec["id"], [case])
+    outcome.notes.append(f"1/sqrt(L) predicts {(shallow / deep) ** 0.5:.2f}")
+    return _with_note(outcome, summary, ("pre",))
+
+
+def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
+    if not {"post", "pre"} <= set(summary.get("growth_last_over_first_layer", {})):
+        return not_measured(spec["id"], "needs Post-LN and Pre-LN")
+    outcome = ClaimOutcome(spec["id"], [
+        Case("Post-LN grows", compare("ratio", _layer_ratio(summary, "post"), None, above(float(spec["grows_above"])))),
+        Case("Pre-LN about flat", compare("ratio", _layer_ratio(summary, "pre"), None, _band(spec))),
+    ])  # fmt: skip
+    return _with_note(outcome, summary, ("post", "pre"))
+
+
+GRADIENT_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutcome]] = {
     "postln_last_layer_flat_in_depth": postln_last_layer_flat_in_depth,
     "preln_last_layer_falls_with_depth": preln_last_layer_falls_with_depth,
     "postln_grows_with_layer": postln_grows_with_layer,

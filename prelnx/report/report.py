@@ -1,4 +1,9 @@
-"""`prelnx report`: a markdown report of a sweep (and optionally a gradient study) beside the paper's claims."""
+"""`prelnx report`: a markdown report of a sweep (and optionally a gradient study) beside the paper's claims.
+
+The claims section: each claim of paper.yaml with its arms' means (n seeds), the difference and its 95 % interval,
+its premise and one of five verdicts (prelnx.report.stats, .premises, .outcome; rendered by .render). Then the arms'
+means ± sd over seeds, the per-seed results table, the curves (mean over seeds with a min-max band) and, when
+present, fine-tunings and the gradient study."""
 
 from __future__ import annotations
 
@@ -9,8 +14,12 @@ from typing import Any, Callable
 
 from prelnx.atomic import write_text_atomic
 from prelnx.plots.curves import plot
+from prelnx.report.arms import describe_arm, load_arms, seed_groups
 from prelnx.report.bert_claims import BERT_CHECKS
-from prelnx.report.claims import TRAINING_CHECKS, Verdict, load_arms
+from prelnx.report.claims import TRAINING_CHECKS
+from prelnx.report.outcome import ClaimOutcome, not_measured
+from prelnx.report.render import arms_table, claims_table, claims_text
+from prelnx.report.stats import Verdict
 from prelnx.sweep.summary import summarize
 
 
@@ -18,20 +27,22 @@ class ReportError(ValueError):
     pass
 
 
+CLAIMS_INTRO = [
+    "Each claim as the paper states it and what this sweep measured: per arm the mean over its seeds (n), the",
+    "difference and its 95 % interval (Welch's t over seeds; a diverged seed counts as a failure, at the unigram",
+    "plateau or the sweep's worst finished loss), the side the claim needs (its practical margin, in paper.yaml),",
+    "the premise that makes the claim meaningful at this scale, and the verdict: holds (interval on the claimed side",
+    "of the margin), does not hold (on the other side), inconclusive (it straddles; with the seeds per arm the",
+    "observed spread would need; one seed is always inconclusive), not testable at this scale (a premise failed),",
+    "not measured (the arms are missing). Losses are fairseq's validation loss in bits per (masked) token.",
+]
+
+
 def paper_claims() -> dict[str, Any]:
-    """The paper's claims and numbers (prelnx/report/paper.yaml)."""
-    from prelnx.report.paper import paper_data
+    """The paper's claims and numbers (prelnx/paper.yaml)."""
+    from prelnx.paper import paper_data
 
     return paper_data()
-
-
-def _claims_table(claims: list[dict[str, Any]], verdicts: dict[str, Verdict]) -> list[str]:
-    lines = ["| claim | source | paper | this run | verdict |", "|---|---|---|---|---|"]
-    for claim in claims:
-        verdict = verdicts.get(claim["id"], Verdict("-", "not measured"))
-        mark = verdict.holds if verdict.holds == "not measured" else f"**{verdict.holds}**"
-        lines.append(f"| {claim['claim']} | {claim['source']} | {claim['paper']} | {verdict.measured} | {mark} |")
-    return lines
 
 
 def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, claims: list[dict[str, Any]]) -> list[str]:
@@ -42,8 +53,9 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
     for png in sorted(grads_dir.glob("*.png")):
         shutil.copy2(png, figures_dir / png.name)
         lines.append(f"![{png.stem}]({(figures_dir / png.name).relative_to(report_dir).as_posix()})")
-    verdicts = {claim_id: check(summary) for claim_id, check in GRADIENT_CHECKS.items()}
-    lines += ["", *_claims_table(claims, verdicts), ""]
+    outcomes = {claim["id"]: GRADIENT_CHECKS[claim["id"]](summary, claim) for claim in claims}
+    lines += ["", "Each ratio is taken per seed; mean over seeds with a one-sample 95 % t interval, against the band",
+              "stated in paper.yaml.", "", *claims_table(claims, outcomes), ""]  # fmt: skip
     return lines
 
 
@@ -84,8 +96,19 @@ def check_report_inputs(sweep_dir: Path, grads_dir: Path | None) -> None:
         raise ReportError(f"--grads {grads_dir}: no such folder")
 
 
-def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None) -> Path:
-    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it."""
+def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: list[Any]) -> dict[str, ClaimOutcome]:
+    return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
+
+
+def _arm_groups(arms: list[Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    return [(describe_arm(group[0]), [a.results for a in group]) for group in seed_groups(arms).values()]
+
+
+def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
+                 echo: Any = None) -> Path:  # fmt: skip
+    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it.
+
+    `echo` (when given) gets the claims as text, line by line."""
     check_report_inputs(sweep_dir, grads_dir)
     claims = paper_claims()
     report_dir = out.parent
@@ -99,27 +122,28 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     translation = [a for a in arms if a.task == "translation"]
     bert_only = bool(arms) and not translation  # a masked-LM sweep: the translation claims do not apply
     checks, claim_list = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
-    verdicts = {claim_id: check(arms if bert_only else translation) for claim_id, check in checks.items()}
+    outcomes = check_claims(claim_list, checks, arms if bert_only else translation)
     unusable = [row for row in rows if row["status"] not in ("finished", "diverged")]
     if unusable:  # "no runs for these arms" would hide that the runs exist but did not train
         listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
-        for claim_id, verdict in verdicts.items():
-            if verdict.holds == "not measured":
-                verdicts[claim_id] = Verdict(f"not measured: {len(unusable)} run(s) did not finish ({listed}); "
-                                             f"see 'Runs that did not finish'", "not measured")  # fmt: skip
+        for claim_id, outcome in outcomes.items():
+            if outcome.verdict is Verdict.NOT_MEASURED:
+                outcomes[claim_id] = not_measured(claim_id, f"not measured: {len(unusable)} run(s) did not finish "
+                                                  f"({listed}); see 'Runs that did not finish'")  # fmt: skip
+    if echo is not None:
+        for line in claims_text(claim_list, outcomes):
+            echo(line)
 
     lines = [f"# {title or 'prelnx report: ' + sweep_dir.name}", ""]
     lines += [f"Sweep `{sweep_dir}`: {len(rows)} runs; statuses: "
               + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
-    lines += ["## The paper's claims at this scale", "",
-              "Each claim as the paper states it, what this sweep measured, and whether it holds here. Losses are",
-              "fairseq's validation loss in bits per (masked) token, lower is better; " + (
-                  "the fraction compares updates to reach a loss, with no margin." if bert_only else
-                  "'holds' needs a difference of more than 0.5 bits where it compares losses."), ""]  # fmt: skip
-    lines += _claims_table(claim_list, verdicts) + [""]
+    lines += ["## The paper's claims at this scale", "", *CLAIMS_INTRO, ""]
+    lines += claims_table(claim_list, outcomes) + [""]
     if not bert_only and any(a.task == "masked_lm" for a in arms):
-        lines += _claims_table(claims["bert"], {key: check(arms) for key, check in BERT_CHECKS.items()}) + [""]
-    lines += ["## Results", "", (sweep_dir / "summary.md").read_text().strip(), ""]
+        lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
+    lines += ["## Results", "", "Per arm, mean ± sample sd over its finished seeds (diverged seeds counted apart):", ""]
+    lines += arms_table(_arm_groups(arms)) + ["", "Per seed:", ""]
+    lines += [(sweep_dir / "summary.md").read_text().strip(), ""]
     if unusable:
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]

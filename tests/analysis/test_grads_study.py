@@ -134,7 +134,7 @@ def test_summarize_hand_made_rows():
 
 
 def test_the_figure3_numbers_come_from_paper_yaml():
-    paper = yaml.safe_load(resources.files("prelnx.report").joinpath("paper.yaml").read_text())
+    paper = yaml.safe_load(resources.files("prelnx").joinpath("paper.yaml").read_text())
     assert paper_figure3() == paper["figure3"]
     assert summarize(_rows(), [])["paper"] == paper["figure3"]
     summary = summarize(_rows(), [])

@@ -14,10 +14,12 @@ import yaml
 from prelnx.config.load import load_config
 from prelnx.finetune.summary import mean_interval
 from prelnx.report.bert_claims import PAPER_FRACTION, fraction_of_updates, preln_fewer_updates
-from prelnx.report.claims import Arm
-from prelnx.records.metrics import read_metrics
-from prelnx.plan.data import DataNotReady
 from prelnx.launch.local import train
+from prelnx.plan.data import DataNotReady
+from prelnx.records.metrics import read_metrics
+from prelnx.report.arms import Arm
+from prelnx.paper import paper_data
+from prelnx.report.stats import Verdict
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,10 +108,13 @@ def test_mean_interval_uses_students_t():
     assert mean_interval([5.0]) == (5.0, None) and mean_interval([]) == (None, None)
 
 
-def _arm(layout: str, warmup: int, losses: list[float], lr: float = 1e-3) -> Arm:
+def _arm(layout: str, warmup: int, losses: list[float], lr: float = 1e-3, seed: int = 1, status: str = "finished") -> Arm:
     rows = [{"epoch": 1, "num_updates": 100 * (i + 1), "valid_loss": loss} for i, loss in enumerate(losses)]
-    return Arm(name=layout, layout=layout, optimizer="adam", warmup=warmup, lr=lr, seed=1,
-               results={"status": "finished"}, rows=rows, task="masked_lm")  # fmt: skip
+    return Arm(name=layout, layout=layout, optimizer="adam", warmup=warmup, lr=lr, seed=seed,
+               results={"status": status}, rows=rows, task="masked_lm")  # fmt: skip
+
+
+SPEC = paper_data()["bert"][0]
 
 
 def test_fraction_of_updates_to_reach_postln_final_loss():
@@ -122,16 +127,26 @@ def test_fraction_of_updates_to_reach_postln_final_loss():
     assert round(PAPER_FRACTION, 2) == 0.71
 
 
-def test_the_claim_is_reported_per_preln_learning_rate():
-    post = _arm("post", 100, [7.0, 6.0, 5.0, 4.0, 3.5])
-    fast = _arm("pre", 0, [6.5, 5.0, 3.4, 3.0, 2.8], lr=1e-3)
-    stuck = _arm("pre", 0, [7.5, 7.5, 7.4, 7.4, 7.3], lr=3e-3)
-    result = preln_fewer_updates([post, fast, stuck])
-    assert result.holds == "partly: holds at Pre-LN lr 0.001, not at 0.003"
-    assert "Pre-LN lr 0.003: never reached" in result.measured and "fraction **0.60**" in result.measured
+def test_the_claim_is_a_case_per_preln_learning_rate_with_its_premise():
+    posts = [_arm("post", 100, [7.0, 6.0, 5.0, 4.0, final], seed=s) for s, final in ((1, 3.5), (2, 3.6), (3, 3.4))]
+    unstable = [_arm("post", 100, [7.0, 9.0], lr=3e-3, seed=s, status="diverged") for s in (1, 2)]  # the premise
+    fast = [_arm("pre", 0, [6.5, 5.0, 2.9 + s / 20, 2.8, 2.7], lr=3e-3, seed=s) for s in (1, 2, 3)]
+    same_lr = [_arm("pre", 0, [6.5, 5.0, 3.0 + s / 20, 3.0, 2.8], lr=1e-3, seed=s) for s in (1, 2, 3)]
+    outcome = preln_fewer_updates([*posts, *unstable, *fast, *same_lr], SPEC)
+    by_lr = {case.label: case for case in outcome.cases}
+    # at 3e-3 Post-LN diverged (premise met) and Pre-LN is below Post-LN's final loss at 71 % of its updates
+    assert by_lr["Pre-LN lr 0.003"].premise.state.value == "met" and by_lr["Pre-LN lr 0.003"].verdict is Verdict.HOLDS
+    # at Post-LN's own lr the paper's premise cannot hold: not testable there
+    assert by_lr["Pre-LN lr 0.001"].verdict is Verdict.NOT_TESTABLE
+    assert outcome.verdict is Verdict.HOLDS and any("fraction **0.60**" in note for note in outcome.notes)
+    no_premise = preln_fewer_updates([*posts, *fast], SPEC)  # no Post-LN at 3e-3: the premise is not checked
+    assert no_premise.cases[0].premise.state.value == "not checked"
+    stuck = [_arm("pre", 0, [7.5, 7.5, 7.4, 7.4, 7.3 + s / 50], lr=3e-3, seed=s) for s in (1, 2, 3)]
+    assert preln_fewer_updates([*posts, *stuck], SPEC).verdict is Verdict.INCONCLUSIVE  # a negative needs the premise
+    assert preln_fewer_updates([*posts, *unstable, *stuck], SPEC).verdict is Verdict.DOES_NOT_HOLD
     translation = Arm(name="t", layout="pre", optimizer="adam", warmup=0, lr=1e-3, seed=1,
-                      results={"status": "finished"}, rows=fast.rows)  # fmt: skip
-    assert preln_fewer_updates([post, translation]).holds == "not measured"  # only masked-LM runs count
+                      results={"status": "finished"}, rows=fast[0].rows)  # fmt: skip
+    assert preln_fewer_updates([*posts, translation], SPEC).verdict is Verdict.NOT_MEASURED  # only masked-LM runs
 
 
 @pytest.mark.slow

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from prelnx.config.load import load_config
-from prelnx.run.checkpoints import CheckpointRefused, load_checkpoint, safe_loading
-from prelnx.run.runner import train
+from prelnx.records.checkpoints import CheckpointRefused, load_checkpoint, safe_loading
+from prelnx.launch.local import train
 
 ADVISORIES = ("CVE-2025-32434", "CVE-2026-24747")
 # The real CLI in a process whose torch says it is 2.5.1 (the last torch CVE-2025-32434 affects).
@@ -52,7 +52,7 @@ def test_a_recent_torch_loads(monkeypatch, plain_checkpoint, recent):
 
 
 def test_fairseqs_own_loader_is_refused_through_the_plugin(monkeypatch, plain_checkpoint):
-    from prelnx.run.build import load_plugin
+    from prelnx.launch.inprocess import load_plugin
 
     load_plugin()
     from fairseq import checkpoint_utils

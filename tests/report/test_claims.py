@@ -1,35 +1,105 @@
-"""The report's claim checks on hand-made run dirs (no training): verdicts follow the numbers."""
+"""The verdict engine on hand-made run dirs (no training): every verdict, one seed, a diverged seed, a premise."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
-from prelnx.report.claims import load_arms, postln_adam_needs_warmup, preln_without_warmup_matches
+import pytest
+from scipy import stats as scipy_stats
 
+from prelnx.report.arms import load_arms
+from prelnx.report.claims import postln_adam_needs_warmup, postln_sgd_needs_warmup, short_warmup_large_lr
+from prelnx.report.outcome import PremiseState
+from prelnx.paper import paper_data
+from prelnx.report.render import claims_table, verdict_text
+from prelnx.report.stats import Sample, Verdict, above, compare
+from tests.report.runs import Sweep, write_dictionary
 
-def make_run(sweep: Path, name: str, layout: str, warmup: int, losses: list[float], status: str = "finished") -> dict:
-    run = sweep / name
-    run.mkdir(parents=True)
-    config = {"model": {"layout": layout}, "optimizer": {"name": "adam", "lr": 0.002},
-              "schedule": {"warmup_updates": warmup}, "train": {"seed": 1}}  # fmt: skip
-    (run / "config.yaml").write_text(json.dumps(config))
-    rows = [{"epoch": e + 1, "num_updates": 10 * (e + 1), "valid_loss": v, "valid_bleu": 10 - v} for e, v in enumerate(losses)]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (run / "status.json").write_text(json.dumps({"status": status, "update": rows[-1]["num_updates"]}))
-    return {"name": name, "overrides": {}}
+SPECS = {claim["id"]: claim for claim in paper_data()["training"]}
 
 
-def test_verdicts_follow_the_measured_losses(tmp_path):
-    runs = [make_run(tmp_path, "post0", "post", 0, [7.0, 7.0]), make_run(tmp_path, "post200", "post", 200, [6.0, 4.0]),
-            make_run(tmp_path, "pre0", "pre", 0, [5.0, 3.5])]  # fmt: skip
-    (tmp_path / "sweep.json").write_text(json.dumps({"name": "t", "runs": runs}))
-    arms = load_arms(tmp_path)
-    assert postln_adam_needs_warmup(arms).holds == "holds"  # 7.0 vs 4.0: more than the 0.5-bit margin
-    assert preln_without_warmup_matches(arms).holds == "holds"
+def test_the_interval_is_welchs_t():
+    a, b = Sample("a", (8.1, 8.6, 8.3, 8.9)), Sample("b", (6.6, 6.9, 6.7))
+    c = compare("loss", a, b, above(0.5))
+    expected = scipy_stats.ttest_ind(a.values, b.values, equal_var=False).confidence_interval(0.95)
+    assert (c.low, c.high) == pytest.approx((expected.low, expected.high))
+    assert c.verdict is Verdict.HOLDS and c.estimate == pytest.approx(a.mean - b.mean)
 
 
-def test_a_difference_inside_the_margin_does_not_hold(tmp_path):
-    runs = [make_run(tmp_path, "post0", "post", 0, [4.3]), make_run(tmp_path, "post200", "post", 200, [4.0])]
-    (tmp_path / "sweep.json").write_text(json.dumps({"name": "t", "runs": runs}))
-    assert postln_adam_needs_warmup(load_arms(tmp_path)).holds == "does not hold"
+def _needs_warmup(tmp_path, without: list[float], with_: list[float], **kwargs):
+    sweep = Sweep(tmp_path / "sweep", write_dictionary(tmp_path / "data") and tmp_path / "data")
+    sweep.seeds("post", 0, without, **kwargs)
+    sweep.seeds("post", 120, with_, **kwargs)
+    return postln_adam_needs_warmup(load_arms(sweep.save()), SPECS["postln_adam_needs_warmup"])
+
+
+def test_holds_when_the_interval_clears_the_margin(tmp_path):
+    outcome = _needs_warmup(tmp_path, [8.45, 8.50, 8.40], [6.80, 6.70, 6.90])
+    assert outcome.verdict is Verdict.HOLDS
+    (case,) = outcome.cases
+    assert case.comparison.a.n == 3 and case.comparison.low > 0.5 and case.premise.state is PremiseState.MET
+    row = claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
+    assert "8.45 (3 seeds) − Post-LN adam lr 0.001, 120 warm-up 6.80 (3 seeds) = +1.65 [95 % CI" in row
+    assert "**met**" in row and row.endswith("| **holds** |")
+
+
+def test_does_not_hold_when_the_interval_is_below_the_margin(tmp_path):
+    outcome = _needs_warmup(tmp_path, [7.05, 7.10, 7.00], [7.00, 6.95, 7.05])
+    assert outcome.verdict is Verdict.DOES_NOT_HOLD and outcome.cases[0].comparison.high < 0.5
+
+
+def test_inconclusive_says_how_many_seeds_the_spread_would_need(tmp_path):
+    outcome = _needs_warmup(tmp_path, [7.6, 8.8, 7.2], [6.9, 6.5, 7.3])
+    comparison = outcome.cases[0].comparison
+    assert outcome.verdict is Verdict.INCONCLUSIVE and comparison.low < 0.5 < comparison.high
+    assert comparison.seeds_needed > 3
+    assert verdict_text(outcome) == f"inconclusive (~{comparison.seeds_needed} seeds per arm needed at this spread)"
+
+
+def test_one_seed_is_inconclusive_never_a_verdict(tmp_path):
+    outcome = _needs_warmup(tmp_path, [8.5], [5.0])  # 3.5 bits apart, but one seed each
+    assert outcome.verdict is Verdict.INCONCLUSIVE and verdict_text(outcome) == "inconclusive (1 seed)"
+    assert outcome.cases[0].comparison.low is None
+
+
+def test_a_diverged_seed_counts_as_a_failure(tmp_path):
+    sweep = Sweep(tmp_path / "sweep", tmp_path / "data")
+    plateau = write_dictionary(tmp_path / "data")
+    sweep.run("post", 0, [9.0, 8.4], seed=1)
+    sweep.run("post", 0, [9.0], seed=2, status="diverged")  # stopped after one validation
+    sweep.run("post", 0, [], seed=3, status="diverged")  # before any validation
+    sweep.seeds("post", 120, [6.8, 6.7, 6.9])
+    outcome = postln_adam_needs_warmup(load_arms(sweep.save()), SPECS["postln_adam_needs_warmup"])
+    a = outcome.cases[0].comparison.a
+    assert a.n == 3 and a.failed == 2 and a.values[1:] == (max(plateau, 8.4),) * 2  # at the plateau (8.30) or worse
+    assert outcome.verdict is Verdict.HOLDS
+    assert "(3 seeds, 2 diverged)" in claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
+
+
+def test_a_failed_premise_makes_the_claim_not_testable(tmp_path):
+    sweep = Sweep(tmp_path / "sweep", tmp_path / "data")
+    plateau = write_dictionary(tmp_path / "data")
+    sweep.seeds("post", 0, [8.30, 8.25, 8.28], optimizer="sgd", lr=0.1)  # SGD barely trains, with or without warm-up
+    sweep.seeds("post", 120, [8.35, 8.32, 8.38], optimizer="sgd", lr=0.1)
+    outcome = postln_sgd_needs_warmup(load_arms(sweep.save()), SPECS["postln_sgd_needs_warmup"])
+    premise = outcome.cases[0].premise
+    assert outcome.verdict is Verdict.NOT_TESTABLE and premise.state is PremiseState.FAILED
+    assert premise.comparison.estimate == pytest.approx(8.05 - plateau, abs=0.01)  # nll = loss - 0.3 here
+    row = claims_table([SPECS["postln_sgd_needs_warmup"]], {outcome.claim_id: outcome})[-1]
+    assert "SGD with warm-up trains" in row and "**failed**" in row and "unigram plateau (8.30 bits)" in row
+    assert row.endswith("| **not testable at this scale** |")
+
+
+def test_a_premise_that_cannot_be_checked_keeps_a_negative_open(tmp_path):
+    sweep = Sweep(tmp_path / "sweep")  # no dictionary: no unigram plateau
+    sweep.seeds("post", 0, [7.05, 7.10, 7.00], optimizer="sgd", lr=0.1)
+    sweep.seeds("post", 120, [7.00, 6.95, 7.05], optimizer="sgd", lr=0.1)
+    outcome = postln_sgd_needs_warmup(load_arms(sweep.save()), SPECS["postln_sgd_needs_warmup"])
+    assert outcome.cases[0].comparison.verdict is Verdict.DOES_NOT_HOLD
+    assert outcome.cases[0].premise.state is PremiseState.UNCHECKED and outcome.verdict is Verdict.INCONCLUSIVE
+
+
+def test_missing_arms_are_not_measured(tmp_path):
+    sweep = Sweep(tmp_path / "sweep")
+    sweep.seeds("post", 0, [8.4, 8.5])
+    outcome = short_warmup_large_lr(load_arms(sweep.save()), SPECS["short_warmup_large_lr"])
+    assert outcome.verdict is Verdict.NOT_MEASURED and not outcome.cases

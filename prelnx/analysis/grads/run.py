@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from prelnx.analysis.grads.measure import Worker, load_checkpoint_model
-from prelnx.analysis.grads.study import GradStudy, StudyOutcome, check_study, plan_models
+from prelnx.analysis.grads.study import GradStudy, StudyOutcome, check_study, model_code, plan_models
 from prelnx.analysis.grads.summary import csv_text, result_rows, summarize, timing_summary
 from prelnx.analysis.grads.workers import plan_workers, quiet_fairseq_logging, run_models
 from prelnx.atomic import write_text_atomic
@@ -50,6 +50,7 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
         "loss": "fairseq's criterion (summed over target tokens) divided by sample_size, as the trainer does",
         "checkpoint": str(study.checkpoint) if study.checkpoint else None,
         "std": "sample standard deviation over seeds",
+        "models": {layout: model_code(study.config, layout) for layout in study.layouts},  # plain fairseq or not
     }  # fmt: skip
     summary["timing"] = timing_summary(results, time.perf_counter() - start, workers, threads)
     summary["timing"].update(setup_s=setup_s, models_s=models_s)

@@ -141,6 +141,19 @@ def model_variant(config: Config, layout: str, depth: int, seed: int) -> Config:
     return variant
 
 
+def model_code(config: Config, layout: str) -> dict[str, Any]:
+    """Which model code a layout runs: the `--arch` and normalisation flags of its fairseq-train argv, and whether
+    that is fairseq's own transformer (True for the paper's Post-LN and Pre-LN) or prelnx's plugin model."""
+    from prelnx.plan.data import data_dir
+    from prelnx.plan.translation import translation_argv
+
+    argv = translation_argv(model_variant(config, layout, 6, 1), data_dir(config))
+    arch = argv[argv.index("--arch") + 1]
+    named = ("--encoder-normalize-before", "--decoder-normalize-before", "--deepnorm", "--qk-norm")
+    flags = [a for a in argv if a in named]
+    return {"arch": arch, "flags": flags, "fairseq_model": not arch.startswith("prelnx_")}
+
+
 def plan_models(study: GradStudy, checkpoint: tuple[str, int] | None) -> list[ModelSpec]:
     """Every model to measure, the most expensive first (so the pool ends with small jobs and no idle core)."""
     specs = [ModelSpec(layout, depth, seed) for depth in study.depths for layout in study.layouts for seed in study.seeds]

@@ -1,6 +1,6 @@
 """The gradient study's numbers: grads.csv rows, mean and std over seeds, the JSON summary, and the closing table.
 
-The paper's Figure-3 numbers printed beside ours are read from prelnx/report/paper.yaml (`figure3`).
+The paper's Figure-3 numbers printed beside ours are read from prelnx/paper.yaml (`figure3`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm"
 
 
 def paper_figure3() -> dict[str, Any]:
-    """Figure 3 of the paper as read off its plots (prelnx/report/paper.yaml, `figure3`): text per layout."""
-    from prelnx.report.paper import paper_data
+    """Figure 3 of the paper as read off its plots (prelnx/paper.yaml, `figure3`): text per layout."""
+    from prelnx.paper import paper_data
 
     return paper_data()["figure3"]
 

@@ -1,4 +1,5 @@
-"""The paper's claims and numbers, read from prelnx/report/paper.yaml: the one place they are written down."""
+"""The paper's claims and numbers, read from prelnx/paper.yaml: the one place they are written down (read by the
+gradient study and the report alike)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import yaml
 
 
 def paper_data() -> dict[str, Any]:
-    """prelnx/report/paper.yaml: `training`, `gradients`, `bert` claims; `figure3`, `figure5a` numbers."""
-    return yaml.safe_load(resources.files("prelnx.report").joinpath("paper.yaml").read_text())
+    """prelnx/paper.yaml: `training`, `gradients`, `bert` claims; `figure3`, `figure5a` numbers."""
+    return yaml.safe_load(resources.files("prelnx").joinpath("paper.yaml").read_text())
 
 
 def figure5a_fraction() -> float:

@@ -1,0 +1,151 @@
+"""A sweep's runs as the claims see them: each run's arm (layout, optimizer, warm-up, lr, seed) and rows, its seeds
+grouped, and per-seed samples of a loss with failed seeds counted as failures.
+
+Run dirs are read only through the reader functions imported below (status.json, metrics.jsonl, sweep.json); the
+config.yaml of each run says its arm. A seed that diverged is a failure: its loss is the sweep's `failure_loss`
+(the unigram plateau - a model that learned nothing but word frequencies - or the worst final loss of a finished
+run of the sweep, whichever is higher), so that it counts against its arm instead of being dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# The run-dir readers (kept together: they move to prelnx/records/ with the lead's redesign).
+from prelnx.records.metrics import read_metrics
+from prelnx.records.results import read_points, run_results
+
+from prelnx.report.stats import Sample
+
+
+@dataclass
+class Arm:
+    """One run: its arm's settings, seed, results (prelnx.sweep.summary.run_results) and metrics rows."""
+
+    name: str
+    layout: str
+    optimizer: str
+    warmup: int
+    lr: float
+    seed: int
+    results: dict[str, Any]
+    rows: list[dict[str, Any]]
+    task: str = "translation"
+    plateau: float | None = None  # unigram entropy of the target side, bits per token (None: dictionary not here)
+
+    @property
+    def status(self) -> str:
+        return self.results.get("status", "pending")
+
+    @property
+    def diverged(self) -> bool:
+        return self.status == "diverged"
+
+    def final(self, key: str = "valid_loss") -> float | None:
+        value = self.rows[-1].get(key) if self.rows else None
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def unigram_plateau(config: dict[str, Any]) -> float | None:
+    """The entropy (bits) of the target dictionary's word counts: the loss of predicting word frequencies only.
+
+    fairseq's dict.<target>.txt (dict.txt for masked_lm) holds one `word count` per line; the data folder is the
+    config's data.path. None when the folder or file is not on this machine."""
+    data = config.get("data") or {}
+    if not data.get("path"):
+        return None
+    folder = Path(data["path"]).expanduser()  # a relative path is the working directory's, as for prelnx train
+    name = "dict.txt" if config.get("task") == "masked_lm" else f"dict.{data.get('target_lang') or 'tgt'}.txt"
+    try:
+        counts = [int(line.split()[1]) for line in (folder / name).read_text().splitlines() if len(line.split()) >= 2]
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    total = sum(counts)
+    return -sum(c / total * math.log2(c / total) for c in counts if c > 0) if total else None
+
+
+def load_arms(sweep_dir: Path) -> list[Arm]:
+    """Every run of the sweep with the paper's LayerNorm layouts (the norm variants are reported apart)."""
+    names = [p["name"] for p in read_points(sweep_dir)] or sorted(
+        d.name for d in sweep_dir.iterdir() if (d / "config.yaml").is_file()
+    )
+    arms = []
+    for name in names:
+        run_dir = sweep_dir / name
+        if not (run_dir / "config.yaml").is_file():
+            continue
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        model = config["model"]
+        if model.get("norm", "layernorm") != "layernorm" or model.get("qk_norm", False):
+            continue
+        arms.append(Arm(
+            name=name,
+            layout=model["layout"],
+            optimizer=config["optimizer"]["name"],
+            warmup=int(config["schedule"]["warmup_updates"]),
+            lr=float(config["optimizer"]["lr"]),
+            seed=int(config["train"]["seed"]),
+            results=run_results(run_dir),
+            rows=read_metrics(run_dir),
+            task=config.get("task", "translation"),
+            plateau=unigram_plateau(config),
+        ))  # fmt: skip
+    return arms
+
+
+def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
+    """The runs (every seed) of one arm: those matching every criterion that trained (finished or diverged)."""
+    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items())
+            and a.status in ("finished", "diverged") and (a.rows or a.diverged)]  # fmt: skip
+
+
+def plateau(arms: list[Arm]) -> float | None:
+    values = [a.plateau for a in arms if a.plateau is not None]
+    return max(values) if values else None
+
+
+def failure_loss(arms: list[Arm]) -> float:
+    """The loss a diverged seed counts at: the unigram plateau or the worst finished final loss, the higher."""
+    finished = [loss for a in arms if a.status == "finished" and (loss := a.final()) is not None]
+    candidates = finished + ([p] if (p := plateau(arms)) is not None else [])
+    return max(candidates) if candidates else math.inf
+
+
+def loss_sample(label: str, group: list[Arm], failure: float, at_update: float | None = None) -> Sample:
+    """Each seed's valid loss - the final one, or the last at or before `at_update` - with diverged seeds (and seeds
+    without a finite loss there) at `failure`."""
+    values, failed = [], 0
+    for arm in group:
+        rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
+        value = rows[-1].get("valid_loss") if rows else None
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+        if arm.diverged and (at_update is None or not finite):
+            values.append(failure)
+            failed += 1
+        elif finite:
+            values.append(float(value))
+        else:
+            values.append(failure)
+            failed += 1
+    return Sample(label, tuple(values), failed)
+
+
+def describe_arm(arm: Arm) -> str:
+    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words."""
+    layout = {"post": "Post-LN", "pre": "Pre-LN"}.get(arm.layout, arm.layout)
+    warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
+    optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
+    return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}"
+
+
+def seed_groups(arms: list[Arm]) -> dict[tuple, list[Arm]]:
+    """Runs grouped by arm (everything but the seed), in the sweep's order."""
+    groups: dict[tuple, list[Arm]] = {}
+    for arm in arms:
+        groups.setdefault((arm.task, arm.layout, arm.optimizer, arm.warmup, arm.lr), []).append(arm)
+    return groups

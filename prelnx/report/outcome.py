@@ -1,0 +1,75 @@
+"""A claim's outcome as typed values: its premise, its cases (one comparison each, e.g. one per lr) and its verdict.
+
+How a premise weighs (prelnx.report.premises checks them): a failed premise makes the case "not testable at this
+scale", with the measurement that shows why. A premise that could not be checked (no such arm in the sweep, no
+dictionary for the unigram plateau) or whose interval straddles its bound leaves a "holds" standing but turns a
+"does not hold" into "inconclusive": the premise is what makes a negative result say something about the paper.
+
+A claim's verdict over its cases: not measured without cases; not testable when no case is testable; else does not
+hold if a testable case does not hold, holds if every testable case holds, and inconclusive otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from prelnx.report.stats import Comparison, Verdict
+
+
+class PremiseState(str, Enum):
+    MET = "met"
+    FAILED = "failed"
+    UNSETTLED = "unsettled"  # its interval straddles the bound
+    UNCHECKED = "not checked"  # the sweep (or this machine) lacks what it needs
+
+
+@dataclass(frozen=True)
+class Premise:
+    statement: str  # from paper.yaml
+    state: PremiseState
+    note: str  # what was compared, or why it could not be
+    comparison: Comparison | None = None  # the measurement that decides it
+
+
+@dataclass(frozen=True)
+class Case:
+    """One setting a claim is tested at (e.g. one lr): its comparison and its premise."""
+
+    label: str
+    comparison: Comparison
+    premise: Premise | None = None
+
+    @property
+    def verdict(self) -> Verdict:
+        verdict = self.comparison.verdict
+        if self.premise is None or self.premise.state is PremiseState.MET:
+            return verdict
+        if self.premise.state is PremiseState.FAILED:
+            return Verdict.NOT_TESTABLE
+        return Verdict.INCONCLUSIVE if verdict is Verdict.DOES_NOT_HOLD else verdict
+
+
+@dataclass
+class ClaimOutcome:
+    claim_id: str
+    cases: list[Case] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what else was measured (e.g. Figure 5a's fraction of updates)
+    missing: str = "the sweep has no runs for these arms"  # why, when there are no cases
+
+    @property
+    def verdict(self) -> Verdict:
+        if not self.cases:
+            return Verdict.NOT_MEASURED
+        verdicts = [case.verdict for case in self.cases if case.verdict is not Verdict.NOT_TESTABLE]
+        if not verdicts:
+            return Verdict.NOT_TESTABLE
+        if Verdict.DOES_NOT_HOLD in verdicts:
+            return Verdict.DOES_NOT_HOLD
+        if all(v is Verdict.HOLDS for v in verdicts):
+            return Verdict.HOLDS
+        return Verdict.INCONCLUSIVE
+
+
+def not_measured(claim_id: str, why: str = "the sweep has no runs for these arms") -> ClaimOutcome:
+    return ClaimOutcome(claim_id, missing=why)

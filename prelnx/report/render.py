@@ -1,0 +1,137 @@
+"""The claims' outcomes and the arms' means in words: the markdown tables of the report and the text `prelnx report`
+prints. Everything upstream is typed values (prelnx.report.outcome, prelnx.report.stats); only this module writes."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from prelnx.report.outcome import ClaimOutcome, Premise, PremiseState
+from prelnx.report.stats import MAX_SEEDS, Comparison, Sample, Verdict
+
+
+def _seeds(sample: Sample) -> str:
+    text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
+    return text + (f", {sample.failed} diverged" if sample.failed else "")
+
+
+def _region(region: tuple[float, float]) -> str:
+    lo, hi = region
+    if math.isinf(lo):
+        return f"< {hi:+.2f}"
+    if math.isinf(hi):
+        return f"> {lo:+.2f}"
+    return f"within ±{hi:.2f}" if lo == -hi else f"in [{lo:.2f}, {hi:.2f}]"
+
+
+def interval_text(c: Comparison) -> str:
+    f = ".2f" if c.metric == "ratio" else "+.2f"  # a ratio is a level; everything else a difference
+    if c.one_seed:
+        return f"{c.estimate:{f}} (no interval: 1 seed)"
+    return f"{c.estimate:{f}} [95 % CI {c.low:{f}}, {c.high:{f}}]"
+
+
+def comparison_text(c: Comparison, short: bool = False) -> str:
+    """`A 8.46 (2 seeds) - B 6.79 (3 seeds) = +1.67 [95 % CI +1.2, +2.1]; claimed > +0.50`."""
+    if short:
+        return f"{interval_text(c)} ({_seeds(c.a)}); needed {_region(c.region)}"
+    if c.b is None:
+        head = f"{c.metric}: {c.a.label} {interval_text(c)} ({_seeds(c.a)})"
+    else:
+        head = (f"{c.a.label} {c.a.mean:.2f} ({_seeds(c.a)}) − {c.b.label} {c.b.mean:.2f} ({_seeds(c.b)}) "
+                f"= {interval_text(c)}")  # fmt: skip
+    return f"{head}; claimed {_region(c.region)}"
+
+
+def verdict_text(outcome: ClaimOutcome) -> str:
+    """The verdict, with why when it is inconclusive (1 seed, seeds needed, an unsettled premise)."""
+    verdict = outcome.verdict
+    if verdict is not Verdict.INCONCLUSIVE:
+        return verdict.value
+    open_cases = [c for c in outcome.cases if c.verdict is Verdict.INCONCLUSIVE]
+    reasons = []
+    if any(c.comparison.one_seed for c in open_cases):
+        reasons.append("1 seed")
+    needed = [c.comparison.seeds_needed for c in open_cases if c.comparison.seeds_needed]
+    if needed:
+        most = max(needed)
+        count = f"~{most}" if most <= MAX_SEEDS else f"more than {MAX_SEEDS}"
+        reasons.append(f"{count} seeds per arm needed at this spread")
+    if any(c.premise is not None and c.premise.state in (PremiseState.UNSETTLED, PremiseState.UNCHECKED)
+           and c.comparison.verdict is Verdict.DOES_NOT_HOLD for c in open_cases):  # fmt: skip
+        reasons.append("does not hold, but its premise is not settled")
+    return f"inconclusive ({'; '.join(reasons)})" if reasons else "inconclusive"
+
+
+def _case_lines(outcome: ClaimOutcome) -> list[str]:
+    if not outcome.cases:
+        return [outcome.missing]
+    return [f"{case.label}: {comparison_text(case.comparison)} → {case.verdict.value}" for case in outcome.cases]
+
+
+def premise_measured(premise: Premise) -> str:
+    c = premise.comparison
+    if c is None:
+        return premise.note
+    return f"{premise.note}: {comparison_text(c, short=c.b is None)}"
+
+
+def _premise_lines(outcome: ClaimOutcome) -> list[str]:
+    seen: list[str] = []
+    for case in outcome.cases:
+        if case.premise is not None:
+            line = f"{case.premise.statement} **{case.premise.state.value}**: {premise_measured(case.premise)}"
+            if line not in seen:
+                seen.append(line)
+    return seen
+
+
+def claims_table(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome]) -> list[str]:
+    """One row per claim: the paper, the measured cases (means, n, difference and interval), premise, verdict."""
+    lines = ["| claim | source | paper | this sweep: mean (seeds) per arm, difference [95 % CI], claimed side "
+             "| premise | verdict |", "|---|---|---|---|---|---|"]
+    for claim in claims:
+        outcome = outcomes.get(claim["id"]) or ClaimOutcome(claim["id"])
+        measured = "<br>".join([*_case_lines(outcome), *outcome.notes]).replace("|", "/")
+        premise = "<br>".join(_premise_lines(outcome)).replace("|", "/") or "-"
+        verdict = verdict_text(outcome)
+        mark = verdict if outcome.verdict is Verdict.NOT_MEASURED else f"**{verdict}**"
+        lines.append(f"| {claim['claim']} | {claim['source']} | {claim['paper']} | {measured} | {premise} | {mark} |")
+    return lines
+
+
+def claims_text(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome]) -> list[str]:
+    """The same, as plain text for the terminal."""
+    lines = []
+    for claim in claims:
+        outcome = outcomes.get(claim["id"]) or ClaimOutcome(claim["id"])
+        lines.append(f"{claim['claim']} ({claim['source']})")
+        lines += [f"  {line}" for line in _case_lines(outcome) + outcome.notes]
+        lines += [f"  premise: {line.replace('**', '')}" for line in _premise_lines(outcome)]
+        lines.append(f"  verdict: {verdict_text(outcome)}")
+    return lines
+
+
+def _mean_sd(values: list[float], digits: int) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def arms_table(groups: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """Mean ± sample sd over each arm's seeds (diverged seeds excluded from the means, counted in their column)."""
+    lines = ["| arm | seeds | diverged | final valid loss | best valid BLEU | test BLEU (tokenized) |",
+             "|---|---|---|---|---|---|"]
+    for label, results in groups:
+        ok = [r for r in results if r.get("status") == "finished"]
+
+        def values(key: str) -> list[float]:
+            return [float(v) for r in ok if isinstance(v := r.get(key), (int, float)) and math.isfinite(v)]
+
+        diverged = sum(r.get("status") == "diverged" for r in results)
+        lines.append(f"| {label} | {len(results)} | {diverged} | {_mean_sd(values('final_valid_loss'), 2)} | "
+                     f"{_mean_sd(values('best_valid_bleu'), 1)} | {_mean_sd(values('test_bleu_tokenized'), 1)} |")  # fmt: skip
+    return lines

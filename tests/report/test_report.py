@@ -1,0 +1,74 @@
+"""`prelnx report` end to end on hand-made run dirs: every claim printed with its numbers and one of five verdicts,
+the arms' mean ± sd table, and curves drawn as the mean over seeds with a band."""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+
+from prelnx.plots.curves import _draw_bands, collect_runs, plot  # noqa: E402
+from prelnx.report.report import write_report  # noqa: E402
+from prelnx.report.stats import Verdict  # noqa: E402
+from tests.report.runs import Sweep, write_dictionary  # noqa: E402
+
+VERDICTS = "|".join(re.escape(v.value) for v in Verdict)
+
+
+def study(tmp_path) -> Sweep:
+    """A CPU-study-like sweep: Post-LN Adam over warm-up x lr, SGD, Pre-LN Adam and RAdam; 1-3 seeds per arm."""
+    sweep = Sweep(tmp_path / "cpu_study", tmp_path / "data")
+    write_dictionary(tmp_path / "data")
+    sweep.seeds("post", 0, [8.45, 8.50, 8.40], lr=1e-3)
+    sweep.run("post", 0, [9.0, 8.9], lr=1e-3, seed=4, status="diverged")
+    sweep.seeds("post", 120, [6.80, 6.70, 6.90], lr=1e-3)
+    sweep.seeds("post", 0, [7.10, 7.00], lr=5e-4)
+    sweep.seeds("post", 120, [7.00, 7.05], lr=5e-4)
+    sweep.seeds("post", 30, [7.50], lr=1e-3)
+    sweep.seeds("post", 30, [7.00], lr=5e-4)
+    sweep.seeds("post", 0, [8.30, 8.25], optimizer="sgd", lr=0.1)
+    sweep.seeds("post", 120, [8.35, 8.32], optimizer="sgd", lr=0.1)
+    sweep.seeds("pre", 0, [6.10, 6.05, 6.15], lr=1e-3)
+    sweep.seeds("pre", 0, [6.25, 6.20, 6.30], optimizer="radam", lr=1e-3)
+    return sweep
+
+
+def test_every_claim_is_printed_with_means_interval_premise_and_verdict(tmp_path):
+    sweep_dir = study(tmp_path).save()
+    printed: list[str] = []
+    report = write_report(sweep_dir, tmp_path / "out" / "report.md", echo=printed.append).read_text()
+    text = "\n".join(printed)
+    assert text.count("  verdict: ") == 6 and len(re.findall(rf"  verdict: ({VERDICTS})", text)) == 6
+    assert "seeds) − " in text and "[95 % CI" in text and "premise: " in text
+    verdicts = dict(re.findall(r"^(.+?) \(Section.*?\n(?:  (?!verdict).*\n)*  verdict: (.+)$", text, re.M))
+    assert verdicts["Post-LN trained with Adam without warm-up ends far worse than with warm-up."] == "does not hold"
+    assert verdicts["Post-LN trained with SGD also needs warm-up."] == "not testable at this scale"
+    assert verdicts["With a short warm-up, the larger peak learning rate is much worse."] == "inconclusive (1 seed)"
+    assert verdicts["Pre-LN without warm-up reaches the quality of Post-LN with warm-up."] == "holds"
+    # the results: mean ± sd per arm (the diverged seed counted apart), then the per-seed rows
+    assert "| Post-LN adam lr 0.001, no warm-up | 4 | 1 | 8.45 ± 0.05 |" in report
+    assert report.index("| arm | seeds | diverged |") < report.index("Per seed:") < report.index("| run |")
+    assert "(mean of 3 seeds, band min-max)" not in report  # labels live in the figures, not the markdown
+    assert (tmp_path / "out" / "report_figures" / "loss.png").is_file()
+
+
+def test_curves_draw_the_mean_of_the_seeds_with_a_min_max_band(tmp_path):
+    sweep = Sweep(tmp_path / "s")
+    sweep.seeds("pre", 0, [6.0, 6.4, 6.2])
+    sweep.run("post", 0, [9.0, 8.8], seed=1)
+    sweep.run("post", 0, [9.0], seed=2, status="diverged")
+    runs = collect_runs(sweep.save())
+    fig, ax = plt.subplots()
+    banded = _draw_bands(ax, runs, "valid_loss")
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 1 and len(banded) == 3  # Post-LN has one seed that did not diverge: no band
+    ys = bands[0].get_paths()[0].vertices[:, 1]
+    assert min(ys) == 6.0 and max(ys) == 9.0  # the band spans the seeds' min and max over the steps
+    (line,) = ax.get_lines()
+    assert line.get_ydata()[-1] == 6.2 and "mean of 3 seeds, band min-max" in line.get_label()
+    plt.close(fig)
+    assert {p.name for p in plot(sweep.folder, tmp_path / "plots")} >= {"loss.png", "loss.svg"}
