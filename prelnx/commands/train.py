@@ -10,7 +10,7 @@ import typer
 from prelnx.commands import options
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
-from prelnx.launch.local import train
+from prelnx.launch.local import check_before_training, train
 from prelnx.launch.slurm_job import dry_run_lines, train_on_slurm
 from prelnx.launch.slurm_task import plan_request
 from prelnx.plan.launch import plan_run
@@ -47,7 +47,7 @@ def train_command(
         if executor == "slurm":
             request = plan_request(resolved, partition, cpus_per_task, mem_gb, time_min)
             if dry_run:
-                typer.echo("\n".join(dry_run_lines(resolved, target, request)))
+                typer.echo("\n".join(dry_run_lines(resolved, target, request, force)))
                 return
             message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
         else:
@@ -55,10 +55,12 @@ def train_command(
                                 time_min=time_min)
             if dry_run:
                 plan = plan_run(resolved, target)
-                typer.echo(dump_config(plan.config))
+                typer.echo(dump_config(plan.config, task_keys_only=True))
                 typer.echo(f"# {plan.launch.batch}")
                 typer.echo("# the equivalent plain command:")
                 typer.echo(plan.launch.command_line())
+                for line in check_before_training(plan, force):  # refusals raise, with the real run's exit code
+                    typer.echo(f"# {line}")
                 return
             message, code = "", train(resolved, run_dir=target, force=force, echo=typer.echo).exit_code
     if message and code == 2:

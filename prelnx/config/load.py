@@ -15,7 +15,7 @@ from typing import Any, Literal, Union
 import yaml
 
 from prelnx.config.overrides import OverrideError, parse_set
-from prelnx.config.schema import ALIASES, Config, check_values
+from prelnx.config.schema import ALIASES, TASK_KEYS, Config, check_values
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.config.suggest import closest_files, closest_key
 
@@ -292,8 +292,18 @@ def config_to_dict(config: Config) -> dict[str, Any]:
     return plain(dataclasses.asdict(config))
 
 
-def dump_config(config: Config) -> str:
-    return yaml.safe_dump(config_to_dict(config), sort_keys=False)
+def dump_config(config: Config, task_keys_only: bool = False) -> str:
+    """The config as YAML; with `task_keys_only`, without the keys its task does not read (schema.TASK_KEYS)."""
+    data = config_to_dict(config)
+    if task_keys_only:
+        for key, tasks in TASK_KEYS.items():
+            if config.task not in tasks:
+                *parents, last = key.split(".")
+                section = data
+                for part in parents:
+                    section = section.get(part, {})
+                section.pop(last, None)
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def config_from_dict(data: dict[str, Any], source: str) -> Config:

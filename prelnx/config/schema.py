@@ -177,6 +177,22 @@ class Config:
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
 
+# Keys (or whole sections) that only some tasks read; every other key applies to every task. `--dry-run` prints
+# only what applies to the run's task (config.yaml keeps everything).
+TASK_KEYS: dict[str, tuple[str, ...]] = {
+    "data.tokens_per_sample": ("masked_lm", "sentence_prediction"),
+    "data.mask_prob": ("masked_lm",),
+    "data.sample_break_mode": ("masked_lm",),
+    "model.decoder_layers": ("translation",),
+    "model.share_decoder_input_output_embed": ("translation",),
+    "model.share_all_embeddings": ("translation",),
+    "train.label_smoothing": ("translation",),
+    "eval.bleu": ("translation",),
+    "eval.test": ("translation",),
+    "finetune": ("sentence_prediction",),
+}
+
+
 # Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean" (suggest.py):
 # their name -> the last part of ours.
 ALIASES = {

@@ -33,14 +33,15 @@ from prelnx.launch.events import Ended, Listener, Note, Started, echoing
 from prelnx.launch.finish import finish, status_counts
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.watch import Watch
+from prelnx.plan.data import DataNotReady, data_problem
 from prelnx.plan.launch import RunPlan, plan_run
 from prelnx.plan.rundirs import default_run_dir
 from prelnx.records import grain
-from prelnx.records.checkpoints import resume_point
-from prelnx.records.identity import hparams_of, saved_differences
-from prelnx.records.lock import RunLock
+from prelnx.records.checkpoints import CheckpointDamaged, checkpoint_info, resume_point
+from prelnx.records.identity import BUDGET_KEYS, Difference, hparams_of, saved_differences
+from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
-from prelnx.records.outcome import TERMINAL, Outcome
+from prelnx.records.outcome import Outcome
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
 from prelnx.records.status import EXIT_CODES, read_status, write_status
 
@@ -67,15 +68,72 @@ class RunResult:
         return EXIT_CODES.get(self.status, 1)
 
 
-def check_run_dir(run_dir: Path, config: Config, force: bool) -> dict[str, Any] | None:
-    """Returns the existing status when the run dir holds this same run; refuses a different one."""
+@dataclass(frozen=True)
+class Existing:
+    """What a run dir already holds of this run."""
+
+    status: dict[str, Any] | None  # its status.json (None: no run there yet)
+    extended: list[Difference]  # budget keys raised since (train on from the last checkpoint)
+
+    @property
+    def done(self) -> bool:
+        """Nothing to train: finished (and not extended) or diverged."""
+        state = (self.status or {}).get("status")
+        return state == "diverged" or (state == "finished" and not self.extended)
+
+
+def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
+    """What the run dir holds of this run; refuses a different run (RunConflict). A finished run's budget
+    (train.max_epoch, train.max_update) may grow when the schedule does not depend on it."""
     differences = None if force else saved_differences(run_dir, config)
-    if not differences:
-        return None if differences is None else read_status(run_dir)
-    raise RunConflict(
-        f"{run_dir} holds a run of a different config ({'; '.join(differences[:5])}). "
-        f"Use --run-dir for a new run, or --force to set the old one aside and start again."
-    )
+    if differences is None:
+        return Existing(None, [])
+    grown = [d for d in differences if d.grows_budget]
+    others = [d for d in differences if not d.grows_budget]
+    if others:
+        lowered = [d for d in others if d.key in BUDGET_KEYS]
+        raise RunConflict(
+            f"{run_dir} holds a run of a different config ({'; '.join(str(d) for d in others[:5])}). "
+            + (f"A budget may only grow on a trained run ({lowered[0].key} cannot go from {lowered[0].old!r} to "
+               f"{lowered[0].new!r}). " if lowered else "")
+            + "Use --run-dir for a new run, or --force to set the old one aside and start again."
+        )  # fmt: skip
+    decay_ends = [d for d in grown if d.key == "train.max_update" and config.schedule.decay == "linear"]
+    if decay_ends:
+        d = decay_ends[0]
+        raise RunConflict(f"{run_dir}: {d}: schedule.decay linear reaches its end lr at train.max_update, so a longer "
+                          f"budget would change the lr of every update already trained; train a new run (--run-dir) "
+                          f"or start this one again (--force)")  # fmt: skip
+    return Existing(read_status(run_dir), grown)
+
+
+def check_before_training(plan: RunPlan, force: bool) -> list[str]:
+    """What `--dry-run` checks: every refusal the real run would make before it trains, raised as the real run
+    raises it (RunConflict, DataNotReady, RunLocked, CheckpointRefused), with nothing written or generated. Returns
+    what the real run would say before training (a finished run trains nothing; a budget that grows)."""
+    existing = check_run_dir(plan.run_dir, plan.config, force)
+    problem = data_problem(plan.config)
+    if problem is not None:
+        raise DataNotReady(problem)
+    if is_locked(plan.run_dir):
+        raise RunLocked(f"{plan.run_dir}: this run dir is in use by another prelnx process; the run would be refused "
+                        f"until it ends")  # fmt: skip
+    said = []
+    last = plan.checkpoints / "checkpoint_last.pt"
+    if not force and last.is_file():
+        try:
+            checkpoint_info(last)  # a planted checkpoint: CheckpointRefused, as the real run
+        except CheckpointDamaged as error:
+            said.append(f"warning: {error}; the run would fall back to the newest intact checkpoint")
+    if existing.done and existing.status is not None:
+        said.append(f"{plan.run_dir}: already {existing.status['status']}; the run would train nothing (use --force "
+                    f"to train it again)")  # fmt: skip
+    elif existing.extended:
+        said.append(f"{plan.run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}); the run would "
+                    f"train on from its last checkpoint")  # fmt: skip
+    elif existing.status is not None:
+        said.append(f"{plan.run_dir}: holds this run ({existing.status.get('status')}); the run would resume it")
+    return said
 
 
 def _set_aside(run_dir: Path) -> Path:
@@ -113,11 +171,15 @@ def train(
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     try:
         existing = check_run_dir(run_dir, plan.config, force)  # again, now that no one else can change it
-        if existing and existing.get("status") in TERMINAL:
-            outcome = Outcome(existing["status"], int(existing.get("update", 0)), detail=existing.get("reason", ""))
+        if existing.done and existing.status is not None:
+            recorded = existing.status
+            outcome = Outcome(recorded["status"], int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
             listener(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
                           f"it again"))  # fmt: skip
             return RunResult(run_dir, outcome)
+        if existing.extended:
+            listener(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
+                          f"on from the last checkpoint"))  # fmt: skip
         if force and (run_dir / "config.yaml").exists():
             old_lock = lock  # held while the old dir moves: no one can start on it meanwhile
             listener(Note(f"--force: the previous run is kept as {_set_aside(run_dir)}"))

@@ -16,6 +16,7 @@ from prelnx.config.schema import Config
 from prelnx.launch import slurm_queue
 from prelnx.launch.children import restore, stop_on_sigterm
 from prelnx.launch.errors import SlurmUnavailable
+from prelnx.launch.local import check_before_training
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, submitit_folder, task_config, task_env
 from prelnx.plan.launch import plan_run
@@ -144,13 +145,14 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
         restore(previous)
 
 
-def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest) -> list[str]:
+def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> list[str]:
     """What `prelnx train --executor slurm --dry-run` prints: the config the tasks train, the job, their command."""
     from prelnx.config.load import dump_config
 
     plan = plan_run(task_config(config, request), run_dir, task_env("0"))
+    said = [f"# {line}" for line in check_before_training(plan, force)]  # refusals raise, as the real run's
     launch = plan.launch
-    return [dump_config(plan.config).rstrip("\n"),
+    return said + [dump_config(plan.config, task_keys_only=True).rstrip("\n"),
             (f"# would submit one Slurm job (submitit): {request.describe()}; "
              f"logs in {submitit_folder(run_dir)}/<job id>"),
             f"# {launch.batch}",

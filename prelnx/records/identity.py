@@ -3,6 +3,7 @@ change how a run executes but not what it computes. Also the config as TensorBoa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,27 @@ from prelnx.config.schema import Config
 EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling",
                   "train.keep_every_updates"}
 BATCH_KEYS = {"train.processes", "train.nodes", "train.update_freq"}
+BUDGET_KEYS = ("train.max_epoch", "train.max_update")  # may grow on a finished run (launch/local.py: extension)
 CONFIG_NAME = "config.yaml"
 
 
-def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.old!r} -> {self.new!r}"
+
+    @property
+    def grows_budget(self) -> bool:
+        """A training budget raised (a number to a larger one): the run trained so far stays what it was."""
+        numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (self.old, self.new))
+        return self.key in BUDGET_KEYS and numbers and self.new > self.old
+
+
+def config_differences(saved: dict[str, Any], current: Config) -> list[Difference]:
     """Keys whose values differ between a run dir's config.yaml and `current` (execution-only keys ignored)."""
     try:  # today's defaults filled in (and renamed keys followed): a key a newer prelnx added is no difference
         saved = config_to_dict(config_from_dict(saved, CONFIG_NAME))
@@ -29,10 +47,10 @@ def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
     old, new = flatten_values(saved), flatten_values(config_to_dict(current))
     ignored = EXECUTION_KEYS | (BATCH_KEYS if current.train.effective_batch_tokens is not None else set())
     keys = sorted((set(old) | set(new)) - ignored)
-    return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in keys if old.get(key) != new.get(key)]
+    return [Difference(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
 
 
-def saved_differences(run_dir: Path, config: Config) -> list[str] | None:
+def saved_differences(run_dir: Path, config: Config) -> list[Difference] | None:
     """The differences with the run dir's config.yaml; None when the run dir holds no run yet."""
     saved = run_dir / CONFIG_NAME
     if not saved.is_file():

@@ -64,7 +64,7 @@ def test_a_run_dir_of_an_earlier_prelnx_is_the_same_run(tiny_config_file):
     saved["train"]["gpus"] = None  # the old name of train.processes
     assert config_differences(saved, config) == []
     saved["optimizer"]["lr"] = 0.5
-    assert config_differences(saved, config) == ["optimizer.lr: 0.5 -> 0.003"]
+    assert [str(d) for d in config_differences(saved, config)] == ["optimizer.lr: 0.5 -> 0.003"]
 
 
 def test_a_sweep_whose_batch_cannot_be_kept_stops_before_anything_is_created(tiny_config_file):
