@@ -29,7 +29,7 @@ import yaml
 
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.load import config_from_dict, config_to_dict, dump_config, flatten_values
-from prelnx.config.schema import Config
+from prelnx.config.schema import LAYOUT_NAMES, Config
 from prelnx.run.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes, resume_point
 from prelnx.run.lock import RunLock
 from prelnx.run.metrics import read_metrics, write_metrics
@@ -98,7 +98,7 @@ def config_differences(saved: dict[str, Any], current: Config) -> list[str]:
 def describe_model(config: Config) -> str:
     """e.g. "Pre-LN", "Pre-LN rmsnorm +qk-norm", "DeepNorm"."""
     m = config.model
-    name = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm"}[m.layout]
+    name = LAYOUT_NAMES[m.layout]
     return name + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
 
 
