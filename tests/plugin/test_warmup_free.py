@@ -223,7 +223,7 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
     from prelnx.evaluate.evaluate import evaluate
     from prelnx.run.build import load_plugin
 
-    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": 2, "processes": 2})
+    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": 2, "processes": 2}, eval={"bleu": {"enabled": False}})
     config, _ = load_config(path)
     run_dir = tmp_path / "run"
 
