@@ -253,3 +253,21 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
     for name, w in ws.items():
         assert torch.equal(w.detach(), saved[name])
     assert any(not torch.allclose(w.detach(), fresh[name].detach()) for name, w in ws.items())  # trained, not re-profiled
+
+
+@pytest.mark.slow
+def test_the_gradient_study_measures_every_method(tiny_config_file, tmp_path):
+    """Figure 3 per method: every FFN gradient is finite and non-zero, except ReZero's, which a = 0 makes exactly 0
+    at initialisation; the summary's ratios are NaN for it rather than a division error."""
+    from prelnx.analysis import grads
+
+    config, _ = load_config(tiny_config_file())
+    layouts = ("admin", "tfixup", "rezero", "b2t")
+    study = grads.GradStudy(config, layouts=layouts, depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
+    outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
+    for layout in layouts:
+        norms = [row["grad_norm"] for row in outcome.rows if row["layout"] == layout]
+        assert len(norms) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers
+        assert all(norm == 0.0 for norm in norms) if layout == "rezero" else all(math.isfinite(n) and n > 0 for n in norms)
+    assert outcome.summary["layouts"] == list(layouts)
+    assert math.isnan(outcome.summary["last_layer_w2_falls_with_depth"]["rezero"])
