@@ -91,7 +91,8 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
             axis.bar(positions, [by_depth[d]["mean"] for d in depths], bar, yerr=[by_depth[d]["std"] for d in depths],
                      capsize=3, color=COLORS[layout], label=NAMES[layout])  # fmt: skip
         axis.set_xticks(range(len(depths)), [f"{d}-{d}" for d in depths])
-        axis.set_title(f"({letter}) {', '.join(NAMES[layout] for layout in layouts)}: last layer's W2 gradient vs depth")
+        shown = ", ".join(NAMES[layout] for layout in layouts) if len(layouts) <= 2 else "Post-LN and its schemes"
+        axis.set_title(f"({letter}) {shown}: last layer's W2 gradient vs depth")
         axis.set_xlabel("layers (encoder = decoder)")
         axis.set_ylabel("||dL/dW2||_F, last decoder layer")
         axis.legend()
