@@ -1,9 +1,9 @@
 """prelnx's fairseq plugin, loaded with `--user-dir` (by `prelnx train`, or by hand from a run's command.txt).
 
 Importing it registers `--optimizer radam`, `--lr-scheduler warmup_decay` and the normalisation variants
-model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm); makes every checkpoint load safe
-(`weights_only=True` with an allowlist; on a torch older than 2.10, whose safe loading has known exploits, no
-load at all); keeps a full disk or a kill from leaving a truncated
+model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm, and the warm-up-free Admin, T-Fixup, ReZero
+and B2T); makes every checkpoint load safe (`weights_only=True` with an allowlist; on a torch older than 2.10,
+whose safe loading has known exploits, no load at all); keeps a full disk or a kill from leaving a truncated
 checkpoint under a loadable name; lets torchrun start CPU data-parallel workers; and, under `prelnx train`, ends
 the process if prelnx itself dies.
 It imports only fairseq and torch.

@@ -15,9 +15,9 @@ from typing import Any, Literal, Union
 import yaml
 
 from prelnx.config.overrides import OverrideError, parse_set
-from prelnx.config.schema import ALIASES, TASK_KEYS, Config, check_values
+from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
-from prelnx.config.suggest import closest_files, closest_key
+from prelnx.config.suggest import ALIASES, closest_files, closest_key
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository's configs/ (editable installs)
 

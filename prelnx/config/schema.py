@@ -29,6 +29,11 @@ MLM_ARCH_PRESETS = ("roberta_base",)
 DATASETS = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
 TASKS = ("translation", "masked_lm", "sentence_prediction")
 ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encoder
+# model.layout -> its name in tables and figures (the paper's two, DeepNorm, and the warm-up-free schemes of
+# docs/warmup_free.md, each a Post-LN scheme built by the plugin: prelnx_fairseq_plugin/models/<layout>.py).
+LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm", "admin": "Admin", "tfixup": "T-Fixup",
+                "rezero": "ReZero", "b2t": "B2T"}  # fmt: skip
+WARMUP_FREE_LAYOUTS = ("admin", "tfixup", "rezero", "b2t")
 
 
 @dataclass
@@ -52,8 +57,14 @@ class DataConfig:
 @dataclass
 class ModelConfig:
     # Where the norm sits: after the residual add (post), before each sublayer plus a final norm (pre), or
-    # DeepNorm's Post-LN with up-weighted residuals x*alpha + f(x) and beta-scaled initialisation (deepnorm).
-    layout: Literal["post", "pre", "deepnorm"] = "post"
+    # DeepNorm's Post-LN with up-weighted residuals x*alpha + f(x) and beta-scaled initialisation (deepnorm); or a
+    # warm-up-free scheme (translation only; docs/warmup_free.md): admin = LN(x*w + f(x)), w set at init;
+    # tfixup = no LayerNorm, rescaled init; rezero = no LayerNorm, x + a*f(x) with a = 0 at init;
+    # b2t = Post-LN plus the layer's input added before its last LayerNorm.
+    layout: Literal["post", "pre", "deepnorm", "admin", "tfixup", "rezero", "b2t"] = "post"
+    # layout admin: w from a profiling forward pass at initialisation (profile, the paper's Admin) or
+    # sqrt((n+1)/ln(n+1) - 1) for n residual sublayers per stack (closed_form, microsoft/admin-torch)
+    admin_init: Literal["profile", "closed_form"] = "profile"
     norm: Literal["layernorm", "rmsnorm", "dyt"] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset; the fields below override its dimensions
@@ -193,34 +204,6 @@ TASK_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean" (suggest.py):
-# their name -> the last part of ours.
-ALIASES = {
-    **dict.fromkeys(("learning_rate", "peak_lr", "max_lr", "base_lr"), "lr"),
-    **dict.fromkeys(("warmup", "warmup_steps", "num_warmup_steps", "warmup_iters", "warm_up"), "warmup_updates"),
-    **dict.fromkeys(("init_lr", "warmup_init", "start_lr", "initial_lr"), "warmup_init_lr"),
-    **dict.fromkeys(("min_lr", "final_lr"), "end_lr"),
-    **dict.fromkeys(("epochs", "num_epochs", "max_epochs", "num_train_epochs", "epoch"), "max_epoch"),
-    **dict.fromkeys(("steps", "max_steps", "updates", "max_updates", "total_steps", "num_updates"), "max_update"),
-    **dict.fromkeys(("batch_size", "batch_tokens", "tokens_per_batch"), "max_tokens"),
-    **dict.fromkeys(("grad_clip", "clip_grad_norm", "max_grad_norm", "clip"), "clip_norm"),
-    **dict.fromkeys(("accumulation_steps", "gradient_accumulation_steps", "grad_accum"), "update_freq"),
-    **dict.fromkeys(("d_model", "hidden_size", "embed_size", "model_dim", "encoder_embed_dim"), "embed_dim"),
-    **dict.fromkeys(("d_ff", "ffn_embed_dim", "intermediate_size", "ffn_size"), "ffn_dim"),
-    **dict.fromkeys(("heads", "num_heads", "n_heads", "num_attention_heads"), "attention_heads"),
-    **dict.fromkeys(("layers", "num_layers", "n_layers", "num_encoder_layers"), "encoder_layers"),
-    **dict.fromkeys(("norm_position", "normalize_before", "pre_norm", "prenorm", "ln_position"), "layout"),
-    **dict.fromkeys(("scheduler", "lr_scheduler", "decay_type"), "decay"),
-    **dict.fromkeys(("type", "optim"), "name"),
-    **dict.fromkeys(("wd",), "weight_decay"),
-    **dict.fromkeys(("beta",), "betas"),
-    **dict.fromkeys(("epsilon", "adam_eps"), "eps"),
-    **dict.fromkeys(("beam_size", "num_beams"), "beam"),
-    **dict.fromkeys(("length_penalty",), "lenpen"),
-    **dict.fromkeys(("smoothing", "label_smoothing_factor"), "label_smoothing"),
-    **dict.fromkeys(("gpus", "num_gpus", "workers", "world_size"), "processes"),
-}
-
 def check_values(config: Config) -> list[tuple[str, str]]:
     """Checks that span keys or bound values; returns (key, message) pairs. Types are checked by the loader."""
     problems: list[tuple[str, str]] = []
@@ -238,6 +221,13 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     need(every is None or every >= 1, "eval.every_updates", f"must be >= 1 or null, got {every}")
     need(not (m.layout == "deepnorm" and m.norm == "dyt"), "model.norm",
          "layout: deepnorm rescales a normalised residual stream; use norm: layernorm or rmsnorm with it")  # fmt: skip
+    if m.layout in WARMUP_FREE_LAYOUTS:
+        need(m.norm == "layernorm", "model.norm", f"layout: {m.layout} is built as its authors built it, with "
+             f"LayerNorm (or none); use norm: layernorm, got {m.norm!r}")  # fmt: skip
+        need(not m.qk_norm, "model.qk_norm", f"layout: {m.layout} is built as its authors built it; use qk_norm: false")
+        need(m.layout != "rezero" or o.weight_decay == 0, "optimizer.weight_decay",
+             f"layout: rezero's scalar a is kept out of weight decay by its authors, and fairseq decays every "
+             f"parameter alike; use weight_decay: 0 with it, got {o.weight_decay}")  # fmt: skip
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
@@ -318,7 +308,7 @@ def _encoder_problems(config: Config) -> list[tuple[str, str]]:
     checks = [
         (m.arch in MLM_ARCH_PRESETS, "model.arch",
          f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), got {m.arch!r}"),
-        (m.layout in ("post", "pre"), "model.layout", f"task: {task} has layouts post and pre, got {m.layout!r}"),
+        (m.layout in ("post", "pre"), "model.layout", f"task: {task} has layouts post and pre (the others are translation only), got {m.layout!r}"),
         (m.norm == "layernorm" and not m.qk_norm, "model.norm",
          f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false"),
         (m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key"),

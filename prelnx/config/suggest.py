@@ -9,6 +9,35 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 
+# Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean":
+# their name -> the last part of ours.
+ALIASES = {
+    **dict.fromkeys(("learning_rate", "peak_lr", "max_lr", "base_lr"), "lr"),
+    **dict.fromkeys(("warmup", "warmup_steps", "num_warmup_steps", "warmup_iters", "warm_up"), "warmup_updates"),
+    **dict.fromkeys(("init_lr", "warmup_init", "start_lr", "initial_lr"), "warmup_init_lr"),
+    **dict.fromkeys(("min_lr", "final_lr"), "end_lr"),
+    **dict.fromkeys(("epochs", "num_epochs", "max_epochs", "num_train_epochs", "epoch"), "max_epoch"),
+    **dict.fromkeys(("steps", "max_steps", "updates", "max_updates", "total_steps", "num_updates"), "max_update"),
+    **dict.fromkeys(("batch_size", "batch_tokens", "tokens_per_batch"), "max_tokens"),
+    **dict.fromkeys(("grad_clip", "clip_grad_norm", "max_grad_norm", "clip"), "clip_norm"),
+    **dict.fromkeys(("accumulation_steps", "gradient_accumulation_steps", "grad_accum"), "update_freq"),
+    **dict.fromkeys(("d_model", "hidden_size", "embed_size", "model_dim", "encoder_embed_dim"), "embed_dim"),
+    **dict.fromkeys(("d_ff", "ffn_embed_dim", "intermediate_size", "ffn_size"), "ffn_dim"),
+    **dict.fromkeys(("heads", "num_heads", "n_heads", "num_attention_heads"), "attention_heads"),
+    **dict.fromkeys(("layers", "num_layers", "n_layers", "num_encoder_layers"), "encoder_layers"),
+    **dict.fromkeys(("norm_position", "normalize_before", "pre_norm", "prenorm", "ln_position"), "layout"),
+    **dict.fromkeys(("scheduler", "lr_scheduler", "decay_type"), "decay"),
+    **dict.fromkeys(("type", "optim"), "name"),
+    **dict.fromkeys(("wd",), "weight_decay"),
+    **dict.fromkeys(("beta",), "betas"),
+    **dict.fromkeys(("epsilon", "adam_eps"), "eps"),
+    **dict.fromkeys(("beam_size", "num_beams"), "beam"),
+    **dict.fromkeys(("length_penalty",), "lenpen"),
+    **dict.fromkeys(("smoothing", "label_smoothing_factor"), "label_smoothing"),
+    **dict.fromkeys(("gpus", "num_gpus", "workers", "world_size"), "processes"),
+}
+
+
 def _split(key: str) -> tuple[str, str]:
     section, _, last = key.rpartition(".")
     return section, last

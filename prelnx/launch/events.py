@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from prelnx.config.schema import Config
+from prelnx.config.schema import LAYOUT_NAMES, Config
 from prelnx.records.grain import Grain
 from prelnx.records.outcome import Outcome
 from prelnx.records.rows import Row
@@ -68,7 +68,7 @@ Listener = Callable[[Event], None]
 def describe_model(config: Config) -> str:
     """e.g. "Pre-LN", "Pre-LN rmsnorm +qk-norm", "DeepNorm"."""
     m = config.model
-    name = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm"}.get(m.layout, m.layout)
+    name = LAYOUT_NAMES[m.layout]
     return name + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
 
 

@@ -16,7 +16,7 @@ def translation_argv(config: Config, data: Path) -> list[str]:
     """Task, model and criterion of a translation run."""
     m, t, b = config.model, config.train, config.eval.bleu
     source, target = languages(config)
-    variant = m.layout == "deepnorm" or m.norm != "layernorm" or m.qk_norm
+    variant = m.layout not in ("post", "pre") or m.norm != "layernorm" or m.qk_norm
     argv = [
         str(data),
         "--user-dir", str(PLUGIN_DIR),
@@ -28,6 +28,8 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         argv += ["--norm-type", m.norm]
         if m.layout == "deepnorm":
             argv.append("--deepnorm")
+        elif m.layout not in ("post", "pre"):  # a warm-up-free scheme (docs/warmup_free.md)
+            argv += ["--layout-scheme", m.layout] + (["--admin-init", m.admin_init] if m.layout == "admin" else [])
         if m.qk_norm:
             argv.append("--qk-norm")
     for flag, value in (

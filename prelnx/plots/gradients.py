@@ -11,8 +11,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-COLORS = {"pre": "tab:blue", "post": "tab:orange", "deepnorm": "tab:purple", "checkpoint": "tab:green"}
-NAMES = {"pre": "Pre-LN", "post": "Post-LN", "deepnorm": "DeepNorm"}
+from prelnx.config.schema import LAYOUT_NAMES as NAMES
+
+COLORS = {"pre": "tab:blue", "post": "tab:orange", "deepnorm": "tab:purple", "checkpoint": "tab:green",
+          "admin": "tab:red", "tfixup": "tab:brown", "rezero": "tab:gray", "b2t": "tab:olive"}  # fmt: skip
 
 
 def _pyplot() -> Any:
@@ -73,8 +75,10 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         axis.set_xlabel("layer (E = encoder, D = decoder)")
         axis.set_ylabel(f"||dL/d{weight}||_F")
         axis.legend()
-    # (c) Pre-LN and (d) Post-LN as in the paper; DeepNorm, when measured, beside Post-LN (it is a Post-LN scheme).
-    for axis, layouts, letter in ((axes[1, 0], ["pre"], "c"), (axes[1, 1], ["post", "deepnorm"], "d")):
+    # (c) Pre-LN and (d) Post-LN as in the paper; DeepNorm and the warm-up-free schemes, when measured, beside
+    # Post-LN (each is a Post-LN scheme).
+    post_like = [layout for layout in NAMES if layout != "pre"]
+    for axis, layouts, letter in ((axes[1, 0], ["pre"], "c"), (axes[1, 1], post_like, "d")):
         layouts = [layout for layout in layouts if layout in summary["last_layer_w2"]]
         if not layouts:
             axis.set_visible(False)
@@ -87,7 +91,8 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
             axis.bar(positions, [by_depth[d]["mean"] for d in depths], bar, yerr=[by_depth[d]["std"] for d in depths],
                      capsize=3, color=COLORS[layout], label=NAMES[layout])  # fmt: skip
         axis.set_xticks(range(len(depths)), [f"{d}-{d}" for d in depths])
-        axis.set_title(f"({letter}) {', '.join(NAMES[layout] for layout in layouts)}: last layer's W2 gradient vs depth")
+        shown = ", ".join(NAMES[layout] for layout in layouts) if len(layouts) <= 2 else "Post-LN and its schemes"
+        axis.set_title(f"({letter}) {shown}: last layer's W2 gradient vs depth")
         axis.set_xlabel("layers (encoder = decoder)")
         axis.set_ylabel("||dL/dW2||_F, last decoder layer")
         axis.legend()

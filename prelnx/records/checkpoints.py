@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
+import sys
 import time
 import zipfile
 from dataclasses import dataclass
@@ -29,13 +30,21 @@ class CheckpointDamaged(ValueError):
     """A checkpoint that cannot be read (truncated, not a checkpoint)."""
 
 
+SAFE_LOADING = "prelnx_fairseq_plugin.safe_loading"  # its name when fairseq imports the plugin (--user-dir)
+
+
 @lru_cache(maxsize=1)
 def safe_loading() -> Any:
-    """The plugin's safe_loading module, loaded by path (its package __init__ would import fairseq)."""
-    spec = importlib.util.spec_from_file_location("_prelnx_safe_loading", PLUGIN_DIR / "safe_loading.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The plugin's safe_loading module, loaded by path (its package __init__ would import fairseq) under the name
+    the plugin's own import gives it, so that a process that also imports the plugin (evaluate, grads) has one
+    copy: one wrapper around torch.load, one CheckpointRefused class."""
+    module = sys.modules.get(SAFE_LOADING)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(SAFE_LOADING, PLUGIN_DIR / "safe_loading.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[SAFE_LOADING] = module
+        spec.loader.exec_module(module)
     module.force_safe_loading()
     return module
 

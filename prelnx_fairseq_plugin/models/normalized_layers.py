@@ -6,6 +6,8 @@ module names self_attn, encoder_attn, fc1, fc2, *_layer_norm), changed only wher
   norm type     every LayerNorm of the layer becomes an RMSNorm or a DyT (`norms.replace_layer_norms`)
   deepnorm      residual_connection(x, residual) = alpha * residual + x, and DeepNet's init (`deepnorm`)
   qk_norm       self- and cross-attention are `QKNormMultiheadAttention`s (`qk_norm_attention`)
+  scheme        a warm-up-free layout (Admin, T-Fixup, ReZero, B2T: `schemes`) adds its parameters and init once
+                the layer is built, and computes residual_connection for each sublayer
 
 Where the norm sits (before the sublayer or after the residual add) is fairseq's normalize_before, unchanged.
 """
@@ -23,6 +25,7 @@ from torch import nn
 from .deepnorm import DeepNormCoefficients, decoder_coefficients, deepnorm_init_, encoder_coefficients
 from .norms import DYT_DEFAULT_ALPHA, make_norm, replace_layer_norms
 from .qk_norm_attention import QKNormMultiheadAttention
+from .schemes import LayoutScheme, make_scheme
 
 
 @dataclass(frozen=True)
@@ -47,20 +50,45 @@ class NormVariant:
         return make_norm(self.norm_type, dim, self.dyt_init_alpha)
 
 
-def _apply_variant(layer: nn.Module, variant: NormVariant, deepnorm: DeepNormCoefficients | None) -> None:
-    """What both layer kinds do once fairseq has built them: swap the norms, set alpha, re-initialise for DeepNorm."""
+def _apply_variant(layer: nn.Module, variant: NormVariant, deepnorm: DeepNormCoefficients | None, cfg: Any,
+                   side: str) -> None:  # fmt: skip
+    """What both layer kinds do once fairseq has built them: swap the norms, set alpha, re-initialise for DeepNorm,
+    let a warm-up-free scheme add its parameters and init."""
     replace_layer_norms(layer, variant.norm_type, variant.dyt_init_alpha)
     layer.residual_alpha = deepnorm.alpha if deepnorm is not None else 1.0
     if deepnorm is not None:
         deepnorm_init_(layer, deepnorm.beta)
+    layer.scheme = make_scheme(cfg)
+    if layer.scheme is not None:
+        layer.scheme.build_layer(layer, cfg, side)
 
 
 class _ScaledResidual:
-    """DeepNorm's residual, alpha * residual + x (alpha = 1 leaves fairseq's own residual)."""
+    """DeepNorm's residual, alpha * residual + x (alpha = 1 leaves fairseq's own residual), or the scheme's.
+
+    fairseq's forward calls residual_connection once per sublayer, in order; forward numbers them (from 0 at every
+    call, so activation checkpointing's re-run and incremental decoding count alike) and keeps the layer's input
+    for the schemes that use it (B2T).
+    """
 
     residual_alpha: float
+    scheme: LayoutScheme | None
+    layer_input: torch.Tensor | None = None
+    _sublayer: int = 0
+
+    def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if self.scheme is None:
+            return super().forward(x, *args, **kwargs)  # type: ignore[misc]
+        self._sublayer, self.layer_input = 0, x
+        try:
+            return super().forward(x, *args, **kwargs)  # type: ignore[misc]
+        finally:
+            self.layer_input = None  # not kept alive between calls
 
     def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        if self.scheme is not None:
+            index, self._sublayer = self._sublayer, self._sublayer + 1
+            return self.scheme.residual(self, index, x, residual)
         return residual * self.residual_alpha + x
 
     def extra_repr(self) -> str:
@@ -72,7 +100,7 @@ class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
         super().__init__(cfg, return_fc=return_fc)
         self.variant = NormVariant.of(cfg)
         deepnorm = encoder_coefficients(cfg.encoder.layers, cfg.decoder.layers) if self.variant.deepnorm else None
-        _apply_variant(self, self.variant, deepnorm)
+        _apply_variant(self, self.variant, deepnorm, cfg, "encoder")
 
     def build_self_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
         variant = NormVariant.of(cfg)
@@ -95,7 +123,7 @@ class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
         super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
         self.variant = NormVariant.of(cfg)
         deepnorm = decoder_coefficients(cfg.encoder.layers, cfg.decoder.layers) if self.variant.deepnorm else None
-        _apply_variant(self, self.variant, deepnorm)
+        _apply_variant(self, self.variant, deepnorm, cfg, "decoder")
 
     def build_self_attention(self, embed_dim: int, cfg: Any, add_bias_kv: bool = False, add_zero_attn: bool = False):
         variant = NormVariant.of(cfg)

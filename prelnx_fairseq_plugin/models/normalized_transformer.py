@@ -1,4 +1,4 @@
-"""`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm and/or QK-Norm.
+"""`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm, QK-Norm, or a warm-up-free layout.
 
 The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse) `TransformerModel` and adds:
 
@@ -6,14 +6,19 @@ The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse
   --dyt-init-alpha A                    DyT's initial alpha (0.5, the DyT paper's default)
   --deepnorm                            Post-LN with residual alpha * x + f(x) and DeepNet's beta-scaled init
   --qk-norm                             queries and keys normalised per head (with --norm-type's module)
+  --layout-scheme {none,admin,tfixup,rezero,b2t}
+                                        a warm-up-free Post-LN scheme (Admin, T-Fixup, ReZero, B2T: `schemes`)
+  --admin-init {profile,closed_form}    Admin's w: a profiling pass at initialisation, or admin-torch's formula
 
 Where the norms sit is still fairseq's --encoder/--decoder-normalize-before (Pre-LN) or not (Post-LN); DeepNorm is
 a Post-LN scheme and refuses Pre-LN; DeepNorm with DyT is refused too (its alpha up-weights a residual stream that
-only a statistical norm brings back to scale). Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
+only a statistical norm brings back to scale); a --layout-scheme is a Post-LN scheme with fairseq's LayerNorm, and
+refuses Pre-LN, --deepnorm, another --norm-type and --qk-norm. Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
 prelnx_<preset>, with the preset's dimensions; with all options at their defaults the model is fairseq's
 transformer, module for module.
 
-The formulas are in the docstrings of `norms`, `deepnorm` and `qk_norm_attention`.
+The formulas are in the docstrings of `norms`, `deepnorm`, `qk_norm_attention`, and of the schemes (`admin`,
+`tfixup`, `rezero`, `b2t`), which register themselves in `schemes.SCHEMES` when imported here.
 """
 
 from __future__ import annotations
@@ -38,8 +43,11 @@ from fairseq.models.transformer import (
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
+from . import admin, b2t, rezero, tfixup  # noqa: F401  (register the warm-up-free schemes)
+from .admin import ADMIN_INITS
 from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
+from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_name
 
 MODEL_NAME = "prelnx_transformer"
 
@@ -93,6 +101,13 @@ def check_variant(args: Any) -> None:
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
     if variant.deepnorm and variant.norm_type == "dyt":
         raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")
+    scheme = scheme_name(args)
+    if scheme != NO_SCHEME:
+        if scheme not in SCHEMES:
+            raise ValueError(f"--layout-scheme: unknown {scheme!r}; allowed: {', '.join((NO_SCHEME, *SCHEMES))}")
+        if pre_ln or variant.deepnorm or variant.norm_type != "layernorm" or variant.qk_norm:
+            raise ValueError(f"--layout-scheme {scheme} is a Post-LN scheme with LayerNorm: drop --encoder/--decoder-"
+                             f"normalize-before, --deepnorm, --qk-norm and --norm-type other than layernorm")  # fmt: skip
 
 
 @register_model(MODEL_NAME)
@@ -107,11 +122,17 @@ class NormalizedTransformerModel(TransformerModel):
         parser.add_argument("--dyt-init-alpha", type=float, metavar="A", help="DyT: initial alpha (default 0.5)")
         parser.add_argument("--deepnorm", action="store_true", help="Post-LN with residual alpha*x + f(x), beta init")
         parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")
+        parser.add_argument("--layout-scheme", choices=(NO_SCHEME, *SCHEMES), help="a warm-up-free Post-LN scheme")
+        parser.add_argument("--admin-init", choices=ADMIN_INITS, help="Admin's w: profiling pass or closed form")
 
     @classmethod
     def build_model(cls, args: Any, task: Any) -> NormalizedTransformerModel:
         check_variant(args)
-        return super().build_model(args, task)
+        model = super().build_model(args, task)
+        scheme = make_scheme(args)
+        if scheme is not None:  # after every layer: T-Fixup's embeddings, Admin's profiling pass
+            scheme.build_model(model, args)
+        return model
 
     @classmethod
     def build_encoder(cls, args: Any, src_dict: Any, embed_tokens: nn.Embedding) -> NormalizedTransformerEncoder:
@@ -126,7 +147,7 @@ class NormalizedTransformerModel(TransformerModel):
 def variant_defaults(args: Any) -> None:
     """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
     for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
-                          ("qk_norm", False)):  # fmt: skip
+                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("admin_init", ADMIN_INITS[0])):  # fmt: skip
         if getattr(args, name, None) is None:
             setattr(args, name, default)
 

@@ -16,13 +16,25 @@ def test_help_lists_train():
     assert result.exit_code == 0 and "--dry-run" in result.output and "--set" in result.output
 
 
-def test_dry_run_prints_config_and_plain_fairseq_command(tmp_path):
-    result = runner.invoke(app, ["train", "--config", "iwslt_preln.yaml", "--dry-run", "--run-dir", str(tmp_path / "r")])
-    assert result.exit_code == 0, result.output
-    assert "layout: pre" in result.output
-    assert "fairseq-train data-bin/iwslt14.tokenized.de-en" in result.output
+def test_dry_run_prints_config_and_plain_fairseq_command_and_refuses_as_the_run_would(tmp_path):
+    result = runner.invoke(app, ["train", "--config", "iwslt_preln.yaml", "--dry-run", "--run-dir", str(tmp_path / "r"),
+                                 "--set", f"data.path={tmp_path / 'no-data'}"])  # fmt: skip
+    assert "layout: pre" in result.output and "mask_prob" not in result.output  # the translation task's keys only
+    assert f"fairseq-train {tmp_path / 'no-data'}" in result.output
     assert "--encoder-normalize-before" in result.output
+    # the data is not prepared: the real run would stop with exit 2, so does the dry run
+    assert result.exit_code == 2 and "holds no binarized iwslt14 data" in result.output, result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_a_dry_run_on_a_run_dir_of_another_config_says_the_run_would_be_refused(tiny_config_file, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    other = runner.invoke(app, ["train", "--config", str(tiny_config_file()), "--dry-run", "--run-dir", str(run_dir)])
+    assert other.exit_code == 0, other.output
+    (run_dir / "config.yaml").write_text((tmp_path / "tiny.yaml").read_text().replace("lr: 0.003", "lr: 0.5"))
+    refused = runner.invoke(app, ["train", "--config", str(tiny_config_file()), "--dry-run", "--run-dir", str(run_dir)])
+    assert refused.exit_code == 2 and "holds a run of a different config (optimizer.lr: 0.5 -> 0.003)" in refused.output
 
 
 def test_bad_config_is_one_message_and_exit_code_2(tmp_path):
@@ -30,7 +42,7 @@ def test_bad_config_is_one_message_and_exit_code_2(tmp_path):
     path.write_text("model: {layout: middle}\ntrain: {max_epoch: 1}\n")
     result = runner.invoke(app, ["train", "--config", str(path)])
     assert result.exit_code == 2
-    assert f"{path}: model.layout: expected one of 'post', 'pre', 'deepnorm', got 'middle'" in result.output
+    assert f"{path}: model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'b2t', got 'middle'" in result.output
     assert "Traceback" not in result.output
 
 

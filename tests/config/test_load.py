@@ -75,7 +75,7 @@ def write(tmp_path: Path, data: dict) -> Path:
     "data, expected",
     [
         ({"model": {"layuot": "pre"}}, "model.layuot: unknown key; did you mean model.layout?"),
-        ({"model": {"layout": "middle"}}, "model.layout: expected one of 'post', 'pre', 'deepnorm', got 'middle'"),
+        ({"model": {"layout": "middle"}}, "model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'b2t', got 'middle'"),
         ({"optimizer": {"name": "adagrad"}}, "optimizer.name: expected one of 'adam', 'sgd', 'radam'"),
         ({"optimizer": {"lr": "fast"}}, "optimizer.lr: expected a number, got 'fast'"),
         ({"optimizer": {"lr": -1}}, "optimizer.lr: must be > 0"),
@@ -90,6 +90,12 @@ def write(tmp_path: Path, data: dict) -> Path:
         ({"data": {"dataset": "imagenet"}}, "data.dataset: expected one of 'synthetic'"),
         ({"eval": {"bleu": {"beam": 0}}}, "eval.bleu.beam: must be >= 1"),
         ({"model": {"embed_dim": 30, "attention_heads": 4}}, "model.attention_heads: must divide model.embed_dim"),
+        ({"model": {"layout": "admin", "admin_init": "guess"}}, "model.admin_init: expected one of 'profile', 'closed_form'"),
+        ({"model": {"layout": "tfixup", "norm": "rmsnorm"}}, "model.norm: layout: tfixup is built as its authors built it"),
+        ({"model": {"layout": "b2t", "qk_norm": True}}, "model.qk_norm: layout: b2t is built as its authors built it"),
+        ({"model": {"layout": "rezero"}, "optimizer": {"weight_decay": 0.01}}, "optimizer.weight_decay: layout: rezero"),
+        ({"task": "masked_lm", "model": {"arch": "roberta_base", "layout": "admin"}, "eval": {"every_updates": 10}},
+         "model.layout: task: masked_lm has layouts post and pre (the others are translation only), got 'admin'"),
     ],
 )
 def test_bad_values_name_file_key_and_what_is_allowed(tmp_path, data, expected):

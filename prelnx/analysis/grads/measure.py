@@ -162,6 +162,8 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
         raise GradsError(f"--checkpoint: {path}: does not fit the config's data and model ({first})") from None
     if getattr(model_cfg, "deepnorm", False):
         layout = "deepnorm"
+    elif getattr(model_cfg, "layout_scheme", None) not in (None, "none"):
+        layout = str(model_cfg.layout_scheme)  # a warm-up-free scheme: its name is its model.layout
     else:
         layout = "pre" if model.decoder.layers[0].normalize_before else "post"
     return model, layout, len(model.decoder.layers)

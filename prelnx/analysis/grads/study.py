@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.schema import Config, check_values
+from prelnx.config.schema import LAYOUT_NAMES, Config, check_values
 
-LAYOUTS = ("post", "pre", "deepnorm")  # the schema's model.layout values; the paper compares post and pre
+LAYOUTS = tuple(LAYOUT_NAMES)  # the schema's model.layout values; the paper compares post and pre
 WEIGHTS = {"W1": "fc1", "W2": "fc2"}  # the paper's names -> fairseq's FFN modules
 
 # --quick: the picture in about a minute on 2 cores (fewer seeds and depths, smaller batches).

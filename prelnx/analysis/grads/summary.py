@@ -59,6 +59,12 @@ def _mean_std(values: list[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
 
 
+def _ratio(numerator: float, denominator: float) -> float:
+    """A ratio of gradient norms; NaN where the denominator is 0 (ReZero's FFN gradients are 0 at initialisation:
+    its a = 0 cuts every sublayer off the loss)."""
+    return numerator / denominator if denominator else math.nan
+
+
 def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int, str], dict[str, float]]:
     """(layout, depth, side, layer, weight) -> mean/std/n over seeds."""
     groups: dict[tuple[str, int, str, int, str], list[float]] = {}
@@ -85,7 +91,7 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
     shown = bars_depth(depths)
     growth = {
         layout: {
-            side: {weight: stats[(layout, shown, side, shown, weight)]["mean"] / stats[(layout, shown, side, 1, weight)]["mean"]
+            side: {weight: _ratio(stats[(layout, shown, side, shown, weight)]["mean"], stats[(layout, shown, side, 1, weight)]["mean"])
                    for weight in WEIGHTS}
             for side in ("encoder", "decoder")
         }
@@ -97,7 +103,7 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
         "seeds": sorted({row["seed"] for row in rows}),
         "last_layer_w2": last_w2,
         "last_layer_w2_falls_with_depth": {
-            layout: last_w2[layout][str(depths[-1])]["mean"] / last_w2[layout][str(depths[0])]["mean"] for layout in layouts
+            layout: _ratio(last_w2[layout][str(depths[-1])]["mean"], last_w2[layout][str(depths[0])]["mean"]) for layout in layouts
         },
         "growth_depth": shown,
         "growth_last_over_first_layer": growth,
@@ -137,11 +143,11 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
     lines = ["last-layer (decoder) W2 gradient norm, mean +- std over seeds:"]
     for layout, by_depth in summary["last_layer_w2"].items():
         cells = "  ".join(f"{depth}: {v['mean']:.3f}+-{v['std']:.3f}" for depth, v in by_depth.items())
-        lines.append(f"  {layout:4s} {cells}   (paper: {paper['last_layer_w2'][layout]})")
+        lines.append(f"  {layout:8s} {cells}   (paper: {paper['last_layer_w2'].get(layout, 'not in the paper')})")
     lines.append(f"last layer / first layer, at depth {summary['growth_depth']}:")
     for layout, sides in summary["growth_last_over_first_layer"].items():
         cells = "  ".join(f"{side} W1 {v['W1']:.2f} W2 {v['W2']:.2f}" for side, v in sides.items())
-        lines.append(f"  {layout:4s} {cells}   (paper: {paper['per_layer'][layout]})")
+        lines.append(f"  {layout:8s} {cells}   (paper: {paper['per_layer'].get(layout, 'not in the paper')})")
     t = summary["timing"]
     lines.append(
         f"time: wall {t['wall_s']:.1f} s, forward+backward {t['fwdbwd_sum_s']:.1f} s summed over {t['models']} models "

@@ -1,0 +1,50 @@
+"""B2T connection (Takase, Kiyono, Kobayashi & Suzuki 2022, "On Layer Normalizations and Residual Connections in
+Transformers", arXiv:2206.00330, published as "B2T Connection: Serving Stability and Performance in Deep
+Transformers", Findings of ACL 2023; code: github.com/takase/b2t_connection, `--residual-bottom-to-top`).
+
+Post-LN plus a connection from the bottom of each layer to the top: the layer's input x is added before its last
+LayerNorm, so that the gradient has a path around every LayerNorm of the layer but the last:
+
+  encoder   h = LN1(x + SA(x));                   y = LN2(h + FFN(h) + x)
+  decoder   h1 = LN1(x + SA(x)); h2 = LN2(h1 + CA(h1));   y = LN3(h2 + FFN(h2) + x)
+
+(x without dropout; the sublayers' outputs after dropout, as in fairseq.) The paper's formula has no constant. The
+authors' code also rescales the initialisation whenever the connection is on (`rescaling_init`, "rescaling
+parameters for deep transformers"): every weight of the layer except the LayerNorms', biases excluded, x N^(-1/2)
+for a stack of N layers (the encoder's N, the decoder's M). prelnx follows the code (B2T_RESCALE).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from .norms import is_layer_norm
+from .schemes import LayoutScheme, register, stack_layers, sublayer_count
+
+B2T_RESCALE = True  # the authors' code's rescaling_init (see the docstring)
+
+
+def rescaling_init_(layer: nn.Module, layers: int) -> None:
+    """The authors' `rescaling_init`: every non-LayerNorm weight of the layer x layers^(-1/2)."""
+    norms = {id(p) for module in layer.modules() if is_layer_norm(module) for p in module.parameters()}
+    for name, parameter in layer.named_parameters():
+        if name.endswith("weight") and id(parameter) not in norms:
+            parameter.data.mul_(layers ** -0.5)
+
+
+@register
+class B2T(LayoutScheme):
+    name = "b2t"
+
+    def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
+        layer.b2t_last_sublayer = sublayer_count(layer) - 1
+        if B2T_RESCALE:
+            rescaling_init_(layer, stack_layers(cfg, side))
+
+    def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        if index == layer.b2t_last_sublayer:
+            return residual + x + layer.layer_input
+        return residual + x

@@ -1,0 +1,73 @@
+"""T-Fixup (Huang, Perez, Ba & Volkovs 2020, "Improving Transformer Optimization Through Better Initialization",
+ICML 2020; code: github.com/layer6ai-labs/T-Fixup, `--Tfixup --dont-use-layernorm`).
+
+No LayerNorm anywhere; the plain residual x + f(x); a rescaled initialisation. For N encoder and M decoder layers,
+as the authors' code does it (their `fixup_initialization` and embedding scaling):
+
+  encoder layer   fc1, fc2, self_attn.out_proj and self_attn.v_proj weights  x 0.67 N^(-1/4)
+  decoder layer   fc1, fc2, self_attn.out_proj, encoder_attn.out_proj, self_attn.v_proj and encoder_attn.v_proj
+                  weights  x (9M)^(-1/4)
+  embeddings      drawn N(0, d^(-1/2)) (std d^(-1/2), fairseq's Embedding init), then the encoder's x (9N)^(-1/4)
+                  and the decoder's x (9M)^(-1/4) (the decoder's is left alone when it is the encoder's:
+                  --share-all-embeddings); with --share-decoder-input-output-embed the output projection is that
+                  scaled embedding
+  v_proj          fairseq draws q/k/v_proj with xavier_uniform_(gain=1/sqrt(2)) when q, k and v have the same size;
+                  the authors undo that gain (x sqrt(2)) before scaling, so v_proj starts from a gain-1 Xavier
+  fc1, fc2        the paper applies Xavier to every weight except the embeddings; fairseq 0.12's FFN Linears keep
+                  torch's default init, so they are re-drawn here with xavier_uniform_ (bias 0), as the authors'
+                  fairseq (its `Linear` helper) drew them, before scaling
+
+q_proj, k_proj and the biases keep fairseq's init. The authors' recipe trains without warm-up: Adam, lr 5e-4 decayed
+as sqrt(4000 / (4000 + t)) from the first update, dropout 0.5 (configs/warmup_free/tfixup_iwslt14.yaml).
+
+What prelnx does about the pitfall of the authors' code (its decoder still builds `encoder_attn_layer_norm`, a
+parameter no forward uses, so DDP's unused-parameter check fails): every LayerNorm of every layer is replaced by an
+nn.Identity, which has no parameters, and the stacks have no final or embedding norm (Post-LN): nothing unused.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import nn
+
+from .schemes import LayoutScheme, drop_layer_norms, register, stack_layers
+
+ENCODER_GAIN = 0.67  # x N^(-1/4)
+DECODER_DEPTH_FACTOR = 9  # (9M)^(-1/4)
+
+
+def layer_scale(side: str, layers: int) -> float:
+    """The factor on a layer's fc1, fc2, out_proj and v_proj weights."""
+    return ENCODER_GAIN * layers ** -0.25 if side == "encoder" else (DECODER_DEPTH_FACTOR * layers) ** -0.25
+
+
+def embedding_scale(layers: int) -> float:
+    """The factor on an embedding matrix of a stack of `layers` layers: (9 layers)^(-1/4)."""
+    return (DECODER_DEPTH_FACTOR * layers) ** -0.25
+
+
+@register
+class TFixup(LayoutScheme):
+    name = "tfixup"
+
+    def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
+        drop_layer_norms(layer)
+        scale = layer_scale(side, stack_layers(cfg, side))
+        for linear in (layer.fc1, layer.fc2):
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
+            linear.weight.data.mul_(scale)
+        for name in ("self_attn", "encoder_attn"):
+            attention = getattr(layer, name, None)
+            if attention is None:
+                continue
+            attention.out_proj.weight.data.mul_(scale)
+            undo_gain = math.sqrt(2) if attention.qkv_same_dim else 1.0  # fairseq's gain 1/sqrt(2), see above
+            attention.v_proj.weight.data.mul_(undo_gain * scale)
+
+    def build_model(self, model: nn.Module, args: Any) -> None:
+        model.encoder.embed_tokens.weight.data.mul_(embedding_scale(int(args.encoder_layers)))
+        if model.decoder.embed_tokens is not model.encoder.embed_tokens:
+            model.decoder.embed_tokens.weight.data.mul_(embedding_scale(int(args.decoder_layers)))

@@ -1,0 +1,273 @@
+"""The warm-up-free layouts (issue 24): Admin, T-Fixup, ReZero and B2T as the plugin's fairseq model.
+
+Each model is built as `prelnx train` builds it (the config's fairseq argv, the plugin, `task.build_model`) and checked
+at initialisation against the property that defines it, computed here by hand: Admin's w from its profiling
+recurrence and from admin-torch's closed form, T-Fixup's weight scales and absent norms, ReZero's identity layers,
+B2T's extra path and rescaled init. Then a tiny real training per method, and Admin under 2 torchrun workers,
+interrupted, resumed and evaluated, with its w travelling in the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from prelnx.config.load import load_config
+from prelnx.launch.inprocess import build_task_and_model
+from prelnx.records.metrics import read_metrics
+from prelnx.launch.local import train
+
+N_ENCODER, M_DECODER = 4, 2  # different depths, and 2N != 3M: a formula counting the wrong stack fails
+
+
+def build(tiny_config_file, **model):
+    config, _ = load_config(tiny_config_file(model={"encoder_layers": N_ENCODER, "decoder_layers": M_DECODER, **model}))
+    return build_task_and_model(config)[2]
+
+
+def stacks(model):
+    return {"encoder": list(model.encoder.layers), "decoder": list(model.decoder.layers)}
+
+
+def has_layer_norm(model) -> bool:
+    return any(isinstance(module, torch.nn.LayerNorm) for module in model.modules())
+
+
+def every_parameter_gets_a_gradient(cfg, task, model) -> bool:
+    """What DDP's unused-parameter check needs: a real batch's loss reaches every parameter."""
+    task.load_dataset("train")
+    batches = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=256).next_epoch_itr(shuffle=False)
+    model.train()
+    loss, _, _ = task.build_criterion(cfg.criterion)(model, next(iter(batches)))
+    loss.backward()
+    return all(parameter.grad is not None for parameter in model.parameters())
+
+
+def built(tiny_config_file, **model):
+    """(fairseq cfg, task, model)."""
+    config, _ = load_config(tiny_config_file(model={"encoder_layers": N_ENCODER, "decoder_layers": M_DECODER, **model}))
+    return build_task_and_model(config)
+
+
+# -------------------------------------------------------------------------------------------------------- Admin
+
+
+def test_admin_w_follows_the_profiling_recurrence_per_stack(tiny_config_file):
+    """w_1 = 1, w_{i+1} = sqrt(Var(x_i * w_i) + Var(f_i)) over the sublayers of each stack, recomputed here from the
+    tensors of the profiling pass (the sublayers' inputs and their outputs after dropout); the pass is deterministic,
+    so every worker of a run gets the same w."""
+    from prelnx_fairseq_plugin.models.admin import profile_admin
+
+    model = build(tiny_config_file, layout="admin")
+    at_build = {name: p.detach().clone() for name, p in model.named_parameters() if name.endswith("admin_w")}
+    assert len(at_build) == N_ENCODER + M_DECODER
+    residuals: dict[str, list[torch.Tensor]] = {"encoder": [], "decoder": []}  # x_i: each sublayer's input
+    outputs: dict[str, list[torch.Tensor]] = {"encoder": [], "decoder": []}  # f_i after dropout
+    hooks = []
+    for side, layers in stacks(model).items():
+        keep = residuals[side].append
+        for layer in layers:  # Post-LN: sublayer 1's input is the layer's, the next ones' the norms' outputs
+            hooks.append(layer.register_forward_pre_hook(lambda module, args, keep=keep: keep(args[0])))
+            for norm in ("self_attn_layer_norm", "encoder_attn_layer_norm"):
+                if getattr(layer, "encoder_attn", None) is not None or norm == "self_attn_layer_norm":
+                    hooks.append(getattr(layer, norm).register_forward_hook(lambda m, args, out, keep=keep: keep(out)))
+            hooks.append(layer.dropout_module.register_forward_hook(
+                lambda m, args, out, keep=outputs[side].append: keep(out)))  # fmt: skip
+    profile_admin(model)
+    for hook in hooks:
+        hook.remove()
+
+    for side, layers in stacks(model).items():
+        ws = [w for layer in layers for w in layer.admin_w.detach()]
+        xs, fs = residuals[side], outputs[side]
+        assert len(xs) == len(fs) == len(ws) == (2 if side == "encoder" else 3) * len(layers)
+        assert all(torch.all(w == w[0]) for w in ws)  # one value per sublayer, on every dimension
+        assert float(ws[0][0]) == 1.0  # w_1 = 1 in each stack
+        for i in range(len(ws) - 1):
+            expected = math.sqrt(float((xs[i] * ws[i]).double().var(correction=0) + fs[i].double().var(correction=0)))
+            assert float(ws[i + 1][0]) == pytest.approx(expected, rel=1e-6), f"{side} sublayer {i + 2}"
+    for name, p in model.named_parameters():
+        if name.endswith("admin_w"):
+            assert torch.equal(p.detach(), at_build[name]), name  # the same pass as at build time
+
+
+def test_admin_closed_form_is_admin_torchs_formula(tiny_config_file):
+    model = build(tiny_config_file, layout="admin", admin_init="closed_form")
+    for side, n in (("encoder", 2 * N_ENCODER), ("decoder", 3 * M_DECODER)):
+        expected = math.sqrt((n + 1) / math.log(n + 1) - 1)  # microsoft/admin-torch, calculate_init 'O(logn)'
+        for layer in stacks(model)[side]:
+            assert layer.admin_w.requires_grad
+            assert torch.allclose(layer.admin_w.detach(), torch.full_like(layer.admin_w, expected)), side
+
+
+def test_admin_layer_is_layernorm_of_x_times_w_plus_f_x(tiny_config_file):
+    model = build(tiny_config_file, layout="admin").eval()
+    layer = model.encoder.layers[0]
+    torch.manual_seed(0)
+    with torch.no_grad():
+        layer.admin_w.normal_(1.0, 0.5)  # per-dimension values: the check must use the vector, not a scalar
+        w0, w1 = layer.admin_w
+        x = torch.randn(5, 2, 32)
+        attended, _ = layer.self_attn(query=x, key=x, value=x, key_padding_mask=None, need_weights=False)
+        h = layer.self_attn_layer_norm(x * w0 + attended)
+        expected = layer.final_layer_norm(h * w1 + layer.fc2(F.relu(layer.fc1(h))))
+        assert torch.allclose(layer(x, encoder_padding_mask=None), expected, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------------ T-Fixup
+
+
+def test_tfixup_has_no_layernorm_and_its_scaled_initialisation(tiny_config_file):
+    cfg, task, model = built(tiny_config_file, layout="tfixup")
+    d = 32
+    assert not has_layer_norm(model) and not any("norm" in name for name, _ in model.named_parameters())
+    xavier = lambda shape: math.sqrt(2.0 / sum(shape))  # noqa: E731  xavier_uniform_ std (gain 1)
+    for side, layers in stacks(model).items():
+        scale = 0.67 * N_ENCODER ** -0.25 if side == "encoder" else (9 * M_DECODER) ** -0.25
+        names = ["fc1", "fc2", "self_attn.out_proj", "self_attn.v_proj"]
+        names += ["encoder_attn.out_proj", "encoder_attn.v_proj"] if side == "decoder" else []
+        for name in names + ["self_attn.q_proj"]:
+            weights = torch.cat([layer.get_submodule(name).weight.detach().flatten() for layer in layers])
+            shape = layers[0].get_submodule(name).weight.shape
+            expected = xavier(shape) * scale if name in names else xavier(shape) / math.sqrt(2)  # q_proj: fairseq's
+            assert weights.std().item() == pytest.approx(expected, rel=0.08), f"{side} {name}"
+        assert all(float(layer.fc1.bias.detach().abs().max()) == 0.0 for layer in layers)
+    for embedding, n in ((model.encoder.embed_tokens, N_ENCODER), (model.decoder.embed_tokens, M_DECODER)):
+        rows = torch.cat([embedding.weight[: embedding.padding_idx], embedding.weight[embedding.padding_idx + 1:]])
+        assert rows.std().item() == pytest.approx(d ** -0.5 * (9 * n) ** -0.25, rel=0.08)
+    assert every_parameter_gets_a_gradient(cfg, task, model)  # no LayerNorm left unused (DDP's check)
+
+
+# ------------------------------------------------------------------------------------------------------- ReZero
+
+
+def test_rezero_layers_are_the_identity_at_initialisation(tiny_config_file):
+    cfg, task, model = built(tiny_config_file, layout="rezero")
+    assert not has_layer_norm(model)
+    alphas = [name for name, _ in model.named_parameters() if name.endswith("rezero_alpha")]
+    assert len(alphas) == N_ENCODER + M_DECODER  # one scalar per layer, shared by its sublayers
+    model.train()  # dropout on: a * dropout(f(x)) is still 0
+    torch.manual_seed(0)
+    x, source = torch.randn(5, 2, 32), torch.randn(6, 2, 32)
+    for layer in model.encoder.layers:
+        assert layer.rezero_alpha.item() == 0.0 and layer.rezero_alpha.shape == (1,)
+        assert torch.equal(layer(x, encoder_padding_mask=None), x)
+    for layer in model.decoder.layers:
+        assert torch.equal(layer(x, encoder_out=source, encoder_padding_mask=None)[0], x)
+    assert every_parameter_gets_a_gradient(cfg, task, model)
+    # The decoder's a are learned from the first update; the encoder reaches the loss only through the decoder's
+    # cross-attention, which its a = 0 cuts off, so the encoder's a start moving one update later.
+    assert all(float(layer.rezero_alpha.grad.abs()) > 0 for layer in model.decoder.layers)
+    assert all(float(layer.rezero_alpha.grad.abs()) == 0 for layer in model.encoder.layers)
+
+
+# ---------------------------------------------------------------------------------------------------------- B2T
+
+
+def test_b2t_adds_the_layer_input_before_the_last_layernorm(tiny_config_file):
+    model = build(tiny_config_file, layout="b2t").eval()
+    torch.manual_seed(0)
+    x, source = torch.randn(5, 2, 32), torch.randn(6, 2, 32)
+    with torch.no_grad():
+        layer = model.encoder.layers[0]
+        h = layer.self_attn_layer_norm(x + layer.self_attn(query=x, key=x, value=x, need_weights=False)[0])
+        ffn = layer.fc2(F.relu(layer.fc1(h)))
+        out = layer(x, encoder_padding_mask=None)
+        assert torch.allclose(out, layer.final_layer_norm(h + ffn + x), atol=1e-5)
+        assert not torch.allclose(out, layer.final_layer_norm(h + ffn), atol=1e-3)  # the check sees the path
+
+        layer = model.decoder.layers[0]
+        h1 = layer.self_attn_layer_norm(x + layer.self_attn(query=x, key=x, value=x, need_weights=False)[0])
+        h2 = layer.encoder_attn_layer_norm(h1 + layer.encoder_attn(query=h1, key=source, value=source,
+                                                                   static_kv=True, need_weights=False)[0])  # fmt: skip
+        expected = layer.final_layer_norm(h2 + layer.fc2(F.relu(layer.fc1(h2))) + x)
+        assert torch.allclose(layer(x, encoder_out=source, encoder_padding_mask=None)[0], expected, atol=1e-5)
+
+
+def test_b2t_rescales_every_layer_weight_by_one_over_sqrt_n(tiny_config_file):
+    """The authors' rescaling_init: the same draws as Post-LN (same seed), every non-norm weight x N^(-1/2)."""
+    post = dict(build(tiny_config_file, layout="post").named_parameters())
+    b2t = dict(build(tiny_config_file, layout="b2t").named_parameters())
+    assert set(post) == set(b2t)
+    for name, parameter in b2t.items():
+        n = N_ENCODER if name.startswith("encoder.layers.") else M_DECODER
+        scaled = ".layers." in name and name.endswith("weight") and "layer_norm" not in name
+        expected = post[name] * n ** -0.5 if scaled else post[name]
+        assert torch.allclose(parameter, expected, atol=1e-7), name
+
+
+# ---------------------------------------------------------------------------------------------------- training
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["tfixup", "rezero", "b2t"])
+def test_a_tiny_training_of_each_method_finishes_with_a_finite_loss(tiny_config_file, tmp_path, layout):
+    config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_update": 4, "max_epoch": 1},
+                                             eval={"bleu": {"enabled": False}}))  # fmt: skip
+    run_dir = tmp_path / "run"
+    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
+    rows = read_metrics(run_dir)
+    assert rows and all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
+    command = (run_dir / "command.txt").read_text()
+    assert f"--layout-scheme {layout}" in command and "fairseq-train" in command
+
+
+@pytest.mark.slow
+def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_checkpoint(tiny_config_file, tmp_path):
+    from fairseq import checkpoint_utils
+
+    from prelnx.evaluate.evaluate import evaluate
+    from prelnx.launch.inprocess import load_plugin
+
+    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": 2, "processes": 2}, eval={"bleu": {"enabled": False}})
+    config, _ = load_config(path)
+    run_dir = tmp_path / "run"
+
+    def stop_after_first_epoch(line: str) -> None:
+        if line.startswith("epoch 1 done"):
+            raise KeyboardInterrupt
+
+    assert train(config, run_dir=run_dir, echo=stop_after_first_epoch).status == "interrupted"
+    lines: list[str] = []
+    assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
+    assert lines[0].startswith("resuming")
+    assert [row["epoch"] for row in read_metrics(run_dir)] == [1, 2]
+    command = (run_dir / "command.txt").read_text()
+    assert "torchrun" in command and "--layout-scheme admin --admin-init profile" in command
+    assert "Admin profile" in (run_dir / "train.log").read_text()  # the profile is in the run dir's log
+
+    result = evaluate(run_dir, beam=1, checkpoint="last")
+    assert 0.0 <= result["bleu_tokenized"] <= 100.0
+
+    # What evaluate and a resume load: the checkpoint's own (trained) w, not a fresh profile.
+    load_plugin()
+    saved = checkpoint_utils.load_checkpoint_to_cpu(str(run_dir / "checkpoints" / "checkpoint_last.pt"))["model"]
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(run_dir / "checkpoints" / "checkpoint_last.pt")])
+    fresh = dict(build_task_and_model(config)[2].named_parameters())
+    ws = {name: p for name, p in models[0].named_parameters() if name.endswith("admin_w")}
+    assert len(ws) == 4
+    for name, w in ws.items():
+        assert torch.equal(w.detach(), saved[name])
+    assert any(not torch.allclose(w.detach(), fresh[name].detach()) for name, w in ws.items())  # trained, not re-profiled
+
+
+@pytest.mark.slow
+def test_the_gradient_study_measures_every_method(tiny_config_file, tmp_path):
+    """Figure 3 per method: every FFN gradient is finite and non-zero, except ReZero's, which a = 0 makes exactly 0
+    at initialisation; the summary's ratios are NaN for it rather than a division error."""
+    from prelnx.analysis import grads
+
+    config, _ = load_config(tiny_config_file())
+    layouts = ("admin", "tfixup", "rezero", "b2t")
+    study = grads.GradStudy(config, layouts=layouts, depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
+    outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
+    for layout in layouts:
+        norms = [row["grad_norm"] for row in outcome.rows if row["layout"] == layout]
+        assert len(norms) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers
+        assert all(norm == 0.0 for norm in norms) if layout == "rezero" else all(math.isfinite(n) and n > 0 for n in norms)
+    assert outcome.summary["layouts"] == list(layouts)
+    assert math.isnan(outcome.summary["last_layer_w2_falls_with_depth"]["rezero"])
