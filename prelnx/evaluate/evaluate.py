@@ -18,6 +18,7 @@ from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_
 from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
 from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
+from prelnx.records.status import read_status
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import use_cuda
 
@@ -76,6 +77,12 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None,
     named = {which: named_checkpoint(run_dir, which) for which in CHECKPOINT_NAMES}
     path = named.get(checkpoint, Path(checkpoint))
     if not path.is_file():
+        recorded = read_status(run_dir) or {}
+        trained_none = not any(checkpoints.glob("checkpoint*.pt"))
+        if checkpoint in named and recorded.get("status") in ("diverged", "failed") and trained_none:
+            raise EvaluationError(f"{run_dir}: the run {recorded['status']} at update {recorded.get('update', 0)} "
+                                  f"({recorded.get('reason') or 'see its train.log'}) before its first checkpoint: it "
+                                  f"has no model to evaluate")  # fmt: skip
         raise EvaluationError(f"checkpoint {checkpoint}: {path} does not exist (use best, last or a .pt path)")
     _check_loadable(path)
     return path, path.name if checkpoint in named else str(path)

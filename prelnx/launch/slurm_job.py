@@ -127,6 +127,13 @@ def last_error(trace: str) -> str:
     return (found or lines or ["no message"])[-1]
 
 
+def active_job(run_dir: Path) -> str | None:
+    """The Slurm job of this run dir that has not ended (its submitit folder names every job submitted for it)."""
+    folder = submitit_folder(run_dir)
+    ids = sorted((p.name for p in folder.iterdir() if p.name.isdigit()), key=int, reverse=True) if folder.is_dir() else []
+    return next((job_id for job_id in ids if slurm_queue.poll(job_id).active), None)
+
+
 def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,
                    echo: Callable[[str], None] = print) -> tuple[str, int]:  # fmt: skip
     """Check, submit, wait: (closing message, exit code) of the run. Errors that stop a local `prelnx train`
@@ -134,6 +141,11 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
     plan_run(config, run_dir, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
     ensure_data(config)  # generated here once (synthetic), not by the tasks racing each other
     if is_locked(run_dir):
+        job_id = active_job(run_dir)
+        if job_id is not None:  # e.g. the client that submitted it was stopped: the job trains on
+            raise RunLocked(f"{run_dir}: Slurm job {job_id} still trains this run; follow it with `squeue -j {job_id}` "
+                            f"(its log: {submitit_folder(run_dir) / job_id}), or stop it with `scancel {job_id}` and "
+                            f"run this command again to resume")  # fmt: skip
         raise RunLocked(f"{run_dir}: this run dir is in use by another prelnx process (on this or another machine); "
                         f"wait for it to end, or stop it first")  # fmt: skip
     job = submit(config, run_dir, request, force)

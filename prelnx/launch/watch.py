@@ -151,7 +151,11 @@ class Watch:
         return Outcome("failed", update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
 
     def last_error(self) -> str:
-        """The exception a worker raised (not torchrun's summary banner), else the last line of output."""
+        """The exception a worker raised (not torchrun's summary banner), which worker torchrun saw die and how, else
+        the last line of output."""
+        died = torchrun_failure(list(self.tail))
+        if died is not None:
+            return died
         for line in reversed(self.tail):
             if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line:
                 return line.strip()
@@ -165,3 +169,32 @@ class Watch:
                 path = found.group(1) if found.lastindex and found.group(1) else str(self.run_dir / "checkpoints")
                 return f"no space left on device: {path}"
         return None
+
+
+_TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")
+
+
+def torchrun_failure(lines: list[str]) -> str | None:
+    """torchrun's "Root Cause (first observed failure)" block, as one sentence: which worker ended and how (a signal
+    by its name, an exit code with the worker's own error line when it printed one); None if there is no such
+    block (one worker, or torchrun's own output is not there)."""
+    try:
+        start = max(i for i, line in enumerate(lines) if "Root Cause (first observed failure)" in line)
+    except ValueError:
+        return None
+    fields = {}
+    for line in lines[start:]:
+        found = _TORCHRUN_FIELD.match(line)
+        if found and found.group(1) not in fields:
+            fields[found.group(1)] = found.group(2).strip()
+    rank = fields.get("rank", "?").split(" ")[0]
+    code = fields.get("exitcode", "").split(" ")[0]
+    if code.lstrip("-").isdigit() and int(code) < 0:
+        number = -int(code)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"worker rank {rank} was killed by signal {number} ({name}); the other workers were stopped"
+    errors = [line.strip() for line in lines[:start] if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line]
+    return f"worker rank {rank} exited with code {code or '?'}" + (f": {errors[-1]}" if errors else "")

@@ -81,3 +81,33 @@ def test_a_killed_worker_ends_the_group_failed_and_the_rerun_resumes(tiny_config
                             str(run_dir)], capture_output=True, text=True, timeout=400)  # fmt: skip
     assert rerun.returncode == 0 and "resuming" in rerun.stdout, rerun.stdout + rerun.stderr
     assert [row["epoch"] for row in read_metrics(run_dir)] == list(range(1, 13))
+
+
+def test_a_worker_killed_by_a_signal_is_named_with_its_rank_and_the_signal(tiny_config_file, tmp_path):
+    import os
+    import signal
+    import threading
+
+    config, _ = load_config(tiny_config_file(train={"max_epoch": 50, "threads": 1, "processes": 2}))
+    run_dir = tmp_path / "run"
+    results = []
+    thread = threading.Thread(target=lambda: results.append(train(config, run_dir=run_dir, on_event=lambda e: None)))
+    thread.start()
+    deadline = time.monotonic() + 180
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        for pid in processes_mentioning(str(run_dir / "checkpoints")):
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"RANK=1" in environ and b"LOCAL_RANK=1" in environ and (run_dir / "metrics.jsonl").is_file():
+                victim = pid
+        time.sleep(0.2)
+    assert victim is not None, "rank 1 never started"
+    os.kill(victim, signal.SIGKILL)
+    thread.join(timeout=180)
+    assert results and results[0].status == "failed", results
+    assert "worker rank 1 was killed by signal 9 (SIGKILL)" in results[0].reason, results[0].reason
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["failure"] == "crash" and "worker rank 1 was killed by signal 9" in status["reason"]

@@ -142,3 +142,24 @@ def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_with
     message, code = slurm_job.follow(job, SlurmRequest(1, 2, 1), lines.append)
     assert lines == ["starting tiny", "Slurm job 7: running"]  # rank 0's lines, not submitit's
     assert code == 1 and "ended (cancelled) before rank 0 returned" in message
+
+
+def test_after_the_client_is_killed_the_rerun_names_the_job_that_still_trains(slurm, tiny_config_file, tmp_path):
+    run_dir = tmp_path / "run"
+    config = tiny_config_file(train={"max_epoch": 200, "threads": 1})
+    client = subprocess.Popen(train_on_slurm(config, run_dir, slurm), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    job = _job_id()
+    try:
+        deadline = time.monotonic() + 240
+        while not read_metrics(run_dir):
+            assert time.monotonic() < deadline and client.poll() is None, "the first epoch never ended"
+            time.sleep(0.2)
+        client.kill()  # the submitting side dies; the job goes on
+        client.wait(timeout=30)
+        rerun = subprocess.run(train_on_slurm(config, run_dir, slurm), capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 4, rerun.stdout + rerun.stderr
+        assert f"Slurm job {job} still trains this run" in rerun.stderr and f"scancel {job}" in rerun.stderr
+        assert "Traceback" not in rerun.stderr
+    finally:
+        subprocess.run(["scancel", job])
