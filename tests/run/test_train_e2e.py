@@ -103,3 +103,35 @@ def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_
     assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
     time.sleep(1)
     assert processes_mentioning(str(run_dir / "checkpoints")) == []
+
+
+def test_a_finished_run_trains_on_when_its_budget_grows(tiny_config_file, tmp_path):
+    config, _ = load_config(tiny_config_file())  # 2 epochs, constant lr
+    run_dir = tmp_path / "run"
+    assert train(config, run_dir=run_dir, on_event=lambda event: None).status == "finished"
+    before = read_metrics(run_dir)
+
+    longer, _ = load_config(tiny_config_file(train={"max_epoch": 3}))
+    said: list[str] = []
+    result = train(longer, run_dir=run_dir, echo=said.append)
+
+    assert result.status == "finished", said
+    rows = read_metrics(run_dir)
+    assert [row["epoch"] for row in rows] == [1, 2, 3] and rows[:2] == before  # the trained epochs kept as they were
+    assert any("the budget grows (train.max_epoch: 2 -> 3)" in line for line in said), said
+    assert "max_epoch: 3" in (run_dir / "config.yaml").read_text()
+    assert train(longer, run_dir=run_dir, on_event=lambda event: None).update == result.update  # done now
+
+    with pytest.raises(RunConflict, match=r"A budget may only grow on a trained run \(train.max_epoch cannot go "
+                                          r"from 3 to 2\)"):  # fmt: skip
+        train(config, run_dir=run_dir, on_event=lambda event: None)
+
+
+def test_a_longer_budget_is_refused_where_the_schedule_depends_on_it(tiny_config_file, tmp_path):
+    linear = {"decay": "linear", "end_lr": 0.0}
+    config, _ = load_config(tiny_config_file(schedule=linear, train={"max_epoch": None, "max_update": 6}))
+    run_dir = tmp_path / "run"
+    assert train(config, run_dir=run_dir, on_event=lambda event: None).status == "finished"
+    longer, _ = load_config(tiny_config_file(schedule=linear, train={"max_epoch": None, "max_update": 12}))
+    with pytest.raises(RunConflict, match="schedule.decay linear reaches its end lr at train.max_update"):
+        train(longer, run_dir=run_dir, on_event=lambda event: None)
