@@ -216,6 +216,8 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     log_path = run_dir / LOG_NAME
     watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams)
     if start is not None and start.meets(t.max_epoch, t.max_update):
+        for line in notes + reconciled.describe():
+            listener(Note(line))
         listener(Note(f"{run_dir}: the last checkpoint (epoch {start.epoch}, update {start.update}) already holds "
                       f"the whole budget; recorded finished without training more"))  # fmt: skip
         return _ended(run_dir, finish(plan, watch, Outcome("finished", start.update), hparams, listener), listener)
