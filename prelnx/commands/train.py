@@ -22,7 +22,7 @@ EXECUTORS = ("local", "slurm")
 def train_command(
     config: Annotated[str, options.config()],
     set_: Annotated[Optional[list[str]], options.sets()] = None,
-    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Where the run's files go [default: runs/<config name>].")] = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Where the run's files go [default: runs/train/<config name>].")] = None,
     dry_run: Annotated[bool, options.dry_run("Print the resolved config and the fairseq-train command; train nothing.")] = False,
     force: Annotated[bool, options.force("Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
     executor: Annotated[str, options.executor(EXECUTORS, "Where the run trains (slurm: one job of train.nodes x train.processes tasks, one worker each)")] = "local",

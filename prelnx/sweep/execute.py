@@ -10,7 +10,7 @@ from typing import Any, Callable
 import yaml
 
 from prelnx.atomic import write_text_atomic
-from prelnx.plan.rundirs import runs_subdir
+from prelnx.plan.rundirs import sweep_dir
 from prelnx.records.lock import held
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
@@ -23,7 +23,7 @@ EXECUTORS = ("local", "slurm", "submitit-local")
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
     points = expand(spec)
-    return out or runs_subdir(spec.name), points
+    return out or sweep_dir(spec.name), points
 
 
 def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:

@@ -96,8 +96,9 @@ def load_spec(path: Path) -> SweepSpec:
 def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
     """`--grid KEY=V1,V2 --set KEY=V` on a training config (overrides.py: the values' syntax).
 
-    The sweep is named like a training of that config (its path under configs/), plus `-grid`, so that
-    sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never share a folder, nor with the trainings themselves.
+    The sweep is named like a training of that config (its path under configs/, `/` as `-`), plus `-grid`, so that
+    sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never share a folder, nor sit inside another sweep's folder
+    (plan/rundirs.py: the naming rule).
     """
     try:
         pairs = [parse_grid(text) for text in grid]
@@ -114,14 +115,17 @@ def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: 
 
 
 def _grid_sweep_name(base: Path) -> str:
-    """`<run name>-grid`; a sweep an earlier prelnx started in runs/<file stem> for this same config keeps it."""
-    legacy = Path("runs") / base.stem / "sweep.yaml"
-    try:
-        if legacy.is_file() and Path(str(read_yaml(legacy).get("base"))).resolve() == base.resolve():
-            return base.stem
-    except (YamlInputError, AttributeError, OSError):
-        pass
-    return f"{default_run_name(base)}-grid"
+    """`<run name, / as ->-grid` (runs/demo-postln_warmup-grid: never inside another sweep's folder); a sweep an
+    earlier prelnx started for this same config (in runs/<file stem> or runs/<run name>-grid) keeps its folder."""
+    run_name = default_run_name(base)
+    for earlier in (base.stem, f"{run_name}-grid"):
+        spec = Path("runs") / earlier / "sweep.yaml"
+        try:
+            if spec.is_file() and Path(str(read_yaml(spec).get("base"))).resolve() == base.resolve():
+                return earlier
+        except (YamlInputError, AttributeError, OSError):
+            pass
+    return f"{run_name.replace('/', '-')}-grid"
 
 
 def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:

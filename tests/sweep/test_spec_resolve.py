@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -32,3 +34,28 @@ def test_a_misspelt_key_is_named_with_a_suggestion(tiny_config_file):
         expand(resolve_spec(tiny_config_file(), ["optimizer.lrr=1,2"], [], None))
     with pytest.raises(ConfigError, match="--grid optimizer.lr: expected KEY=V1,V2"):
         resolve_spec(tiny_config_file(), ["optimizer.lr"], [], None)
+
+
+def test_trainings_and_sweeps_never_land_in_each_others_folders(tmp_path, monkeypatch):
+    """The naming rule (plan/rundirs.py): `prelnx train` -> runs/train/<run name>, `prelnx sweep` -> runs/<sweep>,
+    a --grid sweep flattened so that it is never inside another sweep's folder."""
+    from prelnx.config.load import load_config
+    from prelnx.plan.rundirs import default_run_dir, sweep_dir
+    from prelnx.sweep.execute import plan_sweep
+
+    monkeypatch.chdir(tmp_path)
+    config, path = load_config("demo/preln_nowarmup.yaml")
+    assert default_run_dir(config) == Path("runs/train/demo/preln_nowarmup")
+    demo, _ = plan_sweep(resolve_spec(path.parents[1] / "sweeps" / "demo.yaml", [], [], None), None)
+    grid, _ = plan_sweep(resolve_spec(path.parent / "postln_warmup.yaml", ["optimizer.lr=1e-3,2e-3"], [], None), None)
+    assert demo == Path("runs/demo") and grid == Path("runs/demo-postln_warmup-grid")
+    folders = [default_run_dir(config), demo, grid]
+    for a in folders:
+        for b in folders:
+            assert a == b or not a.is_relative_to(b), (a, b)
+    with pytest.raises(ValueError, match="runs/train/ holds single trainings"):
+        sweep_dir("train")
+    # a run an earlier prelnx trained in runs/<run name> keeps its folder, so its re-run resumes it
+    (tmp_path / "runs/demo/preln_nowarmup").mkdir(parents=True)
+    (tmp_path / "runs/demo/preln_nowarmup/config.yaml").write_text("name: demo/preln_nowarmup\n")
+    assert default_run_dir(config) == Path("runs/demo/preln_nowarmup")
