@@ -15,11 +15,13 @@ import csv
 import io
 import json
 import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.atomic import write_text_atomic
+from prelnx.eta import Eta
 
 POST_EXPECTATION = 1.5  # E||x^{post,5}||^2 / d
 POST_TOLERANCE = 0.15  # |seed mean - 3/2| allowed per layer before we call it off (single draws fluctuate ~0.1)
@@ -128,11 +130,15 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Call
                           f"layers {settings.layers}, tokens {settings.tokens}, {len(settings.seeds)} seeds")  # fmt: skip
     if not settings.scales or any(scale <= 0 for scale in settings.scales):
         raise TheoryError(f"--scales: every scale must be > 0, got {list(settings.scales)}")
-    hidden_rows = [
-        {"seed": seed, **row, "pre_lower": pre_bounds(row["layer"])[0], "pre_upper": pre_bounds(row["layer"])[1]}
-        for seed in settings.seeds
-        for row in hidden_state_norms(settings.d, settings.layers, seed, settings.tokens)
-    ]  # fmt: skip
+    echo(f"theory: hidden-state norms of {len(settings.seeds)} random {settings.layers}-layer networks (d {settings.d}, "
+         f"{settings.tokens} tokens), then LayerNorm's Jacobian at {len(settings.scales)} scales")  # fmt: skip
+    hidden_rows, eta, started = [], Eta(len(settings.seeds)), time.monotonic()
+    for index, seed in enumerate(settings.seeds, 1):
+        hidden_rows += [{"seed": seed, **row, "pre_lower": pre_bounds(row["layer"])[0], "pre_upper": pre_bounds(row["layer"])[1]}
+                        for row in hidden_state_norms(settings.d, settings.layers, seed, settings.tokens)]  # fmt: skip
+        eta.add(1)
+        echo(f"  seed {seed} done ({index}/{len(settings.seeds)}; {time.monotonic() - started:.0f} s"
+             + (f", {eta.text()})" if index < len(settings.seeds) else ")"))  # fmt: skip
     jacobian_rows = [{"seed": seed, **row} for seed in settings.seeds for row in layernorm_jacobian_norms(settings.d, settings.scales, seed)]
     hidden = summarize_hidden(hidden_rows)
     ratios = [row["ratio"] for row in jacobian_rows]

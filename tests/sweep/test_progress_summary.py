@@ -16,9 +16,10 @@ from prelnx.sweep.summary import summarize
 def test_sweep_progress_counts_runs_epochs_and_gives_an_eta():
     points = [SimpleNamespace(name=n, config=Config(train=TrainConfig(max_epoch=4))) for n in "ab"]
     progress = SweepProgress(points)
-    assert "sweep: 0/2 runs done | 1/8 epochs | ETA" in progress.row_done("a", 1)
+    assert "sweep: 0/2 runs done | 1/8 epochs | ETA after the next row" in progress.row_done("a", 1)
+    assert "sweep: 0/2 runs done | 2/8 epochs | ETA " in progress.row_done("a", 2)
     summary = progress.run_done("b", "diverged")  # b will train no more epochs
-    assert summary.startswith("sweep: 1/2 runs done | 1/8 epochs") and "1 diverged" in summary
+    assert summary.startswith("sweep: 1/2 runs done | 2/8 epochs") and "1 diverged" in summary
 
 
 def test_an_interrupted_run_is_not_counted_done():
@@ -33,9 +34,10 @@ def test_sweep_progress_counts_updates_for_runs_at_the_update_grain():
     config = Config(train=TrainConfig(max_update=300), eval=EvalConfig(every_updates=100))
     progress = SweepProgress([SimpleNamespace(name=n, config=config) for n in "ab"])
     assert "sweep: 0/2 runs done | 100/600 updates | ETA" in progress.row_done("a", 100)
-    # a resumed run's first row counts one validation interval towards the pace, not everything before it
+    progress.row_done("a", 200)
+    # a run's first row (fairseq's start-up; for a resumed run, everything before it) is not counted in the pace
     progress.row_done("b", 300)
-    assert progress.new_steps == 200
+    assert progress.counted == 100
 
 
 # summary.py -------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from prelnx.analysis.grads.measure import Worker
+from prelnx.eta import Eta
 from prelnx.analysis.grads.study import GradStudy, ModelResult, ModelSpec
 from prelnx.config.schema import Config
 from prelnx.launch.inprocess import load_plugin
@@ -115,11 +116,15 @@ def run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: 
     start = time.perf_counter()
     results: list[ModelResult] = []
 
+    eta = Eta(sum(spec.depth for spec in specs))  # a model's cost grows with its layers
+
     def report(result: ModelResult) -> None:
         results.append(result)
+        eta.add(result.spec.depth)
         last = result.norms[("decoder", result.spec.depth, "W2")]
         echo(f"[{len(results)}/{len(specs)}] {result.spec.label()}: last-layer W2 grad {last:.3f} "
-             f"(fwd+bwd {result.fwdbwd_s:.1f} s, build {result.build_s:.1f} s; {time.perf_counter() - start:.0f} s elapsed)")  # fmt: skip
+             f"(fwd+bwd {result.fwdbwd_s:.1f} s, build {result.build_s:.1f} s; {time.perf_counter() - start:.0f} s elapsed"
+             + (f", {eta.text()})" if len(results) < len(specs) else ")"))  # fmt: skip
 
     if workers == 1:
         import torch
