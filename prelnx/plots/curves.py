@@ -49,6 +49,10 @@ class RunCurves:
         return of_run_dir(self.run_dir)
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", (0, (5, 2)), (0, (1, 1)), (0, (5, 1, 1, 1)))
+
+
 class NothingToPlot(ValueError):
     pass
 
@@ -98,11 +102,11 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(7.5 + (3.5 if len(runs) > 6 else 0), 4.8))
+    fig, ax = plt.subplots(figsize=(10.5 if len(runs) > 6 else 9.5, 4.8))
     ax.set_prop_cycle(color=plt.get_cmap("tab20").colors if len(runs) > 10 else plt.get_cmap("tab10").colors)
     by_update = [run.grain is Grain.UPDATE for run in runs]
     banded = _draw_bands(ax, runs, key)
-    for run in runs:
+    for index, run in enumerate(runs):
         if run.run_dir in banded:
             continue
         points = [(run.grain.step(row), row[key]) for row in run.rows if _finite(row.get(key))]
@@ -112,7 +116,11 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
             continue
         epochs, values = zip(*points)
         diverged = run.status == "diverged"
-        (line,) = ax.plot(epochs, values, marker="o", markersize=3, linestyle="--" if diverged else "-", label=label)
+        # curves that coincide (e.g. two constant lrs) stay visible: each run its own marker and dash pattern,
+        # drawn thinner and with smaller markers the later it comes
+        (line,) = ax.plot(epochs, values, marker=MARKERS[index % len(MARKERS)], markersize=max(2.5, 6 - index * 0.5),
+                          linewidth=max(0.8, 2.2 - index * 0.2), alpha=0.9,
+                          linestyle="--" if diverged else DASHES[index % len(DASHES)], label=label)  # fmt: skip
         if diverged:
             ax.plot(epochs[-1], values[-1], marker="x", markersize=10, color=line.get_color())
     ax.set_xlabel("update" if all(by_update) else "epoch" if not any(by_update) else "epoch, or update (BERT)")
@@ -120,10 +128,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if len(runs) > 6:  # many runs: the legend beside the axes, not over the curves
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    else:
-        ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=7 if len(runs) > 6 else 8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # never over the data
     fig.tight_layout()
     written = []
     for suffix in ("png", "svg"):

@@ -10,8 +10,9 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.records.results import read_points, sweep_rows
 
+# `update`: the last update trained (status.json); the last row's update is the same for an ended run
 RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "best_valid_bleu", "epochs",
-                  "updates", "wall_seconds"]  # fmt: skip
+                  "wall_seconds"]  # fmt: skip
 TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx evaluate` ran
 
 

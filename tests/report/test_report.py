@@ -72,3 +72,27 @@ def test_curves_draw_the_mean_of_the_seeds_with_a_min_max_band(tmp_path):
     assert line.get_ydata()[-1] == 6.2 and "mean of 3 seeds, band min-max" in line.get_label()
     plt.close(fig)
     assert {p.name for p in plot(sweep.folder, tmp_path / "plots")} >= {"loss.png", "loss.svg"}
+
+
+def test_coinciding_curves_stay_visible_and_the_legend_is_off_the_data(tmp_path, monkeypatch):
+    """Two runs with the same values (e.g. two constant lrs): each its own marker and dash pattern; the legend sits
+    beside the axes, not over the curves."""
+    import matplotlib.pyplot as pyplot
+
+    from prelnx.plots import curves
+
+    sweep = Sweep(tmp_path / "s")
+    sweep.run("post", 0, [5.0, 4.0, 3.0])
+    sweep.run("pre", 0, [5.0, 4.0, 3.0])
+    runs = collect_runs(sweep.save())
+    kept = {}
+    monkeypatch.setattr(pyplot, "close", lambda fig: kept.setdefault("fig", fig))
+    curves._curve_figure(runs, "valid_loss", "valid loss", "t", tmp_path)
+    ax = kept["fig"].axes[0]
+    first, second = ax.get_lines()[:2]
+    assert list(first.get_ydata()) == list(second.get_ydata())  # they coincide...
+    assert (first.get_marker(), first.get_linestyle()) != (second.get_marker(), second.get_linestyle())  # ...but show
+    assert "layout=" in first.get_label() and "seed" not in first.get_label()  # labelled by the keys that vary
+    kept["fig"].canvas.draw()
+    legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= axes.x1  # beside the axes
