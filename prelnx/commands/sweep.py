@@ -23,6 +23,7 @@ def sweep_command(
     name: Annotated[Optional[str], typer.Option("--name", help="Sweep name [default: the spec's name; for --grid on a training config, its run name + '-grid'].")] = None,
     out: Annotated[Optional[Path], options.out("Sweep folder [default: runs/<sweep name>].")] = None,
     jobs: Annotated[int, options.jobs("Runs at a time (local executor); CPU threads are split between them.")] = 1,
+    pin_cores: Annotated[bool, options.flag("--pin-cores", "Local executor: keep each of the --jobs runs on its own cores (Linux affinity; see docs/benchmarks.md for when it helps).")] = False,
     executor: Annotated[str, typer.Option("--executor", help=f"Where runs execute: {', '.join(EXECUTORS)}.")] = "local",
     partition: Annotated[Optional[str], options.partition()] = None,
     gpus_per_run: Annotated[Optional[int], typer.Option("--gpus-per-run", help="Slurm: GPUs per run.")] = None,
@@ -52,7 +53,7 @@ def sweep_command(
                  "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run, "time_min": time_min,
                  "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
         rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
-                         after_run=evaluate_quietly if evaluate else None, force=force)  # fmt: skip
+                         after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores)  # fmt: skip
         report_after_sweep(sweep_dir, typer.echo)
     except (ConfigError, ValueError) as error:
         options.fail(error, 2)

@@ -1,8 +1,9 @@
-"""The fairseq children this process started, so that a sweep stopped by SIGTERM can stop them all, and SIGTERM
-turned into the KeyboardInterrupt that every launcher already handles."""
+"""The fairseq children this process started, so that a sweep stopped by SIGTERM can stop them all; SIGTERM
+turned into the KeyboardInterrupt that every launcher already handles; a child kept on its own cores."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -33,3 +34,27 @@ def stop_on_sigterm() -> Any:
 def restore(previous: Any) -> None:
     if previous is not None:
         signal.signal(signal.SIGTERM, previous)
+
+
+def pin(pid: int, cpus: frozenset[int]) -> bool:
+    """Keep a just-started child on `cpus` (its torch threads and data-loader processes, created later, inherit
+    it). Set from here, after the start, not in a preexec_fn (unsafe in a threaded sweep); False where the OS
+    does not allow it (then the child runs unpinned)."""
+    try:
+        os.sched_setaffinity(pid, cpus)
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+def core_slots(jobs: int) -> list[frozenset[int]] | None:
+    """This process's cores split into `jobs` disjoint slots (None when there are fewer cores than jobs or the OS
+    cannot tell)."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if len(cores) < jobs:
+        return None
+    size = len(cores) // jobs
+    return [frozenset(cores[i * size:(i + 1) * size]) for i in range(jobs)]

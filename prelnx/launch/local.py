@@ -27,7 +27,7 @@ from typing import Any, Callable
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.load import dump_config
 from prelnx.config.schema import Config
-from prelnx.launch.children import RUNNING_CHILDREN, restore, stop_on_sigterm
+from prelnx.launch.children import RUNNING_CHILDREN, pin, restore, stop_on_sigterm
 from prelnx.launch.errors import RunConflict, RunIOError
 from prelnx.launch.events import Ended, Listener, Note, Started, echoing
 from prelnx.launch.finish import finish, status_counts
@@ -152,13 +152,15 @@ def train(
     echo: Callable[[str], None] | None = None,
     extra_env: dict[str, str] | None = None,
     on_start: Callable[[], Any] | None = None,
+    cpus: frozenset[int] | None = None,
 ) -> RunResult:
     """Train (or resume) the run; returns its outcome.
 
     Raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked, RunIOError, BatchError.
     The run's events go to `on_event` (default: printed, or rendered to `echo`). `extra_env` is added to the
     child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start` is called once every check has
-    passed and the run dir is locked, just before fairseq starts (Slurm's rank 0).
+    passed and the run dir is locked, just before fairseq starts (Slurm's rank 0). `cpus`: the cores the run's
+    processes may use (a pinned sweep job), where the OS allows.
     """
     listener = on_event or echoing(echo or print)
     plan = plan_run(config, run_dir or default_run_dir(config), extra_env)
@@ -187,7 +189,7 @@ def train(
                 lock = RunLock(run_dir).acquire()
             finally:
                 old_lock.release()
-        return _attempt(plan, lock, listener, extra_env, on_start)
+        return _attempt(plan, lock, listener, extra_env, on_start, cpus)
     except OSError as error:  # moving a run aside, reading its checkpoints: never a traceback
         if isinstance(error, RunIOError):
             raise
@@ -197,7 +199,7 @@ def train(
 
 
 def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[str, str] | None,
-             on_start: Callable[[], Any] | None) -> RunResult:  # fmt: skip
+             on_start: Callable[[], Any] | None, cpus: frozenset[int] | None = None) -> RunResult:  # fmt: skip
     """One attempt at the locked run: reconcile, start fairseq (unless the budget is already trained), follow it,
     record how it ended."""
     config, run_dir, t = plan.config, plan.run_dir, plan.config.train
@@ -237,6 +239,8 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
             pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
         )  # fmt: skip
     RUNNING_CHILDREN.add(process)
+    if cpus:
+        pin(process.pid, cpus)
     previous_handler = stop_on_sigterm()
     try:
         watch.follow(process, log_path, offset)

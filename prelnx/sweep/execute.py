@@ -61,6 +61,7 @@ def run_sweep(
     after_run: Callable[[Path], None] | None = None,
     echo: Callable[[str], None] = print,
     force: bool = False,
+    pin_cores: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends."""
     if executor not in EXECUTORS:
@@ -83,7 +84,7 @@ def run_sweep(
     statuses: dict[str, str] = {}
     try:
         if executor == "local":
-            statuses = run_local(points, sweep_dir, jobs, on_done, echo, force=force)
+            statuses = run_local(points, sweep_dir, jobs, on_done, echo, force=force, pin_cores=pin_cores)
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from prelnx.atomic import io_reason
 from prelnx.config.schema import Config
 from prelnx.launch import slurm_queue
-from prelnx.launch.children import restore, stop_children, stop_on_sigterm
+from prelnx.launch.children import core_slots, restore, stop_children, stop_on_sigterm
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
 from prelnx.launch.local import train
@@ -42,7 +42,7 @@ def _visible_gpus() -> int:
 
 
 def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, str] | None = None,
-            force: bool = False) -> str:  # fmt: skip
+            force: bool = False, cpus: frozenset[int] | None = None) -> str:  # fmt: skip
     """Train one point; any error becomes a `failed` status instead of an exception.
 
     A point whose run dir another process holds (a second sweep on the same folder) is left alone and
@@ -52,7 +52,7 @@ def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, st
         on_event(Note(line))
 
     try:
-        return train(config, run_dir=run_dir, on_event=on_event, extra_env=env, force=force).status
+        return train(config, run_dir=run_dir, on_event=on_event, extra_env=env, force=force, cpus=cpus).status
     except RunLocked:
         echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
         return RUNNING_ELSEWHERE
@@ -77,10 +77,13 @@ def run_local(
     on_done: Callable[[SweepPoint, str], None],
     echo: Callable[[str], None],
     force: bool = False,
+    pin_cores: bool = False,
 ) -> dict[str, str]:
     """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
-    force: train every point again (a finished run is set aside, as `prelnx train --force` does)."""
+    force: train every point again (a finished run is set aside, as `prelnx train --force` does).
+    pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default)."""
     threads = max(1, (os.cpu_count() or 1) // jobs)
+    slots_cores = core_slots(jobs) if pin_cores else None
     gpus = _visible_gpus()
     per_job = max(1, gpus // jobs) if gpus else 0
     slots: queue.Queue[int] = queue.Queue()
@@ -99,7 +102,7 @@ def run_local(
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(first + i) for i in range(per_job))
             status = run_one(with_threads(point.config, threads), sweep_dir / point.name,
                              on_event=_sweep_listener(point.name, progress, echo), env=env,
-                             force=force and not picked_up)  # fmt: skip
+                             force=force and not picked_up, cpus=slots_cores[slot] if slots_cores else None)  # fmt: skip
         finally:
             slots.put(slot)
         with lock:

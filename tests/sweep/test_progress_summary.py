@@ -61,3 +61,26 @@ def test_the_summary_lists_every_point_with_its_status(tmp_path):
     assert [(r["run"], r["status"]) for r in rows] == [("lr-1", "finished"), ("lr-2", "pending")]
     assert rows[0]["best_valid_loss"] == 3.0 and math.isclose(rows[0]["best_valid_bleu"], 5.0)
     assert (tmp_path / "summary.csv").read_text().startswith("run,optimizer.lr,status")
+
+
+# executors: core pinning ------------------------------------------------------------------------------------------
+def test_a_pinned_child_stays_on_its_slot_of_cores():
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    from prelnx.launch.children import core_slots, pin
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("needs 2 cores")
+    slots = core_slots(2)
+    assert slots is not None and len(slots) == 2 and not (slots[0] & slots[1]) and slots[0] | slots[1] <= set(cores)
+    assert core_slots(len(cores) + 1) is None  # more jobs than cores: no pinning
+    child = subprocess.Popen([sys.executable, "-c", "import os, time; time.sleep(0.5); print(sorted(os.sched_getaffinity(0)))"],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert pin(child.pid, slots[1])
+    out, _ = child.communicate(timeout=30)
+    assert out.strip() == str(sorted(slots[1]))  # what the child itself sees (its later threads inherit it)
