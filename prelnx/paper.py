@@ -1,5 +1,5 @@
-"""The paper's claims and numbers, read from prelnx/paper.yaml: the one place they are written down (read by the
-gradient study and the report alike)."""
+"""Published claims and numbers: Xiong et al.'s, read from prelnx/paper.yaml, and the warm-up-free methods' authors',
+read from prelnx/methods.yaml - the one place each is written down (read by the gradient study and the report)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,32 @@ from typing import Any
 
 import yaml
 
+CLAIM_FIELDS = ("claim", "source", "paper", "margin_bits", "fraction")  # what `same_as` takes from paper.yaml
+
+
+def _read(name: str) -> dict[str, Any]:
+    return yaml.safe_load(resources.files("prelnx").joinpath(name).read_text())
+
 
 def paper_data() -> dict[str, Any]:
     """prelnx/paper.yaml: `training`, `gradients`, `bert` claims; `figure3`, `figure5a` numbers."""
-    return yaml.safe_load(resources.files("prelnx").joinpath("paper.yaml").read_text())
+    return _read("paper.yaml")
 
 
 def figure5a_fraction() -> float:
     """Pre-LN's updates to reach the valid loss Post-LN reaches, as a fraction of Post-LN's (500k / 700k)."""
     numbers = paper_data()["figure5a"]
     return numbers["preln_updates"] / numbers["postln_updates"]
+
+
+def methods_data() -> list[dict[str, Any]]:
+    """prelnx/methods.yaml's methods, each claim complete: one with `same_as: <paper.yaml id>` takes that claim's
+    text, source, paper and margin (paper.yaml stays their one owner)."""
+    xiong = {claim["id"]: claim for claim in paper_data()["training"]}
+    methods = _read("methods.yaml")["methods"]
+    for method in methods:
+        for claim in method["claims"]:
+            if "same_as" in claim:
+                original = xiong[claim["same_as"]]
+                claim.update({k: original[k] for k in CLAIM_FIELDS if k in original and k not in claim})
+    return methods

@@ -9,6 +9,7 @@ run of the sweep, whichever is higher), so that it counts against its arm instea
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 
 # The run-dir readers (kept together: they move to prelnx/records/ with the lead's redesign).
+from prelnx.paper import methods_data
 from prelnx.records.metrics import read_metrics
 from prelnx.records.results import read_points, run_results
 
@@ -135,9 +137,15 @@ def loss_sample(label: str, group: list[Arm], failure: float, at_update: float |
     return Sample(label, tuple(values), failed)
 
 
+@functools.cache
+def layout_names() -> dict[str, str]:
+    """`post` -> `Post-LN`, `tfixup` -> `T-Fixup`: each layout's name as its authors write it (methods.yaml)."""
+    return {method["layout"]: method["name"] for method in methods_data()}
+
+
 def describe_arm(arm: Arm) -> str:
     """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words."""
-    layout = {"post": "Post-LN", "pre": "Pre-LN"}.get(arm.layout, arm.layout)
+    layout = layout_names().get(arm.layout, arm.layout)
     warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
     optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
     return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}"

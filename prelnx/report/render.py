@@ -9,6 +9,7 @@ from typing import Any
 
 from prelnx.report.outcome import ClaimOutcome, Premise, PremiseState
 from prelnx.report.stats import MAX_SEEDS, Comparison, Sample, Verdict
+from prelnx.report.warmup_free import MethodClaims, RankRow
 
 
 def _seeds(sample: Sample) -> str:
@@ -135,3 +136,44 @@ def arms_table(groups: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
         lines.append(f"| {label} | {len(results)} | {diverged} | {_mean_sd(values('final_valid_loss'), 2)} | "
                      f"{_mean_sd(values('best_valid_bleu'), 1)} | {_mean_sd(values('test_bleu_tokenized'), 1)} |")  # fmt: skip
     return lines
+
+
+def _interval(row: RankRow) -> str:
+    return "- (1 seed)" if row.low is None else f"[{row.low:.2f}, {row.high:.2f}]"
+
+
+def _to_target(row: RankRow) -> str:
+    if row.target is None:
+        return "- (no Post-LN with warm-up at this lr)"
+    reached = f"{row.reached}/{row.sample.n}"
+    if not row.reached:
+        return reached
+    return f"{reached}, after {statistics.fmean(row.updates_to_target):.0f} updates (mean of those)"
+
+
+def ranking_table(rows: list[RankRow]) -> list[str]:
+    """The warm-up-free ranking: one row per arm, best mean final valid loss first."""
+    lines = ["| rank | method | optimizer | warm-up | lr | final valid loss, mean ± sd | 95 % CI | seeds | diverged "
+             "| target loss | seeds at the target (k/n), updates |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for rank, row in enumerate(rows, start=1):
+        sd = f" ± {row.sample.sd:.2f}" if row.sample.sd is not None else ""
+        target = f"{row.target:.2f}" if row.target is not None else "-"
+        lines.append(f"| {rank} | {row.method} | {row.optimizer} | {row.warmup or 'none'} | {row.lr:g} | "
+                     f"{row.sample.mean:.2f}{sd} | {_interval(row)} | {row.sample.n} | {row.sample.failed} | "
+                     f"{target} | {_to_target(row)} |")  # fmt: skip
+    return lines
+
+
+def method_claims_table(methods: list[MethodClaims]) -> list[str]:
+    """Every method's claims in the paper claims' table (method, claim, source with paper and code, verdict), then
+    what each method's authors do not claim and what could not be verified."""
+    claims, outcomes, notes = [], {}, []
+    for method in methods:
+        spec = method.spec
+        for claim in spec["claims"]:
+            claims.append({**claim, "claim": f"**{spec['name']}**: {claim['claim']}",
+                           "source": f"{spec['cite']}, {claim['source']} ({spec['code']})"})  # fmt: skip
+            outcomes[claim["id"]] = method.outcomes[claim["id"]]
+        notes += [f"- {spec['name']}, {key.replace('_', ' ')}: {spec[key]}"
+                  for key in ("not_claimed", "unverified") if spec.get(key)]  # fmt: skip
+    return claims_table(claims, outcomes) + (["", *notes] if notes else [])

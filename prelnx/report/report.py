@@ -59,6 +59,36 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
     return lines
 
 
+WARMUP_FREE_INTRO = [
+    "Each method's authors' claims (prelnx/methods.yaml, with the paper and repository) checked like the paper's:",
+    "per optimizer and lr, the two arms' final valid losses over seeds, their difference with its 95 % interval",
+    "against the claim's margin, and one of the five verdicts above. Then every arm ranked by its mean final valid",
+    "loss (a diverged seed at the failure loss) with its 95 % t interval, and how many of its seeds reached the",
+    "target loss - Post-LN with warm-up's mean final valid loss at the same optimizer and lr - after how many updates",
+    "(the first validation at or below it).",
+]
+
+
+def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -> list[str]:
+    """Admin, T-Fixup, ReZero, B2T, DeepNorm beside Post-LN and Pre-LN (issue 24); none in the sweep: no section."""
+    from prelnx.paper import methods_data
+    from prelnx.report.render import method_claims_table, ranking_table
+    from prelnx.report.warmup_free import check_methods, has_methods, method_names, ranking
+    from prelnx.report.warmup_free_figure import plot_ranking
+
+    if not has_methods(arms):
+        return []
+    methods = methods_data()
+    rows = ranking(arms, method_names(methods))
+    lines = ["## Warm-up-free methods", "", *WARMUP_FREE_INTRO, "", "### The methods' authors' claims", "",
+             *method_claims_table(check_methods(arms, methods)), "", "### Ranking by final valid loss", "",
+             *ranking_table(rows), ""]  # fmt: skip
+    if rows:
+        figure = plot_ranking(rows, figures_dir / "warmup_free.png")
+        lines += [f"![warmup_free]({figure.relative_to(report_dir).as_posix()})", ""]
+    return lines
+
+
 def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
     """Figure 5b/c: the `prelnx finetune` summaries found under the sweep's runs (none: no section)."""
     import json
@@ -141,6 +171,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     lines += claims_table(claim_list, outcomes) + [""]
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
+    lines += _warmup_free_section(translation, figures_dir, report_dir)
     lines += ["## Results", "", "Per arm, mean ± sample sd over its finished seeds (diverged seeds counted apart):", ""]
     lines += arms_table(_arm_groups(arms)) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]

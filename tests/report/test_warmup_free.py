@@ -1,0 +1,130 @@
+"""The warm-up-free section on hand-made run dirs (no training): the ranking with intervals and updates to the
+target, a diverged seed counted, each kind of verdict on the methods' claims, and the section in `prelnx report`."""
+
+from __future__ import annotations
+
+import pytest
+from scipy import stats as scipy_stats
+
+from prelnx.paper import methods_data, paper_data
+from prelnx.report.arms import load_arms
+from prelnx.report.render import method_claims_table, ranking_table
+from prelnx.report.report import write_report
+from prelnx.report.stats import Verdict
+from prelnx.report.warmup_free import CHECKS, check_methods, has_methods, method_names, ranking
+from tests.report.runs import Sweep, write_dictionary
+
+POST_WARMUP = [6.00, 6.10, 6.05]  # the target loss at lr 1e-3: their mean, 6.05
+
+
+def benchmark(tmp_path) -> Sweep:
+    """A warm-up-free sweep at one lr (1e-3), warm-up 0 or 80, 3 seeds each; every final loss chosen for a verdict."""
+    sweep = Sweep(tmp_path / "warmup_free", tmp_path / "data")
+    write_dictionary(tmp_path / "data")  # unigram plateau log2(316) = 8.30 bits: the failure loss
+    sweep.seeds("post", 80, POST_WARMUP)
+    sweep.seeds("post", 0, [7.90, 8.00, 8.10])
+    sweep.seeds("pre", 0, [5.90, 5.95, 6.00])
+    sweep.seeds("pre", 80, [5.95, 6.00, 6.05])
+    sweep.seeds("tfixup", 0, [6.00, 6.05, 6.10])  # no warm-up needed, matches Post-LN: both hold
+    sweep.seeds("tfixup", 80, [6.02, 6.04, 6.06])
+    sweep.seeds("rezero", 0, [8.00, 8.10])  # needs warm-up here: does not hold ...
+    sweep.run("rezero", 0, [9.0], seed=3, status="diverged")  # ... and a diverged seed counts at the plateau
+    sweep.seeds("rezero", 80, [6.10, 6.00, 6.20])
+    sweep.seeds("admin", 80, [5.90, 6.90, 6.30])  # 0.32 worse than Post-LN with a wide spread: inconclusive
+    sweep.seeds("b2t", 80, [5.80, 5.85, 5.82])  # beats Pre-LN with warm-up (6.00): holds
+    return sweep
+
+
+def outcomes(tmp_path) -> dict:
+    methods = check_methods(load_arms(benchmark(tmp_path).save()), methods_data())
+    return {claim_id: outcome for m in methods for claim_id, outcome in m.outcomes.items()}
+
+
+def test_every_claim_in_methods_yaml_has_a_check_and_its_source():
+    for method in methods_data():
+        assert {"layout", "name", "cite", "paper", "code", "claims"} <= set(method)
+        for claim in method["claims"]:
+            assert claim["kind"] in CHECKS and claim["claim"] and claim["source"] and claim["paper"]
+            assert claim["kind"] == "trains_deeper" or isinstance(claim["margin_bits"], float)
+
+
+def test_same_as_takes_the_claim_from_paper_yaml():
+    (pre,) = [m for m in methods_data() if m["layout"] == "pre"]
+    (matches,) = [c for c in pre["claims"] if c.get("same_as")]
+    (original,) = [c for c in paper_data()["training"] if c["id"] == matches["same_as"]]
+    assert (matches["claim"], matches["margin_bits"]) == (original["claim"], original["margin_bits"])
+
+
+def test_the_ranking_has_intervals_a_diverged_seed_and_updates_to_the_target(tmp_path):
+    arms = load_arms(benchmark(tmp_path).save())
+    rows = ranking(arms, method_names(methods_data()))
+    means = [r.sample.mean for r in rows]
+    assert means == sorted(means) and len(rows) == 10
+    assert (rows[0].method, rows[0].warmup) == ("B2T", 80)
+    post = next(r for r in rows if (r.layout, r.warmup) == ("post", 80))
+    expected = scipy_stats.t.interval(0.95, 2, loc=post.sample.mean, scale=scipy_stats.sem(POST_WARMUP))
+    assert (post.low, post.high) == pytest.approx(expected)
+    rezero = next(r for r in rows if (r.layout, r.warmup) == ("rezero", 0))
+    assert rezero.sample.n == 3 and rezero.sample.failed == 1
+    assert rezero.sample.values[2] == pytest.approx(8.30, abs=0.01)  # the diverged seed at the plateau
+    assert rezero is rows[-1] and rezero.reached == 0
+    tfixup = next(r for r in rows if (r.layout, r.warmup) == ("tfixup", 0))
+    assert tfixup.target == pytest.approx(6.05) and tfixup.updates_to_target == (30, 30)  # 6.00, 6.05 <= 6.05
+    table = ranking_table(rows)
+    assert "| 10 | ReZero | adam | none | 0.001 | 8.13 ± 0.15 | [" in table[-1]
+    assert table[-1].endswith("| 3 | 1 | 6.05 | 0/3 |")
+    assert any("| T-Fixup | adam | none | 0.001 | 6.05 ± 0.05 | [" in line and "2/3, after 30 updates" in line
+               for line in table)  # fmt: skip
+
+
+def test_the_claims_hold_do_not_hold_or_are_inconclusive_by_their_intervals(tmp_path):
+    found = outcomes(tmp_path)
+    assert found["tfixup_no_warmup"].verdict is Verdict.HOLDS
+    assert found["tfixup_matches_postln"].verdict is Verdict.HOLDS
+    assert found["b2t_beats_preln"].verdict is Verdict.HOLDS
+    rezero = found["rezero_no_warmup"]
+    assert rezero.verdict is Verdict.DOES_NOT_HOLD and rezero.cases[0].comparison.low > 0.5
+    assert rezero.cases[0].comparison.a.failed == 1
+    admin = found["admin_matches_postln"].cases[0].comparison
+    assert found["admin_matches_postln"].verdict is Verdict.INCONCLUSIVE and admin.low < 0.5 < admin.high
+    assert admin.seeds_needed > 3
+    assert found["rezero_converges_faster"].verdict is Verdict.DOES_NOT_HOLD  # at update 10 it is still at 9.0
+    assert found["b2t_matches_postln"].verdict is Verdict.HOLDS
+
+
+def test_trains_deeper_is_not_measured_by_a_one_depth_sweep(tmp_path):
+    found = outcomes(tmp_path)
+    for claim_id in ("admin_trains_deeper", "tfixup_trains_deeper", "rezero_trains_deeper", "b2t_trains_deeper"):
+        assert found[claim_id].verdict is Verdict.NOT_MEASURED and "one depth" in found[claim_id].missing
+
+
+def test_the_claims_table_names_each_method_source_and_verdict(tmp_path):
+    methods = check_methods(load_arms(benchmark(tmp_path).save()), methods_data())
+    table = method_claims_table(methods)
+    (row,) = [line for line in table if line.startswith("| **T-Fixup**: T-Fixup eliminates")]
+    assert "Huang et al. 2020, Abstract, Section 4 (github.com/layer6ai-labs/T-Fixup)" in row
+    assert "adam lr 0.001: T-Fixup adam lr 0.001, no warm-up 6.05 (3 seeds) − T-Fixup adam lr 0.001, 80 warm-up" \
+        in row
+    assert row.endswith("| **holds** |")
+    assert any(line.startswith("- B2T, not claimed: no warm-up") for line in table)
+    assert "DeepNorm" not in "\n".join(table)  # not in the sweep: no rows
+
+
+def test_the_report_has_the_section_and_its_figure(tmp_path):
+    sweep_dir = benchmark(tmp_path).save()
+    report = write_report(sweep_dir, tmp_path / "out" / "wf.md").read_text()
+    section = report.split("## Warm-up-free methods")[1].split("## Results")[0]
+    assert "### The methods' authors' claims" in section and "### Ranking by final valid loss" in section
+    assert "| 1 | B2T | adam | 80 | 0.001 | 5.82 ± 0.03 |" in section
+    figure = tmp_path / "out" / "wf_figures" / "warmup_free.png"
+    assert "![warmup_free](wf_figures/warmup_free.png)" in section
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
+
+
+def test_a_sweep_without_the_methods_has_no_section(tmp_path):
+    sweep = Sweep(tmp_path / "paper", tmp_path / "data")
+    sweep.seeds("post", 80, POST_WARMUP)
+    sweep.seeds("pre", 0, [5.90, 5.95, 6.00])
+    arms = load_arms(sweep.save())
+    assert not has_methods(arms)
+    assert "Warm-up-free" not in write_report(sweep.folder, tmp_path / "paper.md").read_text()
