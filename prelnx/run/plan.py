@@ -316,6 +316,11 @@ def plan_launch(config: Config, data: Path, save_dir: Path, env: dict[str, str] 
     from prelnx.run.parallel import describe_batch, resolve
 
     cuda = use_cuda(config)
+    if config.train.precision == "bf16" and not cuda:  # refused before training, where it would train
+        from prelnx.machine import cpu_bf16_problem
+
+        if (problem := cpu_bf16_problem()) is not None:
+            raise ValueError(problem)
     parallel = resolve(config, cuda, env)
     threads = parallel.threads(config.train.threads)
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
