@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from prelnx.config.load import load_config
@@ -55,13 +56,33 @@ def speed(dims: str, updates: int, repeats: int, work: Path) -> None:
     wps: dict[str, list[float]] = {"fp32": [], "bf16": []}
     for repeat in range(repeats):
         for precision in ("fp32", "bf16"):
+            started = time.monotonic()
             records = plain_run(DEMO, overrides, precision, work / f"{dims}-{precision}-{repeat}")
             wps[precision].append(float([r for kind, r in records if kind == "train"][-1]["train_wps"]))
+            print(f"  {dims} {precision}: {wps[precision][-1]:.0f} wps ({time.monotonic() - started:.0f} s wall with "
+                  f"start-up and validation; {load()})", flush=True)  # fmt: skip
         print(f"{dims} pair {repeat + 1}: fp32 {wps['fp32'][-1]:.0f} wps | bf16 {wps['bf16'][-1]:.0f} wps | "
               f"ratio {wps['bf16'][-1] / wps['fp32'][-1]:.2f}", flush=True)  # fmt: skip
     ratios = [b / f for f, b in zip(wps["fp32"], wps["bf16"])]
     print(f"{dims}: median fp32 {statistics.median(wps['fp32']):.0f} wps, bf16 {statistics.median(wps['bf16']):.0f} "
           f"wps; bf16/fp32 median of pairs {statistics.median(ratios):.2f}", flush=True)  # fmt: skip
+
+
+def matmul() -> None:
+    """One (2048 x 512) @ (512 x 512) matmul in fp32 and bf16, alternated: what the CPU itself does with bf16."""
+    import torch
+
+    times: dict[torch.dtype, list[float]] = {torch.float32: [], torch.bfloat16: []}
+    a, w = torch.randn(2048, 512), torch.randn(512, 512)
+    for _ in range(3):
+        for dtype in times:
+            x, y = a.to(dtype), w.to(dtype)
+            started = time.perf_counter()
+            x @ y
+            times[dtype].append(time.perf_counter() - started)
+    fp32, bf16 = (statistics.median(times[dtype]) * 1000 for dtype in times)
+    print(f"matmul 2048x512x512: fp32 {fp32:.1f} ms, bf16 {bf16:.1f} ms (bf16/fp32 time x{bf16 / fp32:.1f})",
+          flush=True)  # fmt: skip
 
 
 def pinned(work: Path) -> None:
@@ -73,8 +94,8 @@ def pinned(work: Path) -> None:
     from tests.run.test_pinned_loss import PINNED_VALID_LOSS
 
     for layout, value in PINNED_VALID_LOSS.items():
-        data = {**TINY, "model": {**TINY["model"], "layout": layout, "dropout": 0.0, "attention_dropout": 0.0,
-                                  "activation_dropout": 0.0}, "train": {**TINY["train"], "max_epoch": 1, "seed": 1}}  # fmt: skip
+        model = {**TINY["model"], "layout": layout, "dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0}
+        data = {**TINY, "model": model, "train": {**TINY["train"], "max_epoch": 1, "seed": 1}}
         path = work / f"pinned-{layout}.yaml"
         path.write_text(yaml.safe_dump(data))
         losses = {}
@@ -97,11 +118,12 @@ def main() -> None:
     native = "native bf16: " + ", ".join(flags) if flags else "NO native bf16 (emulated: expect bf16 slower)"
     print(f"{os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '2')}, {native}")
     print(f"load before: {load()}", flush=True)
+    matmul()
     work = Path(tempfile.mkdtemp(prefix="bench_precision."))
+    if args.pinned:  # first: tiny, so its losses come even when the speed runs are cut short
+        pinned(work)
     for dims in args.dims.split(","):
         speed(dims, args.updates, args.repeats, work)
-    if args.pinned:
-        pinned(work)
     print(f"load after: {load()}")
     subprocess.run(["rm", "-rf", str(work)])
 

@@ -43,7 +43,8 @@ class Result:
 def run_sets(updates: int) -> list[str]:
     """The paper's IWSLT14 model on the synthetic task, for a fixed number of updates, no BLEU during training."""
     return ["data.dataset=synthetic", "data.path=null", "eval.bleu.remove_bpe=null", f"train.max_update={updates}",
-            "train.max_epoch=1000", "eval.bleu.enabled=false", "train.keep_last_epochs=1", "train.log_interval=50"]  # fmt: skip
+            "train.max_epoch=1000", "eval.bleu.enabled=false", "train.keep_last_epochs=1",
+            "train.log_interval=50"]  # fmt: skip
 
 
 def prelnx(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -100,8 +101,8 @@ def gpu_checks(updates: int, work: Path) -> list[Result]:
         plain_wps, ours = final_wps(log), wps["pre", precision]
         ok = code == 0 and plain_wps is not None and ours is not None
         ratio = ours / plain_wps if ok else None
-        results.append(Result(f"plain/pre/{precision}", ok, f"plain {plain_wps:.0f} wps, prelnx/plain {ratio:.3f}" if ok
-                              else f"exit {code}: {log.strip()[-300:]}", {"wps": plain_wps, "ratio": ratio}))  # fmt: skip
+        detail = f"plain {plain_wps:.0f} wps, prelnx/plain {ratio:.3f}" if ok else f"exit {code}: {log.strip()[-300:]}"
+        results.append(Result(f"plain/pre/{precision}", ok, detail, {"wps": plain_wps, "ratio": ratio}))
     results.append(sweep_check(updates, work))
     results.append(torchrun_check(work))
     results.append(evaluate_check(work))
@@ -118,7 +119,8 @@ def sweep_check(updates: int, work: Path) -> Result:
     ok = done.returncode == 0 and len(rates) == 2 and None not in rates
     detail = (f"2 runs at once: {rates[0]:.0f} + {rates[1]:.0f} = {sum(rates):.0f} wps, {seconds:.0f} s" if ok
               else f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}")  # fmt: skip
-    return Result("sweep/2 runs sharing the GPU", ok, detail, {"wps": rates if ok else None, "seconds": round(seconds, 1)})
+    return Result("sweep/2 runs sharing the GPU", ok, detail, {"wps": rates if ok else None,
+                                                               "seconds": round(seconds, 1)})  # fmt: skip
 
 
 def torchrun_check(work: Path) -> Result:
@@ -129,8 +131,8 @@ def torchrun_check(work: Path) -> Result:
                                ["--standalone", "--nproc-per-node", "1", "--max-restarts", "0"])  # fmt: skip
     rate = final_wps(log)
     ok = code == 0 and rate is not None
-    return Result("torchrun/1 worker", ok, f"{rate:.0f} wps, {seconds:.0f} s" if ok else f"exit {code}: {log.strip()[-300:]}",
-                  {"wps": rate})  # fmt: skip
+    detail = f"{rate:.0f} wps, {seconds:.0f} s" if ok else f"exit {code}: {log.strip()[-300:]}"
+    return Result("torchrun/1 worker", ok, detail, {"wps": rate})
 
 
 def evaluate_check(work: Path) -> Result:
@@ -160,8 +162,8 @@ def plan_checks(updates: int, work: Path) -> list[Result]:
         for precision in PRECISIONS:
             name = f"train/{layout}/{precision}"
             try:
-                config, _ = load_config(REPO / config_path, run_sets(updates) + ["train.device=cuda",
-                                                                                 f"train.precision={precision}"])  # fmt: skip
+                sets = run_sets(updates) + ["train.device=cuda", f"train.precision={precision}"]
+                config, _ = load_config(REPO / config_path, sets)
                 argv = fairseq_argv(config, data_dir(config), work / layout / "checkpoints", cuda=True)
                 args = options.parse_args_and_arch(options.get_training_parser(), argv)
                 flag = PRECISION_FLAG[precision]
@@ -172,19 +174,22 @@ def plan_checks(updates: int, work: Path) -> list[Result]:
                 results.append(Result(name, False, f"plan refused: {error}"))
                 continue
             ok = here.returncode == 0 and "fairseq-train" in here.stdout
-            results.append(Result(name, ok, f"planned (fairseq accepts the GPU arguments{', ' + flag if flag else ''}; "
-                                  f"prelnx train --dry-run here: exit {here.returncode})" if ok else
-                                  f"prelnx train --dry-run: exit {here.returncode}: {here.stderr.strip()[-300:]}"))  # fmt: skip
+            detail = (f"planned (fairseq accepts the GPU arguments{', ' + flag if flag else ''}; prelnx train "
+                      f"--dry-run here: exit 0)" if ok else
+                      f"prelnx train --dry-run: exit {here.returncode}: {here.stderr.strip()[-300:]}")  # fmt: skip
+            results.append(Result(name, ok, detail))
     for precision in PRECISIONS:
-        results.append(Result(f"plain/pre/{precision}", True, "planned: the train check's command.txt as fairseq-train"))
+        results.append(Result(f"plain/pre/{precision}", True, "planned: the train check's command.txt, plain"))
     sweep = prelnx("sweep", "--config", LAYOUTS["pre"], "--grid", "train.seed=1,2", "--out", str(work / "sweep"),
                    "--dry-run", *with_sets(run_sets(updates) + ["train.device=cpu"]))  # fmt: skip
-    results.append(Result("sweep/2 runs sharing the GPU", sweep.returncode == 0,
-                          f"prelnx sweep --dry-run: exit {sweep.returncode} {sweep.stderr.strip()[-300:]}".strip()))  # fmt: skip
+    detail = f"prelnx sweep --dry-run: exit {sweep.returncode} {sweep.stderr.strip()[-300:]}".strip()
+    results.append(Result("sweep/2 runs sharing the GPU", sweep.returncode == 0, detail))
     launcher = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--help"], capture_output=True, text=True)
-    results.append(Result("torchrun/1 worker", launcher.returncode == 0, f"torchrun --help: exit {launcher.returncode}"))
+    results.append(Result("torchrun/1 worker", launcher.returncode == 0,
+                          f"torchrun --help: exit {launcher.returncode}"))  # fmt: skip
     evaluate = prelnx("evaluate", "--help")
-    results.append(Result("evaluate/pre fp32", evaluate.returncode == 0, f"prelnx evaluate --help: exit {evaluate.returncode}"))
+    results.append(Result("evaluate/pre fp32", evaluate.returncode == 0,
+                          f"prelnx evaluate --help: exit {evaluate.returncode}"))  # fmt: skip
     return results
 
 

@@ -76,7 +76,8 @@ def test_plain_bf16_command_trains_translation_under_autocast_with_fp32_weights(
     bf16_log = train_plain(path, "bf16", tmp_path / "bf16")
     bf16 = records(bf16_log, "valid")
     assert len(bf16) == len(fp32) == 1
-    assert math.isfinite(bf16[0]["valid_loss"]) and all(math.isfinite(r["train_loss"]) for r in records(bf16_log, "train"))
+    assert math.isfinite(bf16[0]["valid_loss"])
+    assert all(math.isfinite(r["train_loss"]) for r in records(bf16_log, "train"))
     assert bf16[0]["valid_loss"] == pytest.approx(fp32[0]["valid_loss"], rel=0.05)
     # bf16 matmuls change the numbers (autocast is on; one-thread fp32 is bit-reproducible), not the training
     weights = {precision: torch.load(tmp_path / precision / "checkpoint_last.pt", map_location="cpu",
@@ -100,7 +101,8 @@ def test_plain_bf16_command_pretrains_and_finetunes_an_encoder(tmp_path):
         "task": "sentence_prediction", "data": TINY_MLM["data"], "model": TINY_MLM["model"],
         "optimizer": {"lr": 1e-3}, "train": {"max_tokens": 256, "max_update": 6, "threads": 1, "log_interval": 2,
                                              "num_workers": 0, "keep_last_epochs": 0}})  # fmt: skip
-    log = train_plain(finetune, "bf16", tmp_path / "ft", f"finetune.from_checkpoint={tmp_path / 'mlm' / 'checkpoint_last.pt'}")
+    pretrained = tmp_path / "mlm" / "checkpoint_last.pt"
+    log = train_plain(finetune, "bf16", tmp_path / "ft", f"finetune.from_checkpoint={pretrained}")
     valid = records(log, "valid")
     assert valid and all(math.isfinite(r["valid_loss"]) and 0 <= r["valid_accuracy"] <= 100 for r in valid)
     assert_fp32_checkpoint(tmp_path / "ft" / "checkpoint_last.pt")
