@@ -7,10 +7,10 @@ missing, this plugin gives `--bf16` the meaning of torch's own mixed precision i
 - the model, the criterion, the gradients and Adam's state stay fp32 (fairseq's plain optimizer path, so gradient
   clipping (`--clip-norm`), the logged losses and every divergence check are those of an fp32 run);
 - the criterion's forward (the model's forward and the loss) runs under `torch.autocast(<device>, torch.bfloat16)`
-  on the run's device: CPU with `--cpu`, else CUDA. Autocast runs matmuls and attention in bf16 and keeps
-  softmax/log-softmax and the losses in fp32 (fairseq's criteria also take log-probs in fp32); the backward pass
-  runs outside autocast, in the dtypes the forward chose, as torch recommends. Validation losses are computed the
-  same way; BLEU's beam search (the sequence generator) runs in fp32.
+  on the run's device: CPU with `--cpu`, else CUDA. Autocast runs the matmuls (linear layers, attention's bmm) in
+  bf16; fairseq takes every softmax and log-softmax in fp32 (its utils cast to float first), so the losses are
+  fp32; the backward pass runs outside autocast, in the dtypes the forward chose, as torch recommends. Validation
+  losses are computed the same way; BLEU's beam search (the sequence generator) runs in fp32.
 So `fairseq-train ... --cpu --bf16 --user-dir <this plugin>` (a run's command.txt) reproduces a prelnx bf16 run:
 the activation is the argv's own `--bf16`, with no extra flag or environment variable. With torch_xla installed,
 `--bf16` is fairseq's own (TPU).
