@@ -3,9 +3,10 @@
 Importing it registers `--optimizer radam`, `--lr-scheduler warmup_decay` and the normalisation variants
 model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm, and the warm-up-free Admin, T-Fixup, ReZero
 and B2T); makes every checkpoint load safe (`weights_only=True` with an allowlist; on a torch older than 2.10,
-whose safe loading has known exploits, no load at all); keeps a full disk or a kill from leaving a truncated
-checkpoint under a loadable name; lets torchrun start CPU data-parallel workers; and, under `prelnx train`, ends
-the process if prelnx itself dies.
+whose safe loading has known exploits, no load at all); gives `--bf16` without a TPU the meaning of bf16 autocast
+with fp32 weights and optimizer state (fairseq's own `--bf16` needs torch_xla; bf16_autocast.py); keeps a full
+disk or a kill from leaving a truncated checkpoint under a loadable name; lets torchrun start CPU data-parallel
+workers; and, under `prelnx train`, ends the process if prelnx itself dies.
 It imports only fairseq and torch.
 """
 
@@ -13,6 +14,7 @@ from .safe_loading import force_safe_loading
 from .checkpoint_guard import guard_checkpoint_writes
 from .parent_watch import watch_parent
 from .distributed import patch_distributed
+from .bf16_autocast import enable_bf16_autocast
 from .optim import radam  # noqa: F401  (registers)
 from .lr_scheduler import warmup_decay  # noqa: F401  (registers)
 from .models import normalized_transformer  # noqa: F401  (registers --arch prelnx_<preset>)
@@ -21,3 +23,4 @@ force_safe_loading()
 guard_checkpoint_writes()
 watch_parent()
 patch_distributed()
+enable_bf16_autocast()

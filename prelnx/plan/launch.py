@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from prelnx.config.schema import Config
+from prelnx.machine import cpu_bf16_problem
 from prelnx.plan.common import optimization_argv, run_argv
 from prelnx.plan.data import data_dir
 from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
@@ -97,6 +98,10 @@ def plan_run(config: Config, run_dir: Path, env: dict[str, str] | None = None) -
     CUDA_VISIBLE_DEVICES, a Slurm task's rendezvous port). Raises ValueError (BatchError) for a batch or worker
     request this machine cannot meet."""
     cuda = use_cuda(config)
+    if config.train.precision == "bf16" and not cuda:  # refused before training, where it would train
+        problem = cpu_bf16_problem()
+        if problem is not None:
+            raise ValueError(problem)
     parallel = resolve(config, cuda, env)
     config = with_effective_batch(config, parallel)  # update_freq from train.effective_batch_tokens
     threads = parallel.threads(config.train.threads)

@@ -1,0 +1,51 @@
+"""What this machine's CPU can do for training: native bf16 (the one owner of that probe).
+
+bf16 on CPU (`train.precision: bf16`, the plugin's autocast) pays only where the CPU multiplies bf16 in hardware:
+x86 AVX512-BF16 or AMX-BF16, Arm's BF16 extension. Elsewhere torch still computes correctly but emulates every bf16
+matmul with conversions, slower than fp32, so prelnx refuses it before training rather than let a study run slow.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+X86_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo names, also torch's cpuinfo keys
+ARM_FLAGS = ("bf16",)  # /proc/cpuinfo "Features" on aarch64
+
+
+def cpu_bf16_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...] | None:
+    """The CPU's native bf16 features found (empty: none), or None when this machine cannot tell."""
+    try:
+        import torch
+
+        capability = torch._C._cpu._get_cpu_capability()  # torch's cpuinfo: private, hence the fallback below
+        if any(flag in capability for flag in X86_FLAGS):
+            return tuple(flag for flag in X86_FLAGS if capability.get(flag))
+    except (AttributeError, TypeError, RuntimeError):
+        pass
+    try:
+        words = set(cpuinfo.read_text(errors="replace").replace("\t", " ").split())
+    except OSError:
+        return None
+    return tuple(flag for flag in X86_FLAGS + ARM_FLAGS if flag in words)
+
+
+def cpu_bf16_problem() -> str | None:
+    """Why bf16 training on this CPU is refused, or None when it has native bf16 (or cannot tell: then allowed)."""
+    flags = cpu_bf16_flags()
+    if flags is None or flags:
+        return None
+    name = _cpu_name()
+    return (f"train.precision: bf16 on CPU needs native bf16 instructions (x86 AVX512-BF16 or AMX-BF16, Arm BF16), "
+            f"and this CPU ({name}) has none: torch would emulate every bf16 matmul, slower than fp32. "
+            f"Use train.precision: fp32 here, or bf16 on a machine that has them (or on a GPU)")  # fmt: skip
+
+
+def _cpu_name() -> str:
+    try:
+        import torch
+
+        return str(torch._C._cpu._get_cpu_capability().get("cpu_name")) or platform.machine()
+    except (AttributeError, TypeError, RuntimeError):
+        return platform.processor() or platform.machine()

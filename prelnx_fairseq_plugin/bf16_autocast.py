@@ -1,0 +1,82 @@
+"""`--bf16` without a TPU: bf16 mixed precision under torch.autocast, fp32 weights and optimizer state. Fixed here.
+
+fairseq 0.12's `--bf16` means TPU training: its option parsing turns on `--tpu` (options.parse_args_and_arch), the
+trainer casts the model to bf16 and keeps the fp32 master copy on the XLA device. Without torch_xla that fails on
+any machine (`'NoneType' object has no attribute 'xla_device'`), on CPU and on a GPU alike. Where torch_xla is
+missing, this plugin gives `--bf16` the meaning of torch's own mixed precision instead:
+- the model, the criterion, the gradients and Adam's state stay fp32 (fairseq's plain optimizer path, so gradient
+  clipping (`--clip-norm`), the logged losses and every divergence check are those of an fp32 run);
+- the criterion's forward (the model's forward and the loss) runs under `torch.autocast(<device>, torch.bfloat16)`
+  on the run's device: CPU with `--cpu`, else CUDA. Autocast runs the matmuls (linear layers, attention's bmm) in
+  bf16; fairseq takes every softmax and log-softmax in fp32 (its utils cast to float first), so the losses are
+  fp32; the backward pass runs outside autocast, in the dtypes the forward chose, as torch recommends. Validation
+  losses are computed the same way; BLEU's beam search (the sequence generator) runs in fp32.
+So `fairseq-train ... --cpu --bf16 --user-dir <this plugin>` (a run's command.txt) reproduces a prelnx bf16 run:
+the activation is the argv's own `--bf16`, with no extra flag or environment variable. With torch_xla installed,
+`--bf16` is fairseq's own (TPU).
+
+Two functions are replaced, both here: `distributed_utils.call_main` turns `--tpu` back off before fairseq sets up
+distributed training, the optimizer and the criterion (all branch on it), and `Trainer.__init__` turns fairseq's
+bf16 path off for the trainer (no bf16 weights, no FP16Optimizer, no bf16 samples) and wraps the criterion. The
+fairseq cfg in the checkpoints therefore says `bf16: false`: its weights are fp32. prelnx itself refuses bf16 on a
+CPU without native bf16 instructions before training (prelnx/machine.py); this plugin does not check, since
+autocast is correct there too, only slow.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from fairseq import utils as fairseq_utils
+from fairseq.distributed import utils as distributed_utils
+from fairseq.trainer import Trainer
+
+_original_call_main = distributed_utils.call_main
+_original_trainer_init = Trainer.__init__
+
+
+def _without_xla(common) -> bool:
+    """fairseq's bf16 asked for, and no TPU possible (torch_xla is not installed): autocast is ours."""
+    return bool(common.bf16) and fairseq_utils.xm is None
+
+
+def call_main(cfg, main, **kwargs):
+    if _without_xla(cfg.common):
+        # set by fairseq's option parsing for --bf16 and copied into every group with the field (the rendezvous,
+        # Adam (no fused Adam on a GPU), masked_lm's criterion (the vocabulary projected for every token))
+        for name in cfg:
+            group = cfg[name]
+            if group is not None and not isinstance(group, (str, int, float, bool)) and "tpu" in group:
+                group.tpu = False
+    return _original_call_main(cfg, main, **kwargs)
+
+
+def trainer_init(self, cfg, task, model, criterion, quantizer=None):
+    if not _without_xla(cfg.common):
+        return _original_trainer_init(self, cfg, task, model, criterion, quantizer)
+    device_type = "cpu" if cfg.common.cpu or not torch.cuda.is_available() else "cuda"
+    cfg.common.tpu = False  # when the trainer is built without fairseq_cli's call_main
+    cfg.common.bf16 = False  # fairseq's bf16 path: bf16 weights, FP16Optimizer, bf16 samples
+    cfg.common.memory_efficient_bf16 = False
+    _original_trainer_init(self, cfg, task, model, _under_autocast(criterion, device_type), quantizer)
+    self.prelnx_autocast = device_type  # for tests and readers: this trainer's forward runs under autocast
+
+
+def _under_autocast(criterion: torch.nn.Module, device_type: str) -> torch.nn.Module:
+    """The criterion, whose forward (model forward + loss) runs under bf16 autocast; its backward outside it."""
+    forward = criterion.forward
+
+    @functools.wraps(forward)
+    def forward_under_autocast(*args, **kwargs):
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            return forward(*args, **kwargs)
+
+    criterion.forward = forward_under_autocast
+    return criterion
+
+
+def enable_bf16_autocast() -> None:
+    """Idempotent."""
+    distributed_utils.call_main = call_main
+    Trainer.__init__ = trainer_init
