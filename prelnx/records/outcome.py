@@ -14,7 +14,6 @@ from typing import Literal
 from prelnx.atomic import io_reason
 
 Status = Literal["running", "finished", "diverged", "failed", "interrupted"]
-TERMINAL: tuple[Status, ...] = ("finished", "diverged")  # a re-run of these trains nothing (unless --force)
 
 
 class Failure(enum.Enum):
