@@ -15,7 +15,7 @@ from prelnx.plan.data import DataNotReady
 def grads_command(
     config: Annotated[str, options.config("A YAML config: a path, or a name under configs/ (e.g. grads/figure3_synthetic.yaml).")],
     out: Annotated[Path, options.out("Folder for grads.csv, grads_summary.json and figure3.png.")],
-    layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, and the warm-up-free admin, tfixup, rezero, b2t.")] = "post,pre",
+    layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, and the warm-up-free admin, tfixup, rezero, rezero_postln, b2t.")] = "post,pre",
     seeds: Annotated[Optional[str], typer.Option("--seeds", help="How many seeds (10 = seeds 1..10), or a list (3,7). Each seed sets the init, the batches and the dropout draws. [default: 10; --quick: 3]")] = None,
     depths: Annotated[Optional[str], typer.Option("--depths", help="Comma-separated depths (layers in the encoder and in the decoder). [default: 6,8,10,12,14; --quick: 6,10,14]")] = None,
     batches: Annotated[Optional[int], typer.Option("--batches", help="Mini-batches per model; the norms are averaged over them. [default: 1]")] = None,

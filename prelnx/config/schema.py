@@ -1,6 +1,7 @@
 """The typed configuration: every key a YAML config may hold, its type, default and meaning.
 
-This is the only place that knows the YAML vocabulary; the rest of prelnx takes a `Config`.
+This is the only place that knows the YAML vocabulary (with `prelnx.config.schedule` for the `schedule:` keys and
+`prelnx.data.synthetic` for `data.synthetic`); the rest of prelnx takes a `Config`.
 Units: learning rates are absolute values, lengths are in updates (optimizer steps) or epochs as named,
 batch sizes in tokens.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.synthetic import SyntheticTask
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
@@ -32,8 +34,9 @@ ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encode
 # model.layout -> its name in tables and figures (the paper's two, DeepNorm, and the warm-up-free schemes of
 # docs/warmup_free.md, each a Post-LN scheme built by the plugin: prelnx_fairseq_plugin/models/<layout>.py).
 LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm", "admin": "Admin", "tfixup": "T-Fixup",
-                "rezero": "ReZero", "b2t": "B2T"}  # fmt: skip
-WARMUP_FREE_LAYOUTS = ("admin", "tfixup", "rezero", "b2t")
+                "rezero": "ReZero", "rezero_postln": "ReZero (Post-LN)", "b2t": "B2T"}  # fmt: skip
+WARMUP_FREE_LAYOUTS = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
+REZERO_LAYOUTS = ("rezero", "rezero_postln")  # a learned scalar a per layer, which its authors keep out of weight decay
 
 
 @dataclass
@@ -60,8 +63,9 @@ class ModelConfig:
     # DeepNorm's Post-LN with up-weighted residuals x*alpha + f(x) and beta-scaled initialisation (deepnorm); or a
     # warm-up-free scheme (translation only; docs/warmup_free.md): admin = LN(x*w + f(x)), w set at init;
     # tfixup = no LayerNorm, rescaled init; rezero = no LayerNorm, x + a*f(x) with a = 0 at init;
+    # rezero_postln = LN(x + a*f(x)), Post-LN's norms kept, a = 0 at init;
     # b2t = Post-LN plus the layer's input added before its last LayerNorm.
-    layout: Literal["post", "pre", "deepnorm", "admin", "tfixup", "rezero", "b2t"] = "post"
+    layout: Literal["post", "pre", "deepnorm", "admin", "tfixup", "rezero", "rezero_postln", "b2t"] = "post"
     # layout admin: w from a profiling forward pass at initialisation (profile, the paper's Admin) or
     # sqrt((n+1)/ln(n+1) - 1) for n residual sublayers per stack (closed_form, microsoft/admin-torch)
     admin_init: Literal["profile", "closed_form"] = "profile"
@@ -89,23 +93,6 @@ class OptimizerConfig:
     eps: float = 1e-8  # adam and radam
     weight_decay: float = 0.0
     momentum: float = 0.0  # sgd only
-
-
-@dataclass
-class ScheduleConfig:
-    # Linear warm-up from warmup_init_lr to optimizer.lr over this many updates; 0 = no warm-up: the first
-    # update already uses the peak lr. (Unlike fairseq's inverse_sqrt with --warmup-updates 1, which decays
-    # as lr/sqrt(t) from the first update: see README, "What no warm-up means".)
-    warmup_updates: int = 0
-    warmup_init_lr: float = 0.0
-    decay: Literal["inverse_sqrt", "constant", "step", "linear"] = "constant"
-    step_epochs: list[int] = field(default_factory=list)  # step: multiply the lr by step_factor from each of these epochs on
-    step_factor: float = 0.1
-    decay_start_epoch: Optional[int] = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there
-    # inverse_sqrt: decay as sqrt(U/t) from update U, whatever warmup_updates is, so that a warm-up sweep's points
-    # share their lr curve after U and differ in warm-up alone (README, "What no warm-up means")
-    decay_start_update: Optional[int] = None
-    end_lr: float = 0.0  # linear: the lr reached at train.max_update
 
 
 @dataclass
@@ -225,8 +212,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(m.norm == "layernorm", "model.norm", f"layout: {m.layout} is built as its authors built it, with "
              f"LayerNorm (or none); use norm: layernorm, got {m.norm!r}")  # fmt: skip
         need(not m.qk_norm, "model.qk_norm", f"layout: {m.layout} is built as its authors built it; use qk_norm: false")
-        need(m.layout != "rezero" or o.weight_decay == 0, "optimizer.weight_decay",
-             f"layout: rezero's scalar a is kept out of weight decay by its authors, and fairseq decays every "
+        need(m.layout not in REZERO_LAYOUTS or o.weight_decay == 0, "optimizer.weight_decay",
+             f"layout: {m.layout}'s scalar a is kept out of weight decay by its authors, and fairseq decays every "
              f"parameter alike; use weight_decay: 0 with it, got {o.weight_decay}")  # fmt: skip
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
@@ -242,34 +229,7 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     need(o.weight_decay >= 0, "optimizer.weight_decay", f"must be >= 0, got {o.weight_decay}")
     need(0.0 <= o.momentum < 1.0, "optimizer.momentum", f"must be in [0, 1), got {o.momentum}")
     need(o.momentum == 0.0 or o.name == "sgd", "optimizer.momentum", f"only sgd uses momentum; optimizer.name is {o.name}")
-    need(s.warmup_updates >= 0, "schedule.warmup_updates", f"must be >= 0 (0 = no warm-up), got {s.warmup_updates}")
-    lr_ok = o.lr > 0  # otherwise the keys bounded by the lr are not blamed for it: the lr is the one cause
-    need(s.warmup_init_lr >= 0 and (s.warmup_init_lr <= o.lr or not lr_ok), "schedule.warmup_init_lr",
-         f"must be in [0, optimizer.lr={o.lr}], got {s.warmup_init_lr}")  # fmt: skip
-    if s.decay == "step":
-        need(bool(s.step_epochs), "schedule.step_epochs", "decay: step needs at least one epoch, e.g. [8]")
-        need(all(e >= 1 for e in s.step_epochs), "schedule.step_epochs", f"epochs start at 1, got {s.step_epochs}")
-        need(s.step_epochs == sorted(set(s.step_epochs)), "schedule.step_epochs",
-             f"must be increasing, got {s.step_epochs}")  # fmt: skip
-        need(0.0 < s.step_factor <= 1.0, "schedule.step_factor", f"must be in (0, 1], got {s.step_factor}")
-    else:
-        need(not s.step_epochs, "schedule.step_epochs", f"only decay: step uses it; schedule.decay is {s.decay}")
-    if s.decay_start_epoch is not None:
-        need(s.decay == "inverse_sqrt", "schedule.decay_start_epoch", f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
-        need(s.decay_start_epoch >= 1, "schedule.decay_start_epoch", f"epochs start at 1, got {s.decay_start_epoch}")
-    if s.decay_start_update is not None:
-        need(s.decay == "inverse_sqrt", "schedule.decay_start_update",
-             f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")  # fmt: skip
-        need(s.decay_start_update >= 1, "schedule.decay_start_update", f"updates start at 1, got {s.decay_start_update}")
-        need(s.decay_start_update >= s.warmup_updates, "schedule.decay_start_update",
-             f"must be >= schedule.warmup_updates ({s.warmup_updates}): the decay starts after the warm-up")  # fmt: skip
-        need(s.decay_start_epoch is None, "schedule.decay_start_update", "set decay_start_update or decay_start_epoch, not both")
-    if s.decay == "linear":
-        need(t.max_update is not None, "train.max_update", "decay: linear needs train.max_update (where the lr reaches end_lr)")
-        need(t.max_update is None or t.max_update > s.warmup_updates, "train.max_update",
-             f"must exceed schedule.warmup_updates ({s.warmup_updates}) for decay: linear")  # fmt: skip
-        need(s.end_lr >= 0 and (s.end_lr <= o.lr or not lr_ok), "schedule.end_lr",
-             f"must be in [0, optimizer.lr={o.lr}], got {s.end_lr}")  # fmt: skip
+    problems += schedule_problems(s, o.lr, t.max_update)
     need(t.max_epoch is not None or t.max_update is not None, "train.max_epoch",
          "set train.max_epoch or train.max_update (or both); otherwise training never stops")  # fmt: skip
     for key in ("max_tokens", "update_freq", "log_interval"):
@@ -328,15 +288,6 @@ def _encoder_problems(config: Config) -> list[tuple[str, str]]:
     return [(key, message) for ok, key, message in checks if not ok]
 
 
-def schedule_warnings(config: "Config") -> list[str]:
-    """Legal but probably unintended schedules: a no-warm-up run that decays from its very first update."""
-    s = config.schedule
-    if s.warmup_updates == 0 and s.decay == "inverse_sqrt" and s.decay_start_update is None and s.decay_start_epoch is None:
-        peak = config.optimizer.lr
-        return [
-            f"schedule: warmup_updates 0 with decay inverse_sqrt decays from update 1 (lr {peak:g} / sqrt(t): "
-            f"{peak / 10:g} by update 100), so this run differs from a warmed-up one in its whole lr curve, not in "
-            f"warm-up alone; set schedule.decay_start_update (e.g. the longest warm-up of the sweep) to hold the "
-            f"peak until then (README, 'What no warm-up means')"
-        ]
-    return []
+def schedule_warnings(config: Config) -> list[str]:
+    """Legal but probably unintended schedules (prelnx.config.schedule.lr_curve_warnings)."""
+    return lr_curve_warnings(config.schedule, config.optimizer.lr)

@@ -35,6 +35,8 @@ def optimization_argv(config: Config) -> list[str]:
         argv += ["--decay-start-epoch", str(s.decay_start_epoch)]
     if s.decay_start_update is not None:
         argv += ["--decay-start-update", str(s.decay_start_update)]
+    if s.decay_period is not None:
+        argv += ["--decay-period", str(s.decay_period)]
     if s.decay == "linear":
         argv += ["--end-lr", str(s.end_lr)]
     return argv

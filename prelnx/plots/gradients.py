@@ -14,7 +14,8 @@ from typing import Any
 from prelnx.config.schema import LAYOUT_NAMES as NAMES
 
 COLORS = {"pre": "tab:blue", "post": "tab:orange", "deepnorm": "tab:purple", "checkpoint": "tab:green",
-          "admin": "tab:red", "tfixup": "tab:brown", "rezero": "tab:gray", "b2t": "tab:olive"}  # fmt: skip
+          "admin": "tab:red", "tfixup": "tab:brown", "rezero": "tab:gray", "rezero_postln": "tab:cyan",
+          "b2t": "tab:olive"}  # fmt: skip
 
 
 def _pyplot() -> Any:

@@ -25,7 +25,7 @@ from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
 LOSS = "final valid loss (bits)"
-METHOD_LAYOUTS = ("admin", "tfixup", "rezero", "b2t", "deepnorm")  # any of them in a sweep: the report's section
+METHOD_LAYOUTS = ("admin", "tfixup", "rezero", "rezero_postln", "b2t", "deepnorm")  # any of them in a sweep: the report's section
 
 
 @dataclass(frozen=True)

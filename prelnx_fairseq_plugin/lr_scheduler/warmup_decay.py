@@ -8,7 +8,10 @@ With peak = --lr, N = --warmup-updates, t = updates done so far, e = the current
     inverse_sqrt     lr = peak * sqrt(t0 / t), t0 = max(N, 1); with --decay-start-update U, t0 = max(U, N): a
                      fixed update that does not move with the warm-up, so runs that differ in N alone share
                      their lr from t0 on (the peak is held from N to t0); with --decay-start-epoch E, t0 is
-                     the update at which epoch E began
+                     the update at which epoch E began; with --decay-period D, the shifted decay
+                     lr = peak * sqrt(D / (D + t - N)), which starts at the peak at t = N (at update 0 without
+                     warm-up) and halves by t = N + 3D: T-Fixup's `inverse_sqrt_nowarmup --decay-period D`
+                     (layer6ai-labs/T-Fixup) when N = 0
     step             lr = peak * step_factor ** (number of --step-epochs <= e)
     linear           lr = peak + (end_lr - peak) * (t - N) / (T - N), T = --max-update, then end_lr
 
@@ -39,6 +42,9 @@ class WarmupDecayConfig(FairseqDataclass):
     decay_start_update: int = field(
         default=0, metadata={"help": "inverse_sqrt: decay as sqrt(U/t) from this update, whatever the warm-up; 0 = off"}
     )
+    decay_period: int = field(
+        default=0, metadata={"help": "inverse_sqrt: decay as sqrt(D/(D + t - warmup)) from the warm-up's end; 0 = off"}
+    )
     end_lr: float = field(default=0.0, metadata={"help": "linear: the lr at --max-update"})
     max_update: int = II("optimization.max_update")
     lr: List[float] = II("optimization.lr")
@@ -55,6 +61,8 @@ def warmup_decay_lr(
     if cfg.decay == "constant":
         return peak
     if cfg.decay == "inverse_sqrt":
+        if cfg.decay_period > 0:
+            return peak * (cfg.decay_period / (cfg.decay_period + num_updates - warmup)) ** 0.5
         if cfg.decay_start_epoch > 0:
             if decay_start_update is None:  # the hold has not ended yet
                 return peak
@@ -83,6 +91,9 @@ class WarmupDecaySchedule(FairseqLRScheduler):
             raise ValueError("warmup_decay takes a single --lr")
         if cfg.decay == "linear" and (cfg.max_update is None or cfg.max_update <= cfg.warmup_updates):
             raise ValueError("warmup_decay with --decay linear needs --max-update above --warmup-updates")
+        if cfg.decay_period > 0 and (cfg.decay != "inverse_sqrt" or cfg.decay_start_update or cfg.decay_start_epoch):
+            raise ValueError("warmup_decay: --decay-period is for --decay inverse_sqrt, without --decay-start-update "
+                             "or --decay-start-epoch")  # fmt: skip
         self.epoch = 1
         self.decay_start_update: Optional[int] = None
         self.optimizer.set_lr(warmup_decay_lr(cfg, 0, self.epoch))

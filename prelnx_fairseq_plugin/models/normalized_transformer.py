@@ -6,8 +6,9 @@ The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse
   --dyt-init-alpha A                    DyT's initial alpha (0.5, the DyT paper's default)
   --deepnorm                            Post-LN with residual alpha * x + f(x) and DeepNet's beta-scaled init
   --qk-norm                             queries and keys normalised per head (with --norm-type's module)
-  --layout-scheme {none,admin,tfixup,rezero,b2t}
-                                        a warm-up-free Post-LN scheme (Admin, T-Fixup, ReZero, B2T: `schemes`)
+  --layout-scheme {none,admin,tfixup,rezero,rezero_postln,b2t}
+                                        a warm-up-free Post-LN scheme (Admin, T-Fixup, ReZero without or with
+                                        Post-LN's norms, B2T: `schemes`)
   --admin-init {profile,closed_form}    Admin's w: a profiling pass at initialisation, or admin-torch's formula
 
 Where the norms sit is still fairseq's --encoder/--decoder-normalize-before (Pre-LN) or not (Post-LN); DeepNorm is
@@ -18,7 +19,7 @@ prelnx_<preset>, with the preset's dimensions; with all options at their default
 transformer, module for module.
 
 The formulas are in the docstrings of `norms`, `deepnorm`, `qk_norm_attention`, and of the schemes (`admin`,
-`tfixup`, `rezero`, `b2t`), which register themselves in `schemes.SCHEMES` when imported here.
+`tfixup`, `rezero` (both ReZero forms), `b2t`), which register themselves in `schemes.SCHEMES` when imported here.
 """
 
 from __future__ import annotations

@@ -1,19 +1,28 @@
 """ReZero (Bachlechner, Majumder, Mao, Cottrell & McAuley 2020, "ReZero is All You Need: Fast Convergence at Large
-Depth", arXiv:2003.04887; code: github.com/majumderb/rezero, and Transformer-Clinic's `--init-type rezero`).
+Depth", arXiv:2003.04887; code: github.com/majumderb/rezero, and Transformer-Clinic's `--init-type rezero`), in
+its two forms:
 
-No LayerNorm; each residual sublayer's output enters the shortcut through a learned scalar that starts at 0:
+  rezero          no LayerNorm:              x_{i+1} = x_i + a * f_i(x_i)
+  rezero_postln   Post-LN's norms kept:      x_{i+1} = LN(x_i + a * f_i(x_i))
+                  a = 0 at initialisation in both
 
-  x_{i+1} = x_i + a * f_i(x_i),   a = 0 at initialisation
+One scalar a per layer, shared by the layer's sublayers (self-attention and FFN in the encoder; self-attention,
+cross-attention and FFN in the decoder), as in the authors' `RZTXEncoderLayer` / `RZTXDecoderLayer` (`resweight`)
+and in Transformer-Clinic (`rezero_weight`). f_i(x) is the sublayer's output after dropout (fairseq's order; the
+authors' layers scale before or after dropout, which is the same product).
 
-One scalar per layer, shared by the layer's sublayers (self-attention and FFN in the encoder; self-attention,
-cross-attention and FFN in the decoder), as in the authors' `ReZeroEncoderLayer` / `ReZeroDecoderLayer`
-(`resweight`) and in Transformer-Clinic (`rezero_weight`). At initialisation every layer is the identity, so the
-model's output is its embeddings' projection. (The paper's "ReZero + Post-Norm" variant, which keeps the norms, is
-not built here.)
+`rezero`: the authors' layers have no LayerNorm; at initialisation every layer is the identity, so the model's
+output is its embeddings' projection. LayerNorms are replaced by nn.Identity (no parameters, nothing unused for DDP).
+
+`rezero_postln`: fairseq's Post-LN layer with the scalar on the residual branch, as Transformer-Clinic's layer code
+builds it for an `--init-type` that contains "rezero" but is not "rezero" itself (it adds `rezero_weight` for any
+such type and drops the LayerNorms only for "rezero"; with normalize_before false the norm follows the add). At
+initialisation each sublayer is LN(x + 0) = LN(x), so an encoder layer is LN2(LN1(x)) and a decoder layer
+LN3(LN2(LN1(x))): the residual branches contribute nothing until a moves, as in `rezero`, but every layer's output
+has the norm's scale. Nothing else changes: fairseq's init, fairseq's LayerNorms.
 
 Weight decay: the authors exclude a from weight decay; fairseq applies one weight decay to every parameter, so
-prelnx refuses `layout: rezero` with `optimizer.weight_decay` > 0 (prelnx's recipes use 0) rather than decaying a.
-LayerNorms are replaced by nn.Identity (no parameters, nothing unused for DDP).
+prelnx refuses both layouts with `optimizer.weight_decay` > 0 (prelnx's recipes use 0) rather than decaying a.
 """
 
 from __future__ import annotations
@@ -29,10 +38,20 @@ from .schemes import LayoutScheme, drop_layer_norms, register
 @register
 class ReZero(LayoutScheme):
     name = "rezero"
+    keeps_layer_norms = False
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
-        drop_layer_norms(layer)
+        if not self.keeps_layer_norms:
+            drop_layer_norms(layer)
         layer.rezero_alpha = nn.Parameter(torch.zeros(1))
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         return residual + layer.rezero_alpha * x
+
+
+@register
+class ReZeroPostLN(ReZero):
+    """ReZero with Post-LN's LayerNorms kept: LN(x + a * f(x)); fairseq's layer applies the norm after the add."""
+
+    name = "rezero_postln"
+    keeps_layer_norms = True

@@ -1,9 +1,9 @@
 """The warm-up-free layouts (`--layout-scheme`): what each changes in fairseq's Post-LN transformer, by hook.
 
 A scheme is one published recipe that keeps Post-LN-like training stable without learning-rate warm-up by changing
-the residual connection and/or the initialisation. Each lives in its own module (`admin`, `tfixup`, `rezero`,
-`b2t`), with its formula and sources, and registers itself here when imported (`normalized_transformer` imports
-them all). A scheme acts at three points, all of them fairseq's own seams:
+the residual connection and/or the initialisation. Each lives in its own module (`admin`, `tfixup`, `rezero`:
+rezero and rezero_postln, `b2t`), with its formula and sources, and registers itself here when imported
+(`normalized_transformer` imports them all). A scheme acts at three points, all of them fairseq's own seams:
 
   build_layer(layer, cfg, side)   once fairseq has built an encoder or decoder layer: add parameters, drop the
                                   LayerNorms, rescale the initial weights

@@ -1,10 +1,11 @@
-"""The warm-up-free layouts (issue 24): Admin, T-Fixup, ReZero and B2T as the plugin's fairseq model.
+"""The warm-up-free layouts (issue 24): Admin, T-Fixup, ReZero (both forms) and B2T as the plugin's fairseq model.
 
 Each model is built as `prelnx train` builds it (the config's fairseq argv, the plugin, `task.build_model`) and checked
 at initialisation against the property that defines it, computed here by hand: Admin's w from its profiling
-recurrence and from admin-torch's closed form, T-Fixup's weight scales and absent norms, ReZero's identity layers,
-B2T's extra path and rescaled init. Then a tiny real training per method, and Admin under 2 torchrun workers,
-interrupted, resumed and evaluated, with its w travelling in the checkpoint.
+recurrence and from admin-torch's closed form, T-Fixup's weight scales and absent norms, ReZero's identity layers
+(its norms' LayerNorm of the input when Post-LN's norms are kept), B2T's extra path and rescaled init. Then a tiny
+real training per method, and Admin under 2 torchrun workers, interrupted, resumed and evaluated, with its w
+travelling in the checkpoint.
 """
 
 from __future__ import annotations
@@ -164,6 +165,35 @@ def test_rezero_layers_are_the_identity_at_initialisation(tiny_config_file):
     assert all(float(layer.rezero_alpha.grad.abs()) == 0 for layer in model.encoder.layers)
 
 
+def test_rezero_postln_layers_are_layernorm_of_x_at_initialisation(tiny_config_file):
+    """LN(x + a * f(x)) with a = 0: every sublayer is its LayerNorm of its input, so an encoder layer is LN2(LN1(x))
+    and a decoder layer LN3(LN2(LN1(x))), dropout on or off; fairseq's LayerNorms and init otherwise unchanged."""
+    cfg, task, model = built(tiny_config_file, layout="rezero_postln")
+    post = dict(build(tiny_config_file, layout="post").named_parameters())
+    params = dict(model.named_parameters())
+    alphas = [name for name in params if name.endswith("rezero_alpha")]
+    assert len(alphas) == N_ENCODER + M_DECODER  # one scalar per layer, shared by its sublayers
+    assert set(params) - set(alphas) == set(post)  # Post-LN's modules, its LayerNorms included
+    assert all(torch.equal(params[name], post[name]) for name in post)  # fairseq's init (same seed), unchanged
+    model.train()
+    torch.manual_seed(0)
+    x, source = torch.randn(5, 2, 32) * 3 + 1, torch.randn(6, 2, 32)  # not normalised: LN visibly acts on it
+    for layer in model.encoder.layers:
+        assert layer.rezero_alpha.item() == 0.0 and layer.rezero_alpha.shape == (1,)
+        expected = layer.final_layer_norm(layer.self_attn_layer_norm(x))
+        assert torch.equal(layer(x, encoder_padding_mask=None), expected)
+        assert torch.allclose(expected, F.layer_norm(x, (32,)), atol=1e-4)  # LN(LN(x)) = LN(x) at init (unit gains)
+    for layer in model.decoder.layers:
+        expected = layer.final_layer_norm(layer.encoder_attn_layer_norm(layer.self_attn_layer_norm(x)))
+        assert torch.equal(layer(x, encoder_out=source, encoder_padding_mask=None)[0], expected)
+    assert every_parameter_gets_a_gradient(cfg, task, model)
+    # As in rezero: the decoder's a are learned from the first update, the encoder's one update later (the decoder's
+    # cross-attention, scaled by its a = 0, is the encoder's only way to the loss).
+    assert all(float(layer.rezero_alpha.grad.abs()) > 0 for layer in model.decoder.layers)
+    assert all(float(layer.rezero_alpha.grad.abs()) == 0 for layer in model.encoder.layers)
+    assert all(float(layer.fc2.weight.grad.abs().max()) == 0 for layer in model.decoder.layers)  # a = 0 cuts f off
+
+
 # ---------------------------------------------------------------------------------------------------------- B2T
 
 
@@ -203,7 +233,7 @@ def test_b2t_rescales_every_layer_weight_by_one_over_sqrt_n(tiny_config_file):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["tfixup", "rezero", "b2t"])
+@pytest.mark.parametrize("layout", ["tfixup", "rezero", "rezero_postln", "b2t"])
 def test_a_tiny_training_of_each_method_finishes_with_a_finite_loss(tiny_config_file, tmp_path, layout):
     config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_update": 4, "max_epoch": 1},
                                              eval={"bleu": {"enabled": False}}))  # fmt: skip
@@ -257,17 +287,21 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
 
 @pytest.mark.slow
 def test_the_gradient_study_measures_every_method(tiny_config_file, tmp_path):
-    """Figure 3 per method: every FFN gradient is finite and non-zero, except ReZero's, which a = 0 makes exactly 0
-    at initialisation; the summary's ratios are NaN for it rather than a division error."""
+    """Figure 3 per method: every FFN gradient is finite and non-zero, except ReZero's (both forms), which a = 0 makes
+    exactly 0 at initialisation; the summary's ratios are NaN for it rather than a division error."""
     from prelnx.analysis import grads
 
     config, _ = load_config(tiny_config_file())
-    layouts = ("admin", "tfixup", "rezero", "b2t")
+    layouts = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
     study = grads.GradStudy(config, layouts=layouts, depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
     outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
     for layout in layouts:
         norms = [row["grad_norm"] for row in outcome.rows if row["layout"] == layout]
         assert len(norms) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers
-        assert all(norm == 0.0 for norm in norms) if layout == "rezero" else all(math.isfinite(n) and n > 0 for n in norms)
+        if layout.startswith("rezero"):
+            assert all(norm == 0.0 for norm in norms)
+        else:
+            assert all(math.isfinite(n) and n > 0 for n in norms)
     assert outcome.summary["layouts"] == list(layouts)
     assert math.isnan(outcome.summary["last_layer_w2_falls_with_depth"]["rezero"])
+    assert math.isnan(outcome.summary["last_layer_w2_falls_with_depth"]["rezero_postln"])

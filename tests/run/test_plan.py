@@ -58,3 +58,27 @@ def test_dimension_overrides_and_gpu_flags():
     assert argv[argv.index("--encoder-layers") + 1] == "8"
     assert "--bf16" in argv and "--cpu" not in argv
     assert argv[argv.index("--distributed-world-size") + 1] == "2"
+
+
+def test_tfixup_recipe_is_the_authors_shifted_decay_through_fairseqs_parser():
+    """warmup_free/tfixup_iwslt14.yaml: inverse_sqrt_nowarmup --decay-period 4000, i.e. 5e-4 * sqrt(4000 / (4000 + t))
+    from update 0, as the plugin's warmup_decay parses it from the plain fairseq-train argv."""
+    import math
+
+    from prelnx_fairseq_plugin.lr_scheduler.warmup_decay import warmup_decay_lr
+
+    config, _ = load_config("warmup_free/tfixup_iwslt14.yaml")
+    argv = fairseq_argv(config, Path("data"), Path("ckpt"), cuda=False)
+    assert argv[argv.index("--decay-period") + 1] == "4000" and "--decay-start-update" not in argv
+    args = parse(argv)
+    assert (args.lr_scheduler, args.decay, args.warmup_updates, args.decay_period) == ("warmup_decay", "inverse_sqrt", 0, 4000)
+    assert args.layout_scheme == "tfixup"
+    for t in (0, 4000, 12000):
+        assert warmup_decay_lr(args, t, 1) == pytest.approx(5e-4 * math.sqrt(4000 / (4000 + t)))
+
+
+def test_rezero_postln_is_the_plugins_scheme_with_fairseqs_layernorm():
+    config, _ = load_config("warmup_free/rezero_iwslt14.yaml", ["model.layout=rezero_postln"])
+    args = parse(fairseq_argv(config, Path("data"), Path("ckpt"), cuda=False))
+    assert (args.arch, args.layout_scheme, args.norm_type) == ("prelnx_transformer_iwslt_de_en", "rezero_postln", "layernorm")
+    assert not args.encoder_normalize_before and not args.decoder_normalize_before  # a Post-LN scheme

@@ -55,7 +55,7 @@ def test_bad_grid_value_is_reported_before_anything_runs(tiny_config_file, tmp_p
     from prelnx.config.load import ConfigError
 
     spec = spec_from_command_line(tiny_config_file(), ["model.layout=post,sideways"], [], "bad")
-    with pytest.raises(ConfigError, match="model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'b2t', got 'sideways'"):
+    with pytest.raises(ConfigError, match="model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'rezero_postln', 'b2t', got 'sideways'"):
         run_sweep(spec, out=tmp_path / "bad", echo=lambda line: None)
     assert not (tmp_path / "bad").exists()
 
