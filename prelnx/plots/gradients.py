@@ -50,11 +50,16 @@ def _per_layer(entries: list[dict[str, Any]], layout: str, depth: int, weight: s
     return sorted(chosen, key=lambda e: (e["side"] != "encoder", e["layer"]))
 
 
+def _legend_beside(axis: Any) -> None:
+    """The legend right of the axes, never over the bars (with eight layouts it covered the first layers)."""
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
+
+
 def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     """(a)(b) W1 and W2 gradient norm per layer at the bars depth, Post-LN vs Pre-LN (and a checkpoint if measured),
     mean +- std over seeds; (c)(d) the last decoder layer's W2 gradient norm against depth, Pre-LN then Post-LN."""
     plt = _pyplot()
-    figure, axes = plt.subplots(2, 2, figsize=(13, 8))
+    figure, axes = plt.subplots(2, 2, figsize=(15, 8))
     depth = summary["growth_depth"]
     series = [(layout, f"{NAMES[layout]} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
     for entry in summary.get("checkpoint", [])[:1]:
@@ -75,7 +80,7 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         axis.set_title(f"({letter}) gradient norm of {weight} per layer, {depth}-{depth} layers")
         axis.set_xlabel("layer (E = encoder, D = decoder)")
         axis.set_ylabel(f"||dL/d{weight}||_F")
-        axis.legend()
+        _legend_beside(axis)
     # (c) Pre-LN and (d) Post-LN as in the paper; DeepNorm and the warm-up-free schemes, when measured, beside
     # Post-LN (each is a Post-LN scheme).
     post_like = [layout for layout in NAMES if layout != "pre"]
@@ -96,7 +101,7 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         axis.set_title(f"({letter}) {shown}: last layer's W2 gradient vs depth")
         axis.set_xlabel("layers (encoder = decoder)")
         axis.set_ylabel("||dL/dW2||_F, last decoder layer")
-        axis.legend()
+        _legend_beside(axis)
     figure.suptitle(f"FFN gradient norms at initialisation ({summary['settings']['config'] if 'settings' in summary else ''}, "
                     f"mean +- std over {len(summary['seeds'])} seeds)")  # fmt: skip
     figure.tight_layout()
