@@ -3,9 +3,9 @@
 Each model is built as `prelnx train` builds it (the config's fairseq argv, the plugin, `task.build_model`) and checked
 at initialisation against the property that defines it, computed here by hand: Admin's w from its profiling
 recurrence and from admin-torch's closed form, T-Fixup's weight scales and absent norms, ReZero's identity layers
-(its norms' LayerNorm of the input when Post-LN's norms are kept), B2T's extra path and rescaled init. Then a tiny
-real training per method, and Admin under 2 torchrun workers, interrupted, resumed and evaluated, with its w
-travelling in the checkpoint.
+(its norms' LayerNorm of the input when Post-LN's norms are kept), B2T's extra path and rescaled init. Then each
+method trains under 2 torchrun workers, is interrupted, resumed and evaluated (Admin with its w travelling in the
+checkpoint).
 """
 
 from __future__ import annotations
@@ -232,18 +232,32 @@ def test_b2t_rescales_every_layer_weight_by_one_over_sqrt_n(tiny_config_file):
 # ---------------------------------------------------------------------------------------------------- training
 
 
+def _stop_after_first_epoch(line: str) -> None:
+    if line.startswith("epoch 1 done"):
+        raise KeyboardInterrupt
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["tfixup", "rezero", "rezero_postln", "b2t"])
-def test_a_tiny_training_of_each_method_finishes_with_a_finite_loss(tiny_config_file, tmp_path, layout):
-    config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_update": 4, "max_epoch": 1},
+def test_each_method_trains_under_two_workers_resumes_and_evaluates(tiny_config_file, tmp_path, layout):
+    """A real training per method under 2 torchrun workers (DDP: every parameter must take part), interrupted after
+    its first epoch, resumed from its checkpoint, then evaluated (the model rebuilt from the checkpoint)."""
+    from prelnx.evaluate.evaluate import evaluate
+
+    config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_epoch": 2, "processes": 2},
                                              eval={"bleu": {"enabled": False}}))  # fmt: skip
     run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    assert train(config, run_dir=run_dir, echo=_stop_after_first_epoch).status == "interrupted"
+    lines: list[str] = []
+    result = train(config, run_dir=run_dir, echo=lines.append)
     assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
+    assert lines[0].startswith("resuming")
     rows = read_metrics(run_dir)
-    assert rows and all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
+    assert [row["epoch"] for row in rows] == [1, 2]
+    assert all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
     command = (run_dir / "command.txt").read_text()
-    assert f"--layout-scheme {layout}" in command and "fairseq-train" in command
+    assert "torchrun" in command and f"--layout-scheme {layout}" in command
+    assert 0.0 <= evaluate(run_dir, beam=1, checkpoint="last")["bleu_tokenized"] <= 100.0
 
 
 @pytest.mark.slow
@@ -257,11 +271,7 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
     config, _ = load_config(path)
     run_dir = tmp_path / "run"
 
-    def stop_after_first_epoch(line: str) -> None:
-        if line.startswith("epoch 1 done"):
-            raise KeyboardInterrupt
-
-    assert train(config, run_dir=run_dir, echo=stop_after_first_epoch).status == "interrupted"
+    assert train(config, run_dir=run_dir, echo=_stop_after_first_epoch).status == "interrupted"
     lines: list[str] = []
     assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
     assert lines[0].startswith("resuming")
