@@ -100,6 +100,12 @@ def test_a_report_on_failed_runs_names_them_and_draws_no_empty_figure(tiny_confi
     assert not list((tmp_path / "report_figures").glob("*.png"))  # nothing to draw: no empty figure
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """Ctrl-C's default, whatever pytest inherited: a suite started as a background job of a script (`cmd &`)
+    inherits SIGINT as ignored, and Python then keeps ignoring it, so the sweep would never see this Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_path):
     # 4 epochs a run: a loaded machine still has the second run going when the first one's status is seen
     spec_path = write_spec(tmp_path, tiny_config_file(train={"max_epoch": 4}),
@@ -107,7 +113,8 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
     sweep_dir = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(spec_path),
                                 "--out", str(sweep_dir), "--jobs", "1"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=_sigint_as_in_a_terminal)  # fmt: skip
     deadline = time.monotonic() + 240
     while "finished" not in statuses(sweep_dir).values() if sweep_dir.exists() else True:
         assert time.monotonic() < deadline and process.poll() is None, "the first run never finished"
@@ -129,7 +136,10 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
 
     report = write_report(sweep_dir, tmp_path / "docs" / "report.md").read_text()
     claim_row = next(line for line in report.splitlines() if line.startswith("| Post-LN trained with Adam"))
-    assert "no warm-up" in claim_row and "(1 seed)" in claim_row and "**inconclusive (1 seed)**" in claim_row
+    assert "no warm-up" in claim_row and "(1 seed)" in claim_row
+    # one seed is never a verdict; the tiny runs stay near the synthetic task's unigram plateau (its dictionary is in
+    # the data cache), so the premise "Post-LN with warm-up trains" fails first: not testable
+    assert claim_row.endswith("| **not testable at this scale** |") or "**inconclusive (1 seed)**" in claim_row
     assert "| With a short warm-up" in report and "not measured" in report  # this grid has one warm-up length
     assert "![heatmap](report_figures/heatmap.png)" in report
     assert (tmp_path / "docs" / "report_figures" / "loss.png").is_file()
