@@ -20,7 +20,7 @@ import yaml
 # The run-dir readers (kept together: they move to prelnx/records/ with the lead's redesign).
 from prelnx.config.load import config_from_dict
 from prelnx.paper import methods_data
-from prelnx.plan.data import data_dir, languages
+from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.results import read_points, run_results
 
@@ -61,14 +61,17 @@ def unigram_plateau(config: dict[str, Any]) -> float | None:
     fairseq's dict.<target>.txt (dict.txt for masked_lm) holds one `word count` per line; the data folder is the
     one the run trained on (prelnx.plan.data.data_dir: data.path, or the synthetic task's cache folder). None when
     the folder or file is not on this machine."""
+    data = config.get("data") or {}
+    if data.get("path"):
+        folder = Path(data["path"]).expanduser()  # a relative path is the working directory's, as for prelnx train
+    else:
+        try:
+            folder = data_dir(config_from_dict(config, "config.yaml"))
+        except ValueError:  # not a config this prelnx can read: no plateau rather than a guess
+            return None
+    name = "dict.txt" if config.get("task") == "masked_lm" else f"dict.{data.get('target_lang') or 'tgt'}.txt"
     try:
-        run_config = config_from_dict(config, "config.yaml")
-    except ValueError:  # not a config this prelnx can read: no plateau rather than a guess
-        return None
-    folder = data_dir(run_config)  # a relative data.path is the working directory's, as for prelnx train
-    target = "dict.txt" if run_config.task == "masked_lm" else f"dict.{languages(run_config)[1]}.txt"
-    try:
-        counts = [int(line.split()[1]) for line in (folder / target).read_text().splitlines() if len(line.split()) >= 2]
+        counts = [int(line.split()[1]) for line in (folder / name).read_text().splitlines() if len(line.split()) >= 2]
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     total = sum(counts)

@@ -71,9 +71,13 @@ def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutco
     for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer="sgd")}):
         without = pick(arms, layout="post", optimizer="sgd", warmup=0, lr=lr)
         with_ = _longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
+        premise = trains(spec["premise"], with_) if "premise" in spec and with_ else None
         if without and with_:
-            premise = trains(spec["premise"], with_) if "premise" in spec else None
             outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), failure, premise))
+        elif premise is not None:  # a premise sweep: SGD with warm-up only, to choose the lr
+            outcome.premises.append(premise)
+    if not outcome.cases and outcome.premises:
+        outcome.missing = "the sweep has no Post-LN SGD run without warm-up at these lrs: only the premise is checked"
     return outcome
 
 

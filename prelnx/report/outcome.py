@@ -56,6 +56,7 @@ class ClaimOutcome:
     cases: list[Case] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what else was measured (e.g. Figure 5a's fraction of updates)
     missing: str = "the sweep has no runs for these arms"  # why, when there are no cases
+    premises: list[Premise] = field(default_factory=list)  # checked with no case to test (a premise sweep)
 
     @property
     def verdict(self) -> Verdict:

@@ -36,7 +36,8 @@ def interval_text(c: Comparison) -> str:
 def comparison_text(c: Comparison, short: bool = False) -> str:
     """`A 8.46 (2 seeds) - B 6.79 (3 seeds) = +1.67 [95 % CI +1.2, +2.1]; claimed > +0.50`."""
     if short:
-        return f"{interval_text(c)} ({_seeds(c.a)}); needed {_region(c.region)}"
+        seeds = "" if c.one_seed and not c.a.failed else f" ({_seeds(c.a)})"  # interval_text says "1 seed"
+        return f"{interval_text(c)}{seeds}; needed {_region(c.region)}"
     if c.b is None:
         head = f"{c.metric}: {c.a.label} {interval_text(c)} ({_seeds(c.a)})"
     else:
@@ -80,9 +81,9 @@ def premise_measured(premise: Premise) -> str:
 
 def _premise_lines(outcome: ClaimOutcome) -> list[str]:
     seen: list[str] = []
-    for case in outcome.cases:
-        if case.premise is not None:
-            line = f"{case.premise.statement} **{case.premise.state.value}**: {premise_measured(case.premise)}"
+    for premise in [case.premise for case in outcome.cases] + outcome.premises:
+        if premise is not None:
+            line = f"{premise.statement} **{premise.state.value}**: {premise_measured(premise)}"
             if line not in seen:
                 seen.append(line)
     return seen

@@ -89,6 +89,22 @@ def test_a_failed_premise_makes_the_claim_not_testable(tmp_path):
     assert row.endswith("| **not testable at this scale** |")
 
 
+def test_a_premise_sweep_reports_the_premise_per_lr_without_a_verdict(tmp_path):
+    sweep = Sweep(tmp_path / "sweep", tmp_path / "data")
+    plateau = write_dictionary(tmp_path / "data")
+    sweep.run("post", 120, [9.0, 7.5, 6.8], optimizer="sgd", lr=0.3)  # trains: nll 6.5, 1.8 bits below the plateau
+    sweep.run("post", 120, [9.0, 8.4, 8.1], optimizer="sgd", lr=0.5)  # nll 7.8: only 0.5 below
+    sweep.run("post", 120, [9.0], optimizer="sgd", lr=3.0, status="diverged")
+    outcome = postln_sgd_needs_warmup(load_arms(sweep.save()), SPECS["postln_sgd_needs_warmup"])
+    assert outcome.verdict is Verdict.NOT_MEASURED and not outcome.cases
+    states = {p.comparison.a.label: (p.state, p.comparison.estimate) for p in outcome.premises}
+    assert [state for state, _ in states.values()] == [PremiseState.MET, PremiseState.FAILED, PremiseState.FAILED]
+    assert [value for _, value in states.values()] == pytest.approx([6.5 - plateau, 7.8 - plateau, 0.0], abs=0.01)
+    row = claims_table([SPECS["postln_sgd_needs_warmup"]], {outcome.claim_id: outcome})[-1]
+    assert "without warm-up at these lrs: only the premise is checked" in row
+    assert row.count("**met**") == 1 and row.count("**failed**") == 2 and row.endswith("| not measured |")
+
+
 def test_a_premise_that_cannot_be_checked_keeps_a_negative_open(tmp_path):
     sweep = Sweep(tmp_path / "sweep")  # no dictionary: no unigram plateau
     sweep.seeds("post", 0, [7.05, 7.10, 7.00], optimizer="sgd", lr=0.1)
