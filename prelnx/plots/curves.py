@@ -123,6 +123,8 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
                           linestyle="--" if diverged else DASHES[index % len(DASHES)], label=label)  # fmt: skip
         if diverged:
             ax.plot(epochs[-1], values[-1], marker="x", markersize=10, color=line.get_color())
+    if key == "valid_loss":
+        _keep_in_scale(ax, runs, key)
     ax.set_xlabel("update" if all(by_update) else "epoch" if not any(by_update) else "epoch, or update (BERT)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
@@ -137,6 +139,28 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
         written.append(target)
     plt.close(fig)
     return written
+
+
+OFF_SCALE = 2.0  # a loss above this many times the median of all drawn losses is off the scale (a diverged run)
+
+
+def _keep_in_scale(ax: Any, runs: list[RunCurves], key: str) -> None:
+    """A diverged run's last loss (e.g. 1.7e8 bits) would flatten every other curve: the axis stops at OFF_SCALE x
+    the median loss, and each run that leaves it is marked at the top edge with its value."""
+    values = [float(row[key]) for run in runs for row in run.rows if _finite(row.get(key))]
+    cap = OFF_SCALE * statistics.median(values)
+    if max(values) <= cap:
+        return
+    shown = [v for v in values if v <= cap]
+    pad = 0.05 * ((max(shown) - min(shown)) or 1.0)
+    top = max(shown) + 2 * pad  # room for the marks at the top edge
+    ax.set_ylim(min(shown) - pad, top)
+    for run in runs:
+        points = [(run.grain.step(row), float(row[key])) for row in run.rows if _finite(row.get(key))]
+        step, value = next(((s, v) for s, v in points if v > cap), (None, None))
+        if step is not None:
+            ax.annotate(f"{run.label}: {value:.3g} (off scale)", (step, top), xytext=(0, -12),
+                        textcoords="offset points", ha="center", fontsize=7, arrowprops={"arrowstyle": "->"})  # fmt: skip
 
 
 def _draw_bands(ax: Any, runs: list[RunCurves], key: str) -> set[Path]:

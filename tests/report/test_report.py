@@ -96,3 +96,20 @@ def test_coinciding_curves_stay_visible_and_the_legend_is_off_the_data(tmp_path,
     kept["fig"].canvas.draw()
     legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
     assert legend.x0 >= axes.x1  # beside the axes
+
+
+def test_a_diverged_runs_huge_loss_does_not_flatten_the_other_curves(tmp_path, monkeypatch):
+    import matplotlib.pyplot as pyplot
+
+    from prelnx.plots import curves
+
+    sweep = Sweep(tmp_path / "s")
+    sweep.run("post", 120, [9.3, 9.6, 8.3, 8.1], optimizer="sgd", lr=0.3)
+    sweep.run("post", 120, [9.0, 1.7e8], optimizer="sgd", lr=1.0, status="diverged")  # fairseq's last loss
+    kept = {}
+    monkeypatch.setattr(pyplot, "close", lambda fig: kept.setdefault("fig", fig))
+    curves._curve_figure(collect_runs(sweep.save()), "valid_loss", "valid loss", "t", tmp_path)
+    ax = kept["fig"].axes[0]
+    assert 7.5 < ax.get_ylim()[0] < 8.1 and 9.6 < ax.get_ylim()[1] < 11  # the trained runs' range, not 0 to 1.7e8
+    (note,) = [t for t in ax.texts if "off scale" in t.get_text()]
+    assert "1.7e+08" in note.get_text() and "lr=1" in note.get_text()
