@@ -6,7 +6,8 @@ and B2T); makes every checkpoint load safe (`weights_only=True` with an allowlis
 whose safe loading has known exploits, no load at all); gives `--bf16` without a TPU the meaning of bf16 autocast
 with fp32 weights and optimizer state (fairseq's own `--bf16` needs torch_xla; bf16_autocast.py); keeps a full
 disk or a kill from leaving a truncated checkpoint under a loadable name; lets torchrun start CPU data-parallel
-workers; and, under `prelnx train`, ends the process if prelnx itself dies.
+workers; under `prelnx train`, ends the process if prelnx itself dies; and keeps torch._dynamo's 6-7 s import
+out of a process that never compiles (eager_optim.py).
 It imports only fairseq and torch.
 """
 
@@ -15,6 +16,7 @@ from .checkpoint_guard import guard_checkpoint_writes
 from .parent_watch import watch_parent
 from .distributed import patch_distributed
 from .bf16_autocast import enable_bf16_autocast
+from .eager_optim import skip_dynamo_import
 from .optim import radam  # noqa: F401  (registers)
 from .lr_scheduler import warmup_decay  # noqa: F401  (registers)
 from .models import normalized_transformer  # noqa: F401  (registers --arch prelnx_<preset>)
@@ -24,3 +26,4 @@ guard_checkpoint_writes()
 watch_parent()
 patch_distributed()
 enable_bf16_autocast()
+skip_dynamo_import()
