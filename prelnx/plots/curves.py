@@ -93,6 +93,11 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
+def _points(run: RunCurves, key: str) -> list[tuple[int, float]]:
+    """The run's (step, value) pairs where `key` has a finite value."""
+    return [(run.grain.step(row), float(row[key])) for row in run.rows if _finite(row.get(key))]
+
+
 def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path) -> list[Path]:
     if not any(_finite(row.get(key)) for run in runs for row in run.rows):
         return []  # no run has a value: no empty figure
@@ -109,7 +114,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     for index, run in enumerate(runs):
         if run.run_dir in banded:
             continue
-        points = [(run.grain.step(row), row[key]) for row in run.rows if _finite(row.get(key))]
+        points = _points(run, key)
         label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
         if not points:
             ax.plot([], [], label=label + " - no epochs")
@@ -156,8 +161,7 @@ def _keep_in_scale(ax: Any, runs: list[RunCurves], key: str) -> None:
     top = max(shown) + 2 * pad  # room for the marks at the top edge
     ax.set_ylim(min(shown) - pad, top)
     for run in runs:
-        points = [(run.grain.step(row), float(row[key])) for row in run.rows if _finite(row.get(key))]
-        step, value = next(((s, v) for s, v in points if v > cap), (None, None))
+        step, value = next(((s, v) for s, v in _points(run, key) if v > cap), (None, None))
         if step is not None:
             ax.annotate(f"{run.label}: {value:.3g} (off scale)", (step, top), xytext=(0, -12),
                         textcoords="offset points", ha="center", fontsize=7, arrowprops={"arrowstyle": "->"})  # fmt: skip
