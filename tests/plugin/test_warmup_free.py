@@ -20,6 +20,8 @@ from prelnx.config.load import load_config
 from prelnx.launch.inprocess import build_task_and_model
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
+from prelnx.records.checkpoints import checkpoint_info
+from tests.helpers import FAR_EPOCHS, epochs_recorded, stop_after_an_epoch
 
 N_ENCODER, M_DECODER = 4, 2  # different depths, and 2N != 3M: a formula counting the wrong stack fails
 
@@ -232,28 +234,33 @@ def test_b2t_rescales_every_layer_weight_by_one_over_sqrt_n(tiny_config_file):
 # ---------------------------------------------------------------------------------------------------- training
 
 
-def _stop_after_first_epoch(line: str) -> None:
-    if line.startswith("epoch 1 done"):
-        raise KeyboardInterrupt
+def _interrupt_twice(config, run_dir) -> list[str]:
+    """Stopped after its first epoch, resumed, and stopped again after the next: the budget (FAR_EPOCHS) is far
+    beyond both stops, so neither attempt can end before its stop lands, however fast the machine. Returns the
+    second attempt's lines; asserts that it resumed and that every epoch is recorded once, finite."""
+    assert train(config, run_dir=run_dir, echo=stop_after_an_epoch()).status == "interrupted"
+    reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
+    lines: list[str] = []
+    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines))
+    assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
+    assert lines[0].startswith("resuming"), lines
+    epochs = epochs_recorded(run_dir)
+    assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > reached
+    return lines
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["tfixup", "rezero", "rezero_postln", "b2t"])
 def test_each_method_trains_under_two_workers_resumes_and_evaluates(tiny_config_file, tmp_path, layout):
     """A real training per method under 2 torchrun workers (DDP: every parameter must take part), interrupted after
-    its first epoch, resumed from its checkpoint, then evaluated (the model rebuilt from the checkpoint)."""
+    its first epoch, resumed from its checkpoint and interrupted again, then evaluated (the model rebuilt from the checkpoint)."""
     from prelnx.evaluate.evaluate import evaluate
 
-    config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_epoch": 2, "processes": 2},
+    config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_epoch": FAR_EPOCHS, "processes": 2},
                                              eval={"bleu": {"enabled": False}}))  # fmt: skip
     run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=_stop_after_first_epoch).status == "interrupted"
-    lines: list[str] = []
-    result = train(config, run_dir=run_dir, echo=lines.append)
-    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
-    assert lines[0].startswith("resuming")
+    _interrupt_twice(config, run_dir)
     rows = read_metrics(run_dir)
-    assert [row["epoch"] for row in rows] == [1, 2]
     assert all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
     command = (run_dir / "command.txt").read_text()
     assert "torchrun" in command and f"--layout-scheme {layout}" in command
@@ -267,15 +274,12 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
     from prelnx.evaluate.evaluate import evaluate
     from prelnx.launch.inprocess import load_plugin
 
-    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": 2, "processes": 2}, eval={"bleu": {"enabled": False}})
+    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": FAR_EPOCHS, "processes": 2},
+                            eval={"bleu": {"enabled": False}})  # fmt: skip
     config, _ = load_config(path)
     run_dir = tmp_path / "run"
 
-    assert train(config, run_dir=run_dir, echo=_stop_after_first_epoch).status == "interrupted"
-    lines: list[str] = []
-    assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
-    assert lines[0].startswith("resuming")
-    assert [row["epoch"] for row in read_metrics(run_dir)] == [1, 2]
+    _interrupt_twice(config, run_dir)
     command = (run_dir / "command.txt").read_text()
     assert "torchrun" in command and "--layout-scheme admin --admin-init profile" in command
     assert "Admin profile" in (run_dir / "train.log").read_text()  # the profile is in the run dir's log

@@ -11,7 +11,8 @@ from prelnx.config.load import load_config
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.local import train
-from tests.helpers import processes_mentioning, scalar_steps
+from prelnx.records.checkpoints import checkpoint_info
+from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, scalar_steps, stop_after_an_epoch
 
 pytestmark = pytest.mark.slow
 
@@ -49,29 +50,30 @@ def test_two_epochs_write_metrics_tensorboard_and_status(tiny_config_file, tmp_p
 
 
 def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file(train={"max_epoch": 3}))
+    """Stopped after its first epoch with a budget it cannot reach before the stop lands, then resumed and stopped
+    again after the epoch it trains next: each attempt's records hold what was trained, and the second continues
+    the first (no race: neither attempt can end on its own)."""
+    config, _ = load_config(tiny_config_file(train={"max_epoch": FAR_EPOCHS}))
     run_dir = tmp_path / "run"
 
-    def stop_after_first_epoch(line: str) -> None:
-        if line.startswith("epoch 1 done"):
-            raise KeyboardInterrupt
-
-    first = train(config, run_dir=run_dir, echo=stop_after_first_epoch)
+    first = train(config, run_dir=run_dir, echo=stop_after_an_epoch())
     assert first.status == "interrupted"
+    reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt")
     rows = read_metrics(run_dir)
-    assert [row["epoch"] for row in rows] == [1]
+    assert rows and epochs_recorded(run_dir) == list(range(1, len(rows) + 1)) and reached.epoch >= len(rows)
     updates_per_epoch = rows[0]["num_updates"]
 
     lines: list[str] = []
-    second = train(config, run_dir=run_dir, echo=lines.append)
-    assert second.status == "finished"
+    second = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines))
+    assert second.status == "interrupted"
     assert lines[0].startswith("resuming")
     rows = read_metrics(run_dir)
-    assert [row["epoch"] for row in rows] == [1, 2, 3]
-    # Continued, not restarted: update counts keep growing from where epoch 1 ended.
-    assert rows[2]["num_updates"] == pytest.approx(3 * updates_per_epoch, abs=2)
+    epochs = epochs_recorded(run_dir)
+    assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > reached.epoch  # every epoch once, on from the checkpoint
+    # Continued, not restarted: update counts keep growing from where the first attempt ended.
+    assert rows[-1]["num_updates"] == pytest.approx(len(epochs) * updates_per_epoch, abs=2)
     assert "Loaded checkpoint" in (run_dir / "train.log").read_text()
-    assert scalar_steps(run_dir, "valid/loss") == [1, 2, 3]
+    assert scalar_steps(run_dir, "valid/loss") == epochs
 
 
 def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
@@ -91,7 +93,7 @@ def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_
     import time
 
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": 50})
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})
     process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config),
                                 "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     deadline = time.monotonic() + 180
