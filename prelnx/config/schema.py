@@ -36,7 +36,6 @@ ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encode
 LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm", "admin": "Admin", "tfixup": "T-Fixup",
                 "rezero": "ReZero", "rezero_postln": "ReZero (Post-LN)", "b2t": "B2T"}  # fmt: skip
 WARMUP_FREE_LAYOUTS = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
-REZERO_LAYOUTS = ("rezero", "rezero_postln")  # a learned scalar a per layer, which its authors keep out of weight decay
 
 
 @dataclass
@@ -212,9 +211,6 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(m.norm == "layernorm", "model.norm", f"layout: {m.layout} is built as its authors built it, with "
              f"LayerNorm (or none); use norm: layernorm, got {m.norm!r}")  # fmt: skip
         need(not m.qk_norm, "model.qk_norm", f"layout: {m.layout} is built as its authors built it; use qk_norm: false")
-        need(m.layout not in REZERO_LAYOUTS or o.weight_decay == 0, "optimizer.weight_decay",
-             f"layout: {m.layout}'s scalar a is kept out of weight decay by its authors, and fairseq decays every "
-             f"parameter alike; use weight_decay: 0 with it, got {o.weight_decay}")  # fmt: skip
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")

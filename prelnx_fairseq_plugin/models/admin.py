@@ -25,6 +25,13 @@ own random stream is untouched), so every data-parallel worker computes the same
 (resume, `prelnx evaluate`, averaging) has the trained w of the checkpoint, never a fresh profile. The values are
 also logged (train.log in the run dir). The authors profile on the first training batch instead; at initialisation
 the variances depend on the batch only through its length and token frequencies.
+Initialisation otherwise: as Transformer-Clinic builds its layers (fairseq/fairseq/modules/transformer_layer.py at
+commit 70f72b708ab074db5ca3726494e3263516041159: `fc1`/`fc2` come from its `Linear` helper, `xavier_uniform_` weight
+and zero bias), fc1 and fc2 are re-drawn with `xavier_uniform_` and bias 0 (fairseq 0.12's FFN Linears keep torch's
+default, Kaiming-uniform with a non-zero bias: at IWSLT14 size fc1's std 0.0255 against Xavier's 0.0361, an FFN
+branch variance about 1/8 of the authors' and a different profiled w). The attention projections keep fairseq's
+init, which is the same as the authors'. The profiling pass runs in training mode (dropout on), as the reference's
+`not_initialized = ... and self.training` (same file) requires.
 Admin's published recipes use RAdam with warm-up (configs/warmup_free/admin_iwslt14.yaml); the optimizer of an
 "Admin without warm-up" run is whatever its config says (docs/warmup_free.md).
 """
@@ -74,6 +81,9 @@ class Admin(LayoutScheme):
             raise ValueError(f"--admin-init: unknown {self.init!r}; allowed: {', '.join(ADMIN_INITS)}")
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
+        for linear in (layer.fc1, layer.fc2):  # Transformer-Clinic's `Linear`: Xavier-uniform weight, zero bias
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
         count = sublayer_count(layer)
         layer.admin_w = nn.Parameter(torch.ones(count, layer.embed_dim))
         if self.init == "closed_form":
@@ -110,19 +120,24 @@ def profile_admin(model: nn.Module) -> dict[str, list[float]]:
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             torch.manual_seed(PROFILE_SEED)  # dropout's draws in the pass; the caller's stream is restored after
-            generator = torch.Generator().manual_seed(PROFILE_SEED)
-            model.train()
-            src = _random_tokens(model.encoder.dictionary, generator)
-            prev = _random_tokens(model.decoder.dictionary, generator)
-            src[:, -1] = model.encoder.dictionary.eos()  # as fairseq's batches: source ends, target input starts
-            prev[:, 0] = model.decoder.dictionary.eos()  # with the end-of-sentence token
-            lengths = torch.full((src.size(0),), src.size(1), dtype=torch.long)
-            model(src, lengths, prev)
+            model.train()  # dropout on, as the authors' pass (it runs only while self.training)
+            model(*profiling_batch(model))
     finally:
         for layer, _ in layers:
             layer.admin_profile = None
         model.train(was_training)
     return {side: profile.values for side, profile in profiles.items()}
+
+
+def profiling_batch(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The profiling pass's (src_tokens, src_lengths, prev_output_tokens): PROFILE_BATCH random tokens of the
+    model's own dictionaries from a private generator, the same on every call."""
+    generator = torch.Generator().manual_seed(PROFILE_SEED)
+    src = _random_tokens(model.encoder.dictionary, generator)
+    prev = _random_tokens(model.decoder.dictionary, generator)
+    src[:, -1] = model.encoder.dictionary.eos()  # as fairseq's batches: source ends, target input starts
+    prev[:, 0] = model.decoder.dictionary.eos()  # with the end-of-sentence token
+    return src, torch.full((src.size(0),), src.size(1), dtype=torch.long), prev
 
 
 def _random_tokens(dictionary: Any, generator: torch.Generator) -> torch.Tensor:

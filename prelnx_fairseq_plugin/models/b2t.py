@@ -11,7 +11,10 @@ LayerNorm, so that the gradient has a path around every LayerNorm of the layer b
 (x without dropout; the sublayers' outputs after dropout, as in fairseq.) The paper's formula has no constant. The
 authors' code also rescales the initialisation whenever the connection is on (`rescaling_init`, "rescaling
 parameters for deep transformers"): every weight of the layer except the LayerNorms', biases excluded, x N^(-1/2)
-for a stack of N layers (the encoder's N, the decoder's M). prelnx follows the code (B2T_RESCALE).
+for a stack of N layers (the encoder's N, the decoder's M). prelnx follows the code (B2T_RESCALE): the 2023 code,
+takase/b2t_connection at commit 4d80167fe2d58c1a4dc93545bb319c252dfc36e4 (fairseq/modules/transformer_layer.py,
+`rescaling_init`, added then), with the README recipe of the commit after it (6d97ab8365bc5d48c5700926403c536e15a9a809:
+--clip-norm 0.1, 8 GPUs x --update-freq 16; configs/warmup_free/b2t_iwslt14.yaml). The 2022 code had no rescaling.
 """
 
 from __future__ import annotations

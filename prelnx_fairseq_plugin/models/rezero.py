@@ -21,8 +21,11 @@ initialisation each sublayer is LN(x + 0) = LN(x), so an encoder layer is LN2(LN
 LN3(LN2(LN1(x))): the residual branches contribute nothing until a moves, as in `rezero`, but every layer's output
 has the norm's scale. Nothing else changes: fairseq's init, fairseq's LayerNorms.
 
-Weight decay: the authors exclude a from weight decay; fairseq applies one weight decay to every parameter, so
-prelnx refuses both layouts with `optimizer.weight_decay` > 0 (prelnx's recipes use 0) rather than decaying a.
+Weight decay: a is a parameter like any other, and fairseq's `--weight-decay` decays it with the rest, as in
+Transformer-Clinic's ReZero recipe (nmt-experiments/iwslt14_de-en.md at commit
+70f72b708ab074db5ca3726494e3263516041159: `--init-type rezero --weight-decay 0.0001`, one parameter group).
+majumderb/rezero states no weight-decay rule for a; prelnx has no option to exclude it (none is needed to run
+either recipe).
 """
 
 from __future__ import annotations

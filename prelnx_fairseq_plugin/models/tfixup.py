@@ -17,8 +17,15 @@ as the authors' code does it (their `fixup_initialization` and embedding scaling
                   torch's default init, so they are re-drawn here with xavier_uniform_ (bias 0), as the authors'
                   fairseq (its `Linear` helper) drew them, before scaling
 
-q_proj, k_proj and the biases keep fairseq's init. The authors' recipe trains without warm-up: Adam, lr 5e-4 decayed
+q_proj, k_proj and the biases keep fairseq's init. The authors' recipe trains without warm-up: lr 5e-4 decayed
 as sqrt(4000 / (4000 + t)) from the first update, dropout 0.5 (configs/warmup_free/tfixup_iwslt14.yaml).
+
+Caveat on the optimizer (layer6ai-labs/T-Fixup at commit b17e166d9f60671a92c3f39e24c9b8c93995e5a3): the script
+(`Train_IWSLT_TFixup_example.sh`) says `--optimizer adam`, but the authors' `fairseq/optim/adam.py` uses apex's
+FusedAdam only when apex is installed and a GPU is visible; otherwise its `Adam.step` has the Adam update commented
+out and runs the "RAdam Algorithm", whose variance rectification is itself a warm-up. Which one gave the published
+35.73 (README) is not stated, so prelnx ships both readings: `tfixup_iwslt14.yaml` (Adam) and
+`tfixup_iwslt14_radam.yaml` (RAdam), and the warm-up-free benchmark runs both.
 
 What prelnx does about the pitfall of the authors' code (its decoder still builds `encoder_attn_layer_norm`, a
 parameter no forward uses, so DDP's unused-parameter check fails): every LayerNorm of every layer is replaced by an

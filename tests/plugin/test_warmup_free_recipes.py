@@ -1,0 +1,189 @@
+"""The warm-up-free methods as their authors ran them (issue 30), checked on the model and the plan prelnx builds.
+
+Admin at IWSLT14 size (configs/warmup_free/admin_iwslt14.yaml's model: 6-6 layers, d 512, FFN 1024, dropout
+0.3 / 0.1 / 0.1, on the synthetic task's vocabulary): its FFN drawn as Transformer-Clinic's `Linear` draws it, its
+profiled w equal to the recurrence recomputed from a separate pass in training mode (and not in eval mode), and every
+encoder and decoder layer's forward equal to LN(x * w + f(x)) computed by hand. T-Fixup's two readings plan Adam and
+RAdam, and its shared embedding is scaled once. ReZero trains with weight decay, as Transformer-Clinic's recipe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from prelnx.config.load import load_config
+from prelnx.launch.inprocess import build_model, build_task_and_model, training_cfg
+from prelnx.launch.local import train
+from prelnx.plan.launch import plan_run
+from prelnx.records.metrics import read_metrics
+
+RECIPES = Path(__file__).resolve().parents[2] / "configs" / "warmup_free"
+
+
+@pytest.fixture
+def admin_iwslt14(tiny_config_file):
+    """Admin with admin_iwslt14.yaml's whole model section (its dims are transformer_iwslt_de_en's) on tiny data."""
+    recipe, _ = load_config(RECIPES / "admin_iwslt14.yaml")
+    config, _ = load_config(tiny_config_file(model=dataclasses.asdict(recipe.model)))
+    model = build_task_and_model(config)[2]
+    assert len(model.encoder.layers) == len(model.decoder.layers) == 6
+    assert model.encoder.layers[0].fc1.weight.shape == (1024, 512)
+    assert model.encoder.layers[0].dropout_module.p == 0.3
+    return model
+
+
+def test_admin_ffn_is_xavier_uniform_with_zero_bias_at_iwslt14_size(admin_iwslt14):
+    """Transformer-Clinic's `Linear` (fairseq/fairseq/modules/transformer_layer.py at 70f72b7): xavier_uniform_ weight,
+    bias 0. fairseq 0.12's default (Kaiming-uniform, a=sqrt(5)) has std 1/sqrt(3 fan_in): 0.0255 for fc1 here,
+    against Xavier's sqrt(2 / (fan_in + fan_out)) = 0.0361."""
+    for layer in [*admin_iwslt14.encoder.layers, *admin_iwslt14.decoder.layers]:
+        for linear in (layer.fc1, layer.fc2):
+            weight = linear.weight.detach()
+            bound = math.sqrt(6.0 / sum(weight.shape))  # U(-bound, bound)
+            assert weight.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.01)
+            assert weight.abs().max().item() <= bound and weight.abs().max().item() > 0.99 * bound
+            assert torch.count_nonzero(linear.bias) == 0
+
+
+def _recomputed_w(model, training: bool) -> dict[str, list[tuple[float, float]]]:
+    """(profiled w_{i+1}, sqrt(Var(x_i * w_i) + Var(f_i))) per sublayer after the first, per stack, from a pass of
+    the profiling batch with the model's own w in the given mode (the profile's dropout seed)."""
+    from prelnx_fairseq_plugin.models.admin import PROFILE_SEED, profiling_batch
+
+    stacks = {"encoder": list(model.encoder.layers), "decoder": list(model.decoder.layers)}
+    inputs: dict[str, list[torch.Tensor]] = {side: [] for side in stacks}  # x_i: each sublayer's input
+    outputs: dict[str, list[torch.Tensor]] = {side: [] for side in stacks}  # f_i: its output after dropout
+    hooks = []
+    for side, layers in stacks.items():
+        keep = inputs[side].append
+        for layer in layers:  # Post-LN: sublayer 1's input is the layer's, the next ones' the norms' outputs
+            hooks.append(layer.register_forward_pre_hook(lambda module, args, keep=keep: keep(args[0])))
+            norms = ["self_attn_layer_norm"] + (["encoder_attn_layer_norm"] if side == "decoder" else [])
+            for norm in norms:
+                hooks.append(getattr(layer, norm).register_forward_hook(lambda m, a, out, keep=keep: keep(out)))
+            hooks.append(layer.dropout_module.register_forward_hook(
+                lambda m, a, out, keep=outputs[side].append: keep(out)))  # fmt: skip
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(PROFILE_SEED)
+            model.train(training)
+            model(*profiling_batch(model))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    pairs = {}
+    for side, layers in stacks.items():
+        ws = [w for layer in layers for w in layer.admin_w.detach()]
+        xs, fs = inputs[side], outputs[side]
+        assert len(xs) == len(fs) == len(ws) == (2 if side == "encoder" else 3) * len(layers)
+        pairs[side] = [(float(ws[i + 1][0]), math.sqrt(float((xs[i] * ws[i]).double().var(correction=0)
+                                                             + fs[i].double().var(correction=0))))
+                       for i in range(len(ws) - 1)]  # fmt: skip
+    return pairs
+
+
+def test_admin_profile_at_iwslt14_size_is_the_recurrence_in_training_mode(admin_iwslt14):
+    """w_1 = 1 and w_{i+1} = sqrt(Var(x_i * w_i) + Var(f_i)) with dropout on, as Transformer-Clinic profiles (its
+    `not_initialized` needs self.training): recomputed from a second pass after the build, in training mode. The same
+    recomputation in eval mode (no dropout) gives other values, so a profile taken in eval mode fails this test."""
+    for layer in [*admin_iwslt14.encoder.layers, *admin_iwslt14.decoder.layers]:
+        assert all(torch.all(w == w[0]) for w in layer.admin_w.detach())  # one value per sublayer
+    assert float(admin_iwslt14.encoder.layers[0].admin_w[0, 0]) == 1.0
+    assert float(admin_iwslt14.decoder.layers[0].admin_w[0, 0]) == 1.0
+    for side, pairs in _recomputed_w(admin_iwslt14, training=True).items():
+        for i, (profiled, expected) in enumerate(pairs):
+            assert profiled == pytest.approx(expected, rel=1e-6), f"{side} sublayer {i + 2}"
+        assert pairs[-1][0] > 2.0  # w grows along the stack (about 2.6 in the encoder, 3.0 in the decoder)
+    in_eval = _recomputed_w(admin_iwslt14, training=False)
+    for side, pairs in in_eval.items():  # dropout 0.3 changes the branch variances: the test can tell the modes apart
+        assert any(abs(profiled / expected - 1) > 0.02 for profiled, expected in pairs), side
+
+
+def test_admin_every_layer_is_layernorm_of_x_times_w_plus_f_x(admin_iwslt14):
+    """Each encoder and decoder layer (eval mode) against its formula with per-dimension w, computed by hand."""
+    model = admin_iwslt14.eval()
+    torch.manual_seed(0)
+    x, source = torch.randn(5, 2, 512), torch.randn(6, 2, 512)
+    ffn = lambda layer, h: layer.fc2(F.relu(layer.fc1(h)))  # noqa: E731
+    with torch.no_grad():
+        for layer in [*model.encoder.layers, *model.decoder.layers]:
+            layer.admin_w.normal_(1.0, 0.5)  # per-dimension values: the check must use the vector, not a scalar
+        for layer in model.encoder.layers:
+            w0, w1 = layer.admin_w
+            h = layer.self_attn_layer_norm(x * w0 + layer.self_attn(query=x, key=x, value=x, need_weights=False)[0])
+            expected = layer.final_layer_norm(h * w1 + ffn(layer, h))
+            assert torch.allclose(layer(x, encoder_padding_mask=None), expected, atol=1e-5)
+        for layer in model.decoder.layers:
+            w0, w1, w2 = layer.admin_w
+            h1 = layer.self_attn_layer_norm(x * w0 + layer.self_attn(query=x, key=x, value=x, need_weights=False)[0])
+            attended = layer.encoder_attn(query=h1, key=source, value=source, static_kv=True, need_weights=False)[0]
+            h2 = layer.encoder_attn_layer_norm(h1 * w1 + attended)
+            expected = layer.final_layer_norm(h2 * w2 + ffn(layer, h2))
+            assert torch.allclose(layer(x, encoder_out=source, encoder_padding_mask=None)[0], expected, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------------ T-Fixup
+
+
+@pytest.mark.parametrize(("recipe", "optimizer"), [("tfixup_iwslt14.yaml", "adam"), ("tfixup_iwslt14_radam.yaml", "radam")])
+def test_tfixup_ships_its_adam_and_its_radam_reading(tmp_path, recipe, optimizer):
+    """The two readings of the authors' optimizer plan the same recipe but for `--optimizer`."""
+    config, _ = load_config(RECIPES / recipe)
+    argv = plan_run(config, tmp_path / "run").launch.argv
+    assert argv[argv.index("--optimizer") + 1] == optimizer
+    assert argv[argv.index("--layout-scheme") + 1] == "tfixup"
+    assert "--warmup-updates" not in argv or argv[argv.index("--warmup-updates") + 1] == "0"
+    adam, _ = load_config(RECIPES / "tfixup_iwslt14.yaml")
+    assert dataclasses.replace(config.optimizer, name="adam") == adam.optimizer  # nothing else differs
+    assert (config.schedule, config.model, config.train) == (adam.schedule, adam.model, adam.train)
+
+
+def test_tfixup_scales_a_shared_embedding_once_by_the_encoders_factor(tiny_config_file):
+    """share_all_embeddings: one matrix for both stacks, x (9N)^(-1/4) once (the authors' decoder skips its own
+    scaling then), N the encoder's depth; the draws are Post-LN's (same seed), so the check is exact."""
+    n_encoder, m_decoder = 4, 2
+
+    def shared_model(layout):
+        config, _ = load_config(tiny_config_file(model={"layout": layout, "encoder_layers": n_encoder,
+                                                        "decoder_layers": m_decoder, "share_all_embeddings": True,
+                                                        "share_decoder_input_output_embed": True}))  # fmt: skip
+        from fairseq import tasks
+
+        cfg = training_cfg(config)
+        task = tasks.setup_task(cfg.task)
+        task.tgt_dict = task.src_dict  # one dictionary for both sides, as a joined dictionary is
+        return build_model(task, cfg)
+
+    tfixup, post = shared_model("tfixup"), shared_model("post")
+    assert tfixup.encoder.embed_tokens is tfixup.decoder.embed_tokens
+    expected = post.encoder.embed_tokens.weight.detach() * (9 * n_encoder) ** -0.25
+    assert torch.allclose(tfixup.encoder.embed_tokens.weight.detach(), expected, rtol=1e-6, atol=0)
+
+
+# ------------------------------------------------------------------------------------------------------- ReZero
+
+
+@pytest.mark.slow
+def test_rezero_trains_with_weight_decay(tiny_config_file, tmp_path):
+    """Transformer-Clinic's ReZero recipe decays every parameter at 1e-4: a real training with it finishes, finite,
+    with --weight-decay in its command and every layer's a moved from 0."""
+    from prelnx.records.checkpoints import load_checkpoint
+
+    config, _ = load_config(tiny_config_file(model={"layout": "rezero"}, optimizer={"weight_decay": 1e-4},
+                                             eval={"bleu": {"enabled": False}}))  # fmt: skip
+    run_dir = tmp_path / "run"
+    result = train(config, run_dir=run_dir)
+    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
+    command = (run_dir / "command.txt").read_text()
+    assert "--layout-scheme rezero" in command and "--weight-decay 0.0001" in command
+    rows = read_metrics(run_dir)
+    assert rows and all(math.isfinite(row["valid_loss"]) for row in rows)
+    state = load_checkpoint(run_dir / "checkpoints" / "checkpoint_last.pt")["model"]
+    alphas = [value for name, value in state.items() if name.endswith("rezero_alpha")]
+    assert len(alphas) == 4 and all(float(a.abs()) > 0 for a in alphas)
