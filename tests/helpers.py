@@ -48,3 +48,27 @@ def epochs_recorded(run_dir: Path) -> list[int]:
     from prelnx.records.metrics import read_metrics
 
     return [row["epoch"] for row in read_metrics(run_dir)]
+
+
+def run_until_it_trains_past(command: list[str], run_dir: Path, epoch: int, log: Path, *, timeout: float = 300.0,
+                             stop=None) -> str:
+    """Start `command` (a `prelnx train` of a run with a FAR_EPOCHS budget), wait until the run dir records an epoch
+    past `epoch`, then stop it (SIGTERM, as a scheduler or `kill` would; `stop(process)` to stop it otherwise).
+    Returns what it printed. The run cannot end on its own first, whatever the machine's speed."""
+    import signal
+    import subprocess
+    import time
+
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + timeout
+        try:
+            while not [e for e in epochs_recorded(run_dir) if e > epoch]:
+                assert process.poll() is None, f"the run ended before it trained past epoch {epoch}: {log.read_text()[-3000:]}"
+                assert time.monotonic() < deadline, f"no epoch past {epoch} within {timeout} s"
+                time.sleep(0.2)
+        finally:
+            if process.poll() is None:
+                (stop or (lambda p: p.send_signal(signal.SIGTERM)))(process)
+            process.wait(timeout=120)
+    return log.read_text()

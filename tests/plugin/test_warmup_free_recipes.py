@@ -92,6 +92,8 @@ def test_admin_profile_at_iwslt14_size_is_the_recurrence_in_training_mode(admin_
     """w_1 = 1 and w_{i+1} = sqrt(Var(x_i * w_i) + Var(f_i)) with dropout on, as Transformer-Clinic profiles (its
     `not_initialized` needs self.training): recomputed from a second pass after the build, in training mode. The same
     recomputation in eval mode (no dropout) gives other values, so a profile taken in eval mode fails this test."""
+    from prelnx_fairseq_plugin.models.admin import profile_admin
+
     for layer in [*admin_iwslt14.encoder.layers, *admin_iwslt14.decoder.layers]:
         assert all(torch.all(w == w[0]) for w in layer.admin_w.detach())  # one value per sublayer
     assert float(admin_iwslt14.encoder.layers[0].admin_w[0, 0]) == 1.0
@@ -100,6 +102,9 @@ def test_admin_profile_at_iwslt14_size_is_the_recurrence_in_training_mode(admin_
         for i, (profiled, expected) in enumerate(pairs):
             assert profiled == pytest.approx(expected, rel=1e-6), f"{side} sublayer {i + 2}"
         assert pairs[-1][0] > 2.0  # w grows along the stack (about 2.6 in the encoder, 3.0 in the decoder)
+    at_build = [layer.admin_w.detach().clone() for layer in admin_iwslt14.encoder.layers]
+    profile_admin(admin_iwslt14)  # deterministic: every worker of a run, every rebuild, gets the same w
+    assert all(torch.equal(w, layer.admin_w.detach()) for w, layer in zip(at_build, admin_iwslt14.encoder.layers))
     in_eval = _recomputed_w(admin_iwslt14, training=False)
     for side, pairs in in_eval.items():  # dropout 0.3 changes the branch variances: the test can tell the modes apart
         assert any(abs(profiled / expected - 1) > 0.02 for profiled, expected in pairs), side
@@ -131,7 +136,8 @@ def test_admin_every_layer_is_layernorm_of_x_times_w_plus_f_x(admin_iwslt14):
 # ------------------------------------------------------------------------------------------------------ T-Fixup
 
 
-@pytest.mark.parametrize(("recipe", "optimizer"), [("tfixup_iwslt14.yaml", "adam"), ("tfixup_iwslt14_radam.yaml", "radam")])
+@pytest.mark.parametrize(("recipe", "optimizer"),
+                         [("tfixup_iwslt14.yaml", "adam"), ("tfixup_iwslt14_radam.yaml", "radam")])
 def test_tfixup_ships_its_adam_and_its_radam_reading(tmp_path, recipe, optimizer):
     """The two readings of the authors' optimizer plan the same recipe but for `--optimizer`."""
     config, _ = load_config(RECIPES / recipe)

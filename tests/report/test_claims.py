@@ -52,7 +52,7 @@ def test_inconclusive_says_how_many_seeds_the_spread_would_need(tmp_path):
     comparison = outcome.cases[0].comparison
     assert outcome.verdict is Verdict.INCONCLUSIVE and comparison.low < 0.5 < comparison.high
     assert comparison.seeds_needed > 3
-    assert verdict_text(outcome) == f"inconclusive (~{comparison.seeds_needed} seeds per arm needed at this spread)"
+    assert verdict_text(outcome) == f"inconclusive (~{comparison.seeds_needed} seeds per arm for 80 % power)"
 
 
 def test_one_seed_is_inconclusive_never_a_verdict(tmp_path):

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.records.checkpoints import load_checkpoint
+from prelnx.records.checkpoints import checkpoint_info, load_checkpoint
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
-from tests.helpers import processes_mentioning
+from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past
 
 pytestmark = pytest.mark.slow
 NO_DROPOUT = {"dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0}
@@ -60,7 +60,7 @@ def test_the_effective_batch_is_kept_by_deriving_update_freq(tiny_config_file, t
 
 def test_a_killed_worker_ends_the_group_failed_and_the_rerun_resumes(tiny_config_file, tmp_path):
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": 12, "threads": 1, "processes": 2})
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1, "processes": 2})
     parent = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config),
                                "--run-dir", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     deadline = time.monotonic() + 240
@@ -77,10 +77,12 @@ def test_a_killed_worker_ends_the_group_failed_and_the_rerun_resumes(tiny_config
     assert status["status"] == "failed" and "exited with code" in status["reason"], status
     assert not processes_mentioning(str(run_dir / "checkpoints"))  # no worker left behind
 
-    rerun = subprocess.run([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir",
-                            str(run_dir)], capture_output=True, text=True, timeout=400)  # fmt: skip
-    assert rerun.returncode == 0 and "resuming" in rerun.stdout, rerun.stdout + rerun.stderr
-    assert [row["epoch"] for row in read_metrics(run_dir)] == list(range(1, 13))
+    failed_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
+    command = [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir", str(run_dir)]
+    said = run_until_it_trains_past(command, run_dir, failed_at, tmp_path / "rerun.txt")
+    assert "resuming" in said, said
+    epochs = [row["epoch"] for row in read_metrics(run_dir)]
+    assert epochs == list(range(1, len(epochs) + 1)) and epochs[-1] > failed_at  # each epoch once, trained on
 
 
 def test_a_worker_killed_by_a_signal_is_named_with_its_rank_and_the_signal(tiny_config_file, tmp_path):
@@ -88,7 +90,7 @@ def test_a_worker_killed_by_a_signal_is_named_with_its_rank_and_the_signal(tiny_
     import signal
     import threading
 
-    config, _ = load_config(tiny_config_file(train={"max_epoch": 50, "threads": 1, "processes": 2}))
+    config, _ = load_config(tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1, "processes": 2}))
     run_dir = tmp_path / "run"
     results = []
     thread = threading.Thread(target=lambda: results.append(train(config, run_dir=run_dir, on_event=lambda e: None)))

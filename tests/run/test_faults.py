@@ -22,7 +22,7 @@ from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.local import train
-from tests.helpers import processes_mentioning, scalar_steps
+from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past, scalar_steps
 
 pytestmark = pytest.mark.slow
 QUIET = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
@@ -48,20 +48,23 @@ def status_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "status.json").read_text())
 
 
-def assert_records_match_checkpoint(run_dir: Path, epochs: int) -> None:
+def assert_records_match_checkpoint(run_dir: Path, epochs: int | None = None, status: str = "finished") -> None:
+    """metrics.jsonl, TensorBoard and status.json say what the last checkpoint trained: `epochs` epochs (default:
+    however many it holds), each once."""
     info = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt")
     rows = read_metrics(run_dir)
+    epochs = info.epoch if epochs is None else epochs
     assert info.epoch == epochs
     assert [row["epoch"] for row in rows] == list(range(1, epochs + 1))
     assert rows[-1]["num_updates"] == info.update
     assert scalar_steps(run_dir, "valid/loss") == list(range(1, epochs + 1))  # each epoch once
-    status = status_of(run_dir)
-    assert status["status"] == "finished" and status["update"] == info.update and status["epochs"] == epochs
+    status, status_name = status_of(run_dir), status
+    assert status["status"] == status_name and status["update"] == info.update and status["epochs"] == epochs
 
 
 def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_config_file, tmp_path):
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": 6})
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})  # neither attempt can end before it is stopped
     parent = start_prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
     wait_for(lambda: read_metrics(run_dir), "the first epoch")  # the child then trains on
     children = processes_mentioning(str(run_dir / "checkpoints"))
@@ -72,11 +75,11 @@ def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_con
     assert status_of(run_dir)["status"] == "running"  # the parent could not say more: the re-run will
 
     killed_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
-    assert killed_at < 6, "the run ended before the kill; the test needs a longer run"
-    rerun = prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
-    assert rerun.returncode == 0, rerun.stderr + rerun.stdout
-    assert "resuming" in rerun.stdout and f"from epoch {killed_at}" in rerun.stdout
-    assert_records_match_checkpoint(run_dir, 6)
+    command = [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir", str(run_dir)]
+    said = run_until_it_trains_past(command, run_dir, killed_at, tmp_path / "rerun.txt")
+    assert "resuming" in said and f"from epoch {killed_at}" in said, said
+    assert_records_match_checkpoint(run_dir, status="interrupted")
+    assert checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch > killed_at
 
 
 def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_config_file, tmp_path):
@@ -100,7 +103,7 @@ def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_config_
 
 def test_a_second_train_on_a_locked_run_dir_is_refused_with_the_pid(tiny_config_file, tmp_path):
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": 40})
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})  # still training when the second one starts
     first = start_prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
     try:
         wait_for(lambda: (run_dir / "status.json").is_file(), "the first run to start")

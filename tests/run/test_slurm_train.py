@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.records.checkpoints import load_checkpoint
+from prelnx.records.checkpoints import checkpoint_info, load_checkpoint
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
-from tests.helpers import processes_mentioning
+from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past
 from tests.run.test_data_parallel import NO_DROPOUT, inner_losses
 from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 
@@ -65,7 +65,7 @@ def _job_id() -> str:
 
 
 def test_a_cancelled_job_ends_unfinished_and_the_rerun_resumes(slurm, tiny_config_file, tmp_path):
-    run_dir, epochs = tmp_path / "run", 10
+    run_dir, epochs = tmp_path / "run", FAR_EPOCHS  # neither job can end before it is cancelled
     config = tiny_config_file(train={"max_epoch": epochs, "threads": 1, "processes": 2})
     client = subprocess.Popen(train_on_slurm(config, run_dir, slurm), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -85,10 +85,12 @@ def test_a_cancelled_job_ends_unfinished_and_the_rerun_resumes(slurm, tiny_confi
         assert time.monotonic() < deadline, "fairseq outlived its cancelled job"
         time.sleep(0.5)
 
-    rerun = subprocess.run(train_on_slurm(config, run_dir, slurm), capture_output=True, text=True, timeout=400)
-    assert rerun.returncode == 0 and "resuming" in rerun.stdout, rerun.stdout[-3000:] + rerun.stderr[-3000:]
-    assert [row["epoch"] for row in read_metrics(run_dir)] == list(range(1, epochs + 1))
-    assert json.loads((run_dir / "status.json").read_text())["status"] == "finished"
+    cancelled_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
+    said = run_until_it_trains_past(train_on_slurm(config, run_dir, slurm), run_dir, cancelled_at,
+                                    tmp_path / "rerun.txt", stop=lambda client: subprocess.run(["scancel", _job_id()]))  # fmt: skip
+    assert "resuming" in said, said[-3000:]
+    recorded = [row["epoch"] for row in read_metrics(run_dir)]
+    assert recorded == list(range(1, len(recorded) + 1)) and recorded[-1] > cancelled_at  # each epoch once, trained on
 
 
 def test_a_request_the_partition_can_never_meet_is_reported_and_cancelled(slurm, tiny_config_file, tmp_path):
@@ -146,7 +148,7 @@ def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_with
 
 def test_after_the_client_is_killed_the_rerun_names_the_job_that_still_trains(slurm, tiny_config_file, tmp_path):
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": 200, "threads": 1})
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1})
     client = subprocess.Popen(train_on_slurm(config, run_dir, slurm), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)  # fmt: skip
     job = _job_id()
