@@ -12,15 +12,20 @@ MARKERS = "osD^vP*X"  # one per lr
 
 
 def plot_ranking(rows: list[RankRow], path: Path) -> Path:
-    """One line per method, ordered by its best arm's mean; within it one marker per arm: the lr's shape, filled with
-    warm-up and hollow without; the bar is the 95 % t interval (none with one seed)."""
+    """One line per method (per method and optimizer when a method ran with several, e.g. T-Fixup's Adam and RAdam
+    readings), ordered by its best arm's mean; within it one marker per arm: the lr's shape, filled with warm-up and
+    hollow without; the bar is the 95 % t interval (none with one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root to DEBUG
     import matplotlib.pyplot as plt
 
-    methods = list(dict.fromkeys(r.method for r in rows))  # rows are ranked: first appearance is the best arm
+    optimizers: dict[str, set[str]] = {}
+    for r in rows:
+        optimizers.setdefault(r.method, set()).add(r.optimizer)
+    line = {id(r): r.method if len(optimizers[r.method]) == 1 else f"{r.method} ({r.optimizer})" for r in rows}
+    methods = list(dict.fromkeys(line[id(r)] for r in rows))  # rows are ranked: first appearance is the best arm
     lrs = sorted({r.lr for r in rows})
     arms = sorted({(r.warmup > 0, r.lr) for r in rows}, key=lambda k: (not k[0], k[1]))
     step = 0.6 / max(len(arms), 1)
@@ -30,7 +35,7 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
         marker = MARKERS[lrs.index(lr) % len(MARKERS)]
         label = f"{'warm-up' if warmup else 'no warm-up'}, lr {lr:g}"
         for row in (r for r in rows if (r.warmup > 0, r.lr) == (warmup, lr)):
-            y = methods.index(row.method) - 0.3 + step * (slot + 0.5)
+            y = methods.index(line[id(row)]) - 0.3 + step * (slot + 0.5)
             if row.low is not None:
                 ax.errorbar(row.sample.mean, y, xerr=[[row.sample.mean - row.low], [row.high - row.sample.mean]],
                             fmt="none", ecolor=color, elinewidth=1, capsize=2)  # fmt: skip
