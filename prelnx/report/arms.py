@@ -4,7 +4,9 @@ grouped, and per-seed samples of a loss with failed seeds counted as failures.
 Run dirs are read only through the reader functions imported below (status.json, metrics.jsonl, sweep.json); the
 config.yaml of each run says its arm. A seed that diverged is a failure: its loss is the sweep's `failure_loss`
 (the unigram plateau - a model that learned nothing but word frequencies - or the worst final loss of a finished
-run of the sweep, whichever is higher), so that it counts against its arm instead of being dropped.
+run of the sweep, whichever is higher), so that it counts against its arm instead of being dropped. A seed that
+diverged or whose final valid nll is not below the unigram plateau never trained (`trained`): an arm none of whose
+seeds trained is dead, and two dead arms decide nothing (prelnx.report.stats).
 """
 
 from __future__ import annotations
@@ -125,9 +127,24 @@ def failure_loss(arms: list[Arm]) -> float:
     return max(candidates) if candidates else math.inf
 
 
+def final_nll(arm: Arm) -> float | None:
+    """The run's final valid nll (fairseq's unsmoothed loss; the valid loss when the run has no nll), None when it
+    diverged or has no finite one."""
+    if arm.diverged:
+        return None
+    value = arm.final("valid_nll_loss")
+    return value if value is not None else arm.final("valid_loss")
+
+
+def trained(arm: Arm, plateau: float | None) -> bool:
+    """The seed ended with a finite valid nll below the unigram plateau (no plateau known: a finite one)."""
+    nll = final_nll(arm)
+    return nll is not None and (plateau is None or nll < plateau)
+
+
 def loss_sample(label: str, group: list[Arm], failure: float, at_update: float | None = None) -> Sample:
     """Each seed's valid loss - the final one, or the last at or before `at_update` - with diverged seeds (and seeds
-    without a finite loss there) at `failure`."""
+    without a finite loss there) at `failure`; `untrained` counts the seeds that never trained over their run."""
     values, failed = [], 0
     for arm in group:
         rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
@@ -141,7 +158,8 @@ def loss_sample(label: str, group: list[Arm], failure: float, at_update: float |
         else:
             values.append(failure)
             failed += 1
-    return Sample(label, tuple(values), failed)
+    floor = plateau(group)
+    return Sample(label, tuple(values), failed, sum(not trained(arm, floor) for arm in group))
 
 
 @functools.cache

@@ -6,7 +6,11 @@ dictionary for the unigram plateau) or whose interval straddles its bound leaves
 "does not hold" into "inconclusive": the premise is what makes a negative result say something about the paper.
 
 A claim's verdict over its cases: not measured without cases; not testable when no case is testable; else does not
-hold if a testable case does not hold, holds if every testable case holds, and inconclusive otherwise.
+hold if a testable case does not hold, holds if every testable case holds, and inconclusive otherwise. With several
+testable cases (several lrs, or a claim's two parts) the claim is their intersection: "holds" needs every case to
+hold at 95 % (an intersection-union test: no correction), while "does not hold" - it fails in some case - is an
+existential conclusion, so each case's "does not hold" must survive Holm's correction over the testable cases
+(`ClaimOutcome.judged`: its interval outside the region at its Holm-adjusted level, prelnx.report.stats.holm).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from prelnx.report.stats import Comparison, Verdict
+from prelnx.report.stats import LEVEL, Comparison, Verdict, holm, holm_levels
 
 
 class PremiseState(str, Enum):
@@ -50,6 +54,21 @@ class Case:
         return Verdict.INCONCLUSIVE if verdict is Verdict.DOES_NOT_HOLD else verdict
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A case's verdict within its claim: with several testable cases, a "does not hold" at 95 % that Holm's
+    correction does not keep is inconclusive. `holm_level`: the level its interval was judged at (None: one case)."""
+
+    case: Case
+    verdict: Verdict
+    holm_level: float | None = None
+
+    @property
+    def corrected(self) -> bool:
+        """Its 95 % interval says "does not hold", the Holm-adjusted one does not."""
+        return self.case.verdict is Verdict.DOES_NOT_HOLD and self.verdict is not Verdict.DOES_NOT_HOLD
+
+
 @dataclass
 class ClaimOutcome:
     claim_id: str
@@ -58,11 +77,28 @@ class ClaimOutcome:
     missing: str = "the sweep has no runs for these arms"  # why, when there are no cases
     premises: list[Premise] = field(default_factory=list)  # checked with no case to test (a premise sweep)
 
+    def judged(self) -> list[Judged]:
+        """Each case's verdict within the claim: Holm over the testable cases for "does not hold"."""
+        testable = [i for i, case in enumerate(self.cases) if case.verdict is not Verdict.NOT_TESTABLE]
+        if len(testable) < 2:
+            return [Judged(case, case.verdict) for case in self.cases]
+        pvalues = [self.cases[i].comparison.p_outside for i in testable]
+        corrected = dict(zip(testable, zip(holm(pvalues), holm_levels(pvalues))))
+        judged = []
+        for i, case in enumerate(self.cases):
+            if i not in corrected:
+                judged.append(Judged(case, case.verdict))
+                continue
+            p, level = corrected[i]
+            kept = case.verdict is not Verdict.DOES_NOT_HOLD or p <= 1 - LEVEL
+            judged.append(Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, level))
+        return judged
+
     @property
     def verdict(self) -> Verdict:
         if not self.cases:
             return Verdict.NOT_MEASURED
-        verdicts = [case.verdict for case in self.cases if case.verdict is not Verdict.NOT_TESTABLE]
+        verdicts = [j.verdict for j in self.judged() if j.verdict is not Verdict.NOT_TESTABLE]
         if not verdicts:
             return Verdict.NOT_TESTABLE
         if Verdict.DOES_NOT_HOLD in verdicts:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prelnx.report.arms import Arm, describe_arm, loss_sample
+from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample
 from prelnx.report.outcome import Premise, PremiseState
 from prelnx.report.stats import Comparison, Sample, Verdict, above, below, compare
 
@@ -30,14 +30,6 @@ def _state(comparison: Comparison) -> PremiseState:
     return _STATES.get(comparison.verdict, PremiseState.UNSETTLED)
 
 
-def _final_nll(arm: Arm, plateau: float) -> float:
-    if arm.diverged:
-        return plateau
-    value = arm.final("valid_nll_loss")
-    value = value if value is not None else arm.final("valid_loss")
-    return value if value is not None else plateau
-
-
 def trains(spec: dict[str, Any], group: list[Arm]) -> Premise:
     """The arm's final valid nll is clearly (spec's margin_bits) below the unigram plateau."""
     statement, margin = spec["statement"], float(spec["margin_bits"])
@@ -48,7 +40,7 @@ def trains(spec: dict[str, Any], group: list[Arm]) -> Premise:
         return Premise(statement, PremiseState.UNCHECKED,
                        "no unigram plateau: the target dictionary (data.path) is not on this machine")  # fmt: skip
     plateau = max(plateaus)
-    values = tuple(_final_nll(a, plateau) - plateau for a in group)
+    values = tuple(nll - plateau if (nll := final_nll(a)) is not None else 0.0 for a in group)
     sample = Sample(describe_arm(group[0]), values, sum(a.diverged for a in group))
     comparison = compare("final valid nll minus the unigram plateau (bits)", sample, None, below(-margin))
     note = f"{describe_arm(group[0])}: final valid nll minus the unigram plateau ({plateau:.2f} bits)"

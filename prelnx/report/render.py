@@ -7,7 +7,7 @@ import math
 import statistics
 from typing import Any
 
-from prelnx.report.outcome import ClaimOutcome, Premise, PremiseState
+from prelnx.report.outcome import ClaimOutcome, Judged, Premise, PremiseState
 from prelnx.report.stats import MAX_SEEDS, Comparison, Sample, Verdict
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
@@ -38,6 +38,8 @@ def comparison_text(c: Comparison, short: bool = False) -> str:
     if short:
         seeds = "" if c.one_seed and not c.a.failed else f" ({_seeds(c.a)})"  # interval_text says "1 seed"
         return f"{interval_text(c)}{seeds}; needed {_region(c.region)}"
+    if c.verdict is Verdict.NOT_TESTABLE:  # two dead arms: their difference is failure minus failure
+        return f"{c.a.label} ({_seeds(c.a)}) and {c.b.label if c.b else '-'} ({_seeds(c.b) if c.b else '-'}): {DEAD}"
     if c.b is None:
         head = f"{c.metric}: {c.a.label} {interval_text(c)} ({_seeds(c.a)})"
     else:
@@ -46,12 +48,18 @@ def comparison_text(c: Comparison, short: bool = False) -> str:
     return f"{head}; claimed {_region(c.region)}"
 
 
+DEAD = "neither arm trained (every seed diverged or ended with its valid nll at or above the unigram plateau)"
+
+
 def verdict_text(outcome: ClaimOutcome) -> str:
-    """The verdict, with why when it is inconclusive (1 seed, seeds needed, an unsettled premise)."""
-    verdict = outcome.verdict
+    """The verdict, with why when it is inconclusive (1 seed, seeds needed, an unsettled premise, Holm's
+    correction) or not testable because both arms never trained."""
+    verdict, judged = outcome.verdict, outcome.judged()
+    if verdict is Verdict.NOT_TESTABLE and any(j.case.comparison.verdict is Verdict.NOT_TESTABLE for j in judged):
+        return f"{verdict.value} ({DEAD})"
     if verdict is not Verdict.INCONCLUSIVE:
         return verdict.value
-    open_cases = [c for c in outcome.cases if c.verdict is Verdict.INCONCLUSIVE]
+    open_cases = [j.case for j in judged if j.verdict is Verdict.INCONCLUSIVE]
     reasons = []
     if any(c.comparison.one_seed for c in open_cases):
         reasons.append("1 seed")
@@ -59,17 +67,35 @@ def verdict_text(outcome: ClaimOutcome) -> str:
     if needed:
         most = max(needed)
         count = f"~{most}" if most <= MAX_SEEDS else f"more than {MAX_SEEDS}"
-        reasons.append(f"{count} seeds per arm needed at this spread")
+        reasons.append(f"{count} seeds per arm for 80 % power")
     if any(c.premise is not None and c.premise.state in (PremiseState.UNSETTLED, PremiseState.UNCHECKED)
            and c.comparison.verdict is Verdict.DOES_NOT_HOLD for c in open_cases):  # fmt: skip
         reasons.append("does not hold, but its premise is not settled")
+    corrected = [j for j in judged if j.corrected]
+    if corrected:
+        reasons.append(f"does not hold at 95 % in {len(corrected)} case(s), not after Holm's correction over "
+                       f"{sum(j.holm_level is not None for j in judged)}")  # fmt: skip
     return f"inconclusive ({'; '.join(reasons)})" if reasons else "inconclusive"
+
+
+def _level(level: float) -> str:
+    return f"{100 * level:.3g} %"
+
+
+def _case_line(judged: Judged) -> str:
+    """A case with its verdict; a "does not hold" at 95 % among several cases also shows its Holm-adjusted interval."""
+    case, line = judged.case, f"{judged.case.label}: {comparison_text(judged.case.comparison)}"
+    if judged.holm_level is not None and case.comparison.verdict is Verdict.DOES_NOT_HOLD:
+        low, high = case.comparison.interval(judged.holm_level)
+        f = ".2f" if case.comparison.metric == "ratio" else "+.2f"
+        line += f"; Holm-adjusted {_level(judged.holm_level)} CI [{low:{f}}, {high:{f}}]"
+    return f"{line} → {judged.verdict.value}"
 
 
 def _case_lines(outcome: ClaimOutcome) -> list[str]:
     if not outcome.cases:
         return [outcome.missing]
-    return [f"{case.label}: {comparison_text(case.comparison)} → {case.verdict.value}" for case in outcome.cases]
+    return [_case_line(judged) for judged in outcome.judged()]
 
 
 def premise_measured(premise: Premise) -> str:

@@ -32,9 +32,14 @@ CLAIMS_INTRO = [
     "difference and its 95 % interval (Welch's t over seeds; a diverged seed counts as a failure, at the unigram",
     "plateau or the sweep's worst finished loss), the side the claim needs (its practical margin, in paper.yaml),",
     "the premise that makes the claim meaningful at this scale, and the verdict: holds (interval on the claimed side",
-    "of the margin), does not hold (on the other side), inconclusive (it straddles; with the seeds per arm the",
-    "observed spread would need; one seed is always inconclusive), not testable at this scale (a premise failed),",
-    "not measured (the arms are missing). Losses are fairseq's validation loss in bits per (masked) token.",
+    "of the margin), does not hold (on the other side), inconclusive (it straddles; with the seeds per arm that would",
+    "decide it with 80 % power if the observed means and spreads were the truth, by simulation; one seed is always",
+    "inconclusive), not testable at this scale (a premise failed, or neither arm trained: every seed diverged or",
+    "ended at the unigram plateau), not measured (the arms are missing). A claim tested at several lrs (or in two",
+    "parts) holds when every case holds at 95 %: an intersection-union test, no correction. Does not hold means it",
+    "fails at some lr, an existential conclusion: each case's \"does not hold\" must survive Holm's correction over",
+    "the claim's testable cases (its interval outside the claim at the Holm-adjusted level, shown beside the 95 %",
+    "one). Losses are fairseq's validation loss in bits per (masked) token.",
 ]
 
 

@@ -30,9 +30,9 @@ def test_two_arms_that_all_diverged_are_not_testable_never_holds(tmp_path):
         sweep.run("pre", 0, [], seed=seed, status="diverged")
         sweep.run("post", 120, [], seed=seed, status="diverged")
     outcome = preln_without_warmup_matches(load_arms(sweep.save()), MATCHES)
+    assert outcome.verdict is Verdict.NOT_TESTABLE  # was "holds": failure minus failure, a zero-width interval
     comparison = outcome.cases[0].comparison
-    assert comparison.a.dead and comparison.b.dead and comparison.low == comparison.high  # zero width, yet...
-    assert outcome.verdict is Verdict.NOT_TESTABLE  # ...no verdict
+    assert comparison.a.dead and comparison.b.dead and comparison.low == comparison.high == 0.0
     assert verdict_text(outcome).startswith("not testable at this scale (neither arm trained")
     row = claims_table([MATCHES], {outcome.claim_id: outcome})[-1]
     assert "(3 seeds, 3 diverged) and Post-LN adam lr 0.001, 120 warm-up (3 seeds, 3 diverged): neither arm" in row
@@ -103,9 +103,9 @@ def _two_lrs(tmp_path, without: list[float], with_: list[float]):
 def test_failing_at_some_lr_needs_holms_correction(tmp_path):
     # lr 5e-4: +0.25 [+0.02, +0.48] at 95 %, below the margin (+0.50); at Holm's 97.5 % (2 lrs) it reaches +0.54
     outcome = _two_lrs(tmp_path, [7.15, 7.25, 7.35], [6.90, 7.00, 7.10])
-    lr_5e4 = outcome.cases[1].comparison
+    assert outcome.verdict is Verdict.INCONCLUSIVE  # was "does not hold": the 95 % interval alone
+    lr_5e4 = outcome.cases[0].comparison  # cases in lr order
     assert lr_5e4.verdict is Verdict.DOES_NOT_HOLD and lr_5e4.high < 0.5 < lr_5e4.interval(0.975)[1]
-    assert outcome.verdict is Verdict.INCONCLUSIVE
     assert verdict_text(outcome) == "inconclusive (does not hold at 95 % in 1 case(s), not after Holm's correction over 2)"
     row = claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
     assert "; Holm-adjusted 97.5 % CI [-0.04, +0.54] → inconclusive" in row
@@ -119,9 +119,9 @@ def test_a_clear_failure_at_one_lr_survives_holm_and_holding_everywhere_needs_no
     failing = _two_lrs(tmp_path / "a", [7.10, 7.00, 7.05], [7.00, 7.05, 6.95])
     assert failing.verdict is Verdict.DOES_NOT_HOLD
     # holds at both lrs, each only just at 95 % (an intersection-union test keeps 95 % per case)
-    holding = _two_lrs(tmp_path / "b", [7.70, 7.80, 7.90], [6.90, 7.00, 7.10])
+    holding = _two_lrs(tmp_path / "b", [7.65, 7.75, 7.85], [6.90, 7.00, 7.10])
     assert [j.verdict for j in holding.judged()] == [Verdict.HOLDS, Verdict.HOLDS]
-    assert holding.cases[1].comparison.interval(0.975)[0] < 0.5 < holding.cases[1].comparison.low
+    assert holding.cases[0].comparison.interval(0.975)[0] < 0.5 < holding.cases[0].comparison.low
     assert holding.verdict is Verdict.HOLDS
 
 
