@@ -192,7 +192,8 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any], failure
         a = _updates_sample(describe_arm(method[0]), reached[: len(method)], never)
         b = _updates_sample(describe_arm(post[0]), reached[len(method):], never)
         comparison = compare(metric, a, b, below(spec["margin_updates"]))
-        outcome.cases.append(Case(f"{optimizer} lr {lr:g}", comparison, _reaches_target(b, target, never)))
+        label = f"{optimizer} lr {lr:g}, updates to {target:g} bits"
+        outcome.cases.append(Case(label, comparison, _reaches_target(b, target, never)))
         if not a.failed and not b.failed:
             outcome.notes.append(f"{optimizer} lr {lr:g}: Post-LN's mean updates to {target:g} bits / "
                                  f"{describe_arm(method[0])}'s = {b.mean / a.mean:.2f} (the paper: 1.56)")  # fmt: skip
