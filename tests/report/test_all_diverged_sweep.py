@@ -1,0 +1,46 @@
+"""A real sweep whose every run diverges before its first validation (issue 30): the sweep's closing report and
+`prelnx report` both write the report, and the Pre-LN-matches-Post-LN claim is "not testable", never "holds"."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from prelnx.cli import app
+from prelnx.report.report import report_after_sweep
+from prelnx.sweep.execute import run_sweep
+from prelnx.sweep.spec import load_spec
+
+pytestmark = pytest.mark.slow
+
+MATCHES = "Pre-LN without warm-up reaches the quality of Post-LN with warm-up."
+
+
+def test_a_sweep_whose_runs_all_diverged_is_reported_as_not_testable(tiny_config_file, tmp_path):
+    # Adam at lr 1e6 puts NaN in the weights within 1-2 updates, with or without a 2-update warm-up.
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "dead", "base": str(tiny_config_file(train={"max_epoch": 1})),
+        "grid": [{"model.layout": ["pre"], "schedule.warmup_updates": [0], "train.seed": [1, 2, 3]},
+                 {"model.layout": ["post"], "schedule.warmup_updates": [2], "train.seed": [1, 2, 3]}],
+        "set": {"optimizer.name": "adam", "optimizer.lr": 1.0e6},
+    }, sort_keys=False))  # fmt: skip
+    sweep_dir, lines = tmp_path / "out", []
+    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=2, echo=lambda line: None)
+    assert [row["status"] for row in rows] == ["diverged"] * 6
+    assert not any(row.get("epochs") for row in rows)  # before any validation
+
+    report_after_sweep(sweep_dir, lines.append)  # what `prelnx sweep` does last
+    assert not any(line.startswith("warning") for line in lines), lines
+    assert (sweep_dir / "report.md").is_file()
+
+    result = CliRunner().invoke(app, ["report", str(sweep_dir), "--out", str(tmp_path / "r"), "--name", "dead"])
+    assert result.exit_code == 0, result.output
+    printed = result.output.splitlines()
+    verdict = printed[next(i for i, line in enumerate(printed) if line.startswith(MATCHES)) + 2]
+    assert verdict.startswith("  verdict: not testable at this scale (neither arm trained"), result.output
+    report = (tmp_path / "r" / "dead.md").read_text()
+    (row,) = [line for line in report.splitlines() if line.startswith(f"| {MATCHES}")]
+    assert row.endswith("| **not testable at this scale (neither arm trained (every seed diverged or ended with "
+                        "its valid nll at or above the unigram plateau))** |")  # fmt: skip
