@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -92,14 +93,47 @@ PartitionName=cpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
     return f"the node never became idle (sinfo: {state!r})"
 
 
-def stop(folder: Path) -> None:
+def _processes_of(conf: Path) -> list[int]:
+    """Every process of this cluster: its daemons, job steps (slurmstepd) and their tasks carry SLURM_CONF=conf."""
+    marker = f"SLURM_CONF={conf}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker in environ.read_bytes().split(b"\0") and int(environ.parent.name) != os.getpid():
+                found.append(int(environ.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def stop(folder: Path, timeout: float = 20.0) -> list[int]:
+    """Cancel every job, stop the daemons, and end whatever of the cluster is left (a job step that outlives its
+    slurmd); returns the pids that had to be killed. After it, no process of this cluster runs."""
+    env = {**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
+    subprocess.run(["scancel", "--user", "root"], env=env, capture_output=True, timeout=30)
+    deadline = time.monotonic() + timeout / 2
+    while time.monotonic() < deadline:
+        queue = subprocess.run(["squeue", "-h"], env=env, capture_output=True, text=True, timeout=30)
+        if queue.returncode != 0 or not queue.stdout.strip():
+            break
+        time.sleep(0.3)
     for name in ("slurmd", "slurmctld"):
         pid_file = folder / f"{name}.pid"
         if pid_file.is_file():
             try:
-                os.kill(int(pid_file.read_text().strip()), 15)
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
             except (ValueError, ProcessLookupError):
                 pass
+    deadline = time.monotonic() + timeout / 2
+    while _processes_of(folder / "slurm.conf") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    killed = _processes_of(folder / "slurm.conf")
+    for pid in killed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return killed
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +147,6 @@ def slurm(tmp_path_factory):
     previous = os.environ.get("SLURM_CONF")
     os.environ.update(env)
     yield partition
-    subprocess.run(["scancel", "--user", "root"], capture_output=True)
     stop(folder)
     if previous is None:
         os.environ.pop("SLURM_CONF", None)

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from prelnx.plan.launch import fairseq_program
 from prelnx.plugin_path import PLUGIN_DIR
 
 _LINE = re.compile(r"^([HT])-(\d+)\t(.*)$")
@@ -41,7 +42,7 @@ def generate(
     max_len_b: int = 10,
 ) -> Generation:
     argv = [
-        sys.executable, "-m", "fairseq_cli.generate", str(data),
+        sys.executable, *fairseq_program("fairseq_cli.generate"), str(data),
         "--user-dir", str(PLUGIN_DIR), "--task", "translation",
         "--source-lang", source_lang, "--target-lang", target_lang,
         "--path", str(checkpoint), "--gen-subset", split,

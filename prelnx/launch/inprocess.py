@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import Config
+from prelnx.launch import fairseq_entry
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.launch import fairseq_argv
 from prelnx.plugin_path import PLUGIN_DIR
 
 
-def load_plugin() -> None:
-    """Import the plugin the way fairseq's --user-dir does, so its parts are registered exactly once.
+def load_plugin(argv: list[str] | None = None) -> None:
+    """Import the plugin the way fairseq's --user-dir does, so its parts are registered exactly once; fairseq is
+    imported as a training of `argv` imports it (launch/fairseq_entry.py: without the modules it never uses).
 
     Also silences the notices fairseq 0.12 triggers when used in process (Hydra's deprecations in its config
     conversion, torch's pin_memory note on CPU): they are about fairseq's code, not the user's.
@@ -29,6 +31,7 @@ def load_plugin() -> None:
 
     from prelnx.quiet import kept_logging
 
+    fairseq_entry.install(argv or ())
     with kept_logging():
         from fairseq import utils
 
@@ -49,12 +52,13 @@ def training_cfg(config: Config, save_dir: Path = Path("unused-checkpoints")) ->
 
     The cfg `build_task_and_model` builds from, for callers that set up the task once and build many models from it.
     """
+    data = ensure_data(config)
+    argv = fairseq_argv(config, data, save_dir, cuda=False)
+    load_plugin(argv)
     from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    load_plugin()
-    data = ensure_data(config)
-    args = options.parse_args_and_arch(options.get_training_parser(), fairseq_argv(config, data, save_dir, cuda=False))
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
     return convert_namespace_to_omegaconf(args)
 
 

@@ -1,7 +1,7 @@
 """Running one training here: fairseq as a child process that writes train.log itself, followed into the run dir.
 
-The child is plain `fairseq-train` (as `python -m fairseq_cli.train`, under torchrun for several workers) with the
-arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are
+The child is plain `fairseq-train` (as `python -m prelnx.launch.fairseq_entry fairseq_cli.train`: fairseq's program
+without the modules it never uses; under torchrun for several workers) with the arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are
 set per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
 
 What makes the run dir trustworthy (README, "Failure modes"):

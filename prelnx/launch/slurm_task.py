@@ -4,7 +4,8 @@ submitit submits ONE job of train.nodes nodes x train.processes tasks per node (
 1 per node by default). In every task (`SlurmTrainTask`):
 - rank 0 runs prelnx's own `launch.local.train`: the lock, config.yaml, command.txt, status.json, metrics and TensorBoard
   (only rank 0 writes the run dir); its fairseq child is rank 0 of the group;
-- every other rank runs plain fairseq (`python -m fairseq_cli.train` with the arguments of command.txt) as its own
+- every other rank runs plain fairseq (`fairseq_cli.train` through launch/fairseq_entry.py, with the arguments of
+  command.txt) as its own
   child, which watches that task's process (the plugin's parent watch: a pid means something only on its node);
   it starts it once rank 0 has taken the run dir, and stops it when rank 0's task has ended (`Rank0Marks`: files
   in the job's submitit folder, which the nodes share).

@@ -21,6 +21,16 @@ from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
 from prelnx.plan.parallel import Parallel, describe_batch, resolve, with_effective_batch
 from prelnx.plan.translation import translation_argv
 
+# How prelnx starts a fairseq program (`python -u -m <ENTRY> fairseq_cli.train ...`): fairseq's own program, less the
+# modules it never uses (prelnx/launch/fairseq_entry.py says which and why). command.txt shows the plain command.
+FAIRSEQ_ENTRY = "prelnx.launch.fairseq_entry"
+
+
+def fairseq_program(program: str) -> list[str]:
+    """The arguments after `python -u` that run a fairseq program (fairseq_cli.train, fairseq_cli.generate)."""
+    return ["-m", FAIRSEQ_ENTRY, program]
+
+
 # task -> its planner: (config, data folder) -> the task's, model's and criterion's arguments
 TASK_PLANNERS: dict[str, Callable[[Config, Path], list[str]]] = {
     "translation": translation_argv,
@@ -59,10 +69,12 @@ class Launch:
     slurm_tasks: list[str] = field(default_factory=list)
 
     def child_argv(self, python: str) -> list[str]:
-        """The command prelnx runs: fairseq's train module, under torchrun for several workers."""
+        """The command prelnx runs: fairseq's train module (through FAIRSEQ_ENTRY), under torchrun for several
+        workers."""
+        train = [*fairseq_program("fairseq_cli.train"), *self.argv]
         if self.launcher:
-            return [python, "-u", "-m", "torch.distributed.run", *self.launcher, "-m", "fairseq_cli.train", *self.argv]
-        return [python, "-u", "-m", "fairseq_cli.train", *self.argv]
+            return [python, "-u", "-m", "torch.distributed.run", *self.launcher, *train]
+        return [python, "-u", *train]
 
     def command_line(self) -> str:
         """The plain command, with the environment it needs, as saved in command.txt (runnable by hand)."""
