@@ -115,8 +115,9 @@ def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcom
     if not validated:  # every Post-LN seed diverged before its first validation: no update count to take a share of
         label = "Pre-LN's final against Post-LN's (Post-LN never validated)"
         return ClaimOutcome(spec["id"], [_case(label, pre, post, below(spec["margin_bits"]), failure)])
-    at = spec["fraction"] * max(validated)
-    label = f"Pre-LN at update ≤ {at:.0f} ({spec['fraction']:.0%} of Post-LN's {max(validated)}) against Post-LN's final"
+    post_updates = max(validated)
+    at = spec["fraction"] * post_updates
+    label = f"Pre-LN at update ≤ {at:.0f} ({spec['fraction']:.0%} of Post-LN's {post_updates}) against Post-LN's final"
     case = _case(label, pre, post, below(spec["margin_bits"]), failure, at_update=at)
     return ClaimOutcome(spec["id"], [case])
 

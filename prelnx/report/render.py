@@ -8,7 +8,7 @@ import statistics
 from typing import Any
 
 from prelnx.report.outcome import ClaimOutcome, Judged, Premise, PremiseState
-from prelnx.report.stats import MAX_SEEDS, Comparison, Sample, Verdict
+from prelnx.report.stats import MAX_SEEDS, POWER, Comparison, Sample, Verdict
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
 
@@ -48,7 +48,7 @@ def comparison_text(c: Comparison, short: bool = False) -> str:
     return f"{head}; claimed {_region(c.region)}"
 
 
-DEAD = "neither arm trained (every seed diverged or ended with its valid nll at or above the unigram plateau)"
+DEAD = "neither arm trained: every seed diverged or ended with its valid nll at or above the unigram plateau"
 
 
 def verdict_text(outcome: ClaimOutcome) -> str:
@@ -67,7 +67,7 @@ def verdict_text(outcome: ClaimOutcome) -> str:
     if needed:
         most = max(needed)
         count = f"~{most}" if most <= MAX_SEEDS else f"more than {MAX_SEEDS}"
-        reasons.append(f"{count} seeds per arm for 80 % power")
+        reasons.append(f"{count} seeds per arm for {100 * POWER:.0f} % power")
     if any(c.premise is not None and c.premise.state in (PremiseState.UNSETTLED, PremiseState.UNCHECKED)
            and c.comparison.verdict is Verdict.DOES_NOT_HOLD for c in open_cases):  # fmt: skip
         reasons.append("does not hold, but its premise is not settled")

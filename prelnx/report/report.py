@@ -19,7 +19,7 @@ from prelnx.report.bert_claims import BERT_CHECKS
 from prelnx.report.claims import TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
 from prelnx.report.render import arms_table, claims_table, claims_text
-from prelnx.report.stats import Verdict
+from prelnx.report.stats import POWER, Verdict
 from prelnx.sweep.summary import summarize
 
 
@@ -33,13 +33,13 @@ CLAIMS_INTRO = [
     "plateau or the sweep's worst finished loss), the side the claim needs (its practical margin, in paper.yaml),",
     "the premise that makes the claim meaningful at this scale, and the verdict: holds (interval on the claimed side",
     "of the margin), does not hold (on the other side), inconclusive (it straddles; with the seeds per arm that would",
-    "decide it with 80 % power if the observed means and spreads were the truth, by simulation; one seed is always",
-    "inconclusive), not testable at this scale (a premise failed, or neither arm trained: every seed diverged or",
-    "ended at the unigram plateau), not measured (the arms are missing). A claim tested at several lrs (or in two",
-    "parts) holds when every case holds at 95 %: an intersection-union test, no correction. Does not hold means it",
-    "fails at some lr, an existential conclusion: each case's \"does not hold\" must survive Holm's correction over",
-    "the claim's testable cases (its interval outside the claim at the Holm-adjusted level, shown beside the 95 %",
-    "one). Losses are fairseq's validation loss in bits per (masked) token.",
+    f"decide it with {100 * POWER:.0f} % power if the observed means and spreads were the truth, by simulation; one",
+    "seed is always inconclusive), not testable at this scale (a premise failed, or neither arm trained: every seed",
+    "diverged or ended at the unigram plateau), not measured (the arms are missing). A claim tested at several lrs",
+    "(or in two parts) holds when every case holds at 95 %: an intersection-union test, no correction. Does not hold",
+    "means it fails at some lr, an existential conclusion: each case's \"does not hold\" must survive Holm's",
+    "correction over the claim's testable cases (its interval outside the claim at the Holm-adjusted level, shown",
+    "beside the 95 % one). Losses are fairseq's validation loss in bits per (masked) token.",
 ]
 
 

@@ -19,7 +19,8 @@ A claim tested in several cases (one per lr, or two parts) is their intersection
 an intersection-union test that needs no correction (each case at 95 % keeps the claim at 95 %). "Does not hold"
 is the existential conclusion - it fails at some lr - so the cases' "does not hold" are Holm-corrected over the
 claim's testable cases (`holm`, prelnx.report.outcome): a case's interval must lie outside the region at its
-Holm-adjusted level, 1 - 0.05 / (k - rank), not at 95 %.
+Holm-adjusted level - 1 - 0.05 / k for the smallest p-value, 1 - 0.05 / (k - 1) for the next, ... - not at 95 %.
+A claim that would hold "at some lr" would need the same correction of its "holds"; paper.yaml has none.
 
 The interval is Welch's t (scipy): unequal variances, t quantiles for the few seeds a sweep affords. A bootstrap
 over seeds was not used: with 2-5 seeds it has a handful of distinct resamples, and its percentile interval is far

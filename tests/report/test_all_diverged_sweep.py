@@ -42,5 +42,5 @@ def test_a_sweep_whose_runs_all_diverged_is_reported_as_not_testable(tiny_config
     assert verdict.startswith("  verdict: not testable at this scale (neither arm trained"), result.output
     report = (tmp_path / "r" / "dead.md").read_text()
     (row,) = [line for line in report.splitlines() if line.startswith(f"| {MATCHES}")]
-    assert row.endswith("| **not testable at this scale (neither arm trained (every seed diverged or ended with "
-                        "its valid nll at or above the unigram plateau))** |")  # fmt: skip
+    assert row.endswith("| **not testable at this scale (neither arm trained: every seed diverged or ended with "
+                        "its valid nll at or above the unigram plateau)** |")  # fmt: skip

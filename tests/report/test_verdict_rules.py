@@ -63,8 +63,8 @@ def test_a_report_on_runs_that_all_diverged_before_validating(tmp_path):
     printed: list[str] = []
     report = write_report(sweep.save(), tmp_path / "report.md", echo=printed.append).read_text()
     assert "| Pre-LN without warm-up reaches the quality of Post-LN with warm-up." in report
-    assert printed.count("  verdict: not testable at this scale (neither arm trained (every seed diverged or ended "
-                         "with its valid nll at or above the unigram plateau))") == 2  # matches, converges faster
+    assert printed.count("  verdict: not testable at this scale (neither arm trained: every seed diverged or ended "
+                         "with its valid nll at or above the unigram plateau)") == 2  # matches, converges faster
 
 
 def _decided_share(a: Sample, b: Sample, margin: float, n: int) -> float:
@@ -106,7 +106,8 @@ def test_failing_at_some_lr_needs_holms_correction(tmp_path):
     assert outcome.verdict is Verdict.INCONCLUSIVE  # was "does not hold": the 95 % interval alone
     lr_5e4 = outcome.cases[0].comparison  # cases in lr order
     assert lr_5e4.verdict is Verdict.DOES_NOT_HOLD and lr_5e4.high < 0.5 < lr_5e4.interval(0.975)[1]
-    assert verdict_text(outcome) == "inconclusive (does not hold at 95 % in 1 case(s), not after Holm's correction over 2)"
+    assert verdict_text(outcome) == ("inconclusive (does not hold at 95 % in 1 case(s), not after Holm's correction "
+                                     "over 2)")
     row = claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
     assert "; Holm-adjusted 97.5 % CI [-0.04, +0.54] → inconclusive" in row
     # the same lr alone is one test: no correction
