@@ -1,31 +1,17 @@
-"""The `prelnx` command line: one thin function per command; the work lives in the modules they call."""
+"""The `prelnx` command line: one thin function per command; the work lives in the modules they call.
+
+A command's module is imported only when that command runs (`prelnx train` never imports the report's scipy.stats
+or the plots' matplotlib); `prelnx --help`, and `app` imported from here (the tests' CliRunner), have every command.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-
-from prelnx.commands.data import data_app
-from prelnx.commands.evaluate import evaluate_command
-from prelnx.commands.finetune import finetune_command
-from prelnx.commands.grads import grads_command
-from prelnx.commands.plot import plot_command
-from prelnx.commands.report import report_command
-from prelnx.commands.sweep import sweep_command
-from prelnx.commands.theory import theory_command
-from prelnx.commands.train import train_command
-
-app = typer.Typer(
-    rich_markup_mode=None,
-    context_settings={"max_content_width": 120},  # plain click help: flags show no <bool>, long defaults wrap instead of being cut
-    help="Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
 
 def _print_version(value: bool) -> None:
@@ -39,7 +25,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _group(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print prelnx's version and exit.")] = False,  # fmt: skip
@@ -60,12 +45,48 @@ SHORT_HELP = {
     "finetune": "Fine-tune pre-trained encoders on sentence(-pair) classification.",
     "data": "Prepare datasets: download, tokenize, BPE, binarize for fairseq.",
 }
-COMMANDS = {"train": train_command, "sweep": sweep_command, "plot": plot_command, "evaluate": evaluate_command,
-            "grads": grads_command, "theory": theory_command, "report": report_command, "finetune": finetune_command}  # fmt: skip
+# command -> "module:function" of its body (module: prelnx.commands.<command>); `data` is a group of commands
+COMMANDS = {"data": "prelnx.commands.data:data_app"} | {
+    name: f"prelnx.commands.{name}:{name}_command"
+    for name in ("train", "sweep", "plot", "evaluate", "grads", "theory", "report", "finetune")}  # fmt: skip
 
-app.add_typer(data_app, name="data", short_help=SHORT_HELP["data"])
-for _name, _command in COMMANDS.items():
-    app.command(_name, short_help=SHORT_HELP[_name])(_command)
+
+def _load(target: str) -> Any:
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The command line with every command, or with `only` that one (what `main` runs: one command's imports)."""
+    built = typer.Typer(
+        rich_markup_mode=None,
+        context_settings={"max_content_width": 120},  # plain click help: flags show no <bool>, long defaults wrap instead of being cut
+        help="Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    built.callback()(_group)
+    for name, target in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        if name == "data":
+            built.add_typer(_load(target), name="data", short_help=SHORT_HELP["data"])
+        else:
+            built.command(name, short_help=SHORT_HELP[name])(_load(target))
+    return built
+
+
+def _invoked(argv: list[str]) -> str | None:
+    """The command `argv` runs (its first word, when it names one), else None (help, a typo: every command)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
+def __getattr__(name: str) -> Any:  # `from prelnx.cli import app`: the whole command line
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
@@ -80,7 +101,7 @@ def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
 
 def main() -> None:
     threading.excepthook = _thread_errors_in_one_line
-    app()
+    build_app(_invoked(sys.argv[1:]))()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from prelnx.config.schema import Config
-from prelnx.machine import cpu_bf16_problem
+from prelnx.machine import cpu_bf16_problem, may_have_gpu
 from prelnx.plan.common import optimization_argv, run_argv
 from prelnx.plan.data import data_dir
 from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
@@ -40,7 +40,7 @@ TASK_PLANNERS: dict[str, Callable[[Config, Path], list[str]]] = {
 
 
 def use_cuda(config: Config) -> bool:
-    if config.train.device == "cpu":
+    if config.train.device == "cpu" or (config.train.device == "auto" and not may_have_gpu()):
         return False
     import torch
 

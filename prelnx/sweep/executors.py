@@ -23,6 +23,7 @@ from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
 from prelnx.launch.local import train
 from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, PortableConfig
+from prelnx.machine import may_have_gpu
 from prelnx.plan.launch import with_threads
 from prelnx.records.lock import RunLocked, is_locked
 from prelnx.records.status import read_status, write_status
@@ -33,6 +34,8 @@ RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run 
 
 
 def _visible_gpus() -> int:
+    if not may_have_gpu():
+        return 0
     try:
         import torch
 

@@ -98,3 +98,26 @@ def test_refusals_of_paths_and_keys_are_one_line_with_a_suggestion(tmp_path):
         result = runner.invoke(app, ["train", "--config", str(config), "--dry-run"])
         assert result.exit_code == 2 and f"{secret}: not a prelnx config" in result.output
         assert "hashhash" not in result.output and "alice" not in result.output and "Traceback" not in result.output
+
+
+def test_a_command_imports_only_its_own_module(tmp_path):
+    """`prelnx train` never pays for the report's scipy.stats, the plots' matplotlib or another command's module;
+    on a machine that cannot have a GPU, not even torch (the parent only plans and watches: fairseq is the child)."""
+    import json
+    import subprocess
+    import sys
+
+    from prelnx.machine import may_have_gpu
+
+    probe = ("import atexit, json, sys\n"
+             "atexit.register(lambda: print(json.dumps(sorted(sys.modules))))\n"
+             "from prelnx.cli import main\nmain()\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", probe, "train", "--config", "demo/preln_nowarmup.yaml", "--dry-run",
+                           "--run-dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "fairseq-train" in done.stdout, done.stdout + done.stderr[-2000:]
+    names = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "prelnx.commands.train" in names
+    never = {"scipy.stats", "matplotlib", "prelnx.commands.sweep", "prelnx.commands.report", "prelnx.report.report"}
+    assert not never & names, never & names
+    if not may_have_gpu():
+        assert "torch" not in names
