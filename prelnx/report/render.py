@@ -12,6 +12,9 @@ from prelnx.report.stats import MAX_SEEDS, POWER, Comparison, Sample, Verdict
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
 
+DEAD = "neither arm trained: every seed diverged or ended with its valid nll at or above the unigram plateau"
+
+
 def _seeds(sample: Sample) -> str:
     text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
     return text + (f", {sample.failed} diverged" if sample.failed else "")
@@ -46,9 +49,6 @@ def comparison_text(c: Comparison, short: bool = False) -> str:
         head = (f"{c.a.label} {c.a.mean:.2f} ({_seeds(c.a)}) − {c.b.label} {c.b.mean:.2f} ({_seeds(c.b)}) "
                 f"= {interval_text(c)}")  # fmt: skip
     return f"{head}; claimed {_region(c.region)}"
-
-
-DEAD = "neither arm trained: every seed diverged or ended with its valid nll at or above the unigram plateau"
 
 
 def verdict_text(outcome: ClaimOutcome) -> str:
