@@ -92,6 +92,19 @@ class OptimizerConfig:
     eps: float = 1e-8  # adam and radam
     weight_decay: float = 0.0
     momentum: float = 0.0  # sgd only
+    # v_0, Adam's second moment before the first step: zero (Adam) or gradient (GI-Adam, v_0 = g_1^2; Kalra &
+    # Barkeshli 2024); adam and radam (RAdam's first, unrectified updates do not use v)
+    second_moment_init: Literal["zero", "gradient"] = "zero"
+    bias_correction: bool = True  # adam only: false uses m_t and v_t without Adam's 1 - beta^t corrections
+
+
+@dataclass
+class DiagnosticsConfig:
+    # every N updates: per layer and sublayer the gradient norm, ||delta w|| / ||w|| after the step and the largest
+    # pre-softmax attention logit, into diagnostics.jsonl (null = off)
+    every_updates: Optional[int] = None
+    # every M updates: the critical sharpness 2 / eta_c on a fixed validation batch (null = off)
+    sharpness_every_updates: Optional[int] = None
 
 
 @dataclass
@@ -118,6 +131,7 @@ class TrainConfig:
     keep_every_updates: Optional[int] = None
     loss_ceiling: Optional[float] = None  # a train loss (base 2) above this counts as divergence; None = NaN/Inf only
     num_workers: int = 1  # fairseq data-loading worker processes; 0 = load in the training process
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)  # why warm-up works: docs/diagnostics.md
 
 
 @dataclass
@@ -226,6 +240,17 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     need(0.0 <= o.momentum < 1.0, "optimizer.momentum", f"must be in [0, 1), got {o.momentum}")
     need(o.momentum == 0.0 or o.name == "sgd", "optimizer.momentum", f"only sgd uses momentum; optimizer.name is {o.name}")
     problems += schedule_problems(s, o.lr, t.max_update)
+    need(o.second_moment_init == "zero" or o.name in ("adam", "radam"), "optimizer.second_moment_init",
+         f"only adam and radam have a second moment; optimizer.name is {o.name}")  # fmt: skip
+    need(o.bias_correction or o.name == "adam", "optimizer.bias_correction",
+         f"only adam can run without bias correction (RAdam's rectification assumes it); optimizer.name is {o.name}")
+    for key in ("every_updates", "sharpness_every_updates"):
+        value = getattr(t.diagnostics, key)
+        need(value is None or value >= 1, f"train.diagnostics.{key}", f"must be >= 1 or null (off), got {value}")
+    diagnosed = t.diagnostics.every_updates is not None or t.diagnostics.sharpness_every_updates is not None
+    need(not (diagnosed and t.precision == "fp16"), "train.diagnostics",
+         "diagnostics read the gradients as fp32 or bf16 runs hold them (fp16's are loss-scaled); use precision "
+         "fp32 or bf16, or set train.diagnostics.every_updates and sharpness_every_updates to null")  # fmt: skip
     need(t.max_epoch is not None or t.max_update is not None, "train.max_epoch",
          "set train.max_epoch or train.max_update (or both); otherwise training never stops")  # fmt: skip
     for key in ("max_tokens", "update_freq", "log_interval"):

@@ -19,9 +19,15 @@ def dropout_argv(config: Config) -> list[str]:
 def optimization_argv(config: Config) -> list[str]:
     """Optimizer and learning-rate schedule (the plugin's warmup_decay), the same for every task."""
     o, s = config.optimizer, config.schedule
-    argv = ["--optimizer", o.name, "--lr", str(o.lr), "--weight-decay", str(o.weight_decay)]
+    # Adam with GI-Adam's v_0 or without bias correction is the plugin's prelnx_adam; plain Adam stays fairseq's own
+    variant = o.name == "adam" and (o.second_moment_init != "zero" or not o.bias_correction)
+    argv = ["--optimizer", "prelnx_adam" if variant else o.name, "--lr", str(o.lr), "--weight-decay", str(o.weight_decay)]
     if o.name in ("adam", "radam"):
         argv += ["--adam-betas", f"({o.betas[0]}, {o.betas[1]})", "--adam-eps", str(o.eps)]
+        if o.second_moment_init != "zero":
+            argv += ["--second-moment-init", o.second_moment_init]
+        if not o.bias_correction:
+            argv.append("--no-bias-correction")
     else:
         argv += ["--momentum", str(o.momentum)]
     argv += [
@@ -59,6 +65,10 @@ def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
         argv.append("--bf16")
 
     argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
+    if t.diagnostics.every_updates is not None:  # the plugin's options (prelnx_fairseq_plugin/diagnostics.py)
+        argv += ["--diagnostics-every-updates", str(t.diagnostics.every_updates)]
+    if t.diagnostics.sharpness_every_updates is not None:
+        argv += ["--sharpness-every-updates", str(t.diagnostics.sharpness_every_updates)]
     if every is not None:
         # Validate and checkpoint every N updates and when training stops, at an epoch's end only when it is the
         # last (train.max_epoch; fairseq has no "never" for --validate-interval): each validation is a metrics

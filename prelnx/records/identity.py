@@ -16,7 +16,9 @@ from prelnx.config.schema import Config
 # With train.effective_batch_tokens, workers (processes, nodes) and the derived update_freq are execution too:
 # the batch per update stays the same (a resume on other hardware runs the same optimisation).
 EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling",
-                  "train.keep_every_updates"}
+                  "train.keep_every_updates",
+                  # diagnostics only read the training (no random draws; the weights restored bit for bit)
+                  "train.diagnostics.every_updates", "train.diagnostics.sharpness_every_updates"}
 BATCH_KEYS = {"train.processes", "train.nodes", "train.update_freq"}
 BUDGET_KEYS = ("train.max_epoch", "train.max_update")  # may grow on a finished run (launch/local.py: extension)
 CONFIG_NAME = "config.yaml"
