@@ -12,9 +12,10 @@ from prelnx.launch.watch import Watch
 from prelnx.plan.launch import RunPlan
 from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
+from prelnx.records.diagnostics import reconcile_diagnostics
 from prelnx.records.grain import Grain
 from prelnx.records.outcome import Failure, Outcome, io_failure
-from prelnx.records.reconcile import reconcile_run
+from prelnx.records.reconcile import LOG_NAME, reconcile_run
 from prelnx.records.results import best_and_final
 from prelnx.records.rows import Row
 from prelnx.records.status import write_status
@@ -40,7 +41,7 @@ def finish(plan: RunPlan, watch: Watch, outcome: Outcome, hparams: dict[str, Any
         info, unreadable = None, str(error)
         listener(Note(f"warning: {error}"))
     extra: dict[str, Any] = {}
-    rows = watch.rows
+    rows, diagnostics = watch.rows, watch.diagnostics
     try:
         if unreadable:  # nothing to reconcile against: keep what was seen, and do not call the run finished
             if outcome.status == "finished":
@@ -50,7 +51,13 @@ def finish(plan: RunPlan, watch: Watch, outcome: Outcome, hparams: dict[str, Any
             rows = reconciled.rows
             if reconciled.lost:
                 extra["lost_validations" if watch.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
-        rebuild(run_dir, rows, hparams, best_and_final(rows), watch.grain)
+            # a diverged run is never resumed: its diagnostics up to the divergence stay (records/diagnostics.py)
+            upto = info.update if info else 0
+            if outcome.status == "diverged":  # this attempt's rows, which may run a little past its last progress line
+                upto = max([upto, outcome.update] + [row["num_updates"] for row in watch.diagnostics or []])
+            kept = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, upto)
+            diagnostics = kept if diagnostics is not None or kept else None
+        rebuild(run_dir, rows, hparams, best_and_final(rows), watch.grain, diagnostics)
     except OSError as error:
         rows = watch.rows
         if not (outcome.status == "failed" and outcome.failure is Failure.DISK_FULL):  # keep fairseq's own path

@@ -38,6 +38,7 @@ from prelnx.plan.launch import RunPlan, plan_run
 from prelnx.plan.rundirs import default_run_dir
 from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointDamaged, checkpoint_info, resume_point
+from prelnx.records.diagnostics import reconcile_diagnostics
 from prelnx.records.identity import BUDGET_KEYS, Difference, hparams_of, saved_differences
 from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
@@ -211,12 +212,15 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
         write_text_atomic(run_dir / "config.yaml", dump_config(config))
         write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
         reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
+        diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
         write_status(run_dir, "running", update=start.update if start else 0,
                      **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
     except OSError as error:
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     log_path = run_dir / LOG_NAME
-    watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams)
+    diagnosed = t.diagnostics.every_updates is not None or t.diagnostics.sharpness_every_updates is not None
+    watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams,
+                  diagnostics if diagnosed or diagnostics else None)  # fmt: skip
     if start is not None and start.meets(t.max_epoch, t.max_update):
         for line in notes + reconciled.describe():
             listener(Note(line))

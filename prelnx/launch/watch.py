@@ -1,7 +1,7 @@
 """Following a training: the child writes train.log itself; prelnx reads it as it grows.
 
-Each JSON record becomes an event (progress, a validation row written to metrics.jsonl and TensorBoard) and a
-divergence decision; the child's exit becomes a typed `Outcome`. The log is a file the child writes, not a pipe,
+Each JSON record becomes an event (progress, a validation row written to metrics.jsonl and TensorBoard, a
+diagnostics row appended to diagnostics.jsonl and TensorBoard) and a divergence decision; the child's exit becomes a typed `Outcome`. The log is a file the child writes, not a pipe,
 so fairseq's record of every update survives if prelnx dies, and the restart rebuilds what prelnx missed from it
 (records/reconcile.py).
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.launch.events import Listener, Progress, RowDone
+from prelnx.records.diagnostics import append_diagnostics, parse_diagnostics
 from prelnx.records.grain import Grain
 from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, Signal, io_failure
@@ -36,8 +37,10 @@ class Watch:
     """Follows the child's log file: rows, status heartbeats, divergence and I/O failures."""
 
     def __init__(self, run_dir: Path, grain: Grain, rows: list[Row], listener: Listener,
-                 loss_ceiling: float | None, hparams: dict[str, Any]) -> None:  # fmt: skip
+                 loss_ceiling: float | None, hparams: dict[str, Any],
+                 diagnostics: list[dict[str, Any]] | None = None) -> None:  # fmt: skip
         self.run_dir, self.grain, self.rows, self.listener = run_dir, grain, rows, listener
+        self.diagnostics = diagnostics  # the diagnostics rows (None: the run records none)
         self.loss_ceiling, self.hparams = loss_ceiling, hparams
         self.builder = row_builder(grain, last_update=rows[-1]["num_updates"] if rows else 0)
         walls = [r["wall_seconds"] for r in rows if isinstance(r.get("wall_seconds"), (int, float))]
@@ -56,7 +59,7 @@ class Watch:
         prelnx stops it). Ctrl-C: `stop` and return."""
         try:
             try:
-                rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain)
+                rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain, diagnostics=self.diagnostics)
                 self.tensorboard = TensorBoardLog(self.run_dir, self.grain)
             except OSError as error:
                 self.io_failed = io_failure(error, self.run_dir)
@@ -99,6 +102,13 @@ class Watch:
             self.fairseq_nan = True  # its traceback follows
         if DONE_TRAINING in line:
             self.done_training = True
+        diagnosed = parse_diagnostics(line)
+        if diagnosed is not None:
+            try:
+                self._diagnostics(diagnosed)
+            except OSError as error:
+                self.io_failed = io_failure(error, self.run_dir)
+            return
         parsed = parse_record(line)
         if parsed is None:
             return
@@ -128,6 +138,12 @@ class Watch:
                 self.tensorboard.row(row)
             self.listener(RowDone(row, self.grain))
         write_status(self.run_dir, "running", update=self.builder.last_update)
+
+    def _diagnostics(self, row: dict[str, Any]) -> None:
+        self.diagnostics = [r for r in self.diagnostics or [] if r["num_updates"] != row["num_updates"]] + [row]
+        append_diagnostics(self.run_dir, row)
+        if self.tensorboard is not None:
+            self.tensorboard.diagnostics(row)
 
     def outcome(self, returncode: int, crash_update: int | None) -> Outcome:
         """How the attempt ended, once the child has exited."""

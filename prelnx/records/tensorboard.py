@@ -7,6 +7,9 @@
 - A custom-scalars layout (the paper's Figures 2 and 4: every run's valid loss on one chart, valid BLEU on
   another, lr and train loss beside them); TensorBoard merges the runs' layouts into one.
 
+A run with train.diagnostics also gets `diagnostics/<quantity>/<group>` scalars at step = update, and their own
+section of the layout (records/diagnostics.py owns both).
+
 Event files are append-only, so a run that was killed could hold an epoch twice or miss one: `rebuild` rewrites
 the run's own event files (marked by RUN_EVENTS_SUFFIX) from the reconciled rows on every (re)start and at the
 end, so TensorBoard shows exactly the epochs metrics.jsonl holds, each once. `prelnx evaluate`'s files stay.
@@ -20,6 +23,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from prelnx.records import diagnostics as diagnostics_rows
 from prelnx.records.grain import Grain
 
 SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr",
@@ -51,6 +55,11 @@ class TensorBoardLog:
             value = row.get(key)
             if isinstance(value, (int, float)) and math.isfinite(value):
                 self.writer.add_scalar(tag, value, global_step=self.grain.step(row))
+        self.writer.flush()
+
+    def diagnostics(self, row: dict[str, Any]) -> None:
+        for tag, value in diagnostics_rows.scalars(row):
+            self.writer.add_scalar(tag, value, global_step=int(row["num_updates"]))
         self.writer.flush()
 
     def close(self) -> None:
@@ -91,16 +100,20 @@ def owned_event_files(run_dir: Path) -> list[Path]:
 
 
 def rebuild(run_dir: Path, rows: list[dict[str, Any]], hparams: dict[str, Any],
-            results: dict[str, Any] | None = None, grain: Grain = Grain.EPOCH) -> None:  # fmt: skip
-    """Replace the run's event files by one holding the layout, the hparams (+ `results`) and `rows`."""
+            results: dict[str, Any] | None = None, grain: Grain = Grain.EPOCH,
+            diagnostics: list[dict[str, Any]] | None = None) -> None:  # fmt: skip
+    """Replace the run's event files by one holding the layout, the hparams (+ `results`) and `rows`; with
+    `diagnostics` (a run that records them, even none yet) their layout section and scalars too."""
     staging = run_dir / f".tb-rebuild-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     log = TensorBoardLog(staging, grain)
     try:
-        log.writer.add_custom_scalars(LAYOUT)
+        log.writer.add_custom_scalars(LAYOUT if diagnostics is None else LAYOUT | diagnostics_rows.LAYOUT)
         _hparams(log.writer, hparams, results)
         for row in rows:
             log.row(row)
+        for row in diagnostics or []:
+            log.diagnostics(row)
     finally:
         log.close()
     for old in owned_event_files(run_dir):
