@@ -18,8 +18,6 @@ With neither, this is fairseq's Adam step for step (tests/plugin/test_adam_momen
 fairseq's). `second_moment_gradient` is also what the plugin's `radam` uses for its `--second-moment-init`.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field

@@ -114,3 +114,16 @@ def test_radam_gradient_init_keeps_its_first_update_and_starts_v_from_g_squared(
     for p, a, b in zip(gi.parameters(), g1, g2):
         v = optimizers[1].optimizer.state[p]["exp_avg_sq"]
         torch.testing.assert_close(v, B2 * a**2 + (1 - B2) * b**2)  # v_0 = g_1^2, then the usual recurrence
+
+
+def test_the_config_keys_reach_fairseqs_parsed_optimizer(tiny_config_file):
+    """`optimizer.second_moment_init` / `bias_correction` through the planner's argv, parsed by fairseq itself."""
+    from prelnx.config.load import load_config
+    from prelnx.launch.inprocess import training_cfg
+
+    config, _ = load_config(tiny_config_file(optimizer={"second_moment_init": "gradient", "bias_correction": False}))
+    cfg = training_cfg(config)
+    assert cfg.optimizer._name == "prelnx_adam"
+    assert cfg.optimizer.second_moment_init == "gradient" and cfg.optimizer.no_bias_correction is True
+    config, _ = load_config(tiny_config_file(optimizer={"name": "radam", "second_moment_init": "gradient"}))
+    assert training_cfg(config).optimizer.second_moment_init == "gradient"
