@@ -256,7 +256,8 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
 
 
 def plot(path: Path, out: Path | None = None) -> list[Path]:
-    """Write loss, bleu and lr (.png/.svg; heatmap too for a warm-up x lr grid); returns the files.
+    """Write loss, bleu and lr (.png/.svg; heatmap too for a warm-up x lr grid; diagnostics for runs with
+    train.diagnostics: plots/diagnostics.py); returns the files.
 
     A figure no run has data for is not drawn."""
     runs = collect_runs(path)
@@ -270,4 +271,7 @@ def plot(path: Path, out: Path | None = None) -> list[Path]:
     at = "at each validation" if all(run.grain is Grain.UPDATE for run in runs) else "end of epoch"
     files += _curve_figure(runs, "lr", f"learning rate ({at})", f"Learning rate - {name}", out)
     files += _heatmap(runs, out)
+    from prelnx.plots.diagnostics import plot_diagnostics  # train.diagnostics' figures
+
+    files += plot_diagnostics(runs, name, out)
     return files

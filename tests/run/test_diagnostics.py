@@ -54,6 +54,9 @@ def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchange
     assert scalar_steps(run_dir, "diagnostics/lambda_c") == [u for u in measured(updates) if u % SHARPNESS == 0]
     assert "prelnx_diagnostics" in (run_dir / "train.log").read_text()
     assert "--diagnostics-every-updates 2 --sharpness-every-updates 3" in (run_dir / "command.txt").read_text()
+    from prelnx.plots.curves import plot
+
+    assert run_dir / "diagnostics.png" in plot(run_dir)
 
     # Diagnostics draw no random numbers and restore every weight: the same run without them trains identically.
     plain, _ = load_config(tiny_config_file())
@@ -61,6 +64,10 @@ def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchange
     assert not (tmp_path / "plain" / FILE).exists()
     keys = ("num_updates", "train_loss", "valid_loss", "valid_bleu")
     assert [[r[k] for k in keys] for r in read_metrics(tmp_path / "plain")] == [[r[k] for k in keys] for r in read_metrics(run_dir)]
+    (tmp_path / "sweep").mkdir()
+    for name in ("run", "plain"):
+        (tmp_path / name).rename(tmp_path / "sweep" / name)
+    assert tmp_path / "sweep" / "diagnostics_summary.png" in plot(tmp_path / "sweep")  # the run without draws nothing
 
 
 @pytest.mark.slow
