@@ -47,3 +47,44 @@ def tiny_config_file(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def finished_tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real training of the tiny config as it is (2 epochs, a checkpoint per epoch), trained once per session
+    (per pytest-xdist worker) for the tests that need a finished run to read or to damage. Never write to it: take
+    `tiny_run`, a copy of it in the test's own folder."""
+    from prelnx.config.load import load_config
+    from prelnx.launch.local import train
+
+    folder = tmp_path_factory.mktemp("finished-tiny")
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    config, _ = load_config(folder / "tiny.yaml")
+    result = train(config, run_dir=folder / "run", echo=lambda line: None)
+    assert result.status == "finished", (folder / "run" / "train.log").read_text()[-3000:]
+    return folder / "run"
+
+
+@pytest.fixture
+def tiny_run(finished_tiny_run: Path, tiny_config_file, tmp_path: Path):
+    """(config path, run dir): the tiny config in this test's folder and a copy of its finished 2-epoch run, ready to
+    be read, resumed, damaged or extended as a run this test trained itself."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_tiny_run, run_dir)
+    return tiny_config_file(), run_dir
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`-n auto --dist loadgroup`), a module whose tests share a module-scoped fixture (one
+    training, one data preparation, one theory run) goes to one worker, which builds that fixture once; every other
+    test goes wherever a worker is free. Tests with their own `xdist_group` (the Slurm cluster's) keep it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        shared = any(d.scope in ("module", "class") for defs in definitions.values() for d in defs)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

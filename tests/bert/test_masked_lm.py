@@ -11,7 +11,7 @@ import torch
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.evaluate.evaluate import EvaluationError, plan_evaluation
-from prelnx.records.checkpoints import checkpoint_info, resume_point, update_checkpoints
+from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
 from prelnx.plan.launch import fairseq_argv
 from prelnx.records.reconcile import reconcile_update_rows

@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from prelnx.config.load import load_config
 from prelnx.records.checkpoints import CheckpointRefused, load_checkpoint, safe_loading
-from prelnx.launch.local import train
 
 ADVISORIES = ("CVE-2025-32434", "CVE-2026-24747")
 # The real CLI in a process whose torch says it is 2.5.1 (the last torch CVE-2025-32434 affects).
@@ -64,11 +62,8 @@ def test_fairseqs_own_loader_is_refused_through_the_plugin(monkeypatch, plain_ch
 
 
 @pytest.mark.slow
-def test_evaluate_and_resume_on_an_old_torch_say_one_line_and_exit_2(tiny_config_file, tmp_path):
-    config_path = tiny_config_file(train={"max_epoch": 1})
-    config, _ = load_config(config_path)
-    run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+def test_evaluate_and_resume_on_an_old_torch_say_one_line_and_exit_2(tiny_run):
+    config_path, run_dir = tiny_run  # a finished run
     (run_dir / "status.json").write_text(json.dumps({"status": "interrupted", "update": 1}))  # so train resumes
 
     for what, args in {

@@ -82,10 +82,9 @@ def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_con
     assert checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch > killed_at
 
 
-def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file(train={"max_epoch": 3}))
-    run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_run):
+    config_path, run_dir = tiny_run  # a finished 2-epoch run
+    config, _ = load_config(config_path)
     complete = read_metrics(run_dir)
     # What a parent killed after epoch 1 leaves while its child trains on: one row, one TB step, "running".
     (run_dir / "metrics.jsonl").write_text(json.dumps(complete[0]) + "\n")
@@ -98,7 +97,7 @@ def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_config_
     assert any("rebuilt from train.log" in line for line in lines), lines
     rows = read_metrics(run_dir)
     assert [r["valid_loss"] for r in rows] == [r["valid_loss"] for r in complete]
-    assert_records_match_checkpoint(run_dir, 3)
+    assert_records_match_checkpoint(run_dir, 2)
 
 
 def test_a_second_train_on_a_locked_run_dir_is_refused_with_the_pid(tiny_config_file, tmp_path):
@@ -187,11 +186,8 @@ def planted_checkpoint(path: Path, marker: Path) -> None:
     torch.save({"model": Payload()}, path)
 
 
-def test_a_planted_checkpoint_is_refused_everywhere_without_running_it(tiny_config_file, tmp_path):
-    config_path = tiny_config_file(train={"max_epoch": 2})
-    config, _ = load_config(config_path)
-    run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+def test_a_planted_checkpoint_is_refused_everywhere_without_running_it(tiny_run, tmp_path):
+    config_path, run_dir = tiny_run  # a finished 2-epoch run
     marker = tmp_path / "pwned"
     checkpoints = run_dir / "checkpoints"
     for name in ("checkpoint_last.pt", "checkpoint_best.pt", "checkpoint2.pt"):
@@ -213,19 +209,18 @@ def test_a_planted_checkpoint_is_refused_everywhere_without_running_it(tiny_conf
     assert not marker.exists()
 
 
-def test_a_damaged_last_checkpoint_falls_back_to_the_newest_intact_one(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file(train={"max_epoch": 3, "keep_last_epochs": 5}))
-    run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
-    (run_dir / "checkpoints" / "checkpoint3.pt").unlink()  # as if killed while epoch 3 was being saved
+def test_a_damaged_last_checkpoint_falls_back_to_the_newest_intact_one(tiny_run):
+    config_path, run_dir = tiny_run  # a finished 2-epoch run, a checkpoint per epoch kept
+    config, _ = load_config(config_path)
+    (run_dir / "checkpoints" / "checkpoint2.pt").unlink()  # as if killed while epoch 2 was being saved
     last = run_dir / "checkpoints" / "checkpoint_last.pt"
     last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
     (run_dir / "status.json").write_text(json.dumps({"status": "interrupted", "update": 1}))
     lines: list[str] = []
     assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
-    assert any("checkpoint_last.pt" in line and "checkpoint2.pt" in line for line in lines), lines
+    assert any("checkpoint_last.pt" in line and "checkpoint1.pt" in line for line in lines), lines
     assert list((run_dir / "checkpoints").glob("checkpoint_last.pt.damaged-*"))
-    assert_records_match_checkpoint(run_dir, 3)
+    assert_records_match_checkpoint(run_dir, 2)
 
 
 def _binarized_copy(tiny_config_file, tmp_path: Path) -> tuple[Path, Path]:

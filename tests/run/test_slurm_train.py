@@ -23,7 +23,8 @@ from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_
 from tests.run.test_data_parallel import NO_DROPOUT, inner_losses
 from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.slow
+# one worker runs every test of the cluster (pytest -n: --dist loadgroup), so two never share or race it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 
 def train_on_slurm(config: Path, run_dir: Path, partition: str, *extra: str) -> list[str]:

@@ -17,12 +17,10 @@ from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, sca
 pytestmark = pytest.mark.slow
 
 
-def test_two_epochs_write_metrics_tensorboard_and_status(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file())
-    run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+def test_two_epochs_write_metrics_tensorboard_and_status(tiny_run, tiny_config_file):
+    config_path, run_dir = tiny_run  # the session's one finished tiny training, copied here
+    config, _ = load_config(config_path)
 
-    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
     rows = read_metrics(run_dir)
     assert [row["epoch"] for row in rows] == [1, 2]
     for row in rows:
@@ -107,10 +105,9 @@ def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_
     assert processes_mentioning(str(run_dir / "checkpoints")) == []
 
 
-def test_a_finished_run_trains_on_when_its_budget_grows(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file())  # 2 epochs, constant lr
-    run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, on_event=lambda event: None).status == "finished"
+def test_a_finished_run_trains_on_when_its_budget_grows(tiny_run, tiny_config_file):
+    config_path, run_dir = tiny_run  # a finished run: 2 epochs, constant lr
+    config, _ = load_config(config_path)
     before = read_metrics(run_dir)
 
     longer, _ = load_config(tiny_config_file(train={"max_epoch": 3}))

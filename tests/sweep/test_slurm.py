@@ -12,7 +12,8 @@ import pytest
 
 from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.slow
+# one worker runs every test of the cluster (pytest -n: --dist loadgroup), so two never share or race it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 
 def sweep(config, out, *extra: str) -> subprocess.CompletedProcess:
