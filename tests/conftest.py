@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
+
+# Each pytest process's share of the cores for the torch work it does itself (the theory checks, models built in
+# process): under pytest-xdist two workers with torch's default (every core) each would slow each other far more than
+# 2x on 2 cores (OpenMP threads spin waiting for a core the other holds). Set before any test imports torch.
+_SHARE = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+os.environ.setdefault("OMP_NUM_THREADS", _SHARE)
+os.environ.setdefault("MKL_NUM_THREADS", _SHARE)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -88,3 +96,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shared = any(d.scope in ("module", "class") for defs in definitions.values() for d in defs)
         if shared:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `--dist loadgroup` every grouped test's id carries its group (pytest-xdist appends `@<group>`); where a
+    pytest/xdist pairing drops it, the groups would silently run on several workers at once (two Slurm clusters):
+    stop instead."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist's --dist loadgroup did not group {lost[0]} (and {len(lost) - 1} more) "
+                                f"with this pytest {pytest.__version__}; install the versions pyproject.toml pins "
+                                f"(pip install -e '.[test]')")

@@ -27,6 +27,7 @@ def summary() -> dict:
     return run_theory(TheorySettings(d=512, layers=12, seeds=tuple(range(1, 11))), echo=lambda line: None)
 
 
+@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 10 seeds
 def test_post_ln_hidden_norm_is_three_halves_at_every_layer(summary):
     for row in summary["hidden"]:
         assert abs(row["post_mean"] - 1.5) < 0.15, row
@@ -34,6 +35,7 @@ def test_post_ln_hidden_norm_is_three_halves_at_every_layer(summary):
     assert summary["post_all_near_3_2"]
 
 
+@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 10 seeds
 def test_pre_ln_hidden_norm_grows_inside_the_papers_bounds(summary):
     means = [row["pre_mean"] for row in summary["hidden"]]
     for layer, mean in enumerate(means, start=1):
@@ -42,6 +44,7 @@ def test_pre_ln_hidden_norm_grows_inside_the_papers_bounds(summary):
     assert summary["pre_all_inside_bounds"]
 
 
+@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 10 seeds
 def test_layernorm_jacobian_follows_sqrt_d_over_the_input_norm(summary):
     assert 0.99 < summary["jacobian_ratio_min"] and summary["jacobian_ratio_max"] < 1.03
     rows = layernorm_jacobian_norms(256, (1.0, 2.0, 4.0, 8.0), seed=0)

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # plans every check, fairseq parses each
 def test_gpu_check_dry_run_checks_every_planned_check(tmp_path):
     out = tmp_path / "gpu_check.json"
     env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS="1")

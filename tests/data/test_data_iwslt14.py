@@ -80,6 +80,7 @@ def _release_archive(path, *, drop: str | None = None) -> None:
             archive.addfile(info, io.BytesIO(data))
 
 
+@pytest.mark.slow  # the whole recipe, BPE learning and fairseq's binarizer included
 def test_full_recipe_from_an_archive(tmp_path):
     _need_shared()
     archive = tmp_path / "de-en.tgz"

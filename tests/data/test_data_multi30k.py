@@ -18,6 +18,10 @@ from tests.conftest import SHARED
 MULTI30K = SHARED / "data" / "multi30k"
 
 
+# prepares the real Multi30k (tokenize, learn BPE, binarize): seconds, so not in the quick tier
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     if not MULTI30K.is_dir():

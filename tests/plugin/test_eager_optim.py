@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 TRAIN_STEPS = """
@@ -44,9 +46,11 @@ def _run(setup: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh process that imports torch
 def test_torch_alone_imports_dynamo_on_the_first_optimizer_call():
     assert _run(BARE_TORCH) == {"dynamo": True, "moved": True}  # what the plugin saves: not a stale premise
 
 
+@pytest.mark.slow  # a fresh process that imports fairseq
 def test_with_the_plugin_fairseqs_adam_trains_without_importing_dynamo():
     assert _run(PLUGIN) == {"dynamo": False, "moved": True}

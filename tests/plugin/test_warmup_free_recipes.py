@@ -38,6 +38,7 @@ def admin_iwslt14(tiny_config_file):
     return model
 
 
+@pytest.mark.slow  # a 6-6 model at IWSLT14 size, built and run
 def test_admin_ffn_is_xavier_uniform_with_zero_bias_at_iwslt14_size(admin_iwslt14):
     """Transformer-Clinic's `Linear` (fairseq/fairseq/modules/transformer_layer.py at 70f72b7): xavier_uniform_ weight,
     bias 0. fairseq 0.12's default (Kaiming-uniform, a=sqrt(5)) has std 1/sqrt(3 fan_in): 0.0255 for fc1 here,
@@ -88,6 +89,7 @@ def _recomputed_w(model, training: bool) -> dict[str, list[tuple[float, float]]]
     return pairs
 
 
+@pytest.mark.slow  # a 6-6 model at IWSLT14 size, built and run
 def test_admin_profile_at_iwslt14_size_is_the_recurrence_in_training_mode(admin_iwslt14):
     """w_1 = 1 and w_{i+1} = sqrt(Var(x_i * w_i) + Var(f_i)) with dropout on, as Transformer-Clinic profiles (its
     `not_initialized` needs self.training): recomputed from a second pass after the build, in training mode. The same
@@ -110,6 +112,7 @@ def test_admin_profile_at_iwslt14_size_is_the_recurrence_in_training_mode(admin_
         assert any(abs(profiled / expected - 1) > 0.02 for profiled, expected in pairs), side
 
 
+@pytest.mark.slow  # a 6-6 model at IWSLT14 size, built and run
 def test_admin_every_layer_is_layernorm_of_x_times_w_plus_f_x(admin_iwslt14):
     """Each encoder and decoder layer (eval mode) against its formula with per-dimension w, computed by hand."""
     model = admin_iwslt14.eval()
