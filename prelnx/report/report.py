@@ -67,7 +67,9 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
 WARMUP_FREE_INTRO = [
     "Each method's authors' claims (prelnx/methods.yaml, with the paper and repository) checked like the paper's:",
     "per optimizer and lr, the two arms' final valid losses over seeds, their difference with its 95 % interval",
-    "against the claim's margin, and one of the five verdicts above. Then every arm ranked by its mean final valid",
+    "against the claim's margin, and one of the five verdicts above; ReZero's \"converges faster\" counts, as its",
+    "paper does, the updates each seed needs to reach a fixed valid loss stated in methods.yaml before the runs.",
+    "Then every arm ranked by its mean final valid",
     "loss (a diverged seed at the failure loss) with its 95 % t interval, and how many of its seeds reached the",
     "target loss - Post-LN with warm-up's mean final valid loss at the same optimizer and lr - after how many updates",
     "(the first validation at or below it).",
