@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from prelnx.commands.options import command_group
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -58,14 +60,7 @@ def _load(target: str) -> Any:
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The command line with every command, or with `only` that one (what `main` runs: one command's imports)."""
-    built = typer.Typer(
-        rich_markup_mode=None,
-        context_settings={"max_content_width": 120},  # plain click help: flags show no <bool>, long defaults wrap instead of being cut
-        help="Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-    )
+    built = command_group("Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.")
     built.callback()(_group)
     for name, target in COMMANDS.items():
         if only is not None and name != only:

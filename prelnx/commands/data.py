@@ -13,14 +13,8 @@ from prelnx.commands import options
 from prelnx.data.errors import DataError
 from prelnx.data.locations import DEFAULT_VALID_LINES
 
-data_app = typer.Typer(
-    rich_markup_mode=None,
-    context_settings={"max_content_width": 120},  # plain click help: flags show no <bool>, long defaults wrap instead of being cut
-    help="Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+data_app = options.command_group(
+    "Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.")
 
 
 class Dataset(str, Enum):

@@ -19,6 +19,14 @@ from typing import Any, Iterator, NoReturn
 import typer
 
 
+def command_group(help: str) -> typer.Typer:
+    """A group of commands (`prelnx`, `prelnx data`) with prelnx's help style: plain click help (flags show no
+    <bool>, long defaults wrap instead of being cut), help when called bare, no shell-completion options, errors
+    without Typer's rich tracebacks."""
+    return typer.Typer(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help,
+                       no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
+
+
 def config(help: str = "A YAML config: a path, or a name under configs/ (e.g. iwslt_preln.yaml).") -> Any:
     return typer.Option("--config", "-c", help=help)
 
