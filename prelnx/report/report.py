@@ -7,6 +7,7 @@ present, fine-tunings and the gradient study."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -172,7 +173,10 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
             echo(line)
 
     lines = [f"# {title or 'prelnx report: ' + sweep_dir.name}", ""]
-    lines += [f"Sweep `{sweep_dir}`: {len(rows)} runs; statuses: "
+    # the sweep by its name and its folder relative to the report: a committed report names no path of the machine
+    # that made it
+    where = os.path.relpath(sweep_dir.resolve(), out.resolve().parent)
+    lines += [f"Sweep {sweep_dir.resolve().name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "
               + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
     lines += ["## The paper's claims at this scale", "", *CLAIMS_INTRO, ""]
     lines += claims_table(claim_list, outcomes) + [""]

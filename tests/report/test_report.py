@@ -42,6 +42,9 @@ def test_every_claim_is_printed_with_means_interval_premise_and_verdict(tmp_path
     printed: list[str] = []
     report = write_report(sweep_dir, tmp_path / "out" / "report.md", echo=printed.append).read_text()
     text = "\n".join(printed)
+    # the sweep named by its name and its folder relative to the report, never by a path of this machine
+    assert f"Sweep {sweep_dir.name} (folder `../{sweep_dir.relative_to(tmp_path)}`, relative to this report)" in report
+    assert str(tmp_path) not in report
     assert text.count("  verdict: ") == 6 and len(re.findall(rf"  verdict: ({VERDICTS})", text)) == 6
     assert "seeds) − " in text and "[95 % CI" in text and "premise: " in text
     verdicts = dict(re.findall(r"^(.+?) \(Section.*?\n(?:  (?!verdict).*\n)*  verdict: (.+)$", text, re.M))
