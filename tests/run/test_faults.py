@@ -59,7 +59,11 @@ def assert_records_match_checkpoint(run_dir: Path, epochs: int | None = None, st
     assert rows[-1]["num_updates"] == info.update
     assert scalar_steps(run_dir, "valid/loss") == list(range(1, epochs + 1))  # each epoch once
     status, status_name = status_of(run_dir), status
-    assert status["status"] == status_name and status["update"] == info.update and status["epochs"] == epochs
+    assert status["status"] == status_name and status["epochs"] == epochs
+    if status_name == "finished":
+        assert status["update"] == info.update
+    else:  # stopped: the updates it trained, and apart the checkpoint a resume starts from
+        assert status["update"] >= info.update and status["checkpoint"] == {"epoch": info.epoch, "update": info.update}
 
 
 def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_config_file, tmp_path):
