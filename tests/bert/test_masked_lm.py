@@ -17,7 +17,7 @@ from prelnx.plan.launch import fairseq_argv
 from prelnx.records.reconcile import reconcile_update_rows
 from prelnx.records.rows import UpdateRows
 from prelnx.launch.local import train
-from tests.helpers import scalar_steps, stop_after_an_epoch
+from tests.helpers import scalar_steps
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +77,11 @@ def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file,
     assert saved >= 10 and saved % 10 == 0
     recorded = [row["num_updates"] for row in read_metrics(run_dir)]
     assert recorded == list(range(10, recorded[-1] + 1, 10)) and recorded[-1] <= saved
-    resumed = train(config, run_dir=run_dir, echo=stop_after_an_epoch())  # stopped at its first validation
+    def stop_past_the_checkpoint(line: str) -> None:  # a resume may first validate the checkpoint's own update again
+        if line.startswith("update ") and line.split()[2] == "done" and int(line.split()[1]) > saved:
+            raise KeyboardInterrupt
+
+    resumed = train(config, run_dir=run_dir, echo=stop_past_the_checkpoint)
     assert resumed.status == "interrupted"
     recorded = [row["num_updates"] for row in read_metrics(run_dir)]
     assert recorded == list(range(10, recorded[-1] + 1, 10)) and recorded[-1] > saved  # one row per validation
