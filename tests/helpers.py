@@ -31,14 +31,16 @@ def scalar_steps(run_dir: Path, tag: str) -> list[int]:
 FAR_EPOCHS = 1000
 
 
-def stop_after_an_epoch(lines: list[str] | None = None):
+def stop_after_an_epoch(lines: list[str] | None = None, past: int = 0):
     """An echo for `train(...)`: keeps the lines it is given in `lines`, and stops the run as Ctrl-C does at the
-    first validation row the run writes (an epoch, or N updates at the update grain)."""
+    first validation row the run writes past epoch (or, at the update grain, update) `past` - a resume may first
+    validate its checkpoint's own epoch or update again."""
 
     def echo(line: str) -> None:
         if lines is not None:
             lines.append(line)
-        if line.startswith(("epoch ", "update ")) and " done" in line.split("|")[0]:
+        head = line.split("|")[0].split()
+        if len(head) == 3 and head[0] in ("epoch", "update") and head[2] == "done" and int(head[1]) > past:
             raise KeyboardInterrupt
 
     return echo

@@ -189,7 +189,7 @@ def _interrupt_twice(config, run_dir) -> list[str]:
     assert train(config, run_dir=run_dir, echo=stop_after_an_epoch()).status == "interrupted"
     reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
     lines: list[str] = []
-    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines))
+    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached))
     assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
     assert lines[0].startswith("resuming"), lines
     epochs = epochs_recorded(run_dir)

@@ -62,7 +62,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path)
     updates_per_epoch = rows[0]["num_updates"]
 
     lines: list[str] = []
-    second = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines))
+    second = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached.epoch))
     assert second.status == "interrupted"
     assert lines[0].startswith("resuming")
     rows = read_metrics(run_dir)
