@@ -37,3 +37,9 @@ def methods_data() -> list[dict[str, Any]]:
                 original = xiong[claim["same_as"]]
                 claim.update({k: original[k] for k in CLAIM_FIELDS if k in original and k not in claim})
     return methods
+
+
+def explanations_data() -> dict[str, Any]:
+    """prelnx/methods.yaml's `why_warmup`: the explanations of warm-up, each prediction a claim with its margin, the
+    study's premise and what counts as a trained run (decided by prelnx/report/why_warmup.py)."""
+    return _read("methods.yaml")["why_warmup"]

@@ -80,6 +80,17 @@ def unigram_plateau(config: dict[str, Any]) -> float | None:
     return -sum(c / total * math.log2(c / total) for c in counts if c > 0) if total else None
 
 
+def optimizer_variant(optimizer: dict[str, Any]) -> str:
+    """The optimizer as an arm tells it apart: `adam`, or `gi_adam` (second_moment_init: gradient, GI-Adam) and
+    `adam_no_bias_correction`, so that runs differing only in these are never pooled as one arm."""
+    name = optimizer["name"]
+    if optimizer.get("second_moment_init", "zero") == "gradient":
+        name = f"gi_{name}"
+    if not optimizer.get("bias_correction", True):
+        name = f"{name}_no_bias_correction"
+    return name
+
+
 def load_arms(sweep_dir: Path) -> list[Arm]:
     """Every run of the sweep with the paper's LayerNorm layouts (the norm variants are reported apart)."""
     names = [p["name"] for p in read_points(sweep_dir)] or sorted(
@@ -97,7 +108,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         arms.append(Arm(
             name=name,
             layout=model["layout"],
-            optimizer=config["optimizer"]["name"],
+            optimizer=optimizer_variant(config["optimizer"]),
             warmup=int(config["schedule"]["warmup_updates"]),
             lr=float(config["optimizer"]["lr"]),
             seed=int(config["train"]["seed"]),

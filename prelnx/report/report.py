@@ -21,6 +21,7 @@ from prelnx.report.claims import TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.stats import POWER, Verdict
+from prelnx.report.why_warmup_section import why_warmup_section
 from prelnx.sweep.summary import summarize
 
 
@@ -183,6 +184,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
     lines += _warmup_free_section(translation, figures_dir, report_dir)
+    lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, echo)  # runs with diagnostics only
     lines += ["## Results", "", "Per arm, mean ± sample sd over its finished seeds (diverged seeds counted apart):", ""]
     lines += arms_table(_arm_groups(arms)) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]

@@ -1,0 +1,242 @@
+"""The explanations of warm-up decided on one sweep's runs (issue 31; configs/sweeps/why_warmup.yaml).
+
+Each explanation's prediction is a claim in prelnx/methods.yaml (`why_warmup`, read through prelnx.paper), with its
+quantity, the updates it is read over, its arms or run groups, and its margin, written before the runs. A quantity
+is one number per run, from its diagnostics.jsonl (prelnx.records.diagnostics; the plugin owns the rows' keys) or
+its final valid loss:
+
+- final_loss: the final valid loss (bits), a diverged seed at the sweep's failure loss (prelnx.report.arms);
+- last_grad_log10: mean over the measured updates in `updates` of log10 grad_norm of the decoder's last FFN
+  sublayer (`decoder.<last>.ffn`), the layer Xiong et al.'s Theorem 1 is about;
+- overshoot_share: the share of the sharpness measurements in `updates` at which the step taken was past the edge,
+  lr x lambda_c > 2 (eta_c < lr: the update raised the loss on the fixed batch), a step whose every fraction raised
+  the loss counting as past it;
+- update_ratio_log10: mean over `updates` of log10 of the median over groups of ||delta w|| / ||w||;
+- attn_logit_max: the largest attention logit over `updates` and attention modules.
+
+A run FAILED when it diverged or its final valid nll is not `trained_margin_bits` below the unigram plateau. The
+kinds: `arm_difference` (arm a minus arm b over seeds, per lr: Welch's t, prelnx.report.stats) with the study's
+premise (at that lr Post-LN with Adam fails without warm-up and trains with it); `outcome_difference` (the failing
+runs minus the trained runs, over every run of the sweep that has the quantity), not testable unless each group has
+`min_runs` runs. "X trains where Y fails" with X never trained either, while the premise holds, does not hold: the
+engine's rule that two dead arms decide nothing is for claims about how much better; this one is about training.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.records.diagnostics import read_diagnostics
+from prelnx.report.arms import Arm, describe_arm, failure_loss, final_nll, loss_sample, pick, plateau
+from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
+from prelnx.report.stats import Sample, Verdict, above, below, compare
+
+Row = dict[str, Any]
+OPTIMIZER_NAMES = {"adam": "Adam", "gi_adam": "GI-Adam", "adam_no_bias_correction": "Adam without bias correction"}
+QUANTITY_NAMES = {
+    "final_loss": "final valid loss (bits)",
+    "last_grad_log10": "log10 gradient norm, decoder's last FFN",
+    "overshoot_share": "share of sharpness measurements with lr x lambda_c > 2",
+    "update_ratio_log10": "log10 median update / weight",
+    "attn_logit_max": "largest attention logit",
+}
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _in(row: Row, updates: list[int] | None) -> bool:
+    return updates is None or updates[0] <= row["num_updates"] <= updates[1]
+
+
+# Per-row reductions (also the figures' series): one value per measured update, None where not measured.
+def last_ffn_grad(row: Row) -> float | None:
+    norms = row.get("grad_norm") or {}
+    layers = [int(g.split(".")[1]) for g in norms if g.startswith("decoder.") and g.endswith(".ffn")
+              and g.split(".")[1].isdigit()]  # fmt: skip
+    value = norms.get(f"decoder.{max(layers)}.ffn") if layers else None
+    return float(value) if _finite(value) else None
+
+
+def median_update_ratio(row: Row) -> float | None:
+    values = [float(v) for v in (row.get("update_ratio") or {}).values() if _finite(v) and v > 0]
+    return statistics.median(values) if values else None
+
+
+def max_attention_logit(row: Row) -> float | None:
+    values = [float(v) for v in (row.get("attn_logit_max") or {}).values() if _finite(v)]
+    return max(values) if values else None
+
+
+def lr_sharpness(row: Row) -> float | None:
+    """lr x lambda_c; infinite where the loss rose at every step down (not a descent direction on the batch)."""
+    if _finite(row.get("lambda_c")) and _finite(row.get("lr")):
+        return float(row["lambda_c"]) * float(row["lr"])
+    note = row.get("sharpness_note") or ""
+    return math.inf if "rises at every step" in note else None
+
+
+SERIES: dict[str, Callable[[Row], float | None]] = {
+    "grad_norm (decoder's last FFN)": last_ffn_grad, "median update / weight": median_update_ratio,
+    "largest attention logit": max_attention_logit, "lr x lambda_c": lr_sharpness,
+}  # fmt: skip
+
+
+def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> float | None:
+    """One run's value of a diagnostics quantity over `updates` (None: not measured there)."""
+    rows = [r for r in rows if _in(r, updates)]
+    if quantity == "last_grad_log10":
+        values = [math.log10(v) for r in rows if (v := last_ffn_grad(r)) and v > 0]
+        return statistics.fmean(values) if values else None
+    if quantity == "update_ratio_log10":
+        values = [math.log10(v) for r in rows if (v := median_update_ratio(r))]
+        return statistics.fmean(values) if values else None
+    if quantity == "attn_logit_max":
+        values = [v for r in rows if (v := max_attention_logit(r)) is not None]
+        return max(values) if values else None
+    if quantity == "overshoot_share":
+        measured = [r for r in rows if r.get("sharpness_passes") is not None]
+        if not measured:
+            return None
+        return sum((s := lr_sharpness(r)) is not None and s > 2 for r in measured) / len(measured)
+    raise ValueError(f"unknown quantity {quantity!r} (valid: {', '.join(QUANTITY_NAMES)})")
+
+
+@dataclass
+class Study:
+    """The sweep's runs with their diagnostics rows, and what decides whether a run failed."""
+
+    arms: list[Arm]
+    rows: dict[str, list[Row]]
+    margin: float  # trained_margin_bits
+    plateau: float | None = field(init=False)
+    failure: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.plateau, self.failure = plateau(self.arms), failure_loss(self.arms)
+
+    def failed(self, arm: Arm) -> bool:
+        nll = final_nll(arm)
+        return nll is None or (self.plateau is not None and nll > self.plateau - self.margin)
+
+    def arm(self, spec: dict[str, Any], lr: float) -> list[Arm]:
+        runs = pick(self.arms, layout=spec["layout"], optimizer=spec["optimizer"], lr=lr)
+        return [a for a in runs if (a.warmup > 0) == bool(spec["warmup"])]
+
+
+def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
+    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin)
+
+
+def has_diagnostics(study: Study) -> bool:
+    return any(study.rows.values())
+
+
+def arm_label(spec: dict[str, Any], lr: float, names: dict[str, str]) -> str:
+    layout = names.get(spec["layout"], spec["layout"])
+    warmup = "with warm-up" if spec["warmup"] else "no warm-up"
+    return f"{layout} {OPTIMIZER_NAMES.get(spec['optimizer'], spec['optimizer'])} lr {lr:g}, {warmup}"
+
+
+@dataclass(frozen=True)
+class ExplanationVerdict:
+    """One claim of one explanation: its outcome (cases with premises), its verdict and why, when the engine's
+    verdict was not the one (too few runs in a group; the arm claimed to train never trained)."""
+
+    explanation: dict[str, Any]
+    claim: dict[str, Any]
+    outcome: ClaimOutcome
+    override: tuple[Verdict, str] | None = None
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.override[0] if self.override else self.outcome.verdict
+
+
+def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str]) -> Premise:
+    """At this lr, the premise's arm a (Post-LN Adam, no warm-up) fails and arm b (with warm-up) trains."""
+    statement = ("At this lr Post-LN with Adam fails without warm-up and trains with it (final valid nll more than "
+                 f"{study.margin:g} bit below the unigram plateau).")  # fmt: skip
+    fails, trains = study.arm(spec["a"], lr), study.arm(spec["b"], lr)
+    if not fails or not trains or study.plateau is None:
+        why = "no unigram plateau (dictionary not here)" if study.plateau is None else "the sweep lacks these arms"
+        return Premise(statement, PremiseState.UNCHECKED, why)
+    states, notes = [], []
+    for group, region, label in ((fails, above(-study.margin), "fails"), (trains, below(-study.margin), "trains")):
+        values = tuple(nll - study.plateau if (nll := final_nll(a)) is not None else 0.0 for a in group)
+        c = compare("final valid nll minus the plateau", Sample(describe_arm(group[0]), values), None, region)
+        state = (PremiseState.MET if region[0] < c.estimate < region[1] else PremiseState.FAILED) if c.one_seed \
+            else {Verdict.HOLDS: PremiseState.MET, Verdict.DOES_NOT_HOLD: PremiseState.FAILED}.get(c.verdict, PremiseState.UNSETTLED)  # fmt: skip
+        states.append(state)
+        interval = "" if c.one_seed else f" [95 % CI {c.low:+.2f}, {c.high:+.2f}]"
+        notes.append(f"{arm_label(spec['a' if label == 'fails' else 'b'], lr, names)} {label}: final nll minus the "
+                     f"plateau ({study.plateau:.2f}) {c.estimate:+.2f}{interval} ({len(group)} seeds) → {state.value}")
+    state = (PremiseState.FAILED if PremiseState.FAILED in states else PremiseState.UNSETTLED
+             if PremiseState.UNSETTLED in states else PremiseState.MET if all(s is PremiseState.MET for s in states)
+             else PremiseState.UNCHECKED)  # fmt: skip
+    return Premise(statement, state, "; ".join(notes))
+
+
+def _sample(study: Study, label: str, group: list[Arm], quantity: str, updates: list[int] | None) -> Sample:
+    if quantity == "final_loss":
+        return loss_sample(label, group, study.failure)
+    values = [v for a in group if (v := run_quantity(quantity, study.rows.get(a.name, []), updates)) is not None]
+    return Sample(label, tuple(values))
+
+
+def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], names: dict[str, str],
+                   explanation: dict[str, Any]) -> ExplanationVerdict:  # fmt: skip
+    outcome = ClaimOutcome(claim["id"], missing="not measured: the sweep has no runs of these arms")
+    region = above(claim["margin"]) if claim["side"] == "above" else below(claim["margin"])
+    override = None
+    for lr in sorted({a.lr for a in study.arms}):
+        a, b = study.arm(claim["a"], lr), study.arm(claim["b"], lr)
+        sa = _sample(study, arm_label(claim["a"], lr, names), a, claim["quantity"], claim.get("updates"))
+        sb = _sample(study, arm_label(claim["b"], lr, names), b, claim["quantity"], claim.get("updates"))
+        if not sa.n or not sb.n:
+            continue
+        premise = _premise(study, spec["premise"], lr, names) if claim["quantity"] == "final_loss" else None
+        outcome.cases.append(Case(f"lr {lr:g}", compare(QUANTITY_NAMES[claim["quantity"]], sa, sb, region), premise))
+        if premise is not None and premise.state is PremiseState.MET and not any(not study.failed(r) for r in b):
+            override = (Verdict.DOES_NOT_HOLD, f"at lr {lr:g} {sb.label} failed in every seed too (none ended more "
+                        f"than {study.margin:g} bit below the plateau), while the premise holds: it does not train "
+                        "where the other fails")  # fmt: skip
+    return ExplanationVerdict(explanation, claim, outcome, override)
+
+
+def outcome_difference(study: Study, claim: dict[str, Any], explanation: dict[str, Any]) -> ExplanationVerdict:
+    finished = [a for a in study.arms if a.status in ("finished", "diverged")]
+    failing = [a for a in finished if study.failed(a)]
+    trained = [a for a in finished if not study.failed(a)]
+    sf = _sample(study, f"failing runs ({len(failing)})", failing, claim["quantity"], claim.get("updates"))
+    st = _sample(study, f"trained runs ({len(trained)})", trained, claim["quantity"], claim.get("updates"))
+    outcome = ClaimOutcome(claim["id"], missing="not measured: no run has this quantity (diagnostics off?)")
+    region = above(claim["margin"]) if claim["side"] == "above" else below(claim["margin"])
+    if sf.n and st.n:
+        outcome.cases.append(Case("every run, by outcome", compare(QUANTITY_NAMES[claim["quantity"]], sf, st, region)))
+    need = int(claim.get("min_runs", 2))
+    if min(sf.n, st.n) < need and (sf.n or st.n):
+        return ExplanationVerdict(explanation, claim, outcome, (Verdict.NOT_TESTABLE, (
+            f"{sf.n} failing and {st.n} trained run(s) with this quantity; it needs >= {need} of each: runs at an lr "
+            "where some fail and some train would decide it")))  # fmt: skip
+    return ExplanationVerdict(explanation, claim, outcome)
+
+
+def check_explanations(study: Study, spec: dict[str, Any], names: dict[str, str]) -> list[ExplanationVerdict]:
+    """Every claim of every explanation in methods.yaml's why_warmup, decided on the study's runs."""
+    verdicts = []
+    for explanation in spec["explanations"]:
+        for claim in explanation["claims"]:
+            if claim["kind"] == "arm_difference":
+                verdicts.append(arm_difference(study, spec, claim, names, explanation))
+            elif claim["kind"] == "outcome_difference":
+                verdicts.append(outcome_difference(study, claim, explanation))
+            else:
+                raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
+                                 "(valid: arm_difference, outcome_difference)")  # fmt: skip
+    return verdicts
