@@ -1,0 +1,40 @@
+"""`prelnx reproduce`: every experiment of the paper at one scale (demo, cpu, paper), planned, run, reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from prelnx.commands import options
+
+
+def reproduce_command(
+    scale: Annotated[str, typer.Option("--scale", help="demo (every stage at toy size, offline, ~25 min on 2 cores), cpu (the shipped CPU studies, hours; Multi30k prepared), paper (the paper's configs on GPUs; IWSLT14 prepared).")],
+    executor: Annotated[str, options.executor(("local", "slurm", "submitit-local"), "Where the sweeps' runs train")] = "local",
+    jobs: Annotated[int, options.jobs("Runs at a time (local executor); CPU threads are split between them.")] = 2,
+    seeds: Annotated[Optional[int], typer.Option("--seeds", min=1, help="Seeds per arm of the arms sweeps (seeds 1..N) [default: demo 1; cpu, paper: each sweep's own].")] = None,
+    out: Annotated[Optional[Path], options.out("The reproduction's folder [default: runs/reproduce-<scale>].")] = None,
+    dry_run: Annotated[bool, options.dry_run("Print the plan (every stage, its runs, its compute estimate) and check the data; train nothing.")] = False,
+) -> None:
+    """Reproduce every experiment of the paper at one scale: the theory checks, Figure 3's gradients, the premise
+    sweeps, Figures 2a/2b/4 and each arm's test BLEU, Figure 5a's BERT arms and their fine-tuning (5b/c), in
+    stages whose order and dependencies are fixed (prelnx/reproduce/scales.py), then one report.md.
+
+    The plan comes first (with a compute estimate: measured here for demo and cpu, GPU-hours for paper).
+    Interrupted, run the same command again: complete stages are skipped and sweeps resume their runs.
+    Exit codes: 0 complete (or a dry run), 1 a stage did not complete, 2 the scale cannot run here (its data is
+    missing: the message names the command that prepares it), 130 interrupted.
+    """
+    from prelnx.config.load import ConfigError
+    from prelnx.reproduce.run import reproduce
+
+    try:
+        code = reproduce(scale, out, executor=executor, jobs=jobs, seeds=seeds, dry_run=dry_run, echo=typer.echo)
+    except (ConfigError, ValueError) as error:
+        options.fail(error, 2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: run the same command again to resume (complete stages are skipped)", err=True)
+        raise typer.Exit(130) from None
+    raise typer.Exit(code)

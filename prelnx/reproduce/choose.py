@@ -1,0 +1,110 @@
+"""The choices a protocol makes after its premise sweep, made by code from the rule committed with the sweep.
+
+Each rule reads the premise sweep's runs (through prelnx.report.arms, as the report does) and returns a Choice: the
+rule in words (the one the sweep's YAML header states), what it chose and why, and how the next stage's sweep spec
+changes. The reproduction saves each Choice in its stage folder (choice.json) and the report shows it.
+
+- sgd_lr (configs/sweeps/cpu_multi30k_sgd_premise.yaml): the lr whose final valid loss is lowest among the runs
+  that meet Figure 2b's premise (final valid nll at least the premise's margin below the unigram plateau); if none
+  does, the lowest final valid loss (the report will then call Figure 2b not testable).
+- bert_scale (configs/sweeps/bert_cpu.yaml's protocol): the widest scale, then the largest lr L, such that Post-LN
+  with warm-up at L fails (diverges, or ends >= the premise's margin above Post-LN at its best lr) while Pre-LN
+  without warm-up at L trains (finishes with its final valid nll at least that margin below the unigram plateau)
+  and ends below Post-LN-at-L. None qualifies: stage 2 keeps the committed grid, and the report says so.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prelnx.paper import paper_data
+from prelnx.report.arms import Arm, final_nll, load_arms
+from prelnx.sweep.spec import SweepSpec
+
+
+@dataclass
+class Choice:
+    rule: str
+    outcome: str
+    evidence: list[str] = field(default_factory=list)  # one line per premise run
+    sgd_lr: float | None = None  # sgd_lr: the SGD grids' lr
+    scale: dict[str, Any] | None = None  # bert_scale: the chosen scale's `set`, and the stage-2 grids
+    grids: list[dict[str, list[Any]]] | None = None
+
+    def apply(self, spec: SweepSpec) -> SweepSpec:
+        spec = copy.deepcopy(spec)
+        if self.sgd_lr is not None:
+            for grid in spec.grids:
+                if grid.get("optimizer.name") == ["sgd"]:
+                    grid["optimizer.lr"] = [self.sgd_lr]
+        if self.grids is not None:
+            spec.fixed.update(self.scale or {})
+            spec.grids = self.grids
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "outcome": self.outcome, "evidence": self.evidence, "sgd_lr": self.sgd_lr,
+                "scale": self.scale, "grids": self.grids}  # fmt: skip
+
+
+def _claim(family: str, claim_id: str) -> dict[str, Any]:
+    return next(claim for claim in paper_data()[family] if claim["id"] == claim_id)
+
+
+def _line(arm: Arm) -> str:
+    nll = final_nll(arm)
+    plateau = f", plateau {arm.plateau:.2f}" if arm.plateau is not None else ""
+    return f"{arm.name}: {arm.status}, final valid nll {nll:.2f}{plateau}" if nll is not None else f"{arm.name}: {arm.status}"
+
+
+def sgd_lr(premise_dirs: list[Path]) -> Choice:
+    margin = float(_claim("training", "postln_sgd_needs_warmup")["premise"]["margin_bits"])
+    rule = (f"the lr whose final valid loss is lowest among the runs that meet the premise (final valid nll at least "
+            f"{margin:g} bit below the unigram plateau); if none does, the lowest final valid loss")  # fmt: skip
+    arms = [a for folder in premise_dirs for a in load_arms(folder) if a.optimizer == "sgd"]
+    finished = [a for a in arms if a.status == "finished" and a.final() is not None]
+    evidence = [_line(a) for a in arms]
+    if not finished:
+        return Choice(rule, "no premise run finished: the committed lr stays", evidence)
+    meeting = [a for a in finished if (nll := final_nll(a)) is not None and a.plateau is not None
+               and nll <= a.plateau - margin]  # fmt: skip
+    best = min(meeting or finished, key=lambda a: a.final())
+    why = "meets the premise" if meeting else "no lr meets the premise: the lowest final valid loss"
+    return Choice(rule, f"lr {best.lr:g} ({why}; final valid loss {best.final():.2f})", evidence, sgd_lr=best.lr)
+
+
+def bert_scale(premise_dirs: list[Path], scales: list[dict[str, Any]]) -> Choice:
+    """`scales`: each premise sweep's fixed settings (its `set`), in the order of `premise_dirs`."""
+    margin = float(_claim("bert", "bert_preln_fewer_updates")["premise"]["margin_bits"])
+    rule = (f"the widest scale, then the largest lr L, such that Post-LN with warm-up at L diverges or ends >= "
+            f"{margin:g} bit above Post-LN at its best lr, while Pre-LN without warm-up at L trains (final valid nll "
+            f">= {margin:g} bit below the unigram plateau) and ends below Post-LN at L")  # fmt: skip
+    evidence: list[str] = []
+    candidates = []
+    for folder, fixed in zip(premise_dirs, scales):
+        arms = load_arms(folder)
+        evidence += [f"{folder.name}/{_line(a)}" for a in arms]
+        post = [a for a in arms if a.layout == "post" and a.status == "finished" and a.final() is not None]
+        if not post:
+            continue
+        best_post = min(post, key=lambda a: a.final())
+        for pre in sorted((a for a in arms if a.layout == "pre"), key=lambda a: -a.lr):
+            at_l = [a for a in arms if a.layout == "post" and a.lr == pre.lr]
+            fails = at_l and (at_l[0].diverged or (at_l[0].final() or 0) >= best_post.final() + margin)
+            nll = final_nll(pre)
+            trains = nll is not None and pre.plateau is not None and nll <= pre.plateau - margin
+            below = at_l and (at_l[0].diverged or (pre.final() or 1e9) < (at_l[0].final() or 1e9))
+            if fails and trains and below:
+                candidates.append((int(fixed.get("model.embed_dim", 0)), pre.lr, folder, fixed, best_post, at_l[0]))
+    if not candidates:
+        return Choice(rule, "no scale qualifies: stage 2 runs the committed grid, and Figure 5a's premise decides "
+                      "nothing here", evidence)  # fmt: skip
+    width, lr, folder, fixed, best_post, post_at_l = max(candidates, key=lambda c: (c[0], c[1]))
+    seeds = [1, 2, 3]
+    grids = [{"model.layout": ["post"], "optimizer.lr": [best_post.lr], "schedule.warmup_updates": [best_post.warmup], "train.seed": seeds},
+             {"model.layout": ["pre"], "optimizer.lr": [lr], "schedule.warmup_updates": [0], "train.seed": seeds},
+             {"model.layout": ["post"], "optimizer.lr": [lr], "schedule.warmup_updates": [post_at_l.warmup], "train.seed": [1]}]  # fmt: skip
+    return Choice(rule, f"{folder.name}: lr {lr:g} (d {width})", evidence, scale=dict(fixed), grids=grids)

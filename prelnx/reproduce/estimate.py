@@ -1,0 +1,205 @@
+"""The compute a stage will take, before it runs.
+
+- The work of a run: its updates (train.max_update, or train.max_epoch x the updates of one epoch, from the
+  binarized data's token count, or the synthetic task's settings) x the tokens per update, weighted by the model's
+  cost per token (the weights each token meets: attention and FFN matrices, and the output projection).
+- demo and cpu: that work at this machine's measured pace. The probe trains the demo's model (configs/demo/base.yaml)
+  for a few forward+backward steps on one thread in this process and counts target tokens per second (fairseq's
+  wps); a run's speed is the probe's scaled by the cost-per-token ratio, times the cores the runs share. Validation
+  (BLEU decoding) and each fairseq start-up come on top (STARTUP_S per run).
+- paper: GPU-hours on PAPER_GPU at an assumed throughput (GPU_WPS, its source stated), scaled the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from prelnx.config.schema import Config
+
+STARTUP_S = 8.0  # a fairseq training process's start-up and first validation, seconds on this kind of CPU
+# fairseq's issue 940 (myleott, 2019): transformer_wmt_en_de on 4 x V100 without --fp16, "more than ~73k wps": about
+# 18k target words/s per V100 in fp32 at that model's cost per token (PAPER_GPU_MODEL below). An assumption, not a
+# measurement of this project: the plan says so.
+GPU_WPS = 18_000.0
+GPU_SOURCE = "fairseq issue 940: ~73k wps on 4 x V100 fp32, transformer_wmt_en_de"
+PAPER_GPU_MODEL = {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048, "vocab": 32000}
+PROBE_CONFIG = "demo/base.yaml"
+
+
+def _preset(arch: str) -> dict[str, int]:
+    """A fairseq preset's layers and dimensions (its registered architecture function; fairseq imported here)."""
+    from argparse import Namespace
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    args = Namespace()
+    try:
+        ARCH_CONFIG_REGISTRY[arch](args)
+    except Exception:  # noqa: BLE001 - an unknown arch: the transformer base's sizes
+        return {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048}
+    return {"encoder_layers": args.encoder_layers, "decoder_layers": getattr(args, "decoder_layers", 0),
+            "embed_dim": args.encoder_embed_dim, "ffn_dim": args.encoder_ffn_embed_dim}  # fmt: skip
+
+
+def model_sizes(config: Config) -> dict[str, int]:
+    m, preset = config.model, None
+    sizes = {}
+    for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim"):
+        value = getattr(m, key, None)
+        if value is None:
+            preset = preset or _preset(m.arch)
+            value = preset[key]
+        sizes[key] = int(value)
+    if config.task != "translation":
+        sizes["decoder_layers"] = 0  # an encoder (masked LM, sentence prediction)
+    return sizes
+
+
+def _vocab(config: Config) -> int:
+    from prelnx.plan.data import data_dir
+
+    folder = data_dir(config)
+    names = sorted(folder.glob("dict*.txt")) if folder.is_dir() else []
+    if names:
+        return max(1, sum(1 for _ in names[-1].open(errors="replace")))
+    return config.data.synthetic.vocab_size + 4 if config.data.dataset == "synthetic" else 10_000
+
+
+def cost_per_token(sizes: dict[str, int], vocab: int) -> float:
+    """Weights a token meets: self-attention 4 d^2 and FFN 2 d F per layer; a decoder layer also cross-attends."""
+    d, f = sizes["embed_dim"], sizes["ffn_dim"]
+    return sizes["encoder_layers"] * (4 * d * d + 2 * d * f) + sizes["decoder_layers"] * (8 * d * d + 2 * d * f) + d * vocab
+
+
+def _idx_tokens(index: Path) -> int | None:
+    """Tokens in a binarized split: the sum of the sizes array of fairseq's mmap .idx (header: 9 + 8 + 1 + 8 + 8)."""
+    try:
+        import numpy as np
+
+        raw = index.read_bytes()
+        count = int.from_bytes(raw[18:26], "little")
+        return int(np.frombuffer(raw, dtype=np.int32, count=count, offset=34).sum())
+    except (OSError, ValueError):
+        return None
+
+
+def epoch_tokens(config: Config) -> int:
+    """Target-side tokens of one epoch (padding not counted)."""
+    from prelnx.plan.data import data_dir, languages
+
+    folder = data_dir(config)
+    if config.task == "translation":
+        source, target = languages(config)
+        found = _idx_tokens(folder / f"train.{source}-{target}.{target}.idx")
+    else:
+        found = _idx_tokens(folder / "train.idx") or _idx_tokens(folder / "input0" / "train.idx")
+    if found:
+        return found
+    s = config.data.synthetic
+    return int(s.train_pairs * ((s.min_words + s.max_words) / 2 + 1))
+
+
+def tokens_per_update(config: Config) -> int:
+    t = config.train
+    return int(t.effective_batch_tokens or t.max_tokens * (t.update_freq or 1))
+
+
+def updates(config: Config) -> int:
+    t = config.train
+    per_epoch = max(1, math.ceil(epoch_tokens(config) / max(1, t.max_tokens)))
+    planned = [value for value in (t.max_update, (t.max_epoch or 0) * per_epoch) if value]
+    return int(min(planned)) if planned else per_epoch
+
+
+@dataclass(frozen=True)
+class Work:
+    updates: int
+    tokens: float  # tokens trained
+    cost: float  # cost per token (cost_per_token)
+
+
+def work(config: Config) -> Work:
+    n = updates(config)
+    tokens = n * min(tokens_per_update(config), epoch_tokens(config) or tokens_per_update(config))
+    return Work(n, float(tokens), cost_per_token(model_sizes(config), _vocab(config)))
+
+
+@dataclass(frozen=True)
+class Probe:
+    wps: float  # target tokens per second, one thread, at `cost`
+    cost: float
+    seconds: float  # the probe's own time
+
+    def describe(self) -> str:
+        return (f"measured here: the demo model trains {self.wps:,.0f} target tokens/s on one thread "
+                f"(a {self.seconds:.0f} s probe of forward+backward steps in this process)")
+
+
+def probe(steps: int = 4) -> Probe:
+    """A few real training steps of the demo's model on one thread, timed after a warm-up step."""
+    import torch
+
+    from prelnx.config.load import load_config
+
+    import logging
+    import warnings
+
+    from prelnx.quiet import kept_logging, quiet_fairseq_logging
+
+    started = time.perf_counter()
+    config, _ = load_config(PROBE_CONFIG)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with kept_logging(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # hydra's and torch's deprecation warnings about fairseq's own calls
+        logging.getLogger().setLevel(logging.WARNING)
+        quiet_fairseq_logging()
+        return _probe(config, steps, started, threads)
+
+
+def _probe(config: Config, steps: int, started: float, threads: int) -> Probe:
+    import torch
+
+    from prelnx.launch.inprocess import build_task_and_model
+
+    try:
+        cfg, task, model = build_task_and_model(config)
+        criterion = task.build_criterion(cfg.criterion)
+        task.load_dataset("train", combine=False, epoch=1)
+        iterator = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=config.train.max_tokens,
+                                           seed=1, num_workers=0, epoch=1, disable_iterator_cache=True)  # fmt: skip
+        batches = list(zip(range(steps + 1), iterator.next_epoch_itr(shuffle=True)))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+        model.train()
+        tokens, clock = 0, 0.0
+        for index, (_, sample) in enumerate(batches):
+            before = time.perf_counter()
+            optimizer.zero_grad()
+            loss, _, _ = criterion(model, sample)
+            loss.backward()
+            optimizer.step()
+            if index:  # the first step warms up the allocator and kernels
+                clock += time.perf_counter() - before
+                tokens += int(sample["ntokens"])
+    finally:
+        torch.set_num_threads(threads)
+    sizes = model_sizes(config)
+    return Probe(tokens / clock, cost_per_token(sizes, _vocab(config)), time.perf_counter() - started)
+
+
+def cpu_seconds(runs: list[Work], probe: Probe, jobs: int) -> float:
+    """Wall seconds of these runs, `jobs` at a time on this machine's cores (each at the probe's one-thread pace,
+    at most one run per core; a run with several threads gains ~0.8 per extra thread)."""
+    cores = os.cpu_count() or 1
+    lanes = cores if jobs >= cores else jobs + 0.8 * (cores - jobs)
+    busy = sum(w.tokens * w.cost / (probe.wps * probe.cost) + STARTUP_S for w in runs)
+    return busy / max(1.0, lanes) if runs else 0.0
+
+
+def gpu_hours(runs: list[Work]) -> float:
+    anchor = cost_per_token({k: v for k, v in PAPER_GPU_MODEL.items() if k != "vocab"}, PAPER_GPU_MODEL["vocab"])
+    return sum(w.tokens * w.cost / (GPU_WPS * anchor) for w in runs) / 3600.0

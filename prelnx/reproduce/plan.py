@@ -1,0 +1,273 @@
+"""A scale's stages as they would run here: each stage's runs, its data check and its compute estimate.
+
+Pure: reads configs, data folders and a reproduction's earlier markers (stages/<stage>.json, <stage>/choice.json);
+writes nothing (the CPU probe generates the demo's synthetic data into its cache if it is not there yet).
+A stage whose data is missing refuses the whole plan (PlanError, naming the command that prepares it), unless the
+stage's data is one a user brings (a corpus): then that stage is planned as not run, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prelnx.config.load import find_config, flatten_values, load_config
+from prelnx.config.schema import Config
+from prelnx.config.strict_yaml import read_yaml
+from prelnx.reproduce import estimate
+from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
+from prelnx.sweep.spec import SweepSpec, expand, resolve_spec
+
+DEFAULT_SEEDS = {"demo": 1, "cpu": None, "paper": None}  # None: each sweep's own seeds
+
+
+class PlanError(ValueError):
+    """The scale cannot run here (missing data, a bad option); the message says what to do."""
+
+
+@dataclass
+class StagePlan:
+    stage: Stage
+    runs: list[str] = field(default_factory=list)  # run names (sweeps), or what is measured
+    configs: list[Config] = field(default_factory=list)  # the training configs (sweeps, fine-tunings)
+    spec: SweepSpec | None = None  # sweep and configs stages
+    work: list[estimate.Work] = field(default_factory=list)
+    seconds: float = 0.0  # demo, cpu: estimated wall seconds here
+    gpu_hours: float = 0.0  # paper
+    not_run: str = ""  # why the stage will not run (its user-brought data is missing)
+    note: str = ""  # a choice to be made, a count that depends on an earlier stage
+    done: bool = False  # complete in an earlier attempt
+
+
+@dataclass
+class Plan:
+    scale: str
+    out: Path
+    executor: str
+    jobs: int
+    seeds: int | None
+    stages: list[StagePlan]
+    pace: str  # how the estimate was made
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(s.seconds for s in self.stages if not s.done and not s.not_run)
+
+
+def marker(out: Path, name: str) -> Path:
+    """stages/<stage>.json: written when the stage is complete (run.py); its presence skips the stage."""
+    return out / "stages" / f"{name}.json"
+
+
+def read_marker(out: Path, name: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(marker(out, name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def configs_spec(name: str, sources: tuple[str, ...]) -> SweepSpec:
+    """Several training configs of one base trained as one sweep: each config's own keys are one grid point."""
+    paths = [find_config(source) for source in sources]
+    layers = [read_yaml(path) or {} for path in paths]
+    bases = {(path.parent / str(data.get("base", ""))).resolve() for path, data in zip(paths, layers)}
+    if len(bases) != 1 or any("base" not in data for data in layers):
+        raise PlanError(f"{', '.join(sources)}: a configs stage needs configs that share one base: config")
+    grids = [{key: [value] for key, value in flatten_values({k: v for k, v in data.items() if k != "base"}).items()}
+             for data in layers]  # fmt: skip
+    return SweepSpec(name=name, base=bases.pop(), grids=grids)
+
+
+def stage_spec(stage: Stage, seeds: int | None, out: Path) -> SweepSpec:
+    """The sweep a sweep or configs stage runs: its config, the stage's toy-size overrides, --seeds, and the choice
+    an earlier premise stage made (when made)."""
+    from prelnx.reproduce.choose import Choice
+
+    grid = [f"train.seed={','.join(str(s) for s in range(1, seeds + 1))}"] if seeds and stage.seeds_grid else []
+    if stage.kind == "configs":
+        spec = configs_spec(stage.name, stage.sources)
+        extra = resolve_spec(find_config(stage.sources[0]), grid, list(stage.set), stage.name)
+        spec.fixed.update(extra.fixed)
+        spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
+    else:
+        spec = resolve_spec(find_config(stage.source), grid, list(stage.set), stage.name)
+    saved = out / stage.name / "choice.json"
+    if stage.choose and saved.is_file():
+        data = json.loads(saved.read_text())
+        spec = Choice(data["rule"], data["outcome"], data.get("evidence", []), data.get("sgd_lr"), data.get("scale"),
+                      data.get("grids")).apply(spec)  # fmt: skip
+    return spec
+
+
+def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, problems: list[str]) -> None:
+    from prelnx.sweep.preflight import data_problems, launch_problems
+
+    spec = stage_spec(sp.stage, seeds, out)
+    points = expand(spec)
+    sp.spec, sp.runs, sp.configs = spec, [p.name for p in points], [p.config for p in points]
+    found = data_problems(points) + launch_problems(points)
+    if found and sp.stage.optional_data:
+        sp.not_run = f"needs {sp.stage.optional_data}: " + "; ".join(found)
+    elif found:
+        hint = f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""
+        problems += [f"stage {sp.stage.name}: {problem}{hint}" for problem in found]
+    if sp.stage.choose:
+        sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
+                   if not (out / sp.stage.name / "choice.json").is_file() else "choice made (choice.json)")  # fmt: skip
+
+
+def _grads_plan(sp: StagePlan, problems: list[str]) -> None:
+    from prelnx.analysis.grads.study import GradStudy
+    from prelnx.plan.data import data_problem
+
+    config, _ = load_config(sp.stage.source, list(sp.stage.set))
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in sp.stage.options.items()}
+    study = GradStudy.from_options(config, **options)
+    sp.runs = [f"{', '.join(study.layouts)} x depths {', '.join(map(str, study.depths))} x {len(study.seeds)} seeds"]
+    problem = data_problem(config)
+    if problem:
+        problems.append(f"stage {sp.stage.name}: {problem}")
+    for depth in study.depths:
+        sized = load_config(sp.stage.source, [*sp.stage.set, f"model.encoder_layers={depth}",
+                                              f"model.decoder_layers={depth}"])[0]  # fmt: skip
+        cost = estimate.cost_per_token(estimate.model_sizes(sized), 10_000)
+        models = len(study.layouts) * len(study.seeds)
+        sp.work.append(estimate.Work(models, models * study.batches * study.tokens_per_batch(), cost))
+
+
+def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan], problems: list[str]) -> None:
+    from prelnx.plan.data import data_problem
+
+    config, _ = load_config(sp.stage.source, list(sp.stage.set))
+    pretrained = plans[sp.stage.options["pretrained"]]
+    seeds, which = int(sp.stage.options["seeds"]), sp.stage.options["checkpoint"]
+    per_run = len(which)
+    if "stages" in which and pretrained.configs:
+        t = pretrained.configs[0].train
+        per_run = max(1, (t.max_update or 0) // (t.keep_every_updates or t.max_update or 1))
+    sp.runs = [f"{len(pretrained.runs)} pre-trained run(s) x {per_run} checkpoint(s) ({', '.join(which)}) x {seeds} seeds"]
+    sized = [config] * (len(pretrained.runs) * per_run * seeds)
+    if pretrained.configs:  # the fine-tuning model is the pre-trained one
+        import dataclasses
+
+        sized = [dataclasses.replace(config, model=pretrained.configs[0].model)] * len(sized)
+    sp.work = [estimate.work(c) for c in sized]
+    problem = data_problem(config)
+    if pretrained.not_run:
+        sp.not_run = f"its pre-training (stage {pretrained.stage.name}) is not run"
+    elif problem and sp.stage.optional_data:
+        sp.not_run = f"needs {sp.stage.optional_data}: {problem}"
+    elif problem:
+        problems.append(f"stage {sp.stage.name}: {problem}")
+
+
+def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: int | None = None,
+         probe: estimate.Probe | None = None) -> Plan:  # fmt: skip
+    """Every stage of `scale` with its runs and estimate; PlanError when the scale's data is missing here."""
+    seeds = seeds if seeds is not None else DEFAULT_SEEDS.get(scale)
+    plans: dict[str, StagePlan] = {}
+    problems: list[str] = []
+    for stage in stages(scale):
+        sp = plans[stage.name] = StagePlan(stage, done=read_marker(out, stage.name) is not None)
+        if stage.kind in ("sweep", "configs"):
+            _sweep_plan(sp, seeds, out, problems)
+            sp.work = [estimate.work(config) for config in sp.configs]
+        elif stage.kind == "grads":
+            _grads_plan(sp, problems)
+        elif stage.kind == "theory":
+            o = stage.options
+            sp.runs = [f"d {o['d']}, {o['layers']} layers, {o['seeds']} seeds"]
+            sp.seconds = 10.0 + o["d"] * o["layers"] * o["seeds"] / 2000.0
+        elif stage.kind == "evaluate":
+            of = [plans[name] for name in stage.options["of"]]
+            sp.runs = [f"test BLEU of each finished run of {', '.join(p.stage.name for p in of)} "
+                       f"({sum(len(p.runs) for p in of)} runs)"]  # fmt: skip
+            sp.work = [estimate.Work(1, w.tokens / max(1, w.updates) * 4, w.cost) for p in of for w in p.work]
+        elif stage.kind == "finetune":
+            _finetune_plan(sp, plans, problems)
+    if problems:
+        raise PlanError(f"--scale {scale} cannot run here; nothing was created:\n  " + "\n  ".join(problems))
+    if scale == "paper":
+        pace = (f"GPU-hours on one {PAPER_GPU}, fp32, at an assumed {estimate.GPU_WPS:,.0f} target tokens/s for the "
+                f"transformer base ({estimate.GPU_SOURCE}), scaled by each model's cost per token; not measured here")  # fmt: skip
+        for sp in plans.values():
+            sp.gpu_hours = estimate.gpu_hours(sp.work)
+    else:
+        probe = probe or estimate.probe()
+        pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, estimate.os.cpu_count() or 1)} "
+                f"runs at a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")  # fmt: skip
+        for sp in plans.values():
+            if sp.work:
+                sp.seconds = estimate.cpu_seconds(sp.work, probe, jobs if sp.stage.kind in ("sweep", "configs") else 1)
+    return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
+
+
+def _cost(sp: StagePlan, scale: str) -> str:
+    from prelnx.eta import duration
+
+    if sp.done:
+        return "done"
+    if sp.not_run:
+        return "not run"
+    if scale == "paper":
+        where = "this machine's CPU" if sp.stage.kind == "theory" else f"{PAPER_GPU}"
+        return f"~{duration(sp.seconds)} on {where}" if sp.stage.kind == "theory" else f"~{sp.gpu_hours:,.1f} GPU-h"
+    return f"~{duration(sp.seconds)}"
+
+
+def plan_lines(p: Plan) -> list[str]:
+    """What `prelnx reproduce --dry-run` prints, and the first screen of a real run."""
+    from prelnx.eta import duration
+
+    seeds = f", {p.seeds} seed(s) per arm" if p.seeds else ", each sweep's own seeds"
+    lines = [f"prelnx reproduce --scale {p.scale} -> {p.out} ({p.executor}, {p.jobs} at a time{seeds})",
+             f"estimate: {p.pace}", ""]  # fmt: skip
+    for index, sp in enumerate(p.stages, 1):
+        s = sp.stage
+        after = f" (after {', '.join(s.after)})" if s.after else ""
+        what = s.source or ", ".join(s.sources) or s.kind
+        lines.append(f"{index:2d}. {s.name:<18} {s.figure:<34} {_cost(sp, p.scale):>16}   {s.kind}: {what}{after}")
+        if s.set:
+            lines.append(f"      set: {' '.join(s.set)}")
+        if sp.spec is not None:
+            lines.append(f"      {len(sp.runs)} runs: {', '.join(sp.runs[:6])}{', ...' if len(sp.runs) > 6 else ''}")
+            precisions = sorted({c.train.precision for c in sp.configs})
+            lines.append(f"      precision: {', '.join(precisions)}")
+        else:
+            lines += [f"      {run}" for run in sp.runs]
+        if sp.note:
+            lines.append(f"      {sp.note}")
+        if sp.not_run:
+            lines.append(f"      not run: {sp.not_run}")
+        if p.executor == "slurm" and sp.spec is not None and not sp.not_run and not sp.done:
+            lines.append(f"      Slurm: would submit {len(sp.runs)} jobs (a submitit array, one run per job; "
+                         f"resources from the spec's slurm: or prelnx sweep's defaults)")  # fmt: skip
+    if p.scale == "paper":
+        total = sum(sp.gpu_hours for sp in p.stages if not sp.done and not sp.not_run)
+        lines += ["", f"total: ~{total:,.0f} GPU-hours on {PAPER_GPU} (the stages not run excluded)"]
+    else:
+        lines += ["", f"total: ~{duration(p.total_seconds)} of training here"]
+    return lines
+
+
+def check_argv(p: Plan) -> int:
+    """Parse every planned training's fairseq-train argv with fairseq's own parser (the paper's GPU runs are never
+    started here: this is what proves their commands). Returns how many were parsed; raises PlanError."""
+    from prelnx.launch.inprocess import load_plugin
+    from prelnx.plan.launch import plan_run
+
+    load_plugin()
+    from fairseq import options
+
+    count = 0
+    for sp in p.stages:
+        for name, config in zip(sp.runs, sp.configs if sp.spec is not None else []):
+            argv = plan_run(config, p.out / sp.stage.name / name).launch.argv
+            try:
+                options.parse_args_and_arch(options.get_training_parser(), argv)
+            except SystemExit:
+                raise PlanError(f"stage {sp.stage.name}, run {name}: fairseq refused its argv: {' '.join(argv)}") from None
+            count += 1
+    return count

@@ -1,0 +1,222 @@
+"""Running a reproduction: each stage in order through the functions behind `prelnx theory`, `grads`, `sweep`,
+`evaluate`, `finetune`; a complete stage is marked (stages/<stage>.json) and skipped when the reproduction is run
+again; a stage whose `after` stages are not complete waits for the next attempt. Each sweep stage writes its own
+report as soon as it is done (as `prelnx sweep` does); the reproduction's report.md is written last (summary.py).
+
+One progress line over the whole reproduction: every sweep's progress line ends with the reproduction's stage count
+and ETA (the plan's estimates of the stages left, scaled by how the finished stages compared with theirs).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.atomic import write_text_atomic
+from prelnx.eta import duration
+from prelnx.reproduce.plan import Plan, StagePlan, marker, read_marker, stage_spec
+
+Echo = Callable[[str], None]
+
+
+class Overall:
+    """The reproduction's progress: stages done, and an ETA from the estimates, calibrated by the stages done."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.todo = [sp for sp in plan.stages if not sp.done and not sp.not_run]
+        self.estimated = {sp.stage.name: max(1.0, sp.seconds or sp.gpu_hours * 3600) for sp in self.todo}
+        self.actual: dict[str, float] = {}
+        self.current, self.started = "", time.monotonic()
+
+    def start(self, name: str) -> None:
+        self.current, self.started = name, time.monotonic()
+
+    def finish(self, name: str, seconds: float) -> None:
+        self.actual[name] = seconds
+
+    def text(self) -> str:
+        done = [n for n in self.actual if n in self.estimated]
+        ratio = (sum(self.actual[n] for n in done) / sum(self.estimated[n] for n in done)) if done else 1.0
+        left = [n for n in self.estimated if n not in self.actual and n != self.current]
+        seconds = sum(self.estimated[n] for n in left)
+        if self.current and self.current not in self.actual:
+            seconds += max(0.0, self.estimated[self.current] - (time.monotonic() - self.started) / ratio)
+        return (f"reproduce: {len(self.actual)}/{len(self.estimated)} stages done"
+                + (f", in {self.current}" if self.current else "") + f" | ETA {duration(seconds * ratio)}")  # fmt: skip
+
+    def echo(self, echo: Echo) -> Echo:
+        """`echo` with the reproduction's progress after each sweep progress line."""
+        def wrapped(line: str) -> None:
+            echo(f"{line} || {self.text()}" if "sweep: " in line and " runs done" in line else line)
+        return wrapped
+
+
+def _choose(sp: StagePlan, plan: Plan) -> None:
+    """Make the stage's choice from its premise stages, once (choice.json keeps it for every later attempt)."""
+    from prelnx.reproduce import choose
+
+    saved = plan.out / sp.stage.name / "choice.json"
+    if not sp.stage.choose or saved.is_file():
+        return
+    premises = [plan.out / name for name in sp.stage.after]
+    if sp.stage.choose == "sgd_lr":
+        choice = choose.sgd_lr(premises)
+    else:
+        by_name = {s.stage.name: s for s in plan.stages}
+        choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after])
+    write_text_atomic(saved, json.dumps(choice.to_dict(), indent=2) + "\n")
+
+
+def _sweep(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+    from prelnx.report.report import report_after_sweep
+    from prelnx.sweep.execute import run_sweep
+
+    _choose(sp, plan)
+    spec = stage_spec(sp.stage, plan.seeds, plan.out)
+    folder = plan.out / sp.stage.name
+    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo)
+    report_after_sweep(folder, echo)
+    return all(row["status"] in ("finished", "diverged") for row in rows)
+
+
+def _finished_runs(folder: Path) -> list[Path]:
+    from prelnx.sweep.summary import summarize
+
+    return [folder / row["run"] for row in summarize(folder) if row["status"] == "finished"]
+
+
+def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+    from prelnx.evaluate.evaluate import evaluate
+    from prelnx.report.report import report_after_sweep
+
+    ok = True
+    for name in sp.stage.options["of"]:
+        for run_dir in _finished_runs(plan.out / name):
+            if (run_dir / "eval" / "test.json").is_file():
+                continue
+            try:
+                result = evaluate(run_dir, split="test")
+                echo(f"{run_dir.name}: test BLEU {result['bleu_tokenized']:.2f} (tokenized), {result['sacrebleu']:.2f} (SacreBLEU)")
+            except Exception as error:  # noqa: BLE001 - one run that cannot be decoded must not stop the others
+                ok = False
+                echo(f"{run_dir}: not evaluated ({type(error).__name__}: {error})")
+        report_after_sweep(plan.out / name, echo)  # its summary and report now show test BLEU
+    return ok
+
+
+def _finetune(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+    from prelnx.config.load import load_config
+    from prelnx.finetune.plan import plan as plan_finetunings
+    from prelnx.finetune.run import run_all
+    from prelnx.report.report import report_after_sweep
+
+    base, _ = load_config(sp.stage.source, list(sp.stage.set))
+    seeds = list(range(1, int(sp.stage.options["seeds"]) + 1))
+    pretrained = plan.out / sp.stage.options["pretrained"]
+    codes = []
+    for run_dir in _finished_runs(pretrained):
+        folder = run_dir / "finetune" / Path(base.name or "finetune").name
+        runs = plan_finetunings(base, run_dir, list(sp.stage.options["checkpoint"]), seeds, folder)
+        codes.append(run_all(runs, folder, echo=echo))
+    report_after_sweep(pretrained, echo)  # its report now has the fine-tuning section
+    return bool(codes) and not any(codes)
+
+
+def _grads(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+    from prelnx.analysis.grads import GradStudy, run_study
+    from prelnx.config.load import load_config
+
+    config, _ = load_config(sp.stage.source, list(sp.stage.set))
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in sp.stage.options.items()}
+    run_study(GradStudy.from_options(config, **options), plan.out / sp.stage.name, echo=echo)
+    return True
+
+
+def _theory(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+    from prelnx.analysis.theory import TheorySettings, run_theory
+
+    o = sp.stage.options
+    run_theory(TheorySettings(d=o["d"], layers=o["layers"], seeds=tuple(range(1, o["seeds"] + 1))),
+               plan.out / sp.stage.name, echo=echo)  # fmt: skip
+    return True
+
+
+RUNNERS: dict[str, Callable[[StagePlan, Plan, Echo], bool]] = {
+    "theory": _theory, "grads": _grads, "sweep": _sweep, "configs": _sweep, "evaluate": _evaluate,
+    "finetune": _finetune,
+}  # fmt: skip
+
+
+def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
+    """Every stage not yet complete, in order; returns stage -> complete | incomplete | waiting | not run | skipped."""
+    overall = Overall(plan)
+    progress_echo = overall.echo(echo)
+    outcome: dict[str, str] = {}
+    for index, sp in enumerate(plan.stages, 1):
+        name = sp.stage.name
+        if sp.done or read_marker(plan.out, name) is not None:
+            outcome[name] = "complete"
+            echo(f"== stage {index}/{len(plan.stages)} {name}: complete in an earlier attempt, skipped")
+            continue
+        if sp.not_run:
+            outcome[name] = "not run"
+            echo(f"== stage {index}/{len(plan.stages)} {name}: not run ({sp.not_run})")
+            continue
+        waiting = [after for after in sp.stage.after if outcome.get(after) != "complete"]
+        if waiting:
+            outcome[name] = "waiting"
+            echo(f"== stage {index}/{len(plan.stages)} {name}: waits for {', '.join(waiting)} (run again once complete)")
+            continue
+        overall.start(name)
+        echo(f"== stage {index}/{len(plan.stages)} {name} ({sp.stage.figure}) || {overall.text()}")
+        started, clock = time.time(), time.monotonic()
+        complete = RUNNERS[sp.stage.kind](sp, plan, progress_echo)
+        seconds = time.monotonic() - clock
+        overall.finish(name, seconds)
+        outcome[name] = "complete" if complete else "incomplete"
+        if complete:
+            record: dict[str, Any] = {"stage": name, "kind": sp.stage.kind, "figure": sp.stage.figure,
+                                      "seconds": round(seconds, 1), "estimated_seconds": round(sp.seconds, 1),
+                                      "started": started, "runs": len(sp.runs)}  # fmt: skip
+            write_text_atomic(marker(plan.out, name), json.dumps(record, indent=2) + "\n")
+        echo(f"== stage {name}: {outcome[name]} in {duration(seconds)} || {overall.text()}")
+    return outcome
+
+
+def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", jobs: int = 2, seeds: int | None = None,
+              dry_run: bool = False, echo: Echo = print) -> int:  # fmt: skip
+    """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
+    Returns the exit code: 0 every stage complete (or a dry run), 1 a stage incomplete or waiting. Raises PlanError
+    (exit 2) when the scale cannot run here."""
+    import os
+
+    from prelnx.machine import may_have_gpu
+    from prelnx.reproduce.plan import PlanError, check_argv, plan, plan_lines
+    from prelnx.reproduce.summary import write_summary
+    from prelnx.sweep.execute import EXECUTORS
+
+    if executor not in EXECUTORS:
+        raise PlanError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+    out = out or Path("runs") / f"reproduce-{scale}"
+    the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
+    lines = plan_lines(the_plan)
+    for line in lines:
+        echo(line)
+    if scale == "paper":
+        echo(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")
+        if not dry_run and executor == "local" and not may_have_gpu():
+            raise PlanError("--scale paper trains on GPUs and this machine has none: plan it with --dry-run, or "
+                            "submit it with --executor slurm")  # fmt: skip
+    if dry_run:
+        return 0
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    write_text_atomic(out / "plan.txt", "\n".join(lines) + f"\n\nload average at the start: {load}\n")
+    outcome = run_stages(the_plan, echo)
+    report = write_summary(out, scale)
+    echo(f"report: {report}")
+    left = {name: state for name, state in outcome.items() if state != "complete"}
+    if left:
+        echo("not complete: " + ", ".join(f"{name} ({state})" for name, state in left.items()))
+    return 1 if any(state in ("incomplete", "waiting") for state in left.values()) else 0
