@@ -46,11 +46,12 @@ SHORT_HELP = {
     "report": "Write a report: each claim of the paper against what was measured.",
     "finetune": "Fine-tune pre-trained encoders on sentence(-pair) classification.",
     "data": "Prepare datasets: download, tokenize, BPE, binarize for fairseq.",
+    "reproduce": "Every experiment of the paper at one scale, then one report.",
 }
 # command -> "module:function" of its body (module: prelnx.commands.<command>); `data` is a group of commands
 COMMANDS = {"data": "prelnx.commands.data:data_app"} | {
     name: f"prelnx.commands.{name}:{name}_command"
-    for name in ("train", "sweep", "plot", "evaluate", "grads", "theory", "report", "finetune")}  # fmt: skip
+    for name in ("train", "sweep", "plot", "evaluate", "grads", "theory", "report", "finetune", "reproduce")}  # fmt: skip
 
 
 def _load(target: str) -> Any:

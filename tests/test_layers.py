@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"plots"},  # draw runs read through the records
     {"analysis"},  # studies in this process (gradients at init, theory): never records a run
     {"report"},  # the verdicts on the paper's claims (paper.yaml) from a sweep and a gradient study: never trains
+    {"reproduce"},  # every experiment of the paper at one scale: stages over sweep, analysis, report (plan never writes)
     {"commands"},  # one command each: parse, call one function, render errors
     {"cli", "run"},  # the app (and `run`: legacy module paths for pickled Slurm jobs only)
 ]
