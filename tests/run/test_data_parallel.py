@@ -16,6 +16,7 @@ import pytest
 
 from prelnx.config.load import load_config
 from prelnx.records.checkpoints import checkpoint_info, load_checkpoint
+from prelnx.records.diagnostics import read_diagnostics
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
 from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past
@@ -31,7 +32,8 @@ def inner_losses(run_dir: Path) -> list[str]:
 
 
 def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_config_file, tmp_path):
-    common = {"max_epoch": 2, "log_interval": 1, "threads": 1, "max_tokens": 512}
+    common = {"max_epoch": 2, "log_interval": 1, "threads": 1, "max_tokens": 512,
+              "diagnostics": {"every_updates": 1, "sharpness_every_updates": 2}}  # never change the training
     two, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "processes": 2}))
     one, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "update_freq": 2}))
     assert train(two, run_dir=tmp_path / "two", echo=lambda line: None).status == "finished"
@@ -43,6 +45,19 @@ def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_
     assert len(losses_two) == len(losses_one) >= 4 and losses_two == losses_one
     rows_two, rows_one = read_metrics(tmp_path / "two"), read_metrics(tmp_path / "one")
     assert [r["valid_loss"] for r in rows_two] == [r["valid_loss"] for r in rows_one]
+    # diagnostics: rank 0 logs the gradients reduced over both workers, so one row per update, as the one process
+    # measures them over its two accumulated batches (the attention logits are each worker's own batches: not compared)
+    diag_two, diag_one = read_diagnostics(tmp_path / "two"), read_diagnostics(tmp_path / "one")
+    assert [r["num_updates"] for r in diag_two] == [r["num_updates"] for r in diag_one] == list(range(1, len(losses_one) + 1))
+    for two_row, one_row in zip(diag_two, diag_one):
+        for key in ("grad_norm", "update_ratio"):
+            assert two_row[key].keys() == one_row[key].keys()
+            for group, value in one_row[key].items():
+                assert (two_row[key][group] is None) == (value is None)
+                if value is not None:
+                    assert two_row[key][group] == pytest.approx(value, rel=1e-3, abs=1e-9), (key, group)
+        if one_row["lambda_c"] is not None:
+            assert two_row["lambda_c"] == pytest.approx(one_row["lambda_c"], rel=1e-3)
     a = load_checkpoint(tmp_path / "two" / "checkpoints" / "checkpoint_last.pt")["model"]
     b = load_checkpoint(tmp_path / "one" / "checkpoints" / "checkpoint_last.pt")["model"]
     assert max((a[key].float() - b[key].float()).abs().max().item() for key in a) < 1e-4
