@@ -87,8 +87,8 @@ def _idx_tokens(index: Path) -> int | None:
         return None
 
 
-def epoch_tokens(config: Config) -> int:
-    """Target-side tokens of one epoch (padding not counted)."""
+def epoch_tokens(config: Config) -> int | None:
+    """Target-side tokens of one epoch (padding not counted); None when the data is not here to count."""
     from prelnx.plan.data import data_dir, languages
 
     folder = data_dir(config)
@@ -99,6 +99,8 @@ def epoch_tokens(config: Config) -> int:
         found = _idx_tokens(folder / "train.idx") or _idx_tokens(folder / "input0" / "train.idx")
     if found:
         return found
+    if config.data.dataset != "synthetic":
+        return None
     s = config.data.synthetic
     return int(s.train_pairs * ((s.min_words + s.max_words) / 2 + 1))
 
@@ -109,10 +111,10 @@ def tokens_per_update(config: Config) -> int:
 
 
 def updates(config: Config) -> int:
-    t = config.train
-    per_epoch = max(1, math.ceil(epoch_tokens(config) / max(1, t.max_tokens)))
-    planned = [value for value in (t.max_update, (t.max_epoch or 0) * per_epoch) if value]
-    return int(min(planned)) if planned else per_epoch
+    t, tokens = config.train, epoch_tokens(config)
+    per_epoch = max(1, math.ceil(tokens / max(1, t.max_tokens))) if tokens else None
+    planned = [value for value in (t.max_update, (t.max_epoch or 0) * (per_epoch or 0)) if value]
+    return int(min(planned)) if planned else per_epoch or 1
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,8 @@ class Work:
 
 
 def work(config: Config) -> Work:
-    n = updates(config)
-    tokens = n * min(tokens_per_update(config), epoch_tokens(config) or tokens_per_update(config))
+    n, epoch = updates(config), epoch_tokens(config)
+    tokens = n * min(tokens_per_update(config), epoch or tokens_per_update(config))
     return Work(n, float(tokens), cost_per_token(model_sizes(config), _vocab(config)))
 
 

@@ -72,7 +72,7 @@ SCALES: dict[str, list[Stage]] = {
     "demo": [
         Stage("theory", "theory", "Section 3.3 (Lemmas 1-2)", options={"d": 128, "layers": 6, "seeds": 3}),
         Stage("grads", "grads", "Figure 3", "grads/figure3_synthetic.yaml",
-              options={"quick": True, "depths": [6, 14]}),
+              options={"quick": True, "depths": [6, 10], "max_tokens": 512}),
         *_nmt(TOY_NMT, ""),
         *_bert(TOY_BERT_PREMISE, TOY_BERT, ("train.max_update=30", "train.max_epoch=2"), 1),
     ],

@@ -1,0 +1,118 @@
+"""`prelnx reproduce`: the scales' stage order, the paper plan with and without its data, resuming a reproduction."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from prelnx.reproduce.plan import Plan, StagePlan, marker
+from prelnx.reproduce.run import run_stages
+from prelnx.reproduce.scales import KINDS, SCALES, Stage, stages
+
+
+@pytest.mark.parametrize("scale", sorted(SCALES))
+def test_every_stage_comes_after_what_it_needs(scale):
+    order = [stage.name for stage in stages(scale)]
+    assert len(set(order)) == len(order)
+    for index, stage in enumerate(stages(scale)):
+        assert stage.kind in KINDS
+        needed = [*stage.after, *stage.options.get("of", []), *([stage.options["pretrained"]] if "pretrained" in stage.options else [])]
+        assert all(name in order[:index] for name in needed), (stage.name, needed)
+
+
+def test_the_demo_runs_premises_before_their_arms_pretraining_before_finetuning_training_before_bleu():
+    demo = {stage.name: stage for stage in stages("demo")}
+    order = list(demo)
+    assert order.index("nmt_premise") < order.index("nmt") < order.index("nmt_test_bleu")
+    assert demo["nmt"].after == ("nmt_premise",) and demo["nmt"].choose == "sgd_lr"
+    assert order.index("bert_premise_d128") < order.index("bert") < order.index("finetune")
+    assert set(demo["bert"].after) == {"bert_premise_d128", "bert_premise_d256"} and demo["finetune"].after == ("bert",)
+    assert demo["nmt_test_bleu"].options["of"] == ["nmt"]
+    # every figure of the paper has a stage
+    figures = " ".join(stage.figure for stage in demo.values())
+    for figure in ("Figures 2a, 2b, 4", "Figure 3", "Figure 5a", "Figures 5b/c", "Section 3.3", "Test BLEU"):
+        assert figure in figures
+
+
+def test_a_scale_reuses_shipped_configs():
+    from prelnx.config.load import find_config
+
+    for scale in SCALES:
+        for stage in stages(scale):
+            for source in filter(None, (stage.source, *stage.sources)):
+                assert find_config(source).is_file()
+
+
+def _fake_iwslt14(root: Path) -> None:
+    """Binarized IWSLT14 De-En of the right shape: a tiny synthetic task's files under fairseq's de/en names."""
+    from prelnx.config.load import config_from_dict
+    from prelnx.launch.prepare import ensure_data
+    from tests.conftest import TINY
+
+    made = ensure_data(config_from_dict(TINY, "tiny"))
+    target = root / "data-bin" / "iwslt14.tokenized.de-en"
+    target.mkdir(parents=True)
+    for path in made.iterdir():
+        if path.is_file() and (path.name.startswith("dict.") or ".src-tgt." in path.name):
+            name = path.name.replace("src-tgt", "de-en").replace(".src.", ".de.").replace(".tgt.", ".en.")
+            shutil.copyfile(path, target / name.replace("dict.src", "dict.de").replace("dict.tgt", "dict.en"))
+
+
+def test_paper_dry_run_plans_with_iwslt14_and_refuses_without_it(tmp_path, monkeypatch):
+    from prelnx.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    missing = CliRunner().invoke(app, ["reproduce", "--scale", "paper", "--dry-run"])
+    assert missing.exit_code == 2, missing.output
+    assert "prelnx data prepare iwslt14" in missing.output and "nothing was created" in missing.output
+    _fake_iwslt14(tmp_path)
+    planned = CliRunner().invoke(app, ["reproduce", "--scale", "paper", "--dry-run", "--executor", "slurm"])
+    assert planned.exit_code == 0, planned.output
+    for stage in stages("paper"):
+        assert f" {stage.name} " in planned.output
+    assert "GPU-h" in planned.output and "V100" in planned.output
+    assert "would submit 8 jobs" in planned.output  # Figure 2's sweep: one Slurm job per run
+    assert "not run: needs a pre-training corpus" in planned.output  # BERT: a corpus the user brings (its argv still parsed)
+    assert "fairseq parsed the argv of all 14 planned trainings" in planned.output
+    assert not (tmp_path / "runs").exists()  # a dry run writes nothing
+
+
+def test_bad_scale_is_one_error(tmp_path):
+    from prelnx.cli import app
+
+    result = CliRunner().invoke(app, ["reproduce", "--scale", "huge", "--dry-run", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "--scale huge: allowed: demo, cpu, paper" in result.output
+
+
+@pytest.mark.slow
+def test_a_resumed_reproduction_skips_complete_stages_and_retrains_nothing(tmp_path, tiny_config_file):
+    spec = tmp_path / "tiny_sweep.yaml"
+    spec.write_text(yaml.safe_dump({"name": "tiny_sweep", "base": str(tiny_config_file()), "grid": {"train.seed": [1]}}))
+    tiny = [Stage("theory", "theory", "Section 3.3", options={"d": 8, "layers": 2, "seeds": 1}),
+            Stage("arms", "sweep", "Figure 2a", str(spec), after=("theory",))]  # fmt: skip
+    out = tmp_path / "reproduction"
+
+    def attempt() -> dict[str, str]:
+        plans = [StagePlan(stage, runs=["seed-1"] if stage.kind == "sweep" else []) for stage in tiny]
+        return run_stages(Plan("demo", out, "local", 1, None, plans, "test"), echo=lines.append)
+
+    lines: list[str] = []
+    assert attempt() == {"theory": "complete", "arms": "complete"}
+    run = out / "arms" / json.loads((out / "arms" / "sweep.json").read_text())["runs"][0]["name"]
+    assert json.loads((run / "status.json").read_text())["status"] == "finished"
+    assert (out / "arms" / "report.md").is_file()  # the stage's report, written when it was done
+    trained = (run / "metrics.jsonl").read_text(), (run / "status.json").stat().st_mtime
+
+    lines.clear()
+    assert attempt() == {"theory": "complete", "arms": "complete"}
+    assert sum("complete in an earlier attempt, skipped" in line for line in lines) == 2
+
+    marker(out, "arms").unlink()  # as if interrupted after its run finished, before the stage was marked
+    lines.clear()
+    assert attempt()["arms"] == "complete"
+    assert ((run / "metrics.jsonl").read_text(), (run / "status.json").stat().st_mtime) == trained  # not retrained
