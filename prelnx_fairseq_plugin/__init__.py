@@ -2,7 +2,8 @@
 
 Importing it registers `--optimizer radam` and `prelnx_adam` (GI-Adam, Adam without bias correction), `--lr-scheduler warmup_decay` and the normalisation variants
 model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm, and the warm-up-free Admin, T-Fixup, ReZero
-and B2T); makes every checkpoint load safe (`weights_only=True` with an allowlist; on a torch older than 2.10,
+and B2T, and the norm placements Peri-LN, OLMo 2's reordered norm, Mix-LN, ResiDual and LayerNorm Scaling; with
+the same options the decoder-only `--arch prelnx_transformer_lm`); makes every checkpoint load safe (`weights_only=True` with an allowlist; on a torch older than 2.10,
 whose safe loading has known exploits, no load at all); gives `--bf16` without a TPU the meaning of bf16 autocast
 with fp32 weights and optimizer state (fairseq's own `--bf16` needs torch_xla; bf16_autocast.py); keeps a full
 disk or a kill from leaving a truncated checkpoint under a loadable name; lets torchrun start CPU data-parallel
@@ -21,7 +22,7 @@ from .eager_optim import skip_dynamo_import
 from .diagnostics import enable_diagnostics
 from .optim import adam_moments, radam  # noqa: F401  (registers)
 from .lr_scheduler import warmup_decay  # noqa: F401  (registers)
-from .models import normalized_transformer  # noqa: F401  (registers --arch prelnx_<preset>)
+from .models import normalized_lm, normalized_transformer  # noqa: F401  (--arch prelnx_<preset>, prelnx_transformer_lm)
 
 force_safe_loading()
 guard_checkpoint_writes()

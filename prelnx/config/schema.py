@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from prelnx.config.placements import PLACEMENT_LAYOUTS, placement_problems  # noqa: F401  (re-exported)
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.synthetic import SyntheticTask
 
@@ -34,7 +35,9 @@ ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encode
 # model.layout -> its name in tables and figures (the paper's two, DeepNorm, and the warm-up-free schemes of
 # docs/warmup_free.md, each a Post-LN scheme built by the plugin: prelnx_fairseq_plugin/models/<layout>.py).
 LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm", "admin": "Admin", "tfixup": "T-Fixup",
-                "rezero": "ReZero", "rezero_postln": "ReZero (Post-LN)", "b2t": "B2T"}  # fmt: skip
+                "rezero": "ReZero", "rezero_postln": "ReZero (Post-LN)", "b2t": "B2T",
+                "peri": "Peri-LN", "reorder": "Reordered norm (OLMo 2)", "mixln": "Mix-LN", "residual": "ResiDual",
+                "lnscale": "LayerNorm Scaling"}  # fmt: skip
 WARMUP_FREE_LAYOUTS = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
 
 
@@ -64,7 +67,14 @@ class ModelConfig:
     # tfixup = no LayerNorm, rescaled init; rezero = no LayerNorm, x + a*f(x) with a = 0 at init;
     # rezero_postln = LN(x + a*f(x)), Post-LN's norms kept, a = 0 at init;
     # b2t = Post-LN plus the layer's input added before its last LayerNorm.
-    layout: Literal["post", "pre", "deepnorm", "admin", "tfixup", "rezero", "rezero_postln", "b2t"] = "post"
+    # Or a norm placement (docs/placements.md): peri = x + LN(F(LN(x))) (Peri-LN, Gemma 2); reorder = x + LN(F(x)),
+    # no input norm (OLMo 2; its QK-norm is qk_norm: true); mixln = the first floor(mixln_alpha L) layers Post-LN,
+    # the rest Pre-LN; residual = ResiDual's two streams, output x_a + LN(x_d); lnscale = Pre-LN with each norm's
+    # output divided by sqrt(l), l the layer from 1.
+    layout: Literal["post", "pre", "deepnorm", "admin", "tfixup", "rezero", "rezero_postln", "b2t",
+                    "peri", "reorder", "mixln", "residual", "lnscale"] = "post"  # fmt: skip
+    # layout mixln: the share of Post-LN layers at the bottom of each stack (floor(alpha L) of L; the paper's 0.25)
+    mixln_alpha: float = 0.25
     # layout admin: w from a profiling forward pass at initialisation (profile, the paper's Admin) or
     # sqrt((n+1)/ln(n+1) - 1) for n residual sublayers per stack (closed_form, microsoft/admin-torch)
     admin_init: Literal["profile", "closed_form"] = "profile"
@@ -225,6 +235,7 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(m.norm == "layernorm", "model.norm", f"layout: {m.layout} is built as its authors built it, with "
              f"LayerNorm (or none); use norm: layernorm, got {m.norm!r}")  # fmt: skip
         need(not m.qk_norm, "model.qk_norm", f"layout: {m.layout} is built as its authors built it; use qk_norm: false")
+    problems += placement_problems(m)
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from prelnx.config.schema import Config
 from prelnx.plan.common import dropout_argv
 from prelnx.plan.data import languages
+from prelnx.plan.layout import normalize_before_argv, uses_plugin_model, variant_argv
 from prelnx.plugin_path import PLUGIN_DIR
 
 
@@ -16,7 +17,7 @@ def translation_argv(config: Config, data: Path) -> list[str]:
     """Task, model and criterion of a translation run."""
     m, t, b = config.model, config.train, config.eval.bleu
     source, target = languages(config)
-    variant = m.layout not in ("post", "pre") or m.norm != "layernorm" or m.qk_norm
+    variant = uses_plugin_model(config)
     argv = [
         str(data),
         "--user-dir", str(PLUGIN_DIR),
@@ -24,14 +25,7 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         # The paper's layouts are fairseq's own transformer; the variants are the plugin's subclass of it.
         "--arch", f"prelnx_{m.arch}" if variant else m.arch,
     ]  # fmt: skip
-    if variant:
-        argv += ["--norm-type", m.norm]
-        if m.layout == "deepnorm":
-            argv.append("--deepnorm")
-        elif m.layout not in ("post", "pre"):  # a warm-up-free scheme (docs/warmup_free.md)
-            argv += ["--layout-scheme", m.layout] + (["--admin-init", m.admin_init] if m.layout == "admin" else [])
-        if m.qk_norm:
-            argv.append("--qk-norm")
+    argv += variant_argv(config)  # the plugin's options (plan/layout.py)
     for flag, value in (
         ("--encoder-layers", m.encoder_layers),
         ("--decoder-layers", m.decoder_layers),
@@ -44,9 +38,9 @@ def translation_argv(config: Config, data: Path) -> list[str]:
     ):
         if value is not None:
             argv += [flag, str(value)]
-    if m.layout == "pre":
-        # fairseq's Pre-LN: LayerNorm before each sublayer plus a final LayerNorm after the last layer.
-        argv += ["--encoder-normalize-before", "--decoder-normalize-before"]
+    # fairseq's Pre-LN: LayerNorm before each sublayer plus a final LayerNorm after the last layer (pre, and the
+    # placements built on it).
+    argv += normalize_before_argv(config, ("encoder", "decoder"))
     argv += dropout_argv(config)
     if m.share_all_embeddings:
         argv.append("--share-all-embeddings")

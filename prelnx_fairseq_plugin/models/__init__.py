@@ -2,5 +2,6 @@
 
 One component per file: `norms` (RMSNorm, DyT), `deepnorm` (DeepNet's alpha/beta and initialisation),
 `qk_norm_attention` (per-head query/key normalisation), `normalized_layers` (the encoder/decoder layers that
-use them) and `normalized_transformer` (the stacks, the registered model and its architectures).
+use them), `normalized_transformer` (the stacks, the registered model and its architectures), the layouts of
+`schemes` (warm-up-free schemes and norm placements, one file each) and `normalized_lm` (the decoder-only model).
 """

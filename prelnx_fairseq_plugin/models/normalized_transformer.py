@@ -6,20 +6,26 @@ The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse
   --dyt-init-alpha A                    DyT's initial alpha (0.5, the DyT paper's default)
   --deepnorm                            Post-LN with residual alpha * x + f(x) and DeepNet's beta-scaled init
   --qk-norm                             queries and keys normalised per head (with --norm-type's module)
-  --layout-scheme {none,admin,tfixup,rezero,rezero_postln,b2t}
+  --layout-scheme {none,admin,tfixup,rezero,rezero_postln,b2t,peri,reorder,mixln,residual,lnscale}
                                         a warm-up-free Post-LN scheme (Admin, T-Fixup, ReZero without or with
-                                        Post-LN's norms, B2T: `schemes`)
+                                        Post-LN's norms, B2T) or a norm placement (Peri-LN, OLMo 2's reordered
+                                        norm, Mix-LN, ResiDual, LayerNorm Scaling): `schemes`
   --admin-init {profile,closed_form}    Admin's w: a profiling pass at initialisation, or admin-torch's formula
+  --mixln-alpha A                       Mix-LN: the share of Post-LN layers at the bottom of each stack (0.25)
 
 Where the norms sit is still fairseq's --encoder/--decoder-normalize-before (Pre-LN) or not (Post-LN); DeepNorm is
 a Post-LN scheme and refuses Pre-LN; DeepNorm with DyT is refused too (its alpha up-weights a residual stream that
-only a statistical norm brings back to scale); a --layout-scheme is a Post-LN scheme with fairseq's LayerNorm, and
-refuses Pre-LN, --deepnorm, another --norm-type and --qk-norm. Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
+only a statistical norm brings back to scale); a --layout-scheme is built on Post-LN or on Pre-LN (the placements
+peri, reorder, mixln and lnscale need --encoder/--decoder-normalize-before, the others refuse it), refuses
+--deepnorm, and takes the --norm-type values and --qk-norm its class allows (the warm-up-free schemes: LayerNorm,
+no QK-Norm; the placements: LayerNorm or RMSNorm, QK-Norm or not). Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
 prelnx_<preset>, with the preset's dimensions; with all options at their defaults the model is fairseq's
 transformer, module for module.
 
 The formulas are in the docstrings of `norms`, `deepnorm`, `qk_norm_attention`, and of the schemes (`admin`,
-`tfixup`, `rezero` (both ReZero forms), `b2t`), which register themselves in `schemes.SCHEMES` when imported here.
+`tfixup`, `rezero` (both ReZero forms), `b2t`, and the placements `peri`, `reorder`, `mixln`, `residual`,
+`lnscale`), which register themselves in `schemes.SCHEMES` when imported here. The decoder-only language model with
+the same options is `normalized_lm` (--arch prelnx_transformer_lm).
 """
 
 from __future__ import annotations
@@ -44,8 +50,9 @@ from fairseq.models.transformer import (
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
-from . import admin, b2t, rezero, tfixup  # noqa: F401  (register the warm-up-free schemes)
+from . import admin, b2t, lnscale, mixln, peri, reorder, residual, rezero, tfixup  # noqa: F401  (register the schemes)
 from .admin import ADMIN_INITS
+from .mixln import MIXLN_DEFAULT_ALPHA
 from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_name
@@ -77,6 +84,7 @@ class NormalizedTransformerEncoder(TransformerEncoderBase):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         variant = NormVariant.of(cfg)
         replace_layer_norms(self, variant.norm_type, variant.dyt_init_alpha)  # layer_norm (Pre-LN), layernorm_embedding
+        build_stack(self, cfg, "encoder")
 
     def build_encoder_layer(self, cfg: Any) -> nn.Module:
         return _wrap_layer(NormalizedEncoderLayer(cfg, return_fc=self.return_fc), cfg)
@@ -87,17 +95,27 @@ class NormalizedTransformerDecoder(TransformerDecoderBase):
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
         variant = NormVariant.of(cfg)
         replace_layer_norms(self, variant.norm_type, variant.dyt_init_alpha)  # layer_norm (Pre-LN), layernorm_embedding
+        build_stack(self, cfg, "decoder")
 
     def build_decoder_layer(self, cfg: Any, no_encoder_attn: bool = False) -> nn.Module:
         return _wrap_layer(NormalizedDecoderLayer(cfg, no_encoder_attn), cfg)
 
 
-def check_variant(args: Any) -> None:
-    """Refuse the combinations that are not a defined model (the prelnx config refuses them first)."""
+def build_stack(stack: nn.Module, cfg: Any, side: str) -> None:
+    """The scheme's changes that depend on a layer's place in the stack, once fairseq has built it."""
+    scheme = make_scheme(cfg)
+    if scheme is not None:
+        scheme.build_stack(stack, cfg, side)
+
+
+def check_variant(args: Any, sides: tuple[str, ...] = ("encoder", "decoder")) -> None:
+    """Refuse the combinations that are not a defined model (the prelnx config refuses them first). `sides`: the
+    model's stacks (the language model has only a decoder)."""
     variant = NormVariant.of(args)
     if variant.norm_type not in NORM_TYPES:
         raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
-    pre_ln = bool(getattr(args, "encoder_normalize_before", False) or getattr(args, "decoder_normalize_before", False))
+    normalize_before = [bool(getattr(args, f"{side}_normalize_before", False)) for side in sides]
+    pre_ln = any(normalize_before)
     if variant.deepnorm and pre_ln:
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
     if variant.deepnorm and variant.norm_type == "dyt":
@@ -106,9 +124,19 @@ def check_variant(args: Any) -> None:
     if scheme != NO_SCHEME:
         if scheme not in SCHEMES:
             raise ValueError(f"--layout-scheme: unknown {scheme!r}; allowed: {', '.join((NO_SCHEME, *SCHEMES))}")
-        if pre_ln or variant.deepnorm or variant.norm_type != "layernorm" or variant.qk_norm:
-            raise ValueError(f"--layout-scheme {scheme} is a Post-LN scheme with LayerNorm: drop --encoder/--decoder-"
-                             f"normalize-before, --deepnorm, --qk-norm and --norm-type other than layernorm")  # fmt: skip
+        defined = SCHEMES[scheme]
+        flags = "/".join(f"--{side}-normalize-before" for side in sides)
+        if defined.pre_ln and not all(normalize_before):
+            raise ValueError(f"--layout-scheme {scheme} is built on Pre-LN: add {flags}")
+        if not defined.pre_ln and pre_ln:
+            raise ValueError(f"--layout-scheme {scheme} is a Post-LN scheme: drop {flags}")
+        if variant.deepnorm:
+            raise ValueError(f"--layout-scheme {scheme} and --deepnorm are two layouts: choose one")
+        if variant.norm_type not in defined.norm_types:
+            raise ValueError(f"--layout-scheme {scheme} is defined with --norm-type {' or '.join(defined.norm_types)},"
+                             f" got {variant.norm_type}")  # fmt: skip
+        if variant.qk_norm and not defined.allows_qk_norm:
+            raise ValueError(f"--layout-scheme {scheme} is built as its authors built it, without --qk-norm")
 
 
 @register_model(MODEL_NAME)
@@ -125,6 +153,7 @@ class NormalizedTransformerModel(TransformerModel):
         parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")
         parser.add_argument("--layout-scheme", choices=(NO_SCHEME, *SCHEMES), help="a warm-up-free Post-LN scheme")
         parser.add_argument("--admin-init", choices=ADMIN_INITS, help="Admin's w: profiling pass or closed form")
+        parser.add_argument("--mixln-alpha", type=float, metavar="A", help="Mix-LN: share of Post-LN layers (0.25)")
 
     @classmethod
     def build_model(cls, args: Any, task: Any) -> NormalizedTransformerModel:
@@ -148,7 +177,8 @@ class NormalizedTransformerModel(TransformerModel):
 def variant_defaults(args: Any) -> None:
     """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
     for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
-                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("admin_init", ADMIN_INITS[0])):  # fmt: skip
+                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("admin_init", ADMIN_INITS[0]),
+                          ("mixln_alpha", MIXLN_DEFAULT_ALPHA)):  # fmt: skip
         if getattr(args, name, None) is None:
             setattr(args, name, default)
 

@@ -11,9 +11,15 @@ rezero and rezero_postln, `b2t`), with its formula and sources, and registers it
                                   (encoder: 0 self-attention, 1 FFN; decoder: 0 self-attention, 1 cross-attention,
                                   2 FFN); x is the sublayer's output after dropout, residual its input;
                                   `layer.layer_input` is the layer's own input
+  build_stack(stack, cfg, side)   once fairseq has built an encoder or decoder stack and its layers: what
+                                  depends on a layer's place in the stack (its index l), or spans the stack
   build_model(model, args)        once the whole model is built (embeddings, a profiling forward pass)
 
-Where the norms sit stays fairseq's Post-LN (normalize_before false): every scheme is a Post-LN scheme.
+Where the norms sit is fairseq's: a scheme says whether it is built on Post-LN (`pre_ln` false: every warm-up-free
+scheme) or on fairseq's Pre-LN (`pre_ln` true: --encoder/--decoder-normalize-before, the layers' input norms and
+the stacks' final norm; the placements `peri`, `reorder`, `mixln`, `lnscale`), and `check_variant` refuses a
+command line that says otherwise. `norm_types`, `allows_qk_norm` and `language_model` say which --norm-type and
+--qk-norm it is defined with, and whether the decoder-only model (`normalized_lm`) may use it.
 """
 
 from __future__ import annotations
@@ -33,12 +39,19 @@ class LayoutScheme:
     """The default hooks: fairseq's Post-LN unchanged."""
 
     name: ClassVar[str]
+    pre_ln: ClassVar[bool] = False  # built on fairseq's Pre-LN (normalize_before) rather than Post-LN
+    norm_types: ClassVar[tuple[str, ...]] = ("layernorm",)  # the --norm-type values it is defined with
+    allows_qk_norm: ClassVar[bool] = False
+    language_model: ClassVar[bool] = False  # defined for the decoder-only model too (no encoder, no cross-attention)
 
     def __init__(self, args: Any) -> None:
         self.args = args
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         """Called once fairseq has built `layer` (side: encoder or decoder)."""
+
+    def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
+        """Called once fairseq has built the encoder or decoder `stack` with its layers (`stack.layers`)."""
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         return residual + x
@@ -88,3 +101,19 @@ def drop_layer_norms(layer: nn.Module) -> int:
                 setattr(parent, name, nn.Identity())
                 dropped += 1
     return dropped
+
+
+INPUT_NORMS = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")  # fairseq's, in sublayer order
+
+
+def input_norms(layer: nn.Module) -> list[nn.Module]:
+    """The layer's sublayer norms in sublayer order (self-attention, cross-attention if any, FFN): under Pre-LN
+    (normalize_before) each is applied to its sublayer's input."""
+    return [norm for norm in (getattr(layer, name, None) for name in INPUT_NORMS) if norm is not None]
+
+
+def stack_norm_type(cfg: Any) -> str:
+    """--norm-type of the model (layernorm when absent)."""
+    from fairseq import utils
+
+    return str(utils.safe_getattr(cfg, "norm_type", None) or "layernorm")

@@ -75,7 +75,7 @@ def write(tmp_path: Path, data: dict) -> Path:
     "data, expected",
     [
         ({"model": {"layuot": "pre"}}, "model.layuot: unknown key; did you mean model.layout?"),
-        ({"model": {"layout": "middle"}}, "model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'rezero_postln', 'b2t', got 'middle'"),
+        ({"model": {"layout": "middle"}}, "model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'rezero_postln', 'b2t', 'peri', 'reorder', 'mixln', 'residual', 'lnscale', got 'middle'"),
         ({"optimizer": {"name": "adagrad"}}, "optimizer.name: expected one of 'adam', 'sgd', 'radam'"),
         ({"optimizer": {"lr": "fast"}}, "optimizer.lr: expected a number, got 'fast'"),
         ({"optimizer": {"lr": -1}}, "optimizer.lr: must be > 0"),

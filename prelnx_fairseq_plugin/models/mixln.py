@@ -1,0 +1,61 @@
+"""Mix-LN (Li, Yin & Liu, "Mix-LN: Unleashing the Power of Deeper Layers by Combining Pre-LN and Post-LN",
+ICLR 2025, arXiv:2412.13795): the first floor(alpha L) layers of a stack of L are Post-LN, the rest Pre-LN, and
+the stack ends with a final norm:
+
+  layer l < floor(alpha L)   x_{i+1} = LN(x_i + F_i(x_i))           (Post-LN)
+  layer l >= floor(alpha L)  x_{i+1} = x_i + F_i(LN(x_i))           (Pre-LN)        (l counted from 0)
+
+alpha = --mixln-alpha (model.mixln_alpha), 0.25 the paper's value.
+
+Reference read: pixeli99/MixLN at commit ff458269dff837f1900025fb7cc864b404b9c7e6,
+peft_pretraining/modeling_llama.py: NORM_TYPE=post_pre builds `LlamaDecoderLayer(config, layer_index)` as Post-LN
+when layer_index < POST_NUM (an integer given to the scripts: README "bash scripts/run_71m.sh post_pre 3", 3 of 12
+layers; run_1b.sh with 6 of 24: alpha L) and Pre-LN otherwise; `LlamaModel` applies its final norm `self.norm`
+after every layer whatever the layout. Here each of fairseq's Pre-LN layers (--encoder/--decoder-normalize-before,
+which also gives the stacks' final norm) is switched to Post-LN by its `normalize_before` (the same two norms,
+self_attn_layer_norm and final_layer_norm, plus encoder_attn_layer_norm in the decoder, now after the residual
+adds), once the stack has built them (`build_stack`). An encoder-decoder has floor(alpha N) Post-LN encoder layers
+and floor(alpha M) Post-LN decoder layers. The reference's Post-LN layers count is an integer of the run script;
+here it is alpha with floor, which gives its runs' counts (0.25 x 12 = 3, 0.25 x 24 = 6).
+
+Deviations, outside the placement: --norm-type's norm (LayerNorm by default; the reference's LLaMA uses RMSNorm);
+fairseq's attention, ReLU FFN, positions and init.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torch import nn
+
+from .schemes import LayoutScheme, register
+
+MIXLN_DEFAULT_ALPHA = 0.25  # the paper's share of Post-LN layers
+
+
+def post_ln_layers(alpha: float, layers: int) -> int:
+    """floor(alpha L), the number of Post-LN layers at the bottom of a stack of L (a hair of slack for 0.29 x 100)."""
+    return math.floor(alpha * layers + 1e-9)
+
+
+@register
+class MixLN(LayoutScheme):
+    name = "mixln"
+    pre_ln = True
+    norm_types = ("layernorm", "rmsnorm")
+    allows_qk_norm = True
+    language_model = True
+
+    def __init__(self, args: Any) -> None:
+        from fairseq import utils
+
+        super().__init__(args)
+        alpha = utils.safe_getattr(args, "mixln_alpha", None)
+        self.alpha = MIXLN_DEFAULT_ALPHA if alpha is None else float(alpha)
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"--mixln-alpha: must be in [0, 1], got {self.alpha}")
+
+    def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
+        for layer in list(stack.layers)[: post_ln_layers(self.alpha, len(stack.layers))]:
+            layer.normalize_before = False

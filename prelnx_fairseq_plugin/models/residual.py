@@ -1,0 +1,83 @@
+"""ResiDual (Xie, Zhang, Guo, Tan, Bian, Awadalla, Menezes, Qin & Yan 2023, "ResiDual: Transformer with Dual
+Residual Connections", arXiv:2304.14802): two residual streams through the same sublayers. x_a is Post-LN's stream,
+x_d sums every sublayer's output unnormalised (Pre-LN's stream without its input norms), and the stack's output
+joins them:
+
+  x_a <- LN_i(x_a + F_i(x_a))        x_d <- x_d + F_i(x_a)        (every sublayer i; F_i after its dropout)
+  output = x_a + LN_d(x_d)           x_a and x_d both start as the stack's input (the embeddings)
+
+Reference read: microsoft/ResiDual at commit 8682f7510be105a0caf5b98a021e712f44f90ace (written for fairseq 0.12):
+resi_dual/resi_dual_layers.py (`ResiDualEncoderLayer` / `ResiDualDecoderLayer.forward`: `res = res + x *
+res_input_norm_scale` with x the sublayer's output after dropout, then `x = *_layer_norm(x + xr)`, i.e. fairseq's
+Post-LN sublayer) and resi_dual/resi_dual.py (`ResiDualEncoder` / `ResiDualDecoder`: `res = x *
+res_input_norm_scale` from the embeddings, the zero start commented out; after the last layer `x = x * alpha +
+self.layer_norm(res)`, the stack's norm rebuilt with eps 1e-7; hydra_config/iwslt.yaml sets enc/dec_alpha and
+res_input_norm_scale to 1.0, their defaults, which prelnx fixes at 1).
+
+Here: fairseq's Post-LN layers unchanged for x_a; the residual hook adds each sublayer's output to x_d, which the
+layers of one stack share through a `DualStream` (the layers are called one after the other, in both training and
+incremental decoding, where x_d is per new token as x_a is); the stack's `layer_norm` (fairseq applies it after
+the last layer; Post-LN has none) becomes `ResiDualOutput`, x_a + LN_d(x_d) with eps 1e-7 as the reference. x_d is
+taken from the first layer's input when its first sublayer adds to it, and dropped when the output reads it (and
+at each stack call), so no tensor outlives a forward. Activation checkpointing (which re-runs a layer in the
+backward pass, so the stream would be added twice) is refused.
+Deviations, none in the formula: --norm-type's norm for LN_d (LayerNorm by default, as the reference).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from .norms import RMSNorm
+from .schemes import LayoutScheme, register, stack_norm_type
+
+OUTPUT_NORM_EPS = 1e-7  # the reference's final LayerNorm (resi_dual.py)
+
+
+class DualStream:
+    """x_d of one stack during one forward (not a module: nothing to save, nothing to move between devices)."""
+
+    def __init__(self) -> None:
+        self.x_d: torch.Tensor | None = None
+
+    def reset(self, *_: Any) -> None:  # also a forward pre-hook of the stack
+        self.x_d = None
+
+
+class ResiDualOutput(nn.Module):
+    """The stack's output x_a + LN_d(x_d), in place of fairseq's final norm."""
+
+    def __init__(self, dim: int, norm_type: str, stream: DualStream) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim, eps=OUTPUT_NORM_EPS) if norm_type == "layernorm" else RMSNorm(dim, eps=OUTPUT_NORM_EPS)
+        self.stream = stream
+
+    def forward(self, x_a: torch.Tensor) -> torch.Tensor:
+        x_d, self.stream.x_d = self.stream.x_d, None
+        return x_a + self.norm(x_a if x_d is None else x_d)  # no layer ran (LayerDrop): x_d is still the input
+
+
+@register
+class ResiDual(LayoutScheme):
+    name = "residual"
+    norm_types = ("layernorm", "rmsnorm")
+    allows_qk_norm = True
+    language_model = True
+
+    def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
+        if getattr(cfg, "checkpoint_activations", False):
+            raise ValueError("--layout-scheme residual: activation checkpointing would add each sublayer to x_d twice")
+        stream = DualStream()
+        for layer in stack.layers:
+            layer.dual_stream = stream
+        dim = cfg.encoder.embed_dim if side == "encoder" else cfg.decoder.embed_dim  # fairseq's final norm's size
+        stack.layer_norm = ResiDualOutput(dim, stack_norm_type(cfg), stream)
+        stack.register_forward_pre_hook(stream.reset)
+
+    def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        stream = layer.dual_stream
+        stream.x_d = (layer.layer_input if stream.x_d is None else stream.x_d) + x
+        return residual + x

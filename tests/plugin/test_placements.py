@@ -1,0 +1,357 @@
+"""The norm placements of issue 32 (Peri-LN, OLMo 2's reordered norm, Mix-LN, ResiDual, LayerNorm Scaling), each
+checked at initialisation on its defining property, on models built as `prelnx train` builds them (the config's
+fairseq argv, the plugin, `task.build_model`) and on the decoder-only `prelnx_transformer_lm` built from the same
+plan functions (plan/layout.py); the sublayers are recomputed by hand from the layer's own modules, so a norm in the
+wrong place, a missing one or a wrong scale fails. Then a tiny real training per layout, and one killed and resumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from prelnx.config.load import load_config
+from prelnx.config.schema import Config, ModelConfig, check_values
+from prelnx.launch.inprocess import build_task_and_model, load_plugin
+from prelnx.launch.local import train
+from prelnx.plan.layout import LM_PLUGIN_ARCH, PRE_LN_LAYOUTS, normalize_before_argv, variant_argv
+from prelnx.records.checkpoints import checkpoint_info
+from prelnx.records.metrics import read_metrics
+from tests.helpers import FAR_EPOCHS, epochs_recorded, stop_after_an_epoch
+
+PLACEMENTS = ("peri", "reorder", "mixln", "residual", "lnscale")
+DIM = 32  # the tiny config's embed_dim
+
+
+def build(tiny_config_file, **model):
+    config, _ = load_config(tiny_config_file(model=model))
+    return build_task_and_model(config)[2].eval()
+
+
+def build_lm(tmp_path, *, seed=1, arch=LM_PLUGIN_ARCH, plain=False, **model):
+    """A decoder-only model as fairseq-train builds it from the argv plan/layout.py gives for these model keys."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from prelnx.plugin_path import PLUGIN_DIR
+
+    load_plugin()
+    (tmp_path / "dict.txt").write_text("".join(f"w{i} 1\n" for i in range(40)))
+    config = Config(model=dataclasses.replace(ModelConfig(), **model))
+    layout = [] if plain else [*variant_argv(config), *normalize_before_argv(config, ("decoder",))]
+    argv = [str(tmp_path), "--user-dir", str(PLUGIN_DIR), "--task", "language_modeling", "--arch", arch, *layout,
+            "--decoder-layers", str(model.get("decoder_layers", 3)), "--decoder-embed-dim", str(DIM),
+            "--decoder-input-dim", str(DIM), "--decoder-output-dim", str(DIM), "--decoder-ffn-embed-dim", "64",
+            "--decoder-attention-heads", "2", "--tokens-per-sample", "16", "--share-decoder-input-output-embed"]  # fmt: skip
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+    task = tasks.setup_task(cfg.task)
+    torch.manual_seed(seed)
+    return task.build_model(cfg.model).eval()
+
+
+def attend(layer, q):
+    return layer.self_attn(query=q, key=q, value=q, key_padding_mask=None, need_weights=False)[0]
+
+
+def ffn(layer, h):
+    return layer.fc2(layer.activation_fn(layer.fc1(h)))
+
+
+def run_layer(layer, x):
+    """The layer's own forward, without masks (encoder layer, or a decoder layer without cross-attention)."""
+    if hasattr(layer, "encoder_attn"):
+        return layer(x, None, None, None)[0]
+    return layer(x, encoder_padding_mask=None)
+
+
+def by_hand(layer, x, place: str):
+    """One self-attention + FFN layer recomputed from its modules (eval: no dropout) for a placement."""
+    for index, (f, norm) in enumerate(((attend, layer.self_attn_layer_norm), (ffn, layer.final_layer_norm))):
+        if place == "post":
+            x = norm(x + f(layer, x))
+        elif place == "pre":
+            x = x + f(layer, norm(x))
+        elif place == "peri":
+            x = x + layer.output_norms[index](f(layer, norm(x)))
+        elif place == "reorder":
+            x = x + layer.output_norms[index](f(layer, x))
+    return x
+
+
+def unit_rows(x) -> bool:
+    """Every token vector has mean 0 and variance 1: the output of a LayerNorm at init (gain 1, bias 0)."""
+    return torch.allclose(x.mean(-1), torch.zeros(()), atol=1e-4) and torch.allclose(x.var(-1, unbiased=False),
+                                                                                     torch.ones(()), atol=1e-3)
+
+
+def x_in(seed=0):
+    return torch.randn(5, 2, DIM, generator=torch.Generator().manual_seed(seed)) * 3.0  # T x B x C, not unit scale
+
+
+def assert_layer_is(layer, place):
+    with torch.no_grad():
+        x = x_in()
+        out = run_layer(layer, x)
+        assert torch.allclose(out, by_hand(layer, x, place), atol=1e-5), place
+        for other in {"post", "pre", "peri", "reorder"} - {place}:  # the formula picks out this placement only
+            if other in ("peri", "reorder") and not hasattr(layer, "output_norms") or {place, other} == {"peri", "reorder"}:
+                continue  # no output norms to place; or reorder's identity input norms make its peri reading itself
+            assert not torch.allclose(out, by_hand(layer, x, other), atol=1e-3), other
+
+
+# ------------------------------------------------------------------------------------------------ Peri-LN
+
+
+def test_peri_ln_norms_each_sublayers_input_and_output(tiny_config_file, tmp_path):
+    model = build(tiny_config_file, layout="peri")
+    for layer in model.encoder.layers:
+        assert len(layer.output_norms) == 2 and layer.normalize_before
+        assert_layer_is(layer, "peri")
+    assert all(len(layer.output_norms) == 3 for layer in model.decoder.layers)  # self-, cross-attention, FFN
+    assert model.encoder.layer_norm is not None and model.decoder.layer_norm is not None  # Pre-LN's final norms
+    for layer in build_lm(tmp_path, layout="peri").decoder.layers:
+        assert len(layer.output_norms) == 2
+        assert_layer_is(layer, "peri")
+
+
+def test_peri_ln_output_norm_sees_the_sublayer_before_its_dropout(tiny_config_file):
+    """In training, the residual branch is Dropout(LN_out(F)): the norm's input is F itself, and the branch that
+    reaches the residual stream is the norm's output with p of its entries zeroed and the rest scaled by 1/(1-p)."""
+    layer = build(tiny_config_file, layout="peri").encoder.layers[0].train()
+    layer.branch_dropout.p = 0.5
+    seen = {}
+    layer.self_attn.register_forward_hook(lambda m, i, o: seen.update(f=o[0]))
+    layer.output_norms[0].register_forward_hook(lambda m, i, o: seen.update(norm_in=i[0], norm_out=o))
+    layer.final_layer_norm.register_forward_hook(lambda m, i, o: seen.update(h=i[0]))
+    x = x_in()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        run_layer(layer, x)
+    assert torch.equal(seen["norm_in"], seen["f"])
+    branch = seen["h"] - x
+    kept = branch != 0
+    assert 0.3 < kept.float().mean() < 0.7
+    assert torch.allclose(branch[kept], seen["norm_out"][kept] / 0.5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------- reordered norm
+
+
+def test_reorder_has_no_input_norm_and_norms_the_sublayers_output(tiny_config_file, tmp_path):
+    model = build(tiny_config_file, layout="reorder", qk_norm=True)
+    for layer in [*model.encoder.layers, *model.decoder.layers]:
+        for name in ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"):
+            assert type(getattr(layer, name, None)).__name__ in ("Identity", "NoneType"), name
+        assert type(layer.self_attn.q_proj).__name__ == "HeadNormedLinear"  # QK-Norm's head norms are kept
+    for layer in model.encoder.layers:
+        assert_layer_is(layer, "reorder")
+    assert model.encoder.layer_norm is not None  # OLMo 2's final norm
+    for layer in build_lm(tmp_path, layout="reorder", norm="rmsnorm").decoder.layers:
+        assert type(layer.output_norms[0]).__name__ == "RMSNorm"
+        assert_layer_is(layer, "reorder")
+
+
+# ---------------------------------------------------------------------------------------------------- Mix-LN
+
+
+def test_mixln_first_floor_alpha_l_layers_are_post_ln_the_rest_pre_ln(tiny_config_file, tmp_path):
+    model = build(tiny_config_file, layout="mixln", encoder_layers=4, decoder_layers=8)
+    assert [layer.normalize_before for layer in model.encoder.layers] == [False, True, True, True]  # floor(1.0)
+    assert [layer.normalize_before for layer in model.decoder.layers] == [False] * 2 + [True] * 6  # floor(2.0)
+    for index, layer in enumerate(model.encoder.layers):
+        assert_layer_is(layer, "post" if index < 1 else "pre")
+    assert model.encoder.layer_norm is not None and model.decoder.layer_norm is not None
+    lm = build_lm(tmp_path, layout="mixln", mixln_alpha=0.5, decoder_layers=5)  # floor(2.5) = 2
+    with torch.no_grad():
+        x = x_in()
+        for index, layer in enumerate(lm.decoder.layers):
+            assert_layer_is(layer, "post" if index < 2 else "pre")
+            x = run_layer(layer, x)
+            assert unit_rows(x) == (index < 2)  # a Post-LN layer's output is a norm's
+
+
+# -------------------------------------------------------------------------------------------------- ResiDual
+
+
+def assert_residual_stack(stack, run_stack):
+    """x_a: fairseq's Post-LN layers; x_d = the stack's input + every sublayer's output; output = x_a + LN(x_d)."""
+    seen = {"branches": [], "outputs": []}
+    stack.layers[0].register_forward_pre_hook(lambda m, args: seen.update(x0=args[0]))  # hooks return None
+    for layer in stack.layers:
+        assert not layer.normalize_before
+        layer.register_forward_hook(lambda m, i, o: seen["outputs"].append(o[0] if isinstance(o, tuple) else o))
+        for name in ("self_attn", "encoder_attn"):
+            if getattr(layer, name, None) is not None:
+                getattr(layer, name).register_forward_hook(lambda m, i, o: seen["branches"].append(o[0]))
+        layer.fc2.register_forward_hook(lambda m, i, o: seen["branches"].append(o))
+    with torch.no_grad():
+        out = run_stack()
+    x_d = seen["x0"] + sum(seen["branches"])
+    assert torch.allclose(out, seen["outputs"][-1] + F.layer_norm(x_d, (DIM,), eps=1e-7), atol=1e-4)
+    assert not torch.allclose(out, seen["outputs"][-1], atol=1e-3)  # not Post-LN's output alone
+    assert all(unit_rows(x_a) for x_a in seen["outputs"])  # x_a is Post-LN's stream
+
+
+def test_residual_two_streams_and_the_output_x_a_plus_ln_x_d(tiny_config_file, tmp_path):
+    model = build(tiny_config_file, layout="residual")
+    src = torch.randint(4, 40, (2, 6), generator=torch.Generator().manual_seed(1))
+    prev = torch.randint(4, 40, (2, 5), generator=torch.Generator().manual_seed(2))
+    assert_residual_stack(model.encoder, lambda: model.encoder(src, torch.tensor([6, 6]))["encoder_out"][0])
+    encoder_out = model.encoder(src, torch.tensor([6, 6]))
+    assert_residual_stack(model.decoder, lambda: model.decoder.extract_features(prev, encoder_out)[0].transpose(0, 1))
+    lm = build_lm(tmp_path, layout="residual")
+    tokens = torch.randint(4, 40, (2, 7), generator=torch.Generator().manual_seed(3))
+    assert_residual_stack(lm.decoder, lambda: lm.decoder.extract_features(tokens, None)[0].transpose(0, 1))
+
+
+def test_residual_stream_is_per_token_in_incremental_decoding(tmp_path):
+    """Beam search runs the decoder one token at a time: x_d restarts at each call and gives the full pass's output."""
+    lm = build_lm(tmp_path, layout="residual")
+    tokens = torch.randint(4, 40, (2, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        full = lm.decoder.extract_features(tokens, None)[0]
+        state: dict = {}
+        steps = [lm.decoder.extract_features(tokens[:, : t + 1], None, incremental_state=state)[0][:, -1] for t in range(6)]
+    assert torch.allclose(full, torch.stack(steps, dim=1), atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------- LayerNorm Scaling
+
+
+def test_lnscale_divides_each_input_norm_by_sqrt_l_with_l_from_1(tiny_config_file, tmp_path):
+    model = build(tiny_config_file, layout="lnscale", encoder_layers=3, decoder_layers=2)
+    lm = build_lm(tmp_path, layout="lnscale", decoder_layers=4)
+    x = x_in()
+    with torch.no_grad():
+        for stack in (model.encoder, model.decoder, lm.decoder):
+            for l, layer in enumerate(stack.layers, start=1):
+                norms = [layer.self_attn_layer_norm, layer.final_layer_norm]
+                norms += [layer.encoder_attn_layer_norm] if getattr(layer, "encoder_attn", None) is not None else []
+                for norm in norms:
+                    plain = F.layer_norm(x, (DIM,), norm.weight, norm.bias, norm.eps)
+                    assert torch.allclose(norm(x), plain / math.sqrt(l), atol=1e-6), l
+            assert unit_rows(stack.layer_norm(x))  # the final norm is not scaled
+        for layer in lm.decoder.layers:  # Pre-LN with these (scaled) norms before each sublayer
+            assert_layer_is(layer, "pre")
+
+
+# ------------------------------------------------------------------------------ language model, plan, config
+
+
+def test_the_lm_arch_with_default_options_is_fairseqs_transformer_lm_weight_for_weight(tmp_path):
+    for pre in (False, True):
+        layout = "pre" if pre else "post"
+        plugin = dict(build_lm(tmp_path, layout=layout).state_dict())
+        extra = ["--decoder-normalize-before"] if pre else []
+        fairseq_model = build_lm_plain(tmp_path, extra)
+        assert set(plugin) == set(fairseq_model)
+        assert all(torch.equal(plugin[name], fairseq_model[name]) for name in plugin)
+    post = build_lm(tmp_path, layout="post")
+    assert not any(layer.normalize_before for layer in post.decoder.layers) and post.decoder.layer_norm is None
+
+
+def build_lm_plain(tmp_path, extra):
+    """fairseq's own `--arch transformer_lm` (its dataclass defaults: Post-LN unless --decoder-normalize-before)."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    argv = [str(tmp_path), "--task", "language_modeling", "--arch", "transformer_lm", *extra, "--decoder-layers", "3",
+            "--decoder-embed-dim", str(DIM), "--decoder-input-dim", str(DIM), "--decoder-output-dim", str(DIM),
+            "--decoder-ffn-embed-dim", "64", "--decoder-attention-heads", "2", "--tokens-per-sample", "16",
+            "--share-decoder-input-output-embed"]  # fmt: skip
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+    task = tasks.setup_task(cfg.task)
+    torch.manual_seed(1)
+    return dict(task.build_model(cfg.model).state_dict())
+
+
+def test_the_lm_refuses_encoder_decoder_recipes_and_a_missing_pre_ln_flag(tmp_path):
+    with pytest.raises(ValueError, match="encoder-decoder recipe"):
+        build_lm(tmp_path, layout="tfixup")
+    from argparse import Namespace
+
+    from prelnx_fairseq_plugin.models.normalized_transformer import check_variant
+
+    with pytest.raises(ValueError, match="built on Pre-LN: add --decoder-normalize-before"):
+        check_variant(Namespace(layout_scheme="peri", norm_type="layernorm"), sides=("decoder",))
+    with pytest.raises(ValueError, match="Post-LN scheme: drop --decoder-normalize-before"):
+        check_variant(Namespace(layout_scheme="residual", decoder_normalize_before=True), sides=("decoder",))
+    with pytest.raises(ValueError, match="without --qk-norm"):
+        check_variant(Namespace(layout_scheme="admin", qk_norm=True))
+
+
+def test_the_plan_and_the_plugin_agree_on_what_each_placement_is_built_on():
+    load_plugin()
+    from prelnx_fairseq_plugin.models.schemes import SCHEMES
+
+    assert {"pre", *(name for name, scheme in SCHEMES.items() if scheme.pre_ln)} == set(PRE_LN_LAYOUTS)
+    assert all(SCHEMES[name].language_model and SCHEMES[name].allows_qk_norm for name in PLACEMENTS)
+    assert all(SCHEMES[name].norm_types == ("layernorm", "rmsnorm") for name in PLACEMENTS)
+
+
+@pytest.mark.parametrize(
+    ("model", "key"),
+    [({"layout": "peri", "norm": "dyt"}, "model.norm"),
+     ({"layout": "mixln", "encoder_layers": 2, "decoder_layers": 4}, "model.encoder_layers"),
+     ({"layout": "mixln", "mixln_alpha": 1.5}, "model.mixln_alpha")],
+)  # fmt: skip
+def test_config_errors_name_the_key(model, key):
+    config = Config(model=dataclasses.replace(ModelConfig(), **model))
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_epoch=1))
+    assert key in {problem_key for problem_key, _ in check_values(config)}
+
+
+def test_the_translation_argv_of_each_placement(tiny_config_file, tmp_path):
+    from prelnx.plan.translation import translation_argv
+
+    for layout in PLACEMENTS:
+        config, _ = load_config(tiny_config_file(model={"layout": layout, "mixln_alpha": 0.5}))
+        argv = translation_argv(config, tmp_path)
+        assert argv[argv.index("--layout-scheme") + 1] == layout
+        assert ("--encoder-normalize-before" in argv) == (layout in PRE_LN_LAYOUTS)
+        assert ("--mixln-alpha" in argv) == (layout == "mixln")
+
+
+# ---------------------------------------------------------------------------------------------------- training
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", PLACEMENTS)
+def test_a_tiny_training_of_each_placement_finishes_and_its_checkpoint_rebuilds_it(tiny_config_file, tmp_path, layout):
+    """A few updates with validation BLEU (beam search: incremental decoding through the placement)."""
+    from fairseq import checkpoint_utils
+
+    model = {"layout": layout, "mixln_alpha": 0.5}  # 2 layers per stack: one Post-LN layer each for Mix-LN
+    config, _ = load_config(tiny_config_file(model=model, train={"max_update": 3, "max_epoch": 1}))
+    run_dir = tmp_path / "run"
+    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
+    rows = read_metrics(run_dir)
+    assert rows and all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
+    assert f"--layout-scheme {layout}" in (run_dir / "command.txt").read_text()
+    load_plugin()
+    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(run_dir / "checkpoints" / "checkpoint_last.pt")])
+    rebuilt = {type(module).__name__ for module in models[0].modules()}
+    assert rebuilt == {type(module).__name__ for module in build(tiny_config_file, **model).modules()}
+
+
+@pytest.mark.slow
+def test_a_placement_run_stopped_after_an_epoch_resumes_from_its_checkpoint(tiny_config_file, tmp_path):
+    """ResiDual (the placement with state across layers) stopped after its first epoch, resumed and stopped again:
+    the budget (FAR_EPOCHS) is far beyond both stops; every epoch is recorded once, finite."""
+    config, _ = load_config(tiny_config_file(model={"layout": "residual"}, train={"max_epoch": FAR_EPOCHS},
+                                             eval={"bleu": {"enabled": False}}))  # fmt: skip
+    run_dir = tmp_path / "run"
+    assert train(config, run_dir=run_dir, echo=stop_after_an_epoch()).status == "interrupted"
+    reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
+    lines: list[str] = []
+    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached))
+    assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
+    assert lines[0].startswith("resuming"), lines
+    epochs = epochs_recorded(run_dir)
+    assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > reached
+    assert all(math.isfinite(row["valid_loss"]) for row in read_metrics(run_dir))
