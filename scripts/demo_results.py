@@ -39,13 +39,15 @@ def render(summary: Path = SUMMARY) -> str:
     missing = [name for name in ARMS if name not in rows]
     if missing:
         raise SystemExit(f"{summary}: not a demo sweep's summary (no run {', '.join(missing)})")
-    lines = ["| arm | status | final valid loss | best valid loss | best valid BLEU | updates | wall time |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    # No wall time: a run's time says nothing without its machine and load (the README gives the idle demo's time
+    # with its CPU; summary.csv keeps each run's).
+    lines = ["| arm | status | final valid loss | best valid loss | best valid BLEU | updates |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for name, label in ARMS.items():
         row = rows[name]
         lines.append(f"| {label} | {row['status']} | {_number(row['final_valid_loss'], 3)} | "
                      f"{_number(row['best_valid_loss'], 3)} | {_number(row['best_valid_bleu'], 2)} | "
-                     f"{row['update'] or '-'} | {_number(row['wall_seconds'], 0)} s |")  # fmt: skip
+                     f"{row['update'] or '-'} |")  # fmt: skip
     return "\n".join(lines)
 
 
