@@ -193,6 +193,7 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     import os
 
     from prelnx.machine import may_have_gpu
+    from prelnx.quiet import kept_logging
     from prelnx.reproduce.plan import PlanError, check_argv, plan, plan_lines
     from prelnx.reproduce.summary import write_summary
     from prelnx.sweep.execute import EXECUTORS
@@ -200,12 +201,14 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     if executor not in EXECUTORS:
         raise PlanError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     out = out or Path("runs") / f"reproduce-{scale}"
-    the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
+    with kept_logging():  # fairseq imported to read presets and parse argvs leaves prelnx's logging as it was
+        the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
     lines = plan_lines(the_plan)
     for line in lines:
         echo(line)
     if scale == "paper":
-        echo(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")
+        with kept_logging():
+            echo(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")
         if not dry_run and executor == "local" and not may_have_gpu():
             raise PlanError("--scale paper trains on GPUs and this machine has none: plan it with --dry-run, or "
                             "submit it with --executor slurm")  # fmt: skip
