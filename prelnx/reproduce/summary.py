@@ -68,9 +68,34 @@ def _theory_rows(out: Path) -> list[str]:
     ]  # fmt: skip
 
 
+def _test_bleu(out: Path, stage: Stage) -> list[str]:
+    """The evaluate stage: each run's test BLEU, read from the sweeps it evaluated."""
+    from prelnx.sweep.summary import summarize
+
+    rows = [(name, row) for name in stage.options["of"] if (out / name / "sweep.json").is_file()
+            for row in summarize(out / name)]  # fmt: skip
+    if not any(row.get("test_bleu_tokenized") is not None for _, row in rows):
+        return []
+    lines = ["| stage | run | status | test BLEU (tokenized) | SacreBLEU |", "|---|---|---|---|---|"]
+    for name, row in rows:
+        bleu, sacre = row.get("test_bleu_tokenized"), row.get("test_sacrebleu")
+        lines.append(f"| {name} | {row['run']} | {row['status']} | {'-' if bleu is None else f'{bleu:.2f}'} | "
+                     f"{'-' if sacre is None else f'{sacre:.2f}'} |")  # fmt: skip
+    return lines
+
+
+def _finetunings(out: Path, stage: Stage, report: Path) -> list[str]:
+    """The finetune stage: each fine-tuning summary under the pre-trained runs (prelnx finetune writes them there)."""
+    found = sorted((out / stage.options["pretrained"]).glob("*/finetune/*/finetune_summary.md"))
+    return [f"- [{os.path.relpath(path, report.parent)}]({os.path.relpath(path, report.parent)})" for path in found]
+
+
 def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
     folder = out / stage.name
     lines = [f"### {stage.figure} (stage `{stage.name}`)", ""]
+    if stage.kind in ("evaluate", "finetune"):
+        found = _test_bleu(out, stage) if stage.kind == "evaluate" else _finetunings(out, stage, report)
+        return lines + (found or ["Not run."]) + [""]
     if not folder.is_dir():
         return lines + ["Not run.", ""]
     rel = lambda p: os.path.relpath(p, report.parent)  # noqa: E731
@@ -103,11 +128,15 @@ def machine_lines() -> list[str]:
 
         gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) or "none"
     versions = []
-    for package in ("prelnx", "fairseq", "torch", "numpy"):
-        try:
-            versions.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            versions.append(f"{package} not installed")
+    for package, distributions in (("prelnx", ("prelnx",)), ("fairseq", ("fairseq", "ve-fairseq")), ("torch", ("torch",)),
+                                   ("numpy", ("numpy",))):  # fmt: skip
+        found = []
+        for distribution in distributions:
+            try:
+                found.append(version(distribution))
+            except PackageNotFoundError:
+                pass
+        versions.append(f"{package} {found[0] if found else 'not installed'}")
     return [f"- CPU: {cpu}, {os.cpu_count()} cores; native bf16: {', '.join(flags) if flags else 'no'}",
             f"- GPU: {gpu}", f"- {', '.join(versions)}; Python {platform.python_version()}",
             f"- load average when the report was written: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]  # fmt: skip
@@ -139,7 +168,12 @@ def write_summary(out: Path, scale: str) -> Path:
               "header and applied by code (prelnx/reproduce/choose.py).", ""]  # fmt: skip
     for stage in premises:
         lines += _stage_section(out, stage, report)
-    lines += ["## Compute used per stage", "", "| stage | kind | wall time | estimated before | runs |", "|---|---|---|---|---|"]
+    plan_file = out / "plan.txt"
+    said = [line for line in plan_file.read_text().splitlines() if line.startswith(("estimate:", "load average"))] \
+        if plan_file.is_file() else []  # fmt: skip
+    lines += ["## Compute used per stage", "", "Wall time of the attempt that completed each stage, against the plan's "
+              "estimate (" + ("; ".join(said) or "no plan.txt") + ").", "",
+              "| stage | kind | wall time | estimated before | runs |", "|---|---|---|---|---|"]  # fmt: skip
     for stage in stages(scale):
         done = read_marker(out, stage.name)
         if done is None:

@@ -116,3 +116,47 @@ def test_a_resumed_reproduction_skips_complete_stages_and_retrains_nothing(tmp_p
     lines.clear()
     assert attempt()["arms"] == "complete"
     assert ((run / "metrics.jsonl").read_text(), (run / "status.json").stat().st_mtime) == trained  # not retrained
+
+
+def _premise_sweep(folder: Path, tiny_config_file, finals: dict[float, float | None]) -> None:
+    """A finished SGD premise sweep as `prelnx sweep` leaves it: per lr a config, a status and a final validation
+    (None: diverged). The target dictionary's 4 equally frequent words make the unigram plateau 2 bits."""
+    from prelnx.config.load import config_to_dict, load_config
+    from prelnx.records.metrics import write_metrics
+    from prelnx.records.status import write_status
+
+    data = folder.parent / "data"
+    data.mkdir(exist_ok=True)
+    (data / "dict.tgt.txt").write_text("".join(f"w{i} 10\n" for i in range(4)))
+    runs = []
+    for lr, final in finals.items():
+        name = f"lr-{lr:g}"
+        config, _ = load_config(tiny_config_file(), [f"optimizer.name=sgd", f"optimizer.lr={lr}", "data.dataset=custom",
+                                                      f"data.path={data}", "schedule.warmup_updates=5"])  # fmt: skip
+        run = folder / name
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config)))
+        write_status(run, "finished" if final is not None else "diverged", update=10)
+        write_metrics(run, [{"epoch": 1, "num_updates": 10, "valid_loss": final if final is not None else float("nan"),
+                             "valid_nll_loss": final if final is not None else float("nan")}])  # fmt: skip
+        runs.append({"name": name, "overrides": {"optimizer.lr": lr}})
+    (folder / "sweep.json").write_text(json.dumps({"name": folder.name, "runs": runs}))
+
+
+def test_sgd_lr_is_chosen_by_the_committed_rule(tmp_path, tiny_config_file):
+    from prelnx.reproduce.choose import sgd_lr
+    from prelnx.sweep.spec import resolve_spec
+    from prelnx.config.load import find_config
+
+    # plateau 2 bits, premise margin 1 bit: lr 0.3 (0.9) and 0.5 (0.7) meet it, the lower final loss wins
+    _premise_sweep(tmp_path / "a", tiny_config_file, {0.3: 0.9, 0.5: 0.7, 1.0: None})
+    choice = sgd_lr([tmp_path / "a"])
+    assert choice.sgd_lr == 0.5 and "meets the premise" in choice.outcome and len(choice.evidence) == 3
+    # none meets it: the lowest final loss, said so
+    _premise_sweep(tmp_path / "b", tiny_config_file, {0.3: 1.5, 0.5: 1.8, 1.0: None})
+    choice = sgd_lr([tmp_path / "b"])
+    assert choice.sgd_lr == 0.3 and "no lr meets the premise" in choice.outcome
+    # applied to the arms sweep: its SGD grids take the lr, the Adam grids are untouched
+    spec = choice.apply(resolve_spec(find_config("sweeps/cpu_multi30k.yaml"), [], [], None))
+    assert [g["optimizer.lr"] for g in spec.grids if g["optimizer.name"] == ["sgd"]] == [[0.3]]
+    assert [g["optimizer.lr"] for g in spec.grids if g["optimizer.name"] != ["sgd"]] == [[5.0e-4, 1.0e-3], [1.0e-3]]
