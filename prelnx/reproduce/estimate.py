@@ -137,8 +137,9 @@ class Probe:
     seconds: float  # the probe's own time
 
     def describe(self) -> str:
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         return (f"measured here: the demo model trains {self.wps:,.0f} target tokens/s on one thread "
-                f"(a {self.seconds:.0f} s probe of forward+backward steps in this process)")
+                f"(a {self.seconds:.0f} s probe of forward+backward steps in this process; load average {load})")
 
 
 def probe(steps: int = 4) -> Probe:

@@ -39,6 +39,7 @@ class StagePlan:
     not_run: str = ""  # why the stage will not run (its user-brought data is missing)
     note: str = ""  # a choice to be made, a count that depends on an earlier stage
     done: bool = False  # complete in an earlier attempt
+    precision: str = ""  # the CPU scale's precision and why
 
 
 @dataclass
@@ -80,7 +81,27 @@ def configs_spec(name: str, sources: tuple[str, ...]) -> SweepSpec:
     return SweepSpec(name=name, base=bases.pop(), grids=grids)
 
 
-def stage_spec(stage: Stage, seeds: int | None, out: Path) -> SweepSpec:
+# bf16 pays on a CPU only with native bf16 and only from the IWSLT14 transformer's size up (issue 33, measured with
+# AVX512-BF16 on 2 threads: d 512 / FFN 1024 x2.4 words/s, the demo's d 128 x1.14)
+BF16_FROM = {"embed_dim": 512, "ffn_dim": 1024}
+
+
+def cpu_precision(configs: list[Config]) -> tuple[str, str]:
+    """The precision a CPU-scale stage trains in, and why: bf16 where this CPU has native bf16 and every model of
+    the stage is at least IWSLT14-sized, fp32 otherwise."""
+    from prelnx.machine import cpu_bf16_flags
+
+    sizes = [estimate.model_sizes(config) for config in configs]
+    small = [s for s in sizes if any(s[key] < value for key, value in BF16_FROM.items())]
+    if small:
+        return "fp32", f"d {small[0]['embed_dim']}, FFN {small[0]['ffn_dim']}: bf16 pays only from d 512 / FFN 1024 up"
+    flags = cpu_bf16_flags()
+    if not flags:
+        return "fp32", "this CPU has no native bf16"
+    return "bf16", f"native {', '.join(flags)} and IWSLT14-sized models"
+
+
+def stage_spec(stage: Stage, seeds: int | None, out: Path, scale: str = "") -> SweepSpec:
     """The sweep a sweep or configs stage runs: its config, the stage's toy-size overrides, --seeds, and the choice
     an earlier premise stage made (when made)."""
     from prelnx.reproduce.choose import Choice
@@ -93,6 +114,8 @@ def stage_spec(stage: Stage, seeds: int | None, out: Path) -> SweepSpec:
         spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
     else:
         spec = resolve_spec(find_config(stage.source), grid, list(stage.set), stage.name)
+    if scale == "cpu" and cpu_precision([p.config for p in expand(spec)])[0] == "bf16":
+        spec.fixed["train.precision"] = "bf16"
     saved = out / stage.name / "choice.json"
     if stage.choose and saved.is_file():
         data = json.loads(saved.read_text())
@@ -101,10 +124,10 @@ def stage_spec(stage: Stage, seeds: int | None, out: Path) -> SweepSpec:
     return spec
 
 
-def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, problems: list[str]) -> None:
+def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, problems: list[str], scale: str) -> None:
     from prelnx.sweep.preflight import data_problems, launch_problems
 
-    spec = stage_spec(sp.stage, seeds, out)
+    spec = stage_spec(sp.stage, seeds, out, scale)
     points = expand(spec)
     sp.spec, sp.runs, sp.configs = spec, [p.name for p in points], [p.config for p in points]
     found = data_problems(points) + launch_problems(points)
@@ -172,7 +195,9 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
     for stage in stages(scale):
         sp = plans[stage.name] = StagePlan(stage, done=read_marker(out, stage.name) is not None)
         if stage.kind in ("sweep", "configs"):
-            _sweep_plan(sp, seeds, out, problems)
+            _sweep_plan(sp, seeds, out, problems, scale)
+            if scale == "cpu":
+                sp.precision = "%s (%s)" % cpu_precision(sp.configs)
             sp.work = [estimate.work(config) for config in sp.configs]
         elif stage.kind == "grads":
             _grads_plan(sp, problems)
@@ -233,8 +258,7 @@ def plan_lines(p: Plan) -> list[str]:
             lines.append(f"      set: {' '.join(s.set)}")
         if sp.spec is not None:
             lines.append(f"      {len(sp.runs)} runs: {', '.join(sp.runs[:6])}{', ...' if len(sp.runs) > 6 else ''}")
-            precisions = sorted({c.train.precision for c in sp.configs})
-            lines.append(f"      precision: {', '.join(precisions)}")
+            lines.append(f"      precision: {sp.precision or ', '.join(sorted({c.train.precision for c in sp.configs}))}")
         else:
             lines += [f"      {run}" for run in sp.runs]
         if sp.note:

@@ -74,7 +74,7 @@ def _sweep(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
     from prelnx.sweep.execute import run_sweep
 
     _choose(sp, plan)
-    spec = stage_spec(sp.stage, plan.seeds, plan.out)
+    spec = stage_spec(sp.stage, plan.seeds, plan.out, plan.scale)
     folder = plan.out / sp.stage.name
     rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo)
     report_after_sweep(folder, echo)
