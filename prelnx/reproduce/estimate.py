@@ -144,13 +144,12 @@ class Probe:
 
 def probe(steps: int = 4) -> Probe:
     """A few real training steps of the demo's model on one thread, timed after a warm-up step."""
-    import torch
-
-    from prelnx.config.load import load_config
-
     import logging
     import warnings
 
+    import torch
+
+    from prelnx.config.load import load_config
     from prelnx.quiet import kept_logging, quiet_fairseq_logging
 
     started = time.perf_counter()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration

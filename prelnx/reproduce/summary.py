@@ -56,7 +56,7 @@ def _theory_rows(out: Path) -> list[str]:
     if not path.is_file():
         return ["| The mean-field results (Lemmas 1-2, LayerNorm's Jacobian) | Section 3.3 | - | the theory stage has not run | - | not measured |"]
     s = json.loads(path.read_text())
-    verdict = lambda ok: "**holds**" if ok else "**does not hold**"  # noqa: E731 - a deterministic check
+    verdict = lambda ok: "**holds**" if ok else "**does not hold**"
     jacobian = 0.5 <= s["jacobian_ratio_min"] and s["jacobian_ratio_max"] <= 2.0
     return [
         f"| Post-LN: E‖x^(post,5)‖²/d = 3/2 at every layer | Section 3.3, Lemma 1 | {s['paper']['post']} | mean over "
@@ -98,7 +98,7 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
         return lines + (found or ["Not run."]) + [""]
     if not folder.is_dir():
         return lines + ["Not run.", ""]
-    rel = lambda p: os.path.relpath(p, report.parent)  # noqa: E731
+    rel = lambda p: os.path.relpath(p, report.parent)
     for name in ("report.md", "finetune_summary.md"):
         if (folder / name).is_file():
             lines.append(f"The stage's own report: [{rel(folder / name)}]({rel(folder / name)}).")

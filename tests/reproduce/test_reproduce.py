@@ -131,7 +131,7 @@ def _premise_sweep(folder: Path, tiny_config_file, finals: dict[float, float | N
     runs = []
     for lr, final in finals.items():
         name = f"lr-{lr:g}"
-        config, _ = load_config(tiny_config_file(), [f"optimizer.name=sgd", f"optimizer.lr={lr}", "data.dataset=custom",
+        config, _ = load_config(tiny_config_file(), ["optimizer.name=sgd", f"optimizer.lr={lr}", "data.dataset=custom",
                                                       f"data.path={data}", "schedule.warmup_updates=5"])  # fmt: skip
         run = folder / name
         run.mkdir(parents=True)
@@ -144,9 +144,9 @@ def _premise_sweep(folder: Path, tiny_config_file, finals: dict[float, float | N
 
 
 def test_sgd_lr_is_chosen_by_the_committed_rule(tmp_path, tiny_config_file):
+    from prelnx.config.load import find_config
     from prelnx.reproduce.choose import sgd_lr
     from prelnx.sweep.spec import resolve_spec
-    from prelnx.config.load import find_config
 
     # plateau 2 bits, premise margin 1 bit: lr 0.3 (0.9) and 0.5 (0.7) meet it, the lower final loss wins
     _premise_sweep(tmp_path / "a", tiny_config_file, {0.3: 0.9, 0.5: 0.7, 1.0: None})
