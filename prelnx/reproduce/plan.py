@@ -214,18 +214,19 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
             _finetune_plan(sp, plans, problems)
     if problems:
         raise PlanError(f"--scale {scale} cannot run here; nothing was created:\n  " + "\n  ".join(problems))
+    if scale == "paper":  # no probe: this CPU says nothing of a GPU
+        pace = (f"GPU-hours on one {PAPER_GPU}, fp32, at an assumed {estimate.GPU_WPS:,.0f} target tokens/s for the "
+                f"transformer base ({estimate.GPU_SOURCE}), scaled by each model's cost per token; not measured here. "
+                f"Theory and gradients run on the CPU of the machine that runs prelnx")  # fmt: skip
+        for sp in plans.values():
+            if sp.stage.kind not in ("theory", "grads"):
+                sp.gpu_hours = estimate.gpu_hours(sp.work)
+        return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
     probe = probe or estimate.probe()
     pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, estimate.os.cpu_count() or 1)} "
             f"runs at a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")  # fmt: skip
-    if scale == "paper":
-        pace = (f"trainings and decoding: GPU-hours on one {PAPER_GPU}, fp32, at an assumed {estimate.GPU_WPS:,.0f} "
-                f"target tokens/s for the transformer base ({estimate.GPU_SOURCE}), scaled by each model's cost per "
-                f"token, not measured here; theory and gradients: on this CPU, {pace}")  # fmt: skip
     for sp in plans.values():
-        on_gpu = scale == "paper" and sp.stage.kind not in ("theory", "grads")
-        if on_gpu:
-            sp.gpu_hours = estimate.gpu_hours(sp.work)
-        elif sp.work:
+        if sp.work:
             sp.seconds = estimate.cpu_seconds(sp.work, probe, jobs if sp.stage.kind in ("sweep", "configs") else 1)
     return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
 
@@ -239,7 +240,9 @@ def _cost(sp: StagePlan, scale: str) -> str:
         return f"~{sp.gpu_hours:,.1f} GPU-h" + (" if run" if sp.not_run else "")
     if sp.not_run:
         return "not run"
-    return f"~{duration(sp.seconds)}" + (" CPU" if scale == "paper" else "")
+    if scale == "paper":
+        return "CPU" + (f" ~{duration(sp.seconds)}" if sp.seconds else ", not timed")
+    return f"~{duration(sp.seconds)}"
 
 
 def plan_lines(p: Plan) -> list[str]:
@@ -270,9 +273,8 @@ def plan_lines(p: Plan) -> list[str]:
                          f"resources from the spec's slurm: or prelnx sweep's defaults)")  # fmt: skip
     if p.scale == "paper":
         total = sum(sp.gpu_hours for sp in p.stages if not sp.done and not sp.not_run)
-        cpu = sum(sp.seconds for sp in p.stages if not sp.done)
-        lines += ["", f"total: ~{total:,.1f} GPU-hours on {PAPER_GPU} (the stages not run excluded), and "
-                      f"~{duration(cpu)} on this CPU (theory, gradients)"]  # fmt: skip
+        lines += ["", f"total: ~{total:,.1f} GPU-hours on {PAPER_GPU} (the stages not run excluded), and the CPU "
+                      f"stages (theory, gradients)"]  # fmt: skip
     else:
         lines += ["", f"total: ~{duration(p.total_seconds)} of training here"]
     return lines
