@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from prelnx.config.language_model import language_model_problems
 from prelnx.config.placements import PLACEMENT_LAYOUTS, placement_problems  # noqa: F401  (re-exported)
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.synthetic import SyntheticTask
@@ -30,7 +31,7 @@ ARCH_PRESETS = (
 # pre = `roberta_prenorm` (no embedding LayerNorm, LayerNorm before each sublayer, a final LayerNorm).
 MLM_ARCH_PRESETS = ("roberta_base",)
 DATASETS = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
-TASKS = ("translation", "masked_lm", "sentence_prediction")
+TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")
 ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encoder
 # model.layout -> its name in tables and figures (the paper's two, DeepNorm, and the warm-up-free schemes of
 # docs/warmup_free.md, each a Post-LN scheme built by the plugin: prelnx_fairseq_plugin/models/<layout>.py).
@@ -50,8 +51,8 @@ class DataConfig:
     source_lang: Optional[str] = None  # default per dataset: de/en, en/de, src/tgt
     target_lang: Optional[str] = None
     synthetic: SyntheticTask = field(default_factory=SyntheticTask)  # only read when dataset is synthetic
-    # task: masked_lm only: tokens per training sample (sentences packed up to this length, fairseq's
-    # sample_break_mode complete) and the share of tokens masked (BERT's 15 %)
+    # task: masked_lm (and language_model: tokens_per_sample, sample_break_mode): tokens per training sample
+    # (sentences packed up to this length, fairseq's sample_break_mode complete) and the share of tokens masked
     tokens_per_sample: int = 512
     mask_prob: float = 0.15
     # complete: whole lines packed into samples (fairseq's RoBERTa recipe; a line must fit in one sample);
@@ -188,7 +189,9 @@ class Config:
     # translation: fairseq's encoder-decoder transformer; masked_lm: BERT-style pre-training (fairseq's masked_lm
     # task and roberta encoder), the paper's Section 4 / Figure 5a; sentence_prediction: fine-tuning such an
     # encoder on a sentence(-pair) classification task (MRPC, RTE: Figure 5b/c; `prelnx finetune` writes these)
-    task: Literal["translation", "masked_lm", "sentence_prediction"] = "translation"
+    # language_model: a decoder-only transformer (fairseq's language_modeling task and transformer_lm; keys and
+    # checks in prelnx/config/language_model.py)
+    task: Literal["translation", "masked_lm", "sentence_prediction", "language_model"] = "translation"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
@@ -201,11 +204,12 @@ class Config:
 # Keys (or whole sections) that only some tasks read; every other key applies to every task. `--dry-run` prints
 # only what applies to the run's task (config.yaml keeps everything).
 TASK_KEYS: dict[str, tuple[str, ...]] = {
-    "data.tokens_per_sample": ("masked_lm", "sentence_prediction"),
+    "data.tokens_per_sample": ("masked_lm", "sentence_prediction", "language_model"),
     "data.mask_prob": ("masked_lm",),
-    "data.sample_break_mode": ("masked_lm",),
-    "model.decoder_layers": ("translation",),
-    "model.share_decoder_input_output_embed": ("translation",),
+    "data.sample_break_mode": ("masked_lm", "language_model"),
+    "model.encoder_layers": ("translation", "masked_lm", "sentence_prediction"),
+    "model.decoder_layers": ("translation", "language_model"),
+    "model.share_decoder_input_output_embed": ("translation", "language_model"),
     "model.share_all_embeddings": ("translation",),
     "train.label_smoothing": ("translation",),
     "eval.bleu": ("translation",),
@@ -225,6 +229,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
     if config.task in ENCODER_TASKS:
         problems += _encoder_problems(config)
+    elif config.task == "language_model":
+        problems += language_model_problems(config)
     else:
         need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
     every = config.eval.every_updates

@@ -15,7 +15,7 @@ def ensure_data(config: Config) -> Path:
     """Generate the synthetic task if needed; check any other dataset is binarized and intact (and a fine-tuning's
     pre-trained checkpoint: CheckpointRefused, CheckpointDamaged). Returns the folder."""
     folder = data_dir(config)
-    if config.data.dataset == "synthetic" and config.task in ("masked_lm", "sentence_prediction"):
+    if config.data.dataset == "synthetic" and config.task in ("masked_lm", "language_model", "sentence_prediction"):
         from prelnx.data.monolingual import prepare_synthetic_text
 
         task = SyntheticTask(**vars(config.data.synthetic))

@@ -36,7 +36,9 @@ def data_dir(config: Config) -> Path:
     return DEFAULT_DATA_DIRS.get(config.data.dataset, Path("data-bin") / config.data.dataset)
 
 
-SYNTHETIC_KINDS = {"translation": "synthetic", "masked_lm": "synthetic-text", "sentence_prediction": "synthetic-pairs"}
+# a language model reads the masked LM's synthetic text (the same folder)
+SYNTHETIC_KINDS = {"translation": "synthetic", "masked_lm": "synthetic-text", "sentence_prediction": "synthetic-pairs",
+                   "language_model": "synthetic-text"}
 
 
 def synthetic_dir(task: str, synthetic: SyntheticTask) -> Path:
@@ -51,11 +53,11 @@ def data_problem(config: Config) -> str | None:
         from prelnx.data.pairs import pairs_problem
 
         return pairs_problem(folder, generated=config.data.dataset == "synthetic")
-    if config.task == "masked_lm":
+    if config.task in ("masked_lm", "language_model"):
         if config.data.dataset == "synthetic" and not (folder / "dict.txt").is_file():
             return None  # generated on demand
         if not (folder / "dict.txt").is_file() or not (folder / "train.idx").is_file():
-            return (f"data.path: {folder} holds no binarized text for masked_lm (needs dict.txt, train.bin/.idx, "
+            return (f"data.path: {folder} holds no binarized text for {config.task} (needs dict.txt, train.bin/.idx, "
                     f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
                     f"(see README, 'BERT') and point data.path at the output folder.")  # fmt: skip
         try:

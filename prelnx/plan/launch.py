@@ -18,6 +18,7 @@ from prelnx.machine import cpu_bf16_problem, may_have_gpu
 from prelnx.plan.common import optimization_argv, run_argv
 from prelnx.plan.data import data_dir
 from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
+from prelnx.plan.language_model import language_model_argv
 from prelnx.plan.parallel import Parallel, describe_batch, resolve, with_effective_batch
 from prelnx.plan.translation import translation_argv
 
@@ -36,6 +37,7 @@ TASK_PLANNERS: dict[str, Callable[[Config, Path], list[str]]] = {
     "translation": translation_argv,
     "masked_lm": masked_lm_argv,
     "sentence_prediction": sentence_prediction_argv,
+    "language_model": language_model_argv,
 }
 
 

@@ -60,7 +60,7 @@ class Arm:
 def unigram_plateau(config: dict[str, Any]) -> float | None:
     """The entropy (bits) of the target dictionary's word counts: the loss of predicting word frequencies only.
 
-    fairseq's dict.<target>.txt (dict.txt for masked_lm) holds one `word count` per line; the data folder is the
+    fairseq's dict.<target>.txt (dict.txt for masked_lm, language_model) holds one `word count` per line; the data folder is the
     one the run trained on (prelnx.plan.data.data_dir: data.path, or the synthetic task's cache folder). None when
     the folder or file is not on this machine."""
     data = config.get("data") or {}
@@ -71,7 +71,8 @@ def unigram_plateau(config: dict[str, Any]) -> float | None:
             folder = data_dir(config_from_dict(config, "config.yaml"))
         except ValueError:  # not a config this prelnx can read: no plateau rather than a guess
             return None
-    name = "dict.txt" if config.get("task") == "masked_lm" else f"dict.{data.get('target_lang') or 'tgt'}.txt"
+    monolingual = config.get("task") in ("masked_lm", "language_model")
+    name = "dict.txt" if monolingual else f"dict.{data.get('target_lang') or 'tgt'}.txt"
     try:
         counts = [int(line.split()[1]) for line in (folder / name).read_text().splitlines() if len(line.split()) >= 2]
     except (OSError, ValueError, UnicodeDecodeError):
