@@ -19,6 +19,7 @@ from prelnx.report.arms import describe_arm, load_arms, seed_groups
 from prelnx.report.bert_claims import BERT_CHECKS
 from prelnx.report.claims import TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
+from prelnx.report.placements import placements_section
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.stats import POWER, Verdict
 from prelnx.report.why_warmup_section import why_warmup_section
@@ -159,9 +160,10 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
             figure.unlink()  # the report embeds PNGs; the SVGs stay in the sweep dir's own plots
     arms = load_arms(sweep_dir)
     translation = [a for a in arms if a.task == "translation"]
-    bert_only = bool(arms) and not translation  # a masked-LM sweep: the translation claims do not apply
+    lm = [a for a in arms if a.task == "language_model"]  # the paper's training claims on a decoder-only LM
+    bert_only = bool(arms) and not translation and not lm  # a masked-LM sweep: the translation claims do not apply
     checks, claim_list = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
-    outcomes = check_claims(claim_list, checks, arms if bert_only else translation)
+    outcomes = check_claims(claim_list, checks, arms if bert_only else (translation or lm))
     unusable = [row for row in rows if row["status"] not in ("finished", "diverged")]
     if unusable:  # "no runs for these arms" would hide that the runs exist but did not train
         listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
@@ -184,6 +186,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
     lines += _warmup_free_section(translation, figures_dir, report_dir)
+    lines += placements_section(lm, figures_dir, report_dir)  # the norm placements' claims (issue 32)
     lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, echo)  # runs with diagnostics only
     lines += ["## Results", "", "Per arm, mean ± sample sd over its finished seeds (diverged seeds counted apart):", ""]
     lines += arms_table(_arm_groups(arms)) + ["", "Per seed:", ""]
@@ -192,7 +195,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]
         lines.append("")
-    lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only else
+    lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only or lm else
               "## Curves (Figures 2 and 4 style)", ""]  # fmt: skip
     for name in ("loss", "bleu", "lr", "heatmap"):
         if (figures_dir / f"{name}.png").is_file():

@@ -93,13 +93,13 @@ def first_update_at(arm: Arm, target: float) -> int | None:
     return None
 
 
-def ranking(arms: list[Arm], names: dict[str, str]) -> list[RankRow]:
-    """Every translation arm that trained, ranked by its mean final valid loss (best first)."""
+def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -> list[RankRow]:
+    """Every arm of the task that trained, ranked by its mean final valid loss (best first)."""
     failure = failure_loss(arms)
     rows = []
-    for (task, layout, optimizer, warmup, lr), group in seed_groups(arms).items():
+    for (arm_task, layout, optimizer, warmup, lr), group in seed_groups(arms).items():
         group = pick(group)
-        if task != "translation" or not group:
+        if arm_task != task or not group:
             continue
         sample = loss_sample(describe_arm(group[0]), group, failure)
         low = high = None
