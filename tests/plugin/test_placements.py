@@ -2,7 +2,8 @@
 checked at initialisation on its defining property, on models built as `prelnx train` builds them (the config's
 fairseq argv, the plugin, `task.build_model`) and on the decoder-only `prelnx_transformer_lm` built from the same
 plan functions (plan/layout.py); the sublayers are recomputed by hand from the layer's own modules, so a norm in the
-wrong place, a missing one or a wrong scale fails. Then a tiny real training per layout, and one killed and resumed.
+wrong place, a missing one or a wrong scale fails. Their trainings, a resume and the gradient study's hidden-state
+RMS: test_placements_training.py.
 """
 
 from __future__ import annotations
@@ -17,11 +18,7 @@ import torch.nn.functional as F
 from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig, check_values
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
-from prelnx.launch.local import train
 from prelnx.plan.layout import LM_PLUGIN_ARCH, PRE_LN_LAYOUTS, normalize_before_argv, variant_argv
-from prelnx.records.checkpoints import checkpoint_info
-from prelnx.records.metrics import read_metrics
-from tests.helpers import FAR_EPOCHS, epochs_recorded, stop_after_an_epoch
 
 PLACEMENTS = ("peri", "reorder", "mixln", "residual", "lnscale")
 DIM = 32  # the tiny config's embed_dim
@@ -314,44 +311,3 @@ def test_the_translation_argv_of_each_placement(tiny_config_file, tmp_path):
         assert argv[argv.index("--layout-scheme") + 1] == layout
         assert ("--encoder-normalize-before" in argv) == (layout in PRE_LN_LAYOUTS)
         assert ("--mixln-alpha" in argv) == (layout == "mixln")
-
-
-# ---------------------------------------------------------------------------------------------------- training
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("layout", PLACEMENTS)
-def test_a_tiny_training_of_each_placement_finishes_and_its_checkpoint_rebuilds_it(tiny_config_file, tmp_path, layout):
-    """A few updates with validation BLEU (beam search: incremental decoding through the placement)."""
-    from fairseq import checkpoint_utils
-
-    model = {"layout": layout, "mixln_alpha": 0.5}  # 2 layers per stack: one Post-LN layer each for Mix-LN
-    config, _ = load_config(tiny_config_file(model=model, train={"max_update": 3, "max_epoch": 1}))
-    run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
-    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
-    rows = read_metrics(run_dir)
-    assert rows and all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
-    assert f"--layout-scheme {layout}" in (run_dir / "command.txt").read_text()
-    load_plugin()
-    models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(run_dir / "checkpoints" / "checkpoint_last.pt")])
-    rebuilt = {type(module).__name__ for module in models[0].modules()}
-    assert rebuilt == {type(module).__name__ for module in build(tiny_config_file, **model).modules()}
-
-
-@pytest.mark.slow
-def test_a_placement_run_stopped_after_an_epoch_resumes_from_its_checkpoint(tiny_config_file, tmp_path):
-    """ResiDual (the placement with state across layers) stopped after its first epoch, resumed and stopped again:
-    the budget (FAR_EPOCHS) is far beyond both stops; every epoch is recorded once, finite."""
-    config, _ = load_config(tiny_config_file(model={"layout": "residual"}, train={"max_epoch": FAR_EPOCHS},
-                                             eval={"bleu": {"enabled": False}}))  # fmt: skip
-    run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=stop_after_an_epoch()).status == "interrupted"
-    reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
-    lines: list[str] = []
-    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached))
-    assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
-    assert lines[0].startswith("resuming"), lines
-    epochs = epochs_recorded(run_dir)
-    assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > reached
-    assert all(math.isfinite(row["valid_loss"]) for row in read_metrics(run_dir))

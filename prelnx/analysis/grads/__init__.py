@@ -6,6 +6,7 @@ N real mini-batches of the configured data (the task's own train iterator, shuff
 configured criterion. As in fairseq's trainer, the summed loss's gradient is divided by the batch's sample_size
 (target tokens), so a gradient is per token. For each batch we take the Frobenius norm of the gradient of every FFN
 weight (fc1 = W1, fc2 = W2) of every encoder and decoder layer; a row of grads.csv is its mean over the batches.
+Beside them, hidden.csv holds the RMS of every layer's output (the residual stream) in the same forward passes.
 
 The parts, one job each:
 - study: what to measure (GradStudy, its --quick preset, the input checks, the models of the grid);
@@ -35,8 +36,12 @@ from prelnx.analysis.grads.study import (
 )
 from prelnx.analysis.grads.summary import (
     CSV_COLUMNS,
+    HIDDEN_COLUMNS,
     bars_depth,
     csv_text,
+    hidden_csv_text,
+    hidden_rows,
+    hidden_summary,
     paper_figure3,
     per_layer_stats,
     read_grads_csv,
@@ -55,8 +60,8 @@ from prelnx.analysis.grads.workers import (
 )
 
 __all__ = [
-    "CSV_COLUMNS", "LAYOUTS", "QUICK", "WEIGHTS", "GradStudy", "GradsError", "ModelResult", "ModelSpec", "StudyOutcome",
-    "Worker", "available_cores", "available_memory", "bars_depth", "check_study", "csv_text", "ffn_weights",
+    "CSV_COLUMNS", "HIDDEN_COLUMNS", "LAYOUTS", "QUICK", "WEIGHTS", "GradStudy", "GradsError", "ModelResult", "ModelSpec", "StudyOutcome",
+    "Worker", "available_cores", "available_memory", "bars_depth", "check_study", "csv_text", "ffn_weights", "hidden_csv_text", "hidden_rows", "hidden_summary",
     "load_checkpoint_model", "memory_per_worker", "model_variant", "paper_figure3", "per_layer_stats", "plan_models",
     "plan_workers", "preset_dims", "quiet_fairseq_logging", "read_grads_csv", "report_lines", "result_rows", "run_study",
     "summarize", "timing_summary",

@@ -6,7 +6,8 @@ the seed), put in train mode (dropout as configured), and fed the same N real mi
 the summed loss's gradient is divided by the batch's sample_size (target tokens), so a gradient is per token.
 
 Only the FFN weights require gradients: autograd then skips the weight gradients nobody reads (attention, embeddings,
-output projection); the FFN gradients are the same numbers.
+output projection); the FFN gradients are the same numbers. In the same forward passes a hook on every layer reads
+the RMS of its output (the residual stream at initialisation, `hidden_rms`).
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class Worker:
         model.train()  # dropout as configured, as in training
         sums = dict.fromkeys(ffn, 0.0)
         fwdbwd, tokens = 0.0, 0
+        rms: dict[tuple[str, int], float] = {}
+        handles = output_rms_hooks(model, rms)
         for index, sample in enumerate(samples):
             torch.manual_seed(spec.seed * 1000 + index)  # the same dropout draws for every model of the seed
             model.zero_grad(set_to_none=True)
@@ -120,9 +123,26 @@ class Worker:
             for key, weight in ffn.items():
                 sums[key] += float(weight.grad.norm()) * scale
             tokens += int(sample["ntokens"])
+        for handle in handles:
+            handle.remove()
         model.zero_grad(set_to_none=True)
         norms = {key: total / len(samples) for key, total in sums.items()}
-        return ModelResult(spec, norms, tokens, built - start, loaded - built, fwdbwd, time.perf_counter() - start)
+        hidden = {key: total / len(samples) for key, total in rms.items()}
+        return ModelResult(spec, norms, tokens, built - start, loaded - built, fwdbwd, time.perf_counter() - start,
+                           hidden_rms=hidden)  # fmt: skip
+
+
+def output_rms_hooks(model: Any, sums: dict[tuple[str, int], float]) -> list[Any]:
+    """Forward hooks adding the RMS of each encoder and decoder layer's output to sums[(side, layer from 1)]."""
+    handles = []
+    for side, stack in (("encoder", model.encoder.layers), ("decoder", model.decoder.layers)):
+        for index, layer in enumerate(stack, start=1):
+            def hook(module: Any, inputs: Any, output: Any, key: tuple[str, int] = (side, index)) -> None:
+                x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
+                sums[key] = sums.get(key, 0.0) + float(x.detach().float().pow(2).mean().sqrt())
+
+            handles.append(layer.register_forward_hook(hook))
+    return handles
 
 
 def ffn_weights(model: Any) -> dict[tuple[str, int, str], Any]:

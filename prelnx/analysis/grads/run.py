@@ -9,7 +9,7 @@ from typing import Callable
 
 from prelnx.analysis.grads.measure import Worker, load_checkpoint_model
 from prelnx.analysis.grads.study import GradStudy, StudyOutcome, check_study, model_code, plan_models
-from prelnx.analysis.grads.summary import csv_text, result_rows, summarize, timing_summary
+from prelnx.analysis.grads.summary import csv_text, hidden_csv_text, hidden_rows, hidden_summary, result_rows, summarize, timing_summary
 from prelnx.analysis.grads.workers import plan_workers, quiet_fairseq_logging, run_models
 from prelnx.atomic import write_text_atomic
 from prelnx.launch.inprocess import load_plugin
@@ -17,7 +17,8 @@ from prelnx.launch.prepare import ensure_data
 
 
 def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = print, plots: bool = True) -> StudyOutcome:
-    """Measure every model of the study; write grads.csv, grads_summary.json (and the checkpoint's), and the plots."""
+    """Measure every model of the study; write grads.csv, hidden.csv (each layer's output RMS), grads_summary.json
+    (and the checkpoint's), and the plots."""
     check_study(study)
     start = time.perf_counter()
     ensure_data(study.config)  # generate the synthetic task once, before the workers race to do it
@@ -44,6 +45,8 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
     trained = [r for r in results if r.spec.checkpoint is not None]
     rows, checkpoint_rows = result_rows(fresh), result_rows(trained)
     summary = summarize(rows, checkpoint_rows)
+    hidden = hidden_rows(fresh)
+    summary["hidden_rms"] = hidden_summary(hidden)  # each layer's output RMS at init (hidden.csv per seed)
     summary["settings"] = {
         "config": study.config.name, "batches": study.batches, "max_tokens": study.tokens_per_batch(),
         "dropout": study.config.model.dropout, "split": "train",
@@ -57,6 +60,8 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
     out_dir = Path(out_dir)
     files = [out_dir / "grads.csv", out_dir / "grads_summary.json"]
     write_text_atomic(files[0], csv_text(rows))
+    files.append(out_dir / "hidden.csv")
+    write_text_atomic(files[-1], hidden_csv_text(hidden))
     if checkpoint_rows:
         files.append(out_dir / "grads_checkpoint.csv")
         write_text_atomic(files[-1], csv_text(checkpoint_rows))

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from prelnx.analysis.grads.study import LAYOUTS, WEIGHTS, ModelResult
 
 CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm")
+HIDDEN_COLUMNS = ("layout", "depth", "seed", "side", "layer", "rms")  # hidden.csv: each layer's output RMS at init
 
 
 def paper_figure3() -> dict[str, Any]:
@@ -34,6 +35,38 @@ def result_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
     ]  # fmt: skip
     order = {"encoder": 0, "decoder": 1}
     return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"], row["weight"]))
+
+
+def hidden_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
+    """hidden.csv's rows: the RMS of every layer's output (the residual stream) per model."""
+    rows = [{"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side, "layer": layer, "rms": rms}
+            for r in results for (side, layer), rms in r.hidden_rms.items()]  # fmt: skip
+    order = {"encoder": 0, "decoder": 1}
+    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"]))
+
+
+def hidden_csv_text(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=HIDDEN_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, "rms": f"{row['rms']:.6g}"})
+    return buffer.getvalue()
+
+
+def hidden_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per layer mean/std over seeds, and per layout and depth the last layer's RMS over the first's."""
+    groups: dict[tuple[str, int, str, int], list[float]] = {}
+    for row in rows:
+        groups.setdefault((row["layout"], row["depth"], row["side"], row["layer"]), []).append(row["rms"])
+    stats = {key: _mean_std(values) for key, values in sorted(groups.items())}
+    growth = {
+        f"{layout} {depth} {side}": _ratio(stats[(layout, depth, side, depth)]["mean"], stats[(layout, depth, side, 1)]["mean"])
+        for (layout, depth, side, layer) in stats if layer == 1 and (layout, depth, side, depth) in stats
+    }  # fmt: skip
+    return {"per_layer": [{"layout": layout, "depth": depth, "side": side, "layer": layer, **values}
+                          for (layout, depth, side, layer), values in stats.items()],
+            "last_over_first_layer": growth}  # fmt: skip
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
@@ -148,6 +181,12 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
     for layout, sides in summary["growth_last_over_first_layer"].items():
         cells = "  ".join(f"{side} W1 {v['W1']:.2f} W2 {v['W2']:.2f}" for side, v in sides.items())
         lines.append(f"  {layout:8s} {cells}   (paper: {paper['per_layer'].get(layout, 'not in the paper')})")
+    hidden = summary.get("hidden_rms", {}).get("last_over_first_layer", {})
+    shown = sorted(((key, ratio) for key, ratio in hidden.items() if key.split()[1] == str(summary["growth_depth"])),
+                   key=lambda item: (LAYOUTS.index(item[0].split()[0]), item[0]))  # fmt: skip
+    if shown:
+        lines.append(f"layer output RMS at init, last layer / first layer, at depth {summary['growth_depth']} (hidden.csv):")
+        lines += [f"  {key.split()[0]:8s} {key.split()[2]} {ratio:.2f}" for key, ratio in shown]
     t = summary["timing"]
     lines.append(
         f"time: wall {t['wall_s']:.1f} s, forward+backward {t['fwdbwd_sum_s']:.1f} s summed over {t['models']} models "
