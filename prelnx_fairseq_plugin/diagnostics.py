@@ -7,20 +7,25 @@
   ||w_before|| = 0, e.g. ReZero's scalars at initialisation);
 - `attn_logit_max`: the largest pre-softmax attention logit q.k / sqrt(d_h) over the update's batches, heads and
   unmasked positions, per attention module (Wortsman et al. 2024), computed from the module's own projections (so
-  QK-Norm's normalised q and k are what is measured).
+  QK-Norm's normalised q and k are what is measured);
+- `hidden_rms`: the RMS of each layer's output, the residual stream it hands on (ResiDual's: x_a), over every
+  element of the update's forward passes (padding included), per layer (Kim et al. 2025's and Sun et al. 2025's
+  hidden-state scale: docs/placements.md).
 `--sharpness-every-updates M`: after every M-th update, the critical sharpness of that update on a fixed validation
 batch (sharpness.py: `lambda_c`, `eta_c`, `sharpness_loss`, `sharpness_passes`, `sharpness_note`).
 
 The record: one JSON object per measured update, logged by rank 0 as a line `... | prelnx_diagnostics | {...}` of
 the training's own log (prelnx's parent makes diagnostics.jsonl of it: prelnx/records/diagnostics.py). Its keys:
-`num_updates`, `epoch`, `lr` (the lr of the update), `grad_norm`, `update_ratio`, `attn_logit_max` (each a mapping
-group -> value, or None at an update that is not a multiple of N) and the sharpness keys (None when not a multiple
-of M). Groups: `<encoder|decoder>.<layer>.<self_attn|encoder_attn|ffn|residual>` (a sublayer with its LayerNorm;
-residual = Admin's w or ReZero's alpha), and outside the layers `<side>.<module>` (e.g. `encoder.embed_tokens`,
-`decoder.layer_norm`). Layers count from 0.
+`num_updates`, `epoch`, `lr` (the lr of the update), `grad_norm`, `update_ratio`, `attn_logit_max`, `hidden_rms`
+(each a mapping group -> value, or None at an update that is not a multiple of N) and the sharpness keys (None when
+not a multiple of M). Groups: `<encoder|decoder>.<layer>.<self_attn|encoder_attn|ffn|residual>` (a sublayer with its
+LayerNorm; residual = Admin's w or ReZero's alpha), and outside the layers `<side>.<module>` (e.g.
+`encoder.embed_tokens`, `decoder.layer_norm`); hidden_rms's groups are the layers, `<side>.<layer>`. Layers count
+from 0.
 
 How it hooks into fairseq (patched here, because fairseq has no hook around an update): `Trainer.train_step` is
-wrapped; on a measured update it keeps a copy of the weights, arms forward pre-hooks on the attention modules and,
+wrapped; on a measured update it keeps a copy of the weights, arms forward pre-hooks on the attention modules and
+forward hooks on the layers and,
 once the update is done, reads the gradients fairseq left in place (they are zeroed only at the next step).
 `Trainer.begin_epoch` is wrapped to know the epoch. The two options are added to fairseq's training parser
 (`options.add_ema_args`, called last when the parser is built) and read back from the parsed arguments
@@ -48,6 +53,7 @@ from .sharpness import critical_sharpness, held_out_batch
 ENV = "PRELNX_DIAGNOSTICS_INTERVALS"
 LOGGER = logging.getLogger("prelnx_diagnostics")  # the record's tag in the log line
 _LAYER = re.compile(r"^(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)\.([^.]+)")
+_LAYER_MODULE = re.compile(r"^(?:module\.)*(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)$")
 _FFN = ("fc1", "fc2", "final_layer_norm")
 _RESIDUAL = ("admin_w", "rezero_alpha")
 _ATTENTION_ARGS = ("query", "key", "value", "key_padding_mask", "incremental_state", "need_weights", "static_kv",
@@ -109,6 +115,34 @@ class AttentionLogits:
             handle.remove()
 
 
+class LayerOutputs:
+    """Forward hooks on every encoder and decoder layer, each summing the squares of its output over the update."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.sums: dict[str, list[float]] = {}  # group -> [sum of squares, elements]
+        self.handles = []
+        for name, module in model.named_modules():
+            found = _LAYER_MODULE.match(name)
+            if found:
+                self.handles.append(module.register_forward_hook(self._hook(f"{found.group(1)}.{found.group(2)}")))
+
+    def _hook(self, group: str):
+        def hook(module: torch.nn.Module, args: tuple, output: Any) -> None:
+            x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
+            total = self.sums.setdefault(group, [0.0, 0])
+            total[0] += float(x.detach().double().pow(2).sum())
+            total[1] += x.numel()
+
+        return hook
+
+    def rms(self) -> dict[str, float]:
+        return {group: math.sqrt(squares / count) for group, (squares, count) in self.sums.items() if count}
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
 def _largest_logit(module: MultiheadAttention, given: dict) -> float | None:
     query = given["query"]
     key = given.get("key")
@@ -160,17 +194,20 @@ def train_step(self: Trainer, samples, raise_oom: bool = False):
     lr = self.get_lr()
     before = [p.detach().clone() for _, p in named]
     logits = AttentionLogits(model) if measure else None
+    outputs = LayerOutputs(model) if measure else None
     try:
         output = _original_train_step(self, samples, raise_oom)
     finally:
-        if logits is not None:
-            logits.remove()
+        for hooks in (logits, outputs):
+            if hooks is not None:
+                hooks.remove()
     if self.get_num_updates() != update:  # the update was skipped (fp16 overflow, OOM): nothing to measure
         return output
     record: dict[str, Any] = {"num_updates": update, "epoch": getattr(self, "_prelnx_epoch", None), "lr": lr,
-                              "grad_norm": None, "update_ratio": None, "attn_logit_max": None}  # fmt: skip
+                              "grad_norm": None, "update_ratio": None, "attn_logit_max": None,
+                              "hidden_rms": None}  # fmt: skip
     if measure:
-        record.update(_norms(self, named, before), attn_logit_max=logits.maxima)
+        record.update(_norms(self, named, before), attn_logit_max=logits.maxima, hidden_rms=outputs.rms())
     if sharpen:
         if getattr(self, "_prelnx_held_out", None) is None:
             self._prelnx_held_out = held_out_batch(self)

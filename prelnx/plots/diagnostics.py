@@ -16,7 +16,7 @@ from typing import Any, Callable
 from prelnx.records.diagnostics import PER_GROUP, read_diagnostics
 
 TITLES = {"grad_norm": "gradient norm", "update_ratio": "||delta w|| / ||w||", "attn_logit_max": "largest attention logit",
-          "lr_lambda_c": "lr x lambda_c"}  # fmt: skip
+          "hidden_rms": "layer output RMS", "lr_lambda_c": "lr x lambda_c"}  # fmt: skip
 
 
 def _finite(value: Any) -> bool:
@@ -33,6 +33,7 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], float | None]] = {
     if row.get("grad_norm") else None,
     "update_ratio": lambda row: max([v for v in (row.get("update_ratio") or {}).values() if _finite(v)], default=None),
     "attn_logit_max": lambda row: max([v for v in (row.get("attn_logit_max") or {}).values() if _finite(v)], default=None),
+    "hidden_rms": lambda row: max([v for v in (row.get("hidden_rms") or {}).values() if _finite(v)], default=None),
     "lr_lambda_c": _sharpness,
 }  # fmt: skip
 

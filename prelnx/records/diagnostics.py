@@ -24,7 +24,8 @@ FILE = "diagnostics.jsonl"
 _RECORD = re.compile(r"\|\s*prelnx_diagnostics\s*\|\s*(\{.*\})\s*$")  # the plugin's logger name
 # The quantities the plugin measures per group (each a mapping group -> value), with their chart titles.
 PER_GROUP = {"grad_norm": "gradient norm per sublayer", "update_ratio": "update / weight per sublayer",
-             "attn_logit_max": "largest attention logit per attention module"}  # fmt: skip
+             "attn_logit_max": "largest attention logit per attention module",
+             "hidden_rms": "layer output RMS (residual stream) per layer"}  # fmt: skip
 SCALARS = {"lambda_c": "critical sharpness lambda_c = 2 / eta_c", "lr_lambda_c": "lr x lambda_c (2: the step's edge)"}
 SECTION = "Why warm-up: diagnostics (step = update)"
 LAYOUT = {SECTION: {title: ["Multiline", [rf"^diagnostics/{key}/"]] for key, title in PER_GROUP.items()}

@@ -40,10 +40,11 @@ def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchange
         if row["num_updates"] % EVERY == 0:
             assert groups <= set(row["grad_norm"]) and groups <= set(row["update_ratio"])
             assert {g for g in groups if "attn" in g} <= set(row["attn_logit_max"])
+            assert set(row["hidden_rms"]) == {"encoder.0", "encoder.1", "decoder.0", "decoder.1"}  # per layer
             for key in PER_GROUP:
                 assert all(math.isfinite(v) and v > 0 for v in row[key].values()), (key, row[key])
         else:
-            assert row["grad_norm"] is None and row["attn_logit_max"] is None
+            assert row["grad_norm"] is None and row["attn_logit_max"] is None and row["hidden_rms"] is None
         if row["num_updates"] % SHARPNESS == 0:
             assert row["lambda_c"] == pytest.approx(2 / row["eta_c"]) and row["eta_c"] > 0, row
             assert math.isfinite(row["sharpness_loss"]) and 2 <= row["sharpness_passes"] <= 12
