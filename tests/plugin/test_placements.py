@@ -236,6 +236,19 @@ def test_lnscale_divides_each_input_norm_by_sqrt_l_with_l_from_1(tiny_config_fil
             assert_layer_is(layer, "pre")
 
 
+def test_each_placement_starts_from_its_base_layouts_weights(tiny_config_file):
+    """Norms draw no random numbers: for one seed a placement has Pre-LN's (ResiDual: Post-LN's) weights, plus its
+    own norms at 1 and 0 (the reordered norm without the input norms it drops)."""
+    bases = {"post": dict(build(tiny_config_file, layout="post").state_dict()),
+             "pre": dict(build(tiny_config_file, layout="pre").state_dict())}  # fmt: skip
+    for layout in PLACEMENTS:
+        base = bases["post" if layout == "residual" else "pre"]
+        ours = dict(build(tiny_config_file, layout=layout, mixln_alpha=0.5).state_dict())
+        shared = set(base) & set(ours)
+        assert all(torch.equal(base[name], ours[name]) for name in shared), layout
+        assert all("norm" in name for name in set(ours) ^ set(base)), (layout, set(ours) ^ set(base))
+
+
 # ------------------------------------------------------------------------------ language model, plan, config
 
 
