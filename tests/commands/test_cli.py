@@ -42,7 +42,7 @@ def test_bad_config_is_one_message_and_exit_code_2(tmp_path):
     path.write_text("model: {layout: middle}\ntrain: {max_epoch: 1}\n")
     result = runner.invoke(app, ["train", "--config", str(path)])
     assert result.exit_code == 2
-    assert f"{path}: model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'rezero_postln', 'b2t', got 'middle'" in result.output
+    assert f"{path}: model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'rezero_postln', 'b2t', 'peri', 'reorder', 'mixln', 'residual', 'lnscale', got 'middle'" in result.output
     assert "Traceback" not in result.output
 
 
