@@ -15,7 +15,7 @@ from prelnx.plan.data import DataNotReady
 def grads_command(
     config: Annotated[str, options.config("A YAML config: a path, or a name under configs/ (e.g. grads/figure3_synthetic.yaml).")],
     out: Annotated[Path, options.out("Folder for grads.csv, grads_summary.json and figure3.png.")],
-    layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, and the warm-up-free admin, tfixup, rezero, rezero_postln, b2t.")] = "post,pre",
+    layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, the warm-up-free admin, tfixup, rezero, rezero_postln, b2t, and the norm placements peri, reorder, mixln, residual, lnscale.")] = "post,pre",
     seeds: Annotated[Optional[str], typer.Option("--seeds", help="How many seeds (10 = seeds 1..10), or a list (3,7). Each seed sets the init, the batches and the dropout draws. [default: 10; --quick: 3]")] = None,
     depths: Annotated[Optional[str], typer.Option("--depths", help="Comma-separated depths (layers in the encoder and in the decoder). [default: 6,8,10,12,14; --quick: 6,10,14]")] = None,
     batches: Annotated[Optional[int], typer.Option("--batches", help="Mini-batches per model; the norms are averaged over them. [default: 1]")] = None,
@@ -31,7 +31,8 @@ def grads_command(
 
     For each layout, depth and seed the model is built as `prelnx train` builds it and fed the same real mini-batches
     of the config's data through its criterion (loss per target token, as fairseq's trainer). Writes grads.csv
-    (layout, depth, seed, side, layer, weight, grad_norm), grads_summary.json (mean and std over seeds) and figure3.png.
+    (layout, depth, seed, side, layer, weight, grad_norm), hidden.csv (each layer's output RMS in the same passes:
+    layout, depth, seed, side, layer, rms), grads_summary.json (mean and std over seeds) and figure3.png.
     """
     from prelnx.analysis.grads import GradsError, GradStudy, check_study, report_lines, run_study
     from prelnx.commands.parsing import checkpoint_path, parse_depths, parse_layouts, parse_seeds

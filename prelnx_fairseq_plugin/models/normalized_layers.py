@@ -6,8 +6,9 @@ module names self_attn, encoder_attn, fc1, fc2, *_layer_norm), changed only wher
   norm type     every LayerNorm of the layer becomes an RMSNorm or a DyT (`norms.replace_layer_norms`)
   deepnorm      residual_connection(x, residual) = alpha * residual + x, and DeepNet's init (`deepnorm`)
   qk_norm       self- and cross-attention are `QKNormMultiheadAttention`s (`qk_norm_attention`)
-  scheme        a warm-up-free layout (Admin, T-Fixup, ReZero, B2T: `schemes`) adds its parameters and init once
-                the layer is built, and computes residual_connection for each sublayer
+  scheme        a warm-up-free layout (Admin, T-Fixup, ReZero, B2T) or a norm placement (Peri-LN, the reordered
+                norm, Mix-LN, ResiDual, LayerNorm Scaling: `schemes`) adds its parameters and init once the layer
+                is built, and computes residual_connection for each sublayer (the stack then calls build_stack)
 
 Where the norm sits (before the sublayer or after the residual add) is fairseq's normalize_before, unchanged.
 """
