@@ -10,7 +10,8 @@ what would decide it. The kinds (methods.yaml's header says the same):
 - lr_sensitivity: per warm-up setting, each seed's |final loss at the largest lr - at the smallest lr| (the same
   seed number at both), the method's minus Pre-LN's, below `margin_bits`: less sensitive to the lr than Pre-LN.
 - fewer_failures: every run of the layout in the sweep (each lr, warm-up and seed) scored 1 if it failed - diverged,
-  or ended with its valid loss not below the unigram plateau (prelnx.report.arms.trained) - else 0; the method's
+  or ended with its valid nll not `trained_margin_bits` below the unigram plateau (prelnx.report.arms.trained at a
+  plateau lowered by that margin: a run that stalled just under the plateau did not train) - else 0; the method's
   share minus Pre-LN's, below `margin_share`. Premise: Pre-LN fails at least once (a claim of fewer failures than
   none is not testable here).
 """
@@ -75,6 +76,7 @@ def _failures(arms: list[Arm], layout: str, floor: float | None) -> Sample:
 
 def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
     floor = plateau(arms)
+    floor = None if floor is None else floor - float(spec.get("trained_margin_bits", 0.0))
     method, pre = _failures(arms, layout, floor), _failures(arms, "pre", floor)
     if not method.n or not pre.n:
         return not_measured(spec["id"], f"not measured: the sweep has no {layout} or no Pre-LN runs")

@@ -72,3 +72,11 @@ def test_the_report_of_an_lm_sweep_has_the_papers_claims_and_the_placements(tmp_
     assert "**Peri-LN**: Peri-LN is less sensitive to the learning rate than Pre-LN." in text
     assert "not testable from this sweep" in text
     assert "Warm-up-free methods" not in text  # the translation benchmark's section stays out
+
+
+def test_a_run_stalled_just_under_the_plateau_counts_as_a_failure(tmp_path):
+    sweep = lm_sweep(tmp_path)
+    sweep.run("pre", 0, [8.4, 8.1, 8.0], seed=1, lr=1e-3, nll=[8.4, 8.1, 8.0])  # 0.3 bits under the plateau: stalled
+    outcome = {cid: o for m in check_placements(load_arms(sweep.save()), methods_data()) for cid, o in m.outcomes.items()}
+    case = outcome["reorder_fewer_failures"].cases[0]
+    assert case.premise.state.value == "met" and "Pre-LN failed 1/7 runs; reorder 1/6" in case.premise.note
