@@ -89,20 +89,26 @@ def _finished_runs(folder: Path) -> list[Path]:
 
 
 def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+    """`prelnx evaluate` of every finished run not evaluated yet, --jobs at a time (each its own fairseq process)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from prelnx.evaluate.evaluate import evaluate
     from prelnx.report.report import report_after_sweep
 
+    def one(run_dir: Path) -> bool:
+        try:
+            result = evaluate(run_dir, split="test")
+        except Exception as error:  # noqa: BLE001 - one run that cannot be decoded must not stop the others
+            echo(f"{run_dir}: not evaluated ({type(error).__name__}: {error})")
+            return False
+        echo(f"{run_dir.name}: test BLEU {result['bleu_tokenized']:.2f} (tokenized), {result['sacrebleu']:.2f} (SacreBLEU)")
+        return True
+
     ok = True
     for name in sp.stage.options["of"]:
-        for run_dir in _finished_runs(plan.out / name):
-            if (run_dir / "eval" / "test.json").is_file():
-                continue
-            try:
-                result = evaluate(run_dir, split="test")
-                echo(f"{run_dir.name}: test BLEU {result['bleu_tokenized']:.2f} (tokenized), {result['sacrebleu']:.2f} (SacreBLEU)")
-            except Exception as error:  # noqa: BLE001 - one run that cannot be decoded must not stop the others
-                ok = False
-                echo(f"{run_dir}: not evaluated ({type(error).__name__}: {error})")
+        todo = [run for run in _finished_runs(plan.out / name) if not (run / "eval" / "test.json").is_file()]
+        with ThreadPoolExecutor(max_workers=max(1, plan.jobs)) as pool:
+            ok = all(list(pool.map(one, todo))) and ok
         report_after_sweep(plan.out / name, echo)  # its summary and report now show test BLEU
     return ok
 
