@@ -50,7 +50,7 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float], f
         values.append(abs(sample.values[1] - sample.values[0]))
         failed += sample.failed > 0
     label = f"{describe_arm(high[0]).split(' lr ')[0]}, {warmup or 'no'} warm-up" if high else layout
-    return Sample(f"{label}: |loss at lr {lrs[1]:g} - at {lrs[0]:g}|", tuple(values), failed)
+    return Sample(f"{label}: loss gap between lr {lrs[0]:g} and {lrs[1]:g}", tuple(values), failed)
 
 
 def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
@@ -62,7 +62,7 @@ def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: 
     for warmup in sorted({a.warmup for a in pick(arms, layout=layout)}):
         method, pre = _gaps(arms, layout, warmup, pair, failure), _gaps(arms, "pre", warmup, pair, failure)
         if method.n and pre.n:
-            metric = "|final valid loss at the larger lr - at the smaller| (bits)"
+            metric = "absolute gap of final valid losses between the two lrs (bits)"
             label = f"{warmup or 'no'} warm-up, lr {pair[0]:g} vs {pair[1]:g}"
             outcome.cases.append(Case(label, compare(metric, method, pre, below(spec["margin_bits"]))))
     return outcome

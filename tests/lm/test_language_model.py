@@ -1,19 +1,26 @@
 """The decoder-only language model (task: language_model): fairseq's language_modeling task with transformer_lm,
-Post-LN and Pre-LN, valid loss per validation in metrics.jsonl and TensorBoard, kill and resume, config errors."""
+Post-LN and Pre-LN as a sweep (valid loss per validation in metrics.jsonl and TensorBoard, read by the summary,
+plots and report), each placement as the plugin's model, kill and resume, config errors."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.launch.local import train
+from prelnx.plots.curves import plot
 from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
+from prelnx.report.report import report_after_sweep
+from prelnx.sweep.execute import run_sweep
+from prelnx.sweep.spec import load_spec
 from tests.helpers import scalar_steps, stop_after_an_epoch
 
 def norms(run_dir: Path) -> set[str]:
@@ -22,28 +29,42 @@ def norms(run_dir: Path) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["post", "pre"])
-def test_each_layout_trains_and_records_valid_loss_per_validation(lm_config_file, tmp_path, layout):
-    config, _ = load_config(lm_config_file(model={"layout": layout}))
-    run_dir = tmp_path / layout
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+def test_post_and_pre_train_as_a_sweep_read_by_its_summary_plots_and_report(lm_config_file, tmp_path):
+    spec_file = tmp_path / "sweep.yaml"
+    spec_file.write_text(yaml.safe_dump({"name": "lm_sweep", "base": str(lm_config_file()),
+                                         "grid": {"model.layout": ["post", "pre"]}}))
+    sweep_dir = tmp_path / "out"
+    lines: list[str] = []
+    rows = run_sweep(load_spec(spec_file), out=sweep_dir, jobs=2, echo=lines.append)
+    report_after_sweep(sweep_dir, lines.append)  # what `prelnx sweep` does next
+    assert [row["status"] for row in rows] == ["finished", "finished"], lines
 
-    assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
-    rows = read_metrics(run_dir)
-    assert [row["num_updates"] for row in rows] == [10, 20, 30]  # one row per validation
-    assert all(math.isfinite(row["valid_loss"]) and row["valid_ppl"] > 1 for row in rows)
-    assert rows[-1]["valid_loss"] < rows[0]["valid_loss"]  # it learns
-    assert scalar_steps(run_dir, "valid/loss") == [10, 20, 30]  # TensorBoard's step is the update
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status["update"] == 30 and status["validations"] == 3 and status["final_valid_loss"] == rows[-1]["valid_loss"]
-    command = (run_dir / "command.txt").read_text()
-    assert "--task language_modeling --criterion cross_entropy" in command and "--arch transformer_lm " in command
-    # fairseq's transformer_lm at the config's width: embeddings and output projection d 32, not its default 512
-    assert "--decoder-input-dim 32 --decoder-output-dim 32" in command
-    found = norms(run_dir)
-    assert {"decoder.layers.1.self_attn_layer_norm", "decoder.layers.1.final_layer_norm"} <= found
-    assert ("decoder.layer_norm" in found) is (layout == "pre")  # Pre-LN's final LayerNorm, none in Post-LN
-    assert ("--decoder-normalize-before" in command) is (layout == "pre")
+    for layout in ("post", "pre"):
+        run_dir = sweep_dir / f"layout-{layout}"
+        metrics = read_metrics(run_dir)
+        assert [row["num_updates"] for row in metrics] == [10, 20, 30]  # one row per validation
+        assert all(math.isfinite(row["valid_loss"]) and row["valid_ppl"] > 1 for row in metrics)
+        assert metrics[-1]["valid_loss"] < metrics[0]["valid_loss"]  # it learns
+        assert scalar_steps(run_dir, "valid/loss") == [10, 20, 30]  # TensorBoard's step is the update
+        status = json.loads((run_dir / "status.json").read_text())
+        assert status["update"] == 30 and status["validations"] == 3
+        assert status["final_valid_loss"] == metrics[-1]["valid_loss"]
+        command = (run_dir / "command.txt").read_text()
+        assert "--task language_modeling --criterion cross_entropy" in command and "--arch transformer_lm " in command
+        # fairseq's transformer_lm at the config's width: embeddings and output projection d 32, not its default 512
+        assert "--decoder-input-dim 32 --decoder-output-dim 32" in command
+        found = norms(run_dir)
+        assert {"decoder.layers.1.self_attn_layer_norm", "decoder.layers.1.final_layer_norm"} <= found
+        assert ("decoder.layer_norm" in found) is (layout == "pre")  # Pre-LN's final LayerNorm, none in Post-LN
+        assert ("--decoder-normalize-before" in command) is (layout == "pre")
+
+    with open(sweep_dir / "summary.csv") as handle:
+        table = {row["run"]: row for row in csv.DictReader(handle)}
+    assert {name: float(row["final_valid_loss"]) for name, row in table.items()} == {
+        f"layout-{layout}": read_metrics(sweep_dir / f"layout-{layout}")[-1]["valid_loss"] for layout in ("post", "pre")}
+    assert {f.name for f in plot(sweep_dir)} == {"loss.png", "loss.svg", "lr.png", "lr.svg"}  # no BLEU to draw
+    report = (sweep_dir / "report.md").read_text()
+    assert "## Norm placements on the language model" in report and "| Pre-LN adam lr 0.003, no warm-up |" in report
 
 
 @pytest.mark.slow
