@@ -82,6 +82,16 @@ def test_paper_dry_run_plans_with_iwslt14_and_refuses_without_it(tmp_path, monke
     assert not (tmp_path / "runs").exists()  # a dry run writes nothing
 
 
+def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, monkeypatch):
+    from prelnx.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["reproduce", "--scale", "cpu", "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "stage nmt_premise: data.path: data-bin/multi30k-8k.de-en" in result.output
+    assert "bash scripts/prepare_cpu_study.sh" in result.output
+
+
 def test_bad_scale_is_one_error(tmp_path):
     from prelnx.cli import app
 
