@@ -69,6 +69,13 @@ def read_marker(out: Path, name: str) -> dict[str, Any] | None:
         return None
 
 
+def complete(out: Path, sp: StagePlan) -> bool:
+    """The stage was completed by an earlier attempt with the same runs (another --seeds plans other runs: not
+    complete, and its sweep trains only the runs it lacks)."""
+    done = read_marker(out, sp.stage.name)
+    return done is not None and (sp.spec is None or done.get("run_names", sp.runs) == sp.runs)
+
+
 def configs_spec(name: str, sources: tuple[str, ...]) -> SweepSpec:
     """Several training configs of one base trained as one sweep: each config's own keys are one grid point."""
     paths = [find_config(source) for source in sources]
@@ -193,7 +200,7 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
     plans: dict[str, StagePlan] = {}
     problems: list[str] = []
     for stage in stages(scale):
-        sp = plans[stage.name] = StagePlan(stage, done=read_marker(out, stage.name) is not None)
+        sp = plans[stage.name] = StagePlan(stage)
         if stage.kind in ("sweep", "configs"):
             _sweep_plan(sp, seeds, out, problems, scale)
             if scale == "cpu":
@@ -212,6 +219,7 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
             sp.work = [estimate.Work(1, w.tokens / max(1, w.updates) * 4, w.cost) for p in of for w in p.work]
         elif stage.kind == "finetune":
             _finetune_plan(sp, plans, problems)
+        sp.done = complete(out, sp)
     if problems:
         raise PlanError(f"--scale {scale} cannot run here; nothing was created:\n  " + "\n  ".join(problems))
     if scale == "paper":  # no probe: this CPU says nothing of a GPU

@@ -17,7 +17,7 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
-from prelnx.reproduce.plan import Plan, StagePlan, marker, read_marker, stage_spec
+from prelnx.reproduce.plan import Plan, StagePlan, complete, marker, stage_spec
 
 Echo = Callable[[str], None]
 
@@ -163,7 +163,7 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
     outcome: dict[str, str] = {}
     for index, sp in enumerate(plan.stages, 1):
         name = sp.stage.name
-        if sp.done or read_marker(plan.out, name) is not None:
+        if sp.done or complete(plan.out, sp):
             outcome[name] = "complete"
             echo(f"== stage {index}/{len(plan.stages)} {name}: complete in an earlier attempt, skipped")
             continue
@@ -179,14 +179,15 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
         overall.start(name)
         echo(f"== stage {index}/{len(plan.stages)} {name} ({sp.stage.figure}) || {overall.text()}")
         started, clock = time.time(), time.monotonic()
-        complete = RUNNERS[sp.stage.kind](sp, plan, progress_echo)
+        finished = RUNNERS[sp.stage.kind](sp, plan, progress_echo)
         seconds = time.monotonic() - clock
         overall.finish(name, seconds)
-        outcome[name] = "complete" if complete else "incomplete"
-        if complete:
+        outcome[name] = "complete" if finished else "incomplete"
+        if finished:
             record: dict[str, Any] = {"stage": name, "kind": sp.stage.kind, "figure": sp.stage.figure,
                                       "seconds": round(seconds, 1), "estimated_seconds": round(sp.seconds, 1),
-                                      "started": started, "runs": len(sp.runs)}  # fmt: skip
+                                      "started": started, "runs": len(sp.runs) if sp.spec else None,
+                                      "run_names": sp.runs if sp.spec else None}  # fmt: skip
             write_text_atomic(marker(plan.out, name), json.dumps(record, indent=2) + "\n")
         echo(f"== stage {name}: {outcome[name]} in {duration(seconds)} || {overall.text()}")
     return outcome

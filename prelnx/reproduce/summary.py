@@ -180,7 +180,7 @@ def write_summary(out: Path, scale: str) -> Path:
             lines.append(f"| {stage.name} | {stage.kind} | not complete | - | - |")
         else:
             lines.append(f"| {stage.name} | {stage.kind} | {duration(done['seconds'])} | "
-                         f"{duration(done['estimated_seconds']) if done.get('estimated_seconds') else '-'} | {done['runs']} |")  # fmt: skip
+                         f"{duration(done['estimated_seconds']) if done.get('estimated_seconds') else '-'} | {done.get('runs') or '-'} |")  # fmt: skip
     lines += ["", "## Versions and machine", "", *machine_lines(), ""]
     write_text_atomic(report, "\n".join(lines) + "\n")
     return report
