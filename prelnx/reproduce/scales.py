@@ -41,7 +41,7 @@ TOY_NMT = ("data.dataset=synthetic", "data.path=null", "data.source_lang=null", 
 TOY_BERT = ("train.max_update=160", "eval.every_updates=40", "train.log_interval=40")  # > the Post-LN arm's 150 warm-up
 TOY_BERT_PREMISE = ("train.max_update=60", "eval.every_updates=20", "train.log_interval=20")
 
-_CPU_STUDY = "bash scripts/prepare_cpu_study.sh   (Multi30k De-En, 8k pairs; README, 'CPU study')"
+_CPU_STUDY = "bash scripts/prepare_cpu_study.sh   (Multi30k De-En, 8k pairs; docs/reproduce.md)"
 
 
 def _nmt(set_: tuple[str, ...], prepare: str) -> list[Stage]:
