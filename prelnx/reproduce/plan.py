@@ -9,6 +9,7 @@ stage's data is one a user brings (a corpus): then that stage is planned as not 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
                 sp.gpu_hours = estimate.gpu_hours(sp.work)
         return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
     probe = probe or estimate.probe()
-    pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, estimate.os.cpu_count() or 1)} "
+    pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, os.cpu_count() or 1)} "
             f"runs at a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")  # fmt: skip
     for sp in plans.values():
         if sp.work:
