@@ -195,8 +195,8 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]
         lines.append("")
-    lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only or lm else
-              "## Curves (Figures 2 and 4 style)", ""]  # fmt: skip
+    lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only else
+              "## Curves (validation loss per update)" if lm else "## Curves (Figures 2 and 4 style)", ""]  # fmt: skip
     for name in ("loss", "bleu", "lr", "heatmap"):
         if (figures_dir / f"{name}.png").is_file():
             lines.append(f"![{name}]({(figures_dir / f'{name}.png').relative_to(report_dir).as_posix()})")
