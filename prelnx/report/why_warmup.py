@@ -18,17 +18,19 @@ A run FAILED when it diverged or its final valid nll is not `trained_margin_bits
 kinds: `arm_difference` (arm a minus arm b over seeds, per lr: Welch's t, prelnx.report.stats) with the study's
 premise (at that lr Post-LN with Adam fails without warm-up and trains with it); `outcome_difference` (the failing
 runs minus the trained runs, over every run of the sweep that has the quantity), not testable unless each group has
-`min_runs` runs. "X trains where Y fails" with X never trained either, while the premise holds, does not hold: the
-engine's rule that two dead arms decide nothing is for claims about how much better; this one is about training.
+`min_runs` runs. "X trains where Y fails" with X never trained either (in >= 2 seeds: one seed is never a verdict),
+while the premise holds, does not hold: the engine's rule that two dead arms decide nothing is for claims about how
+much better; this one is about training.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.records.diagnostics import read_diagnostics
 from prelnx.report.arms import Arm, describe_arm, failure_loss, final_nll, loss_sample, pick, plateau
@@ -202,10 +204,11 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], na
             continue
         premise = _premise(study, spec["premise"], lr, names) if claim["quantity"] == "final_loss" else None
         outcome.cases.append(Case(f"lr {lr:g}", compare(QUANTITY_NAMES[claim["quantity"]], sa, sb, region), premise))
-        if premise is not None and premise.state is PremiseState.MET and not any(not study.failed(r) for r in b):
-            override = (Verdict.DOES_NOT_HOLD, f"at lr {lr:g} {sb.label} failed in every seed too (none ended more "
-                        f"than {study.margin:g} bit below the plateau), while the premise holds: it does not train "
-                        "where the other fails")  # fmt: skip
+        never_trained = sb.n >= 2 and not any(not study.failed(r) for r in b)
+        if premise is not None and premise.state is PremiseState.MET and never_trained:
+            why = (f"at lr {lr:g} {sb.label} failed in every seed too (none ended more than {study.margin:g} bit "
+                   "below the plateau), while the premise holds: it does not train where the other fails")
+            override = (Verdict.DOES_NOT_HOLD, why)
     return ExplanationVerdict(explanation, claim, outcome, override)
 
 

@@ -10,15 +10,23 @@ from typing import Any
 from prelnx.plots.why_warmup import INFINITE_AS, Curve, SeedSeries, why_warmup_figure
 from prelnx.report.arms import Arm, final_nll, layout_names, seed_groups
 from prelnx.report.render import _case_lines, _premise_lines, verdict_text
-from prelnx.report.why_warmup import (OPTIMIZER_NAMES, SERIES, ExplanationVerdict, Study, check_explanations,
-                                      has_diagnostics, load_study)  # fmt: skip
+from prelnx.report.why_warmup import (
+    OPTIMIZER_NAMES,
+    SERIES,
+    ExplanationVerdict,
+    Study,
+    check_explanations,
+    has_diagnostics,  # fmt: skip
+    load_study,
+)
 
 INTRO = [
     "Four explanations of why Post-LN needs warm-up, each with its prediction as a claim (prelnx/methods.yaml,",
     "`why_warmup`, written before the runs; docs/why_warmup.md). A run *failed* when it diverged or its final valid",
     "nll is not {margin:g} bit below the unigram plateau ({plateau}). Arm comparisons are over seeds (Welch's t, 95 %",
-    "interval), the run-outcome comparisons over every run of the sweep grouped by whether it failed. Verdicts as",
-    "above; a claim about runs that fail cannot be decided when none (or too few) fail.",
+    "interval), the run-outcome comparisons over every run of the sweep grouped by whether it failed (there the",
+    "\"seeds\" counted are runs). Verdicts as above; a claim about runs that fail cannot be decided when none (or too",
+    "few) fail.",
 ]
 
 
@@ -29,8 +37,8 @@ def _verdict(v: ExplanationVerdict) -> str:
 
 
 def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
-    lines = ["| explanation | claim | measured: mean per arm or group, difference [95 % CI], claimed side | premise "
-             "| verdict |", "|---|---|---|---|---|"]
+    header = "| explanation | claim | measured: mean per arm or group, difference [95 % CI], claimed side | premise | verdict |"
+    lines = [header, "|---|---|---|---|---|"]
     for v in verdicts:
         measured = "<br>".join(_case_lines(v.outcome)).replace("|", "/")
         premise = "<br>".join(_premise_lines(v.outcome)).replace("|", "/") or "-"

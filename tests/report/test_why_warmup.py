@@ -150,3 +150,13 @@ def test_a_sweep_without_diagnostics_has_no_why_warmup_section(tmp_path):
     sweep.seeds("post", 120, [6.5, 6.6])
     text = write_report(sweep.save(), tmp_path / "r.md").read_text()
     assert "## Why warm-up" not in text and not list(tmp_path.glob("r_figures/why_warmup_*"))
+
+
+def test_one_seed_of_the_arm_claimed_to_train_is_never_a_verdict(tmp_path):
+    sweep = Sweep(tmp_path / "s", write_dictionary(tmp_path / "data") and tmp_path / "data")
+    add_run(sweep, "post", 0, "adam", [8.5, 8.6, 8.4], failing=True)
+    add_run(sweep, "post", 120, "adam", [6.5, 6.6, 6.4], failing=False)
+    add_run(sweep, "post", 0, "adam_no_bias_correction", [8.5], failing=True)
+    no_bc = _verdicts(sweep.save())["no_bias_correction_trains_without_warmup"]
+    # one seed: no override; the engine's own rule for two arms that never trained stands
+    assert no_bc.override is None and no_bc.verdict is Verdict.NOT_TESTABLE

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
+from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info, load_checkpoint
 from prelnx.records.diagnostics import read_diagnostics
 from prelnx.records.metrics import read_metrics
-from prelnx.launch.local import train
 from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past
 
 pytestmark = pytest.mark.slow
