@@ -2,7 +2,7 @@
 warning for a schedule that is legal but probably unintended.
 
 Part of the YAML vocabulary (`schema.Config.schedule` is a `ScheduleConfig`); the formulas are the plugin's
-`--lr-scheduler warmup_decay` (prelnx_fairseq_plugin/lr_scheduler/warmup_decay.py) and README, "What no warm-up
+`--lr-scheduler warmup_decay` (prelnx_fairseq_plugin/lr_scheduler/warmup_decay.py) and docs/configs.md, "What no warm-up
 means". Units: learning rates absolute, lengths in updates or epochs as named.
 """
 
@@ -18,7 +18,7 @@ DECAY_START_KEYS = ("decay_period", "decay_start_update", "decay_start_epoch")  
 class ScheduleConfig:
     # Linear warm-up from warmup_init_lr to optimizer.lr over this many updates; 0 = no warm-up: the first
     # update already uses the peak lr. (Unlike fairseq's inverse_sqrt with --warmup-updates 1, which decays
-    # as lr/sqrt(t) from the first update: see README, "What no warm-up means".)
+    # as lr/sqrt(t) from the first update: see docs/configs.md, "What no warm-up means".)
     warmup_updates: int = 0
     warmup_init_lr: float = 0.0
     decay: Literal["inverse_sqrt", "constant", "step", "linear"] = "constant"
@@ -26,7 +26,7 @@ class ScheduleConfig:
     step_factor: float = 0.1
     decay_start_epoch: Optional[int] = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there
     # inverse_sqrt: decay as sqrt(U/t) from update U, whatever warmup_updates is, so that a warm-up sweep's points
-    # share their lr curve after U and differ in warm-up alone (README, "What no warm-up means")
+    # share their lr curve after U and differ in warm-up alone (docs/configs.md, "What no warm-up means")
     decay_start_update: Optional[int] = None
     # inverse_sqrt: the shifted decay sqrt(D / (D + t - warmup_updates)) from the end of warm-up (from update 0
     # without warm-up), T-Fixup's `--lr-scheduler inverse_sqrt_nowarmup --decay-period D`
@@ -88,6 +88,6 @@ def lr_curve_warnings(s: ScheduleConfig, lr: float) -> list[str]:
             f"schedule: warmup_updates 0 with decay inverse_sqrt decays from update 1 (lr {lr:g} / sqrt(t): "
             f"{lr / 10:g} by update 100), so this run differs from a warmed-up one in its whole lr curve, not in "
             f"warm-up alone; set schedule.decay_start_update (e.g. the longest warm-up of the sweep) to hold the "
-            f"peak until then (README, 'What no warm-up means')"
+            f"peak until then (docs/configs.md, 'What no warm-up means')"
         ]
     return []

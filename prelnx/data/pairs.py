@@ -37,7 +37,7 @@ def pairs_problem(folder: Path, *, generated: bool) -> str | None:
     if missing:
         return (f"data.path: {folder} is not sentence-pair data for fine-tuning (missing {', '.join(missing[:4])}). "
                 f"Expected fairseq's GLUE layout: input0/, input1/ (optional) binarized with the pre-training "
-                f"dict.txt, label/ (README, 'BERT').")  # fmt: skip
+                f"dict.txt, label/ (docs/studies.md, 'BERT pre-training without warm-up').")  # fmt: skip
     try:
         for part in PARTS:
             if (folder / part).is_dir():

@@ -82,7 +82,7 @@ def check_dictionaries(base: Config, pretrained: Config) -> None:
     ours, theirs = data_dir(base) / "input0" / "dict.txt", data_dir(pretrained) / "dict.txt"
     if ours.is_file() and theirs.is_file() and ours.read_bytes() != theirs.read_bytes():
         raise FinetunePlanError(f"{ours} differs from the pre-training dictionary {theirs}: binarize the pairs with "
-                                f"`--srcdict {theirs}` (README, 'BERT')")  # fmt: skip
+                                f"`--srcdict {theirs}` (docs/studies.md, 'BERT pre-training without warm-up')")  # fmt: skip
 
 
 def finetune_config(base: Config, pretrained: Config, checkpoint: Path, seed: int, name: str) -> Config:

@@ -4,7 +4,7 @@ The child is plain `fairseq-train` (as `python -m prelnx.launch.fairseq_entry fa
 without the modules it never uses; under torchrun for several workers) with the arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are
 set per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
 
-What makes the run dir trustworthy (README, "Failure modes"):
+What makes the run dir trustworthy (docs/usage.md, "Failure modes"):
 - one writer: an exclusive lock on the run dir for the life of the run, inherited by the child;
 - the child dies with its parent (the plugin's parent watch) and writes its own log;
 - on every start and at every end the run dir is reconciled with the checkpoints (records/reconcile.py);

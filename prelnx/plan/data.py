@@ -59,7 +59,7 @@ def data_problem(config: Config) -> str | None:
         if not (folder / "dict.txt").is_file() or not (folder / "train.idx").is_file():
             return (f"data.path: {folder} holds no binarized text for {config.task} (needs dict.txt, train.bin/.idx, "
                     f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
-                    f"(see README, 'BERT') and point data.path at the output folder.")  # fmt: skip
+                    f"(see docs/studies.md, 'BERT pre-training without warm-up') and point data.path at the output folder.")  # fmt: skip
         try:
             check_monolingual(folder)
         except DataDamaged as error:
@@ -72,7 +72,7 @@ def data_problem(config: Config) -> str | None:
     if missing:
         return (
             f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
-            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see README, 'Data') and point data.path "
+            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see docs/data.md) and point data.path "
             f"at the output folder."
         )
     try:
