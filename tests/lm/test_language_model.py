@@ -23,6 +23,7 @@ from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import load_spec
 from tests.helpers import scalar_steps, stop_after_an_epoch
 
+
 def norms(run_dir: Path) -> set[str]:
     state = torch.load(run_dir / "checkpoints" / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     return {key.rsplit(".", 1)[0] for key in state["model"] if "norm" in key and key.endswith(".weight")}
