@@ -5,15 +5,18 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 
 import pytest
 import yaml
 
+from prelnx.config.schema import ModelConfig
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
 from prelnx.plots.curves import plot
@@ -56,7 +59,9 @@ def test_bad_grid_value_is_reported_before_anything_runs(tiny_config_file, tmp_p
     from prelnx.config.load import ConfigError
 
     spec = spec_from_command_line(tiny_config_file(), ["model.layout=post,sideways"], [], "bad")
-    with pytest.raises(ConfigError, match="model.layout: expected one of 'post', 'pre', 'deepnorm', 'admin', 'tfixup', 'rezero', 'rezero_postln', 'b2t', got 'sideways'"):
+    # every layout the schema has, in its order, then the bad value (the list grows with the layouts)
+    layouts = ", ".join(repr(v) for v in typing.get_args(typing.get_type_hints(ModelConfig)["layout"]))
+    with pytest.raises(ConfigError, match=re.escape(f"model.layout: expected one of {layouts}, got 'sideways'")):
         run_sweep(spec, out=tmp_path / "bad", echo=lambda line: None)
     assert not (tmp_path / "bad").exists()
 
