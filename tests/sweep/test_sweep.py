@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from prelnx.config.schema import ModelConfig
-from prelnx.sweep.execute import run_sweep
-from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
 from prelnx.plots.curves import plot
 from prelnx.report.report import report_after_sweep, write_report
+from prelnx.sweep.execute import run_sweep
+from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
 from tests.helpers import processes_mentioning
 
 pytestmark = pytest.mark.slow
