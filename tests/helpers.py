@@ -74,3 +74,19 @@ def run_until_it_trains_past(command: list[str], run_dir: Path, epoch: int, log:
                 (stop or (lambda p: p.send_signal(signal.SIGTERM)))(process)
             process.wait(timeout=120)
     return log.read_text()
+
+
+def config_writer(base: dict, folder: Path, default_name: str):
+    """A function writing `base` with some sections merged with overrides (a dict section is merged key by key, any
+    other value replaces) as YAML in `folder`, returning its path: the tiny-config fixtures' one writer."""
+    import yaml
+
+    def write(name: str = default_name, **sections: dict) -> Path:
+        data = {key: (dict(value) if isinstance(value, dict) else value) for key, value in base.items()}
+        for key, value in sections.items():
+            data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+        path = folder / name
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    return write

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+
+from tests.helpers import config_writer
 
 TINY_MLM = {
     "task": "masked_lm",
@@ -28,13 +29,4 @@ TINY_MLM = {
 @pytest.fixture
 def mlm_config_file(tmp_path: Path):
     """Write the tiny masked-LM config (sections merged with the overrides) and return its path."""
-
-    def write(name: str = "mlm.yaml", **sections: dict) -> Path:
-        data = {key: (dict(value) if isinstance(value, dict) else value) for key, value in TINY_MLM.items()}
-        for key, value in sections.items():
-            data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
-        path = tmp_path / name
-        path.write_text(yaml.safe_dump(data))
-        return path
-
-    return write
+    return config_writer(TINY_MLM, tmp_path, "mlm.yaml")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+
+from tests.helpers import config_writer
 
 TINY_LM = {
     "task": "language_model",
@@ -29,13 +30,4 @@ TINY_LM = {
 @pytest.fixture
 def lm_config_file(tmp_path: Path):
     """Write the tiny language-model config (sections merged with the overrides) and return its path."""
-
-    def write(name: str = "lm.yaml", **sections: dict) -> Path:
-        data = {key: (dict(value) if isinstance(value, dict) else value) for key, value in TINY_LM.items()}
-        for key, value in sections.items():
-            data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
-        path = tmp_path / name
-        path.write_text(yaml.safe_dump(data))
-        return path
-
-    return write
+    return config_writer(TINY_LM, tmp_path, "lm.yaml")
