@@ -12,10 +12,10 @@ import importlib.util
 import re
 import shutil
 import sys
+import threading
 import time
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,20 +33,33 @@ class CheckpointDamaged(ValueError):
 SAFE_LOADING = "prelnx_fairseq_plugin.safe_loading"  # its name when fairseq imports the plugin (--user-dir)
 
 
-@lru_cache(maxsize=1)
+_SAFE_LOADING_LOCK = threading.Lock()
+_LOADED: list[Any] = []  # the module once it has run and force_safe_loading() has been applied
+
+
 def safe_loading() -> Any:
     """The plugin's safe_loading module, loaded by path (its package __init__ would import fairseq) under the name
     the plugin's own import gives it, so that a process that also imports the plugin (evaluate, grads) has one
-    copy: one wrapper around torch.load, one CheckpointRefused class."""
-    module = sys.modules.get(SAFE_LOADING)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(SAFE_LOADING, PLUGIN_DIR / "safe_loading.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[SAFE_LOADING] = module
-        spec.loader.exec_module(module)
-    module.force_safe_loading()
-    return module
+    copy: one wrapper around torch.load, one CheckpointRefused class.
+
+    A sweep runs its jobs in threads of one process, so the first calls can come at once: the module is executed
+    under a lock and put into sys.modules only once it has run, so no thread ever sees a half-executed module (that
+    race once recorded a finished run as failed; tests/run/test_thread_safety.py)."""
+    if _LOADED:
+        return _LOADED[0]
+    with _SAFE_LOADING_LOCK:
+        if _LOADED:
+            return _LOADED[0]
+        module = sys.modules.get(SAFE_LOADING)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(SAFE_LOADING, PLUGIN_DIR / "safe_loading.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            module = sys.modules.setdefault(SAFE_LOADING, module)
+        module.force_safe_loading()
+        _LOADED.append(module)
+        return module
 
 
 def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
