@@ -4,7 +4,6 @@
 - `prelnx sweep`: runs/<sweep name>, holding its runs and nothing else (a `--grid` sweep of a training config is
   named `<run name with / as ->-grid`, e.g. runs/demo-postln_warmup-grid), so `tensorboard --logdir runs/<sweep>`
   shows exactly that sweep's runs.
-A run an earlier prelnx started in runs/<run name> keeps its folder (so its re-run resumes it there).
 """
 
 from __future__ import annotations
@@ -18,14 +17,8 @@ TRAININGS = "train"  # runs/train/: single trainings; no sweep may take this nam
 
 
 def default_run_dir(config: Config, runs_root: Path = RUNS) -> Path:
-    """runs/train/<name>, or runs/<name> where an earlier prelnx already trained this run; a name that would leave
-    runs/ (absolute, `..`, a backslash) is refused: give --run-dir."""
-    name = config.name or "run"
-    new = runs_subdir(name, runs_root / TRAININGS)
-    earlier = runs_subdir(name, runs_root)
-    if not new.exists() and (earlier / "config.yaml").is_file():
-        return earlier
-    return new
+    """runs/train/<name>; a name that would leave runs/ (absolute, `..`, a backslash) is refused: give --run-dir."""
+    return runs_subdir(config.name or "run", runs_root / TRAININGS)
 
 
 def sweep_dir(name: str, runs_root: Path = RUNS) -> Path:

@@ -79,24 +79,9 @@ def _hparams(writer: Any, hparams: dict[str, Any], results: dict[str, Any] | Non
         writer.file_writer.add_summary(summary)
 
 
-def _only_training_tags(path: Path) -> bool:
-    """Whether an event file holds only what a training writes (no `prelnx evaluate` test scores)."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-
-    try:
-        for event in EventFileLoader(str(path)).Load():
-            if any(value.tag.startswith("test/") for value in event.summary.value):
-                return False
-    except Exception:  # noqa: BLE001 - unreadable: leave it alone
-        return False
-    return True
-
-
 def owned_event_files(run_dir: Path) -> list[Path]:
-    """The run's own event files: in the run dir, and the training files in `tb/` of earlier prelnx versions
-    (rebuilt from metrics.jsonl, so that a resumed old run shows each epoch once)."""
-    legacy = [p for p in sorted((run_dir / "tb").glob("events.out.tfevents.*")) if _only_training_tags(p)]
-    return sorted(run_dir.glob(f"events.out.tfevents.*{RUN_EVENTS_SUFFIX}")) + legacy
+    """The run's own event files (a `prelnx evaluate` writes its own, without the suffix, and keeps them)."""
+    return sorted(run_dir.glob(f"events.out.tfevents.*{RUN_EVENTS_SUFFIX}"))
 
 
 def rebuild(run_dir: Path, rows: list[dict[str, Any]], hparams: dict[str, Any],

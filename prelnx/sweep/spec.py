@@ -115,17 +115,8 @@ def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: 
 
 
 def _grid_sweep_name(base: Path) -> str:
-    """`<run name, / as ->-grid` (runs/demo-postln_warmup-grid: never inside another sweep's folder); a sweep an
-    earlier prelnx started for this same config (in runs/<file stem> or runs/<run name>-grid) keeps its folder."""
-    run_name = default_run_name(base)
-    for earlier in (base.stem, f"{run_name}-grid"):
-        spec = Path("runs") / earlier / "sweep.yaml"
-        try:
-            if spec.is_file() and Path(str(read_yaml(spec).get("base"))).resolve() == base.resolve():
-                return earlier
-        except (YamlInputError, AttributeError, OSError):
-            pass
-    return f"{run_name.replace('/', '-')}-grid"
+    """`<run name, / as ->-grid` (runs/demo-postln_warmup-grid: never inside another sweep's folder)."""
+    return f"{default_run_name(base).replace('/', '-')}-grid"
 
 
 def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:

@@ -55,7 +55,3 @@ def test_trainings_and_sweeps_never_land_in_each_others_folders(tmp_path, monkey
             assert a == b or not a.is_relative_to(b), (a, b)
     with pytest.raises(ValueError, match="runs/train/ holds single trainings"):
         sweep_dir("train")
-    # a run an earlier prelnx trained in runs/<run name> keeps its folder, so its re-run resumes it
-    (tmp_path / "runs/demo/preln_nowarmup").mkdir(parents=True)
-    (tmp_path / "runs/demo/preln_nowarmup/config.yaml").write_text("name: demo/preln_nowarmup\n")
-    assert default_run_dir(config) == Path("runs/demo/preln_nowarmup")
