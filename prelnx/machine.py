@@ -1,5 +1,5 @@
-"""What this machine can do for training: native bf16 on its CPU, and whether it can have a GPU at all (the one
-owner of these probes).
+"""What this machine can do for training: the cores this process may run on, native bf16 on its CPU, and whether
+it can have a GPU at all (the one owner of these probes).
 
 bf16 on CPU (`train.precision: bf16`, the plugin's autocast) pays only where the CPU multiplies bf16 in hardware:
 x86 AVX512-BF16 or AMX-BF16, Arm's BF16 extension. Elsewhere torch still computes correctly but emulates every bf16
@@ -8,6 +8,7 @@ matmul with conversions, slower than fp32, so prelnx refuses it before training 
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
@@ -17,6 +18,15 @@ from pathlib import Path
 GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
 X86_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo names, also torch's cpuinfo keys
 ARM_FLAGS = ("bf16",)  # /proc/cpuinfo "Features" on aarch64
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its affinity mask (a cgroup cpuset, taskset, a Slurm allocation), which
+    os.cpu_count() ignores; the machine's count where the OS has no affinity (macOS)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def may_have_gpu() -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
-import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +19,7 @@ from multiprocessing.pool import Pool
 from tqdm import tqdm
 
 from prelnx.data import moses
+from prelnx.machine import usable_cores
 
 CHUNK_LINES = 1000  # lines per task: large enough that pickling is cheap next to tokenizing
 
@@ -84,7 +84,7 @@ def _process_chunk(step: Step, lines: list[str]) -> list[str]:
 
 
 def default_workers() -> int:
-    return os.cpu_count() or 1
+    return usable_cores()
 
 
 class Workers:

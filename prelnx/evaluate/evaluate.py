@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
 from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
 from prelnx.records.status import read_status
+from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import use_cuda
 
@@ -147,7 +147,7 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
     generation = generate(
         data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
         batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
-        threads=config.train.threads or os.cpu_count(),
+        threads=config.train.threads or usable_cores(),
         max_len_a=config.eval.bleu.max_len_a, max_len_b=config.eval.bleu.max_len_b,
     )  # fmt: skip
     scores = score(generation.hypotheses, generation.references,

@@ -7,7 +7,6 @@ partial ones from their checkpoints.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -23,7 +22,7 @@ from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
 from prelnx.launch.local import train
 from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, PortableConfig
-from prelnx.machine import may_have_gpu
+from prelnx.machine import may_have_gpu, usable_cores
 from prelnx.plan.launch import with_threads
 from prelnx.records.lock import RunLocked, is_locked
 from prelnx.records.status import read_status, write_status
@@ -85,7 +84,7 @@ def run_local(
     """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
     force: train every point again (a finished run is set aside, as `prelnx train --force` does).
     pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default)."""
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    threads = max(1, usable_cores() // jobs)
     slots_cores = core_slots(jobs) if pin_cores else None
     gpus = _visible_gpus()
     per_job = max(1, gpus // jobs) if gpus else 0
@@ -204,7 +203,7 @@ def run_submitit(
     elif cluster is None:
         cpus = slurm_queue.default_cpus_per_run(options.get("partition"))  # what the partition's nodes have, up to 8
     else:
-        cpus = max(1, (os.cpu_count() or 1) // len(points))
+        cpus = max(1, usable_cores() // len(points))
     parameters = slurm_queue.submitit_parameters(
         options.get("job_name", sweep_dir.name), cpus_per_task=cpus,
         time_min=int(options.get("time_min") or DEFAULT_TIME_MIN), gpus_per_node=int(options.get("gpus_per_run") or 0),
