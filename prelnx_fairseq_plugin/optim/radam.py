@@ -5,6 +5,19 @@ Weight decay is decoupled (AdamW-style), like fairseq's own `adam`, so `--weight
 adam_moments.py). RAdam's first updates (while its rectification term is undefined, rho_t <= 5) do not use v, so
 this leaves them unchanged and changes the adaptive steps after them. RAdam has no switch for bias correction: its
 rectification is derived for the bias-corrected moments.
+
+RAdam's first updates (`--radam-first-steps`, RADAM_FIRST_STEPS), while rho_t is at or below 5 (about the first 5
+updates; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t), rho_inf = 2 / (1 - beta2) - 1), where the rectification is
+undefined:
+  momentum    the default: weight decay, then the un-adapted momentum step p -= lr * m_t / (1 - beta1^t); torch's
+              RAdam, the original RAdam (`degenerated_to_sgd=True`) and T-Fixup's RAdam (layer6ai-labs/T-Fixup
+              fairseq/optim/adam.py at commit b17e166d9f60671a92c3f39e24c9b8c93995e5a3, lines 248-252)
+  decay_only  weight decay only, p -= lr * weight_decay * p; the moments still accumulate: Transformer-Clinic's
+              radam_fairseq/radam.py at commit 70f72b708ab074db5ca3726494e3263516041159, line 124 (the momentum step
+              `p_data_fp32.add_(-step_size, exp_avg)` commented out), the RAdam of Admin's recipes
+(Clinic and T-Fixup rectify when N_sma >= 5, torch when rho_t > 5: the same steps but for rho_t exactly 5.) Under a
+6000-update warm-up the choice moves nothing; under Admin's no-warm-up recipe (lr 3e-4 from update 1) the first
+five steps are plain momentum steps of size up to lr, or none.
 """
 
 from collections.abc import Collection
@@ -14,10 +27,20 @@ from typing import Any, List
 import torch
 from omegaconf import II
 
-from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.optim import FairseqOptimizer, register_optimizer
 
 from .adam_moments import SECOND_MOMENT_INITS, second_moment_gradient
+
+RADAM_FIRST_STEPS = ChoiceEnum(["momentum", "decay_only"])  # torch's / T-Fixup's, Transformer-Clinic's (docstring)
+RECTIFIED_ABOVE = 5.0  # rho_t above which RAdam's adaptive, rectified step is taken (torch's test)
+
+
+def unrectified(step: int, beta2: float) -> bool:
+    """Whether update number `step` (from 1) is one of RAdam's first, unrectified updates: rho_t <= 5."""
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * beta2**step / (1 - beta2**step)
+    return rho_t <= RECTIFIED_ABOVE
 
 
 @dataclass
@@ -27,6 +50,9 @@ class RAdamConfig(FairseqDataclass):
     weight_decay: float = field(default=0.0, metadata={"help": "decoupled weight decay"})
     second_moment_init: SECOND_MOMENT_INITS = field(  # type: ignore[valid-type]
         default="zero", metadata={"help": "v_0: zero (RAdam) or gradient (v_0 = g_1^2, as GI-Adam)"})
+    radam_first_steps: RADAM_FIRST_STEPS = field(  # type: ignore[valid-type]
+        default="momentum", metadata={"help": "updates while rho_t <= 5: momentum (torch, T-Fixup) or decay_only "
+                                              "(Transformer-Clinic's radam.py: weight decay only)"})
     lr: List[float] = II("optimization.lr")
 
 
@@ -62,4 +88,22 @@ class RAdam(FairseqOptimizer):
                         state["step"] = torch.tensor(0.0, dtype=scalar)
                         state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                         second_moment_gradient(state, p.grad / scale)
+        if str(getattr(self.cfg, "radam_first_steps", "momentum")) != "decay_only":
+            super().step(closure, scale, groups)
+            return
+        kept = self._unrectified_weights()
         super().step(closure, scale, groups)
+        for p, (weights, decay) in kept.items():  # Clinic: the moments moved, the weights only by weight decay
+            p.data.copy_(weights).mul_(1 - decay)
+
+    def _unrectified_weights(self) -> dict[torch.Tensor, tuple[torch.Tensor, float]]:
+        """The weights (and lr x weight_decay) of every parameter whose coming update is unrectified."""
+        kept = {}
+        for group in self.optimizer.param_groups:
+            beta2 = group["betas"][1]
+            for p in group["params"]:
+                state = self.optimizer.state[p]
+                step = int(state["step"]) + 1 if "step" in state else 1
+                if p.grad is not None and unrectified(step, beta2):
+                    kept[p] = (p.data.clone(), float(group["lr"]) * float(group["weight_decay"]))
+        return kept

@@ -142,10 +142,13 @@ def test_admin_every_layer_is_layernorm_of_x_times_w_plus_f_x(admin_iwslt14):
 @pytest.mark.parametrize(("recipe", "optimizer"),
                          [("tfixup_iwslt14.yaml", "adam"), ("tfixup_iwslt14_radam.yaml", "radam")])
 def test_tfixup_ships_its_adam_and_its_radam_reading(tmp_path, recipe, optimizer):
-    """The two readings of the authors' optimizer plan the same recipe but for `--optimizer`."""
+    """The two readings of the authors' optimizer plan the same recipe but for `--optimizer`, both clipping at 25:
+    the authors' script passes no --clip-norm and their fairseq's options.py:388 (layer6ai-labs/T-Fixup b17e166)
+    defaults it to 25."""
     config, _ = load_config(RECIPES / recipe)
     argv = plan_run(config, tmp_path / "run").launch.argv
     assert argv[argv.index("--optimizer") + 1] == optimizer
+    assert float(argv[argv.index("--clip-norm") + 1]) == 25.0
     assert argv[argv.index("--layout-scheme") + 1] == "tfixup"
     assert "--warmup-updates" not in argv or argv[argv.index("--warmup-updates") + 1] == "0"
     adam, _ = load_config(RECIPES / "tfixup_iwslt14.yaml")
