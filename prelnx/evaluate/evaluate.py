@@ -8,19 +8,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from prelnx.atomic import write_text_atomic
-from prelnx.config.load import config_from_dict
-from prelnx.config.schema import Config
 from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_checkpoints
 from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
-from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
-from prelnx.records.status import read_status
 from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import use_cuda
+from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
+from prelnx.records.run_config import read_run_config
+from prelnx.records.status import read_status
 
 
 # Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
@@ -29,18 +26,6 @@ NO_DETOKENIZER = {"synthetic"}
 
 class EvaluationError(ValueError):
     pass
-
-
-def load_run_config(run_dir: Path) -> Config:
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise EvaluationError(f"{run_dir}: not a run dir (no config.yaml); give the folder `prelnx train` wrote")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (yaml.YAMLError, OSError, UnicodeDecodeError) as error:
-        raise EvaluationError(f"{path}: cannot be read as a run's config ({type(error).__name__}); "
-                              f"it is the file `prelnx train` wrote, do not edit it") from None  # fmt: skip
-    return config_from_dict(data, str(path))
 
 
 def _check_loadable(path: Path) -> None:
@@ -110,7 +95,7 @@ def evaluate(
 
     if dry_run:
         return plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
-    load_run_config(run_dir)  # a folder that is not a run dir gets no lock file
+    read_run_config(run_dir)  # a folder that is not a run dir gets no lock file
     with RunLock(run_dir).acquire():
         return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size, out)
 
@@ -118,7 +103,7 @@ def evaluate(
 def plan_evaluation(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
                     lenpen: float | None, out: Path | None, dry_run: bool = False) -> dict[str, Any]:  # fmt: skip
     """What an evaluation will do: split, checkpoint, decoding (the run's eval.bleu unless overridden), where."""
-    config = load_run_config(run_dir)
+    config = read_run_config(run_dir)
     if config.task != "translation":
         raise EvaluationError(f"{run_dir}: a {config.task} run; prelnx evaluate scores translations (BLEU). A masked-LM "
                               f"run's result is its validation loss (metrics.jsonl); fine-tune it with prelnx finetune")  # fmt: skip

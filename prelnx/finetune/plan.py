@@ -15,11 +15,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from prelnx.config.load import config_from_dict
 from prelnx.config.schema import Config, check_values
 from prelnx.records.checkpoints import CHECKPOINT_NAMES, checkpoint_info, update_checkpoints
+from prelnx.records.run_config import RunConfigError, read_run_config
 
 
 class FinetunePlanError(ValueError):
@@ -37,14 +35,10 @@ class Finetuning:
 
 
 def pretrained_config(run_dir: Path) -> Config:
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise FinetunePlanError(f"--pretrained {run_dir}: not a run dir (no config.yaml); give a masked_lm run's folder")
     try:
-        saved = yaml.safe_load(path.read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise FinetunePlanError(f"{path}: cannot be read as a run's config ({type(error).__name__})") from None
-    config = config_from_dict(saved, str(path))
+        config = read_run_config(run_dir)
+    except RunConfigError as error:
+        raise FinetunePlanError(f"--pretrained: {error}") from None
     if config.task != "masked_lm":
         raise FinetunePlanError(f"--pretrained {run_dir}: a {config.task} run; fine-tuning starts from a masked_lm run")
     return config

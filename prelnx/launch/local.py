@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.atomic import io_reason, write_text_atomic
-from prelnx.config.load import dump_config
 from prelnx.config.schema import Config
 from prelnx.launch.children import RUNNING_CHILDREN, pin, restore, stop_on_sigterm
 from prelnx.launch.errors import RunConflict, RunIOError
@@ -44,6 +43,7 @@ from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
+from prelnx.records.run_config import has_config, write_run_config
 from prelnx.records.status import EXIT_CODES, read_status, write_status
 
 
@@ -183,7 +183,7 @@ def train(
         if existing.extended:
             listener(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
                           f"on from the last checkpoint"))  # fmt: skip
-        if force and (run_dir / "config.yaml").exists():
+        if force and has_config(run_dir):
             old_lock = lock  # held while the old dir moves: no one can start on it meanwhile
             listener(Note(f"--force: the previous run is kept as {_set_aside(run_dir)}"))
             try:
@@ -209,7 +209,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     run_grain = grain.of(config)
     hparams = hparams_of(config)
     try:
-        write_text_atomic(run_dir / "config.yaml", dump_config(config))
+        write_run_config(run_dir, config)
         write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
         reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
         diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)

@@ -48,11 +48,8 @@ def stride(config: Config) -> int:
 
 
 def of_run_dir(run_dir: Path) -> Grain:
-    """A run dir's grain, from its config.yaml (the epoch grain when it has none)."""
-    import yaml
+    """A run dir's grain, from its config.yaml (the epoch grain when it has none yet); RunConfigError when it
+    cannot be read."""
+    from prelnx.records.run_config import has_config, read_run_config
 
-    try:
-        saved = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return Grain.EPOCH
-    return Grain.UPDATE if (saved.get("eval") or {}).get("every_updates") is not None else Grain.EPOCH
+    return of(read_run_config(run_dir)) if has_config(run_dir) else Grain.EPOCH

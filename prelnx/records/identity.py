@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from prelnx.config.load import config_from_dict, config_to_dict, flatten_values
+from prelnx.config.load import config_to_dict, flatten_values
 from prelnx.config.schema import Config
+from prelnx.records.run_config import has_config, read_run_config
 
 # Keys that change how a run executes but not what it computes: they may differ when a run is resumed.
 # With train.effective_batch_tokens, workers (processes, nodes) and the derived update_freq are execution too:
@@ -21,7 +20,6 @@ EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_inter
                   "train.diagnostics.every_updates", "train.diagnostics.sharpness_every_updates"}
 BATCH_KEYS = {"train.processes", "train.nodes", "train.update_freq"}
 BUDGET_KEYS = ("train.max_epoch", "train.max_update")  # may grow on a finished run (launch/local.py: extension)
-CONFIG_NAME = "config.yaml"
 
 
 @dataclass(frozen=True)
@@ -40,24 +38,18 @@ class Difference:
         return self.key in BUDGET_KEYS and numbers and self.new > self.old
 
 
-def config_differences(saved: dict[str, Any], current: Config) -> list[Difference]:
-    """Keys whose values differ between a run dir's config.yaml and `current` (execution-only keys ignored)."""
-    try:  # today's defaults filled in (and renamed keys followed): a key a newer prelnx added is no difference
-        saved = config_to_dict(config_from_dict(saved, CONFIG_NAME))
-    except ValueError:
-        pass
-    old, new = flatten_values(saved), flatten_values(config_to_dict(current))
+def config_differences(saved: Config, current: Config) -> list[Difference]:
+    """Keys whose values differ between a run's saved config and `current` (execution-only keys ignored)."""
+    old, new = flatten_values(config_to_dict(saved)), flatten_values(config_to_dict(current))
     ignored = EXECUTION_KEYS | (BATCH_KEYS if current.train.effective_batch_tokens is not None else set())
     keys = sorted((set(old) | set(new)) - ignored)
     return [Difference(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
 
 
 def saved_differences(run_dir: Path, config: Config) -> list[Difference] | None:
-    """The differences with the run dir's config.yaml; None when the run dir holds no run yet."""
-    saved = run_dir / CONFIG_NAME
-    if not saved.is_file():
-        return None
-    return config_differences(yaml.safe_load(saved.read_text()) or {}, config)
+    """The differences with the run dir's config.yaml; None when the run dir holds no run yet (RunConfigError
+    when its config.yaml cannot be read)."""
+    return config_differences(read_run_config(run_dir), config) if has_config(run_dir) else None
 
 
 def hparams_of(config: Config) -> dict[str, Any]:

@@ -53,20 +53,6 @@ def test_a_sweeps_gpu_slice_and_the_effective_batch_set_the_default_workers():
     assert _fitting(8, 4096, 65536) == 8 and _fitting(3, 4096, 65536) == 2 and _fitting(4, 512, None) == 4
 
 
-def test_a_run_dir_of_an_earlier_prelnx_is_the_same_run(tiny_config_file):
-    """Keys a newer prelnx added (defaults) and renamed keys are no difference: old runs resume."""
-    from prelnx.config.load import config_to_dict
-    from prelnx.records.identity import config_differences
-
-    config, _ = load_config(tiny_config_file())
-    saved = config_to_dict(config)
-    del saved["train"]["nodes"], saved["eval"]["test"], saved["train"]["processes"]
-    saved["train"]["gpus"] = None  # the old name of train.processes
-    assert config_differences(saved, config) == []
-    saved["optimizer"]["lr"] = 0.5
-    assert [str(d) for d in config_differences(saved, config)] == ["optimizer.lr: 0.5 -> 0.003"]
-
-
 def test_a_sweep_whose_batch_cannot_be_kept_stops_before_anything_is_created(tiny_config_file):
     from prelnx.sweep.preflight import check_points
     from prelnx.sweep.spec import expand, resolve_spec
