@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 LM_ARCH_PRESETS = ("transformer_lm",)
-# post and pre (with LayerNorm, no QK-Norm) are fairseq's own transformer_lm; the norm placements (and the other
-# norms, QK-Norm) are the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py). DeepNorm and
-# the warm-up-free schemes are encoder-decoder recipes: translation only.
-LM_LAYOUTS = ("post", "pre", "peri", "reorder", "mixln", "residual", "lnscale")
+# Which layouts the language model has is their rows' `tasks` (prelnx/layouts.py, checked by the schema): post and
+# pre (with LayerNorm, no QK-Norm) are fairseq's own transformer_lm; the norm placements (and the other norms,
+# QK-Norm) the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py).
 LM_DATASETS = ("synthetic", "custom")
 
 
@@ -29,8 +28,6 @@ def language_model_problems(config: Any) -> list[tuple[str, str]]:
         (m.arch in LM_ARCH_PRESETS, "model.arch",
          f"task: language_model uses fairseq's decoder-only preset {', '.join(LM_ARCH_PRESETS)} (its other presets "
          f"are always Pre-LN), got {m.arch!r}"),
-        (m.layout in LM_LAYOUTS, "model.layout", f"task: language_model has layouts {', '.join(LM_LAYOUTS)} "
-         f"(DeepNorm and the warm-up-free schemes are translation only), got {m.layout!r}"),
         (m.encoder_layers is None, "model.encoder_layers",
          "task: language_model is decoder-only: remove the key and set model.decoder_layers"),
         (not m.share_all_embeddings, "model.share_all_embeddings",

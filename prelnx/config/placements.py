@@ -1,17 +1,13 @@
-"""The keys of the norm placements (model.layout peri, reorder, mixln, residual, lnscale; docs/placements.md) and
-their checks. Read by prelnx.config.schema, the one place that knows the YAML vocabulary; imports nothing of prelnx
-at run time (the schema imports this module).
+"""The keys of the norm placements (docs/placements.md) and their checks: Mix-LN's share of Post-LN layers. Which
+layouts are placements, and their norms, are rows of prelnx/layouts.py (checked by the schema's layout_problems).
+Read by prelnx.config.schema, the one place that knows the YAML vocabulary; imports nothing of prelnx at run time
+(the schema imports this module).
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
-
-# The norm placements since 2023, each built by the plugin (prelnx_fairseq_plugin/models/<layout>.py) on fairseq's
-# transformer and on its decoder-only language model: with a statistical norm (layernorm, rmsnorm), QK-Norm or not.
-PLACEMENT_LAYOUTS = ("peri", "reorder", "mixln", "residual", "lnscale")
-PLACEMENT_NORMS = ("layernorm", "rmsnorm")
 
 
 def mixln_post_ln_layers(alpha: float, layers: int) -> int:
@@ -20,11 +16,9 @@ def mixln_post_ln_layers(alpha: float, layers: int) -> int:
 
 
 def placement_problems(m: Any) -> list[tuple[str, str]]:
-    """m: the config's ModelConfig (not imported: the schema imports this module). (key, message) for a placement's norm, and for a Mix-LN without a Post-LN layer (it would be Pre-LN)."""
+    """m: the config's ModelConfig (not imported: the schema imports this module). (key, message) for Mix-LN's
+    alpha, and for a Mix-LN without a Post-LN layer (it would be Pre-LN)."""
     problems = []
-    if m.layout in PLACEMENT_LAYOUTS and m.norm not in PLACEMENT_NORMS:
-        problems.append(("model.norm", f"layout: {m.layout} places a statistical norm; use norm: "
-                                       f"{' or '.join(PLACEMENT_NORMS)}, got {m.norm!r}"))  # fmt: skip
     if not 0.0 <= m.mixln_alpha <= 1.0:
         problems.append(("model.mixln_alpha", f"must be in [0, 1], got {m.mixln_alpha}"))
     elif m.layout == "mixln":

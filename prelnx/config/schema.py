@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from prelnx.config.language_model import language_model_problems
-from prelnx.config.placements import PLACEMENT_LAYOUTS, placement_problems  # noqa: F401  (re-exported)
+from prelnx.config.placements import placement_problems
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.synthetic import SyntheticTask
+from prelnx.layouts import LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError, absolute_spec, layout
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
 ARCH_PRESETS = (
@@ -33,13 +34,8 @@ MLM_ARCH_PRESETS = ("roberta_base",)
 DATASETS = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
 TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")
 ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encoder
-# model.layout -> its name in tables and figures (the paper's two, DeepNorm, and the warm-up-free schemes of
-# docs/warmup_free.md, each a Post-LN scheme built by the plugin: prelnx_fairseq_plugin/models/<layout>.py).
-LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm", "admin": "Admin", "tfixup": "T-Fixup",
-                "rezero": "ReZero", "rezero_postln": "ReZero (Post-LN)", "b2t": "B2T",
-                "peri": "Peri-LN", "reorder": "Reordered norm (OLMo 2)", "mixln": "Mix-LN", "residual": "ResiDual",
-                "lnscale": "LayerNorm Scaling"}  # fmt: skip
-WARMUP_FREE_LAYOUTS = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
+# model.layout -> its name in tables and figures, for every layout of the table (prelnx/layouts.py) and a user's file.
+LAYOUT_NAMES = DisplayNames()
 
 
 @dataclass
@@ -62,18 +58,10 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    # Where the norm sits: after the residual add (post), before each sublayer plus a final norm (pre), or
-    # DeepNorm's Post-LN with up-weighted residuals x*alpha + f(x) and beta-scaled initialisation (deepnorm); or a
-    # warm-up-free scheme (translation only; docs/warmup_free.md): admin = LN(x*w + f(x)), w set at init;
-    # tfixup = no LayerNorm, rescaled init; rezero = no LayerNorm, x + a*f(x) with a = 0 at init;
-    # rezero_postln = LN(x + a*f(x)), Post-LN's norms kept, a = 0 at init;
-    # b2t = Post-LN plus the layer's input added before its last LayerNorm.
-    # Or a norm placement (docs/placements.md): peri = x + LN(F(LN(x))) (Peri-LN, Gemma 2); reorder = x + LN(F(x)),
-    # no input norm (OLMo 2; its QK-norm is qk_norm: true); mixln = the first floor(mixln_alpha L) layers Post-LN,
-    # the rest Pre-LN; residual = ResiDual's two streams, output x_a + LN(x_d); lnscale = Pre-LN with each norm's
-    # output divided by sqrt(l), l the layer from 1.
-    layout: Literal["post", "pre", "deepnorm", "admin", "tfixup", "rezero", "rezero_postln", "b2t",
-                    "peri", "reorder", "mixln", "residual", "lnscale"] = "post"  # fmt: skip
+    # Where the norm sits: a name of the layout table (prelnx/layouts.py: post, pre, the paper's two; deepnorm; the
+    # warm-up-free schemes of docs/warmup_free.md; the norm placements of docs/placements.md), or a placement of
+    # your own, PATH.py:CLASS (a LayoutScheme subclass in your file, docs/your_layout.md; PATH made absolute).
+    layout: str = "post"
     # layout mixln: the share of Post-LN layers at the bottom of each stack (floor(alpha L) of L; the paper's 0.25)
     mixln_alpha: float = 0.25
     # layout admin: w from a profiling forward pass at initialisation (profile, the paper's Admin) or
@@ -93,6 +81,9 @@ class ModelConfig:
     activation_dropout: float = 0.0
     share_decoder_input_output_embed: bool = True
     share_all_embeddings: bool = False  # needs a joined dictionary
+
+    def __post_init__(self) -> None:
+        self.layout = absolute_spec(self.layout)  # a user's file is run from wherever the run starts
 
 
 @dataclass
@@ -235,12 +226,7 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
     every = config.eval.every_updates
     need(every is None or every >= 1, "eval.every_updates", f"must be >= 1 or null, got {every}")
-    need(not (m.layout == "deepnorm" and m.norm == "dyt"), "model.norm",
-         "layout: deepnorm rescales a normalised residual stream; use norm: layernorm or rmsnorm with it")  # fmt: skip
-    if m.layout in WARMUP_FREE_LAYOUTS:
-        need(m.norm == "layernorm", "model.norm", f"layout: {m.layout} is built as its authors built it, with "
-             f"LayerNorm (or none); use norm: layernorm, got {m.norm!r}")  # fmt: skip
-        need(not m.qk_norm, "model.qk_norm", f"layout: {m.layout} is built as its authors built it; use qk_norm: false")
+    problems += layout_problems(config)
     problems += placement_problems(m)
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
@@ -306,7 +292,6 @@ def _encoder_problems(config: Config) -> list[tuple[str, str]]:
     checks = [
         (m.arch in MLM_ARCH_PRESETS, "model.arch",
          f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), got {m.arch!r}"),
-        (m.layout in ("post", "pre"), "model.layout", f"task: {task} has layouts post and pre (the others are translation only), got {m.layout!r}"),
         (m.norm == "layernorm" and not m.qk_norm, "model.norm",
          f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false"),
         (m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key"),
@@ -324,6 +309,32 @@ def _encoder_problems(config: Config) -> list[tuple[str, str]]:
         # finetune.from_checkpoint is checked when the run starts (run.plan.ensure_data): prelnx finetune sets it
         checks.append((f.num_classes >= 2, "finetune.num_classes", f"must be >= 2, got {f.num_classes}"))
     return [(key, message) for ok, key, message in checks if not ok]
+
+
+def layout_problems(config: Config) -> list[tuple[str, str]]:
+    """model.layout against its row of the table: a known layout (or a loadable file of yours), defined for the
+    config's task, its norm and its QK-Norm. The one check of a layout's flags (the plugin trusts it)."""
+    m, task = config.model, config.task
+    try:
+        row: Layout = layout(m.layout)
+    except LayoutFileError as error:
+        return [("model.layout", str(error))]
+    except KeyError:
+        shipped = ", ".join(repr(name) for name in LAYOUTS)
+        return [("model.layout", f"expected one of {shipped}, got {m.layout!r} (or a file of yours, PATH.py:CLASS: "
+                                 f"docs/your_layout.md)")]  # fmt: skip
+    problems = []
+    if task not in row.tasks:
+        allowed = ", ".join(name for name, other in LAYOUTS.items() if task in other.tasks)
+        problems.append(("model.layout", f"task: {task} has layouts {allowed} ({row.display if row.file else m.layout} is "
+                                         f"{' and '.join(row.tasks)} only), got {m.layout!r}"))  # fmt: skip
+    if m.norm not in row.norms:
+        why = NORM_REASON.get(row.family, "is defined") if row.file is None else "is defined (by its file)"
+        problems.append(("model.norm", f"layout: {m.layout} {why}; use norm: {' or '.join(row.norms)}, got {m.norm!r}"))
+    if m.qk_norm and not row.qk_norm:
+        why = QK_REASON.get(row.family, "is defined without QK-Norm") if row.file is None else "is defined (by its file) without QK-Norm"
+        problems.append(("model.qk_norm", f"layout: {m.layout} {why}; use qk_norm: false"))
+    return problems
 
 
 def schedule_warnings(config: Config) -> list[str]:

@@ -1,28 +1,27 @@
 """A run's normalisation layout as fairseq arguments: which model.layout is fairseq's own model, which is the plugin's,
-and the plugin options and Pre-LN flags each needs. Every task that builds a transformer from these keys reads them
-here (translation: `--arch prelnx_<preset>`; the decoder-only language model: `--arch prelnx_transformer_lm`,
-LM_PLUGIN_ARCH, with `variant_argv` and `normalize_before_argv(config, ("decoder",))`).
+and the plugin options and Pre-LN flags each needs, all read from the layout's row (prelnx/layouts.py). Every task
+that builds a transformer from these keys reads them here (translation: `--arch prelnx_<preset>`; the decoder-only
+language model: `--arch prelnx_transformer_lm`, LM_PLUGIN_ARCH, with `variant_argv` and
+`normalize_before_argv(config, ("decoder",))`).
 
-Which placements are built on fairseq's Pre-LN is also a fact of the plugin (each scheme's `pre_ln`, which its
-check_variant enforces); prelnx cannot import the plugin (it imports fairseq), so the list is here too and a test
-keeps the two equal.
+A user's layout (model.layout PATH.py:CLASS) is passed as `--layout-file /abs/PATH.py:CLASS`: the plugin loads it
+in fairseq's process (and in torchrun's and Slurm's workers) with prelnx.layouts' loader.
 """
 
 from __future__ import annotations
 
 from prelnx.config.schema import Config
+from prelnx.layouts import LAYOUTS, PAPER, VARIANT, layout
 
-FAIRSEQ_LAYOUTS = ("post", "pre")  # fairseq's own transformer (with LayerNorm, without QK-Norm)
-# Built on fairseq's normalize_before: the layers' input norms and the stacks' final norm (Pre-LN itself, and the
-# placements of prelnx_fairseq_plugin/models/{peri,reorder,mixln,lnscale}.py); every other layout is Post-LN-based.
-PRE_LN_LAYOUTS = ("pre", "peri", "reorder", "mixln", "lnscale")
+# Built on fairseq's normalize_before (the layers' input norms and the stacks' final norm): the table's rows.
+PRE_LN_LAYOUTS = tuple(name for name, row in LAYOUTS.items() if row.pre_ln)
 LM_PLUGIN_ARCH = "prelnx_transformer_lm"  # the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py)
 
 
 def uses_plugin_model(config: Config) -> bool:
-    """False for fairseq's own model (post or pre with LayerNorm, no QK-Norm), True for the plugin's."""
+    """False for fairseq's own model (the paper's post or pre with LayerNorm, no QK-Norm), True for the plugin's."""
     m = config.model
-    return m.layout not in FAIRSEQ_LAYOUTS or m.norm != "layernorm" or m.qk_norm
+    return layout(m.layout).family != PAPER or m.norm != "layernorm" or m.qk_norm
 
 
 def variant_argv(config: Config) -> list[str]:
@@ -30,10 +29,13 @@ def variant_argv(config: Config) -> list[str]:
     m = config.model
     if not uses_plugin_model(config):
         return []
+    row = layout(m.layout)
     argv = ["--norm-type", m.norm]
-    if m.layout == "deepnorm":
+    if row.file is not None:
+        argv += ["--layout-file", row.file]
+    elif row.family == VARIANT:  # DeepNorm: the plugin's --deepnorm
         argv.append("--deepnorm")
-    elif m.layout not in FAIRSEQ_LAYOUTS:  # a warm-up-free scheme (docs/warmup_free.md) or a placement (docs/placements.md)
+    elif row.scheme:  # a warm-up-free scheme (docs/warmup_free.md) or a placement (docs/placements.md)
         argv += ["--layout-scheme", m.layout]
         if m.layout == "admin":
             argv += ["--admin-init", m.admin_init]
@@ -46,4 +48,4 @@ def variant_argv(config: Config) -> list[str]:
 
 def normalize_before_argv(config: Config, sides: tuple[str, ...]) -> list[str]:
     """fairseq's Pre-LN flags (a norm before each sublayer, a final norm per stack) for the layouts built on it."""
-    return [f"--{side}-normalize-before" for side in sides] if config.model.layout in PRE_LN_LAYOUTS else []
+    return [f"--{side}-normalize-before" for side in sides] if layout(config.model.layout).pre_ln else []

@@ -11,11 +11,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.schema import LAYOUT_NAMES as NAMES
+from prelnx.layouts import display_name, layout
 
-COLORS = {"pre": "tab:blue", "post": "tab:orange", "deepnorm": "tab:purple", "checkpoint": "tab:green",
-          "admin": "tab:red", "tfixup": "tab:brown", "rezero": "tab:gray", "rezero_postln": "tab:cyan",
-          "b2t": "tab:olive"}  # fmt: skip
+CHECKPOINT_COLOUR = "tab:green"  # a trained model's bars; every layout's colour is its row's (prelnx/layouts.py)
+
+
+def colour(name: str) -> str:
+    """The layout's colour in every figure (a user's layout: its class's `colour`, or prelnx.layouts.USER_COLOUR)."""
+    return layout(name).colour
 
 
 def _pyplot() -> Any:
@@ -61,17 +64,17 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     plt = _pyplot()
     figure, axes = plt.subplots(2, 2, figsize=(15, 8))
     depth = summary["growth_depth"]
-    series = [(layout, f"{NAMES[layout]} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
+    series = [(layout, f"{display_name(layout)} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
     for entry in summary.get("checkpoint", [])[:1]:
         ck_layout, ck_depth = entry["layout"], entry["depth"]
-        series.append((ck_layout, f"{NAMES[ck_layout]} (checkpoint)", summary["checkpoint"], ck_depth))
+        series.append((ck_layout, f"{display_name(ck_layout)} (checkpoint)", summary["checkpoint"], ck_depth))
     width = 0.8 / max(len(series), 1)
     for axis, weight, letter in ((axes[0, 0], "W1", "a"), (axes[0, 1], "W2", "b")):
         labels: list[str] = []
         for index, (layout, name, entries, series_depth) in enumerate(series):
             bars = _per_layer(entries, layout, series_depth, weight)
             positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(bars))]
-            color = COLORS["checkpoint"] if entries is not summary["per_layer"] else COLORS[layout]
+            color = CHECKPOINT_COLOUR if entries is not summary["per_layer"] else colour(layout)
             axis.bar(positions, [b["mean"] for b in bars], width, yerr=[b["std"] for b in bars], capsize=2,
                      color=color, label=name)  # fmt: skip
             if len(bars) > len(labels):
@@ -81,23 +84,24 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         axis.set_xlabel("layer (E = encoder, D = decoder)")
         axis.set_ylabel(f"||dL/d{weight}||_F")
         _legend_beside(axis)
-    # (c) Pre-LN and (d) Post-LN as in the paper; DeepNorm and the warm-up-free schemes, when measured, beside
-    # Post-LN (each is a Post-LN scheme).
-    post_like = [layout for layout in NAMES if layout != "pre"]
-    for axis, layouts, letter in ((axes[1, 0], ["pre"], "c"), (axes[1, 1], post_like, "d")):
-        layouts = [layout for layout in layouts if layout in summary["last_layer_w2"]]
+    # (c) Pre-LN and (d) Post-LN as in the paper; every other measured layout beside the one it is built on.
+    measured = list(summary["last_layer_w2"])
+    pre_like = [name for name in measured if layout(name).pre_ln]
+    post_like = [name for name in measured if name not in pre_like]
+    for axis, layouts, letter in ((axes[1, 0], pre_like, "c"), (axes[1, 1], post_like, "d")):
         if not layouts:
             axis.set_visible(False)
             continue
         depths = list(summary["last_layer_w2"][layouts[0]])
         bar = 0.6 / len(layouts)
-        for index, layout in enumerate(layouts):
-            by_depth = summary["last_layer_w2"][layout]
+        for index, name in enumerate(layouts):
+            by_depth = summary["last_layer_w2"][name]
             positions = [i + (index - (len(layouts) - 1) / 2) * bar for i in range(len(depths))]
             axis.bar(positions, [by_depth[d]["mean"] for d in depths], bar, yerr=[by_depth[d]["std"] for d in depths],
-                     capsize=3, color=COLORS[layout], label=NAMES[layout])  # fmt: skip
+                     capsize=3, color=colour(name), label=display_name(name))  # fmt: skip
         axis.set_xticks(range(len(depths)), [f"{d}-{d}" for d in depths])
-        shown = ", ".join(NAMES[layout] for layout in layouts) if len(layouts) <= 2 else "Post-LN and its schemes"
+        base = "Pre-LN" if letter == "c" else "Post-LN"
+        shown = ", ".join(display_name(name) for name in layouts) if len(layouts) <= 2 else f"{base} and the layouts built on it"
         axis.set_title(f"({letter}) {shown}: last layer's W2 gradient vs depth")
         axis.set_xlabel("layers (encoder = decoder)")
         axis.set_ylabel("||dL/dW2||_F, last decoder layer")
@@ -113,12 +117,12 @@ def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(7, 4.5))
     layers = [row["layer"] for row in summary["hidden"]]
-    for key, color, name in (("post", COLORS["post"], "Post-LN ||x^(post,5)||^2 / d"), ("pre", COLORS["pre"], "Pre-LN ||x_l||^2 / d")):
+    for key, color, name in (("post", colour("post"), "Post-LN ||x^(post,5)||^2 / d"), ("pre", colour("pre"), "Pre-LN ||x_l||^2 / d")):
         axis.errorbar(layers, [r[f"{key}_mean"] for r in summary["hidden"]], yerr=[r[f"{key}_std"] for r in summary["hidden"]],
                       marker="o", capsize=3, color=color, label=name)  # fmt: skip
-    axis.fill_between(layers, [1 + l / 2 for l in layers], [1 + 3 * l / 2 for l in layers], color=COLORS["pre"], alpha=0.15,
+    axis.fill_between(layers, [1 + l / 2 for l in layers], [1 + 3 * l / 2 for l in layers], color=colour("pre"), alpha=0.15,
                       label="Pre-LN bounds [1 + l/2, 1 + 3l/2]")  # fmt: skip
-    axis.axhline(1.5, color=COLORS["post"], linestyle="--", label="Post-LN expectation 3/2")
+    axis.axhline(1.5, color=colour("post"), linestyle="--", label="Post-LN expectation 3/2")
     axis.set_xlabel("layer l")
     axis.set_ylabel("squared norm / d")
     axis.set_title(f"Hidden-state norms at initialisation (d {summary['d']}, mean +- std over {len(summary['seeds'])} seeds)")
@@ -133,7 +137,7 @@ def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
     figure, axis = plt.subplots(figsize=(6, 4.5))
     rows = summary["layernorm"]
     norms = [r["x_norm"] for r in rows]
-    axis.loglog(norms, [r["jacobian_norm"] for r in rows], "o", color=COLORS["pre"], label="||J_LN(x)||_2 (measured)")
+    axis.loglog(norms, [r["jacobian_norm"] for r in rows], "o", color=colour("pre"), label="||J_LN(x)||_2 (measured)")
     axis.loglog(norms, [r["sqrt_d_over_norm"] for r in rows], "-", color="black", label="sqrt(d) / ||x||")
     axis.set_xlabel("||x||_2")
     axis.set_ylabel("spectral norm")

@@ -13,8 +13,10 @@ transformer_lm option (--decoder-layers, --decoder-embed-dim, --share-decoder-in
   --qk-norm                    queries and keys normalised per head
   --layout-scheme {none,peri,reorder,mixln,residual,lnscale}
                                a norm placement (formulas and sources: peri.py, reorder.py, mixln.py, residual.py,
-                               lnscale.py); the warm-up-free schemes and DeepNorm are encoder-decoder recipes and
-                               are refused here
+                               lnscale.py); which schemes the language model has is their row's tasks in
+                               prelnx/layouts.py, checked by prelnx's config (the warm-up-free schemes and DeepNorm
+                               are encoder-decoder recipes)
+  --layout-file /abs/PATH.py:CLASS   a user's own scheme (docs/your_layout.md)
   --mixln-alpha A              Mix-LN's share of Post-LN layers (0.25)
 
 e.g. Peri-LN: `--arch prelnx_transformer_lm --decoder-normalize-before --layout-scheme peri`; Post-LN:
@@ -44,7 +46,7 @@ from fairseq.models.transformer_lm import (
 from .mixln import MIXLN_DEFAULT_ALPHA
 from .normalized_transformer import NormalizedTransformerDecoder, check_variant
 from .norms import DYT_DEFAULT_ALPHA
-from .schemes import NO_SCHEME, SCHEMES, scheme_name
+from .schemes import NO_SCHEME
 
 MODEL_NAME = "prelnx_transformer_lm"  # also its one architecture (fairseq registers a dataclass model's own name)
 
@@ -57,6 +59,7 @@ class NormalizedLMConfig(TransformerLanguageModelConfig):
     qk_norm: bool = field(default=False, metadata={"help": "normalise queries and keys per head"})
     layout_scheme: str = field(default=NO_SCHEME, metadata={"help": "a norm placement: peri, reorder, mixln, "
                                                                      "residual, lnscale (none: Post-/Pre-LN)"})
+    layout_file: str = field(default="", metadata={"help": "a user's own scheme, /abs/PATH.py:CLASS"})
     mixln_alpha: float = field(default=MIXLN_DEFAULT_ALPHA, metadata={"help": "Mix-LN: share of Post-LN layers"})
 
 
@@ -78,10 +81,6 @@ class NormalizedTransformerLanguageModel(TransformerLanguageModel):
     def build_model(cls, cfg: Any, task: Any) -> "NormalizedTransformerLanguageModel":
         args = _namespace(cfg)
         check_variant(args, sides=("decoder",))
-        scheme = scheme_name(args)
-        if scheme != NO_SCHEME and not SCHEMES[scheme].language_model:
-            allowed = ", ".join(name for name, defined in SCHEMES.items() if defined.language_model)
-            raise ValueError(f"--layout-scheme {scheme} is an encoder-decoder recipe; the language model has {allowed}")
         if utils.safe_getattr(args, "deepnorm", False):
             raise ValueError("--deepnorm's coefficients are an encoder-decoder's; the language model has none")
         if args.character_embeddings or args.adaptive_input:

@@ -10,15 +10,16 @@ The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse
                                         a warm-up-free Post-LN scheme (Admin, T-Fixup, ReZero without or with
                                         Post-LN's norms, B2T) or a norm placement (Peri-LN, OLMo 2's reordered
                                         norm, Mix-LN, ResiDual, LayerNorm Scaling): `schemes`
+  --layout-file /abs/PATH.py:CLASS      a user's own scheme (a LayoutScheme subclass in their file: docs/your_layout.md),
+                                        loaded with prelnx.layouts' loader; in place of --layout-scheme
   --admin-init {profile,closed_form}    Admin's w: a profiling pass at initialisation, or admin-torch's formula
   --mixln-alpha A                       Mix-LN: the share of Post-LN layers at the bottom of each stack (0.25)
 
 Where the norms sit is still fairseq's --encoder/--decoder-normalize-before (Pre-LN) or not (Post-LN); DeepNorm is
 a Post-LN scheme and refuses Pre-LN; DeepNorm with DyT is refused too (its alpha up-weights a residual stream that
-only a statistical norm brings back to scale); a --layout-scheme is built on Post-LN or on Pre-LN (the placements
-peri, reorder, mixln and lnscale need --encoder/--decoder-normalize-before, the others refuse it), refuses
---deepnorm, and takes the --norm-type values and --qk-norm its class allows (the warm-up-free schemes: LayerNorm,
-no QK-Norm; the placements: LayerNorm or RMSNorm, QK-Norm or not). Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
+only a statistical norm brings back to scale). What a --layout-scheme is built on (Post-LN or fairseq's Pre-LN) and
+the --norm-type values and --qk-norm it is defined with are its row of prelnx/layouts.py, checked once, by prelnx's
+config (a hand-written command is built as it says). Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
 prelnx_<preset>, with the preset's dimensions; with all options at their defaults the model is fairseq's
 transformer, module for module.
 
@@ -55,7 +56,7 @@ from .admin import ADMIN_INITS
 from .mixln import MIXLN_DEFAULT_ALPHA
 from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
-from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_name
+from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
 
 MODEL_NAME = "prelnx_transformer"
 
@@ -102,9 +103,10 @@ class NormalizedTransformerDecoder(TransformerDecoderBase):
 
 
 def build_stack(stack: nn.Module, cfg: Any, side: str) -> None:
-    """The scheme's changes that depend on a layer's place in the stack, once fairseq has built it."""
+    """The scheme's final norm and its changes that depend on a layer's place in the stack, once fairseq has built it."""
     scheme = make_scheme(cfg)
     if scheme is not None:
+        stack.layer_norm = scheme.final_norm(stack, cfg, side, stack.layer_norm)
         scheme.build_stack(stack, cfg, side)
 
 
@@ -120,23 +122,8 @@ def check_variant(args: Any, sides: tuple[str, ...] = ("encoder", "decoder")) ->
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
     if variant.deepnorm and variant.norm_type == "dyt":
         raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")
-    scheme = scheme_name(args)
-    if scheme != NO_SCHEME:
-        if scheme not in SCHEMES:
-            raise ValueError(f"--layout-scheme: unknown {scheme!r}; allowed: {', '.join((NO_SCHEME, *SCHEMES))}")
-        defined = SCHEMES[scheme]
-        flags = "/".join(f"--{side}-normalize-before" for side in sides)
-        if defined.pre_ln and not all(normalize_before):
-            raise ValueError(f"--layout-scheme {scheme} is built on Pre-LN: add {flags}")
-        if not defined.pre_ln and pre_ln:
-            raise ValueError(f"--layout-scheme {scheme} is a Post-LN scheme: drop {flags}")
-        if variant.deepnorm:
-            raise ValueError(f"--layout-scheme {scheme} and --deepnorm are two layouts: choose one")
-        if variant.norm_type not in defined.norm_types:
-            raise ValueError(f"--layout-scheme {scheme} is defined with --norm-type {' or '.join(defined.norm_types)},"
-                             f" got {variant.norm_type}")  # fmt: skip
-        if variant.qk_norm and not defined.allows_qk_norm:
-            raise ValueError(f"--layout-scheme {scheme} is built as its authors built it, without --qk-norm")
+    if variant.deepnorm and scheme_class(args) is not None:
+        raise ValueError("--deepnorm and --layout-scheme/--layout-file are two layouts: choose one")
 
 
 @register_model(MODEL_NAME)
@@ -151,7 +138,8 @@ class NormalizedTransformerModel(TransformerModel):
         parser.add_argument("--dyt-init-alpha", type=float, metavar="A", help="DyT: initial alpha (default 0.5)")
         parser.add_argument("--deepnorm", action="store_true", help="Post-LN with residual alpha*x + f(x), beta init")
         parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")
-        parser.add_argument("--layout-scheme", choices=(NO_SCHEME, *SCHEMES), help="a warm-up-free Post-LN scheme")
+        parser.add_argument("--layout-scheme", choices=(NO_SCHEME, *SCHEMES), help="a warm-up-free scheme or a placement")
+        parser.add_argument("--layout-file", metavar="PATH.py:CLASS", help="a user's own scheme (docs/your_layout.md)")
         parser.add_argument("--admin-init", choices=ADMIN_INITS, help="Admin's w: profiling pass or closed form")
         parser.add_argument("--mixln-alpha", type=float, metavar="A", help="Mix-LN: share of Post-LN layers (0.25)")
 
@@ -177,7 +165,7 @@ class NormalizedTransformerModel(TransformerModel):
 def variant_defaults(args: Any) -> None:
     """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
     for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
-                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("admin_init", ADMIN_INITS[0]),
+                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("layout_file", ""), ("admin_init", ADMIN_INITS[0]),
                           ("mixln_alpha", MIXLN_DEFAULT_ALPHA)):  # fmt: skip
         if getattr(args, name, None) is None:
             setattr(args, name, default)

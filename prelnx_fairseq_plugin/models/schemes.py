@@ -1,25 +1,30 @@
-"""The warm-up-free layouts (`--layout-scheme`): what each changes in fairseq's Post-LN transformer, by hook.
+"""The layouts the plugin builds as a scheme (`--layout-scheme NAME`, or a user's `--layout-file PATH.py:CLASS`):
+what each changes in fairseq's transformer, by hook.
 
-A scheme is one published recipe that keeps Post-LN-like training stable without learning-rate warm-up by changing
-the residual connection and/or the initialisation. Each lives in its own module (`admin`, `tfixup`, `rezero`:
-rezero and rezero_postln, `b2t`), with its formula and sources, and registers itself here when imported
-(`normalized_transformer` imports them all). A scheme acts at three points, all of them fairseq's own seams:
+A shipped scheme is one published recipe (a warm-up-free scheme or a norm placement), in its own module (`admin`,
+`tfixup`, `rezero`: rezero and rezero_postln, `b2t`, `peri`, `reorder`, `mixln`, `residual`, `lnscale`), with its
+formula and sources; it registers itself here when imported (`normalized_transformer` imports them all), against
+its row of prelnx's layout table (prelnx/layouts.py: a scheme without a row is refused, and the row's flags become
+the class's). A user's own scheme is a subclass of `LayoutScheme` in a file of theirs (docs/your_layout.md,
+examples/gated_preln.py); its class attributes are its row. A scheme acts at these points, all of them fairseq's
+own seams (override the ones the placement needs; the defaults leave fairseq's layer as it is):
 
-  build_layer(layer, cfg, side)   once fairseq has built an encoder or decoder layer: add parameters, drop the
-                                  LayerNorms, rescale the initial weights
+  build_layer(layer, cfg, side)   once fairseq has built an encoder or decoder layer: add parameters (a layer's
+                                  norms: `self.make_norm(dim)`), drop the LayerNorms, rescale the initial weights
   residual(layer, i, x, residual) fairseq's `residual_connection(x, residual)` of sublayer i of the layer
                                   (encoder: 0 self-attention, 1 FFN; decoder: 0 self-attention, 1 cross-attention,
                                   2 FFN); x is the sublayer's output after dropout, residual its input;
                                   `layer.layer_input` is the layer's own input
+  final_norm(stack, cfg, side, norm)  the stack's final norm: fairseq's (a module under Pre-LN, None under
+                                  Post-LN) or what replaces it (None: no final norm)
   build_stack(stack, cfg, side)   once fairseq has built an encoder or decoder stack and its layers: what
                                   depends on a layer's place in the stack (its index l), or spans the stack
   build_model(model, args)        once the whole model is built (embeddings, a profiling forward pass)
 
-Where the norms sit is fairseq's: a scheme says whether it is built on Post-LN (`pre_ln` false: every warm-up-free
-scheme) or on fairseq's Pre-LN (`pre_ln` true: --encoder/--decoder-normalize-before, the layers' input norms and
-the stacks' final norm; the placements `peri`, `reorder`, `mixln`, `lnscale`), and `check_variant` refuses a
-command line that says otherwise. `norm_types`, `allows_qk_norm` and `language_model` say which --norm-type and
---qk-norm it is defined with, and whether the decoder-only model (`normalized_lm`) may use it.
+Where the norms sit is fairseq's: a scheme is built on Post-LN (`pre_ln` false) or on fairseq's Pre-LN (`pre_ln`
+true: --encoder/--decoder-normalize-before, the layers' input norms and the stacks' final norm). `pre_ln`,
+`norm_types`, `allows_qk_norm`, `language_model`, `display_name` and `colour` are the row's; prelnx's config
+checks them, once (prelnx/config/schema.py's layout_problems), and the plugin builds what it is given.
 """
 
 from __future__ import annotations
@@ -29,29 +34,45 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from .norms import is_layer_norm
+from prelnx.layouts import LAYOUTS, load_class
+
+from .norms import is_layer_norm, make_norm
 
 SCHEMES: dict[str, type[LayoutScheme]] = {}
 NO_SCHEME = "none"
 
 
 class LayoutScheme:
-    """The default hooks: fairseq's Post-LN unchanged."""
+    """The default hooks: fairseq's layer unchanged (Post-LN, or Pre-LN with `pre_ln`). Subclass it, override the
+    hooks your placement needs, and set the class attributes that describe it (a user's scheme: its layout row)."""
 
-    name: ClassVar[str]
+    name: ClassVar[str] = ""  # a user's scheme: default its class name; must not be a shipped layout's
+    display_name: ClassVar[str] = ""  # in tables, figures and report arms; default the class name
     pre_ln: ClassVar[bool] = False  # built on fairseq's Pre-LN (normalize_before) rather than Post-LN
-    norm_types: ClassVar[tuple[str, ...]] = ("layernorm",)  # the --norm-type values it is defined with
+    norm_types: ClassVar[tuple[str, ...]] = ("layernorm",)  # the model.norm values it is defined with
     allows_qk_norm: ClassVar[bool] = False
     language_model: ClassVar[bool] = False  # defined for the decoder-only model too (no encoder, no cross-attention)
+    colour: ClassVar[str] = ""  # a matplotlib colour for its figures ("" = prelnx.layouts.USER_COLOUR)
+    reference: ClassVar[str] = ""  # where its formula comes from (a paper, a repository at a commit)
 
     def __init__(self, args: Any) -> None:
         self.args = args
 
+    def make_norm(self, dim: int) -> nn.Module:
+        """A norm of the model's --norm-type (LayerNorm, RMSNorm or DyT) of size dim, as the layer's own norms."""
+        return make_norm(stack_norm_type(self.args), dim)
+
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         """Called once fairseq has built `layer` (side: encoder or decoder)."""
 
+    def final_norm(self, stack: nn.Module, cfg: Any, side: str, norm: nn.Module | None) -> nn.Module | None:
+        """The stack's final norm, applied after its last layer: fairseq's (`norm`: a module under Pre-LN, None
+        under Post-LN) or what replaces it (None: none)."""
+        return norm
+
     def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
-        """Called once fairseq has built the encoder or decoder `stack` with its layers (`stack.layers`)."""
+        """Called once fairseq has built the encoder or decoder `stack` with its layers (`stack.layers`), after
+        final_norm."""
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         return residual + x
@@ -61,6 +82,14 @@ class LayoutScheme:
 
 
 def register(scheme: type[LayoutScheme]) -> type[LayoutScheme]:
+    """Register a shipped scheme under its name, against its row of the layout table (whose flags it takes)."""
+    row = LAYOUTS.get(scheme.name)
+    if row is None or not row.scheme:
+        raise ValueError(f"scheme {scheme.name!r} has no scheme row in prelnx/layouts.py's LAYOUTS; add one")
+    if scheme.name in SCHEMES:
+        raise ValueError(f"scheme {scheme.name!r} is registered twice")
+    scheme.pre_ln, scheme.norm_types, scheme.allows_qk_norm = row.pre_ln, row.norms, row.qk_norm
+    scheme.language_model, scheme.display_name, scheme.colour = "language_model" in row.tasks, row.display, row.colour
     SCHEMES[scheme.name] = scheme
     return scheme
 
@@ -72,13 +101,24 @@ def scheme_name(cfg: Any) -> str:
     return str(utils.safe_getattr(cfg, "layout_scheme", None) or NO_SCHEME)
 
 
-def make_scheme(cfg: Any) -> LayoutScheme | None:
+def scheme_class(cfg: Any) -> type[LayoutScheme] | None:
+    """The class of --layout-file (a user's PATH.py:CLASS, loaded by prelnx.layouts' loader) or --layout-scheme."""
+    from fairseq import utils
+
+    spec = utils.safe_getattr(cfg, "layout_file", None)
+    if spec:
+        return load_class(str(spec))  # type: ignore[return-value]
     name = scheme_name(cfg)
     if name == NO_SCHEME:
         return None
     if name not in SCHEMES:
         raise ValueError(f"--layout-scheme: unknown {name!r}; allowed: {', '.join((NO_SCHEME, *SCHEMES))}")
-    return SCHEMES[name](cfg)
+    return SCHEMES[name]
+
+
+def make_scheme(cfg: Any) -> LayoutScheme | None:
+    cls = scheme_class(cfg)
+    return None if cls is None else cls(cfg)
 
 
 def sublayer_count(layer: nn.Module) -> int:

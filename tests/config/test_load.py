@@ -99,7 +99,7 @@ def write(tmp_path: Path, data: dict) -> Path:
         ({"schedule": {"decay": "inverse_sqrt", "decay_period": 4000, "decay_start_update": 4000}},
          "schedule.decay_period: set one of decay_period, decay_start_update, decay_start_epoch, not several"),
         ({"task": "masked_lm", "model": {"arch": "roberta_base", "layout": "admin"}, "eval": {"every_updates": 10}},
-         "model.layout: task: masked_lm has layouts post and pre (the others are translation only), got 'admin'"),
+         "model.layout: task: masked_lm has layouts post, pre (admin is translation only), got 'admin'"),
     ],
 )
 def test_bad_values_name_file_key_and_what_is_allowed(tmp_path, data, expected):

@@ -180,7 +180,9 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
     except (RuntimeError, KeyError, AttributeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise GradsError(f"--checkpoint: {path}: does not fit the config's data and model ({first})") from None
-    if getattr(model_cfg, "deepnorm", False):
+    if getattr(model_cfg, "layout_file", None):
+        layout = str(model_cfg.layout_file)  # a user's layout: its model.layout is its absolute PATH.py:CLASS
+    elif getattr(model_cfg, "deepnorm", False):
         layout = "deepnorm"
     elif getattr(model_cfg, "layout_scheme", None) not in (None, "none"):
         layout = str(model_cfg.layout_scheme)  # a warm-up-free scheme: its name is its model.layout

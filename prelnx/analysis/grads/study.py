@@ -7,9 +7,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.schema import LAYOUT_NAMES, Config, check_values
+from prelnx.config.schema import Config, check_values
+from prelnx.layouts import absolute_spec, is_file_spec, names
 
-LAYOUTS = tuple(LAYOUT_NAMES)  # the schema's model.layout values; the paper compares post and pre
+
+class _Layouts(tuple):
+    """The layout table's names (the paper compares post and pre); `in` also takes a user's PATH.py:CLASS, whose file
+    is checked with the study's configs (check_study)."""
+
+    def __contains__(self, value: object) -> bool:
+        return (isinstance(value, str) and is_file_spec(value)) or tuple.__contains__(self, value)
+
+
+LAYOUTS = _Layouts(names())
 WEIGHTS = {"W1": "fc1", "W2": "fc2"}  # the paper's names -> fairseq's FFN modules
 
 # --quick: the picture in about a minute on 2 cores (fewer seeds and depths, smaller batches).
@@ -88,6 +98,7 @@ class GradStudy:
                             max_tokens=QUICK["max_tokens"])  # fmt: skip
         given = {"layouts": layouts, "depths": depths, "seeds": seeds, "batches": batches, "max_tokens": max_tokens}
         chosen = {key: defaults[key] if value is None else value for key, value in given.items()}
+        chosen["layouts"] = tuple(absolute_spec(name) for name in chosen["layouts"])  # a user's file, from anywhere
         return cls(config, **chosen, checkpoint=checkpoint, workers=workers, threads=threads)
 
     def tokens_per_batch(self) -> int:
@@ -137,7 +148,7 @@ def check_study(study: GradStudy) -> None:
 def model_variant(config: Config, layout: str, depth: int, seed: int) -> Config:
     """The config with this layout, depth (encoder and decoder layers) and seed; the rest unchanged."""
     variant = copy.deepcopy(config)
-    variant.model.layout = layout
+    variant.model.layout = absolute_spec(layout)
     variant.model.encoder_layers = depth
     variant.model.decoder_layers = depth
     variant.train.seed = seed

@@ -1,0 +1,258 @@
+"""THE layout table: every model.layout prelnx trains, one row each, and a researcher's own layout from a file.
+
+A row says what a layout is (its name in configs, its display name in tables, figures and reports, its family),
+what it is defined with (the tasks, the norm types, QK-Norm), how it is built (on fairseq's Pre-LN or on Post-LN),
+its plot colour and the reference code it transcribes. The config's checks, the planner, the plugin's scheme
+registry, the plots, the gradient study and the report all read it; nothing else lists layouts. Adding a shipped
+layout is one row here plus one plugin file (prelnx_fairseq_plugin/models/<name>.py, a registered LayoutScheme).
+
+A user's own layout is `model.layout: PATH.py:CLASS` (docs/your_layout.md): CLASS, a subclass of the plugin's
+`prelnx_fairseq_plugin.models.schemes.LayoutScheme` in the user's file, is imported here at config validation and
+its class attributes become one more row (`user_layout`); the plan passes the file to fairseq (`--layout-file`),
+whose plugin loads it with the same loader. Loading is thread-safe (sweeps validate in threads): one lock, and a
+module enters sys.modules only once its code has run.
+
+Imports only the standard library (the CLI need not import fairseq, and the plugin reads this table too); a user
+file itself imports the plugin, so fairseq, when it is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+# Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
+# (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
+PAPER, WARMUP_FREE, PLACEMENT, VARIANT = "paper", "warm-up-free", "placement", "variant"
+ALL_TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")  # the schema's task values
+TRANSLATION, TRANSLATION_AND_LM = ("translation",), ("translation", "language_model")
+ALL_NORMS, STATISTICAL, LAYERNORM = ("layernorm", "rmsnorm", "dyt"), ("layernorm", "rmsnorm"), ("layernorm",)
+# Why a family refuses a norm or QK-Norm, in the config's error.
+NORM_REASON = {PAPER: "is defined", VARIANT: "rescales a normalised residual stream",
+               WARMUP_FREE: "is built as its authors built it, with LayerNorm (or none)",
+               PLACEMENT: "places a statistical norm"}  # fmt: skip
+QK_REASON = {WARMUP_FREE: "is built as its authors built it"}
+USER_COLOUR = "tab:pink"  # a user's layout that names no colour
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The code a layout transcribes: repository, file, commit (as its plugin file's docstring reads them)."""
+
+    repo: str
+    file: str = ""
+    commit: str = ""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One layout. `name` is its model.layout value (for a user's layout, `/abs/path.py:CLASS`)."""
+
+    name: str
+    display: str  # in tables, figures and report arms
+    family: str
+    tasks: tuple[str, ...]
+    norms: tuple[str, ...]  # model.norm values it is defined with
+    qk_norm: bool  # model.qk_norm allowed
+    pre_ln: bool  # built on fairseq's normalize_before (input norms, a final norm) rather than Post-LN
+    colour: str  # matplotlib colour in every figure
+    reference: Reference | None = None
+    file: str | None = None  # a user's layout: the absolute PATH.py:CLASS the plugin loads (--layout-file)
+
+    @property
+    def scheme(self) -> bool:
+        """Built by the plugin as a --layout-scheme (or a --layout-file): not fairseq's own Post-/Pre-LN, not DeepNorm."""
+        return self.family in (WARMUP_FREE, PLACEMENT)
+
+
+def _rows(*rows: Layout) -> dict[str, Layout]:
+    return {row.name: row for row in rows}
+
+
+FAIRSEQ = Reference("facebookresearch/fairseq", "fairseq/modules/transformer_layer.py", "v0.12.3 (ve-fairseq 0.12.3)")
+CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
+                   "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
+LAYOUTS: dict[str, Layout] = _rows(
+    Layout("post", "Post-LN", PAPER, ALL_TASKS, ALL_NORMS, True, False, "tab:orange", FAIRSEQ),
+    Layout("pre", "Pre-LN", PAPER, ALL_TASKS, ALL_NORMS, True, True, "tab:blue", FAIRSEQ),
+    Layout("deepnorm", "DeepNorm", VARIANT, TRANSLATION, STATISTICAL, True, False, "tab:purple",
+           Reference("microsoft/torchscale", "the paper's Table of alpha, beta (arXiv:2203.00555, Section 2)")),
+    Layout("admin", "Admin", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:red", CLINIC),
+    Layout("tfixup", "T-Fixup", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:brown",
+           Reference("layer6ai-labs/T-Fixup", "fairseq/modules/transformer_layer.py",
+                     "b17e166d9f60671a92c3f39e24c9b8c93995e5a3")),
+    Layout("rezero", "ReZero", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:gray", CLINIC),
+    Layout("rezero_postln", "ReZero (Post-LN)", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:cyan", CLINIC),
+    Layout("b2t", "B2T", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:olive",
+           Reference("takase/b2t_connection", "fairseq/modules/transformer_layer.py",
+                     "4d80167fe2d58c1a4dc93545bb319c252dfc36e4")),
+    Layout("peri", "Peri-LN", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "gold",
+           Reference("huggingface/transformers", "src/transformers/models/gemma2/modeling_gemma2.py",
+                     "9a80143ca26066ee3266749a57c7b3850d8843be")),
+    Layout("reorder", "Reordered norm (OLMo 2)", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "teal",
+           Reference("huggingface/transformers", "src/transformers/models/olmo2/modular_olmo2.py",
+                     "46474e6759e4160bb54fb49fd0a8fdd71d5ac933")),
+    Layout("mixln", "Mix-LN", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "navy",
+           Reference("pixeli99/MixLN", "peft_pretraining/modeling_llama.py", "ff458269dff837f1900025fb7cc864b404b9c7e6")),
+    Layout("residual", "ResiDual", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, False, "magenta",
+           Reference("microsoft/ResiDual", "resi_dual/resi_dual_layers.py", "8682f7510be105a0caf5b98a021e712f44f90ace")),
+    Layout("lnscale", "LayerNorm Scaling", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "darkgoldenrod",
+           Reference("lmsdss/LayerNorm-Scaling", "peft_pretraining/modeling_llama.py",
+                     "3ac54dde961b04780b152bc8b38b71b2f8e1c16a")),
+)  # fmt: skip
+
+
+def names(family: str | None = None, task: str | None = None) -> tuple[str, ...]:
+    """The shipped layouts' names, in the table's order (of one family, or defined for one task)."""
+    return tuple(n for n, row in LAYOUTS.items() if family in (None, row.family) and task in (None, *row.tasks))
+
+
+class LayoutFileError(ValueError):
+    """A user's layout file that cannot be a layout; the message names the file and what is wrong, in one line."""
+
+
+def is_file_spec(layout: str) -> bool:
+    """`./mine.py:Gated` (or any value naming a .py file) is a user's layout; `pre` is a name of the table."""
+    return ".py" in layout or "/" in layout or ":" in layout
+
+
+def absolute_spec(layout: str, root: Path | None = None) -> str:
+    """A user's `PATH.py:CLASS` with PATH made absolute (relative to `root`, default the working directory)."""
+    if not is_file_spec(layout):
+        return layout
+    path, sep, cls = layout.rpartition(":") if layout.rpartition(":")[2].isidentifier() else (layout, "", "")
+    return str(((root or Path.cwd()) / Path(path).expanduser()).resolve()) + sep + cls
+
+
+def layout(value: str) -> Layout:
+    """The row of a model.layout value (a user's file is loaded and checked); KeyError or LayoutFileError if none."""
+    if is_file_spec(value):
+        return user_layout(value)
+    return LAYOUTS[value]
+
+
+def display_name(value: str) -> str:
+    """A layout's display name; a user's file that no longer loads is named by its class (a report of old runs)."""
+    try:
+        return layout(value).display
+    except (KeyError, LayoutFileError):
+        return value.rpartition(":")[2] or value
+
+
+class DisplayNames(Mapping[str, str]):
+    """model.layout -> display name, for every shipped layout and any user file (read as a dict by older callers)."""
+
+    def __getitem__(self, key: str) -> str:
+        return layout(key).display
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(LAYOUTS)
+
+    def __len__(self) -> int:
+        return len(LAYOUTS)
+
+
+# ---- a user's layout: PATH.py:CLASS ------------------------------------------------------------------------------
+
+BASE_MODULE, BASE_CLASS = "prelnx_fairseq_plugin.models.schemes", "LayoutScheme"
+# The hooks a scheme may override, with their parameters after self (the plugin's LayoutScheme documents them).
+HOOKS = {"build_layer": ("layer", "cfg", "side"), "residual": ("layer", "index", "x", "residual"),
+         "build_stack": ("stack", "cfg", "side"), "final_norm": ("stack", "cfg", "side", "norm"),
+         "build_model": ("model", "args")}  # fmt: skip
+_LOCK = threading.RLock()
+_MODULES: dict[tuple[str, int, int], Any] = {}  # (path, mtime, size) -> the executed module
+
+
+def _split(spec: str) -> tuple[Path, str]:
+    path, _, cls = spec.rpartition(":")
+    if not path or not cls.isidentifier():
+        raise LayoutFileError(f"{spec}: name a class in the file, PATH.py:CLASS (e.g. ./my_layout.py:GatedPreLN)")
+    return Path(path).expanduser(), cls
+
+
+def load_module(path: Path) -> Any:
+    """The file executed as a module, once per version of the file. Under a lock, and entered in sys.modules (under
+    a name of its own) only once its code has run: a thread never sees a half-executed module."""
+    shown = str(path)
+    try:
+        stat = path.stat()
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LayoutFileError(f"{shown}: no such file (a layout file is PATH.py:CLASS; docs/your_layout.md)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise LayoutFileError(f"{shown}: cannot be read ({error})") from None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _LOCK:
+        if key in _MODULES:
+            return _MODULES[key]
+        try:
+            code = compile(source, shown, "exec")
+        except SyntaxError as error:
+            raise LayoutFileError(f"{shown}: line {error.lineno}: {error.msg} (a syntax error)") from None
+        name = "prelnx_user_layout_" + hashlib.sha1(key[0].encode()).hexdigest()[:12]
+        module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader=None, origin=key[0]))
+        module.__file__ = key[0]
+        try:
+            exec(code, module.__dict__)
+        except Exception as error:  # the user's code: whatever it raised is their file's problem, said in one line
+            line = next((f.lineno for f in reversed(inspect.trace()) if f.filename == shown), None)
+            where = f"line {line}: " if line else ""
+            raise LayoutFileError(f"{shown}: {where}{type(error).__name__}: {error} (while importing it)") from None
+        sys.modules[name] = module
+        _MODULES[key] = module
+        return module
+
+
+def load_class(spec: str) -> type:
+    """CLASS of `PATH.py:CLASS`, checked: a subclass of the plugin's LayoutScheme that overrides at least one hook,
+    each with the hook's parameters. LayoutFileError (one line, naming the file) otherwise."""
+    path, name = _split(spec)
+    module = load_module(path)
+    cls = getattr(module, name, None)
+    if not isinstance(cls, type):
+        found = sorted(k for k, v in vars(module).items() if isinstance(v, type) and v.__module__ == module.__name__)
+        raise LayoutFileError(f"{path}: no class {name} (classes defined there: {', '.join(found) or 'none'})")
+    base = next((c for c in cls.__mro__ if c.__name__ == BASE_CLASS and c.__module__.endswith(BASE_MODULE)), None)
+    if base is None:
+        raise LayoutFileError(f"{path}: {name} is not a subclass of {BASE_MODULE}.{BASE_CLASS}")
+    overridden = [hook for hook in HOOKS if getattr(cls, hook, None) is not getattr(base, hook)]
+    if not overridden:
+        raise LayoutFileError(f"{path}: {name} overrides none of the hooks {', '.join(HOOKS)} (it would be "
+                              f"{'Pre-LN' if getattr(cls, 'pre_ln', False) else 'Post-LN'} itself)")  # fmt: skip
+    for hook in overridden:
+        method, parameters = getattr(cls, hook), HOOKS[hook]
+        try:
+            inspect.signature(method).bind(None, *parameters)
+        except (TypeError, ValueError):
+            raise LayoutFileError(f"{path}: {name}.{hook} must take (self, {', '.join(parameters)}), "
+                                  f"got {hook}{inspect.signature(method)}") from None  # fmt: skip
+    return cls
+
+
+def user_layout(spec: str) -> Layout:
+    """The row of a user's `PATH.py:CLASS` from its class attributes (the plugin's LayoutScheme documents them)."""
+    spec = absolute_spec(spec)
+    cls = load_class(spec)
+    path = spec.rpartition(":")[0]
+    scheme = str(getattr(cls, "name", "") or cls.__name__)
+    display = str(getattr(cls, "display_name", "") or cls.__name__)
+    clash = next((row for row in LAYOUTS.values() if scheme in (row.name, row.display)
+                  or display.casefold() in (row.name.casefold(), row.display.casefold())), None)  # fmt: skip
+    if clash is not None:
+        raise LayoutFileError(f"{path}: {cls.__name__}: name {scheme!r} / display_name {display!r} clashes with the "
+                              f"shipped layout {clash.name} ({clash.display}); choose another")  # fmt: skip
+    norms = tuple(getattr(cls, "norm_types", LAYERNORM))
+    bad = [n for n in norms if n not in ALL_NORMS]
+    if bad or not norms:
+        raise LayoutFileError(f"{path}: {cls.__name__}.norm_types: each must be one of {', '.join(ALL_NORMS)}, "
+                              f"got {list(norms)}")  # fmt: skip
+    tasks = TRANSLATION_AND_LM if getattr(cls, "language_model", False) else TRANSLATION
+    reference = Reference(str(getattr(cls, "reference", "") or path))
+    return Layout(spec, display, PLACEMENT, tasks, norms, bool(getattr(cls, "allows_qk_norm", False)),
+                  bool(getattr(cls, "pre_ln", False)), str(getattr(cls, "colour", "") or USER_COLOUR), reference, spec)
