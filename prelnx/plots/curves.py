@@ -101,14 +101,13 @@ def _points(run: RunCurves, key: str) -> list[tuple[int, float]]:
 def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path) -> list[Path]:
     if not any(_finite(row.get(key)) for run in runs for row in run.rows):
         return []  # no run has a value: no empty figure
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(10.5 if len(runs) > 6 else 9.5, 4.8))
-    ax.set_prop_cycle(color=plt.get_cmap("tab20").colors if len(runs) > 10 else plt.get_cmap("tab10").colors)
+    fig = Figure(figsize=(10.5 if len(runs) > 6 else 9.5, 4.8))
+    ax = fig.subplots()
+    ax.set_prop_cycle(color=colormaps["tab20"].colors if len(runs) > 10 else colormaps["tab10"].colors)
     by_update = [run.grain is Grain.UPDATE for run in runs]
     banded = _draw_bands(ax, runs, key)
     for index, run in enumerate(runs):
@@ -142,7 +141,6 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
         target = out / f"{_FILE_NAMES[key]}.{suffix}"
         fig.savefig(target, dpi=120)
         written.append(target)
-    plt.close(fig)
     return written
 
 
@@ -212,15 +210,13 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
     for run in runs:
         groups.setdefault(tuple(repr(run.overrides.get(k)) for k in other_keys), []).append(run)
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.figure import Figure
 
     if not any(_finite(row.get("valid_bleu")) for run in runs for row in run.rows):
         return []  # every run failed before its first validation: an empty heatmap would only mislead
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups) + 1, 3.8), squeeze=False)
+    fig = Figure(figsize=(4.2 * len(groups) + 1, 3.8))
+    axes = fig.subplots(1, len(groups), squeeze=False)
     for ax, (_, members) in zip(axes[0], sorted(groups.items())):
         grid = np.full((len(ys), len(xs)), np.nan)
         notes = [["" for _ in xs] for _ in ys]
@@ -251,7 +247,6 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
     for suffix in ("png", "svg"):
         fig.savefig(out / f"heatmap.{suffix}", dpi=120)
         written.append(out / f"heatmap.{suffix}")
-    plt.close(fig)
     return written
 
 

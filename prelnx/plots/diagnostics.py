@@ -45,27 +45,24 @@ def _series(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float 
 
 
 def _figure(panels: int):
-    import matplotlib
+    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 4.2))
-    return plt, fig, list(axes) if panels > 1 else [axes]
+    fig = Figure(figsize=(4.6 * panels, 4.2))
+    axes = fig.subplots(1, panels)
+    return fig, list(axes) if panels > 1 else [axes]
 
 
-def _save(plt: Any, fig: Any, out: Path, stem: str) -> list[Path]:
+def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     fig.tight_layout()
     files = [out / f"{stem}.png", out / f"{stem}.svg"]
     for file in files:
         fig.savefig(file, dpi=120)
-    plt.close(fig)
     return files
 
 
 def run_figure(rows: list[dict[str, Any]], title: str, out: Path) -> list[Path]:
     """One run: every group's curve per quantity, and lr x lambda_c."""
-    plt, fig, axes = _figure(len(TITLES))
+    fig, axes = _figure(len(TITLES))
     for ax, key in zip(axes, TITLES):
         if key in PER_GROUP:
             groups = list(dict.fromkeys(g for row in rows for g in (row.get(key) or {})))
@@ -82,12 +79,12 @@ def run_figure(rows: list[dict[str, Any]], title: str, out: Path) -> list[Path]:
         ax.set_title(TITLES[key], fontsize=10)
         ax.set_xlabel("update")
     fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return _save(plt, fig, out, "diagnostics")
+    return _save(fig, out, "diagnostics")
 
 
 def sweep_figure(runs: list[tuple[Any, list[dict[str, Any]]]], title: str, out: Path) -> list[Path]:
     """Several runs: one summary line per run and quantity."""
-    plt, fig, axes = _figure(len(TITLES))
+    fig, axes = _figure(len(TITLES))
     for ax, key in zip(axes, TITLES):
         for run, rows in runs:
             updates, values = _series(rows, SUMMARIES[key])
@@ -100,7 +97,7 @@ def sweep_figure(runs: list[tuple[Any, list[dict[str, Any]]]], title: str, out: 
         ax.set_xlabel("update")
     axes[0].legend(fontsize=6)
     fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return _save(plt, fig, out, "diagnostics_summary")
+    return _save(fig, out, "diagnostics_summary")
 
 
 def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:
