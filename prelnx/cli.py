@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from prelnx.commands.errors import handled
 from prelnx.commands.options import command_group
 
 
@@ -67,9 +68,12 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is not None and name != only:
             continue
         if name == "data":
-            built.add_typer(_load(target), name="data", short_help=SHORT_HELP["data"])
+            group = _load(target)
+            for info in group.registered_commands:  # the one error handler around each of the group's commands
+                info.callback = handled(info.callback)
+            built.add_typer(group, name="data", short_help=SHORT_HELP["data"])
         else:
-            built.command(name, short_help=SHORT_HELP[name])(_load(target))
+            built.command(name, short_help=SHORT_HELP[name])(handled(_load(target)))
     return built
 
 
@@ -95,8 +99,32 @@ def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
     sys.__excepthook__(args.exc_type, args.exc_value, args.exc_traceback)
 
 
+# Spellings an option had before it was renamed: (command, old) -> new. Each answers with one line naming the new
+# one and exit 2; none is a silent alias.
+RENAMED_OPTIONS = {
+    ("theory", "--d"): "--hidden-size",
+    ("data", "--workers"): "--jobs",
+    ("grads", "--workers"): "--jobs",
+}
+
+
+def renamed_option(argv: list[str]) -> str | None:
+    """The one line for an old spelling in `argv`, else None."""
+    command = _invoked(argv)
+    for word in argv:
+        old = word.split("=", 1)[0]
+        new = RENAMED_OPTIONS.get((command or "", old))
+        if new is not None:
+            return f"{command} {old}: renamed {new} (same meaning); use that name"
+    return None
+
+
 def main() -> None:
     threading.excepthook = _thread_errors_in_one_line
+    old = renamed_option(sys.argv[1:])
+    if old is not None:
+        sys.stderr.write(f"error: {old}\n")
+        raise SystemExit(2)
     build_app(_invoked(sys.argv[1:]))()
 
 

@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.data.errors import DataError
 from prelnx.data.locations import DEFAULT_VALID_LINES
 
 data_app = options.command_group(
@@ -83,24 +82,18 @@ def prepare_command(
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
     text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
-    try:
-        if dataset is Dataset.text:
-            recipe = make_recipe("text", source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, text_options=text_options)
-            corpus = None
-        else:
-            corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
-                                         tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
-            recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
-        target = out or default_out(dataset.value)
-        if dry_run:
-            typer.echo(f"would prepare {recipe.describe()} into {target}")
-            return
-        prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx), echo=typer.echo)
-    except DataError as error:
-        options.fail(error, 2)
-    except KeyboardInterrupt:
-        typer.echo("interrupted; nothing was left under the output name", err=True)
-        raise typer.Exit(130) from None
+    if dataset is Dataset.text:
+        recipe = make_recipe("text", source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, text_options=text_options)
+        corpus = None
+    else:
+        corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
+                                     tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
+        recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
+    target = out or default_out(dataset.value)
+    if dry_run:
+        typer.echo(f"would prepare {recipe.describe()} into {target}")
+        return
+    prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx), echo=typer.echo)
     typer.echo(summary(target))
     if dataset is Dataset.text or (out is not None and out != default_out(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data

@@ -7,13 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from prelnx.atomic import io_reason
 from prelnx.commands import options
-from prelnx.config.load import ConfigError
-from prelnx.evaluate.evaluate import EvaluationError, evaluate
-from prelnx.evaluate.generate import GenerationError
-from prelnx.records.lock import RunLocked
-from prelnx.records.status import EXIT_BUSY
+from prelnx.evaluate.evaluate import evaluate
 
 
 def evaluate_command(
@@ -31,21 +26,12 @@ def evaluate_command(
     SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
     Decodes with the run's eval.bleu (beam, lenpen), as its validation BLEU did, unless --beam/--lenpen say otherwise.
     """
-    try:
-        result = evaluate(run_dir, split=split, checkpoint=checkpoint, average_last=average_last, beam=beam,
-                          lenpen=lenpen, batch_size=batch_size, out=out, dry_run=dry_run)  # fmt: skip
-        if dry_run:
-            typer.echo(f"would translate {split} of {result['data']} with {result['checkpoint']} (beam {result['beam']}, "
-                       f"lenpen {result['lenpen']}) and write {result['out']}/{split}.json")  # fmt: skip
-            return
-    except (EvaluationError, ConfigError) as error:
-        options.fail(error, 2)
-    except RunLocked as error:
-        options.fail(error, EXIT_BUSY)
-    except GenerationError as error:
-        options.fail(error, 1)
-    except OSError as error:  # the run dir cannot be written (lock, eval/): a full disk, permissions
-        options.fail(io_reason(error), 1)
+    result = evaluate(run_dir, split=split, checkpoint=checkpoint, average_last=average_last, beam=beam,
+                      lenpen=lenpen, batch_size=batch_size, out=out, dry_run=dry_run)  # fmt: skip
+    if dry_run:
+        typer.echo(f"would translate {split} of {result['data']} with {result['checkpoint']} (beam {result['beam']}, "
+                   f"lenpen {result['lenpen']}) and write {result['out']}/{split}.json")  # fmt: skip
+        return
     typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "
                f"lenpen {result['lenpen']}):")  # fmt: skip
     typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   (BPE removed, tokenized text; comparable to the paper)")

@@ -30,13 +30,12 @@ def finetune_command(
     from prelnx.finetune.plan import plan
     from prelnx.finetune.run import run_all
 
-    with options.refusals():
-        base, _ = load_config(config, set_ or [])
-        folder = out or pretrained / "finetune" / (Path(base.name or "finetune").name)
-        runs = plan(base, pretrained, checkpoint or ["best"], parse_seeds(seeds), folder)
-        if dry_run:
-            for run in runs:
-                typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
-            return
-        code = run_all(runs, folder, echo=typer.echo)
+    base, _ = load_config(config, set_ or [])
+    folder = out or pretrained / "finetune" / (Path(base.name or "finetune").name)
+    runs = plan(base, pretrained, checkpoint or ["best"], parse_seeds(seeds), folder)
+    if dry_run:
+        for run in runs:
+            typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
+        return
+    code = run_all(runs, folder, echo=typer.echo)
     raise typer.Exit(code)

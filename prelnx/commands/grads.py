@@ -8,8 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.config.load import ConfigError, load_config
-from prelnx.plan.data import DataNotReady
+from prelnx.config.load import load_config
 
 
 def grads_command(
@@ -34,32 +33,29 @@ def grads_command(
     (layout, depth, seed, side, layer, weight, grad_norm), hidden.csv (each layer's output RMS in the same passes:
     layout, depth, seed, side, layer, rms), grads_summary.json (mean and std over seeds) and figure3.png.
     """
-    from prelnx.analysis.grads import GradsError, GradStudy, check_study, report_lines, run_study
+    from prelnx.analysis.grads import GradStudy, check_study, report_lines, run_study
     from prelnx.commands.parsing import checkpoint_path, parse_depths, parse_layouts, parse_seeds
 
-    try:
-        resolved, _ = load_config(config, set_ or [])
-        study = GradStudy.from_options(
-            resolved,
-            layouts=parse_layouts(layouts),
-            depths=parse_depths(depths) if depths else None,
-            seeds=parse_seeds(seeds) if seeds else None,
-            batches=batches,
-            max_tokens=max_tokens,
-            checkpoint=checkpoint_path(checkpoint) if checkpoint else None,
-            workers=workers,
-            threads=threads,
-            quick=quick,
-        )
-        if dry_run:
-            check_study(study)  # what the real run checks first, checkpoint included
-            typer.echo(f"would measure layouts {', '.join(study.layouts)} at depths {', '.join(map(str, study.depths))}, "
-                       f"seeds {', '.join(map(str, study.seeds))}, {study.batches} batch(es) each"
-                       + (f", and {study.checkpoint}" if study.checkpoint else "") + f" -> {out}")  # fmt: skip
-            return
-        outcome = run_study(study, out, echo=typer.echo)
-    except (GradsError, ConfigError, DataNotReady) as error:
-        options.fail(error, 2)
+    resolved, _ = load_config(config, set_ or [])
+    study = GradStudy.from_options(
+        resolved,
+        layouts=parse_layouts(layouts),
+        depths=parse_depths(depths) if depths else None,
+        seeds=parse_seeds(seeds) if seeds else None,
+        batches=batches,
+        max_tokens=max_tokens,
+        checkpoint=checkpoint_path(checkpoint) if checkpoint else None,
+        workers=workers,
+        threads=threads,
+        quick=quick,
+    )
+    if dry_run:
+        check_study(study)  # what the real run checks first, checkpoint included
+        typer.echo(f"would measure layouts {', '.join(study.layouts)} at depths {', '.join(map(str, study.depths))}, "
+                   f"seeds {', '.join(map(str, study.seeds))}, {study.batches} batch(es) each"
+                   + (f", and {study.checkpoint}" if study.checkpoint else "") + f" -> {out}")  # fmt: skip
+        return
+    outcome = run_study(study, out, echo=typer.echo)
     for line in report_lines(outcome.summary):
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(path) for path in outcome.files))

@@ -3,7 +3,7 @@
 - `--config/-c`: a YAML config, a path or a name under configs/.
 - `--set`: KEY=VALUE override of a config key (syntax: `prelnx/config/overrides.py`).
 - `--out/-o`: the folder a command writes into (train's is `--run-dir`: the run's own folder).
-- `--jobs/-j`: how many processes work at once (`--workers` is kept as an alias).
+- `--jobs/-j`: how many processes work at once.
 - `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
 - `--executor`: where training runs (`local`: this machine; `slurm`: submitted through submitit).
 - Slurm: `--partition` (the partition), `--time-min` (the time limit of a job in minutes; a job requeues itself on
@@ -13,8 +13,7 @@ Flags show no value placeholder in --help (`metavar=""`).
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, NoReturn
+from typing import Any
 
 import typer
 
@@ -41,7 +40,7 @@ def out(help: str) -> Any:
 
 
 def jobs(help: str) -> Any:
-    return typer.Option("--jobs", "-j", "--workers", min=1, help=help)
+    return typer.Option("--jobs", "-j", min=1, help=help)
 
 
 def dry_run(help: str = "Show what would be done; do nothing.") -> Any:
@@ -68,25 +67,3 @@ def time_min(help: str = "Slurm: the time limit of a job in minutes (a job reque
 def flag(name: str, help: str) -> Any:
     """Any other on/off option."""
     return typer.Option(name, metavar="", help=help)
-
-
-def fail(message: object, code: int) -> NoReturn:
-    """The one way a command stops on an error: one `error:` line on stderr, the documented exit code."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-@contextlib.contextmanager
-def refusals() -> Iterator[None]:
-    """Around a command that trains: a refusal before training (launch/errors.py) is one line and its exit code."""
-    from prelnx.launch.errors import error_exit
-
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except Exception as error:  # noqa: BLE001 - the known refusals only; anything else is re-raised
-        known = error_exit(error)
-        if known is None:
-            raise
-        fail(*known)

@@ -20,16 +20,13 @@ def plot_command(
     and for a warm-up x lr grid a heatmap of the best BLEU. Writes loss, bleu, lr and heatmap as .png and .svg;
     a figure no run has data for is not drawn.
     """
-    from prelnx.plots.curves import NothingToPlot, collect_runs, plot
+    from prelnx.plots.curves import collect_runs, plot
 
-    try:
-        if dry_run:
-            for run in collect_runs(path):
-                typer.echo(f"{run.label}: {run.status}, {len(run.rows)} epochs")
-            typer.echo(f"figures would go to {out or path}")
-            return
-        files = plot(path, out)
-    except (NothingToPlot, ValueError) as error:
-        options.fail(error, 2)
+    if dry_run:
+        for run in collect_runs(path):
+            typer.echo(f"{run.label}: {run.status}, {len(run.rows)} epochs")
+        typer.echo(f"figures would go to {out or path}")
+        return
+    files = plot(path, out)
     for file in files:
         typer.echo(str(file))

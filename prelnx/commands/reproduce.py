@@ -27,14 +27,6 @@ def reproduce_command(
     Exit codes: 0 complete (or a dry run), 1 a stage did not complete, 2 the scale cannot run here (its data is
     missing: the message names the command that prepares it), 130 interrupted.
     """
-    from prelnx.config.load import ConfigError
     from prelnx.reproduce.run import reproduce
 
-    try:
-        code = reproduce(scale, out, executor=executor, jobs=jobs, seeds=seeds, dry_run=dry_run, echo=typer.echo)
-    except (ConfigError, ValueError) as error:
-        options.fail(error, 2)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: run the same command again to resume (complete stages are skipped)", err=True)
-        raise typer.Exit(130) from None
-    raise typer.Exit(code)
+    raise typer.Exit(reproduce(scale, out, executor=executor, jobs=jobs, seeds=seeds, dry_run=dry_run, echo=typer.echo))

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.config.load import ConfigError, find_config
+from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
 from prelnx.sweep.preflight import check_points, warnings
@@ -40,25 +40,19 @@ def sweep_command(
     Re-running the same sweep skips finished runs and resumes partial ones. summary.csv / summary.md in the
     sweep folder list every run's status, best and final valid loss, best BLEU, epochs, updates and wall time.
     """
-    try:
-        spec = resolve_spec(find_config(config), grid or [], set_ or [], name)
-        sweep_dir, points = plan_sweep(spec, out)
-        if dry_run:
-            typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))
-            for warning in warnings(points):
-                typer.echo(f"warning: {warning}", err=True)
-            check_points(points)  # a dry run says whether the real one could start
-            return
-        slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
-                 "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run, "time_min": time_min,
-                 "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
-        rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
-                         after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores)  # fmt: skip
-        report_after_sweep(sweep_dir, typer.echo)
-    except (ConfigError, ValueError) as error:
-        options.fail(error, 2)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: run the same command again to resume", err=True)
-        raise typer.Exit(130) from None
+    spec = resolve_spec(find_config(config), grid or [], set_ or [], name)
+    sweep_dir, points = plan_sweep(spec, out)
+    if dry_run:
+        typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))
+        for warning in warnings(points):
+            typer.echo(f"warning: {warning}", err=True)
+        check_points(points)  # a dry run says whether the real one could start
+        return
+    slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
+             "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run, "time_min": time_min,
+             "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
+    rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
+                     after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores)  # fmt: skip
+    report_after_sweep(sweep_dir, typer.echo)
     if any(row["status"] not in ("finished", "diverged") for row in rows):
         raise typer.Exit(1)

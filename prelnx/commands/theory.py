@@ -11,7 +11,7 @@ from prelnx.commands import options
 
 def theory_command(
     out: Annotated[Optional[Path], options.out("Folder for the CSVs, theory_summary.json and the plots (none: print only).")] = None,
-    d: Annotated[int, typer.Option("--d", help="Hidden size d.")] = 512,
+    hidden_size: Annotated[int, typer.Option("--hidden-size", help="Hidden size d.")] = 512,
     layers: Annotated[int, typer.Option("--layers", help="Layers to stack.")] = 12,
     seeds: Annotated[str, typer.Option("--seeds", help="How many seeds (10 = seeds 1..10), or a list (3,7).")] = "10",
     tokens: Annotated[int, typer.Option("--tokens", help="Sequence length of the Gaussian input.")] = 8,
@@ -23,21 +23,17 @@ def theory_command(
     Post-LN: ||x^(post,5)||^2 / d ~ 3/2 at every layer. Pre-LN: ||x_l||^2 / d inside [1 + l/2, 1 + 3l/2].
     LayerNorm: the spectral norm of its Jacobian follows sqrt(d) / ||x|| as the input is scaled.
     """
-    from prelnx.analysis.grads import GradsError
     from prelnx.analysis.theory import TheoryError, TheorySettings, run_theory
     from prelnx.commands.parsing import parse_seeds
 
     try:
-        try:
-            scale_values = tuple(float(part) for part in scales.split(",") if part.strip())
-        except ValueError:
-            raise TheoryError(f"--scales: expected numbers like 1,2,4, got {scales!r}") from None
-        settings = TheorySettings(d=d, layers=layers, seeds=parse_seeds(seeds), tokens=tokens, scales=scale_values)
-        if dry_run:
-            typer.echo(f"would check {settings} -> {out or 'the terminal only'}")
-            return
-        run_theory(settings, out, echo=typer.echo)
-    except (TheoryError, GradsError) as error:
-        options.fail(error, 2)
+        scale_values = tuple(float(part) for part in scales.split(",") if part.strip())
+    except ValueError:
+        raise TheoryError(f"--scales: expected numbers like 1,2,4, got {scales!r}") from None
+    settings = TheorySettings(d=hidden_size, layers=layers, seeds=parse_seeds(seeds), tokens=tokens, scales=scale_values)
+    if dry_run:
+        typer.echo(f"would check {settings} -> {out or 'the terminal only'}")
+        return
+    run_theory(settings, out, echo=typer.echo)
     if out is not None:
         typer.echo(f"wrote {out}/theory_hidden.csv, theory_layernorm.csv, theory_summary.json, theory_hidden.png, theory_layernorm.png")

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
+from prelnx.commands.errors import fail
+from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
 from prelnx.launch.local import check_before_training, train
@@ -39,32 +41,31 @@ def train_command(
     (a refused checkpoint, damaged data, a Slurm job that can never start or cannot be submitted), 3 diverged,
     4 the run dir is in use by another process, 130 interrupted.
     """
-    with options.refusals():
-        resolved, _ = load_config(config, set_ or [])
-        for warning in schedule_warnings(resolved):
-            typer.echo(f"warning: {warning}", err=True)
-        target = run_dir or default_run_dir(resolved)
-        if executor == "slurm":
-            request = plan_request(resolved, partition, cpus_per_task, mem_gb, time_min)
-            if dry_run:
-                typer.echo("\n".join(dry_run_lines(resolved, target, request, force)))
-                return
-            message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
-        else:
-            check_local_options(executor, partition=partition, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
-                                time_min=time_min)
-            if dry_run:
-                plan = plan_run(resolved, target)
-                typer.echo(dump_config(plan.config, task_keys_only=True))
-                typer.echo(f"# {plan.launch.batch}")
-                typer.echo("# the equivalent plain command:")
-                typer.echo(plan.launch.command_line())
-                for line in check_before_training(plan, force):  # refusals raise, with the real run's exit code
-                    typer.echo(f"# {line}")
-                return
-            message, code = "", train(resolved, run_dir=target, force=force, echo=typer.echo).exit_code
+    resolved, _ = load_config(config, set_ or [])
+    for warning in schedule_warnings(resolved):
+        typer.echo(f"warning: {warning}", err=True)
+    target = run_dir or default_run_dir(resolved)
+    if executor == "slurm":
+        request = plan_request(resolved, partition, cpus_per_task, mem_gb, time_min)
+        if dry_run:
+            typer.echo("\n".join(dry_run_lines(resolved, target, request, force)))
+            return
+        message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
+    else:
+        check_local_options(executor, partition=partition, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
+                            time_min=time_min)
+        if dry_run:
+            plan = plan_run(resolved, target)
+            typer.echo(dump_config(plan.config, task_keys_only=True))
+            typer.echo(f"# {plan.launch.batch}")
+            typer.echo("# the equivalent plain command:")
+            typer.echo(plan.launch.command_line())
+            for line in check_before_training(plan, force):  # refusals raise, with the real run's exit code
+                typer.echo(f"# {line}")
+            return
+        message, code = "", train(resolved, run_dir=target, force=force, echo=typer.echo).exit_code
     if message and code == 2:
-        options.fail(message, code)
+        fail(message, code)
     if message:
         typer.echo(message, err=code != 0)
     raise typer.Exit(code)
@@ -72,7 +73,7 @@ def train_command(
 
 def check_local_options(executor: str, **slurm_options: object) -> None:
     if executor not in EXECUTORS:
-        raise ValueError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+        raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     given = [f"--{name.replace('_', '-')}" for name, value in slurm_options.items() if value is not None]
     if given:
-        raise ValueError(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")
+        raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")

@@ -14,6 +14,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
+from prelnx.config.errors import Refusal
 from prelnx.config.overrides import OverrideError, parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
@@ -28,7 +29,7 @@ RENAMED = {"train.gpus": "train.processes"}
 TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))
 
 
-class ConfigError(ValueError):
+class ConfigError(Refusal):
     """A config that cannot run; the message lists every problem."""
 
 

@@ -17,8 +17,10 @@ from typing import Any
 
 import yaml
 
+from prelnx.config.errors import Refusal
 
-class OverrideError(ValueError):
+
+class OverrideError(Refusal):
     """A malformed override; the message names the option and shows the expected form."""
 
 

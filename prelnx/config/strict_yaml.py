@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from prelnx.config.errors import Refusal
+
 MAX_BYTES = 1 << 20  # 1 MiB
 MAX_NODES = 20_000  # scalars, lists and mappings, as written and once aliases are expanded
 MAX_DEPTH = 64  # lists and mappings inside each other
@@ -32,7 +34,7 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,63}")  # what a key of a config can look
 _QUOTED = re.compile(r"'(?!<[\w ]+>')(?:[^'\\]|\\.){2,}'|\"(?:[^\"\\]|\\.){2,}\"")
 
 
-class YamlInputError(ValueError):
+class YamlInputError(Refusal):
     """The file cannot be read as a config; the message names it and says what is wrong."""
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.errors import Refusal
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.results import read_points
@@ -53,7 +54,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DASHES = ("-", (0, (5, 2)), (0, (1, 1)), (0, (5, 1, 1, 1)))
 
 
-class NothingToPlot(ValueError):
+class NothingToPlot(Refusal):
     pass
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.errors import Refusal
 from prelnx.config.load import find_config, flatten_values, load_config
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
@@ -24,7 +25,7 @@ from prelnx.sweep.spec import SweepSpec, expand, resolve_spec
 DEFAULT_SEEDS = {"demo": 1, "cpu": None, "paper": None}  # None: each sweep's own seeds
 
 
-class PlanError(ValueError):
+class PlanError(Refusal):
     """The scale cannot run here (missing data, a bad option); the message says what to do."""
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from prelnx.config.errors import Refusal
+
 KINDS = ("theory", "grads", "sweep", "configs", "evaluate", "finetune")
 
 
@@ -107,5 +109,5 @@ PAPER_GPU = "NVIDIA V100"
 
 def stages(scale: str) -> list[Stage]:
     if scale not in SCALES:
-        raise ValueError(f"--scale {scale}: allowed: {', '.join(SCALES)}")
+        raise Refusal(f"--scale {scale}: allowed: {', '.join(SCALES)}")
     return SCALES[scale]

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import yaml
 
 from prelnx.atomic import write_text_atomic
+from prelnx.config.errors import Refusal
 from prelnx.plan.rundirs import sweep_dir
 from prelnx.records.lock import held
 from prelnx.records.results import SUMMARY_LOCK
@@ -65,9 +66,9 @@ def run_sweep(
 ) -> list[dict[str, Any]]:
     """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends."""
     if executor not in EXECUTORS:
-        raise ValueError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+        raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     if force and executor != "local":
-        raise ValueError("--force works with --executor local (a requeued Slurm job must resume, not start again)")
+        raise Refusal("--force works with --executor local (a requeued Slurm job must resume, not start again)")
     sweep_dir, points = plan_sweep(spec, out)
     check_points(points)  # before anything is created
     for warning in warnings(points):

@@ -1,0 +1,121 @@
+"""The one handler of errors for every command: a refusal is one `error:` line and its exit code; anything else that
+escapes a command is a bug in prelnx, and says so with where it happened.
+
+Exit codes it renders (each command's help lists the ones it can end with):
+- 2: bad input (a `config.errors.Refusal`: a key, a path, an option, data that is missing or damaged), before
+  anything trains;
+- 1: a file could not be written or read (a full disk, permissions: `OSError`), or a generation that failed;
+- 4: the run dir is in use by another prelnx process (`records.status.EXIT_BUSY`);
+- 130: interrupted (Ctrl-C): the same command again resumes;
+- 70 (`BUG`, sysexits' EX_SOFTWARE): an unexpected exception, a bug: the traceback, its innermost prelnx line and
+  the words "this is a bug". 70 and not 1, so that a bug never reads as a run that failed or as bad input.
+
+Errors of the folders that do not raise a `Refusal` yet are listed in `_OTHER_REFUSALS` (by class, imported only
+once an error has happened: `prelnx --help` pays nothing for it).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import traceback
+from typing import Any, Callable, NoReturn
+
+import click
+import typer
+
+from prelnx.config.errors import Refusal
+
+BUG = 70
+INTERRUPTED = 130
+
+# module:class -> exit code, for the errors that stop a command and are not (yet) a Refusal. A Refusal needs no entry.
+_OTHER_REFUSALS: dict[str, int | None] = {
+    "prelnx.data.errors:DataError": 2,
+    "prelnx.data.check:DataDamaged": 2,
+    "prelnx.plan.data:DataNotReady": 2,
+    "prelnx.plan.parallel:BatchError": 2,
+    "prelnx.records.checkpoints:CheckpointRefused": 2,
+    "prelnx.records.checkpoints:CheckpointDamaged": 2,
+    "prelnx.records.run_config:RunConfigError": 2,
+    "prelnx.launch.errors:RunConflict": 2,
+    "prelnx.launch.errors:SlurmUnavailable": 2,
+    "prelnx.evaluate.evaluate:EvaluationError": 2,
+    "prelnx.evaluate.average:CheckpointError": 2,
+    "prelnx.finetune.plan:FinetunePlanError": 2,
+    "prelnx.analysis.grads.study:GradsError": 2,
+    "prelnx.analysis.theory:TheoryError": 2,
+    "prelnx.report.report:ReportError": 2,
+    "prelnx.evaluate.generate:GenerationError": 1,
+    "prelnx.records.lock:RunLocked": None,  # records.status.EXIT_BUSY, read from its owner
+}
+
+
+def _class(target: str) -> type | None:
+    module, name = target.split(":")
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:  # a folder being reworked: its errors are then bugs until they are listed again
+        return None
+
+
+def refusal(error: BaseException) -> tuple[str, int] | None:
+    """The one line and exit code of an error that is not a bug; None for a bug."""
+    if isinstance(error, Refusal):
+        return str(error), error.exit_code
+    for target, code in _OTHER_REFUSALS.items():
+        kind = _class(target)
+        if kind is not None and isinstance(error, kind):
+            if code is None:
+                from prelnx.records.status import EXIT_BUSY
+
+                code = EXIT_BUSY
+            return str(error), code
+    if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
+        from prelnx.atomic import io_reason
+
+        # without a file name the reason is already whole (launch's RunIOError names the run dir in it)
+        return (io_reason(error) if error.filename or not error.strerror else error.strerror), 1
+    return None
+
+
+def fail(message: object, code: int) -> NoReturn:
+    """One `error:` line on stderr and the exit code (for an outcome a command returns rather than raises)."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def bug_lines(error: BaseException) -> list[str]:
+    """The traceback, then where in prelnx it happened and the words a bug report needs."""
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [frame for frame in frames if "/prelnx/" in frame.filename.replace("\\", "/")] or frames
+    where = f"{ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else "unknown location"
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip("\n")
+    return [text, f"error: this is a bug in prelnx ({type(error).__name__}: {error}) at {where}; please report it "
+                  f"with the traceback above and the output of `prelnx env`"]  # fmt: skip
+
+
+def handled(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`command` with the one handler around it (Typer reads the wrapped signature)."""
+    if getattr(command, "_prelnx_handled", False):
+        return command
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.ClickException, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
+            raise typer.Exit(INTERRUPTED) from None
+        except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
+            known = refusal(error)
+            if known is not None:
+                fail(*known)
+            for line in bug_lines(error):
+                typer.echo(line, err=True)
+            raise typer.Exit(BUG) from None
+
+    run._prelnx_handled = True  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,77 @@
+"""The one error handler (prelnx/commands/errors.py): a refusal is one line and its exit code, anything else is a bug
+that says so (exit 70), never bad input (exit 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from prelnx.cli import app
+from prelnx.commands.errors import BUG
+
+runner = CliRunner()
+
+
+def test_an_unexpected_error_inside_a_command_is_reported_as_a_bug_with_its_location(monkeypatch, tmp_path):
+    """A plain ValueError deep inside a command (what several commands once turned into exit 2, bad input)."""
+    import prelnx.reproduce.plan as plan
+
+    def broken_plan(*args, **kwargs):
+        return {}["no such stage"] if kwargs.get("jobs") == 1 else int("not a number")
+
+    monkeypatch.setattr(plan, "plan", broken_plan)
+    result = runner.invoke(app, ["reproduce", "--scale", "demo", "--dry-run", "--out", str(tmp_path / "r")])
+    assert result.exit_code == BUG == 70, result.output
+    assert "this is a bug in prelnx (ValueError: invalid literal for int()" in result.output
+    assert "test_errors.py" in result.output and "in broken_plan" in result.output  # where it happened
+    assert "Traceback (most recent call last)" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_refusal_stays_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("optimizer: {lr: -1}\n")
+    result = runner.invoke(app, ["reproduce", "--scale", "huge", "--dry-run"])
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [
+        "error: --scale huge: allowed: demo, cpu, paper"], result.output
+    result = runner.invoke(app, ["sweep", "--config", str(bad), "--grid", "train.seed=1,2", "--dry-run"])
+    assert result.exit_code == 2 and "bug" not in result.output and "Traceback" not in result.output, result.output
+
+
+def test_a_full_disk_or_a_refused_path_is_not_a_bug(tmp_path):
+    """An OSError (a path under a file) is the machine's state: one line, exit 1."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = runner.invoke(app, ["theory", "--hidden-size", "8", "--layers", "2", "--seeds", "1", "--tokens", "2",
+                                 "--scales", "1", "--out", str(blocker / "out")])  # fmt: skip
+    assert result.exit_code == 1 and "bug" not in result.output, result.output
+    assert str(blocker) in result.output and "Traceback" not in result.output
+
+
+def test_an_interrupt_exits_130_and_says_how_to_resume(monkeypatch, tmp_path):
+    import prelnx.reproduce.plan as plan
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plan, "plan", interrupted)
+    result = runner.invoke(app, ["reproduce", "--scale", "demo", "--dry-run", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 130 and "run the same command again" in result.output, result.output
+
+
+def test_the_installed_entry_point_has_the_same_handler(tmp_path):
+    """`prelnx` as a user runs it (cli.main builds only the command it runs): the same line and code."""
+    done = subprocess.run([sys.executable, "-m", "prelnx.cli", "reproduce", "--scale", "huge", "--dry-run"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.strip() == "error: --scale huge: allowed: demo, cpu, paper", done.stderr
+
+
+def test_an_old_option_spelling_names_the_new_one(tmp_path):
+    for argv, line in ((["theory", "--d", "8"], "error: theory --d: renamed --hidden-size (same meaning); use that name"),
+                       (["data", "prepare", "iwslt14", "--workers=2"], "error: data --workers: renamed --jobs")):
+        done = subprocess.run([sys.executable, "-m", "prelnx.cli", *argv], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 2 and done.stderr.startswith(line), done.stderr
+    assert not list(tmp_path.iterdir())
