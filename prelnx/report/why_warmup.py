@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from prelnx.records.diagnostics import read_diagnostics
 from prelnx.report.arms import Arm, describe_arm, failure_loss, final_nll, loss_sample, pick, plateau
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
@@ -45,6 +47,8 @@ QUANTITY_NAMES = {
     "overshoot_share": "share of sharpness measurements with lr x lambda_c > 2",
     "update_ratio_log10": "log10 median update / weight",
     "attn_logit_max": "largest attention logit",
+    "lr_sharpness_max": "largest lr x lambda_c",
+    "early_lr": "mean lr (the schedule alone)",
 }
 
 
@@ -101,6 +105,12 @@ def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> f
     if quantity == "attn_logit_max":
         values = [v for r in rows if (v := max_attention_logit(r)) is not None]
         return max(values) if values else None
+    if quantity == "lr_sharpness_max":
+        values = [v for r in rows if (v := lr_sharpness(r)) is not None]
+        return max(values) if values else None
+    if quantity == "early_lr":
+        values = [float(r["lr"]) for r in rows if _finite(r.get("lr"))]
+        return statistics.fmean(values) if values else None
     if quantity == "overshoot_share":
         measured = [r for r in rows if r.get("sharpness_passes") is not None]
         if not measured:
@@ -116,6 +126,7 @@ class Study:
     arms: list[Arm]
     rows: dict[str, list[Row]]
     margin: float  # trained_margin_bits
+    schedules: dict[str, str] = field(default_factory=dict)  # run -> its whole lr schedule in words (its stratum)
     plateau: float | None = field(init=False)
     failure: float = field(init=False)
 
@@ -131,8 +142,34 @@ class Study:
         return [a for a in runs if (a.warmup > 0) == bool(spec["warmup"])]
 
 
+def schedule_key(config: dict[str, Any]) -> str:
+    """A run's whole lr schedule (peak lr, warm-up and its start lr, decay and its settings), in words: runs with the
+    same key share a stratum (prelnx.report.why_warmup_predict)."""
+    schedule = dict(config.get("schedule") or {})
+    warmup = int(schedule.pop("warmup_updates", 0) or 0)
+    start = schedule.pop("warmup_init_lr", None)
+    lr = float((config.get("optimizer") or {}).get("lr"))
+    words = [f"lr {lr:g}", f"{warmup} warm-up updates" + (f" from {float(start):g}" if warmup and start else "")
+             if warmup else "no warm-up"]  # fmt: skip
+    decay = schedule.pop("decay", None)
+    words += [f"decay {decay}"] if decay else []
+    words += [f"{key} {value}" for key, value in sorted(schedule.items()) if value not in (None, [])]
+    return ", ".join(words)
+
+
+def stratum_label(key: str) -> str:
+    """The stratum as a report names it: peak lr, warm-up, decay (the key's first three parts)."""
+    return ", ".join(key.split(", ")[:3])
+
+
 def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
-    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin)
+    schedules = {}
+    for arm in arms:
+        try:
+            schedules[arm.name] = schedule_key(yaml.safe_load((sweep_dir / arm.name / "config.yaml").read_text()))
+        except (OSError, yaml.YAMLError, TypeError, ValueError):  # a run without its config has no stratum
+            continue
+    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules)
 
 
 def has_diagnostics(study: Study) -> bool:
@@ -161,27 +198,22 @@ class ExplanationVerdict:
 
 
 def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str]) -> Premise:
-    """At this lr, the premise's arm a (Post-LN Adam, no warm-up) fails and arm b (with warm-up) trains."""
-    statement = ("At this lr Post-LN with Adam fails without warm-up and trains with it (final valid nll more than "
+    """At this lr, the premise's arm (Post-LN Adam, no warm-up) fails: "X trains where it fails" needs it to."""
+    statement = ("At this lr Post-LN with Adam fails without warm-up (its final valid nll not more than "
                  f"{study.margin:g} bit below the unigram plateau).")  # fmt: skip
-    fails, trains = study.arm(spec["a"], lr), study.arm(spec["b"], lr)
-    if not fails or not trains or study.plateau is None:
-        why = "no unigram plateau (dictionary not here)" if study.plateau is None else "the sweep lacks these arms"
+    fails = study.arm(spec["fails"], lr)
+    if not fails or study.plateau is None:
+        why = "no unigram plateau (dictionary not here)" if study.plateau is None else "the sweep lacks this arm"
         return Premise(statement, PremiseState.UNCHECKED, why)
-    states, notes = [], []
-    for group, region, label in ((fails, above(-study.margin), "fails"), (trains, below(-study.margin), "trains")):
-        values = tuple(nll - study.plateau if (nll := final_nll(a)) is not None else 0.0 for a in group)
-        c = compare("final valid nll minus the plateau", Sample(describe_arm(group[0]), values), None, region)
-        state = (PremiseState.MET if region[0] < c.estimate < region[1] else PremiseState.FAILED) if c.one_seed \
-            else {Verdict.HOLDS: PremiseState.MET, Verdict.DOES_NOT_HOLD: PremiseState.FAILED}.get(c.verdict, PremiseState.UNSETTLED)  # fmt: skip
-        states.append(state)
-        interval = "" if c.one_seed else f" [95 % CI {c.low:+.2f}, {c.high:+.2f}]"
-        notes.append(f"{arm_label(spec['a' if label == 'fails' else 'b'], lr, names)} {label}: final nll minus the "
-                     f"plateau ({study.plateau:.2f}) {c.estimate:+.2f}{interval} ({len(group)} seeds) → {state.value}")
-    state = (PremiseState.FAILED if PremiseState.FAILED in states else PremiseState.UNSETTLED
-             if PremiseState.UNSETTLED in states else PremiseState.MET if all(s is PremiseState.MET for s in states)
-             else PremiseState.UNCHECKED)  # fmt: skip
-    return Premise(statement, state, "; ".join(notes))
+    region = above(-study.margin)
+    values = tuple(nll - study.plateau if (nll := final_nll(a)) is not None else 0.0 for a in fails)
+    c = compare("final valid nll minus the plateau", Sample(describe_arm(fails[0]), values), None, region)
+    state = (PremiseState.MET if region[0] < c.estimate < region[1] else PremiseState.FAILED) if c.one_seed \
+        else {Verdict.HOLDS: PremiseState.MET, Verdict.DOES_NOT_HOLD: PremiseState.FAILED}.get(c.verdict, PremiseState.UNSETTLED)  # fmt: skip
+    interval = "" if c.one_seed else f" [95 % CI {c.low:+.2f}, {c.high:+.2f}]"
+    note = (f"{arm_label(spec['fails'], lr, names)} fails: final nll minus the plateau ({study.plateau:.2f}) "
+            f"{c.estimate:+.2f}{interval} ({len(fails)} seeds) → {state.value}")
+    return Premise(statement, state, note)
 
 
 def _sample(study: Study, label: str, group: list[Arm], quantity: str, updates: list[int] | None) -> Sample:
@@ -212,34 +244,15 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], na
     return ExplanationVerdict(explanation, claim, outcome, override)
 
 
-def outcome_difference(study: Study, claim: dict[str, Any], explanation: dict[str, Any]) -> ExplanationVerdict:
-    finished = [a for a in study.arms if a.status in ("finished", "diverged")]
-    failing = [a for a in finished if study.failed(a)]
-    trained = [a for a in finished if not study.failed(a)]
-    sf = _sample(study, f"failing runs ({len(failing)})", failing, claim["quantity"], claim.get("updates"))
-    st = _sample(study, f"trained runs ({len(trained)})", trained, claim["quantity"], claim.get("updates"))
-    outcome = ClaimOutcome(claim["id"], missing="not measured: no run has this quantity (diagnostics off?)")
-    region = above(claim["margin"]) if claim["side"] == "above" else below(claim["margin"])
-    if sf.n and st.n:
-        outcome.cases.append(Case("every run, by outcome", compare(QUANTITY_NAMES[claim["quantity"]], sf, st, region)))
-    need = int(claim.get("min_runs", 2))
-    if min(sf.n, st.n) < need and (sf.n or st.n):
-        return ExplanationVerdict(explanation, claim, outcome, (Verdict.NOT_TESTABLE, (
-            f"{sf.n} failing and {st.n} trained run(s) with this quantity; it needs >= {need} of each: runs at an lr "
-            "where some fail and some train would decide it")))  # fmt: skip
-    return ExplanationVerdict(explanation, claim, outcome)
-
-
 def check_explanations(study: Study, spec: dict[str, Any], names: dict[str, str]) -> list[ExplanationVerdict]:
-    """Every claim of every explanation in methods.yaml's why_warmup, decided on the study's runs."""
+    """Every arm claim of every explanation in methods.yaml's why_warmup, decided on the study's runs (the
+    predictive claims: prelnx.report.why_warmup_predict)."""
     verdicts = []
     for explanation in spec["explanations"]:
         for claim in explanation["claims"]:
             if claim["kind"] == "arm_difference":
                 verdicts.append(arm_difference(study, spec, claim, names, explanation))
-            elif claim["kind"] == "outcome_difference":
-                verdicts.append(outcome_difference(study, claim, explanation))
-            else:
+            elif claim["kind"] != "predicts_failure":  # decided by prelnx.report.why_warmup_predict
                 raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
-                                 "(valid: arm_difference, outcome_difference)")  # fmt: skip
+                                 "(valid: arm_difference, predicts_failure)")  # fmt: skip
     return verdicts

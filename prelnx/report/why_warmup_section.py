@@ -1,44 +1,63 @@
-"""The report's "Why warm-up" section: the explanations' claims (prelnx.report.why_warmup) as a table with their
-intervals and verdicts, the runs' outcomes, and one figure per diagnostics quantity (prelnx.plots.why_warmup).
-Written only for a sweep whose runs recorded diagnostics (train.diagnostics); otherwise no section."""
+"""The report's "Why warm-up" section: each explanation as a predictor of which runs fail within strata, ranked by
+its held-out AUC against the schedule-only baseline (prelnx.report.why_warmup_predict), the arm claims
+(prelnx.report.why_warmup), the strata and runs, and one figure per quantity over the early window, failing and
+trained runs of the same stratum (prelnx.plots.why_warmup). Written only for a sweep whose runs recorded
+diagnostics (train.diagnostics); otherwise no section."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from prelnx.plots.why_warmup import INFINITE_AS, Curve, SeedSeries, why_warmup_figure
+from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
 from prelnx.report.arms import Arm, final_nll, layout_names, seed_groups
+from prelnx.report.predict import Prediction
 from prelnx.report.render import _case_lines, _premise_lines, verdict_text
+from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
     OPTIMIZER_NAMES,
     SERIES,
     ExplanationVerdict,
     Study,
     check_explanations,
-    has_diagnostics,  # fmt: skip
+    has_diagnostics,
     load_study,
+    stratum_label,
+)
+from prelnx.report.why_warmup_predict import (
+    PredictiveVerdict,
+    baseline_prediction,
+    check_predictions,
+    quantity_name,
+    ranked,
+    strata_table,
 )
 
+SERIES_OF = {"last_grad_log10": "grad_norm (decoder's last FFN)", "update_ratio_log10": "median update / weight",
+             "attn_logit_max": "largest attention logit", "lr_sharpness_max": "lr x lambda_c"}  # fmt: skip
 INTRO = [
-    "Four explanations of why Post-LN needs warm-up, each with its prediction as a claim (prelnx/methods.yaml,",
-    "`why_warmup`, written before the runs; docs/why_warmup.md). A run *failed* when it diverged or its final valid",
-    "nll is not {margin:g} bit below the unigram plateau ({plateau}). Arm comparisons are over seeds (Welch's t, 95 %",
-    "interval), the run-outcome comparisons over every run of the sweep grouped by whether it failed (there the",
-    "\"seeds\" counted are runs). Verdicts as above; a claim about runs that fail cannot be decided when none (or too",
-    "few) fail.",
+    "Each explanation of why Post-LN needs warm-up names a quantity that should be large early in the runs that go",
+    "on to fail (prelnx/methods.yaml, `why_warmup`, written before the runs; docs/why_warmup.md). A run *failed* when",
+    "it diverged or its final valid nll is not {margin:g} bit below the unigram plateau ({plateau}). Each quantity is",
+    "read only in the early window, updates {w0}-{w1}, and decided as a predictor of failure *within strata*: runs",
+    "that share the whole lr schedule (peak lr, warm-up, decay), so that a quantity that merely tracks the schedule",
+    "predicts nothing. Pairs (failing run, trained run) never cross a stratum or a seed. The direction is fitted on",
+    "seeds {fit}; the held-out AUC is scored on seed(s) {test} (1 = every held-out pair ordered right, 0.5 = chance).",
+    "The interval is a 95 % bootstrap over **arms** within strata (an arm, layout x optimizer, carries all its seeds:",
+    "the unit is the arm, not the run). The baseline is the schedule alone (the window's mean lr, 0.5 within a stratum",
+    "by construction). holds: the interval of AUC minus baseline lies above 0, in the claimed direction; does not",
+    "hold: at or below 0 (or above it the other way round); inconclusive: it straddles 0; not testable: fewer than",
+    "{need} informative strata (held-out runs of both outcomes in one schedule).",
 ]
 
 
 def _verdict(v: ExplanationVerdict) -> str:
-    if v.override is not None:
-        return f"{v.override[0].value} ({v.override[1]})"
-    return verdict_text(v.outcome)
+    return f"{v.override[0].value} ({v.override[1]})" if v.override is not None else verdict_text(v.outcome)
 
 
 def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
-    header = "| explanation | claim | measured: mean per arm or group, difference [95 % CI], claimed side | premise | verdict |"
-    lines = [header, "|---|---|---|---|---|"]
+    lines = ["| explanation | claim | measured: mean per arm over seeds, difference [95 % CI], claimed side | premise | "
+             "verdict |", "|---|---|---|---|---|"]  # fmt: skip
     for v in verdicts:
         measured = "<br>".join(_case_lines(v.outcome)).replace("|", "/")
         premise = "<br>".join(_premise_lines(v.outcome)).replace("|", "/") or "-"
@@ -47,34 +66,100 @@ def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
     return lines
 
 
-def claims_lines(verdicts: list[ExplanationVerdict]) -> list[str]:
-    """The same as plain text for the terminal."""
-    lines = []
-    for v in verdicts:
-        lines.append(f"{v.claim['claim']} ({v.explanation['cite']})")
-        lines += [f"  {line}" for line in _case_lines(v.outcome)]
-        lines.append(f"  verdict: {_verdict(v)}")
+def _auc(p: Prediction) -> str:
+    return "-" if p.auc is None else f"{p.auc:.2f} [{p.low:.2f}, {p.high:.2f}]"
+
+
+def _direction(p: Prediction) -> str:
+    return {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
+
+
+def _fit(p: Prediction) -> str:
+    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({_direction(p)})"
+
+
+def _prediction_text(v: PredictiveVerdict) -> str:
+    p = v.prediction
+    return "not measured (no run has it in the window)" if p is None else f"{p.verdict.value} ({p.why})"
+
+
+def predictions_table(verdicts: list[PredictiveVerdict], baseline: Prediction | None) -> list[str]:
+    lines = ["| rank | explanation | claim | quantity (early window) | fit AUC, seeds 1-2 (direction) | held-out AUC "
+             "[95 % CI] | minus baseline [95 % CI] | informative strata / pairs | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for rank, v in enumerate(ranked(verdicts), start=1):
+        p = v.prediction
+        if p is None:
+            lines.append(f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | "
+                         f"{quantity_name(v.claim['quantity'])} | - | - | - | - | **not measured** |")  # fmt: skip
+            continue
+        diff = "-" if p.difference is None else f"{p.difference:+.2f} [{p.diff_low:+.2f}, {p.diff_high:+.2f}]"
+        lines.append(f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | "
+                     f"{quantity_name(v.claim['quantity'])} | {_fit(p)} | {_auc(p)} | {diff} | "
+                     f"{len(p.informative)} / {p.pairs} | **{_prediction_text(v)}** |")  # fmt: skip
+    if baseline is not None:
+        lines.append(f"| - | baseline: the schedule alone | - | {quantity_name('early_lr')} | {_fit(baseline)} | "
+                     f"{_auc(baseline)} | - | {len(baseline.informative)} / {baseline.pairs} | - |")  # fmt: skip
     return lines
 
 
-def _panel(arm: Arm) -> str:
-    return f"{layout_names().get(arm.layout, arm.layout)}, {OPTIMIZER_NAMES.get(arm.optimizer, arm.optimizer)}"
+def separation_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
+    """Which explanations this study tells apart: two are separated when their held-out AUC intervals are disjoint."""
+    scored = [v for v in verdicts if v.prediction is not None and v.prediction.auc is not None
+              and v.prediction.verdict is not Verdict.NOT_TESTABLE]  # fmt: skip
+    if len(scored) < 2:
+        return ["Fewer than two explanations could be scored: the study separates none of them."]
+    apart, together = [], []
+    for i, a in enumerate(scored):
+        for b in scored[i + 1:]:
+            pa, pb = a.prediction, b.prediction
+            names = f"{a.explanation['name']} / {b.explanation['name']}"
+            (apart if pa.low > pb.high or pb.low > pa.high else together).append(names)
+    lines = [f"- told apart (held-out AUC intervals disjoint): {'; '.join(apart) if apart else 'none'}"]
+    lines.append(f"- not told apart at this scale (intervals overlap): {'; '.join(together) if together else 'none'}")
+    return lines
 
 
-def curves(study: Study, series: str) -> list[Curve]:
-    value = SERIES[series]
-    found = []
-    for group in seed_groups(study.arms).values():
-        seeds = []
-        for arm in group:
-            rows = study.rows.get(arm.name) or []
-            points = [(r["num_updates"], v) for r in rows if (v := value(r)) is not None]
-            if points:
-                seeds.append(SeedSeries(tuple(u for u, _ in points), tuple(v for _, v in points),
-                                        study.failed(arm), arm.diverged))  # fmt: skip
-        if seeds:
-            found.append(Curve(_panel(group[0]), group[0].warmup > 0, tuple(seeds)))
-    return found
+def withdrawn_lines(spec: dict[str, Any]) -> list[str]:
+    lines = []
+    for explanation in spec["explanations"]:
+        for claim in explanation["claims"]:
+            if claim.get("replaces"):
+                lines.append(f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, "
+                             f"confounded by warm-up) is withdrawn; re-decided above as `{claim['id']}`.")  # fmt: skip
+    return lines
+
+
+def _panel_runs(study: Study, stratum: str, series: str, last: int, test: set[int]) -> tuple[RunSeries, ...]:
+    value, names = SERIES[series], layout_names()
+    runs = []
+    for arm in study.arms:
+        if study.schedules.get(arm.name) != stratum or arm.status not in ("finished", "diverged"):
+            continue
+        points = [(r["num_updates"], v) for r in study.rows.get(arm.name, [])
+                  if r["num_updates"] <= last and (v := value(r)) is not None]  # fmt: skip
+        label = f"{names.get(arm.layout, arm.layout)} {OPTIMIZER_NAMES.get(arm.optimizer, arm.optimizer)}"
+        runs.append(RunSeries(f"{label}, seed {arm.seed}", tuple(u for u, _ in points), tuple(v for _, v in points),
+                              study.failed(arm), arm.seed in test))  # fmt: skip
+    return tuple(runs)
+
+
+def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: Path) -> list[str]:
+    window = tuple(spec["prediction"]["window"])
+    test = set(spec["prediction"]["test_seeds"])
+    strata = [s for s in dict.fromkeys(study.schedules[a.name] for a in study.arms if a.name in study.schedules)
+              if len({study.failed(a) for a in study.arms if study.schedules.get(a.name) == s
+                      and a.status in ("finished", "diverged")}) == 2]  # fmt: skip
+    lines = [f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
+             f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn.", ""]  # fmt: skip
+    for index, (quantity, series) in enumerate(SERIES_OF.items()):
+        panels = [Panel(stratum_label(s), _panel_runs(study, s, series, 2 * window[1], test)) for s in strata]
+        panels = [p for p in panels if any(r.updates for r in p.runs)]
+        if panels:
+            edge = 2.0 if quantity == "lr_sharpness_max" else None
+            path = early_window_figure(panels, series, figures_dir / f"why_warmup_{index}.png", window, edge)
+            lines += [f"![{series}]({path.relative_to(report_dir).as_posix()})", ""]
+    return lines if len(lines) > 2 else []
 
 
 def outcomes_table(study: Study) -> list[str]:
@@ -83,10 +168,19 @@ def outcomes_table(study: Study) -> list[str]:
         done = [a for a in group if a.status in ("finished", "diverged")]
         finals = ", ".join("diverged" if a.diverged else f"{nll:.2f}" if (nll := final_nll(a)) is not None else "-"
                            for a in done)  # fmt: skip
-        warmup = f"{group[0].warmup} warm-up" if group[0].warmup else "no warm-up"
-        lines.append(f"| {_panel(group[0])}, lr {group[0].lr:g}, {warmup} | {len(done)} | "
-                     f"{sum(study.failed(a) for a in done)} | {finals} |")  # fmt: skip
+        first: Arm = group[0]
+        warmup = f"{first.warmup} warm-up" if first.warmup else "no warm-up"
+        name = f"{layout_names().get(first.layout, first.layout)}, {OPTIMIZER_NAMES.get(first.optimizer, first.optimizer)}"
+        lines.append(f"| {name}, lr {first.lr:g}, {warmup} | {len(done)} | {sum(study.failed(a) for a in done)} | "
+                     f"{finals} |")  # fmt: skip
     return lines
+
+
+def trained_margin(spec: dict[str, Any]) -> float:
+    """paper.yaml's trained_margin_bits (its one owner); methods.yaml's only while paper.yaml has none."""
+    from prelnx.paper import paper_data
+
+    return float(paper_data().get("trained_margin_bits", spec["trained_margin_bits"]))
 
 
 def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, report_dir: Path,
@@ -94,23 +188,31 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     from prelnx.paper import explanations_data
 
     spec = explanations_data()
-    study = load_study(sweep_dir, arms, float(spec["trained_margin_bits"]))
+    study = load_study(sweep_dir, arms, trained_margin(spec))
     if not has_diagnostics(study):
         return []
+    predictions, baseline = check_predictions(study, spec), baseline_prediction(study, spec)
     verdicts = check_explanations(study, spec, layout_names())
     if echo is not None:
-        for line in claims_lines(verdicts):
-            echo(line)
+        for v in ranked(predictions):
+            echo(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
+        for v in verdicts:
+            echo(f"{v.claim['claim']} ({v.explanation['cite']}): {_verdict(v)}")
+    p = spec["prediction"]
     plateau = f"{study.plateau:.2f} bits" if study.plateau is not None else "unknown: the dictionary is not here"
-    lines = ["## Why warm-up", "", *[line.format(margin=study.margin, plateau=plateau) for line in INTRO], "",
-             *claims_table(verdicts), "", "### Runs by outcome", "", *outcomes_table(study), "",
-             "### The quantities over training", "",
-             f"lr x lambda_c is infinite where the loss rose at every step down the update; drawn at {INFINITE_AS:g}.", ""]  # fmt: skip
-    for index, series in enumerate(SERIES):
-        found = curves(study, series)
-        if found:
-            edge = 2.0 if series == "lr x lambda_c" else None
-            path = why_warmup_figure(found, series, figures_dir / f"why_warmup_{index}.png", edge)
-            lines += [f"![{series}]({path.relative_to(report_dir).as_posix()})", ""]
+    words = {"margin": study.margin, "plateau": plateau, "w0": p["window"][0], "w1": p["window"][1],
+             "fit": ", ".join(map(str, p["fit_seeds"])), "test": ", ".join(map(str, p["test_seeds"])),
+             "need": p["min_strata"]}  # fmt: skip
+    lines = ["## Why warm-up", "", *[line.format(**words) for line in INTRO], "", "### Strata", "",
+             *strata_table(study, spec), "", "### Each explanation as a predictor of failure, ranked", "",
+             *predictions_table(predictions, baseline), "", "What this study can and cannot separate:", "",
+             *separation_lines(predictions), "", "### Arm claims (arms of one schedule, over seeds)", "",
+             *claims_table(verdicts), ""]  # fmt: skip
+    withdrawn = withdrawn_lines(spec)
+    if withdrawn:
+        lines += ["### Withdrawn claims", "", *withdrawn, ""]
+    lines += ["### Runs by outcome", "", *outcomes_table(study), ""]
+    shown = figures(study, spec, figures_dir, report_dir)
+    if shown:
+        lines += ["### The quantities in the early window, failing and trained runs of one stratum", "", *shown]
     return lines
-

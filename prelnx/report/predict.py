@@ -1,0 +1,196 @@
+"""Does a run-level quantity predict which runs fail, within runs that share a learning-rate schedule, on seeds it was
+not fitted on? (issue 38; the protocol is configs/sweeps/why_warmup_strata.yaml's header.)
+
+A run is a `Unit`: its stratum (the whole lr schedule: peak lr, warm-up, decay), its arm (layout x optimizer: the
+cluster), its seed, whether it failed, and the quantity's value (infinite allowed, never NaN). Pairs never cross a
+stratum or a seed: a pair is (failing run, trained run) of the same stratum and the same seed, so that a quantity
+that merely tracks the schedule ties every pair, and a seed's runs are compared with each other only.
+
+- Fit, on the fit seeds: the direction, the sign of the AUC over their pairs (larger value -> fails is +1); an AUC of
+  exactly 1/2 (or no pair) fits no direction, and every held-out pair is then a tie.
+- Score, on the test seeds: the held-out AUC, the share of their pairs ordered as the fitted direction says (a tie
+  counts 1/2). AUC = U / (n_fail n_trained), Mann-Whitney's U, summed over the (stratum, seed) blocks.
+- Interval: a percentile bootstrap that resamples the arms within each stratum with replacement (an arm carries
+  all its seeds, so the interval is over arms, the units an arm-level factor varies over), refitting the
+  direction in each resample; the difference from a baseline predictor (the schedule's own lr: 1/2 by
+  construction) is paired on the same resamples.
+- Informative stratum: one whose test-seed runs hold both outcomes; with fewer than `min_strata`, not testable.
+- Verdict: holds when the difference's interval lies above 0 and the fitted direction is the claimed one; does not
+  hold when it lies at or below 0 (no better than the schedule), or above 0 with the direction reversed;
+  inconclusive otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from prelnx.report.stats import Verdict
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Unit:
+    stratum: str
+    arm: str
+    seed: int
+    failed: bool
+    value: float
+
+
+@dataclass(frozen=True)
+class Protocol:
+    fit_seeds: frozenset[int]
+    test_seeds: frozenset[int]
+    min_strata: int = 2
+    resamples: int = 2000
+    rng_seed: int = 0
+    claimed_direction: int = 1  # +1: a larger value predicts failure
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One quantity's held-out prediction, beside the baseline's, with the verdict and why."""
+
+    fit_auc: float | None  # on the fit seeds' pairs (None: no pair)
+    direction: int  # fitted: +1, -1, 0 (none)
+    auc: float | None  # held-out
+    low: float
+    high: float
+    baseline_auc: float | None
+    difference: float | None  # auc - baseline_auc
+    diff_low: float
+    diff_high: float
+    informative: list[str]  # strata whose test-seed runs hold both outcomes
+    strata: int  # strata with any run
+    pairs: int  # held-out pairs
+    runs: int  # held-out runs in informative strata
+    verdict: Verdict
+    why: str
+
+
+@dataclass
+class _Block:
+    """One stratum's runs: pair scores (i failing, j trained, same seed) for fit and test, and each run's arm."""
+
+    arm_index: np.ndarray  # run -> index of its arm in the stratum
+    arms: int
+    fit_score: np.ndarray  # n x n: concordance of value_i > value_j on fit pairs, 0 elsewhere
+    fit_pair: np.ndarray  # n x n: 1 on fit pairs
+    test_score: np.ndarray
+    test_pair: np.ndarray
+
+
+def _scores(values: np.ndarray) -> np.ndarray:
+    """concordance[i, j] = 1 when values[i] > values[j], 1/2 when equal (inf == inf included), 0 when smaller."""
+    greater = values[:, None] > values[None, :]
+    equal = values[:, None] == values[None, :]
+    return greater + 0.5 * equal
+
+
+def _blocks(units: Sequence[Unit], protocol: Protocol) -> dict[str, _Block]:
+    blocks = {}
+    for stratum in dict.fromkeys(u.stratum for u in units):
+        runs = [u for u in units if u.stratum == stratum]
+        arms = list(dict.fromkeys(u.arm for u in runs))
+        values = np.array([u.value for u in runs], dtype=float)
+        failed = np.array([u.failed for u in runs])
+        seeds = np.array([u.seed for u in runs])
+        same_seed = seeds[:, None] == seeds[None, :]
+        pair = (failed[:, None] & ~failed[None, :] & same_seed).astype(float)
+        fit = np.isin(seeds, list(protocol.fit_seeds))
+        test = np.isin(seeds, list(protocol.test_seeds))
+        fit_pair, test_pair = pair * fit[:, None], pair * test[:, None]
+        score = _scores(values)
+        blocks[stratum] = _Block(np.array([arms.index(u.arm) for u in runs]), len(arms), score * fit_pair, fit_pair,
+                                 score * test_pair, test_pair)  # fmt: skip
+    return blocks
+
+
+def _weighted(blocks: dict[str, _Block], weights: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Summed over strata, per resample (rows of the weights): fit concordance, fit pairs, test concordance, test
+    pairs, a pair weighing the product of its two runs' weights (the times their arms were drawn)."""
+    totals = [0.0, 0.0, 0.0, 0.0]
+    for stratum, block in blocks.items():
+        w = weights[stratum]  # resamples x runs
+        for k, matrix in enumerate((block.fit_score, block.fit_pair, block.test_score, block.test_pair)):
+            totals[k] = totals[k] + np.einsum("bi,ij,bj->b", w, matrix, w)
+    return tuple(np.asarray(t, dtype=float) for t in totals)
+
+
+def _held_out(fit_c: np.ndarray, fit_n: np.ndarray, test_c: np.ndarray, test_n: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Direction fitted on the fit pairs, AUC on the test pairs (NaN where a resample has no test pair)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fit_auc = np.where(fit_n > 0, fit_c / np.where(fit_n > 0, fit_n, 1), np.nan)
+        direction = np.where(np.isnan(fit_auc), 0, np.sign(np.round(fit_auc - 0.5, 12)))
+        raw = np.where(test_n > 0, test_c / np.where(test_n > 0, test_n, 1), np.nan)
+    auc = np.where(direction > 0, raw, np.where(direction < 0, 1 - raw, np.where(np.isnan(raw), np.nan, 0.5)))
+    return fit_auc, direction, auc
+
+
+def _point(blocks: dict[str, _Block]) -> tuple[float | None, int, float | None, int]:
+    ones = {s: np.ones((1, len(b.arm_index))) for s, b in blocks.items()}
+    fit_c, fit_n, test_c, test_n = _weighted(blocks, ones)
+    fit_auc, direction, auc = _held_out(fit_c, fit_n, test_c, test_n)
+    return (None if np.isnan(fit_auc[0]) else float(fit_auc[0]), int(direction[0]),
+            None if np.isnan(auc[0]) else float(auc[0]), int(test_n[0]))  # fmt: skip
+
+
+def _resampled(blocks: dict[str, _Block], protocol: Protocol) -> np.ndarray:
+    """Per resample, the held-out AUC; the arms of each stratum drawn with replacement (fixed seed)."""
+    rng = np.random.default_rng(protocol.rng_seed)
+    weights = {}
+    for stratum, block in blocks.items():
+        draws = rng.integers(0, block.arms, size=(protocol.resamples, block.arms))
+        counts = np.stack([np.bincount(row, minlength=block.arms) for row in draws])  # resamples x arms
+        weights[stratum] = counts[:, block.arm_index].astype(float)
+    return _held_out(*_weighted(blocks, weights))[2]
+
+
+def _interval(values: np.ndarray) -> tuple[float, float]:
+    finite = values[~np.isnan(values)]
+    if not finite.size:
+        return math.nan, math.nan
+    tail = 100 * (1 - LEVEL) / 2
+    return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
+
+
+def predict(units: Sequence[Unit], baseline: Sequence[Unit], protocol: Protocol) -> Prediction:
+    """The quantity's held-out within-stratum AUC against the baseline's (same runs, the baseline's values)."""
+    blocks, base_blocks = _blocks(units, protocol), _blocks(baseline, protocol)
+    fit_auc, direction, auc, pairs = _point(blocks)
+    base_auc = _point(base_blocks)[2]
+    samples, base_samples = _resampled(blocks, protocol), _resampled(base_blocks, protocol)
+    low, high = _interval(samples)
+    diff_low, diff_high = _interval(samples - base_samples)
+    informative = [s for s in dict.fromkeys(u.stratum for u in units)
+                   if {u.failed for u in units if u.stratum == s and u.seed in protocol.test_seeds} == {True, False}]
+    runs = sum(u.stratum in informative and u.seed in protocol.test_seeds for u in units)
+    difference = None if auc is None or base_auc is None else auc - base_auc
+    verdict, why = _decide(direction, difference, diff_low, diff_high, informative, protocol, fit_auc)
+    return Prediction(fit_auc, direction, auc, low, high, base_auc, difference, diff_low, diff_high, informative,
+                      len(blocks), pairs, runs, verdict, why)  # fmt: skip
+
+
+def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[str],
+            protocol: Protocol, fit_auc: float | None) -> tuple[Verdict, str]:  # fmt: skip
+    need = protocol.min_strata
+    if len(informative) < need or difference is None:
+        return Verdict.NOT_TESTABLE, (f"{len(informative)} informative stratum/strata (held-out runs of both "
+                                      f"outcomes in one schedule); it needs >= {need}: strata where, in the held-out "
+                                      "seed, some arms fail and some train would decide it")  # fmt: skip
+    if fit_auc is None:
+        return Verdict.NOT_TESTABLE, "the fit seeds hold no failing-trained pair to fit a direction on"
+    if high <= 0:
+        tie = direction == 0 and low == high == 0
+        return Verdict.DOES_NOT_HOLD, ("it ties the schedule-only baseline: within every stratum its values order no "
+                                       "pair" if tie else "no better than the schedule alone on the held-out seed")
+    if low > 0 and direction == protocol.claimed_direction:
+        return Verdict.HOLDS, "beats the schedule-only baseline on the held-out seed, in the claimed direction"
+    if low > 0:
+        return Verdict.DOES_NOT_HOLD, "it predicts failure on the held-out seed, but the other way round"
+    return Verdict.INCONCLUSIVE, "the interval over arms straddles the baseline"
