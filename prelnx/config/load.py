@@ -23,8 +23,6 @@ from prelnx.config.suggest import ALIASES, closest_files, closest_key
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository's configs/ (editable installs)
 
 
-# Keys an earlier prelnx wrote (run dirs keep them): old name -> new name.
-RENAMED = {"train.gpus": "train.processes"}
 # What a config file's top level may hold: `base:` (inheritance, read here) and the schema's sections.
 TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))
 
@@ -234,9 +232,6 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
         if key not in leaves:
             if key in sections and value in ({}, None):
                 continue  # an empty section
-            if key in RENAMED:
-                problems.append(f"{source}: {key}: renamed {RENAMED[key]} (same meaning); use that name")
-                continue
             problems.append(f"{source}: {key}: unknown key{_closest(key, list(leaves))}")
             continue
         try:
@@ -308,6 +303,5 @@ def dump_config(config: Config, task_keys_only: bool = False) -> str:
 
 
 def config_from_dict(data: dict[str, Any], source: str) -> Config:
-    """Rebuild a Config from `config_to_dict` output (e.g. a run dir's config.yaml, renamed keys followed)."""
-    flat = {RENAMED.get(key, key): value for key, value in _flatten(data, source).items()}
-    return build_config(flat, origin=source)
+    """Rebuild a Config from `config_to_dict` output (e.g. a run dir's config.yaml)."""
+    return build_config(_flatten(data, source), origin=source)

@@ -4,7 +4,8 @@ again; a stage whose `after` stages are not complete waits for the next attempt.
 report as soon as it is done (as `prelnx sweep` does); the reproduction's report.md is written last (summary.py).
 
 One progress line over the whole reproduction: every sweep's progress line ends with the reproduction's stage count
-and ETA (the plan's estimates of the stages left, scaled by how the finished stages compared with theirs).
+and ETA (the plan's estimates of the stages left, scaled by how the finished stages compared with theirs), passed to
+the sweep as a renderer of its typed progress (sweep/progress.py's Snapshot), never found by matching its text.
 """
 
 from __future__ import annotations
@@ -47,11 +48,9 @@ class Overall:
         return (f"reproduce: {len(self.actual)}/{len(self.estimated)} stages done"
                 + (f", in {self.current}" if self.current else "") + f" | ETA {duration(seconds * ratio)}")  # fmt: skip
 
-    def echo(self, echo: Echo) -> Echo:
-        """`echo` with the reproduction's progress after each sweep progress line."""
-        def wrapped(line: str) -> None:
-            echo(f"{line} || {self.text()}" if "sweep: " in line and " runs done" in line else line)
-        return wrapped
+    def beside_sweep(self, snapshot: object) -> str:
+        """What a sweep stage's progress lines end with: the reproduction's own progress."""
+        return self.text()
 
 
 def _choose(sp: StagePlan, plan: Plan) -> None:
@@ -70,14 +69,15 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
     write_text_atomic(saved, json.dumps(choice.to_dict(), indent=2) + "\n")
 
 
-def _sweep(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None) -> bool:
     from prelnx.report.report import report_after_sweep
     from prelnx.sweep.execute import run_sweep
 
     _choose(sp, plan)
     spec = stage_spec(sp.stage, plan.seeds, plan.out, plan.scale)
     folder = plan.out / sp.stage.name
-    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo)
+    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo,
+                     progress_also=overall.beside_sweep if overall else None)
     report_after_sweep(folder, echo)
     return all(row["status"] in ("finished", "diverged") for row in rows)
 
@@ -159,7 +159,6 @@ RUNNERS: dict[str, Callable[[StagePlan, Plan, Echo], bool]] = {
 def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
     """Every stage not yet complete, in order; returns stage -> complete | incomplete | waiting | not run | skipped."""
     overall = Overall(plan)
-    progress_echo = overall.echo(echo)
     outcome: dict[str, str] = {}
     for index, sp in enumerate(plan.stages, 1):
         name = sp.stage.name
@@ -179,7 +178,8 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
         overall.start(name)
         echo(f"== stage {index}/{len(plan.stages)} {name} ({sp.stage.figure}) || {overall.text()}")
         started, clock = time.time(), time.monotonic()
-        finished = RUNNERS[sp.stage.kind](sp, plan, progress_echo)
+        runner = RUNNERS[sp.stage.kind]
+        finished = _sweep(sp, plan, echo, overall) if runner is _sweep else runner(sp, plan, echo)
         seconds = time.monotonic() - clock
         overall.finish(name, seconds)
         outcome[name] = "complete" if finished else "incomplete"

@@ -15,6 +15,7 @@ from prelnx.plan.rundirs import sweep_dir
 from prelnx.records.lock import held
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
+from prelnx.sweep.progress import Snapshot, showing_also
 from prelnx.sweep.executors import RUNNING_ELSEWHERE, run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
@@ -63,8 +64,10 @@ def run_sweep(
     echo: Callable[[str], None] = print,
     force: bool = False,
     pin_cores: bool = False,
+    progress_also: Callable[[Snapshot], str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends."""
+    """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends;
+    `progress_also` renders what the sweep's progress lines end with (a reproduction's own progress)."""
     if executor not in EXECUTORS:
         raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     if force and executor != "local":
@@ -85,7 +88,8 @@ def run_sweep(
     statuses: dict[str, str] = {}
     try:
         if executor == "local":
-            statuses = run_local(points, sweep_dir, jobs, on_done, echo, force=force, pin_cores=pin_cores)
+            with showing_also(progress_also):
+                statuses = run_local(points, sweep_dir, jobs, on_done, echo, force=force, pin_cores=pin_cores)
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":

@@ -4,19 +4,56 @@ Fed the runs' typed events (launch/events.py: a RowDone carries its step) and th
 the runs' grain (records/grain.py): epochs, or updates for runs that validate every N updates. The pace is the
 work's: the steps trained after each run's first row (which also holds fairseq's start-up, and for a resumed run
 everything before it) over the time since the first row of the sweep (prelnx/eta.py's rule).
+
+What the line says is also a typed value, a `Snapshot`, for whoever shows more beside it (a reproduction's stage
+count): `showing_also(render)` around a sweep makes every progress line end with ` || render(snapshot)`; nobody
+reads the line's text back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from prelnx.eta import duration
 from prelnx.records import grain
 from prelnx.sweep.spec import SweepPoint
 
 DONE = ("finished", "diverged", "failed")  # a run that ended for good; interrupted or busy runs are not done
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A sweep's progress as values: runs done of total, steps trained of planned (in `unit`), the ETA in seconds
+    (None before the pace is known or when nothing is left), the runs' end statuses so far."""
+
+    done: int
+    total: int
+    trained: int
+    planned: int
+    remaining: int  # steps the runs that have not ended still have to train
+    unit: str
+    eta_seconds: float | None
+    statuses: tuple[tuple[str, int], ...]
+
+
+_ALSO: contextvars.ContextVar[Callable[[Snapshot], str] | None] = contextvars.ContextVar("sweep_progress_also",
+                                                                                         default=None)
+
+
+@contextlib.contextmanager
+def showing_also(render: Callable[[Snapshot], str] | None) -> Iterator[None]:
+    """Every SweepProgress made inside (in this thread) ends its line with ` || render(snapshot)`."""
+    token = _ALSO.set(render)
+    try:
+        yield
+    finally:
+        _ALSO.reset(token)
 
 
 class SweepProgress:
@@ -35,6 +72,7 @@ class SweepProgress:
         self.statuses: Counter[str] = Counter()
         self.ended: set[str] = set()
         self.lock = threading.Lock()
+        self.also = _ALSO.get()  # read where the sweep starts: its threads do not carry the context
 
     def row_done(self, name: str, step: int) -> str:
         """A run recorded the row at `step` (epoch or update); returns the sweep's progress."""
@@ -53,21 +91,27 @@ class SweepProgress:
             self.ended.add(name)  # whatever it did not train will not be trained by this sweep
             return self._summary()
 
-    def _summary(self) -> str:
+    def snapshot(self) -> Snapshot:
         done = sum(count for status, count in self.statuses.items() if status in DONE)
-        parts = [f"sweep: {done}/{self.total} runs done"]
         planned = sum(self.planned.values())
-        if planned:
-            trained = sum(min(self.steps[name], self.planned[name]) for name in self.planned)
-            remaining = sum(self.planned[n] - min(self.steps[n], self.planned[n]) for n in self.planned
-                            if n not in self.ended)  # fmt: skip
-            parts.append(f"{trained}/{planned} {self.unit}")
-            if remaining > 0 and self.clock is not None:
-                if self.counted:
-                    pace = (time.monotonic() - self.clock) / self.counted
-                    parts.append(f"ETA {duration(pace * remaining)}")
-                else:
-                    parts.append("ETA after the next row")
-        if self.statuses:
-            parts.append(", ".join(f"{count} {status}" for status, count in sorted(self.statuses.items())))
-        return " | ".join(parts)
+        trained = sum(min(self.steps[name], self.planned[name]) for name in self.planned)
+        remaining = sum(self.planned[n] - min(self.steps[n], self.planned[n]) for n in self.planned
+                        if n not in self.ended)  # fmt: skip
+        eta = None
+        if planned and remaining > 0 and self.clock is not None and self.counted:
+            eta = (time.monotonic() - self.clock) / self.counted * remaining
+        return Snapshot(done, self.total, trained, planned, remaining, self.unit, eta, tuple(sorted(self.statuses.items())))
+
+    def _summary(self) -> str:
+        snap = self.snapshot()
+        parts = [f"sweep: {snap.done}/{snap.total} runs done"]
+        if snap.planned:
+            parts.append(f"{snap.trained}/{snap.planned} {snap.unit}")
+            if snap.eta_seconds is not None:
+                parts.append(f"ETA {duration(snap.eta_seconds)}")
+            elif snap.remaining > 0 and self.clock is not None:
+                parts.append("ETA after the next row")
+        if snap.statuses:
+            parts.append(", ".join(f"{count} {status}" for status, count in snap.statuses))
+        line = " | ".join(parts)
+        return line if self.also is None else f"{line} || {self.also(snap)}"

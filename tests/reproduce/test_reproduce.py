@@ -113,6 +113,9 @@ def test_a_resumed_reproduction_skips_complete_stages_and_retrains_nothing(tmp_p
 
     lines: list[str] = []
     assert attempt() == {"theory": "complete", "arms": "complete"}
+    # the sweep's progress lines end with the reproduction's, given to the sweep as a renderer of its typed progress
+    assert any("sweep: 1/1 runs done" in line and "|| reproduce: 1/2 stages done, in arms | ETA" in line
+               for line in lines), lines
     run = out / "arms" / json.loads((out / "arms" / "sweep.json").read_text())["runs"][0]["name"]
     assert json.loads((run / "status.json").read_text())["status"] == "finished"
     assert (out / "arms" / "report.md").is_file()  # the stage's report, written when it was done

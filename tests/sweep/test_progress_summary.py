@@ -40,6 +40,27 @@ def test_sweep_progress_counts_updates_for_runs_at_the_update_grain():
     assert progress.counted == 100
 
 
+def test_what_a_sweep_line_ends_with_is_rendered_from_the_typed_progress():
+    """A reproduction shows its own progress beside a sweep's: it receives the values, not the line's text."""
+    from prelnx.sweep.progress import Snapshot, showing_also
+
+    seen: list[Snapshot] = []
+
+    def beside(snapshot: Snapshot) -> str:
+        seen.append(snapshot)
+        return f"stage 2/9 ({snapshot.done} of {snapshot.total} runs, {snapshot.remaining} {snapshot.unit} left)"
+
+    points = [SimpleNamespace(name=n, config=Config(train=TrainConfig(max_epoch=4))) for n in "ab"]
+    with showing_also(beside):
+        progress = SweepProgress(points)
+    assert SweepProgress(points).row_done("a", 1).endswith("ETA after the next row")  # made outside: nothing beside
+    progress.row_done("a", 1)
+    line = progress.run_done("b", "diverged")
+    assert line.endswith(" || stage 2/9 (1 of 2 runs, 3 epochs left)"), line
+    assert seen[-1] == Snapshot(done=1, total=2, trained=1, planned=8, remaining=3, unit="epochs", eta_seconds=None,
+                                statuses=(("diverged", 1),))  # fmt: skip
+
+
 # summary.py -------------------------------------------------------------------------------------------------------
 def test_the_summary_lists_every_point_with_its_status(tmp_path):
     (tmp_path / "sweep.json").write_text(
