@@ -11,14 +11,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from prelnx.layouts import display_name, layout
+from prelnx.layouts import display_name
+from prelnx.layouts import layout as layout_row
 
 CHECKPOINT_COLOUR = "tab:green"  # a trained model's bars; every layout's colour is its row's (prelnx/layouts.py)
 
 
 def colour(name: str) -> str:
     """The layout's colour in every figure (a user's layout: its class's `colour`, or prelnx.layouts.USER_COLOUR)."""
-    return layout(name).colour
+    return layout_row(name).colour
 
 
 def _pyplot() -> Any:
@@ -86,7 +87,7 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         _legend_beside(axis)
     # (c) Pre-LN and (d) Post-LN as in the paper; every other measured layout beside the one it is built on.
     measured = list(summary["last_layer_w2"])
-    pre_like = [name for name in measured if layout(name).pre_ln]
+    pre_like = [name for name in measured if layout_row(name).pre_ln]
     post_like = [name for name in measured if name not in pre_like]
     for axis, layouts, letter in ((axes[1, 0], pre_like, "c"), (axes[1, 1], post_like, "d")):
         if not layouts:

@@ -25,7 +25,7 @@ transformer, module for module.
 
 The formulas are in the docstrings of `norms`, `deepnorm`, `qk_norm_attention`, and of the schemes (`admin`,
 `tfixup`, `rezero` (both ReZero forms), `b2t`, and the placements `peri`, `reorder`, `mixln`, `residual`,
-`lnscale`), which register themselves in `schemes.SCHEMES` when imported here. The decoder-only language model with
+`lnscale`), which register themselves in `schemes.SCHEMES` when the models package imports them. The decoder-only language model with
 the same options is `normalized_lm` (--arch prelnx_transformer_lm).
 """
 
@@ -51,7 +51,6 @@ from fairseq.models.transformer import (
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
-from . import admin, b2t, lnscale, mixln, peri, reorder, residual, rezero, tfixup  # noqa: F401  (register the schemes)
 from .admin import ADMIN_INITS
 from .mixln import MIXLN_DEFAULT_ALPHA
 from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms

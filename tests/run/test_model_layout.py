@@ -26,3 +26,29 @@ def test_dimensions_override_the_preset(tiny_config_file):
     layer = model.encoder.layers[0]
     assert layer.fc1.in_features == 48 and layer.fc1.out_features == 80
     assert layer.self_attn.num_heads == 4
+
+
+FINAL_NORM_SCHEME = '''
+from prelnx_fairseq_plugin.models.schemes import LayoutScheme
+
+
+class PostLNWithFinalNorm(LayoutScheme):
+    """Post-LN plus a final norm of the model's --norm-type after each stack (none in fairseq's Post-LN)."""
+
+    display_name = "Post-LN + final norm"
+    norm_types = ("layernorm", "rmsnorm")
+
+    def final_norm(self, stack, cfg, side, norm):
+        assert norm is None  # Post-LN: fairseq built none
+        return self.make_norm(cfg.encoder.embed_dim)
+'''
+
+
+def test_a_users_final_norm_hook_replaces_the_stacks_final_norm(tiny_config_file, tmp_path):
+    (tmp_path / "final.py").write_text(FINAL_NORM_SCHEME)
+    config, _ = load_config(tiny_config_file(model={"layout": f"{tmp_path / 'final.py'}:PostLNWithFinalNorm",
+                                                    "norm": "rmsnorm"}))  # fmt: skip
+    _, _, model = build_task_and_model(config)
+    assert not model.encoder.layers[0].normalize_before  # built on Post-LN (pre_ln false)
+    for stack in (model.encoder, model.decoder):
+        assert type(stack.layer_norm).__name__ == "RMSNorm" and stack.layer_norm.weight.shape == (32,)

@@ -116,7 +116,7 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
     """The JSON summary: per-layer mean/std over seeds, the last-layer W2 per depth, the growth across layers."""
     stats = per_layer_stats(rows)
     depths = sorted({row["depth"] for row in rows})
-    layouts = [layout for layout in LAYOUTS if any(row["layout"] == layout for row in rows)]
+    layouts = sorted({row["layout"] for row in rows}, key=_table_order)  # the table's order, then a user's files
     last_w2 = {
         layout: {str(depth): stats[(layout, depth, "decoder", depth, "W2")] for depth in depths}
         for layout in layouts
@@ -170,6 +170,11 @@ def timing_summary(results: list[ModelResult], wall_s: float, workers: int, thre
     }
 
 
+def _table_order(layout: str) -> tuple[int, str]:
+    """The layout table's order (post, pre, ...), a user's files after it."""
+    return (LAYOUTS.index(layout) if tuple.__contains__(LAYOUTS, layout) else len(LAYOUTS), layout)
+
+
 def report_lines(summary: dict[str, Any]) -> list[str]:
     """The closing table: our numbers beside the paper's."""
     paper = paper_figure3()
@@ -182,11 +187,13 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
         cells = "  ".join(f"{side} W1 {v['W1']:.2f} W2 {v['W2']:.2f}" for side, v in sides.items())
         lines.append(f"  {layout:8s} {cells}   (paper: {paper['per_layer'].get(layout, 'not in the paper')})")
     hidden = summary.get("hidden_rms", {}).get("last_over_first_layer", {})
-    shown = sorted(((key, ratio) for key, ratio in hidden.items() if key.split()[1] == str(summary["growth_depth"])),
-                   key=lambda item: (LAYOUTS.index(item[0].split()[0]), item[0]))  # fmt: skip
+    # keys are "LAYOUT DEPTH SIDE"; a user's layout is a path, which may hold spaces: split from the right
+    parts = {key: key.rsplit(" ", 2) for key in hidden}
+    shown = sorted(((key, ratio) for key, ratio in hidden.items() if parts[key][1] == str(summary["growth_depth"])),
+                   key=lambda item: (_table_order(parts[item[0]][0]), item[0]))  # fmt: skip
     if shown:
         lines.append(f"layer output RMS at init, last layer / first layer, at depth {summary['growth_depth']} (hidden.csv):")
-        lines += [f"  {key.split()[0]:8s} {key.split()[2]} {ratio:.2f}" for key, ratio in shown]
+        lines += [f"  {parts[key][0]:8s} {parts[key][2]} {ratio:.2f}" for key, ratio in shown]
     t = summary["timing"]
     lines.append(
         f"time: wall {t['wall_s']:.1f} s, forward+backward {t['fwdbwd_sum_s']:.1f} s summed over {t['models']} models "

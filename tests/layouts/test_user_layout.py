@@ -1,0 +1,114 @@
+"""A researcher's own placement in one file (examples/gated_preln.py), named by a config in an empty folder outside
+the checkout: it trains, sweeps, runs the gradient study and is reported; a bad file is one line and exit 2 before
+anything is created. Every command is prelnx's CLI in a child process whose working directory is that folder."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, TINY
+
+EXAMPLE = REPO / "examples" / "gated_preln.py"
+SPEC = "./gated_preln.py:GatedPreLN"
+
+
+def prelnx(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "prelnx.cli", *args], cwd=folder, capture_output=True, text=True,
+                          timeout=1200)  # fmt: skip
+
+
+def write_config(folder: Path, layout: str = SPEC, name: str = "tiny.yaml") -> Path:
+    data = {key: (dict(value) if isinstance(value, dict) else value) for key, value in TINY.items()}
+    data["model"] = {**data["model"], "layout": layout}
+    data["train"] = {**data["train"], "max_epoch": 1}
+    (folder / name).write_text(yaml.safe_dump(data))
+    return folder / name
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """An empty folder outside the checkout with the example's file and a tiny config naming it."""
+    assert not tmp_path.resolve().is_relative_to(REPO)
+    shutil.copy(EXAMPLE, tmp_path / "gated_preln.py")
+    write_config(tmp_path)
+    return tmp_path
+
+
+def test_the_example_trains_with_its_gates_learned(folder):
+    done = prelnx(folder, "train", "-c", "tiny.yaml")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    run = folder / "runs" / "train" / "tiny"
+    assert json.loads((run / "status.json").read_text())["status"] == "finished"
+    # fairseq's process was given the file by its absolute path and built the class in it
+    assert f"--layout-file {folder / 'gated_preln.py'}:GatedPreLN" in (run / "command.txt").read_text()
+    from prelnx.records.checkpoints import load_checkpoint
+
+    model = load_checkpoint(run / "checkpoints" / "checkpoint_last.pt")["model"]
+    gates = {key: value for key, value in model.items() if key.endswith("branch_gates")}
+    assert len(gates) == 4 and gates["decoder.layers.0.branch_gates"].shape == (3, 32)  # 2+2 layers; 3 sublayers
+    assert all(value.abs().max() > 0 for value in gates.values())  # trained from 0: the residual hook used them
+    assert "decoder.layer_norm.weight" in model  # Pre-LN's final norm (pre_ln = True)
+
+
+def test_the_example_sweeps_against_pre_ln_and_is_reported(folder):
+    done = prelnx(folder, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--jobs", "1",
+                  "--name", "mine")  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    sweep = folder / "runs" / "mine"
+    rows = list(csv.DictReader((sweep / "summary.csv").open()))
+    assert sorted(row["status"] for row in rows) == ["finished", "finished"]
+    assert {row["model.layout"] for row in rows} == {"pre", f"{folder / 'gated_preln.py'}:GatedPreLN"}
+    report = (sweep / "report.md").read_text()
+    assert "GatedPreLN" in report  # an arm of its own
+
+
+def test_the_gradient_study_measures_the_example(folder):
+    done = prelnx(folder, "grads", "-c", "tiny.yaml", "--layouts", f"pre,{SPEC}", "--depths", "2", "--seeds", "2",
+                  "--max-tokens", "256", "--jobs", "1", "--threads", "1", "-o", "grads")  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    out = folder / "grads"
+    mine = f"{folder / 'gated_preln.py'}:GatedPreLN"
+    rows = list(csv.DictReader((out / "grads.csv").open()))
+    assert {row["layout"] for row in rows} == {"pre", mine}
+    gated = [float(r["grad_norm"]) for r in rows if r["layout"] == mine and r["weight"] == "W2"]
+    pre = [float(r["grad_norm"]) for r in rows if r["layout"] == "pre" and r["weight"] == "W2"]
+    assert len(gated) == len(pre) > 0 and gated != pre  # a model of its own, not Pre-LN's
+    assert {row["layout"] for row in csv.DictReader((out / "hidden.csv").open())} == {"pre", mine}
+    assert (out / "figure3.png").stat().st_size > 0
+
+
+BAD_FILES = {
+    "missing": (None, "no such file"),
+    "syntax": ("class GatedPreLN(:\n    pass\n", "line 1: invalid syntax"),
+    "no_class": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass Other(LayoutScheme):\n"
+                 "    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+                 "no class GatedPreLN (classes defined there: Other)"),
+    "no_hook": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass GatedPreLN(LayoutScheme):\n"
+                "    pre_ln = True\n", "overrides none of the hooks"),
+    "clash": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass GatedPreLN(LayoutScheme):\n"
+              "    name = 'pre'\n    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+              "clashes with the shipped layout pre (Pre-LN)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_a_bad_layout_file_is_one_line_and_exit_2_with_nothing_created(tmp_path, case):
+    source, words = BAD_FILES[case]
+    if source is not None:
+        (tmp_path / "gated_preln.py").write_text(source)
+    write_config(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    done = prelnx(tmp_path, "train", "-c", "tiny.yaml")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    named = [line for line in (done.stdout + done.stderr).splitlines() if "gated_preln.py" in line]
+    assert len(named) == 1 and words in named[0] and "model.layout" in named[0], done.stdout + done.stderr
+    assert sorted(tmp_path.rglob("*")) == before  # no run dir, no data, no __pycache__
