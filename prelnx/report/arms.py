@@ -1,12 +1,9 @@
-"""A sweep's runs as the claims see them: each run's arm (layout, optimizer, warm-up, lr, seed) and rows, its seeds
-grouped, and per-seed samples of a loss with failed seeds counted as failures.
+"""A sweep's runs as the claims see them: each run's arm (layout, optimizer, warm-up, lr, seed), rows and outcome
+(prelnx.report.seeds: trained, failed to train, diverged, no validation row - computed once, one margin), its seeds
+grouped, and per-seed samples of a loss in which a seed that failed is counted, never given a value.
 
 Run dirs are read only through the reader functions imported below (status.json, metrics.jsonl, sweep.json); the
-config.yaml of each run says its arm. A seed that diverged is a failure: its loss is the sweep's `failure_loss`
-(the unigram plateau - a model that learned nothing but word frequencies - or the worst final loss of a finished
-run of the sweep, whichever is higher), so that it counts against its arm instead of being dropped. A seed that
-diverged or whose final valid nll is not below the unigram plateau never trained (`trained`): an arm none of whose
-seeds trained is dead, and two dead arms decide nothing (prelnx.report.stats).
+config.yaml of each run says its arm, and its data folder the unigram plateau (prelnx.report.plateau).
 """
 
 from __future__ import annotations
@@ -25,13 +22,18 @@ from prelnx.paper import methods_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.results import read_points, run_results
+from prelnx.records.status import read_status
+from prelnx.report.plateau import find_plateau, is_finite
+from prelnx.report.samples import Sample
+from prelnx.report.seeds import RunOutcome, RunState, final_nll_of, run_outcome
 
-from prelnx.report.stats import Sample
+NO_PLATEAU = ("no unigram plateau: neither the target dictionary nor the binarized training set the runs trained "
+              "on is readable here, so whether a run trained cannot be said")  # fmt: skip
 
 
 @dataclass
 class Arm:
-    """One run: its arm's settings, seed, results (prelnx.sweep.summary.run_results) and metrics rows."""
+    """One run: its arm's settings, seed, results (prelnx.records.results.run_results), metrics rows and plateau."""
 
     name: str
     layout: str
@@ -42,7 +44,9 @@ class Arm:
     results: dict[str, Any]
     rows: list[dict[str, Any]]
     task: str = "translation"
-    plateau: float | None = None  # unigram entropy of the target side, bits per token (None: dictionary not here)
+    plateau: float | None = None  # unigram plateau, bits per token (None: no dictionary or data here)
+    plateau_source: str = ""  # what it was computed from (prelnx.report.plateau)
+    diverged_at: int | None = None  # status.json's divergence update
 
     @property
     def status(self) -> str:
@@ -54,31 +58,28 @@ class Arm:
 
     def final(self, key: str = "valid_loss") -> float | None:
         value = self.rows[-1].get(key) if self.rows else None
-        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+        return float(value) if is_finite(value) else None
+
+    def outcome(self, margin: float | None = None) -> RunOutcome:
+        """Trained / failed to train / diverged / no validation row (prelnx.report.seeds; margin: paper.yaml's)."""
+        return run_outcome(self.status, self.rows, self.plateau, margin, self.diverged_at)
 
 
-def unigram_plateau(config: dict[str, Any]) -> float | None:
-    """The entropy (bits) of the target dictionary's word counts: the loss of predicting word frequencies only.
-
-    fairseq's dict.<target>.txt (dict.txt for masked_lm, language_model) holds one `word count` per line; the data folder is the
-    one the run trained on (prelnx.plan.data.data_dir: data.path, or the synthetic task's cache folder). None when
-    the folder or file is not on this machine."""
+def _data_folder(config: dict[str, Any]) -> Path | None:
+    """The folder the run trained on (prelnx.plan.data.data_dir: data.path, or the synthetic task's cache folder)."""
     data = config.get("data") or {}
     if data.get("path"):
-        folder = Path(data["path"]).expanduser()  # a relative path is the working directory's, as for prelnx train
-    else:
-        try:
-            folder = data_dir(config_from_dict(config, "config.yaml"))
-        except ValueError:  # not a config this prelnx can read: no plateau rather than a guess
-            return None
-    monolingual = config.get("task") in ("masked_lm", "language_model")
-    name = "dict.txt" if monolingual else f"dict.{data.get('target_lang') or 'tgt'}.txt"
+        return Path(data["path"]).expanduser()  # a relative path is the working directory's, as for prelnx train
     try:
-        counts = [int(line.split()[1]) for line in (folder / name).read_text().splitlines() if len(line.split()) >= 2]
-    except (OSError, ValueError, UnicodeDecodeError):
+        return data_dir(config_from_dict(config, "config.yaml"))
+    except ValueError:  # not a config this prelnx can read: no plateau rather than a guess
         return None
-    total = sum(counts)
-    return -sum(c / total * math.log2(c / total) for c in counts if c > 0) if total else None
+
+
+def unigram_plateau(config: dict[str, Any], sweep_dir: Path | None = None) -> float | None:
+    """The run's unigram plateau in bits (prelnx.report.plateau), None when nothing to compute it from is here."""
+    found = find_plateau(config, _data_folder(config), sweep_dir)
+    return None if found is None else found.bits
 
 
 def optimizer_variant(optimizer: dict[str, Any]) -> str:
@@ -90,6 +91,14 @@ def optimizer_variant(optimizer: dict[str, Any]) -> str:
     if not optimizer.get("bias_correction", True):
         name = f"{name}_no_bias_correction"
     return name
+
+
+def _diverged_at(status: dict[str, Any]) -> int | None:
+    """status.json's divergence update (`diverged_at`; the update it stopped at for older records)."""
+    if status.get("status") != "diverged":
+        return None
+    value = status.get("diverged_at", status.get("update"))
+    return int(value) if isinstance(value, int) else None
 
 
 def load_arms(sweep_dir: Path) -> list[Arm]:
@@ -106,6 +115,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         model = config["model"]
         if model.get("norm", "layernorm") != "layernorm" or model.get("qk_norm", False):
             continue
+        found = find_plateau(config, _data_folder(config), sweep_dir)
         arms.append(Arm(
             name=name,
             layout=model["layout"],
@@ -116,15 +126,17 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
             results=run_results(run_dir),
             rows=read_metrics(run_dir),
             task=config.get("task", "translation"),
-            plateau=unigram_plateau(config),
+            plateau=None if found is None else found.bits,
+            plateau_source="" if found is None else found.source,
+            diverged_at=_diverged_at(read_status(run_dir) or {}),
         ))  # fmt: skip
     return arms
 
 
 def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
-    """The runs (every seed) of one arm: those matching every criterion that trained (finished or diverged)."""
-    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items())
-            and a.status in ("finished", "diverged") and (a.rows or a.diverged)]  # fmt: skip
+    """The runs (every seed) of one arm: those matching every criterion that finished or diverged - a finished run
+    with no validation row included (it is counted and shown, never dropped)."""
+    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.outcome().counted]
 
 
 def plateau(arms: list[Arm]) -> float | None:
@@ -133,7 +145,8 @@ def plateau(arms: list[Arm]) -> float | None:
 
 
 def failure_loss(arms: list[Arm]) -> float:
-    """The loss a diverged seed counts at: the unigram plateau or the worst finished final loss, the higher."""
+    """Kept for callers outside the verdict engine (no verdict reads it: a failed seed is counted, never given a
+    loss): the unigram plateau or the worst finished final loss, the higher."""
     finished = [loss for a in arms if a.status == "finished" and (loss := a.final()) is not None]
     candidates = finished + ([p] if (p := plateau(arms)) is not None else [])
     return max(candidates) if candidates else math.inf
@@ -142,36 +155,63 @@ def failure_loss(arms: list[Arm]) -> float:
 def final_nll(arm: Arm) -> float | None:
     """The run's final valid nll (fairseq's unsmoothed loss; the valid loss when the run has no nll), None when it
     diverged or has no finite one."""
-    if arm.diverged:
-        return None
-    value = arm.final("valid_nll_loss")
-    return value if value is not None else arm.final("valid_loss")
+    return None if arm.diverged else final_nll_of(arm.rows)
 
 
-def trained(arm: Arm, plateau: float | None) -> bool:
-    """The seed ended with a finite valid nll below the unigram plateau (no plateau known: a finite one)."""
-    nll = final_nll(arm)
-    return nll is not None and (plateau is None or nll < plateau)
+def trained(arm: Arm, plateau: float | None = None, margin: float | None = None) -> bool:
+    """The seed trained (prelnx.report.seeds). `plateau`: another line than the arm's own (old callers)."""
+    if plateau is None or plateau == arm.plateau:
+        return arm.outcome(margin).state is RunState.TRAINED
+    return run_outcome(arm.status, arm.rows, plateau, margin, arm.diverged_at).state is RunState.TRAINED
 
 
-def loss_sample(label: str, group: list[Arm], failure: float, at_update: float | None = None) -> Sample:
-    """Each seed's valid loss - the final one, or the last at or before `at_update` - with diverged seeds (and seeds
-    without a finite loss there) at `failure`; `untrained` counts the seeds that never trained over their run."""
-    values, failed = [], 0
+def _updates(read: list[int]) -> str:
+    if not read:
+        return ""
+    low, high = min(read), max(read)
+    return f"update {low}" if low == high else f"updates {low}-{high}"
+
+
+def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | None = None,
+                   failure: str = "failed to train") -> Sample:  # fmt: skip
+    """Each seed of the arm by its outcome: a trained seed's `value(arm)` - (value, update read), None when the
+    seed has none there (counted as a failure) - the failed and diverged seeds counted, the finished seeds with no
+    validation row counted apart, nothing imputed. No plateau: the sample cannot be judged (`untestable`)."""
+    values, read, failed, diverged, missing, at, untestable = [], [], 0, 0, 0, [], ""
     for arm in group:
-        rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
-        value = rows[-1].get("valid_loss") if rows else None
-        finite = isinstance(value, (int, float)) and math.isfinite(value)
-        if arm.diverged and (at_update is None or not finite):
-            values.append(failure)
+        outcome = arm.outcome(margin)
+        if outcome.state is RunState.NOT_FINISHED:
+            continue
+        if outcome.state is RunState.NO_VALIDATION:
+            missing += 1
+        elif outcome.state is RunState.NOT_JUDGED:
+            untestable = NO_PLATEAU
+        elif outcome.state is RunState.DIVERGED:
+            failed, diverged = failed + 1, diverged + 1
+            at += [outcome.update] if outcome.update is not None else []
+        elif outcome.state is RunState.FAILED:
             failed += 1
-        elif finite:
-            values.append(float(value))
+        elif (got := value(arm)) is None:
+            failed += 1
         else:
-            values.append(failure)
-            failed += 1
-    floor = plateau(group)
-    return Sample(label, tuple(values), failed, sum(not trained(arm, floor) for arm in group))
+            values.append(float(got[0]))
+            read.append(int(got[1]))
+    return Sample(label, tuple(values), failed, diverged, missing, read=_updates(read), untestable=untestable,
+                  diverged_at=tuple(sorted(at)), failure=failure)  # fmt: skip
+
+
+def loss_at(arm: Arm, at_update: float | None) -> tuple[float, int] | None:
+    """The seed's valid loss - the final one, or the last at or before `at_update` - and the update it was read at."""
+    rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
+    rows = [r for r in rows if is_finite(r.get("valid_loss"))]
+    return (float(rows[-1]["valid_loss"]), int(rows[-1].get("num_updates", 0))) if rows else None
+
+
+def loss_sample(label: str, group: list[Arm], failure: Any = None, at_update: float | None = None,
+                margin: float | None = None) -> Sample:  # fmt: skip
+    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted.
+    `failure` is ignored (kept for old callers): no seed is given a loss it did not reach."""
+    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update), margin)
 
 
 @functools.cache

@@ -2,8 +2,9 @@
 
 Pre-LN without warm-up reaches the final validation loss of Post-LN with warm-up after a fraction of
 Post-LN's updates: 500k / 700k ~ 0.71 in the paper (valid loss 1.69). The verdict compares, seed by seed, Pre-LN's
-validation loss at that fraction of Post-LN's updates with Post-LN's final one (95 % interval, prelnx.report.stats;
-a diverged Pre-LN seed counts as a failure). Post-LN is the best Post-LN-with-warm-up arm of the sweep.
+validation loss at that fraction of Post-LN's updates with Post-LN's final one (95 % interval over the trained
+seeds, prelnx.report.stats; a Pre-LN seed that diverged or failed to train - even after a validation before that
+update - is counted as a failure, never read at its loss there). Post-LN is the best Post-LN-with-warm-up arm of the sweep.
 Each Pre-LN lr is a case of its own, with the paper's premise checked for it: Post-LN with warm-up cannot use
 Pre-LN's larger lr (at that lr it diverges or ends clearly worse; prelnx.report.premises.fails_or_worse).
 Beside the verdict, the measured fraction itself: Pre-LN's updates (the latest over seeds) to first reach Post-LN's
@@ -15,7 +16,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable
 
-from prelnx.report.arms import Arm, describe_arm, failure_loss, loss_sample
+from prelnx.report.arms import Arm, describe_arm, loss_sample
 from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.paper import figure5a_fraction
 from prelnx.report.premises import fails_or_worse
@@ -67,7 +68,6 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     finished_posts = [a for a in posts if a.status == "finished" and a.final() is not None]
     if not pres or not finished_posts:
         return not_measured(spec["id"], "needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN without")
-    failure = failure_loss([a for a in arms if a.task == "masked_lm"])
     by_lr: dict[float, list[Arm]] = {}
     for arm in finished_posts:
         by_lr.setdefault(arm.lr, []).append(arm)
@@ -78,9 +78,9 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     for lr in sorted({a.lr for a in pres}, reverse=True):
         group = [a for a in pres if a.lr == lr]
         at_lr = [a for a in posts if a.lr == lr]
-        premise = fails_or_worse(spec["premise"], at_lr, post, failure) if "premise" in spec else None
-        comparison = compare("valid loss (bits)", loss_sample(f"{describe_arm(group[0])} at update ≤ {at:.0f}", group, failure, at),
-                             loss_sample(f"{describe_arm(post[0])} final", post, failure), below(spec["margin_bits"]))  # fmt: skip
+        premise = fails_or_worse(spec["premise"], at_lr, post) if "premise" in spec else None
+        comparison = compare("valid loss (bits)", loss_sample(f"{describe_arm(group[0])} at update ≤ {at:.0f}", group, at_update=at),
+                             loss_sample(f"{describe_arm(post[0])} final", post), below(spec["margin_bits"]))  # fmt: skip
         outcome.cases.append(Case(f"Pre-LN lr {lr:g}", comparison, premise))
         outcome.notes.append(_fraction_note(lr, group, post))
     return outcome

@@ -2,18 +2,19 @@
 
 Each check picks the arms it compares (by layout, optimizer, warm-up and lr, read from each run's config.yaml),
 takes every seed of each, and compares their final validation losses (fairseq's, in bits per token) with a 95 %
-interval against the claim's practical margin from paper.yaml (prelnx.report.stats); a diverged seed counts as
-a failure (prelnx.report.arms.failure_loss). A claim with a premise (paper.yaml) has it checked on the same sweep
+interval against the claim's practical margin from paper.yaml (prelnx.report.stats): the seeds that trained by
+their losses, the seeds that failed by their counts (an exact test), never at an imputed loss. A claim with a premise (paper.yaml) has it checked on the same sweep
 (prelnx.report.premises). Arms a sweep lacks make the claim "not measured", never a guess. The outcome is typed
 (prelnx.report.outcome); prelnx.report.render turns it into words.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Callable
 
-from prelnx.report.arms import Arm, describe_arm, failure_loss, loss_sample, pick
+from prelnx.report.arms import Arm, describe_arm, loss_sample, pick
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, not_measured
 from prelnx.report.premises import trains
 from prelnx.report.stats import above, below, compare, within
@@ -21,10 +22,10 @@ from prelnx.report.stats import above, below, compare, within
 LOSS = "final valid loss (bits)"
 
 
-def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float], failure: float,
+def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
           premise: Premise | None = None, at_update: float | None = None) -> Case:  # fmt: skip
-    sample_a = loss_sample(describe_arm(a[0]), a, failure, at_update)
-    sample_b = loss_sample(describe_arm(b[0]), b, failure)
+    sample_a = loss_sample(describe_arm(a[0]), a, at_update=at_update)
+    sample_b = loss_sample(describe_arm(b[0]), b)
     return Case(label, compare(LOSS, sample_a, sample_b, region), premise)
 
 
@@ -42,13 +43,13 @@ def _edge_premise(arms: list[Arm], spec: dict[str, Any]) -> Premise | None:
 
 
 def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    outcome, failure = ClaimOutcome(spec["id"]), failure_loss(arms)
+    outcome = ClaimOutcome(spec["id"])
     premise = _edge_premise(arms, spec)
     for lr in sorted({a.lr for a in arms}):
         without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
         with_ = _longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
         if without and with_:
-            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), failure, premise))
+            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
     return outcome
 
 
@@ -61,19 +62,19 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     small = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[0])
     if not large or not small:
         return not_measured(spec["id"], f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and {lrs[-1]:g}")
-    case = _case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]), failure_loss(arms),
+    case = _case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]),
                  _edge_premise(arms, spec))  # fmt: skip
     return ClaimOutcome(spec["id"], [case])
 
 
 def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    outcome, failure = ClaimOutcome(spec["id"]), failure_loss(arms)
+    outcome = ClaimOutcome(spec["id"])
     for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer="sgd")}):
         without = pick(arms, layout="post", optimizer="sgd", warmup=0, lr=lr)
         with_ = _longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
         premise = trains(spec["premise"], with_) if "premise" in spec and with_ else None
         if without and with_:
-            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), failure, premise))
+            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
         elif premise is not None:  # a premise sweep: SGD with warm-up only, to choose the lr
             outcome.premises.append(premise)
     if not outcome.cases and outcome.premises:
@@ -81,14 +82,19 @@ def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutco
     return outcome
 
 
-def _best_postln_with_warmup(arms: list[Arm], failure: float) -> list[Arm]:
+def _best_postln_with_warmup(arms: list[Arm]) -> list[Arm]:
     groups: dict[tuple[int, float], list[Arm]] = {}
     for arm in pick(arms, layout="post", optimizer="adam"):
         if arm.warmup > 0:
             groups.setdefault((arm.warmup, arm.lr), []).append(arm)
     if not groups:
         return []
-    return min(groups.values(), key=lambda group: loss_sample("", group, failure).mean)
+    def rank(group: list[Arm]) -> tuple[float, float]:  # fewest failures first, then the trained seeds' mean
+        sample = loss_sample("", group)
+        share = sample.failed / max(1, sample.failed + sample.measured)
+        return share, sample.mean if sample.values else math.inf
+
+    return min(groups.values(), key=rank)
 
 
 def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]:
@@ -97,28 +103,26 @@ def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]
 
 
 def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    failure = failure_loss(arms)
-    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms, failure)
+    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms)
     if not pre or not post:
         return not_measured(spec["id"])
-    case = _case("against the best Post-LN with warm-up", pre, post, below(spec["margin_bits"]), failure)
+    case = _case("against the best Post-LN with warm-up", pre, post, below(spec["margin_bits"]))
     return ClaimOutcome(spec["id"], [case])
 
 
 def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     """Pre-LN's valid loss at the paper's fraction (9/15) of Post-LN's updates against Post-LN's final one."""
-    failure = failure_loss(arms)
-    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms, failure)
+    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms)
     if not pre or not post:
         return not_measured(spec["id"])
     validated = [int(a.rows[-1]["num_updates"]) for a in post if a.rows]
     if not validated:  # every Post-LN seed diverged before its first validation: no update count to take a share of
         label = "Pre-LN's final against Post-LN's (Post-LN never validated)"
-        return ClaimOutcome(spec["id"], [_case(label, pre, post, below(spec["margin_bits"]), failure)])
+        return ClaimOutcome(spec["id"], [_case(label, pre, post, below(spec["margin_bits"]))])
     post_updates = max(validated)
     at = spec["fraction"] * post_updates
     label = f"Pre-LN at update ≤ {at:.0f} ({spec['fraction']:.0%} of Post-LN's {post_updates}) against Post-LN's final"
-    case = _case(label, pre, post, below(spec["margin_bits"]), failure, at_update=at)
+    case = _case(label, pre, post, below(spec["margin_bits"]), at_update=at)
     return ClaimOutcome(spec["id"], [case])
 
 
@@ -130,10 +134,10 @@ def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) ->
     lr = radam[0].lr
     adam = [a for a in pick(arms, layout="pre", optimizer="adam", warmup=0) if a.lr == lr] or adam
     post = [a for a in post if a.lr == lr] or [a for a in post if a.lr == max(p.lr for p in post)]
-    failure, margin = failure_loss(arms), spec["margin_bits"]
+    margin = spec["margin_bits"]
     return ClaimOutcome(spec["id"], [
-        _case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin), failure),
-        _case("layout (Adam, no warm-up)", post, adam, above(margin), failure),
+        _case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin)),
+        _case("layout (Adam, no warm-up)", post, adam, above(margin)),
     ])  # fmt: skip
 
 

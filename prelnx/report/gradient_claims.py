@@ -3,7 +3,9 @@
 Each claim is a ratio of gradient norms taken per seed (a seed's models share their initial draws and batches):
 the last decoder layer's W2 at the deepest over the shallowest depth (Figure 3c/d), or the last decoder layer's W2
 over the first at depth 6 (Figure 3a/b). Its mean over seeds has a one-sample 95 % t interval, judged against the
-claim's band in paper.yaml (prelnx.report.stats).
+claim's band in paper.yaml (prelnx.report.stats). A claim that predicts a number is tested against that number
+with its margin, not by its sign: "falls like 1/sqrt(L)" is, beside "falls", the ratio over the prediction
+sqrt(shallow / deep) inside paper.yaml's `rate_band`.
 
 A verdict that disagrees with the paper says whether plain fairseq disagrees too: `prelnx grads` records in
 grads_summary.json (settings.models) which model code each layout ran. For the paper's two layouts it is fairseq's
@@ -94,9 +96,15 @@ def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, A
     if "pre" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
         return not_measured(spec["id"], "needs Pre-LN at two depths or more")
     shallow, deep = summary["depths"][0], summary["depths"][-1]
-    case = Case("Pre-LN", compare("ratio", _depth_ratio(summary, "pre"), None, _band(spec)))
-    outcome = ClaimOutcome(spec["id"], [case])
-    outcome.notes.append(f"1/sqrt(L) predicts {(shallow / deep) ** 0.5:.2f}")
+    ratio = _depth_ratio(summary, "pre")
+    predicted = (shallow / deep) ** 0.5
+    cases = [Case("Pre-LN falls", compare("ratio", ratio, None, _band(spec)))]
+    if "rate_band" in spec:
+        low, high = spec["rate_band"]
+        rate = Sample(f"{ratio.label} over 1/sqrt(L)'s {predicted:.2f}", tuple(v / predicted for v in ratio.values))
+        cases.append(Case("like 1/sqrt(L)", compare("ratio", rate, None, (float(low), float(high)))))
+    outcome = ClaimOutcome(spec["id"], cases)
+    outcome.notes.append(f"1/sqrt(L) predicts {predicted:.2f}")
     return _with_note(outcome, summary, ("pre",))
 
 

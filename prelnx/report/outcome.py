@@ -9,8 +9,10 @@ A claim's verdict over its cases: not measured without cases; not testable when 
 hold if a testable case does not hold, holds if every testable case holds, and inconclusive otherwise. With several
 testable cases (several lrs, or a claim's two parts) the claim is their intersection: "holds" needs every case to
 hold at 95 % (an intersection-union test: no correction), while "does not hold" - it fails in some case - is an
-existential conclusion, so each case's "does not hold" must survive Holm's correction over the testable cases
-(`ClaimOutcome.judged`: its interval outside the region at its Holm-adjusted level, prelnx.report.stats.holm).
+existential conclusion, so each case's "does not hold" must survive Holm's step-down correction over the testable
+cases (`ClaimOutcome.judged`): the cases' p-values of "does not hold" (Comparison.p_outside) sorted, the i-th
+smallest multiplied by (k - i), the running maximum taken - the adjusted p the report prints - and a case's "does
+not hold" stands when its adjusted p is at most 0.05 (so the step-down stops at the first case that is not kept).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from prelnx.report.stats import LEVEL, Comparison, Verdict, holm, holm_levels
+from prelnx.report.stats import LEVEL, Comparison, Verdict, holm
 
 
 class PremiseState(str, Enum):
@@ -57,11 +59,15 @@ class Case:
 @dataclass(frozen=True)
 class Judged:
     """A case's verdict within its claim: with several testable cases, a "does not hold" at 95 % that Holm's
-    correction does not keep is inconclusive. `holm_level`: the level its interval was judged at (None: one case)."""
+    step-down does not keep is inconclusive. `holm_p`: its Holm-adjusted p (None: one testable case)."""
 
     case: Case
     verdict: Verdict
-    holm_level: float | None = None
+    holm_p: float | None = None
+
+    @property
+    def holm_level(self) -> float | None:  # kept for old callers: whether Holm applied
+        return None if self.holm_p is None else LEVEL
 
     @property
     def corrected(self) -> bool:
@@ -83,15 +89,15 @@ class ClaimOutcome:
         if len(testable) < 2:
             return [Judged(case, case.verdict) for case in self.cases]
         pvalues = [self.cases[i].comparison.p_outside for i in testable]
-        corrected = dict(zip(testable, zip(holm(pvalues), holm_levels(pvalues))))
+        corrected = dict(zip(testable, holm(pvalues)))
         judged = []
         for i, case in enumerate(self.cases):
             if i not in corrected:
                 judged.append(Judged(case, case.verdict))
                 continue
-            p, level = corrected[i]
+            p = corrected[i]
             kept = case.verdict is not Verdict.DOES_NOT_HOLD or p <= 1 - LEVEL
-            judged.append(Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, level))
+            judged.append(Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, p))
         return judged
 
     @property

@@ -5,24 +5,25 @@ Only what a sweep's valid losses and failed runs can decide is checked; a claim 
 (variance growth with depth, uniform gradient norms, loss spikes) has kind `not_testable_here` and the report says
 what would decide it. The kinds (methods.yaml's header says the same):
 - beats_preln, matches_postln: as for the warm-up-free methods (prelnx.report.warmup_free): per lr, the method's
-  final valid loss (bits per token, a failed seed at the sweep's failure loss) minus Pre-LN's (with warm-up), or
-  minus Post-LN's with warm-up, with Welch's 95 % interval, below `margin_bits`.
+  trained seeds' final valid loss (bits per token) minus Pre-LN's (with warm-up), or minus Post-LN's with warm-up,
+  with Welch's 95 % interval, below `margin_bits`; the failed seeds by their counts (prelnx.report.stats).
 - lr_sensitivity: per warm-up setting, each seed's |final loss at the largest lr - at the smallest lr| (the same
-  seed number at both), the method's minus Pre-LN's, below `margin_bits`: less sensitive to the lr than Pre-LN.
-- fewer_failures: every run of the layout in the sweep (each lr, warm-up and seed) scored 1 if it failed - diverged,
-  or ended with its valid nll not `trained_margin_bits` below the unigram plateau (prelnx.report.arms.trained at a
-  plateau lowered by that margin: a run that stalled just under the plateau did not train) - else 0; the method's
-  share minus Pre-LN's, below `margin_share`. Premise: Pre-LN fails at least once (a claim of fewer failures than
-  none is not testable here).
+  seed number at both, both trained; a seed that failed at either lr is a failure, counted), the method's minus
+  Pre-LN's, below `margin_bits`: less sensitive to the lr than Pre-LN.
+- fewer_failures: every run of the layout in the sweep (each lr, warm-up and seed) by its outcome (prelnx.report.
+  seeds, at the claim's own `trained_margin_bits` when it states one): the method's failure count against
+  Pre-LN's by Fisher's exact test, one-sided (prelnx.report.stats.compare_counts). Premise: Pre-LN fails at least
+  once (a claim of fewer failures than none is not testable here).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from prelnx.report.arms import Arm, describe_arm, failure_loss, loss_sample, pick, plateau, trained
+from prelnx.report.arms import NO_PLATEAU, Arm, describe_arm, pick
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
-from prelnx.report.stats import Sample, below, compare
+from prelnx.report.seeds import RunState
+from prelnx.report.stats import Sample, below, compare, compare_counts
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
 from prelnx.report.warmup_free import MethodClaims
 
@@ -37,30 +38,37 @@ def _lrs(arms: list[Arm], layout: str) -> list[float]:
     return sorted({a.lr for a in pick(arms, layout=layout)})
 
 
-def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float], failure: float) -> Sample:
-    """Per seed present at both lrs: |final loss at the larger lr - at the smaller| (a failed seed at `failure`)."""
+def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -> Sample:
+    """Per seed present at both lrs: |final loss at the larger lr - at the smaller|, both trained; a seed that
+    failed at either lr is counted as a failure, a seed without a validation row at either as missing."""
     low, high = (pick(arms, layout=layout, warmup=warmup, lr=lr) for lr in lrs)
     by_seed = {a.seed: a for a in low}
-    values, failed = [], 0
+    values, failed, diverged, missing, untestable = [], 0, 0, 0, ""
     for arm in sorted(high, key=lambda a: a.seed):
         if arm.seed not in by_seed:
             continue
-        pair = [by_seed[arm.seed], arm]
-        sample = loss_sample("", pair, failure)
-        values.append(abs(sample.values[1] - sample.values[0]))
-        failed += sample.failed > 0
+        states = [a.outcome().state for a in (by_seed[arm.seed], arm)]
+        if RunState.NOT_JUDGED in states:
+            untestable = NO_PLATEAU
+        elif RunState.DIVERGED in states or RunState.FAILED in states:
+            failed, diverged = failed + 1, diverged + (RunState.DIVERGED in states)
+        elif RunState.NO_VALIDATION in states:
+            missing += 1
+        else:
+            values.append(abs((arm.final() or 0.0) - (by_seed[arm.seed].final() or 0.0)))
     label = f"{describe_arm(high[0]).split(' lr ')[0]}, {warmup or 'no'} warm-up" if high else layout
-    return Sample(f"{label}: loss gap between lr {lrs[0]:g} and {lrs[1]:g}", tuple(values), failed)
+    return Sample(f"{label}: loss gap between lr {lrs[0]:g} and {lrs[1]:g}", tuple(values), failed, diverged,
+                  missing, untestable=untestable, failure="failed at either lr")  # fmt: skip
 
 
-def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at two lrs")
     lrs = [lr for lr in _lrs(arms, layout) if lr in _lrs(arms, "pre")]
     if len(lrs) < 2:
         return outcome
     pair = (lrs[0], lrs[-1])
     for warmup in sorted({a.warmup for a in pick(arms, layout=layout)}):
-        method, pre = _gaps(arms, layout, warmup, pair, failure), _gaps(arms, "pre", warmup, pair, failure)
+        method, pre = _gaps(arms, layout, warmup, pair), _gaps(arms, "pre", warmup, pair)
         if method.n and pre.n:
             metric = "absolute gap of final valid losses between the two lrs (bits)"
             label = f"{warmup or 'no'} warm-up, lr {pair[0]:g} vs {pair[1]:g}"
@@ -68,31 +76,37 @@ def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: 
     return outcome
 
 
-def _failures(arms: list[Arm], layout: str, floor: float | None) -> Sample:
+def _failures(arms: list[Arm], layout: str, margin: float | None) -> Sample:
+    """Every run of the layout by its outcome: trained runs as values (0), failed runs counted."""
     runs = pick(arms, layout=layout)
     label = f"{describe_arm(runs[0]).split(' lr ')[0]}, every run" if runs else layout
-    return Sample(label, tuple(0.0 if trained(a, floor) else 1.0 for a in runs))
+    states = [a.outcome(margin).state for a in runs]
+    untestable = NO_PLATEAU if RunState.NOT_JUDGED in states else ""
+    return Sample(label, tuple(0.0 for s in states if s is RunState.TRAINED),
+                  sum(s in (RunState.FAILED, RunState.DIVERGED) for s in states),
+                  sum(s is RunState.DIVERGED for s in states), sum(s is RunState.NO_VALIDATION for s in states),
+                  untestable=untestable)  # fmt: skip
 
 
-def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
-    floor = plateau(arms)
-    floor = None if floor is None else floor - float(spec.get("trained_margin_bits", 0.0))
-    method, pre = _failures(arms, layout, floor), _failures(arms, "pre", floor)
+def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
+    margin = spec.get("trained_margin_bits")
+    method, pre = _failures(arms, layout, margin), _failures(arms, "pre", margin)
     if not method.n or not pre.n:
         return not_measured(spec["id"], f"not measured: the sweep has no {layout} or no Pre-LN runs")
-    failed = sum(pre.values)
-    state = PremiseState.MET if failed else PremiseState.FAILED
+    state = PremiseState.MET if pre.failed else PremiseState.FAILED
+    said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
     premise = Premise("Pre-LN fails in at least one run of the sweep", state,
-                      f"Pre-LN failed {failed:.0f}/{pre.n} runs; {layout} {sum(method.values):.0f}/{method.n}")  # fmt: skip
-    comparison = compare("share of failed runs", method, pre, below(spec["margin_share"]))
+                      f"Pre-LN failed {pre.failed}/{pre.failed + pre.measured} runs; {layout} "
+                      f"{method.failed}/{method.failed + method.measured}{said}")  # fmt: skip
+    comparison = compare_counts("failed runs", method, pre)
     return ClaimOutcome(spec["id"], [Case("every lr, warm-up and seed", comparison, premise)])
 
 
-def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     return not_measured(spec["id"], f"not testable from this sweep (valid losses and failures only): {spec['decided_by']}")
 
 
-CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], float], ClaimOutcome]] = {
+CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], Any], ClaimOutcome]] = {
     "beats_preln": METHOD_CHECKS["beats_preln"],
     "matches_postln": METHOD_CHECKS["matches_postln"],
     "no_warmup": METHOD_CHECKS["no_warmup"],
@@ -106,7 +120,7 @@ def check_placements(arms: list[Arm], methods: list[dict[str, Any]]) -> list[Met
     """Each method with `lm_claims` whose layout the sweep's language-model runs have: its claims' outcomes, the
     method's spec with `claims` set to them (methods.yaml order)."""
     lm = lm_arms(arms)
-    failure, layouts = failure_loss(lm), {a.layout for a in lm}
+    failure, layouts = None, {a.layout for a in lm}
     return [MethodClaims({**m, "claims": m["lm_claims"]},
                          {c["id"]: CHECKS[c["kind"]](lm, m["layout"], c, failure) for c in m["lm_claims"]})
             for m in methods if m.get("lm_claims") and m["layout"] in layouts]  # fmt: skip

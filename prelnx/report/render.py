@@ -8,16 +8,28 @@ import statistics
 from typing import Any
 
 from prelnx.report.outcome import ClaimOutcome, Judged, Premise, PremiseState
-from prelnx.report.stats import MAX_SEEDS, POWER, Comparison, Sample, Verdict
+from prelnx.report.seeds import RunState
+from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
 
-DEAD = "neither arm trained: every seed diverged or ended with its valid nll at or above the unigram plateau"
+MEASURED = {"failed to train": "trained", "did not reach the target": "reached it", "failed at either lr": "trained at both"}
 
 
 def _seeds(sample: Sample) -> str:
+    """`3 seeds` or `3 seeds: 1 trained, 1 failed to train, 1 diverged (update 24), 1 no validation row`."""
     text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
-    return text + (f", {sample.failed} diverged" if sample.failed else "")
+    if not sample.failed and not sample.missing:
+        return text
+    parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}"]
+    if sample.failed - sample.diverged:
+        parts.append(f"{sample.failed - sample.diverged} {sample.failure}")
+    if sample.diverged:
+        at = ", ".join(str(u) for u in sample.diverged_at)
+        parts.append(f"{sample.diverged} diverged" + (f" (update{'s' if len(sample.diverged_at) > 1 else ''} {at})" if at else ""))
+    if sample.missing:
+        parts.append(f"{sample.missing} no validation row")
+    return f"{text}: {', '.join(parts)}"
 
 
 def _region(region: tuple[float, float]) -> str:
@@ -29,40 +41,64 @@ def _region(region: tuple[float, float]) -> str:
     return f"within ±{hi:.2f}" if lo == -hi else f"in [{lo:.2f}, {hi:.2f}]"
 
 
+def _format(c: Comparison) -> str:
+    return ".2f" if c.metric == "ratio" else "+.2f"  # a ratio is a level; everything else a difference
+
+
 def interval_text(c: Comparison) -> str:
-    f = ".2f" if c.metric == "ratio" else "+.2f"  # a ratio is a level; everything else a difference
+    f = _format(c)
+    if c.estimate != c.estimate:  # nan: an arm has no seed with the quantity
+        return "no estimate (an arm has no seed with the quantity)"
     if c.one_seed:
-        return f"{c.estimate:{f}} (no interval: 1 seed)"
-    return f"{c.estimate:{f}} [95 % CI {c.low:{f}}, {c.high:{f}}]"
+        return f"{c.estimate:{f}} (no interval: {'1 seed' if c.reason == '1 seed' else 'fewer than 2 seeds per arm'})"
+    grain = f", widened by the grain ±{c.grain:g}" if c.grain else ""
+    return f"{c.estimate:{f}} [95 % CI {c.low:{f}}, {c.high:{f}}{grain}]"
+
+
+def _arm_text(s: Sample) -> str:
+    mean = f"{s.mean:.2f}" if s.values else "-"
+    read = f", read at {s.read}" if s.read else ""
+    return f"{s.label} {mean} ({_seeds(s)}{read})"
+
+
+def _test_text(c: Comparison) -> str:
+    """`; test: Welch's t over the trained seeds; failures 2/3 vs 0/3, Fisher's exact test (one-sided) p = 0.2`."""
+    tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test]
+    if c.failures_p is not None and c.b is not None:
+        a, b = c.a, c.b
+        tests.append(f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}, "
+                     f"Fisher's exact test (one-sided) p = {c.failures_p:.3g}")  # fmt: skip
+    return f"; test: {'; '.join(tests)}" if tests else ""
 
 
 def comparison_text(c: Comparison, short: bool = False) -> str:
-    """`A 8.46 (2 seeds) - B 6.79 (3 seeds) = +1.67 [95 % CI +1.2, +2.1]; claimed > +0.50`."""
+    """`metric: A 8.46 (3 seeds, read at update 408) − B 6.79 (3 seeds: 2 trained, 1 diverged (update 24)) = +1.67
+    [95 % CI +1.2, +2.1]; claimed > +0.50; test: Welch's t ...`: every number with where it came from."""
     if short:
         seeds = "" if c.one_seed and not c.a.failed else f" ({_seeds(c.a)})"  # interval_text says "1 seed"
         return f"{interval_text(c)}{seeds}; needed {_region(c.region)}"
-    if c.verdict is Verdict.NOT_TESTABLE:  # two dead arms: their difference is failure minus failure
-        return f"{c.a.label} ({_seeds(c.a)}) and {c.b.label if c.b else '-'} ({_seeds(c.b) if c.b else '-'}): {DEAD}"
     if c.b is None:
-        head = f"{c.metric}: {c.a.label} {interval_text(c)} ({_seeds(c.a)})"
+        head = f"{c.metric}: {_arm_text(c.a)}: {interval_text(c)}"
     else:
-        head = (f"{c.a.label} {c.a.mean:.2f} ({_seeds(c.a)}) − {c.b.label} {c.b.mean:.2f} ({_seeds(c.b)}) "
-                f"= {interval_text(c)}")  # fmt: skip
-    return f"{head}; claimed {_region(c.region)}"
+        head = f"{c.metric}: {_arm_text(c.a)} − {_arm_text(c.b)} = {interval_text(c)}"
+    return f"{head}; claimed {_region(c.region)}{_test_text(c)}"
 
 
 def verdict_text(outcome: ClaimOutcome) -> str:
-    """The verdict, with why when it is inconclusive (1 seed, seeds needed, an unsettled premise, Holm's
-    correction) or not testable because both arms never trained."""
+    """The verdict, with why when it is inconclusive (too few trained seeds, failure counts, no spread, seeds
+    needed, an unsettled premise, Holm's step-down) or not testable (neither arm trained, no plateau)."""
     verdict, judged = outcome.verdict, outcome.judged()
-    if verdict is Verdict.NOT_TESTABLE and any(j.case.comparison.verdict is Verdict.NOT_TESTABLE for j in judged):
-        return f"{verdict.value} ({DEAD})"
+    if verdict is Verdict.NOT_TESTABLE:
+        why = list(dict.fromkeys(j.case.comparison.reason for j in judged
+                                 if j.case.comparison.verdict is Verdict.NOT_TESTABLE and j.case.comparison.reason))  # fmt: skip
+        return f"{verdict.value} ({'; '.join(why)})" if why else verdict.value
     if verdict is not Verdict.INCONCLUSIVE:
         return verdict.value
     open_cases = [j.case for j in judged if j.verdict is Verdict.INCONCLUSIVE]
-    reasons = []
-    if any(c.comparison.one_seed for c in open_cases):
-        reasons.append("1 seed")
+    reasons: list[str] = []
+    for c in open_cases:
+        if c.comparison.verdict is Verdict.INCONCLUSIVE and c.comparison.reason and c.comparison.reason not in reasons:
+            reasons.append(c.comparison.reason)
     needed = [c.comparison.seeds_needed for c in open_cases if c.comparison.seeds_needed]
     if needed:
         most = max(needed)
@@ -73,22 +109,18 @@ def verdict_text(outcome: ClaimOutcome) -> str:
         reasons.append("does not hold, but its premise is not settled")
     corrected = [j for j in judged if j.corrected]
     if corrected:
-        reasons.append(f"does not hold at 95 % in {len(corrected)} case(s), not after Holm's correction over "
-                       f"{sum(j.holm_level is not None for j in judged)}")  # fmt: skip
+        reasons.append(f"does not hold at 95 % in {len(corrected)} case(s), not after Holm's step-down over "
+                       f"{sum(j.holm_p is not None for j in judged)}")  # fmt: skip
     return f"inconclusive ({'; '.join(reasons)})" if reasons else "inconclusive"
 
 
-def _level(level: float) -> str:
-    return f"{100 * level:.3g} %"
-
-
 def _case_line(judged: Judged) -> str:
-    """A case with its verdict; a "does not hold" at 95 % among several cases also shows its Holm-adjusted interval."""
+    """A case with its verdict; a "does not hold" at 95 % among several cases also shows its Holm step-down
+    adjusted p, the number its verdict was decided by."""
     case, line = judged.case, f"{judged.case.label}: {comparison_text(judged.case.comparison)}"
-    if judged.holm_level is not None and case.comparison.verdict is Verdict.DOES_NOT_HOLD:
-        low, high = case.comparison.interval(judged.holm_level)
-        f = ".2f" if case.comparison.metric == "ratio" else "+.2f"
-        line += f"; Holm-adjusted {_level(judged.holm_level)} CI [{low:{f}}, {high:{f}}]"
+    if judged.holm_p is not None and case.comparison.verdict is Verdict.DOES_NOT_HOLD:
+        kept = "≤ 0.05: kept" if judged.verdict is Verdict.DOES_NOT_HOLD else "> 0.05: not kept"
+        line += f"; Holm step-down adjusted p = {judged.holm_p:.3g} ({kept})"
     return f"{line} → {judged.verdict.value}"
 
 
@@ -149,24 +181,35 @@ def _mean_sd(values: list[float], digits: int) -> str:
     return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def arms_table(groups: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
-    """Mean ± sample sd over each arm's seeds (diverged seeds excluded from the means, counted in their column)."""
-    lines = ["| arm | seeds | diverged | final valid loss | best valid BLEU | test BLEU (tokenized) |",
-             "|---|---|---|---|---|---|"]
-    for label, results in groups:
-        ok = [r for r in results if r.get("status") == "finished"]
+def outcome_counts(outcomes: list[Any]) -> str:
+    """`2 trained, 1 diverged (update 24)`: an arm's seeds by their outcome (prelnx.report.seeds)."""
+    parts = []
+    for state in RunState:
+        hits = [o for o in outcomes if o.state is state]
+        if not hits:
+            continue
+        at = [str(o.update) for o in hits if state is RunState.DIVERGED and o.update is not None]
+        parts.append(f"{len(hits)} {state.value}" + (f" (update{'s' if len(at) > 1 else ''} {', '.join(at)})" if at else ""))
+    return ", ".join(parts) or "-"
+
+
+def arms_table(groups: list[tuple[str, list[Any], list[dict[str, Any]]]]) -> list[str]:
+    """Per arm: its seeds by outcome, then mean ± sample sd over its trained seeds (no failed seed in a mean)."""
+    lines = ["| arm | seeds | outcome per seed | final valid loss (trained seeds) | best valid BLEU (trained seeds) "
+             "| test BLEU (tokenized) |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for label, outcomes, results in groups:
+        ok = [r for o, r in zip(outcomes, results) if o.state is RunState.TRAINED]
 
         def values(key: str) -> list[float]:
             return [float(v) for r in ok if isinstance(v := r.get(key), (int, float)) and math.isfinite(v)]
 
-        diverged = sum(r.get("status") == "diverged" for r in results)
-        lines.append(f"| {label} | {len(results)} | {diverged} | {_mean_sd(values('final_valid_loss'), 2)} | "
+        lines.append(f"| {label} | {len(results)} | {outcome_counts(outcomes)} | {_mean_sd(values('final_valid_loss'), 2)} | "
                      f"{_mean_sd(values('best_valid_bleu'), 1)} | {_mean_sd(values('test_bleu_tokenized'), 1)} |")  # fmt: skip
     return lines
 
 
 def _interval(row: RankRow) -> str:
-    return "- (1 seed)" if row.low is None else f"[{row.low:.2f}, {row.high:.2f}]"
+    return "- (< 2 trained seeds)" if row.low is None else f"[{row.low:.2f}, {row.high:.2f}]"
 
 
 def _to_target(row: RankRow) -> str:
@@ -180,13 +223,14 @@ def _to_target(row: RankRow) -> str:
 
 def ranking_table(rows: list[RankRow]) -> list[str]:
     """The warm-up-free ranking: one row per arm, best mean final valid loss first."""
-    lines = ["| rank | method | optimizer | warm-up | lr | final valid loss, mean ± sd | 95 % CI | seeds | diverged "
-             "| target loss | seeds at the target (k/n), updates |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| rank | method | optimizer | warm-up | lr | final valid loss of the trained seeds, mean ± sd | 95 % CI "
+             "| seeds | outcome per seed | target loss | seeds at the target (k/n), updates |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, row in enumerate(rows, start=1):
         sd = f" ± {row.sample.sd:.2f}" if row.sample.sd is not None else ""
         target = f"{row.target:.2f}" if row.target is not None else "-"
         lines.append(f"| {rank} | {row.method} | {row.optimizer} | {row.warmup or 'none'} | {row.lr:g} | "
-                     f"{row.sample.mean:.2f}{sd} | {_interval(row)} | {row.sample.n} | {row.sample.failed} | "
+                     f"{f'{row.sample.mean:.2f}' if row.sample.values else '-'}{sd} | {_interval(row)} | {row.sample.n} | {_seeds(row.sample)} | "
                      f"{target} | {_to_target(row)} |")  # fmt: skip
     return lines
 

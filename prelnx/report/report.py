@@ -21,6 +21,7 @@ from prelnx.report.claims import TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
 from prelnx.report.placements import placements_section
 from prelnx.report.render import arms_table, claims_table, claims_text
+from prelnx.report.seeds import trained_margin
 from prelnx.report.stats import POWER, Verdict
 from prelnx.report.why_warmup_section import why_warmup_section
 from prelnx.sweep.summary import summarize
@@ -30,20 +31,37 @@ class ReportError(ValueError):
     pass
 
 
-CLAIMS_INTRO = [
-    "Each claim as the paper states it and what this sweep measured: per arm the mean over its seeds (n), the",
-    "difference and its 95 % interval (Welch's t over seeds; a diverged seed counts as a failure, at the unigram",
-    "plateau or the sweep's worst finished loss), the side the claim needs (its practical margin, in paper.yaml),",
-    "the premise that makes the claim meaningful at this scale, and the verdict: holds (interval on the claimed side",
-    "of the margin), does not hold (on the other side), inconclusive (it straddles; with the seeds per arm that would",
-    f"decide it with {100 * POWER:.0f} % power if the observed means and spreads were the truth, by simulation; one",
-    "seed is always inconclusive), not testable at this scale (a premise failed, or neither arm trained: every seed",
-    "diverged or ended at the unigram plateau), not measured (the arms are missing). A claim tested at several lrs",
-    "(or in two parts) holds when every case holds at 95 %: an intersection-union test, no correction. Does not hold",
-    "means it fails at some lr, an existential conclusion: each case's \"does not hold\" must survive Holm's",
-    "correction over the claim's testable cases (its interval outside the claim at the Holm-adjusted level, shown",
-    "beside the 95 % one). Losses are fairseq's validation loss in bits per (masked) token.",
-]
+def claims_intro(margin: float) -> list[str]:
+    """The claims' legend: every rule a verdict is decided by (prelnx.report.seeds, .stats, .outcome)."""
+    return [
+        f"Each claim as the paper states it and what this sweep measured. A run's outcome is computed once: **trained**",
+        f"(finished with its final valid nll at least {margin:g} bit below the unigram plateau - `trained_margin_bits` in",
+        "prelnx/paper.yaml, used by every claim that states no margin of its own), **failed to train** (finished above",
+        "that, or with a loss that is not finite), **diverged** (with its update), **no validation row** (finished",
+        "without one: counted and shown, in no test). Without a unigram plateau (no dictionary, no readable binarized",
+        "training set) no run can be judged and a claim that needs it is not testable. Every line names its metric,",
+        "the update(s) read, each arm's seeds by outcome and the test used; no failed seed is ever given a loss.",
+        "A comparison is decided in one way for every claim kind: the failure counts by Fisher's exact test, one-sided",
+        "at 0.025 (the level a 95 % interval implies) - a run that failed is worse than any that trained, so a",
+        "significant difference decides the claim - and otherwise the quality of the seeds that trained by Welch's t",
+        "95 % interval (one-sample t for a single arm) against the claim's practical margin (paper.yaml), which needs",
+        ">= 2 trained seeds in each arm. Holds: the interval lies on the claimed side of the margin; does not hold: on",
+        "the other side; inconclusive: it straddles (with the trained seeds per arm that would decide it with",
+        f"{100 * POWER:.0f} % power if the observed means and spreads were the truth, by simulation), an arm has < 2",
+        "trained seeds and the failure counts are not significant, or the failure counts lean against the quality's",
+        "verdict; not testable at this scale: a premise failed, no plateau, or no seed of either arm trained; not",
+        "measured: the arms are missing. Resolution: a quantity read on a grain (updates to a target, validations K",
+        "updates apart) is known to K only, so its interval is widened by K on each side, and an interval with no",
+        "spread (every seed alike) is never a verdict. A claim tested at several lrs (or in two parts) holds when every",
+        "case holds at 95 %: an intersection-union test, no correction. Does not hold means it fails at some lr, an",
+        "existential conclusion: Holm's step-down over the claim's testable cases - their p-values of \"does not",
+        "hold\" sorted, the i-th smallest times (k - i), the running maximum taken - and a case's \"does not hold\"",
+        "stands when that adjusted p, printed beside it, is at most 0.05. Losses are fairseq's validation loss in bits",
+        "per (masked) token.",
+    ]
+
+
+CLAIMS_INTRO = claims_intro(trained_margin())
 
 
 def paper_claims() -> dict[str, Any]:
@@ -140,8 +158,9 @@ def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: lis
     return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
 
 
-def _arm_groups(arms: list[Any]) -> list[tuple[str, list[dict[str, Any]]]]:
-    return [(describe_arm(group[0]), [a.results for a in group]) for group in seed_groups(arms).values()]
+def _arm_groups(arms: list[Any]) -> list[tuple[str, list[Any], list[dict[str, Any]]]]:
+    return [(describe_arm(group[0]), [a.outcome() for a in group], [a.results for a in group])
+            for group in seed_groups(arms).values()]  # fmt: skip
 
 
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
@@ -188,7 +207,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     lines += _warmup_free_section(translation, figures_dir, report_dir)
     lines += placements_section(lm, figures_dir, report_dir)  # the norm placements' claims (issue 32)
     lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, echo)  # runs with diagnostics only
-    lines += ["## Results", "", "Per arm, mean ± sample sd over its finished seeds (diverged seeds counted apart):", ""]
+    lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(_arm_groups(arms)) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]
     if unusable:

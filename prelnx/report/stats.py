@@ -1,31 +1,30 @@
-"""The verdict engine's statistics: per-seed samples, their comparison with a 95 % interval, and the five verdicts.
+"""The verdict engine: the one path every claim's comparison goes through (`compare`), and the five verdicts.
 
-Every claim is decided the same way. A claim says where a quantity must lie - a difference of two arms' final
-losses above a practical margin, below it, within +-margin, or a gradient ratio inside a band - its `region`.
-The quantity is estimated from every seed with a 95 % interval, and
+A claim says where a quantity must lie - a difference of two arms (a loss, updates to a target, a loss at an
+update, a gap between lrs) above a practical margin, below it, within +-margin, or a ratio inside a band: its
+`region`. Each arm is a Sample (prelnx.report.samples): the quantity of the seeds that have it - for a quality, the
+seeds that trained (prelnx.report.seeds: one meaning of a run's outcome, one margin) - and the counts of those that
+failed. Nothing is imputed: a failed seed is never given a loss, so no verdict depends on such a number, and none
+changes when an unrelated arm joins the sweep. Two tests, then one rule that combines them:
 
-- holds: the whole interval lies inside the claimed region (so beyond the claim's margin, stated in paper.yaml);
-- does not hold: the whole interval lies outside it (on the other side of the margin);
-- inconclusive: the interval straddles a boundary of the region; `seeds_needed` says how many seeds per arm would
-  decide the claim with 80 % power if the observed means and spreads were the truth (simulated). An arm with one
-  seed has no spread: "inconclusive (1 seed)", never a verdict;
-- not testable at this scale: a premise of the claim failed (prelnx.report.premises), or both arms of a
-  comparison never trained - every seed diverged, or ended with its valid nll not below the unigram plateau
-  (Sample.untrained). Two failures at the same failure value differ by 0 with a zero-width interval, which says
-  nothing about the claim: that is the `trains` premise failing for both arms, never a verdict;
-- not measured: the sweep lacks the arms.
+- failure counts (two arms, when a seed of either failed): Fisher's exact test, one-sided at 0.025 - the level a
+  95 % two-sided interval implies - in each direction (scipy.stats.fisher_exact). A run that failed is worse than
+  any run that trained, so on a claim that arm a is worse (region above a margin) a significantly larger failure
+  share of a says "holds" and of b "does not hold"; on a claim that a is not worse (below a margin) the reverse;
+  on "within +-margin" a significant difference either way says "does not hold".
+- quality of the seeds that have the quantity: Welch's t 95 % interval (one-sample t for a single arm), which needs
+  >= 2 such seeds in each arm; holds when the interval lies inside the region, does not hold when outside,
+  inconclusive when it straddles (with the trained seeds per arm that would decide it with 80 % power,
+  prelnx.report.power). Resolution: a quantity read on a grain (validations K updates apart) is known to K only,
+  so the interval is widened by K on each side; and an interval with no spread (every seed alike) is never a
+  verdict ("no spread").
+- combined: a significant failure count decides; otherwise the quality does - unless an arm has < 2 seeds with the
+  quantity (inconclusive, or not testable when no seed of either arm has it), or the failure counts lean against
+  the quality's verdict (inconclusive: the two disagree, not significantly).
 
-A claim tested in several cases (one per lr, or two parts) is their intersection: it holds when every case holds,
-an intersection-union test that needs no correction (each case at 95 % keeps the claim at 95 %). "Does not hold"
-is the existential conclusion - it fails at some lr - so the cases' "does not hold" are Holm-corrected over the
-claim's testable cases (`holm`, prelnx.report.outcome): a case's interval must lie outside the region at its
-Holm-adjusted level - 1 - 0.05 / k for the smallest p-value, 1 - 0.05 / (k - 1) for the next, ... - not at 95 %.
-A claim that would hold "at some lr" would need the same correction of its "holds"; paper.yaml has none.
-
-The interval is Welch's t (scipy): unequal variances, t quantiles for the few seeds a sweep affords. A bootstrap
-over seeds was not used: with 2-5 seeds it has a handful of distinct resamples, and its percentile interval is far
-too narrow (with 2 seeds it is the range of the two values). A single arm against a fixed value (a gradient ratio,
-a loss against the unigram plateau) uses the one-sample t interval.
+Claims with several cases (one per lr): prelnx.report.outcome (intersection for "holds", Holm's step-down for
+"does not hold"). Every Comparison keeps its provenance: metric, the samples (counts, grain, the update read), the
+test that decided and its p.
 """
 
 from __future__ import annotations
@@ -33,96 +32,53 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from enum import Enum
 
-import numpy as np
 from scipy import stats as scipy_stats
 
-LEVEL = 0.95
-MAX_SEEDS = 1000  # "seeds needed" above this is reported as more than this
-POWER = 0.8  # "seeds needed": the n per arm that decides the claim in this share of simulated replications
-REPLICATIONS = 4000  # simulated sweeps per n (the power's standard error at 0.8: 0.006)
-SIMULATION_SEED = 0  # fixed: a report says the same number every time it is written
+from prelnx.report.power import LEVEL, MAX_SEEDS, POWER, holm, seeds_needed  # noqa: F401 - re-exported
+from prelnx.report.samples import Sample, Verdict, above, below, within  # noqa: F401 - re-exported
 
-
-class Verdict(str, Enum):
-    HOLDS = "holds"
-    DOES_NOT_HOLD = "does not hold"
-    INCONCLUSIVE = "inconclusive"
-    NOT_TESTABLE = "not testable at this scale"
-    NOT_MEASURED = "not measured"
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One arm's per-seed values; a failed (diverged) seed is in `values` at the failure value, counted in `failed`.
-    `untrained`: the seeds that never trained over their whole run (diverged, no finite loss, or a final valid nll
-    not below the unigram plateau; prelnx.report.arms.loss_sample)."""
-
-    label: str
-    values: tuple[float, ...]
-    failed: int = 0
-    untrained: int = 0
-
-    @property
-    def dead(self) -> bool:
-        """No seed of the arm trained."""
-        return self.n > 0 and self.untrained == self.n
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values)
-
-    @property
-    def sd(self) -> float | None:
-        return statistics.stdev(self.values) if self.n > 1 else None
+ALPHA_ONE_SIDED = (1 - LEVEL) / 2  # 0.025: what a 95 % two-sided interval implies for a one-sided test
+DEAD = "neither arm trained: no seed of either has the quantity"
+WELCH = "Welch's t over the trained seeds"
+ONE_SAMPLE = "one-sample t over the seeds"
+FISHER = "failure counts, Fisher's exact test (one-sided)"
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """mean(a) - mean(b) (or mean(a) alone when b is None) with its 95 % interval, against the claimed region."""
+    """mean(a) - mean(b) (or mean(a) alone when b is None) against the claimed region, and how it was decided."""
 
     metric: str
     a: Sample
     b: Sample | None
     region: tuple[float, float]  # where the claim puts the estimate: (-inf, m), (m, inf) or (lo, hi)
-    estimate: float
-    low: float | None  # None: no interval (an arm with one seed)
+    estimate: float  # over the seeds with the quantity; nan when an arm has none
+    low: float | None  # the 95 % interval, widened by the grain; None: no interval (an arm with < 2 seeds)
     high: float | None
-    verdict: Verdict  # NOT_TESTABLE here: both arms dead (Sample.dead)
-    seeds_needed: int | None = None  # for an inconclusive interval: seeds per arm for 80 % power
-    se: float | None = None  # the estimate's standard error and its t degrees of freedom (None: one seed)
+    verdict: Verdict
+    seeds_needed: int | None = None  # an inconclusive interval: trained seeds per arm for 80 % power
+    se: float | None = None
     df: float | None = None
+    test: str = ""  # the test that decided, in words
+    reason: str = ""  # why inconclusive or not testable
+    failures_p: float | None = None  # the exact test's one-sided p in the direction it was read (None: not run)
+    p_outside: float = 1.0  # the p-value of "does not hold" (two-sided scale, against 0.05), for Holm
+    grain: float = 0.0
+    quality: Verdict | None = None  # the seeds' quality alone (None: not testable)
 
     @property
     def one_seed(self) -> bool:
         return self.low is None
 
     def interval(self, level: float) -> tuple[float, float]:
-        """The interval at another level (Holm's); needs two seeds per arm."""
+        """The interval at another level, widened by the grain; needs two seeds per arm."""
         assert self.se is not None and self.df is not None
-        half = float(scipy_stats.t.ppf(0.5 + level / 2, self.df)) * self.se if self.se else 0.0
+        half = (float(scipy_stats.t.ppf(0.5 + level / 2, self.df)) * self.se if self.se else 0.0) + self.grain
         return self.estimate - half, self.estimate + half
 
-    @property
-    def p_outside(self) -> float:
-        """The p-value of "does not hold": the smallest alpha whose (1 - alpha) interval lies outside the region."""
-        if self.se is None or self.df is None:
-            return 1.0
-        lo, hi = self.region
-        beyond = max(lo - self.estimate, self.estimate - hi)  # >= 0: the estimate is outside, by this much
-        if beyond < 0:
-            return 1.0
-        if self.se == 0:
-            return 0.0
-        return min(1.0, 2 * float(scipy_stats.t.sf(beyond / self.se, self.df)))
 
-
-def _region_verdict(low: float, high: float, region: tuple[float, float]) -> Verdict:
+def region_verdict(low: float, high: float, region: tuple[float, float]) -> Verdict:
     lo, hi = region
     if lo < low and high < hi:
         return Verdict.HOLDS
@@ -131,118 +87,143 @@ def _region_verdict(low: float, high: float, region: tuple[float, float]) -> Ver
     return Verdict.INCONCLUSIVE
 
 
-def _decided(low: np.ndarray, high: np.ndarray, region: tuple[float, float]) -> np.ndarray:
-    """Whether each interval decides the claim (holds or does not hold: `_region_verdict` not inconclusive)."""
-    lo, hi = region
-    return ((lo < low) & (high < hi)) | (high <= lo) | (low >= hi)
-
-
-def _power(a: Sample, b: Sample | None, region: tuple[float, float], n: int) -> float:
-    """The share of simulated sweeps with n seeds per arm whose 95 % interval decides the claim, if each arm's seeds
-    were normal with the observed mean and sd. Each arm's mean and variance are drawn from their exact
-    distributions (normal and scaled chi-square), which is drawing n seeds and taking their mean and variance."""
-    rng = np.random.default_rng(SIMULATION_SEED)
-    estimate = np.zeros(REPLICATIONS)
-    variances = []  # of each arm's mean
-    for sample, sign in ((a, 1.0), (b, -1.0)) if b is not None else ((a, 1.0),):
-        sd = sample.sd or 0.0
-        estimate += sign * rng.normal(sample.mean, sd / math.sqrt(n), REPLICATIONS)
-        variances.append(sd**2 * rng.chisquare(n - 1, REPLICATIONS) / (n - 1) / n)
-    se2 = sum(variances)
+def _se_df(a: Sample, b: Sample | None) -> tuple[float, float]:
     if b is None:
-        df = np.full(REPLICATIONS, n - 1.0)
-    else:  # Welch-Satterthwaite; an arm with no spread leaves the other's n - 1
-        df = se2**2 / (sum(v**2 for v in variances) / (n - 1))
-    half = scipy_stats.t.ppf(0.5 + LEVEL / 2, df) * np.sqrt(se2)
-    return float(np.mean(_decided(estimate - half, estimate + half, region)))
+        return statistics.stdev(a.values) / math.sqrt(a.measured), float(a.measured - 1)
+    va, vb = statistics.variance(a.values) / a.measured, statistics.variance(b.values) / b.measured
+    if va + vb == 0:
+        return 0.0, float(a.measured + b.measured - 2)
+    return math.sqrt(va + vb), (va + vb) ** 2 / (va**2 / (a.measured - 1) + vb**2 / (b.measured - 1))
 
 
-def seeds_needed(a: Sample, b: Sample | None, region: tuple[float, float]) -> int | None:
-    """Seeds per arm that decide the claim with 80 % power (POWER) at the observed means and spreads: the smallest n
-    whose simulated sweeps (`_power`) have their 95 % interval clear the region's boundary in >= 80 % of
-    replications (not the n whose half-width equals the gap: that decides it about half the time).
-    MAX_SEEDS + 1 when even MAX_SEEDS do not; None when no arm has a spread (nothing to simulate)."""
-    if not any(s is not None and s.sd for s in (a, b)):
-        return None
-    if _power(a, b, region, 2) >= POWER:
-        return 2
-    low, high = 2, 4  # the power at `low` is below POWER, at `high` (once found) at or above
-    while _power(a, b, region, high) < POWER:
-        if high >= MAX_SEEDS:
-            return MAX_SEEDS + 1
-        low, high = high, min(2 * high, MAX_SEEDS)
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if _power(a, b, region, middle) >= POWER else (middle, high)
-    return high
+def _p_outside(estimate: float, se: float, df: float, grain: float, region: tuple[float, float]) -> float:
+    """The smallest alpha whose (1 - alpha) interval, widened by the grain, lies outside the region."""
+    lo, hi = region
+    beyond = max(lo - estimate, estimate - hi) - grain
+    if beyond < 0 or se == 0:
+        return 1.0
+    return min(1.0, 2 * float(scipy_stats.t.sf(beyond / se, df)))
 
 
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the order given: the i-th smallest is compared with alpha / (k - i)."""
-    k, adjusted, running = len(pvalues), [1.0] * len(pvalues), 0.0
-    for rank, index in enumerate(sorted(range(k), key=pvalues.__getitem__)):
-        running = max(running, min(1.0, (k - rank) * pvalues[index]))
-        adjusted[index] = running
-    return adjusted
+def _too_few(sample: Sample) -> str:
+    kind = "trained seed" if sample.failed or sample.missing else "seed"
+    return f"{sample.measured} {kind}{'s' if sample.measured != 1 else ''} in {sample.label}"
 
 
-def holm_levels(pvalues: list[float]) -> list[float]:
-    """The interval level each case is judged at by Holm's step-down: 1 - alpha / (k - rank), rank by p-value."""
-    k, alpha, levels = len(pvalues), 1 - LEVEL, [LEVEL] * len(pvalues)
-    for rank, index in enumerate(sorted(range(k), key=pvalues.__getitem__)):
-        levels[index] = 1 - alpha / (k - rank)
-    return levels
+def _fisher(a: Sample, b: Sample) -> tuple[float, float]:
+    """One-sided exact p-values that a fails more often than b, and that b fails more often than a."""
+    if not (a.failed or b.failed) or not (a.failed + a.measured) or not (b.failed + b.measured):
+        return 1.0, 1.0
+    table = [[a.failed, a.measured], [b.failed, b.measured]]
+    more_a = float(scipy_stats.fisher_exact(table, alternative="greater").pvalue)
+    more_b = float(scipy_stats.fisher_exact(table, alternative="less").pvalue)
+    return more_a, more_b
 
 
-def _welch_se_df(a: Sample, b: Sample) -> tuple[float, float]:
-    va, vb = statistics.variance(a.values) / a.n, statistics.variance(b.values) / b.n
-    se = math.sqrt(va + vb)
-    if se == 0:  # every seed of both arms alike (e.g. all failed at the same value): a zero-width interval
-        return 0.0, float(a.n + b.n - 2)
-    return se, (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
-
-
-def _t_se_df(a: Sample) -> tuple[float, float]:
-    return statistics.stdev(a.values) / math.sqrt(a.n), float(a.n - 1)
-
-
-def _interval(estimate: float, se: float, df: float) -> tuple[float, float, float]:
-    half = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0
-    return estimate, estimate - half, estimate + half
-
-
-def welch_interval(a: Sample, b: Sample) -> tuple[float, float, float]:
-    """(difference of means, low, high): Welch's t interval at LEVEL; needs two seeds in each arm."""
-    return _interval(a.mean - b.mean, *_welch_se_df(a, b))
-
-
-def t_interval(a: Sample) -> tuple[float, float, float]:
-    """(mean, low, high): the one-sample t interval at LEVEL; needs two seeds."""
-    return _interval(a.mean, *_t_se_df(a))
+def _share(sample: Sample) -> float:
+    total = sample.failed + sample.measured
+    return sample.failed / total if total else 0.0
 
 
 def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float]) -> Comparison:
-    """The claim's quantity from every seed: mean(a) - mean(b), or mean(a) when b is None, judged against `region`.
-    Two arms that both never trained: not testable, whatever their interval."""
+    """The one path: the claim's quantity from the seeds that have it, the failure counts by the exact test, the
+    verdict by the rule in this module's docstring."""
+    grain = max(a.grain, b.grain if b is not None else 0.0)
     estimate = a.mean - (b.mean if b is not None else 0.0)
-    dead = b is not None and a.dead and b.dead
-    if a.n < 2 or (b is not None and b.n < 2):
-        verdict = Verdict.NOT_TESTABLE if dead else Verdict.INCONCLUSIVE
-        return Comparison(metric, a, b, region, estimate, None, None, verdict)
-    se, df = _welch_se_df(a, b) if b is not None else _t_se_df(a)
-    estimate, low, high = _interval(estimate, se, df)
-    verdict = Verdict.NOT_TESTABLE if dead else _region_verdict(low, high, region)
-    needed = seeds_needed(a, b, region) if verdict is Verdict.INCONCLUSIVE else None
-    return Comparison(metric, a, b, region, estimate, low, high, verdict, needed, se, df)
+    base = dict(metric=metric, a=a, b=b, region=region, estimate=estimate, grain=grain)
+    untestable = a.untestable or (b.untestable if b is not None else "")
+    if untestable:
+        return Comparison(**base, low=None, high=None, verdict=Verdict.NOT_TESTABLE, reason=untestable)
+    samples = (a,) if b is None else (a, b)
+    quality, low, high, se, df, reason, needed, p_q = None, None, None, None, None, "", None, 1.0
+    if any(s.measured < 1 for s in samples):
+        reason = "needs >= 2 trained seeds per arm: " + ", ".join(_too_few(s) for s in samples if s.measured < 2)
+    elif any(s.measured < 2 for s in samples):
+        quality = Verdict.INCONCLUSIVE
+        reason = "1 seed" if all(s.n == 1 for s in samples if s.measured < 2) else \
+            ", ".join(_too_few(s) for s in samples if s.measured < 2)  # fmt: skip
+    else:
+        se, df = _se_df(a, b)
+        half = (float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0) + grain
+        low, high = estimate - half, estimate + half
+        if se == 0:
+            quality, reason = Verdict.INCONCLUSIVE, "no spread: every seed alike, a zero-width interval is no verdict"
+        else:
+            quality = region_verdict(low, high, region)
+            p_q = _p_outside(estimate, se, df, grain, region)
+            if quality is Verdict.INCONCLUSIVE:
+                needed = seeds_needed(a, b, region, grain)
+    q = dict(low=low, high=high, se=se, df=df, quality=quality)
+    lo, hi = region
+    if b is None:
+        if a.failed and quality in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
+            return Comparison(**base, **q, verdict=Verdict.INCONCLUSIVE, test=ONE_SAMPLE,
+                              reason=f"{a.failed} of {a.n} seeds {a.failure}")  # fmt: skip
+        if quality is None:
+            return Comparison(**base, **q, verdict=Verdict.NOT_TESTABLE, reason=reason or DEAD)
+        return Comparison(**base, **q, verdict=quality, test=ONE_SAMPLE, reason=reason, seeds_needed=needed,
+                          p_outside=p_q)  # fmt: skip
+    more_a, more_b = _fisher(a, b)
+    if math.isinf(hi):  # a is claimed worse: a failing more supports it
+        p_for, p_against = more_a, more_b
+    elif math.isinf(lo):  # a is claimed no worse: a failing more contradicts it
+        p_for, p_against = more_b, more_a
+    else:
+        p_for, p_against = 1.0, min(more_a, more_b)
+    ran = a.failed + b.failed > 0
+    counts = f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}"
+    if p_against <= ALPHA_ONE_SIDED:
+        return Comparison(**base, **q, verdict=Verdict.DOES_NOT_HOLD, test=FISHER, failures_p=p_against,
+                          p_outside=min(1.0, 2 * p_against), reason=counts)  # fmt: skip
+    if p_for <= ALPHA_ONE_SIDED:
+        return Comparison(**base, **q, verdict=Verdict.HOLDS, test=FISHER, failures_p=p_for, reason=counts)
+    fp = min(p_for, p_against) if ran else None
+    if a.dead and b.dead:
+        return Comparison(**base, **q, verdict=Verdict.NOT_TESTABLE, reason=DEAD, failures_p=fp)
+    if quality is None:
+        why = f"{reason}; {counts} not significant (Fisher one-sided p = {fp:.3g})" if ran else reason
+        return Comparison(**base, **q, verdict=Verdict.INCONCLUSIVE, reason=why, failures_p=fp, test=FISHER)
+    share_a, share_b = _share(a), _share(b)
+    lean_for = (share_a > share_b) if math.isinf(hi) else (share_b > share_a) if math.isinf(lo) else False
+    lean_against = (share_b > share_a) if math.isinf(hi) else (share_a > share_b) if math.isinf(lo) else share_a != share_b
+    test = WELCH + (f"; {FISHER}" if ran else "")
+    if (quality is Verdict.HOLDS and lean_against) or (quality is Verdict.DOES_NOT_HOLD and lean_for):
+        why = f"the trained seeds say {quality.value}, the {counts} lean the other way (Fisher one-sided p = {fp:.3g})"
+        return Comparison(**base, **q, verdict=Verdict.INCONCLUSIVE, test=test, reason=why, failures_p=fp)
+    return Comparison(**base, **q, verdict=quality, test=test, reason=reason, seeds_needed=needed, failures_p=fp,
+                      p_outside=p_q)  # fmt: skip
 
 
-def above(margin: float) -> tuple[float, float]:
-    return (margin, math.inf)
+def t_interval(a: Sample) -> tuple[float, float, float]:
+    """(mean, low, high): the one-sample t interval at LEVEL over the sample's values; needs two."""
+    se, df = _se_df(a, None)
+    half = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0
+    return a.mean, a.mean - half, a.mean + half
 
 
-def below(margin: float) -> tuple[float, float]:
-    return (-math.inf, margin)
+def welch_interval(a: Sample, b: Sample) -> tuple[float, float, float]:
+    """(difference of means, low, high): Welch's t interval at LEVEL; needs two values in each arm."""
+    se, df = _se_df(a, b)
+    half = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0
+    return a.mean - b.mean, a.mean - b.mean - half, a.mean - b.mean + half
 
 
-def within(margin: float) -> tuple[float, float]:
-    return (-margin, margin)
+def compare_counts(metric: str, a: Sample, b: Sample) -> Comparison:
+    """A claim that arm a fails less often than arm b (its `failed` against its `measured` seeds): Fisher's exact
+    test alone, one-sided at 0.025 each way - the same test `compare` reads failure counts with."""
+    base = dict(metric=metric, a=a, b=b, region=(-math.inf, 0.0), estimate=_share(a) - _share(b), low=None, high=None)
+    untestable = a.untestable or b.untestable
+    if untestable:
+        return Comparison(**base, verdict=Verdict.NOT_TESTABLE, reason=untestable)
+    more_a, more_b = _fisher(a, b)
+    counts = f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}"
+    if more_a <= ALPHA_ONE_SIDED:
+        return Comparison(**base, verdict=Verdict.DOES_NOT_HOLD, test=FISHER, failures_p=more_a, reason=counts,
+                          p_outside=min(1.0, 2 * more_a))  # fmt: skip
+    if more_b <= ALPHA_ONE_SIDED:
+        return Comparison(**base, verdict=Verdict.HOLDS, test=FISHER, failures_p=more_b, reason=counts)
+    if a.dead and b.dead:
+        return Comparison(**base, verdict=Verdict.NOT_TESTABLE, reason=DEAD)
+    p = min(more_a, more_b)
+    return Comparison(**base, verdict=Verdict.INCONCLUSIVE, test=FISHER, failures_p=p,
+                      reason=f"{counts} not significant (Fisher one-sided p = {p:.3g})")  # fmt: skip

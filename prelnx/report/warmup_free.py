@@ -1,9 +1,9 @@
 """The warm-up-free benchmark (issue 24): the methods ranked by final valid loss and by updates to a target loss,
 and each method's authors' claims (prelnx/methods.yaml) checked on the same sweep, as typed values.
 
-The ranking: one row per arm (method x optimizer x warm-up x lr), its seeds' final valid losses (fairseq's, bits
-per token) with a diverged seed at the sweep's failure loss (prelnx.report.arms.failure_loss), their mean, sd and
-95 % t interval (prelnx.report.stats), ranked by the mean. The target loss, per optimizer and lr, is the mean final
+The ranking: one row per arm (method x optimizer x warm-up x lr), its trained seeds' final valid losses (fairseq's,
+bits per token; the seeds that failed counted beside them, never given a loss), their mean, sd and 95 % t interval
+(prelnx.report.stats), ranked by the share of failed seeds, then the mean. The target loss, per optimizer and lr, is the mean final
 valid loss of Post-LN with its longest warm-up over its finished seeds: each arm says how many of its seeds reached
 it (k/n) and after how many updates (the first validation at or below it; validations are `eval.every_updates`
 apart, so the count is that coarse). No Post-LN with warm-up at that optimizer and lr: no target.
@@ -22,7 +22,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from prelnx.report.arms import Arm, describe_arm, failure_loss, loss_sample, pick, seed_groups
+import dataclasses
+
+from prelnx.report.arms import Arm, describe_arm, loss_sample, outcome_sample, pick, seed_groups
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
@@ -39,7 +41,7 @@ class RankRow:
     optimizer: str
     warmup: int
     lr: float
-    sample: Sample  # final valid loss per seed, a diverged seed at the failure loss
+    sample: Sample  # final valid loss per trained seed, the failed seeds counted
     low: float | None  # 95 % t interval of the mean; None with one seed
     high: float | None
     target: float | None  # Post-LN with warm-up's mean final valid loss at this optimizer and lr
@@ -95,34 +97,37 @@ def first_update_at(arm: Arm, target: float) -> int | None:
 
 def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -> list[RankRow]:
     """Every arm of the task that trained, ranked by its mean final valid loss (best first)."""
-    failure = failure_loss(arms)
     rows = []
     for (arm_task, layout, optimizer, warmup, lr), group in seed_groups(arms).items():
         group = pick(group)
         if arm_task != task or not group:
             continue
-        sample = loss_sample(describe_arm(group[0]), group, failure)
+        sample = loss_sample(describe_arm(group[0]), group)
         low = high = None
-        if sample.n > 1:
+        if sample.measured > 1:
             _, low, high = t_interval(sample)
         target = target_loss(arms, optimizer, lr)
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
         rows.append(RankRow(layout, names.get(layout, layout), optimizer, warmup, lr, sample, low, high,
                             target, reached))  # fmt: skip
-    return sorted(rows, key=lambda r: (r.sample.mean, r.layout, r.warmup, r.lr))
+    def key(r: RankRow) -> tuple:
+        share = r.sample.failed / max(1, r.sample.failed + r.sample.measured)
+        return (share, r.sample.mean if r.sample.values else math.inf, r.layout, r.warmup, r.lr)
+
+    return sorted(rows, key=key)
 
 
 # The claims. Each check gets the sweep's arms, the method's layout, the claim's spec and the failure loss, and
 # returns its outcome: one case per (optimizer, lr) at which both arms it compares trained.
 
 
-def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float], failure: float,
+def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float], failure: Any = None,
           at_update: float | None = None) -> Case:  # fmt: skip
-    sample_a = loss_sample(describe_arm(a[0]), a, failure, at_update)
-    return Case(label, compare(LOSS, sample_a, loss_sample(describe_arm(b[0]), b, failure), region))
+    sample_a = loss_sample(describe_arm(a[0]), a, at_update=at_update)
+    return Case(label, compare(LOSS, sample_a, loss_sample(describe_arm(b[0]), b), region))
 
 
-def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float,
+def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any,
                  pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str) -> ClaimOutcome:  # fmt: skip
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {needs}")
     for optimizer, lr in _settings(arms, layout):
@@ -138,13 +143,13 @@ def _arm(arms: list[Arm], layout: str, optimizer: str, lr: float, warmup: bool) 
     return pick(arms, layout=layout, optimizer=optimizer, lr=lr, warmup=0)
 
 
-def no_warmup(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def no_warmup(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     return _per_setting(arms, layout, spec, failure,
                         lambda o, lr: (_arm(arms, layout, o, lr, False), _arm(arms, layout, o, lr, True)),
                         f"{layout} both with and without warm-up at one lr")  # fmt: skip
 
 
-def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     """Against Post-LN with warm-up at the same optimizer, or at the claim's `postln_optimizer` (the baseline's
     optimizer as the authors compare, whichever optimizer the method's arm used)."""
     warmup = spec.get("arm", "no_warmup") == "warmup"
@@ -155,31 +160,34 @@ def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: 
                         needs)  # fmt: skip
 
 
-def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     return _per_setting(arms, layout, spec, failure,
                         lambda o, lr: (_arm(arms, layout, o, lr, True), _arm(arms, "pre", o, lr, True)),
                         f"{layout} and Pre-LN, both with warm-up, at one lr")  # fmt: skip
 
 
-def first_updates(arms: list[Arm], target: float) -> tuple[list[int | None], int]:
-    """Each seed's first validation update at or below `target` (None: never), and the update a seed that never
-    reached it counts at: one validation interval past the longest of these runs (the earliest it could have been
-    seen; a lower bound, which can only flatter an arm whose seeds never reached it)."""
-    reached = [first_update_at(a, target) for a in arms]
+def validation_grain(arms: list[Arm]) -> int:
+    """The validation interval of these runs: the largest gap between validations (the first one's update
+    included) - the resolution of any update count read from them."""
     updates = [[int(r.get("num_updates", 0)) for r in a.rows] for a in arms]
     gaps = [b - a for u in updates for a, b in zip(u, u[1:])] + [u[0] for u in updates if u]
-    return reached, max((u[-1] for u in updates if u), default=0) + max(gaps, default=1)
+    return max(gaps, default=0)
 
 
-def _updates_sample(label: str, reached: list[int | None], never: int) -> Sample:
-    return Sample(label, tuple(float(never if u is None else u) for u in reached), sum(u is None for u in reached))
+def updates_sample(label: str, group: list[Arm], target: float, grain: int) -> Sample:
+    """Each trained seed's first validation update at or below `target`; a seed that never reached it, failed to
+    train or diverged is counted as a failure (never given an update count it did not reach)."""
+    reached = lambda arm: (u, u) if (u := first_update_at(arm, target)) is not None else None  # noqa: E731
+    sample = outcome_sample(label, group, reached, failure="did not reach the target")
+    return dataclasses.replace(sample, grain=float(grain))
 
 
-def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     """Updates to a fixed target loss (methods.yaml's `target_loss_bits`, stated before the runs), as ReZero's paper
     measures "56 % faster to 1.2 BPB": the method without warm-up minus Post-LN with warm-up, per seed the first
-    validation at or below the target, against `margin_updates`. Premise: Post-LN with warm-up reaches the target
-    (in no seed: not testable; in some: a "does not hold" is only inconclusive)."""
+    validation at or below the target, against `margin_updates`, the interval widened by the validation grain.
+    Premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: a "does not hold" is only
+    inconclusive)."""
     target = float(spec["target_loss_bits"])
     metric = f"updates to valid loss {target:g} bits"
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} without warm-up and "
@@ -188,32 +196,32 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any], failure
         method, post = _arm(arms, layout, optimizer, lr, False), _arm(arms, "post", optimizer, lr, True)
         if not method or not post:
             continue
-        reached, never = first_updates(method + post, target)
-        a = _updates_sample(describe_arm(method[0]), reached[: len(method)], never)
-        b = _updates_sample(describe_arm(post[0]), reached[len(method):], never)
+        grain = validation_grain(method + post)
+        a = updates_sample(describe_arm(method[0]), method, target, grain)
+        b = updates_sample(describe_arm(post[0]), post, target, grain)
         comparison = compare(metric, a, b, below(spec["margin_updates"]))
-        label = f"{optimizer} lr {lr:g}, updates to {target:g} bits"
-        outcome.cases.append(Case(label, comparison, _reaches_target(b, target, never)))
-        if not a.failed and not b.failed:
+        label = f"{optimizer} lr {lr:g}, updates to {target:g} bits (validations every {grain} updates)"
+        outcome.cases.append(Case(label, comparison, _reaches_target(b, target)))
+        if a.values and b.values and not a.failed and not b.failed:
             outcome.notes.append(f"{optimizer} lr {lr:g}: Post-LN's mean updates to {target:g} bits / "
                                  f"{describe_arm(method[0])}'s = {b.mean / a.mean:.2f} (the paper: 1.56)")  # fmt: skip
     return outcome
 
 
-def _reaches_target(post: Sample, target: float, never: int) -> Premise:
+def _reaches_target(post: Sample, target: float) -> Premise:
     statement = f"Post-LN with warm-up reaches the target valid loss ({target:g} bits)"
-    note = f"{post.n - post.failed}/{post.n} seeds reached it (a seed that did not counts at update {never})"
-    state = (PremiseState.FAILED if post.failed == post.n else
+    note = f"{post.measured}/{post.n} seeds reached it"
+    state = (PremiseState.FAILED if not post.measured else
              PremiseState.UNSETTLED if post.failed else PremiseState.MET)  # fmt: skip
     return Premise(statement, state, note)
 
 
-def trains_deeper(arms: list[Arm], layout: str, spec: dict[str, Any], failure: float) -> ClaimOutcome:
+def trains_deeper(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     return not_measured(spec["id"], "not measured: this report compares arms at one depth (the sweep's arms are "
                         "grouped by layout, warm-up and lr); depth is what the claim is about")  # fmt: skip
 
 
-CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], float], ClaimOutcome]] = {
+CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], Any], ClaimOutcome]] = {
     "no_warmup": no_warmup,
     "matches_postln": matches_postln,
     "beats_preln": beats_preln,
@@ -225,6 +233,6 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], float], ClaimOutcome
 def check_methods(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:
     """Each method of the sweep with claims, its claims' outcomes (methods.yaml order)."""
     translation = [a for a in arms if a.task == "translation"]
-    failure, layouts = failure_loss(translation), {a.layout for a in translation}
+    failure, layouts = None, {a.layout for a in translation}
     return [MethodClaims(m, {c["id"]: CHECKS[c["kind"]](translation, m["layout"], c, failure) for c in m["claims"]})
             for m in methods if m["claims"] and m["layout"] in layouts]  # fmt: skip

@@ -29,14 +29,18 @@ class Sweep:
         name = f"{layout}_{optimizer}_w{warmup}_lr{lr:g}_s{seed}"
         run = self.folder / name
         run.mkdir()
+        # a config the run-dir reader accepts (prelnx.records.run_config): a stop, the language model's preset
         config = {"task": self.task, "model": {"layout": layout}, "optimizer": {"name": optimizer, "lr": lr},
-                  "schedule": {"warmup_updates": warmup}, "train": {"seed": seed},
+                  "schedule": {"warmup_updates": warmup}, "train": {"seed": seed, "max_epoch": max(1, len(losses))},
                   "data": {"path": str(self.data) if self.data else None, "target_lang": "en"}}
+        if self.task == "language_model":
+            config["model"]["arch"] = "transformer_lm"
+            config["data"].pop("target_lang")
         (run / "config.yaml").write_text(yaml.safe_dump(config))
         rows = [{"epoch": i + 1, "num_updates": every * (i + 1), "valid_loss": loss, "valid_bleu": max(0.0, 10 - loss),
                  "valid_nll_loss": (nll[i] if nll else loss - 0.3)} for i, loss in enumerate(losses)]
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        update = rows[-1]["num_updates"] if rows else 0
+        update = rows[-1]["num_updates"] if rows else (every // 2 if status == "diverged" else 0)
         (run / "status.json").write_text(json.dumps({"status": status, "update": update, "reason": ""}))
         self.points.append({"name": name, "overrides": {"model.layout": layout, "optimizer.name": optimizer,
                             "schedule.warmup_updates": warmup, "optimizer.lr": lr, "train.seed": seed}})

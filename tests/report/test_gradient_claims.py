@@ -31,7 +31,7 @@ def write_study(folder, models):
                         norm = 0.7 + 1.25 * up
                     else:  # last / first 0.67; the last layer's falls like sqrt(1 / depth)
                         norm = (1.8 - 0.6 * up) * (2 / depth) ** 0.5
-                    norm *= 1 + 0.01 * seed * (layer == depth)  # seed noise on the last layer
+                    norm *= 1 + 0.01 * seed * (layer == depth) * depth / 6  # seed noise on the last layer
                     for weight in ("W1", "W2"):
                         rows.append({"layout": layout, "depth": depth, "seed": seed, "side": "decoder",
                                      "layer": layer, "weight": weight, "grad_norm": norm})  # fmt: skip
