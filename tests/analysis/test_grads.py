@@ -20,6 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from prelnx.analysis.grads import CSV_COLUMNS, ModelSpec, Worker, model_variant, read_grads_csv
+from prelnx.commands.errors import handled
 from prelnx.commands.grads import grads_command
 from prelnx.config.load import load_config
 from prelnx.launch.inprocess import build_task_and_model
@@ -40,7 +41,7 @@ TOKENS = 512
 
 def cli() -> typer.Typer:
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command("grads")(grads_command)
+    app.command("grads")(handled(grads_command))  # with the one error handler, as prelnx/cli.py registers it
 
     @app.callback()
     def _group() -> None:
@@ -233,7 +234,7 @@ def test_a_file_that_is_no_checkpoint_is_a_clear_error(small_config, tmp_path):
 
 def test_quick_preset_and_explicit_options(small_config, tmp_path):
     result = runner.invoke(cli(), ["grads", "--config", str(small_config), "--out", str(tmp_path), "--quick",
-                                   "--depths", "2", "--seeds", "1", "--workers", "1"])  # fmt: skip
+                                   "--depths", "2", "--seeds", "1", "--jobs", "1"])  # fmt: skip
     assert result.exit_code == 0, result.output
     settings = json.loads((tmp_path / "grads_summary.json").read_text())["settings"]
     assert settings["max_tokens"] == 1024 and settings["batches"] == 1  # from --quick

@@ -17,6 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 from prelnx.analysis.theory import TheorySettings, hidden_state_norms, layernorm_jacobian_norms, run_theory
+from prelnx.commands.errors import handled
 from prelnx.commands.theory import theory_command
 
 runner = CliRunner()
@@ -59,13 +60,13 @@ def test_post_and_pre_share_the_draws_of_a_seed():
 
 def test_command_writes_tables_and_plots(tmp_path):
     app = typer.Typer(add_completion=False)
-    app.command("theory")(theory_command)
+    app.command("theory")(handled(theory_command))  # with the one error handler, as prelnx/cli.py registers it
 
     @app.callback()
     def _group() -> None:
         """The command under test."""
 
-    result = runner.invoke(app, ["theory", "--d", "128", "--layers", "4", "--seeds", "3", "--out", str(tmp_path)])
+    result = runner.invoke(app, ["theory", "--hidden-size", "128", "--layers", "4", "--seeds", "3", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "Pre-LN" in result.output and "sqrt(d)/||x||" in result.output
     for name in ("theory_hidden.csv", "theory_layernorm.csv", "theory_summary.json", "theory_hidden.png", "theory_layernorm.png"):
@@ -73,7 +74,7 @@ def test_command_writes_tables_and_plots(tmp_path):
     assert len((tmp_path / "theory_hidden.csv").read_text().splitlines()) == 1 + 3 * 4
     assert json.loads((tmp_path / "theory_summary.json").read_text())["d"] == 128
 
-    bad = runner.invoke(app, ["theory", "--d", "1", "--out", str(tmp_path / "bad")])
+    bad = runner.invoke(app, ["theory", "--hidden-size", "1", "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "error: " in bad.output and "Traceback" not in bad.output
     bad = runner.invoke(app, ["theory", "--scales", "1,x"])
     assert bad.exit_code == 2 and "--scales" in bad.output
