@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prelnx.config.errors import Refusal
 from prelnx.records.checkpoints import epoch_checkpoints  # noqa: F401  (re-exported for evaluate)
 
 
-class CheckpointError(ValueError):
+class CheckpointError(Refusal):
     pass
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
+from prelnx.config.errors import Refusal
 from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_checkpoints
 from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
@@ -16,6 +17,7 @@ from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import use_cuda
 from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
+from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import read_run_config
 from prelnx.records.status import read_status
 
@@ -24,7 +26,7 @@ from prelnx.records.status import read_status
 NO_DETOKENIZER = {"synthetic"}
 
 
-class EvaluationError(ValueError):
+class EvaluationError(Refusal):
     pass
 
 
@@ -64,7 +66,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None,
     if not path.is_file():
         recorded = read_status(run_dir) or {}
         trained_none = not any(checkpoints.glob("checkpoint*.pt"))
-        if checkpoint in named and recorded.get("status") in ("diverged", "failed") and trained_none:
+        if checkpoint in named and RunStatus.of(recorded) in (RunStatus.DIVERGED, RunStatus.FAILED) and trained_none:
             raise EvaluationError(f"{run_dir}: the run {recorded['status']} at update {recorded.get('update', 0)} "
                                   f"({recorded.get('reason') or 'see its train.log'}) before its first checkpoint: it "
                                   f"has no model to evaluate")  # fmt: skip

@@ -15,12 +15,13 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config, check_values
 from prelnx.records.checkpoints import CHECKPOINT_NAMES, checkpoint_info, update_checkpoints
 from prelnx.records.run_config import RunConfigError, read_run_config
 
 
-class FinetunePlanError(ValueError):
+class FinetunePlanError(Refusal):
     """The pre-trained run or a checkpoint cannot be fine-tuned; the message says which and why."""
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.finetune.summary import summarize, write_summary
+from prelnx.records.outcome import RunStatus
 
 
 def take_snapshot(run: Any) -> None:
@@ -32,10 +33,10 @@ def take_snapshot(run: Any) -> None:
 
 def run_all(runs: list[Any], folder: Path, echo: Callable[[str], None] = print) -> int:
     """Train every fine-tuning not yet finished; write the summary; 0 when all finished, else 1."""
-    from prelnx.records.lock import RunLocked
     from prelnx.launch.local import train
+    from prelnx.records.lock import RunLocked
 
-    statuses = []
+    statuses: list[RunStatus] = []
     for index, run in enumerate(runs, 1):
         take_snapshot(run)
         echo(f"fine-tuning {index}/{len(runs)}: {run.checkpoint.name}, seed {run.seed} -> {run.run_dir}")
@@ -43,8 +44,8 @@ def run_all(runs: list[Any], folder: Path, echo: Callable[[str], None] = print) 
             statuses.append(train(run.config, run_dir=run.run_dir, echo=echo).status)
         except RunLocked as error:
             echo(f"skipped: {error}")
-            statuses.append("busy")
+            statuses.append(RunStatus.ELSEWHERE)
     summary = write_summary(folder, summarize(runs))
     echo(summary.read_text().rstrip())
     echo(f"summary: {summary}")
-    return 0 if all(status == "finished" for status in statuses) else 1
+    return 0 if all(status is RunStatus.FINISHED for status in statuses) else 1

@@ -15,7 +15,8 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.records.metrics import read_metrics
-from prelnx.records.status import read_status
+from prelnx.records.outcome import RunStatus
+from prelnx.records.status import recorded_status
 
 
 def mean_interval(values: list[float], level: float = 0.95) -> tuple[float | None, float | None]:
@@ -44,8 +45,9 @@ def summarize(runs: list[Any]) -> list[dict[str, Any]]:
     for (checkpoint, update), group in by_checkpoint.items():
         seeds = {}
         for run in group:
-            status = (read_status(run.run_dir) or {}).get("status", "not run")
-            seeds[run.seed] = {"status": status, "accuracy": best_accuracy(run.run_dir) if status == "finished" else None}
+            status = recorded_status(run.run_dir)
+            seeds[run.seed] = {"status": status.value,
+                               "accuracy": best_accuracy(run.run_dir) if status is RunStatus.FINISHED else None}
         accuracies = [s["accuracy"] for s in seeds.values() if s["accuracy"] is not None]
         mean, half = mean_interval(accuracies)
         entries.append({"checkpoint": str(checkpoint), "pretrain_update": update,

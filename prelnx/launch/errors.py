@@ -1,18 +1,20 @@
-"""The refusals that stop a run before it trains, and the one mapping of them to a message and an exit code
-(used by `prelnx train`, `prelnx finetune` and rank 0 of a Slurm job)."""
+"""The refusals that stop a run before it trains (config/errors.py's Refusal, each with its exit code), and what
+rank 0 of a Slurm job reports of an error (its message and exit code, as `prelnx train` would exit; commands/errors.py
+is the one handler of the commands)."""
 
 from __future__ import annotations
 
 from prelnx.atomic import io_reason
-from prelnx.config.load import ConfigError
+from prelnx.config.errors import Refusal
 from prelnx.data.check import DataDamaged
+from prelnx.data.errors import DataError
 from prelnx.plan.data import DataNotReady
-from prelnx.records.checkpoints import CheckpointRefused
+from prelnx.plan.parallel import BatchError
 from prelnx.records.lock import RunLocked
 from prelnx.records.status import EXIT_BUSY
 
 
-class RunConflict(ValueError):
+class RunConflict(Refusal):
     """The run dir holds a different run; the message says how to proceed."""
 
 
@@ -20,7 +22,7 @@ class RunIOError(OSError):
     """The run dir could not be written (full disk, permissions); the message names the path."""
 
 
-class SlurmUnavailable(RuntimeError):
+class SlurmUnavailable(Refusal):
     """The job could not be submitted (no Slurm here, or sbatch refused it); the message has Slurm's words."""
 
 
@@ -32,8 +34,9 @@ def error_exit(error: BaseException) -> tuple[str, int] | None:
         return str(error.strerror), 1
     if isinstance(error, OSError):  # e.g. --run-dir under a file
         return io_reason(error), 1
-    if isinstance(error, (ConfigError, DataNotReady, DataDamaged, CheckpointRefused, RunConflict, ValueError,
-                          SlurmUnavailable)):  # fmt: skip
+    if isinstance(error, Refusal):
+        return str(error), error.exit_code
+    if isinstance(error, (DataNotReady, DataDamaged, DataError, BatchError)):  # the folders' own refusals, not bugs
         return str(error), 2
-    return None
+    return None  # a bug: raised, its traceback in the job's log
 

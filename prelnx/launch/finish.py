@@ -14,7 +14,7 @@ from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
 from prelnx.records.diagnostics import reconcile_diagnostics
 from prelnx.records.grain import Grain
-from prelnx.records.outcome import Failure, Outcome, io_failure
+from prelnx.records.outcome import Failure, Outcome, RunStatus, io_failure
 from prelnx.records.reconcile import LOG_NAME, reconcile_run
 from prelnx.records.results import best_and_final
 from prelnx.records.rows import Row
@@ -44,8 +44,8 @@ def finish(plan: RunPlan, watch: Watch, outcome: Outcome, hparams: dict[str, Any
     rows, diagnostics = watch.rows, watch.diagnostics
     try:
         if unreadable:  # nothing to reconcile against: keep what was seen, and do not call the run finished
-            if outcome.status == "finished":
-                outcome = Outcome("interrupted", outcome.update, Failure.UNREADABLE_CHECKPOINT, detail=unreadable)
+            if outcome.status is RunStatus.FINISHED:
+                outcome = Outcome(RunStatus.INTERRUPTED, outcome.update, Failure.UNREADABLE_CHECKPOINT, detail=unreadable)
         else:
             reconciled = reconcile_run(run_dir, watch.grain, grain.stride(plan.config), watch.rows, info)
             rows = reconciled.rows
@@ -53,19 +53,19 @@ def finish(plan: RunPlan, watch: Watch, outcome: Outcome, hparams: dict[str, Any
                 extra["lost_validations" if watch.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
             # a diverged run is never resumed: its diagnostics up to the divergence stay (records/diagnostics.py)
             upto = info.update if info else 0
-            if outcome.status == "diverged":  # this attempt's rows, which may run a little past its last progress line
+            if outcome.status is RunStatus.DIVERGED:  # this attempt's rows, which may run a little past its last progress line
                 upto = max([upto, outcome.update] + [row["num_updates"] for row in watch.diagnostics or []])
             kept = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, upto)
             diagnostics = kept if diagnostics is not None or kept else None
         rebuild(run_dir, rows, hparams, best_and_final(rows), watch.grain, diagnostics)
     except OSError as error:
         rows = watch.rows
-        if not (outcome.status == "failed" and outcome.failure is Failure.DISK_FULL):  # keep fairseq's own path
+        if not (outcome.status is RunStatus.FAILED and outcome.failure is Failure.DISK_FULL):  # keep fairseq's own path
             kind, detail = io_failure(error, run_dir)
-            outcome = Outcome("failed", outcome.update, kind, detail=detail)
+            outcome = Outcome(RunStatus.FAILED, outcome.update, kind, detail=detail)
     if info is not None:
         extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
-        update = info.update if outcome.status == "finished" else max(outcome.update, info.update)
+        update = info.update if outcome.status is RunStatus.FINISHED else max(outcome.update, info.update)
         outcome = dataclasses.replace(outcome, update=update)
     try:
         write_status(run_dir, outcome.status, update=outcome.update, **outcome.record(),

@@ -41,7 +41,7 @@ from prelnx.records.diagnostics import reconcile_diagnostics
 from prelnx.records.identity import BUDGET_KEYS, Difference, hparams_of, saved_differences
 from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
-from prelnx.records.outcome import Outcome
+from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
 from prelnx.records.run_config import has_config, write_run_config
 from prelnx.records.status import EXIT_CODES, read_status, write_status
@@ -53,7 +53,7 @@ class RunResult:
     outcome: Outcome
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         return self.outcome.status
 
     @property
@@ -79,8 +79,8 @@ class Existing:
     @property
     def done(self) -> bool:
         """Nothing to train: finished (and not extended) or diverged."""
-        state = (self.status or {}).get("status")
-        return state == "diverged" or (state == "finished" and not self.extended)
+        state = RunStatus.of(self.status)
+        return state.done and not (state is RunStatus.FINISHED and self.extended)
 
 
 def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
@@ -176,7 +176,7 @@ def train(
         existing = check_run_dir(run_dir, plan.config, force)  # again, now that no one else can change it
         if existing.done and existing.status is not None:
             recorded = existing.status
-            outcome = Outcome(recorded["status"], int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
+            outcome = Outcome(RunStatus.of(recorded), int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
             listener(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
                           f"it again"))  # fmt: skip
             return RunResult(run_dir, outcome)
@@ -213,7 +213,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
         write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
         reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
         diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
-        write_status(run_dir, "running", update=start.update if start else 0,
+        write_status(run_dir, RunStatus.RUNNING, update=start.update if start else 0,
                      **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
     except OSError as error:
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
@@ -226,7 +226,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
             listener(Note(line))
         listener(Note(f"{run_dir}: the last checkpoint (epoch {start.epoch}, update {start.update}) already holds "
                       f"the whole budget; recorded finished without training more"))  # fmt: skip
-        return _ended(run_dir, finish(plan, watch, Outcome("finished", start.update), hparams, listener), listener)
+        return _ended(run_dir, finish(plan, watch, Outcome(RunStatus.FINISHED, start.update), hparams, listener), listener)
     listener(Started(config, plan.data, run_dir, log_path, (start.epoch, start.update) if start else None))
     for line in notes + reconciled.describe():
         listener(Note(line))

@@ -21,6 +21,7 @@ from prelnx.launch.prepare import ensure_data
 from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, submitit_folder, task_config, task_env
 from prelnx.plan.launch import plan_run
 from prelnx.records.lock import RunLocked, is_locked
+from prelnx.records.outcome import RunStatus
 from prelnx.records.status import EXIT_CODES
 
 UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
@@ -69,14 +70,18 @@ def _progress(line: str) -> bool:
     return bool(line.strip()) and not line.startswith("submitit ")
 
 
-def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 2.0) -> tuple[str, int]:
-    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job."""
+def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 1.0,
+           watcher: Any = None) -> tuple[str, int]:  # fmt: skip
+    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job.
+    The job's state comes from the one watcher (launch/slurm_watch.py), which asks Slurm at its own pace."""
+    from prelnx.launch.slurm_watch import WATCHER
+
+    watcher = watcher or WATCHER
     tail = LogTail(Path(job.task(0).paths.stdout))
-    last_state, unanswered = "", 0
-    found = slurm_queue.Poll(None)
+    last_state = ""
     try:
         while True:
-            found = slurm_queue.poll(job.job_id)  # before the log's new lines, which it may explain (running)
+            found = watcher.look(job.job_id)  # before the log's new lines, which it may explain (running)
             if not found.active:
                 break
             if found.state != last_state and found.state in ("PENDING", "RUNNING", "REQUEUED"):
@@ -85,8 +90,7 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
                 last_state = found.state
             for line in filter(_progress, tail.lines()):
                 echo(line)
-            unanswered = unanswered + 1 if found.state == slurm_queue.UNKNOWN else 0
-            if unanswered * poll_s > UNANSWERED_S:
+            if watcher.unanswered_s() > UNANSWERED_S:
                 return (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still "
                         f"run (see squeue; logs in {Path(job.paths.folder)})", 1)  # fmt: skip
             if found.never_starts:
@@ -98,8 +102,8 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
             time.sleep(poll_s)
     except KeyboardInterrupt:
         slurm_queue.cancel(job.job_id)
-        return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES["interrupted"]
-    time.sleep(1.0)  # the last lines of the log
+        return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES[RunStatus.INTERRUPTED]
+    time.sleep(poll_s)  # the last lines of the log
     for line in filter(_progress, tail.lines()):
         echo(line)
     return outcome(job, found.state)
@@ -114,7 +118,7 @@ def outcome(job: Any, state: str | None) -> tuple[str, int]:
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
             return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
         return "", int(result["exit_code"])
-    how = f"ended ({state.lower()})" if state else "left Slurm's queue"
+    how = f"ended ({state.lower()})" if state not in (None, slurm_queue.ENDED) else "left Slurm's queue"
     why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "
            f"same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
     return why, 1
@@ -129,9 +133,13 @@ def last_error(trace: str) -> str:
 
 def active_job(run_dir: Path) -> str | None:
     """The Slurm job of this run dir that has not ended (its submitit folder names every job submitted for it)."""
+    from prelnx.launch.slurm_watch import WATCHER
+
     folder = submitit_folder(run_dir)
     ids = sorted((p.name for p in folder.iterdir() if p.name.isdigit()), key=int, reverse=True) if folder.is_dir() else []
-    return next((job_id for job_id in ids if slurm_queue.poll(job_id).active), None)
+    for job_id in ids:
+        WATCHER.register_job(job_id)  # then one squeue call for all of them
+    return next((job_id for job_id in ids if WATCHER.look(job_id).active), None)
 
 
 def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,

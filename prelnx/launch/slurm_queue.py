@@ -1,17 +1,16 @@
-"""Slurm's queue, asked in one place: what a job asks for (submitit's parameters), and polling a job — telling one
-that can never start from one that waits its turn. Used by `prelnx train --executor slurm` and by Slurm sweeps.
+"""Slurm, asked in one place: what a job asks for (submitit's parameters, the partition's CPUs), which of squeue's
+states and reasons mean a job is still on its way or can never start, and cancelling it. Used by `prelnx train
+--executor slurm` and by Slurm sweeps; the one watcher of their jobs is launch/slurm_watch.py.
 
 Defaults fit the partition (`sinfo`): CPUs per run (or per task of `prelnx train --executor slurm`) = the
 partition's CPUs per node shared by the tasks of a node, up to 8; memory only when asked (`--mem-gb-per-run`,
-`--mem-gb`). While the sweep waits, `squeue`'s reason for each pending job is read: a reason that means the
-request can never be met (the partition's limits, an invalid account, ...) cancels the job and records the run
-as failed with the reason, instead of waiting forever in silence.
+`--mem-gb`). A pending job whose reason means the request can never be met (the partition's limits, an invalid
+account, ...) is cancelled and reported with the reason, instead of waited for in silence.
 """
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from typing import Any
 
 # squeue reasons that no amount of waiting changes (Slurm's documentation of job reason codes).
@@ -49,23 +48,13 @@ def default_cpus_per_run(partition: str | None, tasks_per_node: int = 1) -> int:
     return max(1, min(8, cpus // tasks_per_node)) if cpus else 8
 
 
-UNKNOWN = "UNKNOWN"  # squeue did not answer (the controller busy, a timeout): not a reason to think the job ended
-
-
-def job_state(job_id: str) -> tuple[str, str] | None:
-    """squeue's (state, reason) of a job; None once Slurm no longer lists it; (UNKNOWN, "") if squeue fails."""
-    out = _run(["squeue", "-h", "-j", str(job_id), "-o", "%T|%r"])
-    if out is None:
-        return UNKNOWN, ""
-    if not out.strip():
-        return None
-    state, _, reason = out.strip().splitlines()[0].partition("|")
-    return state, reason
+UNKNOWN = "UNKNOWN"  # squeue has not answered yet (the controller busy, a timeout): not a reason to think the job ended
+ENDED = "ENDED"  # squeue no longer lists the job: it ended (how, Slurm no longer says)
 
 
 # squeue states of a job that has not ended (a requeued job passes through REQUEUED and PENDING again)
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING",
-          "SUSPENDED", "STAGE_OUT", "SIGNALING", "RESV_DEL_HOLD", UNKNOWN}  # fmt: skip
+          "SUSPENDED", "STAGE_OUT", "SIGNALING", "RESV_DEL_HOLD", "PREEMPTED", UNKNOWN}  # fmt: skip
 
 
 def never_starts(reason: str | None) -> bool:
@@ -74,28 +63,6 @@ def never_starts(reason: str | None) -> bool:
 
 def cancel(job_id: str) -> None:
     _run(["scancel", str(job_id)])
-
-
-@dataclass(frozen=True)
-class Poll:
-    """One look at a job in Slurm's queue."""
-
-    state: str | None  # squeue's state; None once Slurm no longer lists the job; UNKNOWN when squeue failed
-    reason: str = ""
-
-    @property
-    def active(self) -> bool:
-        return self.state in ACTIVE
-
-    @property
-    def never_starts(self) -> bool:
-        return self.state == "PENDING" and never_starts(self.reason)
-
-
-def poll(job_id: str) -> Poll:
-    """The job's state now (the one way both `prelnx train --executor slurm` and Slurm sweeps look)."""
-    found = job_state(job_id)
-    return Poll(None) if found is None else Poll(*found)
 
 
 def submitit_parameters(name: str, *, cpus_per_task: int, time_min: int, nodes: int = 1, tasks_per_node: int = 1,

@@ -39,7 +39,7 @@ GRACE_S = 30  # how long the other ranks' fairseq may outlive rank 0's task (it 
 
 @dataclass(frozen=True)
 class SlurmRequest:
-    """What the job asks of Slurm."""
+    """What a job asks of Slurm: `prelnx train --executor slurm`'s one job, or each run's job of a Slurm sweep."""
 
     nodes: int
     tasks_per_node: int
@@ -48,13 +48,15 @@ class SlurmRequest:
     mem_gb: int | None = None  # per node
     time_min: int = DEFAULT_TIME_MIN
     partition: str | None = None
+    array_parallelism: int | None = None  # a sweep's job array: how many of its jobs may run at once
 
     def parameters(self, name: str) -> dict[str, Any]:
-        """submitit's parameters of the job."""
+        """submitit's parameters of the job (of each job of a sweep's array)."""
         return slurm_queue.submitit_parameters(name, nodes=self.nodes, tasks_per_node=self.tasks_per_node,
                                                cpus_per_task=self.cpus_per_task, time_min=self.time_min,
                                                gpus_per_node=self.gpus_per_node, mem_gb=self.mem_gb,
-                                               partition=self.partition)  # fmt: skip
+                                               partition=self.partition,
+                                               array_parallelism=self.array_parallelism)  # fmt: skip
 
     def describe(self) -> str:
         text = (f"{self.nodes} node(s) x {self.tasks_per_node} task(s), {self.cpus_per_task} CPU(s) per task"

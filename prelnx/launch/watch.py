@@ -20,7 +20,7 @@ from prelnx.launch.events import Listener, Progress, RowDone
 from prelnx.records.diagnostics import append_diagnostics, parse_diagnostics
 from prelnx.records.grain import Grain
 from prelnx.records.metrics import write_metrics
-from prelnx.records.outcome import Divergence, Failure, Outcome, Signal, io_failure
+from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
 from prelnx.records.rows import Row, is_bad_loss, parse_record, row_builder
 from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
@@ -137,7 +137,7 @@ class Watch:
             if self.tensorboard is not None:
                 self.tensorboard.row(row)
             self.listener(RowDone(row, self.grain))
-        write_status(self.run_dir, "running", update=self.builder.last_update)
+        write_status(self.run_dir, RunStatus.RUNNING, update=self.builder.last_update)
 
     def _diagnostics(self, row: dict[str, Any]) -> None:
         self.diagnostics = [r for r in self.diagnostics or [] if r["num_updates"] != row["num_updates"]] + [row]
@@ -149,22 +149,22 @@ class Watch:
         """How the attempt ended, once the child has exited."""
         update = max(self.builder.last_update, crash_update or 0)
         if self.io_failed:
-            return Outcome("failed", update, self.io_failed[0], detail=self.io_failed[1])
+            return Outcome(RunStatus.FAILED, update, self.io_failed[0], detail=self.io_failed[1])
         if self.divergence:
-            return Outcome("diverged", update, divergence=self.divergence)
+            return Outcome(RunStatus.DIVERGED, update, divergence=self.divergence)
         if self.stopped or returncode in STOP_CODES:
-            return Outcome("interrupted", update, Failure.STOPPED)
+            return Outcome(RunStatus.INTERRUPTED, update, Failure.STOPPED)
         if returncode == 0:
-            return Outcome("finished", update)
+            return Outcome(RunStatus.FINISHED, update)
         if self.done_training:  # e.g. a C++ abort while the interpreter shuts down, after the last save
-            return Outcome("finished", update, Failure.FINISHED_THEN_CRASHED,
+            return Outcome(RunStatus.FINISHED, update, Failure.FINISHED_THEN_CRASHED,
                            detail=f"code {returncode}: {self.last_error()}")  # fmt: skip
         if self.fairseq_nan:
-            return Outcome("diverged", update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
+            return Outcome(RunStatus.DIVERGED, update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
         disk = self.disk_full()
         if disk is not None:
-            return Outcome("failed", update, Failure.DISK_FULL, detail=disk)
-        return Outcome("failed", update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
+            return Outcome(RunStatus.FAILED, update, Failure.DISK_FULL, detail=disk)
+        return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
 
     def last_error(self) -> str:
         """The exception a worker raised (not torchrun's summary banner), which worker torchrun saw die and how, else

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 
 RUNS = Path("runs")
@@ -24,15 +25,15 @@ def default_run_dir(config: Config, runs_root: Path = RUNS) -> Path:
 def sweep_dir(name: str, runs_root: Path = RUNS) -> Path:
     """runs/<sweep name>; runs/train/ is refused (it holds single trainings)."""
     if Path(name).parts[:1] == (TRAININGS,):
-        raise ValueError(f"sweep name {name!r}: runs/{TRAININGS}/ holds single trainings (prelnx train); name the "
+        raise Refusal(f"sweep name {name!r}: runs/{TRAININGS}/ holds single trainings (prelnx train); name the "
                          f"sweep otherwise (--name) or give --out")  # fmt: skip
     return runs_subdir(name, runs_root)
 
 
 def runs_subdir(name: str, runs_root: Path = RUNS) -> Path:
-    """runs_root/name, for a run's or a sweep's name; ValueError for a name that would leave runs_root."""
+    """runs_root/name, for a run's or a sweep's name; Refusal for a name that would leave runs_root."""
     parts = Path(name).parts
     if Path(name).is_absolute() or ".." in parts or "\\" in name or not parts:
-        raise ValueError(f"name: {name!r} would put the run outside {runs_root}/; use a plain name "
+        raise Refusal(f"name: {name!r} would put the run outside {runs_root}/; use a plain name "
                          f"(letters, digits, - _ . and / for subfolders) or give --run-dir explicitly")  # fmt: skip
     return runs_root / name

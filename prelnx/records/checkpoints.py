@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from prelnx.config.errors import Refusal
 from prelnx.plugin_path import PLUGIN_DIR
 
 
-class CheckpointRefused(ValueError):
+class CheckpointRefused(Refusal):
     """A checkpoint safe loading will not load (it pickles a forbidden global); the message names both."""
 
 
-class CheckpointDamaged(ValueError):
+class CheckpointDamaged(Refusal):
     """A checkpoint that cannot be read (truncated, not a checkpoint)."""
 
 

@@ -1,5 +1,5 @@
-"""How an attempt at a run ended, as values: the status, the update reached, the kind of failure, the divergence
-and where it was seen. `reason()` renders the one sentence status.json and the console show; no code decides
+"""How an attempt at a run ended, as values: the status (RunStatus: every status a run is reported in, and which
+of them are done), the update reached, the kind of failure, the divergence and where it was seen. `reason()` renders the one sentence status.json and the console show; no code decides
 anything from that sentence (rewording it changes no recorded status or update).
 """
 
@@ -9,11 +9,36 @@ import enum
 import errno
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from prelnx.atomic import io_reason
 
-Status = Literal["running", "finished", "diverged", "failed", "interrupted"]
+
+class RunStatus(enum.StrEnum):
+    """A run's status: status.json's `status` (the first five), and what a reader reports of a run without one."""
+
+    RUNNING = "running"  # a training is (or was, when it was killed) under way
+    FINISHED = "finished"  # trained its budget
+    DIVERGED = "diverged"  # stopped on a divergence (records the update): a result, not a failure to train
+    FAILED = "failed"  # stopped by an error (Failure says which); a re-run resumes it
+    INTERRUPTED = "interrupted"  # stopped by the user or a scheduler; a re-run resumes it
+    PENDING = "pending"  # no status.json yet: never started
+    ELSEWHERE = "running elsewhere"  # a sweep's: another process holds the run dir, so this sweep left it alone
+
+    @property
+    def done(self) -> bool:
+        """Nothing is left to train: re-running skips it and its results stand (finished, or diverged)."""
+        return self in DONE
+
+    @classmethod
+    def of(cls, record: dict[str, object] | None) -> RunStatus:
+        """The status of a status.json record (read_status); PENDING for none, or one no prelnx wrote."""
+        try:
+            return cls(str((record or {}).get("status", cls.PENDING)))
+        except ValueError:
+            return cls.PENDING
+
+
+DONE = frozenset({RunStatus.FINISHED, RunStatus.DIVERGED})
 
 
 class Failure(enum.Enum):
@@ -45,11 +70,14 @@ class Divergence:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: Status
+    status: RunStatus
     update: int  # the last update trained
     failure: Failure | None = None
     divergence: Divergence | None = None
     detail: str = ""  # for people only: the path of an I/O failure, fairseq's last error line
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", RunStatus(self.status))  # "finished" is taken as RunStatus.FINISHED
 
     def reason(self) -> str:
         return render_reason(self)

@@ -8,7 +8,9 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from prelnx.config.errors import Refusal
 from prelnx.records.metrics import read_metrics
+from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status
 
 
@@ -38,7 +40,7 @@ def run_results(run_dir: Path) -> dict[str, Any]:
     return {
         "test_bleu_tokenized": test.get("bleu_tokenized"),
         "test_sacrebleu": test.get("sacrebleu"),
-        "status": status.get("status", "pending"),
+        "status": RunStatus.of(status).value,
         "update": status.get("update"),
         "reason": status.get("reason", ""),
         **best_and_final(rows),
@@ -59,7 +61,7 @@ def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
     try:
         return json.loads(index.read_text())["runs"]
     except (json.JSONDecodeError, KeyError, TypeError, OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
+        raise Refusal(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
                          f"sweep again to rewrite it") from None  # fmt: skip
 
 

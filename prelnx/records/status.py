@@ -1,7 +1,8 @@
 """`status.json`: what state a run is in, written atomically so that sweeps and users can trust it.
 
-status: running | finished | diverged | failed | interrupted, with `reason` and the last `update` seen; a run that
-ended also has `failure` (records/outcome.py's kinds) or `diverged_at` (the update) as values.
+status: running | finished | diverged | failed | interrupted (records/outcome.py's RunStatus), with `reason` and the
+last `update` seen; a run that ended also has `failure` (records/outcome.py's kinds) or `diverged_at` (the update)
+as values.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import overwrite_in_place, write_text_atomic
-from prelnx.records.outcome import Status
+from prelnx.records.outcome import RunStatus
 
 
 # Exit codes of `prelnx train`, by final status (2 is a bad config or command line, before anything runs;
 # a full disk or another I/O error is `failed`, 1, with the path in the reason).
-EXIT_CODES: dict[str, int] = {"finished": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+EXIT_CODES: dict[RunStatus, int] = {RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.DIVERGED: 3,
+                                    RunStatus.INTERRUPTED: 130}  # fmt: skip
 EXIT_BUSY = 4  # the run dir is locked by another prelnx process; nothing was done
 
 
@@ -31,14 +33,21 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def write_status(run_dir: Path, status: Status, *, reason: str = "", update: int = 0, **extra: Any) -> dict[str, Any]:
+def recorded_status(run_dir: Path) -> RunStatus:
+    """The run's status from its status.json (PENDING when it has none)."""
+    return RunStatus.of(read_status(run_dir))
+
+
+def write_status(run_dir: Path, status: RunStatus, *, reason: str = "", update: int = 0, **extra: Any) -> dict[str, Any]:
     """Atomically; on a full disk, a terminal status is still written over the old file's blocks if it fits."""
-    record = {"status": status, "reason": reason, "update": update, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
+    status = RunStatus(status)  # a plain string of a status is taken too
+    record = {"status": status.value, "reason": reason, "update": update, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+              **extra}  # fmt: skip
     text = json.dumps(record, indent=2) + "\n"
     try:
         write_text_atomic(run_dir / "status.json", text)
     except OSError:
         compact = json.dumps(record, separators=(",", ":")) + "\n"
-        if status == "running" or not overwrite_in_place(run_dir / "status.json", compact):
+        if status is RunStatus.RUNNING or not overwrite_in_place(run_dir / "status.json", compact):
             raise
     return record

@@ -21,15 +21,17 @@ from prelnx.launch.children import core_slots, restore, stop_children, stop_on_s
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
 from prelnx.launch.local import train
-from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, PortableConfig
+from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, PortableConfig, SlurmRequest
 from prelnx.machine import may_have_gpu, usable_cores
 from prelnx.plan.launch import with_threads
 from prelnx.records.lock import RunLocked, is_locked
+from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status, write_status
 from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
-RUNNING_ELSEWHERE = "running elsewhere"  # another prelnx process holds the run dir; this sweep leaves it alone
+RUNNING_ELSEWHERE = RunStatus.ELSEWHERE  # another prelnx process holds the run dir; this sweep leaves it alone
+RESULT_WAIT_S = 15.0  # how long a job's result may lag behind Slurm's end of the job (submitit's own wait)
 
 
 def _visible_gpus() -> int:
@@ -44,7 +46,7 @@ def _visible_gpus() -> int:
 
 
 def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, str] | None = None,
-            force: bool = False, cpus: frozenset[int] | None = None) -> str:  # fmt: skip
+            force: bool = False, cpus: frozenset[int] | None = None) -> RunStatus:  # fmt: skip
     """Train one point; any error becomes a `failed` status instead of an exception.
 
     A point whose run dir another process holds (a second sweep on the same folder) is left alone and
@@ -60,27 +62,27 @@ def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, st
         return RUNNING_ELSEWHERE
     except RunConflict as error:  # the folder holds another run: report it, and leave that run's files alone
         echo(f"{run_dir}: not trained ({error})")
-        return "failed"
+        return RunStatus.FAILED
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
         reason = io_reason(error, run_dir) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
-            write_status(run_dir, "failed", reason=reason)
+            write_status(run_dir, RunStatus.FAILED, reason=reason)
         except OSError:
             pass  # a full disk: the sweep's own output says it
         echo(f"{run_dir}: failed ({reason})")
-        return "failed"
+        return RunStatus.FAILED
 
 
 def run_local(
     points: list[SweepPoint],
     sweep_dir: Path,
     jobs: int,
-    on_done: Callable[[SweepPoint, str], None],
+    on_done: Callable[[SweepPoint, RunStatus], None],
     echo: Callable[[str], None],
     force: bool = False,
     pin_cores: bool = False,
-) -> dict[str, str]:
+) -> dict[str, RunStatus]:
     """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
     force: train every point again (a finished run is set aside, as `prelnx train --force` does).
     pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default)."""
@@ -92,10 +94,10 @@ def run_local(
     for slot in range(jobs):
         slots.put(slot)
     lock = threading.Lock()
-    statuses: dict[str, str] = {}
+    statuses: dict[str, RunStatus] = {}
     progress = SweepProgress(points)
 
-    def work(point: SweepPoint, picked_up: bool = False) -> str:
+    def work(point: SweepPoint, picked_up: bool = False) -> RunStatus:
         slot = slots.get()
         try:
             env = {}
@@ -156,17 +158,17 @@ def _sweep_listener(name: str, progress: SweepProgress, echo: Callable[[str], No
     return listen
 
 
-def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> str:
+def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> RunStatus:
     """The status of a run whose Slurm job ended without returning: the run's own terminal status if it wrote one,
     else `failed` with why (the update it had reached is kept)."""
     recorded = read_status(run_dir) or {}
-    if recorded.get("status") in ("finished", "diverged"):
-        return recorded["status"]
-    how = f"ended ({state.lower()})" if state else "left Slurm's queue"
-    write_status(run_dir, "failed", update=int(recorded.get("update", 0)),
+    if RunStatus.of(recorded).done:
+        return RunStatus.of(recorded)
+    how = f"ended ({state.lower()})" if state not in (None, slurm_queue.ENDED) else "left Slurm's queue"
+    write_status(run_dir, RunStatus.FAILED, update=int(recorded.get("update", 0)),
                  reason=f"Slurm job {job_id} {how} before the run returned (cancelled, killed, out of memory?); "
                         f"run the sweep again to resume")  # fmt: skip
-    return "failed"
+    return RunStatus.FAILED
 
 
 class SubmititRun(PortableConfig):
@@ -177,7 +179,7 @@ class SubmititRun(PortableConfig):
         super().__init__(config)
         self.run_dir = run_dir
 
-    def __call__(self) -> str:
+    def __call__(self) -> RunStatus:
         return run_one(self.config, self.run_dir, on_event=lambda event: print(render(event), flush=True))
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
@@ -186,60 +188,77 @@ class SubmititRun(PortableConfig):
         return submitit.helpers.DelayedSubmission(SubmititRun(self.config, self.run_dir))
 
 
+def sweep_request(options: dict[str, Any], cluster: str | None, runs: int) -> SlurmRequest:
+    """What each run's job asks: the sweep's options (spec.SLURM_KEYS; prelnx sweep's flags over the spec's slurm:),
+    one task of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8 on Slurm, this machine's cores
+    shared by the runs for submitit's local executor)."""
+    if options.get("cpus_per_run"):
+        cpus = int(options["cpus_per_run"])
+    elif cluster is None:
+        cpus = slurm_queue.default_cpus_per_run(options.get("partition"))
+    else:
+        cpus = max(1, usable_cores() // runs)
+    mem = options.get("mem_gb_per_run")
+    return SlurmRequest(1, 1, cpus, gpus_per_node=int(options.get("gpus_per_run") or 0),
+                        mem_gb=int(mem) if mem else None, time_min=int(options.get("time_min") or DEFAULT_TIME_MIN),
+                        partition=options.get("partition"),
+                        array_parallelism=int(options.get("array_parallelism", 64)))  # fmt: skip
+
+
 def run_submitit(
     points: list[SweepPoint],
     sweep_dir: Path,
     cluster: str | None,
     options: dict[str, Any],
-    on_done: Callable[[SweepPoint, str], None],
+    on_done: Callable[[SweepPoint, RunStatus], None],
     echo: Callable[[str], None],
-) -> dict[str, str]:
-    """Submit the points as one job array; `cluster` None means Slurm, "local" submitit's local executor."""
+    watcher: Any = None,
+) -> dict[str, RunStatus]:
+    """Submit the points as one job array; `cluster` None means Slurm, "local" submitit's local executor.
+    Slurm's jobs are followed by the one watcher (launch/slurm_watch.py: one squeue call for all of them, at
+    submitit's pace); submitit's local jobs by their own."""
     import submitit
 
+    request = sweep_request(options, cluster, len(points))
     executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
-    if options.get("cpus_per_run"):
-        cpus = int(options["cpus_per_run"])
-    elif cluster is None:
-        cpus = slurm_queue.default_cpus_per_run(options.get("partition"))  # what the partition's nodes have, up to 8
-    else:
-        cpus = max(1, usable_cores() // len(points))
-    parameters = slurm_queue.submitit_parameters(
-        options.get("job_name", sweep_dir.name), cpus_per_task=cpus,
-        time_min=int(options.get("time_min") or DEFAULT_TIME_MIN), gpus_per_node=int(options.get("gpus_per_run") or 0),
-        mem_gb=int(options["mem_gb_per_run"]) if options.get("mem_gb_per_run") else None,
-        partition=options.get("partition"), array_parallelism=int(options.get("array_parallelism", 64)))  # fmt: skip
-    executor.update_parameters(**parameters)
+    executor.update_parameters(**request.parameters(options.get("job_name", sweep_dir.name)))
     jobs = []
     with executor.batch():
         for point in points:
-            jobs.append((point, executor.submit(SubmititRun(with_threads(point.config, cpus), sweep_dir / point.name))))
+            config = with_threads(point.config, request.cpus_per_task)
+            jobs.append((point, executor.submit(SubmititRun(config, sweep_dir / point.name))))
     echo(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
-    statuses: dict[str, str] = {}
+    if cluster is None:
+        from prelnx.launch.slurm_watch import WATCHER
+
+        watcher = watcher or WATCHER
+        for _, job in jobs:
+            watcher.register_job(job.job_id)
+    statuses: dict[str, RunStatus] = {}
     waiting = list(jobs)
-    gone: dict[str, int] = {}  # polls for which Slurm has listed a job as ended without its result
+    ended_at: dict[str, float] = {}  # when Slurm was first seen to have ended a job whose result is not there
     while waiting:
         for point, job in list(waiting):
-            done = job.done()
-            found = slurm_queue.poll(job.job_id) if cluster is None and not done else None
-            if found is not None and not found.active:
-                gone[point.name] = gone.get(point.name, 0) + 1
-            if found is not None and found.never_starts:
-                slurm_queue.cancel(job.job_id)
-                status, why = "failed", (f"Slurm job {job.job_id} can never start: {found.reason} (it asks "
-                                         f"{cpus} CPU(s) per run; see --cpus-per-run, --mem-gb-per-run, --partition)")  # fmt: skip
-                write_status(sweep_dir / point.name, status, reason=why)
-                echo(f"[{point.name}] {why}")
-            elif done:
+            run_dir = sweep_dir / point.name
+            found = watcher.look(job.job_id) if watcher is not None else None
+            if job.paths.result_pickle.exists() or (found is None and job.done()):
                 try:
-                    status = job.result()
+                    status = RunStatus(job.result())
                 except Exception as error:  # noqa: BLE001 - a job that died records its failure
-                    write_status(sweep_dir / point.name, "failed", reason=f"submitit job {job.job_id}: {error}")
-                    status = "failed"
-            elif cluster is None and gone.get(point.name, 0) >= 3:
-                # Without Slurm's accounting (sacct) submitit never calls a job killed before it returned done
-                # (scancel after its grace, out of memory, a lost node): Slurm's own queue says it has ended.
-                status = _ended_without_result(job.job_id, found.state if found else None, sweep_dir / point.name)
+                    write_status(run_dir, RunStatus.FAILED, reason=f"submitit job {job.job_id}: {error}")
+                    status = RunStatus.FAILED
+            elif found is not None and found.never_starts:
+                slurm_queue.cancel(job.job_id)
+                status, why = RunStatus.FAILED, (f"Slurm job {job.job_id} can never start: {found.reason} (it asks "
+                                                 f"{request.describe()}; see --cpus-per-run, --mem-gb-per-run, "
+                                                 f"--partition)")  # fmt: skip
+                write_status(run_dir, status, reason=why)
+                echo(f"[{point.name}] {why}")
+            elif found is not None and not found.active:
+                # its result may reach this file system a little after Slurm ends the job (submitit waits as long)
+                if time.monotonic() - ended_at.setdefault(point.name, time.monotonic()) < RESULT_WAIT_S:
+                    continue
+                status = _ended_without_result(job.job_id, found.state, run_dir)
             else:
                 continue
             waiting.remove((point, job))
@@ -247,5 +266,5 @@ def run_submitit(
             echo(f"[{point.name}] {status}")
             on_done(point, status)
         if waiting:
-            time.sleep(2.0)
+            time.sleep(1.0)  # a look at files; the watcher asks Slurm at its own pace
     return statuses

@@ -29,6 +29,9 @@ from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 
 SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm"}
+# What a spec's slurm: may set (prelnx sweep's flags of the same names win; executors.sweep_request reads them)
+SLURM_KEYS = {"partition": str, "job_name": str, "cpus_per_run": int, "gpus_per_run": int, "mem_gb_per_run": int,
+              "time_min": int, "array_parallelism": int}  # fmt: skip
 
 
 @dataclass
@@ -89,8 +92,23 @@ def load_spec(path: Path) -> SweepSpec:
         grids=grids,
         zipped=[list(group) for group in data.get("zip") or []],
         exclude=list(data.get("exclude") or []),
-        slurm=dict(data.get("slurm") or {}),
+        slurm=_slurm_section(path, data.get("slurm") or {}),
     )
+
+
+def _slurm_section(path: Path, slurm: Any) -> dict[str, Any]:
+    """The spec's slurm: checked (known keys, their types) so that a typo is an error, not a default."""
+    if not isinstance(slurm, dict):
+        raise ConfigError(f"{path}: slurm: expected a mapping of {', '.join(SLURM_KEYS)}")
+    problems = [f"slurm.{key}: unknown; allowed: {', '.join(SLURM_KEYS)}" for key in slurm if key not in SLURM_KEYS]
+    for key, kind in SLURM_KEYS.items():
+        value = slurm.get(key)
+        wrong = not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 1)
+        if value is not None and wrong:
+            problems.append(f"slurm.{key}: expected {'a positive integer' if kind is int else 'text'}, got {value!r}")
+    if problems:
+        raise ConfigError(f"{path}: " + "; ".join(problems))
+    return dict(slurm)
 
 
 def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:

@@ -8,6 +8,7 @@ request the partition can never meet is reported and cancelled. Skipped with the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -127,24 +128,80 @@ def test_without_slurm_the_submission_is_refused_in_one_line(tiny_config_file, t
     assert "Traceback" not in done.stderr
 
 
-def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_without_rank_0(tmp_path, monkeypatch):
+def fake_squeue(folder: Path, answers: list[tuple[int, str]]) -> str:
+    """A `squeue` program that gives `answers` (exit code, output) in turn, the last one for ever, and logs its
+    arguments; returns a PATH that finds it first."""
+    folder.mkdir(exist_ok=True)
+    (folder / "answers.json").write_text(json.dumps(answers))
+    script = folder / "squeue"
+    script.write_text(f"""#!{sys.executable}
+import json, sys
+from pathlib import Path
+folder = Path({str(folder)!r})
+calls = folder / "calls.txt"
+n = len(calls.read_text().splitlines()) if calls.exists() else 0
+calls.open("a").write(" ".join(sys.argv[1:]) + "\\n")
+answers = json.loads((folder / "answers.json").read_text())
+code, out = answers[min(n, len(answers) - 1)]
+sys.stdout.write(out)
+sys.stderr.write("" if code == 0 else "slurm_load_jobs error: Socket timed out on send/recv operation\\n")
+sys.exit(code)
+""")
+    script.chmod(0o755)
+    return f"{folder}:{os.environ.get('PATH', '')}"
+
+
+def a_job(tmp_path: Path, job_id: str = "7"):
+    """What follow() reads of a submitit job: its id and rank 0's log and result paths."""
     from types import SimpleNamespace
 
+    (tmp_path / f"{job_id}_0_log.out").write_text("starting tiny\nsubmitit INFO (x) - Starting with JobEnvironment\n")
+    paths = SimpleNamespace(stdout=tmp_path / f"{job_id}_0_log.out", stderr=tmp_path / f"{job_id}_0_log.err",
+                            result_pickle=tmp_path / f"{job_id}_0_result.pkl", folder=tmp_path)  # fmt: skip
+    return SimpleNamespace(job_id=job_id, paths=paths, task=lambda rank: SimpleNamespace(paths=paths))
+
+
+def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_without_rank_0(tmp_path, monkeypatch):
+    """The one watcher (launch/slurm_watch.py) asks a real program: squeue failing is no end of the job."""
     from prelnx.launch import slurm_job
     from prelnx.launch.slurm_task import SlurmRequest
-    from prelnx.launch import slurm_queue as slurm
+    from prelnx.launch.slurm_watch import QueueWatcher
 
-    states = iter([(slurm.UNKNOWN, ""), ("RUNNING", "None"), (slurm.UNKNOWN, ""), ("CANCELLED", "None")])
-    monkeypatch.setattr(slurm, "job_state", lambda job_id: next(states))
-    monkeypatch.setattr(slurm_job.time, "sleep", lambda seconds: None)
-    (tmp_path / "7_0_log.out").write_text("starting tiny\nsubmitit INFO (x) - Starting with JobEnvironment\n")
-    paths = SimpleNamespace(stdout=tmp_path / "7_0_log.out", stderr=tmp_path / "7_0_log.err",
-                            result_pickle=tmp_path / "7_0_result.pkl", folder=tmp_path)  # fmt: skip
-    job = SimpleNamespace(job_id="7", paths=paths, task=lambda rank: SimpleNamespace(paths=paths))
+    monkeypatch.setenv("PATH", fake_squeue(tmp_path / "bin", [(1, ""), (0, "7|RUNNING|None\n"), (1, ""),
+                                                              (0, "7|CANCELLED|None\n")]))  # fmt: skip
     lines: list[str] = []
-    message, code = slurm_job.follow(job, SlurmRequest(1, 2, 1), lines.append)
+    message, code = slurm_job.follow(a_job(tmp_path), SlurmRequest(1, 2, 1), lines.append, poll_s=0.01,
+                                     watcher=QueueWatcher(delay_s=0))  # fmt: skip
     assert lines == ["starting tiny", "Slurm job 7: running"]  # rank 0's lines, not submitit's
     assert code == 1 and "ended (cancelled) before rank 0 returned" in message
+    calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
+    assert len(calls) == 4 and all(call.endswith("-j 7") for call in calls), calls
+
+    monkeypatch.setenv("PATH", fake_squeue(tmp_path / "bin2", [(1, "")]))  # squeue never answers
+    monkeypatch.setattr(slurm_job, "UNANSWERED_S", 0.3)
+    message, code = slurm_job.follow(a_job(tmp_path, "8"), SlurmRequest(1, 1, 1), lines.append, poll_s=0.01,
+                                     watcher=QueueWatcher(delay_s=0))  # fmt: skip
+    assert code == 1 and "squeue has not answered" in message and "Slurm job 8 may still run" in message
+
+
+def test_one_watcher_asks_squeue_once_for_all_its_jobs_and_a_job_it_no_longer_lists_has_ended(tmp_path, monkeypatch):
+    from prelnx.launch.slurm_watch import QueueWatcher
+
+    monkeypatch.setenv("PATH", fake_squeue(tmp_path / "bin", [(0, "12_0|RUNNING|None\n12_1|PENDING|Priority\n"
+                                                                  "13|PENDING|PartitionConfig\n"), (0, "12_1|RUNNING|None\n")]))  # fmt: skip
+    watcher = QueueWatcher()  # submitit's pace: the first look asks Slurm, the next ones (within 2 s) read its answer
+    for job_id in ("12_0", "12_1", "13"):
+        watcher.register_job(job_id)
+    looks = [watcher.look(job_id) for job_id in ("12_0", "12_1", "13")]
+    assert [(look.state, look.active, look.never_starts) for look in looks] == [
+        ("RUNNING", True, False), ("PENDING", True, False), ("PENDING", True, True)]
+    calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
+    assert len(calls) == 1 and calls[0].endswith("-j 12,13"), calls  # one call for the three jobs
+    watcher.update()  # the next round: a job squeue no longer lists has ended
+    assert [watcher.get_state(job_id, mode="cache") for job_id in ("12_0", "12_1", "13")] == ["ENDED", "RUNNING", "ENDED"]
+    watcher.update()
+    calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
+    assert len(calls) == 3 and calls[2].endswith("-j 12"), calls  # ended jobs are asked about no more
 
 
 def test_after_the_client_is_killed_the_rerun_names_the_job_that_still_trains(slurm, tiny_config_file, tmp_path):

@@ -4,9 +4,13 @@ can never meet is reported and cancelled instead of waited for. Skipped with the
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -16,17 +20,36 @@ from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 
-def sweep(config, out, *extra: str) -> subprocess.CompletedProcess:
+def sweep(config, out, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(config), "--grid",
                            "optimizer.lr=0.001,0.002", "--out", str(out), "--executor", "slurm", *extra],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
 
 
-def test_a_two_point_sweep_finishes_on_slurm(slurm, tiny_config_file, tmp_path):
-    done = sweep(tiny_config_file(train={"max_epoch": 1}), tmp_path / "s", "--partition", slurm)
+def logged_squeue(folder: Path) -> dict[str, str]:
+    """An environment whose `squeue` logs its arguments to folder/calls.txt, then is Slurm's own."""
+    folder.mkdir()
+    real = shutil.which("squeue")
+    (folder / "squeue").write_text(f'#!/bin/sh\necho "$@" >> {folder / "calls.txt"}\nexec {real} "$@"\n')
+    (folder / "squeue").chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+
+
+def test_a_two_point_sweep_finishes_on_slurm_followed_by_one_watcher(slurm, tiny_config_file, tmp_path):
+    started = time.monotonic()
+    done = sweep(tiny_config_file(train={"max_epoch": 1}), tmp_path / "s", "--partition", slurm,
+                 env=logged_squeue(tmp_path / "bin"))  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for run in ("lr-0.001", "lr-0.002"):
         assert json.loads((tmp_path / "s" / run / "status.json").read_text())["status"] == "finished"
+    # one squeue call at a time for both jobs of the array (its id), at submitit's pace (2 s, 4 s, 8 s ...): not a
+    # call per job every 2 s (the sweep's tasks call no squeue: they run prelnx train, not a watcher)
+    calls = [line.split() for line in (tmp_path / "bin" / "calls.txt").read_text().splitlines()]
+    array = calls[0][calls[0].index("-j") + 1]
+    print(f"{len(calls)} squeue calls in {time.monotonic() - started:.0f} s: {calls[:2]}")
+    assert array.isdigit() and all(call[call.index("-j") + 1] == array for call in calls), calls
+    took = time.monotonic() - started  # submitit asks after max(2 s, half the time since the submission), then 60 s
+    assert len(calls) <= 4 + math.log(max(took, 4) / 4, 1.5) + took / 60, calls
 
 
 def test_a_request_the_partition_can_never_meet_is_reported(slurm, tiny_config_file, tmp_path):

@@ -55,3 +55,25 @@ def test_trainings_and_sweeps_never_land_in_each_others_folders(tmp_path, monkey
             assert a == b or not a.is_relative_to(b), (a, b)
     with pytest.raises(ValueError, match="runs/train/ holds single trainings"):
         sweep_dir("train")
+
+
+def test_a_specs_slurm_section_is_the_typed_request_of_each_runs_job_and_a_typo_is_an_error(tiny_config_file, tmp_path):
+    from prelnx.sweep.executors import sweep_request
+
+    spec_file = tmp_path / "s.yaml"
+    data = {"name": "s", "base": str(tiny_config_file()), "grid": {"optimizer.lr": [0.001, 0.002]},
+            "slurm": {"partition": "cpu", "cpus_per_run": 2, "mem_gb_per_run": 4, "time_min": 30}}
+    spec_file.write_text(yaml.safe_dump(data))
+    spec = resolve_spec(spec_file, [], [], None)
+    request = sweep_request(spec.slurm, None, 2)  # prelnx sweep's flags would be merged over spec.slurm first
+    assert (request.nodes, request.tasks_per_node, request.cpus_per_task, request.mem_gb, request.time_min,
+            request.partition, request.array_parallelism) == (1, 1, 2, 4, 30, "cpu", 64)  # fmt: skip
+    parameters = request.parameters("s")
+    assert parameters["cpus_per_task"] == 2 and parameters["timeout_min"] == 30 and parameters["mem_gb"] == 4
+    assert parameters["slurm_partition"] == "cpu" and parameters["slurm_array_parallelism"] == 64
+    data["slurm"] = {"cpus_per_rn": 2, "time_min": 0}
+    spec_file.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as refused:
+        resolve_spec(spec_file, [], [], None)
+    assert str(spec_file) in str(refused.value) and "slurm.cpus_per_rn: unknown" in str(refused.value)
+    assert "slurm.time_min: expected a positive integer, got 0" in str(refused.value)

@@ -1,0 +1,95 @@
+"""One watcher of Slurm's queue for every job this process follows (`prelnx train --executor slurm`, a sweep's array).
+
+submitit's InfoWatcher is the machinery: jobs register with it, ONE command asks about all of them, at 0 s, 2 s,
+4 s, 8 s ... after the last submission and then at least every `delay_s`, and ended jobs are asked about no more.
+submitit's own Slurm watcher asks `sacct`, which needs Slurm's accounting database: without it (small clusters, the
+tests' one-node cluster) sacct fails, submitit calls every job UNKNOWN for ever, and a job killed before it returned
+is never done. This one asks `squeue` (always there; `--states=all` keeps an ended job listed for a while, with how
+it ended), which also says why a pending job waits: a reason no waiting changes (launch/slurm_queue.py
+NEVER_STARTS) lets the job be cancelled and reported instead of waited for. Imported only where a job is followed
+(submitit costs 0.1 s to import).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+
+from submitit.slurm.slurm import SlurmInfoWatcher
+
+from prelnx.launch.slurm_queue import ACTIVE, ENDED, UNKNOWN, never_starts
+DELAY_S = 60  # the longest wait between two looks at the queue (submitit's default)
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the watcher last heard of a job."""
+
+    state: str  # squeue's state; ENDED once Slurm no longer lists the job; UNKNOWN before squeue first answered
+    reason: str = ""  # why a pending job waits (squeue's %r)
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE
+
+    @property
+    def never_starts(self) -> bool:
+        return self.state == "PENDING" and never_starts(self.reason)
+
+
+class QueueWatcher(SlurmInfoWatcher):
+    """submitit's Slurm watcher asking squeue, once for every registered job that has not ended."""
+
+    def __init__(self, delay_s: int = DELAY_S) -> None:
+        super().__init__(delay_s=delay_s)
+        self.answered = time.monotonic()  # when squeue last answered (from the start: no failure yet)
+
+    def _make_command(self) -> list[str] | None:
+        ids = sorted({job_id.split("_")[0] for job_id in self._registered - self._finished})
+        if not ids:
+            return None  # an array's elements are listed one a line (-r) under the array's id
+        return ["squeue", "-h", "-r", "--states=all", "-o", "%i|%T|%r", "-j", ",".join(ids)]
+
+    def read_info(self, string: bytes | str) -> dict[str, dict[str, str]]:
+        text = string.decode() if isinstance(string, bytes) else string
+        found = {}
+        for line in text.splitlines():
+            job_id, _, rest = line.strip().partition("|")
+            state, _, reason = rest.partition("|")
+            if job_id and state:
+                found[job_id] = {"State": state.split()[0], "Reason": reason.strip()}
+        return found
+
+    def update(self) -> None:
+        """One squeue call for every job not ended; a job it does not list has ENDED; no answer changes nothing."""
+        command = self._make_command()
+        if command is None:
+            return
+        self._num_calls += 1
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            done = None
+        # squeue refuses a list of job ids of which it knows none ("Invalid job id"): they have all ended
+        if done is not None and (done.returncode == 0 or "Invalid job id" in done.stderr):
+            self.answered = time.monotonic()
+            listed = self.read_info(done.stdout if done.returncode == 0 else "")
+            for job_id in self._registered - self._finished:
+                self._info_dict[job_id] = listed.get(job_id, {"State": ENDED, "Reason": ""})
+        self._last_status_check = time.time()
+        self._finished |= {job_id for job_id in self._registered - self._finished if self.is_done(job_id, "cache")}
+
+    def is_done(self, job_id: str, mode: str = "standard") -> bool:
+        return self.get_state(job_id, mode) not in ACTIVE
+
+    def look(self, job_id: str) -> Look:
+        info = self.get_info(job_id, mode="standard")  # asks Slurm only when submitit's pace says so
+        return Look(info.get("State", UNKNOWN), info.get("Reason", ""))
+
+    def unanswered_s(self) -> float:
+        """Seconds since squeue last answered."""
+        return time.monotonic() - self.answered
+
+
+WATCHER = QueueWatcher()  # one per process, as submitit's own: every job this process follows shares its calls
