@@ -48,11 +48,16 @@ SHORT_HELP = {
     "finetune": "Fine-tune pre-trained encoders on sentence(-pair) classification.",
     "data": "Prepare datasets: download, tokenize, BPE, binarize for fairseq.",
     "reproduce": "Every experiment of the paper at one scale, then one report.",
+    "configs": "The shipped configs: list them, show one resolved, copy one.",
+    "status": "Where a run, a sweep or a reproduction stands: a table, an ETA.",
+    "env": "Versions, CPU, GPUs and Slurm here: the lines a bug report needs.",
 }
-# command -> "module:function" of its body (module: prelnx.commands.<command>); `data` is a group of commands
-COMMANDS = {"data": "prelnx.commands.data:data_app"} | {
+GROUPS = ("data", "configs")  # groups of commands: <group>_app
+# command -> "module:function" of its body (module: prelnx.commands.<command>)
+COMMANDS = {name: f"prelnx.commands.{name}:{name}_app" for name in GROUPS} | {
     name: f"prelnx.commands.{name}:{name}_command"
-    for name in ("train", "sweep", "plot", "evaluate", "grads", "theory", "report", "finetune", "reproduce")}  # fmt: skip
+    for name in ("train", "sweep", "plot", "evaluate", "grads", "theory", "report", "finetune", "reproduce", "status",
+                 "env")}  # fmt: skip
 
 
 def _load(target: str) -> Any:
@@ -67,11 +72,11 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name, target in COMMANDS.items():
         if only is not None and name != only:
             continue
-        if name == "data":
+        if name in GROUPS:
             group = _load(target)
             for info in group.registered_commands:  # the one error handler around each of the group's commands
                 info.callback = handled(info.callback)
-            built.add_typer(group, name="data", short_help=SHORT_HELP["data"])
+            built.add_typer(group, name=name, short_help=SHORT_HELP[name])
         else:
             built.command(name, short_help=SHORT_HELP[name])(handled(_load(target)))
     return built

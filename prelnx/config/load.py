@@ -17,10 +17,11 @@ import yaml
 from prelnx.config.errors import Refusal
 from prelnx.config.overrides import OverrideError, parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
+from prelnx.config.shipped import CHECKOUT_CONFIGS, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.config.suggest import ALIASES, closest_files, closest_key
 
-CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository's configs/ (editable installs)
+CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the installed package's, or the checkout's
 
 
 # What a config file's top level may hold: `base:` (inheritance, read here) and the schema's sections.
@@ -32,25 +33,28 @@ class ConfigError(Refusal):
 
 
 def find_config(name: str | Path) -> Path:
-    """A path as given, else a file under ./configs or the repository's configs/ (a bare name is searched recursively)."""
+    """A path as given, else a config under ./configs or a shipped one, by its name (`demo/preln_nowarmup`, with or
+    without .yaml; a bare file name is searched recursively), from any folder."""
     path = Path(name)
     if path.is_file():
         return path
     roots = [Path.cwd() / "configs", CONFIGS_DIR]
     for root in roots:
-        if (root / path).is_file():
-            return root / path
+        for candidate in (root / path, root / f"{path}.yaml"):
+            if path.parts and candidate.is_file():
+                return candidate
     if len(path.parts) == 1:
         for root in roots:
-            matches = sorted(root.rglob(path.name)) if root.is_dir() else []
+            matches = sorted(root.rglob(f"{path.name.removesuffix('.yaml')}.yaml")) if root.is_dir() else []
             if len(matches) == 1:
                 return matches[0]
             if len(matches) > 1:
-                listed = ", ".join(str(m.relative_to(root)) for m in matches)
+                listed = ", ".join(m.relative_to(root).with_suffix("").as_posix() for m in matches)
                 raise ConfigError(f"{name}: ambiguous, several configs have this name under {root}: {listed}")
     near = closest_files(name, roots)
-    hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in {CONFIGS_DIR}){hint}")
+    hint = f"; did you mean {' or '.join(near)}?" if near else " (prelnx configs list names every shipped config)"
+    raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in the shipped configs, "
+                      f"{CONFIGS_DIR}){hint}")
 
 
 def default_run_name(config_path: Path) -> str:
@@ -82,6 +86,34 @@ def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, t
     return flat
 
 
+def base_path(path: Path, base: object) -> Path:
+    """The file a config's `base:` names: a path relative to the config, or a config's name (find_config)."""
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: base: must be a file path or a config's name, got {base!r}")
+    beside = path.parent / base
+    if beside.is_file():
+        return beside
+    try:
+        return find_config(base)
+    except ConfigError:
+        near = closest_files(beside, [Path.cwd() / "configs", CONFIGS_DIR])
+        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)"
+                          f"{hint}") from None  # fmt: skip
+
+
+def base_chain(path: Path) -> list[Path]:
+    """`path`, then the file its base: names, then that one's, ... (a cycle is reported by load_config)."""
+    chain = [path]
+    while len(chain) < 32:
+        data = read_yaml(chain[-1], None, "a config or a sweep spec")  # a sweep spec's base: is resolved alike
+        base = data.get("base") if isinstance(data, dict) else None
+        if base is None:
+            break
+        chain.append(base_path(chain[-1], base))
+    return chain
+
+
 def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any, str]]:
     """The file's keys over those of its `base:` chain (a path relative to the file, or a name under configs/)."""
     resolved = path.resolve()
@@ -97,18 +129,7 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
     base = data.pop("base", None)
     flat: dict[str, tuple[Any, str]] = {}
     if base is not None:
-        if not isinstance(base, str):
-            raise ConfigError(f"{path}: base: must be a file path, got {base!r}")
-        base_path = path.parent / base
-        if not base_path.is_file():
-            try:
-                base_path = find_config(base)
-            except ConfigError:
-                near = closest_files(path.parent / base, [Path.cwd() / "configs", CONFIGS_DIR])
-                hint = f"; did you mean {' or '.join(near)}?" if near else ""
-                raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)"
-                                  f"{hint}") from None  # fmt: skip
-        flat.update(_load_layers(base_path, (*seen, resolved)))
+        flat.update(_load_layers(base_path(path, base), (*seen, resolved)))
     flat.update(_flatten(data, str(path)))
     return flat
 

@@ -1,0 +1,95 @@
+"""`prelnx configs list | show | copy`: the shipped configs from any folder (torchtune's `tune ls` / `tune cp`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from prelnx.commands import options
+
+configs_app = options.command_group("The shipped configs: list them, show one resolved, copy one to edit.")
+
+_BASE_LINE = re.compile(r"^base:[^\n#]*", re.MULTILINE)
+
+
+@configs_app.callback()
+def _group() -> None:
+    """The shipped configs: list them, show one resolved, copy one to edit. `--config NAME` finds each by its name
+    (e.g. demo/preln_nowarmup, iwslt_preln.yaml) from any folder; a path still wins."""
+
+
+def _kind(path: Path) -> str:
+    """translation, masked_lm, ...: its task; a sweep spec: `sweep of <task>`."""
+    from prelnx.config.load import base_chain, load_config
+    from prelnx.config.strict_yaml import read_yaml
+
+    data = read_yaml(path, None, "a config or a sweep spec")
+    if isinstance(data, dict) and "grid" in data:
+        return f"sweep of {_kind(base_chain(path)[1])}" if "base" in data else "sweep"
+    return load_config(path)[0].task
+
+
+@configs_app.command("list", short_help="Every shipped config: its name, task and purpose.")
+def list_command() -> None:
+    """Every shipped config: the name --config takes, its task (or `sweep of <task>`), and its purpose (the first
+    line of its header)."""
+    from prelnx.config.shipped import shipped_configs
+
+    shipped = shipped_configs()
+    rows = [(item.name, _kind(item.path), item.purpose) for item in shipped]
+    width = max((len(name) for name, _, _ in rows), default=4)
+    kinds = max((len(kind) for _, kind, _ in rows), default=4)
+    typer.echo(f"{'name':<{width}}  {'task':<{kinds}}  purpose")
+    for name, kind, purpose in rows:
+        typer.echo(f"{name:<{width}}  {kind:<{kinds}}  {purpose}")
+
+
+@configs_app.command("show", short_help="A shipped config resolved, with its base: chain.")
+def show_command(
+    name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list) or a path.")],
+) -> None:
+    """The config resolved (every key its task reads, defaults included) after the chain of files it inherits from."""
+    from prelnx.config.load import base_chain, dump_config, find_config, load_config
+    from prelnx.config.shipped import name_of
+    from prelnx.config.strict_yaml import read_yaml
+
+    path = find_config(name)
+    chain = base_chain(path)
+    typer.echo("# base: chain: " + " -> ".join(name_of(link) or str(link) for link in chain))
+    data = read_yaml(path, None, "a config or a sweep spec")
+    if isinstance(data, dict) and "grid" in data:  # a sweep spec: its file as written, then its base resolved
+        typer.echo(path.read_text(encoding="utf-8").rstrip("\n"))
+        if len(chain) > 1:
+            typer.echo(f"# its base, {name_of(chain[1]) or chain[1]}, resolved:")
+            typer.echo(dump_config(load_config(chain[1])[0], task_keys_only=True).rstrip("\n"))
+        return
+    typer.echo(dump_config(load_config(path)[0], task_keys_only=True).rstrip("\n"))
+
+
+@configs_app.command("copy", short_help="Copy a shipped config to a file to edit.")
+def copy_command(
+    name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list).")],
+    dest: Annotated[Path, typer.Argument(help="The file to write (or a folder: the config's file name in it).")],
+    force: Annotated[bool, options.force("Replace DEST if it exists.")] = False,
+) -> None:
+    """Copy a shipped config to DEST, comments included, its `base:` made the shipped name of its base, so that the
+    copy resolves from any folder: edit it, then `prelnx train --config DEST`."""
+    from prelnx.config.errors import Refusal
+    from prelnx.config.load import base_chain, find_config
+    from prelnx.config.shipped import name_of
+
+    source = find_config(name)
+    target = dest / source.name if dest.is_dir() else dest
+    if target.exists() and not force:
+        raise Refusal(f"{target}: exists; give another DEST, or --force to replace it")
+    text = source.read_text(encoding="utf-8")
+    chain = base_chain(source)
+    if len(chain) > 1:
+        base = name_of(chain[1]) or str(chain[1].resolve())
+        text = _BASE_LINE.sub(f"base: {base}", text, count=1)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {target}" + (f" (base: {name_of(chain[1]) or chain[1]})" if len(chain) > 1 else ""))

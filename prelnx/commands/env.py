@@ -1,0 +1,81 @@
+"""`prelnx env`: the lines a bug report needs (as `accelerate env`): versions, the CPU and its bf16, GPUs, Slurm."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import typer
+
+
+def _version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _fairseq() -> str:
+    for distribution in ("ve-fairseq", "fairseq-fixed", "fairseq"):
+        found = _version(distribution)
+        if found != "not installed":
+            return f"{found} ({distribution})"
+    return "not installed"
+
+
+def _slurm() -> str:
+    sinfo = shutil.which("sinfo")
+    if sinfo is None:
+        return "no (sinfo not on PATH)"
+    try:
+        done = subprocess.run([sinfo, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"sinfo at {sinfo} did not answer ({error})"
+    job = os.environ.get("SLURM_JOB_ID")
+    inside = f"; inside job {job}" if job else ""
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no answer"])[-1]
+        return f"{sinfo} reaches no cluster ({reason}){inside}"
+    return f"{done.stdout.strip() or sinfo}{inside}"
+
+
+def environment() -> list[tuple[str, str]]:
+    """(what, value) pairs, in a bug report's order; torch is imported (its CUDA and CPU probes need it)."""
+    from prelnx.machine import cpu_bf16_flags, may_have_gpu, usable_cores
+
+    rows = [("prelnx", _version("prelnx")), ("Python", f"{platform.python_version()} ({sys.executable})"),
+            ("platform", platform.platform())]  # fmt: skip
+    try:
+        import torch
+    except ImportError as error:
+        return rows + [("torch", f"cannot be imported ({error})")]
+    rows += [("torch", torch.__version__), ("fairseq", _fairseq())]
+    rows.append(("CUDA (torch built with)", torch.version.cuda or "none (a CPU build)"))
+    try:
+        cpu = str(torch._C._cpu._get_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
+    except (AttributeError, TypeError, RuntimeError):
+        cpu = platform.processor() or platform.machine()
+    flags = cpu_bf16_flags()
+    bf16 = "cannot tell" if flags is None else (", ".join(flags) if flags else "none (train.precision: bf16 refused)")
+    rows += [("CPU", f"{cpu}; {usable_cores()} usable cores"), ("CPU native bf16", bf16)]
+    gpus = "none (no GPU driver device node)"
+    if may_have_gpu() and torch.cuda.is_available():
+        gpus = "; ".join(f"{i}: {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count()))
+    elif may_have_gpu():
+        gpus = "none visible to torch"
+    rows += [("GPUs", gpus), ("Slurm", _slurm())]
+    return rows
+
+
+def env_command() -> None:
+    """Print prelnx's, Python's, torch's, fairseq's and CUDA's versions, the CPU (usable cores, native bf16), the GPUs
+    and Slurm: paste them into a bug report."""
+    rows = environment()
+    width = max(len(what) for what, _ in rows)
+    for what, value in rows:
+        typer.echo(f"- {what + ':':<{width + 1}} {value}")

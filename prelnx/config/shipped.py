@@ -1,0 +1,60 @@
+"""The configs prelnx ships, found by name from any folder: `demo/preln_nowarmup`, `iwslt_preln.yaml`.
+
+They live in the project's top-level `configs/`; the wheel carries that folder as the package `prelnx._configs`
+(pyproject.toml's package-dir), found here through importlib (a folder without __init__.py is a namespace package:
+importlib.resources.files gives a MultiplexedPath, so its location is read from its spec). In a checkout whose
+editable install predates that mapping, the checkout's own `configs/` is the same folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+PACKAGE = "prelnx._configs"
+
+
+def shipped_root() -> Path | None:
+    """The folder of the shipped configs: the installed package's, else the checkout's; None if neither exists."""
+    spec = importlib.util.find_spec(PACKAGE)
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if Path(location).is_dir():
+            return Path(location)
+    return CHECKOUT_CONFIGS if CHECKOUT_CONFIGS.is_dir() else None
+
+
+def name_of(path: Path) -> str | None:
+    """`.../configs/demo/preln_nowarmup.yaml` -> `demo/preln_nowarmup`; None for a file that is not shipped."""
+    root = shipped_root()
+    resolved = path.resolve()
+    if root is None or not resolved.is_relative_to(root.resolve()):
+        return None
+    return resolved.relative_to(root.resolve()).with_suffix("").as_posix()
+
+
+@dataclass(frozen=True)
+class Shipped:
+    name: str  # what --config takes: demo/preln_nowarmup
+    path: Path
+    purpose: str  # the first line of its header comment that is not the command that runs it
+
+
+def _purpose(path: Path) -> str:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("#").strip()
+        if text and not text.startswith(("prelnx ", "bash ", "python ", "nohup ", ".venv/")):
+            return text
+    return ""
+
+
+def shipped_configs() -> list[Shipped]:
+    """Every shipped config, by name."""
+    root = shipped_root()
+    if root is None:
+        return []
+    return [Shipped(path.relative_to(root).with_suffix("").as_posix(), path, _purpose(path))
+            for path in sorted(root.rglob("*.yaml"))]  # fmt: skip
