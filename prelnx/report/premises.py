@@ -43,7 +43,10 @@ def trains(spec: dict[str, Any], group: list[Arm]) -> Premise:
     outcomes = [a.outcome(margin) for a in group]
     if any(o.state is RunState.NOT_JUDGED for o in outcomes):
         return Premise(statement, PremiseState.UNCHECKED, NO_PLATEAU)
-    plateau = max(a.plateau for a in group if a.plateau is not None)
+    plateaus = [a.plateau for a in group if a.plateau is not None]
+    if not plateaus:  # every seed diverged (a plateau is needed only to judge a finished one)
+        return Premise(statement, PremiseState.FAILED, f"{describe_arm(group[0])}: all {len(group)} seeds diverged")
+    plateau = max(plateaus)
     judged = [o for o in outcomes if o.state is not RunState.NO_VALIDATION]
     ok = sum(o.state is RunState.TRAINED for o in judged)
     state = (PremiseState.UNCHECKED if not judged else PremiseState.MET if ok == len(judged)
