@@ -1,8 +1,9 @@
 """The norm placements of issue 32 (Peri-LN, OLMo 2's reordered norm, Mix-LN, ResiDual, LayerNorm Scaling), each
 checked at initialisation on its defining property, on models built as `prelnx train` builds them (the config's
 fairseq argv, the plugin, `task.build_model`) and on the decoder-only `prelnx_transformer_lm` built from the same
-plan functions (plan/layout.py); the sublayers are recomputed by hand from the layer's own modules, so a norm in the
-wrong place, a missing one or a wrong scale fails. Their trainings, a resume and the gradient study's hidden-state
+plan functions (plan/layout.py); the sublayers are recomputed by hand from raw tensors (tests/plugin/recompute.py),
+so a norm in the wrong place, a missing one or a wrong scale fails. Every layout's stacks in eval and training mode,
+decoders with cross-attention included: test_recompute.py. Their trainings, a resume and the gradient study's hidden-state
 RMS: test_placements_training.py.
 """
 
@@ -19,6 +20,7 @@ from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig, check_values
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
 from prelnx.plan.layout import LM_PLUGIN_ARCH, PRE_LN_LAYOUTS, normalize_before_argv, variant_argv
+from tests.plugin import recompute
 
 PLACEMENTS = ("peri", "reorder", "mixln", "residual", "lnscale")
 DIM = 32  # the tiny config's embed_dim
@@ -50,14 +52,6 @@ def build_lm(tmp_path, *, seed=1, arch=LM_PLUGIN_ARCH, plain=False, **model):
     return task.build_model(cfg.model).eval()
 
 
-def attend(layer, q):
-    return layer.self_attn(query=q, key=q, value=q, key_padding_mask=None, need_weights=False)[0]
-
-
-def ffn(layer, h):
-    return layer.fc2(layer.activation_fn(layer.fc1(h)))
-
-
 def run_layer(layer, x):
     """The layer's own forward, without masks (encoder layer, or a decoder layer without cross-attention)."""
     if hasattr(layer, "encoder_attn"):
@@ -65,17 +59,23 @@ def run_layer(layer, x):
     return layer(x, encoder_padding_mask=None)
 
 
-def by_hand(layer, x, place: str):
-    """One self-attention + FFN layer recomputed from its modules (eval: no dropout) for a placement."""
-    for index, (f, norm) in enumerate(((attend, layer.self_attn_layer_norm), (ffn, layer.final_layer_norm))):
+def by_hand(layer, x, place: str, scale: float = 1.0):
+    """One self-attention + FFN layer recomputed from raw tensors (eval: no dropout) for a placement: the norms by
+    F.layer_norm on their weight and bias (tests/plugin/recompute.py), never the layer's own norm modules, so a
+    norm replaced by the identity has no weight to recompute with and fails."""
+    subs = ((lambda h: recompute.attention(layer.self_attn, h, h), layer.self_attn_layer_norm),
+            (lambda h: recompute.ffn(layer, h, training=False), layer.final_layer_norm))  # fmt: skip
+    for index, (f, module) in enumerate(subs):
+        norm = lambda h, module=module: recompute.norm(h, module) * scale  # noqa: E731  (LN Scaling's 1/sqrt(l))
+        out_norm = lambda h, index=index: recompute.norm(h, layer.output_norms[index])  # noqa: E731
         if place == "post":
-            x = norm(x + f(layer, x))
+            x = norm(x + f(x))
         elif place == "pre":
-            x = x + f(layer, norm(x))
+            x = x + f(norm(x))
         elif place == "peri":
-            x = x + layer.output_norms[index](f(layer, norm(x)))
+            x = x + out_norm(f(norm(x)))
         elif place == "reorder":
-            x = x + layer.output_norms[index](f(layer, x))
+            x = x + out_norm(f(x))
     return x
 
 
@@ -95,9 +95,11 @@ def assert_layer_is(layer, place):
         out = run_layer(layer, x)
         assert torch.allclose(out, by_hand(layer, x, place), atol=1e-5), place
         for other in {"post", "pre", "peri", "reorder"} - {place}:  # the formula picks out this placement only
-            if other in ("peri", "reorder") and not hasattr(layer, "output_norms") or {place, other} == {"peri", "reorder"}:
-                continue  # no output norms to place; or reorder's identity input norms make its peri reading itself
-            assert not torch.allclose(out, by_hand(layer, x, other), atol=1e-3), other
+            try:
+                reading = by_hand(layer, x, other)
+            except AttributeError:  # no such norm to place (no output norms; the reordered norm's input norms)
+                continue
+            assert not torch.allclose(out, reading, atol=1e-3), other
 
 
 # ------------------------------------------------------------------------------------------------ Peri-LN
@@ -232,8 +234,9 @@ def test_lnscale_divides_each_input_norm_by_sqrt_l_with_l_from_1(tiny_config_fil
                     plain = F.layer_norm(x, (DIM,), norm.weight, norm.bias, norm.eps)
                     assert torch.allclose(norm(x), plain / math.sqrt(l), atol=1e-6), l
             assert unit_rows(stack.layer_norm(x))  # the final norm is not scaled
-        for layer in lm.decoder.layers:  # Pre-LN with these (scaled) norms before each sublayer
-            assert_layer_is(layer, "pre")
+        for l, layer in enumerate(lm.decoder.layers, start=1):  # Pre-LN with the scaled norms before each sublayer
+            assert torch.allclose(run_layer(layer, x), by_hand(layer, x, "pre", scale=l**-0.5), atol=1e-5), l
+            assert l == 1 or not torch.allclose(run_layer(layer, x), by_hand(layer, x, "pre"), atol=1e-3), l
 
 
 def test_each_placement_starts_from_its_base_layouts_weights(tiny_config_file):
@@ -279,20 +282,14 @@ def build_lm_plain(tmp_path, extra):
     return dict(task.build_model(cfg.model).state_dict())
 
 
-def test_the_lm_refuses_encoder_decoder_recipes_and_a_missing_pre_ln_flag(tmp_path):
-    with pytest.raises(ValueError, match="encoder-decoder recipe"):
-        build_lm(tmp_path, layout="tfixup")
-    from argparse import Namespace
-
-    from prelnx_fairseq_plugin.models.normalized_transformer import check_variant
-
-    with pytest.raises(ValueError, match="built on Pre-LN: add --decoder-normalize-before"):
-        check_variant(Namespace(layout_scheme="peri", norm_type="layernorm"), sides=("decoder",))
-    with pytest.raises(ValueError, match="Post-LN scheme: drop --decoder-normalize-before"):
-        check_variant(Namespace(layout_scheme="residual", decoder_normalize_before=True), sides=("decoder",))
-    with pytest.raises(ValueError, match="without --qk-norm"):
-        check_variant(Namespace(layout_scheme="admin", qk_norm=True))
-
+def test_the_config_refuses_encoder_decoder_recipes_for_the_lm_and_qk_norm_for_a_warm_up_free_scheme():
+    """What a layout is defined with is its row's (prelnx/layouts.py, issue 40), checked once, by the config."""
+    config = Config(model=dataclasses.replace(ModelConfig(), layout="tfixup", arch="transformer_lm"))
+    config = dataclasses.replace(config, task="language_model", train=dataclasses.replace(config.train, max_epoch=1))
+    assert any(key == "model.layout" and "translation only" in text for key, text in check_values(config))
+    config = Config(model=dataclasses.replace(ModelConfig(), layout="admin", qk_norm=True))
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_epoch=1))
+    assert any(key.startswith("model.") for key, _ in check_values(config))
 
 def test_the_plan_and_the_plugin_agree_on_what_each_placement_is_built_on():
     load_plugin()

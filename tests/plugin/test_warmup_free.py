@@ -4,7 +4,8 @@ Each model is built as `prelnx train` builds it (the config's fairseq argv, the 
 at initialisation against the property that defines it, computed here by hand: Admin's w from admin-torch's closed
 form (its profile, FFN and forward at IWSLT14 size: test_warmup_free_recipes.py), T-Fixup's weight scales and absent
 norms, ReZero's identity layers (its norms' LayerNorm of the input when Post-LN's norms are kept), B2T's extra path
-and rescaled init. Then each
+and rescaled init; ReZero's FFN as Transformer-Clinic draws it (Xavier-uniform, zero bias), or torch's with the
+majumderb/rezero option. Then each
 method trains under 2 torchrun workers, is interrupted, resumed and evaluated (Admin with its w travelling in the
 checkpoint).
 """
@@ -95,9 +96,21 @@ def test_tfixup_has_no_layernorm_and_its_scaled_initialisation(tiny_config_file)
 # ------------------------------------------------------------------------------------------------------- ReZero
 
 
+def assert_clinics_ffn(model) -> None:
+    """fc1 and fc2 as Transformer-Clinic's `Linear` helper draws them (fairseq/fairseq/modules/transformer_layer.py
+    at 70f72b7, line 688, for every --init-type): xavier_uniform_, std sqrt(6 / (fan_in + fan_out)) / sqrt(3), bias 0;
+    torch's (and fairseq's) nn.Linear default has std 1 / sqrt(3 fan_in) and a non-zero bias."""
+    for layer in [*model.encoder.layers, *model.decoder.layers]:
+        for linear in (layer.fc1, layer.fc2):
+            bound = math.sqrt(6.0 / sum(linear.weight.shape))
+            assert linear.weight.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.05)
+            assert torch.count_nonzero(linear.bias) == 0
+
+
 def test_rezero_layers_are_the_identity_at_initialisation(tiny_config_file):
     cfg, task, model = built(tiny_config_file, layout="rezero")
     assert not has_layer_norm(model)
+    assert_clinics_ffn(model)  # the default: Transformer-Clinic's build, which rezero_iwslt14.yaml transcribes
     alphas = [name for name, _ in model.named_parameters() if name.endswith("rezero_alpha")]
     assert len(alphas) == N_ENCODER + M_DECODER  # one scalar per layer, shared by its sublayers
     model.train()  # dropout on: a * dropout(f(x)) is still 0
@@ -124,7 +137,9 @@ def test_rezero_postln_layers_are_layernorm_of_x_at_initialisation(tiny_config_f
     alphas = [name for name in params if name.endswith("rezero_alpha")]
     assert len(alphas) == N_ENCODER + M_DECODER  # one scalar per layer, shared by its sublayers
     assert set(params) - set(alphas) == set(post)  # Post-LN's modules, its LayerNorms included
-    assert all(torch.equal(params[name], post[name]) for name in post)  # fairseq's init (same seed), unchanged
+    assert_clinics_ffn(model)  # Transformer-Clinic's FFN, as for rezero
+    first = "encoder.layers.0.self_attn."  # drawn before any FFN is re-drawn: Post-LN's draws (same seed)
+    assert all(torch.equal(params[name], post[name]) for name in post if name.startswith(first))
     model.train()
     torch.manual_seed(0)
     x, source = torch.randn(5, 2, 32) * 3 + 1, torch.randn(6, 2, 32)  # not normalised: LN visibly acts on it
@@ -142,6 +157,25 @@ def test_rezero_postln_layers_are_layernorm_of_x_at_initialisation(tiny_config_f
     assert all(float(layer.rezero_alpha.grad.abs()) > 0 for layer in model.decoder.layers)
     assert all(float(layer.rezero_alpha.grad.abs()) == 0 for layer in model.encoder.layers)
     assert all(float(layer.fc2.weight.grad.abs().max()) == 0 for layer in model.decoder.layers)  # a = 0 cuts f off
+
+
+def test_rezero_torch_ffn_init_keeps_majumderb_rezeros_nn_linear(tiny_config_file):
+    """`--rezero-ffn-init torch` (majumderb/rezero's RZTXEncoderLayer builds its FFN with nn.Linear): the FFN stays
+    as fairseq drew it; the default re-draws it as Clinic's."""
+    from argparse import Namespace
+
+    from prelnx_fairseq_plugin.models.rezero import ReZero
+
+    cfg, _, model = built(tiny_config_file, layout="post")
+    layer = model.encoder.layers[0]
+    drawn = [p.detach().clone() for p in (layer.fc1.weight, layer.fc1.bias)]
+    ReZero(Namespace(rezero_ffn_init="torch")).build_layer(layer, cfg.model, "encoder")
+    assert torch.equal(layer.fc1.weight, drawn[0]) and torch.equal(layer.fc1.bias, drawn[1])
+    assert torch.count_nonzero(layer.fc1.bias) > 0
+    ReZero(Namespace()).build_layer(model.encoder.layers[1], cfg.model, "encoder")
+    assert torch.count_nonzero(model.encoder.layers[1].fc1.bias) == 0
+    with pytest.raises(ValueError, match="--rezero-ffn-init"):
+        ReZero(Namespace(rezero_ffn_init="kaiming"))
 
 
 # ---------------------------------------------------------------------------------------------------------- B2T

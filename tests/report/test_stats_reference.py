@@ -1,0 +1,41 @@
+"""prelnx/report/stats.py's intervals against scipy.stats' own (Welch's t-test's and the one-sample t interval's),
+on samples of unequal sizes and spreads, where the pooled test, a population variance, n degrees of freedom or a
+one-sided quantile would give other numbers (scripts/mutants.py's stats mutants)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as scipy_stats
+
+from prelnx.report.stats import LEVEL, Sample, compare, t_interval, welch_interval
+
+A = (5.1, 5.6, 4.2, 6.3)  # 4 seeds, a wide spread
+B = (6.05, 6.1, 6.22)  # 3 seeds, a narrow one
+
+
+def scipy_welch():
+    result = scipy_stats.ttest_ind(A, B, equal_var=False)
+    return result, result.confidence_interval(confidence_level=LEVEL)
+
+
+def test_welchs_interval_is_scipys():
+    result, interval = scipy_welch()
+    estimate, low, high = welch_interval(Sample("a", A), Sample("b", B))
+    assert estimate == pytest.approx(sum(A) / 4 - sum(B) / 3)
+    assert (low, high) == (pytest.approx(interval.low, rel=1e-9), pytest.approx(interval.high, rel=1e-9))
+    assert result.df == pytest.approx(compare("loss", Sample("a", A), Sample("b", B), (-math.inf, 0.0)).df, rel=1e-9)
+
+
+def test_a_claims_interval_is_welchs_two_sided_95_percent():
+    _, interval = scipy_welch()
+    comparison = compare("loss", Sample("a", A), Sample("b", B), (-math.inf, 5.0))
+    assert (comparison.low, comparison.high) == (pytest.approx(interval.low, rel=1e-9),
+                                                 pytest.approx(interval.high, rel=1e-9))  # fmt: skip
+
+
+def test_the_one_sample_interval_is_scipys():
+    mean, low, high = t_interval(Sample("a", A))
+    expected = scipy_stats.t.interval(LEVEL, len(A) - 1, loc=sum(A) / 4, scale=scipy_stats.sem(A))
+    assert (mean, low, high) == (pytest.approx(sum(A) / 4), pytest.approx(expected[0]), pytest.approx(expected[1]))
