@@ -8,7 +8,7 @@ and Pre-LN's final norm after the last layer. At initialisation every branch is 
 stream grows as in Pre-LN, more slowly (no shipped layout of prelnx gates the branch per channel; ReZero's scalar
 starts at 0 on a model without norms). Train it with
 
-  prelnx train -c examples/gated_preln.yaml --set train.threads=1
+  cd examples && prelnx train -c gated_preln.yaml --set train.threads=1
 
 `model.layout: ./gated_preln.py:GatedPreLN` (a path relative to where prelnx runs) names this class. prelnx loads
 the file when it validates the config (a bad file is one error line, exit 2, before anything trains); fairseq's

@@ -147,10 +147,11 @@ def display_name(value: str) -> str:
 
 
 class DisplayNames(Mapping[str, str]):
-    """model.layout -> display name, for every shipped layout and any user file (read as a dict by older callers)."""
+    """model.layout -> display name, for every shipped layout and any user file (read as a dict: `.get(key, key)`;
+    a user's file never raises here, see display_name)."""
 
     def __getitem__(self, key: str) -> str:
-        return layout(key).display
+        return display_name(key) if is_file_spec(key) else LAYOUTS[key].display
 
     def __iter__(self) -> Iterator[str]:
         return iter(LAYOUTS)

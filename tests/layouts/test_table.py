@@ -102,3 +102,34 @@ def test_a_file_that_fails_while_it_runs_leaves_nothing_behind(tmp_path):
     with pytest.raises(LayoutFileError, match=r"broken.py: line 2: RuntimeError: no GPU here"):
         load_module(path)
     assert set(sys.modules) == before
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [("class Mine:\n    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+      "Mine is not a subclass of prelnx_fairseq_plugin.models.schemes.LayoutScheme"),
+     ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass Mine(LayoutScheme):\n"
+      "    def residual(self, layer, x):\n        return x\n",
+      "Mine.residual must take (self, layer, index, x, residual), got residual(self, layer, x)"),
+     ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass Mine(LayoutScheme):\n"
+      "    display_name = 'Peri-LN'\n    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+      "clashes with the shipped layout peri (Peri-LN)"),
+     ("import no_such_module_here\n", "line 1: ModuleNotFoundError: No module named 'no_such_module_here'")],
+)  # fmt: skip
+def test_a_file_that_cannot_be_a_layout_is_one_line_naming_it(tmp_path, source, words):
+    path = tmp_path / "mine.py"
+    path.write_text(source)
+    problems = check_values(config_of(layout=f"{path}:Mine"))
+    assert len(problems) == 1 and problems[0][0] == "model.layout"
+    assert problems[0][1].startswith(f"{path}: ") and words in problems[0][1] and "\n" not in problems[0][1]
+
+
+def test_display_names_read_the_row_or_a_users_class(tmp_path):
+    from prelnx.config.schema import LAYOUT_NAMES
+
+    from tests.conftest import REPO
+
+    assert LAYOUT_NAMES["tfixup"] == "T-Fixup" and list(LAYOUT_NAMES) == list(LAYOUTS)
+    assert LAYOUT_NAMES[f"{REPO / 'examples' / 'gated_preln.py'}:GatedPreLN"] == "Gated Pre-LN"
+    assert LAYOUT_NAMES.get(f"{tmp_path / 'gone.py'}:Gone", "?") == "Gone"  # an old run's file no longer there
+    assert LAYOUT_NAMES.get("sideways", "sideways") == "sideways"
