@@ -38,8 +38,8 @@ def status_command(
     diverged, why it failed), the totals and an ETA for what is left. Reads the records only: safe beside a running
     sweep.
 
-    Exit codes: 0 every run finished (or diverged, as recorded), 1 some failed, were interrupted or never started
-    (and none is running), 3 some are still running.
+    Exit codes: 0 every run finished, 1 some diverged, failed, were interrupted or never started (and none is
+    running), 3 some are still running.
     """
     while True:
         lines, code = _lines(path)

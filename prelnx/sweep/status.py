@@ -25,8 +25,8 @@ from prelnx.records.results import read_points
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
 
-ACTIVE_S = 600.0
-ENDED = ("finished", "diverged")  # ended as recorded; failed runs are counted apart
+ACTIVE_S = 300.0  # a run whose owner is not a process here (a Slurm node's) is running while its log moves
+ENDED = ("finished", "diverged", "failed")  # ended for good: nothing is left of their budgets
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class RunState:
 
     @property
     def left(self) -> int:
-        return max(0, self.planned - self.step) if self.status not in (*ENDED, "failed") else 0
+        return max(0, self.planned - self.step) if self.status not in ENDED else 0
 
 
 def _last(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -130,11 +130,11 @@ def eta_seconds(states: list[RunState]) -> float | None:
 
 
 def exit_code(states: list[RunState]) -> int:
-    """0 every run ended as recorded (finished or diverged), 3 some still running, 1 otherwise (failed,
-    interrupted or not started, and nothing is running)."""
+    """0 every run finished, 3 some still running, 1 otherwise (some diverged, failed, were interrupted or never
+    started, and none is running)."""
     if any(state.status == "running" for state in states):
         return 3
-    return 0 if states and all(state.status in ENDED for state in states) else 1
+    return 0 if states and all(state.status == "finished" for state in states) else 1
 
 
 def _number(value: float | None, digits: int) -> str:

@@ -119,6 +119,11 @@ def test_a_resumed_reproduction_skips_complete_stages_and_retrains_nothing(tmp_p
     run = out / "arms" / json.loads((out / "arms" / "sweep.json").read_text())["runs"][0]["name"]
     assert json.loads((run / "status.json").read_text())["status"] == "finished"
     assert (out / "arms" / "report.md").is_file()  # the stage's report, written when it was done
+    from prelnx.cli import app
+
+    status = CliRunner().invoke(app, ["status", str(out)])  # where the reproduction stands: its stages and runs
+    assert status.exit_code == 0, status.output
+    assert "stages: 2 complete (arms, theory)" in status.output and f"arms/{run.name}  finished" in status.output
     trained = (run / "metrics.jsonl").read_text(), (run / "status.json").stat().st_mtime
 
     lines.clear()

@@ -66,7 +66,7 @@ def test_tensorboard_logs_first_opened_by_many_threads_at_once(tmp_path):
 def test_configs_first_loaded_by_many_threads_at_once():
     """The strict YAML reader, the schema and the shipped-config lookup, first used by N threads at once."""
     result = _first_use_at_a_barrier(
-        "config, _ = load_config('configs/demo/preln_nowarmup.yaml', ['train.threads=1']); assert config.train.threads == 1",
+        "config, _ = load_config('demo/preln_nowarmup', ['train.threads=1']); assert config.train.threads == 1",
         imports="from prelnx.config.load import load_config",
     )
     assert result.returncode == 0, result.stdout + result.stderr
