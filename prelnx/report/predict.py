@@ -15,9 +15,11 @@ that merely tracks the schedule ties every pair, and a seed's runs are compared 
   direction in each resample; the difference from a baseline predictor (the schedule's own lr: 1/2 by
   construction) is paired on the same resamples.
 - Informative stratum: one whose test-seed runs hold both outcomes; with fewer than `min_strata`, not testable.
-- Verdict: holds when the difference's interval lies above 0 and the fitted direction is the claimed one; does not
-  hold when it lies at or below 0 (no better than the schedule), or above 0 with the direction reversed;
-  inconclusive otherwise.
+- Verdict: holds when the difference's interval lies above 0, the fitted direction is the claimed one and the
+  held-out AUC's permutation p-value (values shuffled within each held-out block) is below 0.05; does not hold when
+  the interval lies at or below 0 (no better than the schedule), or above 0 with the direction reversed (p < 0.05
+  too); inconclusive otherwise (a bootstrap over the two arms of a stratum is degenerate: the permutation p keeps
+  two concordant pairs, p = 1/4, from holding).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Prediction:
     strata: int  # strata with any run
     pairs: int  # held-out pairs
     runs: int  # held-out runs in informative strata
+    p_value: float  # permutation p of the held-out AUC (values permuted within each held-out block); 1: no direction
     verdict: Verdict
     why: str
 
@@ -159,6 +162,27 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
     return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
 
 
+def _permutation_p(units: Sequence[Unit], protocol: Protocol, direction: int, observed: float | None) -> float:
+    """The share of permutations - values shuffled among the runs of each (stratum, held-out seed) block, outcomes
+    kept - whose held-out AUC (same fitted direction) reaches the observed one; (1 + count) / (1 + permutations)."""
+    if direction == 0 or observed is None:
+        return 1.0
+    blocks = []
+    for key in dict.fromkeys((u.stratum, u.seed) for u in units if u.seed in protocol.test_seeds):
+        runs = [u for u in units if (u.stratum, u.seed) == key]
+        failed = np.array([u.failed for u in runs])
+        if failed.any() and not failed.all():
+            blocks.append((np.array([u.value for u in runs], dtype=float), failed))
+    pairs = sum(int(f.sum() * (~f).sum()) for _, f in blocks)
+    rng = np.random.default_rng(protocol.rng_seed + 1)
+    reached = 0
+    for _ in range(protocol.resamples):
+        concordant = sum(float(_scores(rng.permutation(v))[np.ix_(f, ~f)].sum()) for v, f in blocks)
+        auc = concordant / pairs if direction > 0 else 1 - concordant / pairs
+        reached += auc >= observed - 1e-12
+    return (1 + reached) / (1 + protocol.resamples)
+
+
 def predict(units: Sequence[Unit], baseline: Sequence[Unit], protocol: Protocol) -> Prediction:
     """The quantity's held-out within-stratum AUC against the baseline's (same runs, the baseline's values)."""
     blocks, base_blocks = _blocks(units, protocol), _blocks(baseline, protocol)
@@ -171,26 +195,33 @@ def predict(units: Sequence[Unit], baseline: Sequence[Unit], protocol: Protocol)
                    if {u.failed for u in units if u.stratum == s and u.seed in protocol.test_seeds} == {True, False}]
     runs = sum(u.stratum in informative and u.seed in protocol.test_seeds for u in units)
     difference = None if auc is None or base_auc is None else auc - base_auc
-    verdict, why = _decide(direction, difference, diff_low, diff_high, informative, protocol, fit_auc)
+    p_value = _permutation_p(units, protocol, direction, auc) if informative else 1.0
+    verdict, why = _decide(direction, difference, diff_low, diff_high, informative, protocol, fit_auc, p_value)
     return Prediction(fit_auc, direction, auc, low, high, base_auc, difference, diff_low, diff_high, informative,
-                      len(blocks), pairs, runs, verdict, why)  # fmt: skip
+                      len(blocks), pairs, runs, p_value, verdict, why)  # fmt: skip
 
 
 def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[str],
-            protocol: Protocol, fit_auc: float | None) -> tuple[Verdict, str]:  # fmt: skip
+            protocol: Protocol, fit_auc: float | None, p_value: float) -> tuple[Verdict, str]:  # fmt: skip
     need = protocol.min_strata
     if len(informative) < need or difference is None:
-        return Verdict.NOT_TESTABLE, (f"{len(informative)} informative stratum/strata (held-out runs of both "
-                                      f"outcomes in one schedule); it needs >= {need}: strata where, in the held-out "
-                                      "seed, some arms fail and some train would decide it")  # fmt: skip
+        strata = "stratum" if len(informative) == 1 else "strata"
+        return Verdict.NOT_TESTABLE, (f"{len(informative)} informative {strata} (held-out runs of both outcomes in "
+                                      f"one schedule); it needs >= {need}: strata where, in the held-out seed, some "
+                                      "arms fail and some train would decide it")  # fmt: skip
     if fit_auc is None:
         return Verdict.NOT_TESTABLE, "the fit seeds hold no failing-trained pair to fit a direction on"
     if high <= 0:
         tie = direction == 0 and low == high == 0
         return Verdict.DOES_NOT_HOLD, ("it ties the schedule-only baseline: within every stratum its values order no "
                                        "pair" if tie else "no better than the schedule alone on the held-out seed")
+    if low > 0 and p_value >= 1 - LEVEL:
+        return Verdict.INCONCLUSIVE, (f"above the baseline over arms, but the permutation p = {p_value:.2f}: too few "
+                                      "held-out pairs to tell it from chance")  # fmt: skip
     if low > 0 and direction == protocol.claimed_direction:
-        return Verdict.HOLDS, "beats the schedule-only baseline on the held-out seed, in the claimed direction"
+        return Verdict.HOLDS, (f"beats the schedule-only baseline on the held-out seed, in the claimed direction "
+                               f"(permutation p = {p_value:.3f})")  # fmt: skip
     if low > 0:
-        return Verdict.DOES_NOT_HOLD, "it predicts failure on the held-out seed, but the other way round"
+        return Verdict.DOES_NOT_HOLD, (f"it predicts failure on the held-out seed, but the other way round "
+                                       f"(permutation p = {p_value:.3f})")  # fmt: skip
     return Verdict.INCONCLUSIVE, "the interval over arms straddles the baseline"
