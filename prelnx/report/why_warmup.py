@@ -1,26 +1,25 @@
-"""The explanations of warm-up decided on one sweep's runs (issue 31; configs/sweeps/why_warmup.yaml).
+"""The explanations of warm-up decided on one sweep's runs (issues 31 and 38; configs/sweeps/why_warmup_strata.yaml).
 
 Each explanation's prediction is a claim in prelnx/methods.yaml (`why_warmup`, read through prelnx.paper), with its
-quantity, the updates it is read over, its arms or run groups, and its margin, written before the runs. A quantity
-is one number per run, from its diagnostics.jsonl (prelnx.records.diagnostics; the plugin owns the rows' keys) or
-its final valid loss:
+quantity, the updates it is read over, its arms, and its margin, written before the runs. A quantity is one number
+per run, from its diagnostics.jsonl (prelnx.records.diagnostics; the plugin owns the rows' keys) or its final valid
+loss:
 
 - final_loss: the final valid loss (bits), a diverged seed at the sweep's failure loss (prelnx.report.arms);
 - last_grad_log10: mean over the measured updates in `updates` of log10 grad_norm of the decoder's last FFN
   sublayer (`decoder.<last>.ffn`), the layer Xiong et al.'s Theorem 1 is about;
-- overshoot_share: the share of the sharpness measurements in `updates` at which the step taken was past the edge,
-  lr x lambda_c > 2 (eta_c < lr: the update raised the loss on the fixed batch), a step whose every fraction raised
-  the loss counting as past it;
+- lr_sharpness_max: the largest lr x lambda_c over `updates` (infinite where the loss rose at every step down);
+- overshoot_share: the share of the sharpness measurements in `updates` with lr x lambda_c > 2 (issue 31's);
 - update_ratio_log10: mean over `updates` of log10 of the median over groups of ||delta w|| / ||w||;
-- attn_logit_max: the largest attention logit over `updates` and attention modules.
+- attn_logit_max: the largest attention logit over `updates` and attention modules;
+- early_lr: the mean lr over `updates`, the schedule alone (the predictive claims' baseline).
 
-A run FAILED when it diverged or its final valid nll is not `trained_margin_bits` below the unigram plateau. The
-kinds: `arm_difference` (arm a minus arm b over seeds, per lr: Welch's t, prelnx.report.stats) with the study's
-premise (at that lr Post-LN with Adam fails without warm-up and trains with it); `outcome_difference` (the failing
-runs minus the trained runs, over every run of the sweep that has the quantity), not testable unless each group has
-`min_runs` runs. "X trains where Y fails" with X never trained either (in >= 2 seeds: one seed is never a verdict),
-while the premise holds, does not hold: the engine's rule that two dead arms decide nothing is for claims about how
-much better; this one is about training.
+A run FAILED when it diverged or its final valid nll is not `trained_margin_bits` below the unigram plateau. This
+module decides the `arm_difference` claims (arm a minus arm b over seeds, per lr: prelnx.report.stats) with their
+premise (at that lr Post-LN with Adam fails without warm-up), and gives every run its stratum (`schedule_key`: the
+whole lr schedule); prelnx.report.why_warmup_predict decides the `predicts_failure` claims. "X trains where Y fails"
+with X never trained either (in >= 2 seeds: one seed is never a verdict), while the premise holds, does not hold:
+the engine's rule that two dead arms decide nothing is for claims about how much better; this one is about training.
 """
 
 from __future__ import annotations
