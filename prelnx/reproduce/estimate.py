@@ -87,6 +87,12 @@ def _idx_tokens(index: Path) -> int | None:
         return None
 
 
+# A dataset's epoch when it is not prepared here (the plan comes before the data): training pairs of its standard
+# preparation (fairseq's prepare-iwslt14.sh: 160,239), times target tokens per pair after BPE, an assumption (about
+# 25) that the prepared data replaces by its count.
+ASSUMED_EPOCH = {"iwslt14": (160_239, 25)}
+
+
 def epoch_tokens(config: Config) -> int | None:
     """Target-side tokens of one epoch (padding not counted); None when the data is not here to count."""
     from prelnx.plan.data import data_dir, languages
@@ -99,6 +105,9 @@ def epoch_tokens(config: Config) -> int | None:
         found = _idx_tokens(folder / "train.idx") or _idx_tokens(folder / "input0" / "train.idx")
     if found:
         return found
+    if config.data.dataset in ASSUMED_EPOCH:  # not prepared here: planned on its known size, said so in the plan
+        pairs, per_pair = ASSUMED_EPOCH[config.data.dataset]
+        return pairs * per_pair
     if config.data.dataset != "synthetic":
         return None
     s = config.data.synthetic

@@ -42,6 +42,7 @@ class StagePlan:
     note: str = ""  # a choice to be made, a count that depends on an earlier stage
     done: bool = False  # complete in an earlier attempt
     precision: str = ""  # the CPU scale's precision and why
+    missing: list[str] = field(default_factory=list)  # the data it needs and lacks here, each with what prepares it
 
 
 @dataclass
@@ -53,6 +54,11 @@ class Plan:
     seeds: int | None
     stages: list[StagePlan]
     pace: str  # how the estimate was made
+
+    @property
+    def missing(self) -> list[tuple[str, str]]:
+        """(stage, problem) for every stage whose data is missing here: the plan is whole, it cannot run yet."""
+        return [(sp.stage.name, problem) for sp in self.stages for problem in sp.missing]
 
     @property
     def total_seconds(self) -> float:
@@ -133,7 +139,7 @@ def stage_spec(stage: Stage, seeds: int | None, out: Path, scale: str = "") -> S
     return spec
 
 
-def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, problems: list[str], scale: str) -> None:
+def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, scale: str) -> None:
     from prelnx.sweep.preflight import data_problems, launch_problems
 
     spec = stage_spec(sp.stage, seeds, out, scale)
@@ -144,13 +150,13 @@ def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, problems: list[str]
         sp.not_run = f"needs {sp.stage.optional_data}: " + "; ".join(found)
     elif found:
         hint = f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""
-        problems += [f"stage {sp.stage.name}: {problem}{hint}" for problem in found]
+        sp.missing += [f"{problem}{hint}" for problem in found]
     if sp.stage.choose:
         sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
                    if not (out / sp.stage.name / "choice.json").is_file() else "choice made (choice.json)")  # fmt: skip
 
 
-def _grads_plan(sp: StagePlan, problems: list[str]) -> None:
+def _grads_plan(sp: StagePlan) -> None:
     from prelnx.analysis.grads.study import GradStudy
     from prelnx.plan.data import data_problem
 
@@ -160,7 +166,7 @@ def _grads_plan(sp: StagePlan, problems: list[str]) -> None:
     sp.runs = [f"{', '.join(study.layouts)} x depths {', '.join(map(str, study.depths))} x {len(study.seeds)} seeds"]
     problem = data_problem(config)
     if problem:
-        problems.append(f"stage {sp.stage.name}: {problem}")
+        sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
     for depth in study.depths:
         sized = load_config(sp.stage.source, [*sp.stage.set, f"model.encoder_layers={depth}",
                                               f"model.decoder_layers={depth}"])[0]  # fmt: skip
@@ -169,7 +175,7 @@ def _grads_plan(sp: StagePlan, problems: list[str]) -> None:
         sp.work.append(estimate.Work(models, models * study.batches * study.tokens_per_batch(), cost))
 
 
-def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan], problems: list[str]) -> None:
+def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan]) -> None:
     from prelnx.plan.data import data_problem
 
     config, _ = load_config(sp.stage.source, list(sp.stage.set))
@@ -192,24 +198,24 @@ def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan], problems: list[st
     elif problem and sp.stage.optional_data:
         sp.not_run = f"needs {sp.stage.optional_data}: {problem}"
     elif problem:
-        problems.append(f"stage {sp.stage.name}: {problem}")
+        sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
 
 
 def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: int | None = None,
          probe: estimate.Probe | None = None) -> Plan:  # fmt: skip
-    """Every stage of `scale` with its runs and estimate; PlanError when the scale's data is missing here."""
+    """Every stage of `scale` with its runs and estimate, whether its data is here or not (Plan.missing says what
+    is missing, per stage: the plan comes before the data)."""
     seeds = seeds if seeds is not None else DEFAULT_SEEDS.get(scale)
     plans: dict[str, StagePlan] = {}
-    problems: list[str] = []
     for stage in stages(scale):
         sp = plans[stage.name] = StagePlan(stage)
         if stage.kind in ("sweep", "configs"):
-            _sweep_plan(sp, seeds, out, problems, scale)
+            _sweep_plan(sp, seeds, out, scale)
             if scale == "cpu":
                 sp.precision = "%s (%s)" % cpu_precision(sp.configs)
             sp.work = [estimate.work(config) for config in sp.configs]
         elif stage.kind == "grads":
-            _grads_plan(sp, problems)
+            _grads_plan(sp)
         elif stage.kind == "theory":
             o = stage.options
             sp.runs = [f"d {o['d']}, {o['layers']} layers, {o['seeds']} seeds"]
@@ -220,10 +226,8 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
                        f"({sum(len(p.runs) for p in of)} runs)"]  # fmt: skip
             sp.work = [estimate.Work(1, w.tokens / max(1, w.updates) * 4, w.cost) for p in of for w in p.work]
         elif stage.kind == "finetune":
-            _finetune_plan(sp, plans, problems)
+            _finetune_plan(sp, plans)
         sp.done = complete(out, sp)
-    if problems:
-        raise PlanError(f"--scale {scale} cannot run here; nothing was created:\n  " + "\n  ".join(problems))
     if scale == "paper":  # no probe: this CPU says nothing of a GPU
         pace = (f"GPU-hours on one {PAPER_GPU}, fp32, at an assumed {estimate.GPU_WPS:,.0f} target tokens/s for the "
                 f"transformer base ({estimate.GPU_SOURCE}), scaled by each model's cost per token; not measured here. "
@@ -231,6 +235,10 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
         for sp in plans.values():
             if sp.stage.kind not in ("theory", "grads"):
                 sp.gpu_hours = estimate.gpu_hours(sp.work)
+        if any(sp.missing for sp in plans.values()):
+            pace += (". Data not prepared here: an epoch of " + ", ".join(
+                f"{name} assumed {pairs:,} pairs x ~{per} target tokens" for name, (pairs, per)
+                in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
         return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
     probe = probe or estimate.probe()
     pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, os.cpu_count() or 1)} "
@@ -278,6 +286,7 @@ def plan_lines(p: Plan) -> list[str]:
             lines.append(f"      {sp.note}")
         if sp.not_run:
             lines.append(f"      not run: {sp.not_run}")
+        lines += [f"      MISSING DATA: {problem}" for problem in sp.missing]
         if p.executor == "slurm" and sp.spec is not None and not sp.not_run and not sp.done:
             lines.append(f"      Slurm: would submit {len(sp.runs)} jobs (a submitit array, one run per job; "
                          f"resources from the spec's slurm: or prelnx sweep's defaults)")  # fmt: skip
@@ -287,6 +296,10 @@ def plan_lines(p: Plan) -> list[str]:
                       f"stages (theory, gradients)"]  # fmt: skip
     else:
         lines += ["", f"total: ~{duration(p.total_seconds)} of training here"]
+    if p.missing:
+        stages = list(dict.fromkeys(stage for stage, _ in p.missing))
+        lines.append(f"cannot run here yet: the data of {len(stages)} stage(s) is missing ({', '.join(stages)}; "
+                     f"MISSING DATA above says what prepares it)")  # fmt: skip
     return lines
 
 

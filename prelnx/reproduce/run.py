@@ -214,6 +214,10 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     lines = plan_lines(the_plan)
     for line in lines:
         echo(line)
+    if the_plan.missing:  # the whole plan is printed first; then one line, exit 2, nothing created
+        stages = list(dict.fromkeys(stage for stage, _ in the_plan.missing))
+        raise PlanError(f"--scale {scale} cannot run here; nothing was created: the data of stage(s) "
+                        f"{', '.join(stages)} is missing (MISSING DATA in the plan above: what prepares it)")
     if scale == "paper":
         with kept_logging():
             echo(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")

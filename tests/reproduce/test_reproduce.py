@@ -70,6 +70,17 @@ def test_paper_dry_run_plans_with_iwslt14_and_refuses_without_it(tmp_path, monke
     missing = CliRunner().invoke(app, ["reproduce", "--scale", "paper", "--dry-run"])
     assert missing.exit_code == 2, missing.output
     assert "prelnx data prepare iwslt14" in missing.output and "nothing was created" in missing.output
+    # the plan before the data: every stage with its runs and GPU-hours, the missing data marked where it is needed
+    plan = missing.output.splitlines()
+    for index, stage in enumerate(stages("paper"), 1):
+        assert any(line.startswith(f"{index:2d}. {stage.name} ") for line in plan), (stage.name, missing.output)
+    fig2 = next(i for i, line in enumerate(plan) if line.startswith(" 3. fig2 "))
+    assert "GPU-h" in plan[fig2] and float(plan[fig2].split("~")[1].split()[0]) > 1  # its epoch assumed, said so
+    assert "an epoch of iwslt14 assumed 160,239 pairs" in missing.output
+    marked = [line for line in plan if line.strip().startswith("MISSING DATA:")]
+    assert len(marked) == 3 and all("prelnx data prepare iwslt14" in line for line in marked)  # grads, fig2, fig4
+    assert "total: ~" in missing.output and "the data of stage(s) grads, fig2, fig4 is missing" in missing.output
+    assert not (tmp_path / "runs").exists()
     _fake_iwslt14(tmp_path)
     planned = CliRunner().invoke(app, ["reproduce", "--scale", "paper", "--dry-run", "--executor", "slurm"])
     assert planned.exit_code == 0, planned.output
@@ -88,8 +99,11 @@ def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, 
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["reproduce", "--scale", "cpu", "--dry-run"])
     assert result.exit_code == 2, result.output
-    assert "stage nmt_premise: data.path: data-bin/multi30k-8k.de-en" in result.output
-    assert "bash scripts/prepare_cpu_study.sh" in result.output
+    plan = result.output.splitlines()
+    premise = next(i for i, line in enumerate(plan) if line.startswith(" 3. nmt_premise "))
+    marked = next(line for line in plan[premise:] if "MISSING DATA:" in line)
+    assert "data.path: data-bin/multi30k-8k.de-en" in marked and "bash scripts/prepare_cpu_study.sh" in marked
+    assert "total: ~" in result.output and "the data of stage(s) nmt_premise, nmt is missing" in result.output
 
 
 def test_bad_scale_is_one_error(tmp_path):
