@@ -43,13 +43,13 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
     failed at either lr is counted as a failure, a seed without a validation row at either as missing."""
     low, high = (pick(arms, layout=layout, warmup=warmup, lr=lr) for lr in lrs)
     by_seed = {a.seed: a for a in low}
-    values, failed, diverged, missing, untestable = [], 0, 0, 0, ""
+    values, failed, diverged, missing, untestable, unjudged = [], 0, 0, 0, "", 0
     for arm in sorted(high, key=lambda a: a.seed):
         if arm.seed not in by_seed:
             continue
         states = [a.outcome().state for a in (by_seed[arm.seed], arm)]
         if RunState.NOT_JUDGED in states:
-            untestable = NO_PLATEAU
+            untestable, unjudged = NO_PLATEAU, unjudged + 1
         elif RunState.DIVERGED in states or RunState.FAILED in states:
             failed, diverged = failed + 1, diverged + (RunState.DIVERGED in states)
         elif RunState.NO_VALIDATION in states:
@@ -58,7 +58,7 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
             values.append(abs((arm.final() or 0.0) - (by_seed[arm.seed].final() or 0.0)))
     label = f"{describe_arm(high[0]).split(' lr ')[0]}, {warmup or 'no'} warm-up" if high else layout
     return Sample(f"{label}: loss gap between lr {lrs[0]:g} and {lrs[1]:g}", tuple(values), failed, diverged,
-                  missing, untestable=untestable, failure="failed at either lr")  # fmt: skip
+                  missing, untestable=untestable, failure="failed at either lr", unjudged=unjudged)  # fmt: skip
 
 
 def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
@@ -85,7 +85,7 @@ def _failures(arms: list[Arm], layout: str, margin: float | None) -> Sample:
     return Sample(label, tuple(0.0 for s in states if s is RunState.TRAINED),
                   sum(s in (RunState.FAILED, RunState.DIVERGED) for s in states),
                   sum(s is RunState.DIVERGED for s in states), sum(s is RunState.NO_VALIDATION for s in states),
-                  untestable=untestable)  # fmt: skip
+                  untestable=untestable, unjudged=sum(s is RunState.NOT_JUDGED for s in states))  # fmt: skip
 
 
 def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:

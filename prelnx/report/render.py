@@ -19,7 +19,7 @@ MEASURED = {"failed to train": "trained", "did not reach the target": "reached i
 def _seeds(sample: Sample) -> str:
     """`3 seeds` or `3 seeds: 1 trained, 1 failed to train, 1 diverged (update 24), 1 no validation row`."""
     text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
-    if not sample.failed and not sample.missing:
+    if not sample.failed and not sample.missing and not sample.unjudged:
         return text
     parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}"]
     if sample.failed - sample.diverged:
@@ -29,6 +29,8 @@ def _seeds(sample: Sample) -> str:
         parts.append(f"{sample.diverged} diverged" + (f" (update{'s' if len(sample.diverged_at) > 1 else ''} {at})" if at else ""))
     if sample.missing:
         parts.append(f"{sample.missing} no validation row")
+    if sample.unjudged:
+        parts.append(f"{sample.unjudged} not judged (no unigram plateau)")
     return f"{text}: {', '.join(parts)}"
 
 

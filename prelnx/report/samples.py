@@ -39,6 +39,7 @@ class Sample:
     untestable: str = ""
     diverged_at: tuple[int, ...] = ()
     failure: str = "failed to train"  # what `failed` counts, in words
+    unjudged: int = 0  # finished seeds whose training cannot be judged (no plateau): counted, in no test
 
     @property
     def measured(self) -> int:
@@ -46,8 +47,8 @@ class Sample:
 
     @property
     def n(self) -> int:
-        """Every seed of the arm: measured, failed and without a validation row."""
-        return len(self.values) + self.failed + self.missing
+        """Every seed of the arm: measured, failed, without a validation row, not judged."""
+        return len(self.values) + self.failed + self.missing + self.unjudged
 
     @property
     def dead(self) -> bool:
