@@ -15,7 +15,7 @@ def finetune_command(
     config: Annotated[str, options.config("A fine-tuning config (task: sentence_prediction), e.g. configs/bert_cpu/finetune_synthetic.yaml.")],
     pretrained: Annotated[Path, typer.Option("--pretrained", help="The pre-trained run dir (a masked_lm run); the model's shape comes from its config.yaml.")],
     checkpoint: Annotated[Optional[list[str]], typer.Option("--checkpoint", help="best, last, stages (every kept checkpoint_<epoch>_<update>.pt: Figure 5b/c's stages) or a file in its checkpoints/ (repeatable) [default: best].")] = None,
-    seeds: Annotated[str, typer.Option("--seeds", help="Fine-tuning seeds per checkpoint: a count N (seeds 1..N) or a list like 1,2,5.")] = "3",
+    seeds: Annotated[str, options.seeds("Fine-tuning seeds per checkpoint")] = "3",
     set_: Annotated[Optional[list[str]], options.sets()] = None,
     out: Annotated[Optional[Path], options.out("Where the fine-tunings go [default: <pretrained>/finetune/<config name>].")] = None,
     dry_run: Annotated[bool, options.dry_run("List the fine-tunings; train nothing.")] = False,

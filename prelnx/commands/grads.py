@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.analysis.grads.study import QUICK, GradStudy
 from prelnx.commands import options
 from prelnx.config.load import load_config
 
@@ -15,8 +16,8 @@ def grads_command(
     config: Annotated[str, options.config("A YAML config: a path, or a name under configs/ (e.g. grads/figure3_synthetic.yaml).")],
     out: Annotated[Path, options.out("Folder for grads.csv, grads_summary.json and figure3.png.")],
     layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, the warm-up-free admin, tfixup, rezero, rezero_postln, b2t, and the norm placements peri, reorder, mixln, residual, lnscale.")] = "post,pre",
-    seeds: Annotated[Optional[str], typer.Option("--seeds", help="How many seeds (10 = seeds 1..10), or a list (3,7). Each seed sets the init, the batches and the dropout draws. [default: 10; --quick: 3]")] = None,
-    depths: Annotated[Optional[str], typer.Option("--depths", help="Comma-separated depths (layers in the encoder and in the decoder). [default: 6,8,10,12,14; --quick: 6,10,14]")] = None,
+    seeds: Annotated[Optional[str], options.seeds(f"Each seed sets the init, the batches and the dropout draws [default: {len(GradStudy.seeds)}; --quick: {QUICK['seeds']}]")] = None,
+    depths: Annotated[Optional[str], typer.Option("--depths", help=f"Comma-separated depths (layers in the encoder and in the decoder). [default: {','.join(map(str, GradStudy.depths))}; --quick: {','.join(map(str, QUICK['depths']))}]")] = None,
     batches: Annotated[Optional[int], typer.Option("--batches", help="Mini-batches per model; the norms are averaged over them. [default: 1]")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Tokens per mini-batch. [default: the config's train.max_tokens; --quick: 1024]")] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Also measure a trained model on the same batches (the paper's 'after warm-up' bars): RUN_DIR:best, RUN_DIR:last, or a checkpoint path.")] = None,

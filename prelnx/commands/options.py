@@ -7,7 +7,9 @@
 - `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
 - `--executor`: where training runs (`local`: this machine; `slurm`: submitted through submitit).
 - Slurm: `--partition` (the partition), `--time-min` (the time limit of a job in minutes; a job requeues itself on
-  timeout and resumes from its checkpoint).
+  timeout and resumes from its checkpoint), per run on sweep and reproduce: `--gpus-per-run`, `--cpus-per-run`,
+  `--mem-gb-per-run`.
+- `--seeds`: a count N (seeds 1..N) or a list (3,7), in every command that takes seeds.
 Flags show no value placeholder in --help (`metavar=""`).
 """
 
@@ -59,9 +61,26 @@ def partition(help: str = "Slurm: the partition [default: Slurm's default partit
     return typer.Option("--partition", help=help)
 
 
-def time_min(help: str = "Slurm: the time limit of a job in minutes (a job requeues itself on timeout and resumes "
-                         "from its checkpoint) [default: 1440].") -> Any:  # fmt: skip
-    return typer.Option("--time-min", min=1, help=help)
+def time_min() -> Any:
+    from prelnx.launch.slurm_task import DEFAULT_TIME_MIN  # its owner
+
+    return typer.Option("--time-min", min=1, help=f"Slurm: the time limit of a job in minutes (a job requeues itself "
+                                                  f"on timeout and resumes from its checkpoint) [default: {DEFAULT_TIME_MIN}].")  # fmt: skip
+
+
+def seeds(help: str) -> Any:
+    from prelnx.commands.parsing import SEEDS_HELP
+
+    return typer.Option("--seeds", help=f"{help}: {SEEDS_HELP}.")
+
+
+def slurm_per_run() -> dict[str, Any]:
+    """The per-run Slurm resources of sweep and reproduce (train's are per task: one job of nodes x tasks)."""
+    return {
+        "gpus_per_run": typer.Option("--gpus-per-run", min=0, help="Slurm: GPUs per run."),
+        "cpus_per_run": typer.Option("--cpus-per-run", min=1, help="Slurm: CPUs per run [default: the partition's CPUs per node, up to 8 (sinfo)]."),
+        "mem_gb_per_run": typer.Option("--mem-gb-per-run", min=1, help="Slurm: memory per run in GB [default: the partition's default]."),
+    }  # fmt: skip
 
 
 def flag(name: str, help: str) -> Any:

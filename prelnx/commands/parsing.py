@@ -1,4 +1,4 @@
-"""Parsing the list-valued options of the study commands: --seeds (grads, theory), --layouts and --depths (grads).
+"""Parsing the list-valued options: --seeds (every command that takes seeds), --layouts and --depths (grads).
 
 A bad value raises GradsError with the option's name and what is expected; the commands print it and exit 2.
 """
@@ -8,21 +8,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.analysis.grads.study import LAYOUTS, GradsError
+from prelnx.config.errors import Refusal
+
+
+SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """`10` -> seeds 1..10; `3,7` -> seeds 3 and 7."""
+    """`10` -> seeds 1..10; `3,7` -> seeds 3 and 7 (every command's --seeds)."""
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not parts or not all(part.lstrip("-").isdigit() for part in parts):
-        raise GradsError(f"--seeds: expected a count (10 = seeds 1..10) or a list (3,7), got {text!r}")
+        raise Refusal(f"--seeds: expected {SEEDS_HELP}, got {text!r}")
     if "," not in text:
         count = int(parts[0])
         if count < 1:
-            raise GradsError(f"--seeds: need at least 1 seed, got {count}")
+            raise Refusal(f"--seeds: need at least 1 seed, got {count}")
         return tuple(range(1, count + 1))
     seeds = tuple(int(part) for part in parts)
     if len(set(seeds)) != len(seeds):
-        raise GradsError(f"--seeds: repeated seed in {text!r}")
+        raise Refusal(f"--seeds: repeated seed in {text!r}")
     return seeds
 
 

@@ -14,8 +14,13 @@ def reproduce_command(
     scale: Annotated[str, typer.Option("--scale", help="demo (every stage at toy size, offline, ~25 min on 2 cores), cpu (the shipped CPU studies, hours; Multi30k prepared), paper (the paper's configs on GPUs; IWSLT14 prepared).")],
     executor: Annotated[str, options.executor(("local", "slurm", "submitit-local"), "Where the sweeps' runs train")] = "local",
     jobs: Annotated[int, options.jobs("Runs at a time (local executor); CPU threads are split between them.")] = 2,
-    seeds: Annotated[Optional[int], typer.Option("--seeds", min=1, help="Seeds per arm of the arms sweeps (seeds 1..N) [default: demo 1; cpu, paper: each sweep's own].")] = None,
+    seeds: Annotated[Optional[str], options.seeds("The seeds of each arm of the arms sweeps [default: demo 1; cpu, paper: each sweep's own]")] = None,
     out: Annotated[Optional[Path], options.out("The reproduction's folder [default: runs/reproduce-<scale>].")] = None,
+    partition: Annotated[Optional[str], options.partition()] = None,
+    time_min: Annotated[Optional[int], options.time_min()] = None,
+    gpus_per_run: Annotated[Optional[int], options.slurm_per_run()["gpus_per_run"]] = None,
+    cpus_per_run: Annotated[Optional[int], options.slurm_per_run()["cpus_per_run"]] = None,
+    mem_gb_per_run: Annotated[Optional[int], options.slurm_per_run()["mem_gb_per_run"]] = None,
     dry_run: Annotated[bool, options.dry_run("Print the plan (every stage, its runs, its compute estimate) and check the data; train nothing.")] = False,
 ) -> None:
     """Reproduce every experiment of the paper at one scale: the theory checks, Figure 3's gradients, the premise
@@ -27,6 +32,10 @@ def reproduce_command(
     Exit codes: 0 complete (or a dry run), 1 a stage did not complete, 2 the scale cannot run here (its data is
     missing: the message names the command that prepares it), 130 interrupted.
     """
+    from prelnx.commands.parsing import parse_seeds
     from prelnx.reproduce.run import reproduce
 
-    raise typer.Exit(reproduce(scale, out, executor=executor, jobs=jobs, seeds=seeds, dry_run=dry_run, echo=typer.echo))
+    slurm = {key: value for key, value in {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run,
+             "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run}.items() if value is not None}  # fmt: skip
+    raise typer.Exit(reproduce(scale, out, executor=executor, jobs=jobs, seeds=parse_seeds(seeds) if seeds else None,
+                               slurm=slurm, dry_run=dry_run, echo=typer.echo))  # fmt: skip

@@ -20,15 +20,16 @@ def sweep_command(
     config: Annotated[str, options.config("A sweep spec (YAML with grid:), or a training config used as the base of --grid.")],
     grid: Annotated[Optional[list[str]], typer.Option("--grid", help="KEY=V1,V2: values to sweep (repeatable; a product). Values are YAML; brackets keep a list whole: --grid 'optimizer.betas=[0.9,0.98],[0.9,0.999]'.")] = None,
     set_: Annotated[Optional[list[str]], options.sets("KEY=VALUE for every run (repeatable; the value is YAML).")] = None,
+    seeds: Annotated[Optional[str], options.seeds("Also sweep train.seed over these seeds (a grid axis)")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Sweep name [default: the spec's name; for --grid on a training config, its run name + '-grid'].")] = None,
     out: Annotated[Optional[Path], options.out("Sweep folder [default: runs/<sweep name>].")] = None,
     jobs: Annotated[int, options.jobs("Runs at a time (local executor); CPU threads are split between them.")] = 1,
     pin_cores: Annotated[bool, options.flag("--pin-cores", "Local executor: keep each of the --jobs runs on its own cores (Linux affinity; see docs/benchmarks.md for when it helps).")] = False,
     executor: Annotated[str, typer.Option("--executor", help=f"Where runs execute: {', '.join(EXECUTORS)}.")] = "local",
     partition: Annotated[Optional[str], options.partition()] = None,
-    gpus_per_run: Annotated[Optional[int], typer.Option("--gpus-per-run", help="Slurm: GPUs per run.")] = None,
-    cpus_per_run: Annotated[Optional[int], typer.Option("--cpus-per-run", min=1, help="Slurm: CPUs per run [default: the partition's CPUs per node, up to 8 (sinfo)].")] = None,
-    mem_gb_per_run: Annotated[Optional[int], typer.Option("--mem-gb-per-run", min=1, help="Slurm: memory per run in GB [default: the partition's default].")] = None,
+    gpus_per_run: Annotated[Optional[int], options.slurm_per_run()["gpus_per_run"]] = None,
+    cpus_per_run: Annotated[Optional[int], options.slurm_per_run()["cpus_per_run"]] = None,
+    mem_gb_per_run: Annotated[Optional[int], options.slurm_per_run()["mem_gb_per_run"]] = None,
     time_min: Annotated[Optional[int], options.time_min()] = None,
     array_parallelism: Annotated[Optional[int], typer.Option("--array-parallelism", help="Slurm: jobs of the array running at once.")] = None,
     evaluate: Annotated[bool, options.flag("--evaluate", "Evaluate each finished run on its test split (prelnx evaluate).")] = False,
@@ -40,7 +41,10 @@ def sweep_command(
     Re-running the same sweep skips finished runs and resumes partial ones. summary.csv / summary.md in the
     sweep folder list every run's status, best and final valid loss, best BLEU, epochs, updates and wall time.
     """
-    spec = resolve_spec(find_config(config), grid or [], set_ or [], name)
+    from prelnx.commands.parsing import parse_seeds
+
+    seed_axis = [f"train.seed={','.join(map(str, parse_seeds(seeds)))}"] if seeds else []
+    spec = resolve_spec(find_config(config), [*(grid or []), *seed_axis], set_ or [], name)
     sweep_dir, points = plan_sweep(spec, out)
     if dry_run:
         typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))

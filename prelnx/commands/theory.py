@@ -7,15 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
+from prelnx.analysis.theory import TheorySettings
 from prelnx.commands import options
+
+DEFAULTS = TheorySettings()  # the owner of the check's defaults
 
 def theory_command(
     out: Annotated[Optional[Path], options.out("Folder for the CSVs, theory_summary.json and the plots (none: print only).")] = None,
-    hidden_size: Annotated[int, typer.Option("--hidden-size", help="Hidden size d.")] = 512,
-    layers: Annotated[int, typer.Option("--layers", help="Layers to stack.")] = 12,
-    seeds: Annotated[str, typer.Option("--seeds", help="How many seeds (10 = seeds 1..10), or a list (3,7).")] = "10",
-    tokens: Annotated[int, typer.Option("--tokens", help="Sequence length of the Gaussian input.")] = 8,
-    scales: Annotated[str, typer.Option("--scales", help="Comma-separated input scalings for the LayerNorm Jacobian check.")] = "0.25,0.5,1,2,4,8,16,32",
+    hidden_size: Annotated[int, typer.Option("--hidden-size", help="Hidden size d.")] = DEFAULTS.d,
+    layers: Annotated[int, typer.Option("--layers", help="Layers to stack.")] = DEFAULTS.layers,
+    seeds: Annotated[str, options.seeds("The seeds")] = str(len(DEFAULTS.seeds)),
+    tokens: Annotated[int, typer.Option("--tokens", help="Sequence length of the Gaussian input.")] = DEFAULTS.tokens,
+    scales: Annotated[str, typer.Option("--scales", help="Comma-separated input scalings for the LayerNorm Jacobian check.")] = ",".join(f"{s:g}" for s in DEFAULTS.scales),
     dry_run: Annotated[bool, options.dry_run("Print the settings that would be checked; compute nothing.")] = False,
 ) -> None:
     """Check the paper's mean-field results in its simplified model (uniform attention, Xavier d x d weights).

@@ -22,7 +22,7 @@ from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
 from prelnx.sweep.spec import SweepSpec, expand, resolve_spec
 
-DEFAULT_SEEDS = {"demo": 1, "cpu": None, "paper": None}  # None: each sweep's own seeds
+DEFAULT_SEEDS: dict[str, tuple[int, ...] | None] = {"demo": (1,), "cpu": None, "paper": None}  # None: each sweep's own
 
 
 class PlanError(Refusal):
@@ -51,9 +51,10 @@ class Plan:
     out: Path
     executor: str
     jobs: int
-    seeds: int | None
+    seeds: tuple[int, ...] | None  # the arms sweeps' seeds (--seeds), None: each sweep's own
     stages: list[StagePlan]
     pace: str  # how the estimate was made
+    slurm: dict[str, Any] = field(default_factory=dict)  # the sweeps' per-run Slurm resources (prelnx sweep's options)
 
     @property
     def missing(self) -> list[tuple[str, str]]:
@@ -116,12 +117,12 @@ def cpu_precision(configs: list[Config]) -> tuple[str, str]:
     return "bf16", f"native {', '.join(flags)} and IWSLT14-sized models"
 
 
-def stage_spec(stage: Stage, seeds: int | None, out: Path, scale: str = "") -> SweepSpec:
+def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: str = "") -> SweepSpec:
     """The sweep a sweep or configs stage runs: its config, the stage's toy-size overrides, --seeds, and the choice
     an earlier premise stage made (when made)."""
     from prelnx.reproduce.choose import Choice
 
-    grid = [f"train.seed={','.join(str(s) for s in range(1, seeds + 1))}"] if seeds and stage.seeds_grid else []
+    grid = [f"train.seed={','.join(str(s) for s in seeds)}"] if seeds and stage.seeds_grid else []
     if stage.kind == "configs":
         spec = configs_spec(stage.name, stage.sources)
         extra = resolve_spec(find_config(stage.sources[0]), grid, list(stage.set), stage.name)
@@ -139,7 +140,7 @@ def stage_spec(stage: Stage, seeds: int | None, out: Path, scale: str = "") -> S
     return spec
 
 
-def _sweep_plan(sp: StagePlan, seeds: int | None, out: Path, scale: str) -> None:
+def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: str) -> None:
     from prelnx.sweep.preflight import data_problems, launch_problems
 
     spec = stage_spec(sp.stage, seeds, out, scale)
@@ -201,7 +202,7 @@ def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan]) -> None:
         sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
 
 
-def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: int | None = None,
+def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: tuple[int, ...] | None = None,
          probe: estimate.Probe | None = None) -> Plan:  # fmt: skip
     """Every stage of `scale` with its runs and estimate, whether its data is here or not (Plan.missing says what
     is missing, per stage: the plan comes before the data)."""
@@ -267,7 +268,7 @@ def plan_lines(p: Plan) -> list[str]:
     """What `prelnx reproduce --dry-run` prints, and the first screen of a real run."""
     from prelnx.eta import duration
 
-    seeds = f", {p.seeds} seed(s) per arm" if p.seeds else ", each sweep's own seeds"
+    seeds = f", seeds {','.join(map(str, p.seeds))} per arm" if p.seeds else ", each sweep's own seeds"
     lines = [f"prelnx reproduce --scale {p.scale} -> {p.out} ({p.executor}, {p.jobs} at a time{seeds})",
              f"estimate: {p.pace}", ""]  # fmt: skip
     for index, sp in enumerate(p.stages, 1):

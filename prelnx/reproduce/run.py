@@ -76,7 +76,7 @@ def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None
     _choose(sp, plan)
     spec = stage_spec(sp.stage, plan.seeds, plan.out, plan.scale)
     folder = plan.out / sp.stage.name
-    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo,
+    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo, slurm_options=plan.slurm,
                      progress_also=overall.beside_sweep if overall else None)
     report_after_sweep(folder, echo)
     return all(row["status"] in ("finished", "diverged") for row in rows)
@@ -193,7 +193,8 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
     return outcome
 
 
-def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", jobs: int = 2, seeds: int | None = None,
+def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", jobs: int = 2,
+              seeds: tuple[int, ...] | None = None, slurm: dict[str, Any] | None = None,
               dry_run: bool = False, echo: Echo = print) -> int:  # fmt: skip
     """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
     Returns the exit code: 0 every stage complete (or a dry run), 1 a stage incomplete or waiting. Raises PlanError
@@ -211,6 +212,7 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     out = out or Path("runs") / f"reproduce-{scale}"
     with kept_logging():  # fairseq imported to read presets and parse argvs leaves prelnx's logging as it was
         the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
+    the_plan.slurm = dict(slurm or {})
     lines = plan_lines(the_plan)
     for line in lines:
         echo(line)
