@@ -163,11 +163,24 @@ def _arm_groups(arms: list[Any]) -> list[tuple[str, list[Any], list[dict[str, An
             for group in seed_groups(arms).values()]  # fmt: skip
 
 
+def _sweep_name(sweep_dir: Path) -> str:
+    """The sweep's name as sweep.json has it (its folder's name when it has none): a committed copy of a sweep's
+    runs (docs/results/<study>/runs/) keeps its name."""
+    import json
+
+    try:
+        return str(json.loads((sweep_dir / "sweep.json").read_text()).get("name") or sweep_dir.resolve().name)
+    except (OSError, ValueError, AttributeError):
+        return sweep_dir.resolve().name
+
+
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
-                 echo: Any = None) -> Path:  # fmt: skip
+                 echo: Any = None, sweep_label: str | None = None, banner: list[str] | None = None) -> Path:  # fmt: skip
     """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it.
 
-    `echo` (when given) gets the claims as text, line by line."""
+    `echo` (when given) gets the claims as text, line by line. `sweep_label`: the sweep's folder as the report
+    names it (default: relative to the report), so that a report rebuilt elsewhere says the same bytes;
+    `banner`: lines under the title (scripts/rebuild_reports.py)."""
     check_report_inputs(sweep_dir, grads_dir)
     claims = paper_claims()
     report_dir = out.parent
@@ -194,11 +207,13 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         for line in claims_text(claim_list, outcomes):
             echo(line)
 
-    lines = [f"# {title or 'prelnx report: ' + sweep_dir.name}", ""]
+    name = _sweep_name(sweep_dir)
+    lines = [f"# {title or 'prelnx report: ' + name}", ""]
     # the sweep by its name and its folder relative to the report: a committed report names no path of the machine
     # that made it
-    where = os.path.relpath(sweep_dir.resolve(), out.resolve().parent)
-    lines += [f"Sweep {sweep_dir.resolve().name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "
+    where = sweep_label or os.path.relpath(sweep_dir.resolve(), out.resolve().parent)
+    lines += [*(banner or [])]
+    lines += [f"Sweep {name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "
               + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
     lines += ["## The paper's claims at this scale", "", *CLAIMS_INTRO, ""]
     lines += claims_table(claim_list, outcomes) + [""]

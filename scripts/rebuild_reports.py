@@ -1,0 +1,172 @@
+"""Rebuild every committed report from its committed raw data, with the current verdict engine.
+
+    .venv/bin/python scripts/rebuild_reports.py                  # every study with docs/results/<study>/runs/
+    .venv/bin/python scripts/rebuild_reports.py --study demo     # one
+    .venv/bin/python scripts/rebuild_reports.py --collect runs/demo --study demo   # keep a sweep's raw data
+
+A study's raw data is what its report is computed from, copied out of the sweep's run dirs by `--collect` into
+docs/results/<study>/runs/: sweep.json, and per run status.json, metrics.jsonl, config.yaml, diagnostics.jsonl
+(gzip-compressed when over 1 MB) and eval/test.json where present, plus the target dictionary the unigram plateau
+is read from (data/, prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes come out on any
+machine. STUDIES below is the one table of study -> sweep config, report, title; a study is rebuilt when its raw
+data folder exists. The reports whose run dirs were not kept are listed in docs/results/not_rebuilt.yaml, each with
+a banner at its top (`--banners` writes them) and the command that re-runs it (tests/report/test_rebuild.py checks
+both lists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path("docs/results")
+MANIFEST = RESULTS / "not_rebuilt.yaml"
+RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "diagnostics.jsonl", "eval/test.json")
+COMPRESS_ABOVE = 1_000_000  # bytes: a diagnostics.jsonl above this is kept as .gz
+
+
+@dataclass(frozen=True)
+class Study:
+    config: str  # the sweep config that made it (what re-runs it)
+    report: str  # the committed report, relative to the repository
+    title: str
+
+
+STUDIES = {
+    "demo": Study("configs/sweeps/demo.yaml", "docs/results/demo.md", "prelnx report: the demo (scripts/demo.sh)"),
+    "why_warmup": Study("configs/sweeps/why_warmup.yaml", "docs/results/why_warmup.md",
+                        "Why warm-up: the explanations side by side (CPU, Multi30k De-En 8k, 3 seeds per arm)"),
+    "warmup_free": Study("configs/sweeps/warmup_free.yaml", "docs/results/warmup_free_cpu.md",
+                         "The warm-up-free benchmark at CPU scale (see docs/warmup_free.md)"),
+    "placements_lm": Study("configs/sweeps/placements_lm.yaml", "docs/results/placements_lm.md",
+                           "prelnx report: placements_lm"),
+}  # fmt: skip
+
+
+def raw_dir(study: str, root: Path = ROOT) -> Path:
+    return root / RESULTS / study / "runs"
+
+
+def with_raw_data(root: Path = ROOT) -> list[str]:
+    """The studies of STUDIES whose raw data is committed."""
+    return [name for name in STUDIES if (raw_dir(name, root) / "sweep.json").is_file()]
+
+
+def _unpacked(raw: Path, into: Path) -> Path:
+    """A copy of the raw data with every *.gz decompressed (the report reads the run files as `prelnx sweep` wrote)."""
+    shutil.copytree(raw, into)
+    for packed in into.rglob("*.gz"):
+        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
+    return into
+
+
+def rebuild(study: str, root: Path = ROOT, out: Path | None = None) -> Path:
+    """Write the study's report (to `out`, by default its committed path) from its committed raw data; the report
+    names its sweep folder as the committed report sees it, so a rebuild elsewhere has the same bytes."""
+    from prelnx.report.report import write_report  # noqa: PLC0415 - the script's --help needs no prelnx import
+
+    spec = STUDIES[study]
+    out = out or root / spec.report
+    label = f"{study}/runs"  # the raw data as docs/results/<report>.md sees it
+    with tempfile.TemporaryDirectory() as scratch:
+        sweep_dir = _unpacked(raw_dir(study, root), Path(scratch) / study)
+        return write_report(sweep_dir, out, title=spec.title, sweep_label=label)
+
+
+def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
+    """Copy the files a report is computed from out of a sweep folder into docs/results/<study>/runs/."""
+    from prelnx.report.arms import load_arms  # noqa: PLC0415
+    from prelnx.report.plateau import dictionary_name  # noqa: PLC0415
+
+    dest = raw_dir(study, root)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copy2(sweep_dir / "sweep.json", dest / "sweep.json")
+    for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:
+        for name in RUN_FILES:
+            source = sweep_dir / point["name"] / name
+            if not source.is_file():
+                continue
+            target = dest / point["name"] / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.stat().st_size > COMPRESS_ABOVE:
+                target.with_name(target.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
+            else:
+                shutil.copyfile(source, target)
+    from prelnx.report.arms import _data_folder  # noqa: PLC0415
+
+    for arm in load_arms(sweep_dir)[:1]:  # the dictionary the plateau came from (one dataset per study)
+        config = yaml.safe_load((sweep_dir / arm.name / "config.yaml").read_text())
+        folder = _data_folder(config)
+        name = dictionary_name(config)
+        if folder is not None and (folder / name).is_file():
+            (dest / "data").mkdir(exist_ok=True)
+            shutil.copyfile(folder / name, dest / "data" / name)
+    return dest
+
+
+def not_rebuilt(root: Path = ROOT) -> list[dict[str, str]]:
+    """docs/results/not_rebuilt.yaml: the reports whose raw data was not kept, each with the command that re-runs it."""
+    return yaml.safe_load((root / MANIFEST).read_text())["reports"]
+
+
+BANNER_START = "> **Raw data not kept.**"
+
+
+def banner(entry: dict[str, str]) -> list[str]:
+    return [f"{BANNER_START} The run dirs behind this report were not committed and are gone, so it cannot be",
+            "> rebuilt: its verdicts came from the verdict engine before issue 37 (a failed seed imputed at a loss,",
+            "> failure counts by Welch's t, no resolution rule, Holm printed as per-rank intervals) and are not",
+            "> re-derived by the current one (prelnx/report/stats.py). Re-run it with",
+            f"> `{entry['rerun']}`,", "> then keep its raw data and rebuild it: `scripts/rebuild_reports.py`.",
+            ""]  # fmt: skip
+
+
+def write_banners(root: Path = ROOT) -> list[Path]:
+    """Put the banner under the title of every report of the manifest that has none (and is not its owner's)."""
+    written = []
+    for entry in not_rebuilt(root):
+        if not entry.get("banner", True):
+            continue
+        path = root / entry["report"]
+        lines = path.read_text().split("\n")
+        if any(line.startswith(BANNER_START) for line in lines[:6]):
+            continue
+        path.write_text("\n".join([lines[0], "", *banner(entry), *lines[2:]]))
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--study", choices=sorted(STUDIES), help="only this study")
+    parser.add_argument("--collect", type=Path, metavar="SWEEP_DIR", help="keep this sweep's raw data for --study")
+    parser.add_argument("--banners", action="store_true", help="write the banner on every report not rebuilt")
+    args = parser.parse_args(argv)
+    if args.collect:
+        if not args.study:
+            parser.error("--collect needs --study")
+        print(f"raw data: {collect(args.collect, args.study)}")
+    if args.banners:
+        for path in write_banners():
+            print(f"banner: {path.relative_to(ROOT)}")
+        return 0
+    for study in [args.study] if args.study else with_raw_data():
+        print(f"{study}: {rebuild(study).relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
