@@ -13,7 +13,7 @@ from prelnx.config.load import load_config
 
 
 def grads_command(
-    config: Annotated[str, options.config("A YAML config: a path, or a name under configs/ (e.g. grads/figure3_synthetic.yaml).")],
+    config: Annotated[str, options.config("A YAML config: a path, or a shipped config's name (e.g. grads/figure3_synthetic).")],
     out: Annotated[Path, options.out("Folder for grads.csv, grads_summary.json and figure3.png.")],
     layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, the warm-up-free admin, tfixup, rezero, rezero_postln, b2t, and the norm placements peri, reorder, mixln, residual, lnscale.")] = "post,pre",
     seeds: Annotated[Optional[str], options.seeds(f"Each seed sets the init, the batches and the dropout draws [default: {len(GradStudy.seeds)}; --quick: {QUICK['seeds']}]")] = None,

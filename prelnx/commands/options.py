@@ -1,8 +1,8 @@
 """The options several commands share, defined once so that a word means the same thing in every command.
 
-- `--config/-c`: a YAML config, a path or a name under configs/.
+- `--config/-c`: a YAML config, a path or a shipped config's name (prelnx configs list).
 - `--set`: KEY=VALUE override of a config key (syntax: `prelnx/config/overrides.py`).
-- `--out/-o`: the folder a command writes into (train's is `--run-dir`: the run's own folder).
+- `--out/-o`: the folder a command writes into (train's is `--run-dir`, the one exception: the run's own folder).
 - `--jobs/-j`: how many processes work at once.
 - `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
 - `--executor`: where training runs (`local`: this machine; `slurm`: submitted through submitit).
@@ -28,7 +28,8 @@ def command_group(help: str) -> typer.Typer:
                        no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
 
 
-def config(help: str = "A YAML config: a path, or a name under configs/ (e.g. iwslt_preln.yaml).") -> Any:
+def config(help: str = "A YAML config: a path, or a shipped config's name from any folder (e.g. iwslt_preln, "
+                       "demo/preln_nowarmup; prelnx configs list).") -> Any:  # fmt: skip
     return typer.Option("--config", "-c", help=help)
 
 
