@@ -22,8 +22,8 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -34,8 +34,7 @@ RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "diagnostics.jsonl",
 COMPRESS_ABOVE = 1_000_000  # bytes: a diagnostics.jsonl above this is kept as .gz
 
 
-@dataclass(frozen=True)
-class Study:
+class Study(NamedTuple):
     config: str  # the sweep config that made it (what re-runs it)
     report: str  # the committed report, relative to the repository
     title: str

@@ -1,5 +1,6 @@
 """A real sweep whose every run diverges before its first validation (issue 30): the sweep's closing report and
-`prelnx report` both write the report, and the Pre-LN-matches-Post-LN claim is "not testable", never "holds"."""
+`prelnx report` both write the report (exit 0), and every claim the sweep has arms for is "not testable", never a
+verdict (issue 37's "done when" (b)); the others are "not measured"."""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def test_a_sweep_whose_runs_all_diverged_is_reported_as_not_testable(tiny_config
     printed = result.output.splitlines()
     verdict = printed[next(i for i, line in enumerate(printed) if line.startswith(MATCHES)) + 2]
     assert verdict.startswith("  verdict: not testable at this scale (neither arm trained"), result.output
+    verdicts = [line.removeprefix("  verdict: ") for line in printed if line.startswith("  verdict: ")]
+    assert verdicts and all(v.startswith(("not testable", "not measured")) for v in verdicts), verdicts
+    assert sum(v.startswith("not testable") for v in verdicts) == 2  # matches and converges faster: their arms ran
     report = (tmp_path / "r" / "dead.md").read_text()
     (row,) = [line for line in report.splitlines() if line.startswith(f"| {MATCHES}")]
-    assert row.endswith("| **not testable at this scale (neither arm trained: every seed diverged or ended with "
-                        "its valid nll at or above the unigram plateau)** |")  # fmt: skip
+    assert row.endswith("| **not testable at this scale (neither arm trained: no seed of either has the quantity)** |")
