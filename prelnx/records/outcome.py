@@ -29,6 +29,11 @@ class RunStatus(enum.StrEnum):
         """Nothing is left to train: re-running skips it and its results stand (finished, or diverged)."""
         return self in DONE
 
+    @property
+    def ended(self) -> bool:
+        """A sweep counts it ended for good: done, or failed (an interrupted run, stopped with its sweep, is not)."""
+        return self in DONE or self is RunStatus.FAILED
+
     @classmethod
     def of(cls, record: dict[str, object] | None) -> RunStatus:
         """The status of a status.json record (read_status); PENDING for none, or one no prelnx wrote."""

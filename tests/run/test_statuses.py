@@ -27,7 +27,7 @@ def test_a_run_is_done_when_it_finished_or_diverged_and_every_reader_agrees(stat
     assert json.loads((run_dir / "status.json").read_text())["status"] == status.value  # the plain word
     assert recorded_status(run_dir) is status and Outcome(status.value, 20).status is status
     done = status in (RunStatus.FINISHED, RunStatus.DIVERGED)
-    assert status.done is done
+    assert status.done is done and status.ended is (done or status is RunStatus.FAILED)
     assert check_run_dir(run_dir, config, force=False).done is done  # a re-run of prelnx train skips it
     kept = _ended_without_result("13_0", None, run_dir)  # its Slurm job ended without returning
     assert kept is (status if done else RunStatus.FAILED) and (read_status(run_dir)["update"] == 20)
