@@ -37,7 +37,6 @@ _OTHER_REFUSALS: dict[str, int | None] = {
     "prelnx.plan.parallel:BatchError": 2,
     "prelnx.records.checkpoints:CheckpointRefused": 2,
     "prelnx.records.checkpoints:CheckpointDamaged": 2,
-    "prelnx.records.run_config:RunConfigError": 2,
     "prelnx.launch.errors:RunConflict": 2,
     "prelnx.launch.errors:SlurmUnavailable": 2,
     "prelnx.evaluate.evaluate:EvaluationError": 2,

@@ -75,3 +75,12 @@ def test_an_old_option_spelling_names_the_new_one(tmp_path):
                               timeout=120)  # fmt: skip
         assert done.returncode == 2 and done.stderr.startswith(line), done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_every_listed_refusal_is_a_class_that_exists():
+    """A refusal renamed or moved would silently become a 'bug': the handler's list names real classes only."""
+    from prelnx.commands.errors import _OTHER_REFUSALS, _class
+
+    for target in _OTHER_REFUSALS:
+        kind = _class(target)
+        assert isinstance(kind, type) and issubclass(kind, Exception), target
