@@ -1,7 +1,7 @@
 """One watcher of Slurm's queue for every job this process follows (`prelnx train --executor slurm`, a sweep's array).
 
-submitit's InfoWatcher is the machinery: jobs register with it, ONE command asks about all of them, at 0 s, 2 s,
-4 s, 8 s ... after the last submission and then at least every `delay_s`, and ended jobs are asked about no more.
+submitit's InfoWatcher is the machinery: jobs register with it, ONE command asks about all of them, every 2 s just
+after a submission, then after half the time since it, at most `delay_s` apart, and ended jobs are asked about no more.
 submitit's own Slurm watcher asks `sacct`, which needs Slurm's accounting database: without it (small clusters, the
 tests' one-node cluster) sacct fails, submitit calls every job UNKNOWN for ever, and a job killed before it returned
 is never done. This one asks `squeue` (always there; `--states=all` keeps an ended job listed for a while, with how

@@ -42,7 +42,7 @@ def test_a_two_point_sweep_finishes_on_slurm_followed_by_one_watcher(slurm, tiny
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for run in ("lr-0.001", "lr-0.002"):
         assert json.loads((tmp_path / "s" / run / "status.json").read_text())["status"] == "finished"
-    # one squeue call at a time for both jobs of the array (its id), at submitit's pace (2 s, 4 s, 8 s ...): not a
+    # one squeue call at a time for both jobs of the array (its id), at submitit's pace (backing off from 2 s): not a
     # call per job every 2 s (the sweep's tasks call no squeue: they run prelnx train, not a watcher)
     calls = [line.split() for line in (tmp_path / "bin" / "calls.txt").read_text().splitlines()]
     array = calls[0][calls[0].index("-j") + 1]
