@@ -13,6 +13,7 @@ import prelnx.analysis.grads as grads_package
 from prelnx.analysis.grads import QUICK, GradsError, GradStudy
 from prelnx.analysis.grads.summary import paper_figure3, per_layer_stats, report_lines, summarize
 from prelnx.analysis.grads.workers import memory_per_worker, preset_dims
+from prelnx.config.errors import Refusal
 from prelnx.commands.parsing import parse_depths, parse_layouts, parse_seeds
 from prelnx.config.schema import Config
 
@@ -54,7 +55,7 @@ def test_parse_seeds():
     assert parse_seeds("10") == tuple(range(1, 11))
     assert parse_seeds("3,7") == (3, 7) and parse_seeds(" 4 , 2 ") == (4, 2)
     for text, message in [("0", "need at least 1 seed"), ("3,3", "repeated seed"), ("x", "expected a count"), ("", "expected a count")]:
-        with pytest.raises(GradsError, match=message):
+        with pytest.raises(Refusal, match=message):  # every command's --seeds: the one error type of bad input
             parse_seeds(text)
 
 
