@@ -112,3 +112,17 @@ def test_a_bad_layout_file_is_one_line_and_exit_2_with_nothing_created(tmp_path,
     named = [line for line in (done.stdout + done.stderr).splitlines() if "gated_preln.py" in line]
     assert len(named) == 1 and words in named[0] and "model.layout" in named[0], done.stdout + done.stderr
     assert sorted(tmp_path.rglob("*")) == before  # no run dir, no data, no __pycache__
+
+
+def test_the_example_builds_as_the_plugins_language_model(tmp_path):
+    """language_model = True in the file: the decoder-only model takes it (two sublayers a layer, no cross-attention)."""
+    from prelnx.config.load import load_config
+    from prelnx.launch.inprocess import build_task_and_model
+    from tests.lm.conftest import TINY_LM
+
+    data = {**TINY_LM, "model": {**TINY_LM["model"], "layout": f"{EXAMPLE}:GatedPreLN"}}
+    (tmp_path / "lm.yaml").write_text(yaml.safe_dump(data))
+    config, _ = load_config(tmp_path / "lm.yaml")
+    _, _, model = build_task_and_model(config)
+    assert [tuple(layer.branch_gates.shape) for layer in model.decoder.layers] == [(2, 32), (2, 32)]
+    assert model.decoder.layers[0].normalize_before and model.decoder.layer_norm is not None  # pre_ln = True
