@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
 
 # Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
 LAYERS: list[set[str]] = [
-    {"atomic", "quiet", "plugin_path", "paper", "eta", "machine"},  # helpers and the paper's numbers: know nothing of prelnx
+    {"atomic", "quiet", "plugin_path", "paper", "eta", "machine", "layouts"},  # helpers, the paper's numbers, the layout table: know nothing of prelnx
     {"data"},  # datasets: never reads a config, never trains
     {"config"},  # the YAML vocabulary: never touches a run
     {"records"},  # run-dir files: never starts a process, never builds an argv
@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"report"},  # the verdicts on the paper's claims (paper.yaml) from a sweep and a gradient study: never trains
     {"reproduce"},  # every experiment of the paper at one scale: stages over sweep, analysis, report (plan never writes)
     {"commands"},  # one command each: parse, call one function, render errors
-    {"cli", "run"},  # the app (and `run`: legacy module paths for pickled Slurm jobs only)
+    {"cli"},  # the app
 ]
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
 

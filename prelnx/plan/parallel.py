@@ -19,12 +19,14 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from prelnx.config.errors import Refusal
+from prelnx.machine import usable_cores
 from prelnx.config.schema import Config
 
 SLURM_PORT_ENV = "PRELNX_SLURM_PORT"  # set by a Slurm task of `prelnx train --executor slurm`: its rendezvous port
 
 
-class BatchError(ValueError):
+class BatchError(Refusal):
     """train.effective_batch_tokens cannot be reached exactly with these workers and max_tokens."""
 
 
@@ -75,7 +77,7 @@ class Parallel:
         slurm_cpus = os.environ.get("SLURM_CPUS_PER_TASK", "")
         if self.port is not None and slurm_cpus.isdigit():
             return configured or int(slurm_cpus)
-        return configured or max(1, (os.cpu_count() or 1) // self.processes)
+        return configured or max(1, usable_cores() // self.processes)
 
 
 def visible_gpus(env: dict[str, str] | None = None) -> int:
@@ -111,7 +113,7 @@ def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Pa
     if port is not None:
         return Parallel(processes=t.processes or 1, nodes=t.nodes, cuda=cuda, port=int(port))
     if t.nodes > 1:
-        raise ValueError(f"train.nodes: {t.nodes} (one run across {t.nodes} machines) is launched only by "
+        raise BatchError(f"train.nodes: {t.nodes} (one run across {t.nodes} machines) is launched only by "
                          f"`prelnx train --executor slurm`, which starts the Slurm tasks; plain `prelnx train` and "
                          f"sweeps train each run on one machine: use train.nodes: 1 there")  # fmt: skip
     if cuda:

@@ -7,7 +7,6 @@ see `plan_workers` for why processes rather than threads.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -17,6 +16,7 @@ from prelnx.eta import Eta
 from prelnx.analysis.grads.study import GradStudy, ModelResult, ModelSpec
 from prelnx.config.schema import Config
 from prelnx.launch.inprocess import load_plugin
+from prelnx.machine import usable_cores
 from prelnx.quiet import quiet_fairseq_logging
 
 # (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.
@@ -24,10 +24,7 @@ FALLBACK_DIMS = (1024, 4096)
 
 
 def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
+    return usable_cores()
 
 
 def available_memory() -> int | None:
