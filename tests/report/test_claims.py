@@ -76,7 +76,7 @@ def test_a_diverged_seed_counts_as_a_failure_never_at_a_loss(tmp_path):
     assert a.n == 3 and a.failed == 2 and a.diverged == 2 and a.values == (7.4,)  # no loss for the diverged seeds
     assert outcome.verdict is Verdict.INCONCLUSIVE  # 2/3 vs 0/3 failures: Fisher p = 0.2; 1 trained seed
     row = claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
-    assert "(3 seeds: 1 trained, 2 diverged (updates 0, 10), read at update 20)" in row and "failures 2/3 vs 0/3" in row
+    assert "(3 seeds: 1 trained, 2 diverged (updates 5, 10), read at update 20)" in row and "failures 2/3 vs 0/3" in row
 
 
 def test_a_failed_premise_makes_the_claim_not_testable(tmp_path):
