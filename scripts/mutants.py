@@ -74,19 +74,19 @@ MUTANTS = (
            "shortcut = (residual * layer.admin_w[index]).double()", "shortcut = residual.double()",
            k("profile and tiny", RECIPES), "Admin's recurrence Var(x_i) for Var(x_i * w_i)"),
     Mutant("admin_w_on_the_branch", f"{PLUGIN}/models/admin.py", "return residual * layer.admin_w[index] + x",
-           "return residual + layer.admin_w[index] * x", k("admin", RECOMPUTE), "Admin's w on f(x), not on x"),
+           "return residual + layer.admin_w[index] * x", k("admin and encoder", RECOMPUTE), "Admin's w on f(x), not on x"),
     Mutant("admin_ffn_fairseq_init", f"{PLUGIN}/models/admin.py",
            "            nn.init.xavier_uniform_(linear.weight)\n            nn.init.zeros_(linear.bias)\n",
            "            pass\n", k("xavier and tiny", RECIPES), "Admin's FFN left at fairseq's Kaiming-uniform init"),
     # --- the other layouts
     Mutant("reorder_keeps_input_norms", f"{PLUGIN}/models/reorder.py", "setattr(layer, name, nn.Identity())", "pass",
-           k("reorder", RECOMPUTE), "the reordered norm with Pre-LN's input norms kept (Peri-LN)"),
+           k("reorder and encoder", RECOMPUTE), "the reordered norm with Pre-LN's input norms kept (Peri-LN)"),
     Mutant("lnscale_l_off_by_one", f"{PLUGIN}/models/lnscale.py", "norm.depth_scale = depth_scale(number)",
-           "norm.depth_scale = depth_scale(number + 1)", k("lnscale", RECOMPUTE), "LayerNorm Scaling's l counted from 2"),
+           "norm.depth_scale = depth_scale(number + 1)", k("lnscale and encoder", RECOMPUTE), "LayerNorm Scaling's l counted from 2"),
     Mutant("residual_output_eps", f"{PLUGIN}/models/residual.py", "OUTPUT_NORM_EPS = 1e-7", "OUTPUT_NORM_EPS = 1e-5",
-           k("residual", RECOMPUTE), "ResiDual's output norm with fairseq's eps 1e-5 for the reference's 1e-7"),
+           k("residual_output", RECOMPUTE), "ResiDual's output norm with fairseq's eps 1e-5 for the reference's 1e-7"),
     Mutant("b2t_every_sublayer", f"{PLUGIN}/models/b2t.py", "if index == layer.b2t_last_sublayer:", "if True:",
-           k("b2t", RECOMPUTE), "B2T's input added before every norm, not only the last"),
+           k("b2t and encoder", RECOMPUTE), "B2T's input added before every norm, not only the last"),
     Mutant("b2t_no_rescaling", f"{PLUGIN}/models/b2t.py", "B2T_RESCALE = True", "B2T_RESCALE = False",
            k("rescales", WARMUP_FREE), "B2T without the 2023 code's rescaling_init"),
     Mutant("tfixup_decoder_6m", f"{PLUGIN}/models/tfixup.py", "DECODER_DEPTH_FACTOR = 9", "DECODER_DEPTH_FACTOR = 6",
@@ -95,16 +95,16 @@ MUTANTS = (
            "undo_gain = math.sqrt(2) if attention.qkv_same_dim else 1.0", "undo_gain = 1.0",
            k("tfixup_has_no", WARMUP_FREE), "T-Fixup's v_proj scaled from fairseq's gain-1/sqrt(2) Xavier"),
     Mutant("tfixup_keeps_layer_norms", f"{PLUGIN}/models/tfixup.py", "        drop_layer_norms(layer)\n        scale =",
-           "        scale =", k("tfixup", RECOMPUTE), "T-Fixup with Post-LN's LayerNorms left in"),
+           "        scale =", k("tfixup and encoder", RECOMPUTE), "T-Fixup with Post-LN's LayerNorms left in"),
     Mutant("rezero_torch_ffn_by_default", f"{PLUGIN}/models/rezero.py", 'REZERO_FFN_INITS = ("xavier", "torch")',
            'REZERO_FFN_INITS = ("torch", "xavier")', k("rezero", WARMUP_FREE), "ReZero's FFN at torch's init"),
     Mutant("rezero_postln_drops_norms", f"{PLUGIN}/models/rezero.py", "keeps_layer_norms = True",
-           "keeps_layer_norms = False", k("rezero_postln", RECOMPUTE), "rezero_postln without Post-LN's norms"),
+           "keeps_layer_norms = False", k("rezero_postln and encoder", RECOMPUTE), "rezero_postln without Post-LN's norms"),
     Mutant("rezero_scalar_on_the_shortcut", f"{PLUGIN}/models/rezero.py",
            "return residual + layer.rezero_alpha * x", "return layer.rezero_alpha * residual + x",
-           k("rezero", RECOMPUTE), "ReZero's a on the shortcut"),
+           k("rezero-encoder", RECOMPUTE), "ReZero's a on the shortcut"),
     Mutant("deepnorm_encoder_alpha", f"{PLUGIN}/models/deepnorm.py", "alpha=0.81 * depth", "alpha=depth",
-           k("deepnorm", RECOMPUTE), "DeepNorm's encoder alpha without the table's 0.81"),
+           k("deepnorm and encoder", RECOMPUTE), "DeepNorm's encoder alpha without the table's 0.81"),
     # --- optimizers
     Mutant("radam_decay_only_without_decay", f"{PLUGIN}/optim/radam.py", "p.data.copy_(weights).mul_(1 - decay)",
            "p.data.copy_(weights)", (RADAM,), "Clinic's first steps without their weight decay"),
@@ -167,6 +167,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="mutant names (default: all)")
     parser.add_argument("--ref", default="HEAD", help="the commit to mutate (default HEAD)")
     parser.add_argument("--list", action="store_true", help="list the mutants and their tests")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated runs (they passed at --ref)")
     args = parser.parse_args()
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
     if args.list or not chosen:
@@ -180,7 +181,7 @@ def main() -> int:
     try:
         for m in chosen:
             if m.tests not in baseline:
-                baseline[m.tests], _ = run_tests(copy, m.tests)
+                baseline[m.tests] = 0 if args.no_baseline else run_tests(copy, m.tests)[0]
             original = mutate(copy, m)
             try:
                 code, seconds = run_tests(copy, m.tests)

@@ -104,3 +104,14 @@ def test_every_stack_is_its_layouts_formula_in_eval_and_in_training(models, layo
         assert error <= 1e-5 * (1 + float(hand.abs().max())), (layout, side, training, error)
         outputs[training] = ours
     assert not torch.allclose(outputs[False], outputs[True], atol=1e-3)  # dropout acted: the check sees its masks
+
+
+def test_residual_output_norm_uses_the_references_eps(models):
+    """ResiDual's LN(x_d) with eps 1e-7 (resi_dual/resi_dual.py at 8682f75): on an x_d of variance ~1e-6 fairseq's
+    1e-5 would shrink the output about 3x, which the stacks' scale hides."""
+    output = models("residual", False).encoder.layer_norm
+    x_d = torch.randn(5, 2, DIM, generator=torch.Generator().manual_seed(3)) * 1e-3
+    output.stream.x_d = x_d
+    with torch.no_grad():
+        got = output(torch.zeros(5, 2, DIM))
+    assert torch.allclose(got, recompute.norm(x_d, output.norm, recompute.RESIDUAL_OUTPUT_EPS), rtol=1e-4, atol=1e-5)
