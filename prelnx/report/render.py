@@ -58,9 +58,10 @@ def interval_text(c: Comparison) -> str:
 
 
 def _arm_text(s: Sample) -> str:
+    """`Pre-LN adam lr 0.001, no warm-up at update 138: 6.62 (2 seeds)`: the arm, the update(s) read, the mean."""
     mean = f"{s.mean:.2f}" if s.values else "-"
-    read = f", read at {s.read}" if s.read else ""
-    return f"{s.label} {mean} ({_seeds(s)}{read})"
+    read = f" at {s.read}" if s.read else ""
+    return f"{s.label}{read}: {mean} ({_seeds(s)})"
 
 
 def _test_text(c: Comparison) -> str:

@@ -182,6 +182,7 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
         return Comparison(**base, **q, verdict=Verdict.NOT_TESTABLE, reason=DEAD, failures_p=fp)
     if quality is None:
         why = f"{reason}; {counts} not significant (Fisher one-sided p = {fp:.3g})" if ran else reason
+        why = "1 seed" if a.n == 1 and b.n == 1 else why  # one seed per arm: never a verdict, whatever failed
         return Comparison(**base, **q, verdict=Verdict.INCONCLUSIVE, reason=why, failures_p=fp, test=FISHER)
     share_a, share_b = _share(a), _share(b)
     lean_for = (share_a > share_b) if math.isinf(hi) else (share_b > share_a) if math.isinf(lo) else False

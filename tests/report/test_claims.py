@@ -39,8 +39,8 @@ def test_holds_when_the_interval_clears_the_margin(tmp_path):
     (case,) = outcome.cases
     assert case.comparison.a.n == 3 and case.comparison.low > 0.5 and case.premise.state is PremiseState.MET
     row = claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
-    assert ("final valid loss (bits): Post-LN adam lr 0.001, no warm-up 7.55 (3 seeds, read at update 30) − "
-            "Post-LN adam lr 0.001, 120 warm-up 6.80 (3 seeds, read at update 30) = +0.75 [95 % CI") in row
+    assert ("final valid loss (bits): Post-LN adam lr 0.001, no warm-up at update 30: 7.55 (3 seeds) − "
+            "Post-LN adam lr 0.001, 120 warm-up at update 30: 6.80 (3 seeds) = +0.75 [95 % CI") in row
     assert "test: Welch's t over the trained seeds" in row
     assert "**met**" in row and row.endswith("| **holds** |")
 
@@ -76,7 +76,7 @@ def test_a_diverged_seed_counts_as_a_failure_never_at_a_loss(tmp_path):
     assert a.n == 3 and a.failed == 2 and a.diverged == 2 and a.values == (7.4,)  # no loss for the diverged seeds
     assert outcome.verdict is Verdict.INCONCLUSIVE  # 2/3 vs 0/3 failures: Fisher p = 0.2; 1 trained seed
     row = claims_table([SPECS["postln_adam_needs_warmup"]], {outcome.claim_id: outcome})[-1]
-    assert "(3 seeds: 1 trained, 2 diverged (updates 5, 10), read at update 20)" in row and "failures 2/3 vs 0/3" in row
+    assert "at update 20: 7.40 (3 seeds: 1 trained, 2 diverged (updates 5, 10))" in row and "failures 2/3 vs 0/3" in row
 
 
 def test_a_failed_premise_makes_the_claim_not_testable(tmp_path):

@@ -200,8 +200,8 @@ def test_9_every_line_names_its_metric_the_update_read_and_every_seed_by_its_out
     arms = load_arms(sweep.save())
     faster = preln_converges_faster(arms, TRAINING["preln_converges_faster"])
     row = claims_table([TRAINING["preln_converges_faster"]], {faster.claim_id: faster})[-1]
-    assert "Pre-LN at update ≤ 166" in row and "read at update 138)" in row  # the update actually read
+    assert "Pre-LN at update ≤ 166" in row and "no warm-up at update 138: " in row  # the update actually read
     assert row.count("final valid loss (bits): ") == 1  # the metric, named once per comparison
-    assert "(4 seeds: 2 trained, 1 failed to train, 1 no validation row, read at update 138)" in row
+    assert "(4 seeds: 2 trained, 1 failed to train, 1 no validation row)" in row
     assert "diverged" not in row  # a NaN loss in a finished run is not a divergence
     assert "test: Welch's t over the trained seeds; failures 1/3 vs 0/3" in row

@@ -46,7 +46,7 @@ def test_every_claim_is_printed_with_means_interval_premise_and_verdict(tmp_path
     assert f"Sweep {sweep_dir.name} (folder `../{sweep_dir.relative_to(tmp_path)}`, relative to this report)" in report
     assert str(tmp_path) not in report
     assert text.count("  verdict: ") == 6 and len(re.findall(rf"  verdict: ({VERDICTS})", text)) == 6
-    assert "seeds, read at update 30) − " in text and "[95 % CI" in text and "premise: " in text
+    assert "at update 30: " in text and "seeds) − " in text and "[95 % CI" in text and "premise: " in text
     verdicts = dict(re.findall(r"^(.+?) \(Section.*?\n(?:  (?!verdict).*\n)*  verdict: (.+)$", text, re.M))
     assert verdicts["Post-LN trained with Adam without warm-up ends far worse than with warm-up."] == "does not hold"
     assert verdicts["Post-LN trained with SGD also needs warm-up."].startswith("not testable at this scale")

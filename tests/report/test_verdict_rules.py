@@ -35,8 +35,8 @@ def test_two_arms_that_all_diverged_are_not_testable_never_holds(tmp_path):
     assert comparison.a.dead and comparison.b.dead and comparison.low is None
     assert verdict_text(outcome).startswith("not testable at this scale (neither arm trained")
     row = claims_table([MATCHES], {outcome.claim_id: outcome})[-1]
-    assert ("Pre-LN adam lr 0.001, no warm-up - (3 seeds: 0 trained, 3 diverged (updates 5, 5, 5)) − Post-LN adam "
-            "lr 0.001, 120 warm-up - (3 seeds: 0 trained, 3 diverged (updates 5, 5, 5))") in row
+    assert ("Pre-LN adam lr 0.001, no warm-up: - (3 seeds: 0 trained, 3 diverged (updates 5, 5, 5)) − Post-LN adam "
+            "lr 0.001, 120 warm-up: - (3 seeds: 0 trained, 3 diverged (updates 5, 5, 5))") in row
 
 
 def test_two_arms_stuck_at_the_unigram_plateau_are_not_testable(tmp_path):

@@ -111,8 +111,8 @@ def test_the_claims_table_names_each_method_source_and_verdict(tmp_path):
     table = method_claims_table(methods)
     (row,) = [line for line in table if line.startswith("| **T-Fixup**: T-Fixup eliminates")]
     assert "Huang et al. 2020, Abstract, Section 4 (github.com/layer6ai-labs/T-Fixup)" in row
-    assert ("adam lr 0.001: final valid loss (bits): T-Fixup adam lr 0.001, no warm-up 6.05 (3 seeds, read at update "
-            "30) − T-Fixup adam lr 0.001, 80 warm-up") in row
+    assert ("adam lr 0.001: final valid loss (bits): T-Fixup adam lr 0.001, no warm-up at update 30: 6.05 (3 seeds) "
+            "− T-Fixup adam lr 0.001, 80 warm-up") in row
     assert row.endswith("| **holds** |")
     assert any(line.startswith("- B2T, not claimed: no warm-up") for line in table)
     assert "DeepNorm" not in "\n".join(table)  # not in the sweep: no rows
