@@ -27,6 +27,7 @@ from prelnx.config.load import ConfigError, default_run_name, find_config, load_
 from prelnx.config.overrides import OverrideError, parse_grid, parse_set
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
+from prelnx.layouts import absolute_spec, is_file_spec
 
 SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm"}
 # What a spec's slurm: may set (prelnx sweep's flags of the same names win; executors.sweep_request reads them)
@@ -54,6 +55,9 @@ class SweepSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "base": str(self.base.resolve()), "set": self.fixed, "grid": self.grids,
                 "zip": self.zipped, "exclude": self.exclude, "slurm": self.slurm}  # fmt: skip
+
+
+LAYOUT_KEY = "model.layout"
 
 
 def is_sweep_file(path: Path) -> bool:
@@ -85,10 +89,15 @@ def load_spec(path: Path) -> SweepSpec:
     for grid in grids:
         if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
             raise ConfigError(f"{path}: grid: expected a mapping of key -> non-empty list of values (or a list of them)")
+        if LAYOUT_KEY in grid:  # a user's layout file is named relative to the spec, as base: is
+            grid[LAYOUT_KEY] = [absolute_spec(v, path.parent) if isinstance(v, str) else v for v in grid[LAYOUT_KEY]]
+    fixed = dict(data.get("set") or {})
+    if isinstance(fixed.get(LAYOUT_KEY), str):
+        fixed[LAYOUT_KEY] = absolute_spec(fixed[LAYOUT_KEY], path.parent)
     return SweepSpec(
         name=str(data.get("name") or path.stem),
         base=base,
-        fixed=dict(data.get("set") or {}),
+        fixed=fixed,
         grids=grids,
         zipped=[list(group) for group in data.get("zip") or []],
         exclude=list(data.get("exclude") or []),
@@ -175,6 +184,8 @@ def _axes(grid: dict[str, list[Any]], zipped: list[list[str]]) -> list[list[dict
 
 
 def _format_value(value: Any) -> str:
+    if isinstance(value, str) and is_file_spec(value):  # a user's layout: its class (or file) name, not its path
+        return value.rpartition(":")[2] or Path(value).stem
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, (list, tuple)):
