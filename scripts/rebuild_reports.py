@@ -5,7 +5,8 @@
     .venv/bin/python scripts/rebuild_reports.py --collect runs/demo --study demo   # keep a sweep's raw data
 
 A study's raw data is what its report is computed from, copied out of the sweep's run dirs by `--collect` into
-docs/results/<study>/runs/: sweep.json, and per run status.json, metrics.jsonl, config.yaml, diagnostics.jsonl
+docs/results/<study>/runs/: sweep.json, and per run status.json, metrics.jsonl, config.yaml (MIGRATIONS applied),
+diagnostics.jsonl
 (gzip-compressed when over 1 MB) and eval/test.json where present, plus the target dictionary the unigram plateau
 is read from (data/, prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes come out on any
 machine. STUDIES below is the one table of study -> sweep config, report, title; a study is rebuilt when its raw
@@ -82,6 +83,17 @@ def rebuild(study: str, root: Path = ROOT, out: Path | None = None) -> Path:
         return write_report(sweep_dir, out, title=spec.title, sweep_label=label)
 
 
+# config.yaml as today's reader (prelnx/records/run_config.py) accepts it, each change meaning what the old value
+# meant: eval.bleu.compound_split was null (off unless WMT14) before 3d9837e made it a plain bool, off by default.
+MIGRATIONS = (("    compound_split: null\n", "    compound_split: false\n"),)
+
+
+def migrated(text: str) -> str:
+    for old, new in MIGRATIONS:
+        text = text.replace(old, new)
+    return text
+
+
 def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
     """Copy the files a report is computed from out of a sweep folder into docs/results/<study>/runs/."""
     from prelnx.report.arms import load_arms  # noqa: PLC0415
@@ -99,14 +111,16 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
                 continue
             target = dest / point["name"] / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            if source.stat().st_size > COMPRESS_ABOVE:
+            if name == "config.yaml":
+                target.write_text(migrated(source.read_text()))
+            elif source.stat().st_size > COMPRESS_ABOVE:
                 target.with_name(target.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
             else:
                 shutil.copyfile(source, target)
     from prelnx.report.arms import _data_folder  # noqa: PLC0415
 
-    for arm in load_arms(sweep_dir)[:1]:  # the dictionary the plateau came from (one dataset per study)
-        config = yaml.safe_load((sweep_dir / arm.name / "config.yaml").read_text())
+    for arm in load_arms(dest)[:1]:  # the dictionary the plateau came from (one dataset per study)
+        config = yaml.safe_load((dest / arm.name / "config.yaml").read_text())
         folder = _data_folder(config)
         name = dictionary_name(config)
         if folder is not None and (folder / name).is_file():

@@ -66,7 +66,7 @@ def _arm_text(s: Sample) -> str:
 
 def _test_text(c: Comparison) -> str:
     """`; test: Welch's t over the trained seeds; failures 2/3 vs 0/3, Fisher's exact test (one-sided) p = 0.2`."""
-    tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test]
+    tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test and c.low is not None]  # an interval was computed
     if c.failures_p is not None and c.b is not None:
         a, b = c.a, c.b
         tests.append(f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}, "
