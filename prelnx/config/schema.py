@@ -146,9 +146,9 @@ class BleuConfig:
     remove_bpe: Optional[str] = None  # the BPE continuation marker to remove, e.g. "@@ " for subword-nmt
     detok: Literal["space", "moses"] = "space"  # how hypotheses are detokenized before scoring
     tokenized: bool = True  # True: BLEU on tokenized text (as the paper and fairseq-generate); False: SacreBLEU 13a
-    # prelnx evaluate's tokenized BLEU splits hyphenated compounds (fairseq's WMT14 En-De convention; on in
-    # configs/wmt14/base.yaml)
-    compound_split: bool = False
+    # prelnx evaluate's tokenized BLEU splits hyphenated compounds (fairseq's WMT14 En-De convention);
+    # null = on for wmt14 (what earlier run dirs, which lack the key, were evaluated with), off otherwise
+    compound_split: Optional[bool] = None
 
 
 @dataclass

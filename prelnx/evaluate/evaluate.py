@@ -129,6 +129,8 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: i
     source, target = languages(config)
     beam, lenpen, out = plan["beam"], plan["lenpen"], plan["out"]
     compound_split = config.eval.bleu.compound_split
+    if compound_split is None:
+        compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
     generation = generate(
         data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
         batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
