@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.atomic import write_text_atomic
+from prelnx.config.errors import Refusal
 from prelnx.eta import Eta
 
 POST_EXPECTATION = 1.5  # E||x^{post,5}||^2 / d
 POST_TOLERANCE = 0.15  # |seed mean - 3/2| allowed per layer before we call it off (single draws fluctuate ~0.1)
 
 
-class TheoryError(ValueError):
+class TheoryError(Refusal):
     """Bad input to the mean-field checks."""
 
 

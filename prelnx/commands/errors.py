@@ -33,17 +33,6 @@ INTERRUPTED = 130
 _OTHER_REFUSALS: dict[str, int | None] = {
     "prelnx.data.errors:DataError": 2,
     "prelnx.data.check:DataDamaged": 2,
-    "prelnx.plan.data:DataNotReady": 2,
-    "prelnx.plan.parallel:BatchError": 2,
-    "prelnx.records.checkpoints:CheckpointRefused": 2,
-    "prelnx.records.checkpoints:CheckpointDamaged": 2,
-    "prelnx.launch.errors:RunConflict": 2,
-    "prelnx.launch.errors:SlurmUnavailable": 2,
-    "prelnx.evaluate.evaluate:EvaluationError": 2,
-    "prelnx.evaluate.average:CheckpointError": 2,
-    "prelnx.finetune.plan:FinetunePlanError": 2,
-    "prelnx.analysis.grads.study:GradsError": 2,
-    "prelnx.analysis.theory:TheoryError": 2,
     "prelnx.report.report:ReportError": 2,
     "prelnx.evaluate.generate:GenerationError": 1,
     "prelnx.records.lock:RunLocked": None,  # records.status.EXIT_BUSY, read from its owner

@@ -8,8 +8,6 @@ from prelnx.atomic import io_reason
 from prelnx.config.errors import Refusal
 from prelnx.data.check import DataDamaged
 from prelnx.data.errors import DataError
-from prelnx.plan.data import DataNotReady
-from prelnx.plan.parallel import BatchError
 from prelnx.records.lock import RunLocked
 from prelnx.records.status import EXIT_BUSY
 
@@ -36,7 +34,7 @@ def error_exit(error: BaseException) -> tuple[str, int] | None:
         return io_reason(error), 1
     if isinstance(error, Refusal):
         return str(error), error.exit_code
-    if isinstance(error, (DataNotReady, DataDamaged, DataError, BatchError)):  # the folders' own refusals, not bugs
+    if isinstance(error, (DataDamaged, DataError)):  # data/ sits below config/: its refusals are its own classes
         return str(error), 2
     return None  # a bug: raised, its traceback in the job's log
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, longest_sentence
 from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_LANGUAGES
 from prelnx.data.synthetic import SyntheticTask
 
 
-class DataNotReady(ValueError):
+class DataNotReady(Refusal):
     """The configured data folder is missing or not binarized; the message says how to prepare it."""
 
 

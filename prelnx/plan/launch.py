@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.machine import cpu_bf16_problem, may_have_gpu
 from prelnx.plan.common import optimization_argv, run_argv
@@ -48,7 +49,7 @@ def use_cuda(config: Config) -> bool:
 
     available = torch.cuda.is_available()
     if config.train.device == "cuda" and not available:
-        raise ValueError("train.device: cuda, but torch sees no GPU; use device: cpu or auto")
+        raise Refusal("train.device: cuda, but torch sees no GPU; use device: cpu or auto")
     return available
 
 
@@ -109,13 +110,13 @@ class RunPlan:
 
 def plan_run(config: Config, run_dir: Path, env: dict[str, str] | None = None) -> RunPlan:
     """The run of `config` in `run_dir` on this machine. `env`: the run's own environment additions (a sweep's
-    CUDA_VISIBLE_DEVICES, a Slurm task's rendezvous port). Raises ValueError (BatchError) for a batch or worker
+    CUDA_VISIBLE_DEVICES, a Slurm task's rendezvous port). Raises a Refusal (BatchError) for a batch or worker
     request this machine cannot meet."""
     cuda = use_cuda(config)
     if config.train.precision == "bf16" and not cuda:  # refused before training, where it would train
         problem = cpu_bf16_problem()
         if problem is not None:
-            raise ValueError(problem)
+            raise Refusal(problem)
     parallel = resolve(config, cuda, env)
     config = with_effective_batch(config, parallel)  # update_freq from train.effective_batch_tokens
     threads = parallel.threads(config.train.threads)

@@ -120,7 +120,7 @@ def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Pa
         visible = visible_gpus(env)
         processes = t.processes or _fitting(visible, t.max_tokens, t.effective_batch_tokens)
         if processes > visible:
-            raise ValueError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
+            raise BatchError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
     else:
         processes = t.processes or 1
     return Parallel(processes=processes, nodes=t.nodes, cuda=cuda)

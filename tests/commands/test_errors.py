@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -84,3 +85,40 @@ def test_every_listed_refusal_is_a_class_that_exists():
     for target in _OTHER_REFUSALS:
         kind = _class(target)
         assert isinstance(kind, type) and issubclass(kind, Exception), target
+
+
+def test_the_folders_refusals_are_refusals_and_not_listed_twice():
+    """Each folder above config/ raises a Refusal (so the handler and rank 0 of a Slurm job render it alike, exit 2);
+    the handler's list keeps only what cannot be one (data/ sits below config/; report/ pending)."""
+    from prelnx.commands.errors import _OTHER_REFUSALS, _class, refusal
+    from prelnx.config.errors import Refusal
+    from prelnx.launch.errors import error_exit
+
+    targets = ("prelnx.plan.data:DataNotReady", "prelnx.plan.parallel:BatchError",
+               "prelnx.records.checkpoints:CheckpointRefused", "prelnx.records.checkpoints:CheckpointDamaged",
+               "prelnx.launch.errors:RunConflict", "prelnx.launch.errors:SlurmUnavailable",
+               "prelnx.evaluate.evaluate:EvaluationError", "prelnx.evaluate.average:CheckpointError",
+               "prelnx.finetune.plan:FinetunePlanError", "prelnx.analysis.grads.study:GradsError",
+               "prelnx.analysis.theory:TheoryError")  # fmt: skip
+    for target in targets:
+        kind = _class(target)
+        assert isinstance(kind, type) and issubclass(kind, Refusal) and target not in _OTHER_REFUSALS, target
+        assert refusal(kind("why")) == error_exit(kind("why")) == ("why", 2), target
+    assert error_exit(ValueError("a bug")) is None and refusal(ValueError("a bug")) is None
+
+
+def test_a_gpu_asked_for_where_torch_sees_none_is_a_refusal(monkeypatch):
+    import torch
+
+    from prelnx.config.errors import Refusal
+    from prelnx.config.load import load_config
+    from prelnx.plan.launch import use_cuda
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config, _ = load_config(Path(__file__).parents[2] / "configs/demo/preln_nowarmup.yaml", ["train.device=cuda"])
+    try:
+        use_cuda(config)
+    except Refusal as error:
+        assert "train.device: cuda" in str(error)
+    else:
+        raise AssertionError("no refusal")

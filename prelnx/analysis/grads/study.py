@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config, check_values
 from prelnx.layouts import absolute_spec, is_file_spec, names
 
@@ -26,7 +27,7 @@ WEIGHTS = {"W1": "fc1", "W2": "fc2"}  # the paper's names -> fairseq's FFN modul
 QUICK = {"seeds": 3, "depths": (6, 10, 14), "max_tokens": 1024, "batches": 1}
 
 
-class GradsError(ValueError):
+class GradsError(Refusal):
     """Bad input to the gradient study; the message says what is wrong."""
 
 
