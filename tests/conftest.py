@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from prelnx.machine import usable_cores
+
 # Each pytest process's share of the cores for the torch work it does itself (the theory checks, models built in
 # process): under pytest-xdist two workers with torch's default (every core) each would slow each other far more than
 # 2x on 2 cores (OpenMP threads spin waiting for a core the other holds). Set before any test imports torch.
-_SHARE = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+_SHARE = str(max(1, usable_cores() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 os.environ.setdefault("OMP_NUM_THREADS", _SHARE)
 os.environ.setdefault("MKL_NUM_THREADS", _SHARE)
 

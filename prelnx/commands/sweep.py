@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
+from prelnx.records.outcome import RunStatus
 from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
@@ -58,5 +59,5 @@ def sweep_command(
     rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
                      after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores)  # fmt: skip
     report_after_sweep(sweep_dir, typer.echo)
-    if any(row["status"] not in ("finished", "diverged") for row in rows):
+    if any(not RunStatus(row["status"]).done for row in rows):
         raise typer.Exit(1)

@@ -22,7 +22,8 @@ from prelnx.config.errors import Refusal
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.results import read_points
-from prelnx.records.status import read_status
+from prelnx.records.outcome import RunStatus
+from prelnx.records.status import recorded_status
 
 SHORT_KEYS = {
     "model.norm": "norm",
@@ -42,7 +43,7 @@ class RunCurves:
     run_dir: Path
     overrides: dict[str, Any]
     rows: list[dict[str, Any]]
-    status: str
+    status: RunStatus
     arm: str = ""  # the label without the seed: runs with the same arm are drawn as one mean with a band
 
     @property
@@ -71,8 +72,7 @@ def _label(overrides: dict[str, Any], varying: list[str], fallback: str) -> str:
 def collect_runs(path: Path) -> list[RunCurves]:
     """A run dir -> that run; a sweep dir -> its runs (from sweep.json, else every subfolder with metrics)."""
     if (path / "metrics.jsonl").is_file() or (path / "status.json").is_file():
-        status = (read_status(path) or {}).get("status", "unknown")
-        return [RunCurves(path.name, path, {}, read_metrics(path), status)]
+        return [RunCurves(path.name, path, {}, read_metrics(path), recorded_status(path))]
     points = read_points(path)
     if not points:
         points = [{"name": d.name, "overrides": {}} for d in sorted(path.iterdir()) if (d / "metrics.jsonl").is_file()]
@@ -84,9 +84,8 @@ def collect_runs(path: Path) -> list[RunCurves]:
     runs = []
     for point in points:
         run_dir = path / point["name"]
-        status = (read_status(run_dir) or {}).get("status", "pending")
         runs.append(RunCurves(_label(point["overrides"], varying, point["name"]), run_dir, point["overrides"],
-                              read_metrics(run_dir), status, _label(point["overrides"], arm_keys, "all runs")))  # fmt: skip
+                              read_metrics(run_dir), recorded_status(run_dir), _label(point["overrides"], arm_keys, "all runs")))  # fmt: skip
     return runs
 
 
@@ -115,12 +114,12 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
         if run.run_dir in banded:
             continue
         points = _points(run, key)
-        label = run.label + ("" if run.status in ("finished", "running") else f" ({run.status})")
+        label = run.label + ("" if run.status in (RunStatus.FINISHED, RunStatus.RUNNING) else f" ({run.status})")
         if not points:
             ax.plot([], [], label=label + " - no epochs")
             continue
         epochs, values = zip(*points)
-        diverged = run.status == "diverged"
+        diverged = run.status == RunStatus.DIVERGED
         # curves that coincide (e.g. two constant lrs) stay visible: each run its own marker and dash pattern,
         # drawn thinner and with smaller markers the later it comes
         (line,) = ax.plot(epochs, values, marker=MARKERS[index % len(MARKERS)], markersize=max(2.5, 6 - index * 0.5),
@@ -170,7 +169,7 @@ def _draw_bands(ax: Any, runs: list[RunCurves], key: str) -> set[Path]:
     """Each arm with two or more seeds that did not diverge: their mean and min-max band. Returns the runs drawn."""
     arms: dict[str, list[RunCurves]] = {}
     for run in runs:
-        if run.status != "diverged" and run.arm:
+        if run.status != RunStatus.DIVERGED and run.arm:
             arms.setdefault(run.arm, []).append(run)
     drawn: set[Path] = set()
     for arm, members in arms.items():
@@ -229,7 +228,7 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
                 if bleus:
                     grid[i, j] = statistics.fmean(bleus)
                     notes[i][j] = f"{grid[i, j]:.1f}"
-                if any(r.status == "diverged" for r in cell):
+                if any(r.status == RunStatus.DIVERGED for r in cell):
                     notes[i][j] += "\ndiverged"
         image = ax.imshow(grid, cmap="viridis", origin="lower", aspect="auto")
         ax.set_xticks(range(len(xs)), [str(x) for x in xs])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from prelnx.records.diagnostics import PER_GROUP, read_diagnostics
+from prelnx.records.outcome import RunStatus
 
 TITLES = {"grad_norm": "gradient norm", "update_ratio": "||delta w|| / ||w||", "attn_logit_max": "largest attention logit",
           "hidden_rms": "layer output RMS", "lr_lambda_c": "lr x lambda_c"}  # fmt: skip
@@ -88,7 +89,7 @@ def sweep_figure(runs: list[tuple[Any, list[dict[str, Any]]]], title: str, out: 
     for ax, key in zip(axes, TITLES):
         for run, rows in runs:
             updates, values = _series(rows, SUMMARIES[key])
-            ax.plot(updates, values, linewidth=1.2, linestyle="--" if run.status == "diverged" else "-", label=run.label)
+            ax.plot(updates, values, linewidth=1.2, linestyle="--" if run.status == RunStatus.DIVERGED else "-", label=run.label)
         if key == "lr_lambda_c":
             ax.axhline(2.0, color="grey", linestyle=":", linewidth=1)
         ax.set_yscale("log")

@@ -34,6 +34,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def owner_alive(folder: Path) -> bool:
+    """Whether the pid written in `folder`'s lock file is a live process here (reads the file only: no lock is
+    probed, so a starting training never finds its own run dir taken). False without a lock file or a pid."""
+    try:
+        owner = (folder / LOCK_NAME).read_text(errors="replace").strip()
+    except OSError:
+        return False
+    return owner.isdigit() and _alive(int(owner))
+
+
 class RunLock:
     def __init__(self, folder: Path) -> None:
         self.folder = folder

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.paper import paper_data
+from prelnx.records.outcome import RunStatus
 from prelnx.report.arms import Arm, final_nll, load_arms
 from prelnx.sweep.spec import SweepSpec
 
@@ -65,7 +66,7 @@ def sgd_lr(premise_dirs: list[Path]) -> Choice:
     rule = (f"the lr whose final valid loss is lowest among the runs that meet the premise (final valid nll at least "
             f"{margin:g} bit below the unigram plateau); if none does, the lowest final valid loss")  # fmt: skip
     arms = [a for folder in premise_dirs for a in load_arms(folder) if a.optimizer == "sgd"]
-    finished = [a for a in arms if a.status == "finished" and a.final() is not None]
+    finished = [a for a in arms if a.status == RunStatus.FINISHED and a.final() is not None]
     evidence = [_line(a) for a in arms]
     if not finished:
         return Choice(rule, "no premise run finished: the committed lr stays", evidence)
@@ -87,7 +88,7 @@ def bert_scale(premise_dirs: list[Path], scales: list[dict[str, Any]]) -> Choice
     for folder, fixed in zip(premise_dirs, scales):
         arms = load_arms(folder)
         evidence += [f"{folder.name}/{_line(a)}" for a in arms]
-        post = [a for a in arms if a.layout == "post" and a.status == "finished" and a.final() is not None]
+        post = [a for a in arms if a.layout == "post" and a.status == RunStatus.FINISHED and a.final() is not None]
         if not post:
             continue
         best_post = min(post, key=lambda a: a.final())

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prelnx.config.schema import Config
+from prelnx.machine import usable_cores
 
 STARTUP_S = 8.0  # a fairseq training process's start-up and first validation, seconds on this kind of CPU
 # fairseq's issue 940 (myleott, 2019): transformer_wmt_en_de on 4 x V100 without --fp16, "more than ~73k wps": about
@@ -205,7 +206,7 @@ def _probe(config: Config, steps: int, started: float, threads: int) -> Probe:
 def cpu_seconds(runs: list[Work], probe: Probe, jobs: int) -> float:
     """Wall seconds of these runs, `jobs` at a time on this machine's cores (each at the probe's one-thread pace,
     at most one run per core; a run with several threads gains ~0.8 per extra thread)."""
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     lanes = cores if jobs >= cores else jobs + 0.8 * (cores - jobs)
     busy = sum(w.tokens * w.cost / (probe.wps * probe.cost) + STARTUP_S for w in runs)
     return busy / max(1.0, lanes) if runs else 0.0

@@ -9,7 +9,6 @@ stage's data is one a user brings (a corpus): then that stage is planned as not 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from prelnx.config.errors import Refusal
 from prelnx.config.load import find_config, flatten_values, load_config
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
+from prelnx.machine import usable_cores
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
 from prelnx.sweep.spec import SweepSpec, expand, resolve_spec
@@ -242,7 +242,7 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
                 in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
         return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
     probe = probe or estimate.probe()
-    pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, os.cpu_count() or 1)} "
+    pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} "
             f"runs at a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")  # fmt: skip
     for sp in plans.values():
         if sp.work:

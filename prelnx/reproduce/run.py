@@ -18,6 +18,7 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
+from prelnx.records.outcome import RunStatus
 from prelnx.reproduce.plan import Plan, StagePlan, complete, marker, stage_spec
 
 Echo = Callable[[str], None]
@@ -79,13 +80,13 @@ def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None
     rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo, slurm_options=plan.slurm,
                      progress_also=overall.beside_sweep if overall else None)
     report_after_sweep(folder, echo)
-    return all(row["status"] in ("finished", "diverged") for row in rows)
+    return all(RunStatus(row["status"]).done for row in rows)
 
 
 def _finished_runs(folder: Path) -> list[Path]:
     from prelnx.sweep.summary import summarize
 
-    return [folder / row["run"] for row in summarize(folder) if row["status"] == "finished"]
+    return [folder / row["run"] for row in summarize(folder) if row["status"] == RunStatus.FINISHED]
 
 
 def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:

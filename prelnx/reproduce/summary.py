@@ -16,6 +16,7 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
+from prelnx.machine import usable_cores
 from prelnx.reproduce.plan import read_marker
 from prelnx.reproduce.scales import CLAIM_STAGES, Stage, stages
 
@@ -137,7 +138,7 @@ def machine_lines() -> list[str]:
             except PackageNotFoundError:
                 pass
         versions.append(f"{package} {found[0] if found else 'not installed'}")
-    return [f"- CPU: {cpu}, {os.cpu_count()} cores; native bf16: {', '.join(flags) if flags else 'no'}",
+    return [f"- CPU: {cpu}, {usable_cores()} usable cores; native bf16: {', '.join(flags) if flags else 'no'}",
             f"- GPU: {gpu}", f"- {', '.join(versions)}; Python {platform.python_version()}",
             f"- load average when the report was written: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]  # fmt: skip
 

@@ -13,10 +13,11 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.plan.rundirs import sweep_dir
 from prelnx.records.lock import held
+from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
 from prelnx.sweep.progress import Snapshot, showing_also
-from prelnx.sweep.executors import RUNNING_ELSEWHERE, run_local, run_submitit
+from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
 
@@ -80,12 +81,12 @@ def run_sweep(
     prepare_generated_data(points, echo)
     echo(f"sweep {spec.name}: {len(points)} runs in {sweep_dir} ({executor}, {jobs} at a time)")
 
-    def on_done(point: SweepPoint, status: str) -> None:
-        if after_run is not None and status == "finished":
+    def on_done(point: SweepPoint, status: RunStatus) -> None:
+        if after_run is not None and status is RunStatus.FINISHED:
             after_run(sweep_dir / point.name)
         summarize_locked(sweep_dir)
 
-    statuses: dict[str, str] = {}
+    statuses: dict[str, RunStatus] = {}
     try:
         if executor == "local":
             with showing_also(progress_also):
@@ -98,9 +99,9 @@ def run_sweep(
     finally:
         rows = summarize_locked(sweep_dir)
     echo((sweep_dir / "summary.md").read_text())
-    elsewhere = sorted(name for name, status in statuses.items() if status == RUNNING_ELSEWHERE)
+    elsewhere = sorted(name for name, status in statuses.items() if status is RunStatus.ELSEWHERE)
     if elsewhere:
-        echo(f"{len(elsewhere)} run(s) {RUNNING_ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
+        echo(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
              f"Run the sweep again once it has ended to see them finished here.")
     return rows
 

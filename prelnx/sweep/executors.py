@@ -30,7 +30,6 @@ from prelnx.records.status import read_status, write_status
 from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
-RUNNING_ELSEWHERE = RunStatus.ELSEWHERE  # another prelnx process holds the run dir; this sweep leaves it alone
 RESULT_WAIT_S = 15.0  # how long a job's result may lag behind Slurm's end of the job (submitit's own wait)
 
 
@@ -58,8 +57,8 @@ def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, st
     try:
         return train(config, run_dir=run_dir, on_event=on_event, extra_env=env, force=force, cpus=cpus).status
     except RunLocked:
-        echo(f"{run_dir}: {RUNNING_ELSEWHERE} (another prelnx process trains it); skipped")
-        return RUNNING_ELSEWHERE
+        echo(f"{run_dir}: {RunStatus.ELSEWHERE} (another prelnx process trains it); skipped")
+        return RunStatus.ELSEWHERE
     except RunConflict as error:  # the folder holds another run: report it, and leave that run's files alone
         echo(f"{run_dir}: not trained ({error})")
         return RunStatus.FAILED
@@ -111,7 +110,7 @@ def run_local(
             slots.put(slot)
         with lock:
             statuses[point.name] = status
-            if status != RUNNING_ELSEWHERE:
+            if status is not RunStatus.ELSEWHERE:
                 echo(f"[{point.name}] {status} || {progress.run_done(point.name, status)}")
             on_done(point, status)
         return status
@@ -131,9 +130,9 @@ def run_local(
     finally:
         restore(previous_handler)
     pool.shutdown(wait=True)
-    waiting = [point for point in points if statuses.get(point.name) == RUNNING_ELSEWHERE]
+    waiting = [point for point in points if statuses.get(point.name) is RunStatus.ELSEWHERE]
     if waiting:
-        echo(f"waiting for {len(waiting)} run(s) {RUNNING_ELSEWHERE} to end, to pick up what they leave "
+        echo(f"waiting for {len(waiting)} run(s) {RunStatus.ELSEWHERE} to end, to pick up what they leave "
              f"(Ctrl-C stops waiting; their own process goes on)")  # fmt: skip
     while waiting:
         time.sleep(2.0)

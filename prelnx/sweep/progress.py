@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from prelnx.eta import duration
 from prelnx.records import grain
+from prelnx.records.outcome import RunStatus
 from prelnx.sweep.spec import SweepPoint
 
-DONE = ("finished", "diverged", "failed")  # a run that ended for good; interrupted or busy runs are not done
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class SweepProgress:
             return self._summary()
 
     def snapshot(self) -> Snapshot:
-        done = sum(count for status, count in self.statuses.items() if status in DONE)
+        done = sum(count for status, count in self.statuses.items() if RunStatus(status).ended)  # interrupted or busy runs are not
         planned = sum(self.planned.values())
         trained = sum(min(self.steps[name], self.planned[name]) for name in self.planned)
         remaining = sum(self.planned[n] - min(self.steps[n], self.planned[n]) for n in self.planned

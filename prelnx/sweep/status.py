@@ -11,7 +11,6 @@ an instant could make a starting training refuse its own run dir.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,20 +18,20 @@ from typing import Any
 
 from prelnx.eta import duration
 from prelnx.records import grain
-from prelnx.records.lock import LOCK_NAME
+from prelnx.records.lock import owner_alive
 from prelnx.records.metrics import read_metrics
+from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
 
 ACTIVE_S = 300.0  # a run whose owner is not a process here (a Slurm node's) is running while its log moves
-ENDED = ("finished", "diverged", "failed")  # ended for good: nothing is left of their budgets
 
 
 @dataclass(frozen=True)
 class RunState:
     run: str
-    status: str  # finished | diverged | failed | running | interrupted | pending
+    status: RunStatus  # finished | diverged | failed | running | interrupted | pending
     step: int  # epochs (or updates, at the update grain) trained
     planned: int  # the budget in that unit (0: the config sets none)
     unit: str  # "epoch" or "update"
@@ -45,7 +44,7 @@ class RunState:
 
     @property
     def left(self) -> int:
-        return max(0, self.planned - self.step) if self.status not in ENDED else 0
+        return max(0, self.planned - self.step) if not RunStatus(self.status).ended else 0
 
 
 def _last(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -54,22 +53,6 @@ def _last(rows: list[dict[str, Any]], key: str) -> float | None:
         if isinstance(value, (int, float)) and math.isfinite(value):
             return float(value)
     return None
-
-
-def _owner_alive(run_dir: Path) -> bool:
-    try:
-        owner = (run_dir / LOCK_NAME).read_text(errors="replace").strip()
-    except OSError:
-        return False
-    if not owner.isdigit():
-        return False
-    try:
-        os.kill(int(owner), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _recently_active(run_dir: Path) -> bool:
@@ -81,9 +64,9 @@ def _recently_active(run_dir: Path) -> bool:
 
 def run_state(run_dir: Path, name: str | None = None) -> RunState:
     recorded = read_status(run_dir) or {}
-    status = str(recorded.get("status") or "pending")
-    if status == "running" and not (_owner_alive(run_dir) or _recently_active(run_dir)):
-        status = "interrupted"
+    status = RunStatus.of(recorded)
+    if status is RunStatus.RUNNING and not (owner_alive(run_dir) or _recently_active(run_dir)):
+        status = RunStatus.INTERRUPTED
     rows = read_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
     planned, unit, step = 0, "epoch", 0
     update = recorded.get("update") if isinstance(recorded.get("update"), int) else None
@@ -100,7 +83,7 @@ def run_state(run_dir: Path, name: str | None = None) -> RunState:
     return RunState(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit,
                     update=update, valid_loss=_last(rows, "valid_loss"),
                     valid_bleu=_last(rows, "valid_bleu"),
-                    reason=str(recorded.get("reason") or "") if status == "failed" else "",
+                    reason=str(recorded.get("reason") or "") if status is RunStatus.FAILED else "",
                     diverged_at=int(diverged_at) if isinstance(diverged_at, int) else None,
                     seconds=float(seconds) if isinstance(seconds, (int, float)) else None)  # fmt: skip
 
@@ -126,15 +109,15 @@ def eta_seconds(states: list[RunState]) -> float | None:
     if not left or not timed:
         return None
     pace = sum(state.seconds or 0.0 for state in timed) / sum(state.step for state in timed)
-    return pace * left / max(1, sum(state.status == "running" for state in states))
+    return pace * left / max(1, sum(state.status == RunStatus.RUNNING for state in states))
 
 
 def exit_code(states: list[RunState]) -> int:
     """0 every run finished, 3 some still running, 1 otherwise (some diverged, failed, were interrupted or never
     started, and none is running)."""
-    if any(state.status == "running" for state in states):
+    if any(state.status == RunStatus.RUNNING for state in states):
         return 3
-    return 0 if states and all(state.status == "finished" for state in states) else 1
+    return 0 if states and all(state.status == RunStatus.FINISHED for state in states) else 1
 
 
 def _number(value: float | None, digits: int) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from prelnx.data.check import DataDamaged, check_binarized, check_split, sentence_count
-from prelnx.records.lock import RunLock, RunLocked, is_locked
+from prelnx.records.lock import RunLock, RunLocked, is_locked, owner_alive
 from prelnx.records.reconcile import reconcile_rows, rows_from_log
 from prelnx.records.rows import EpochRows, is_bad_loss, parse_record
 from prelnx.records.status import EXIT_CODES, read_status, write_status
@@ -79,12 +79,14 @@ def test_a_held_lock_is_refused_with_the_owner_and_released_by_the_kernel(tmp_pa
         stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert holder.stdout.readline().strip() == "locked"
-        assert is_locked(tmp_path)
+        assert is_locked(tmp_path) and owner_alive(tmp_path)  # owner_alive reads the pid, probes no lock
         with pytest.raises(RunLocked, match=f"pid {holder.pid}"):
             RunLock(tmp_path).acquire()
     finally:
         holder.kill()
         holder.wait()
+    assert not owner_alive(tmp_path)  # the pid in the file is gone (prelnx status then says interrupted)
+    assert not owner_alive(tmp_path / "never-locked")
     with RunLock(tmp_path):  # the kernel dropped the dead holder's lock: no stale lock
         assert (tmp_path / ".lock").read_text().strip() == str(os.getpid())
 
