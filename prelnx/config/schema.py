@@ -67,6 +67,9 @@ class ModelConfig:
     # layout admin: w from a profiling forward pass at initialisation (profile, the paper's Admin) or
     # sqrt((n+1)/ln(n+1) - 1) for n residual sublayers per stack (closed_form, microsoft/admin-torch)
     admin_init: Literal["profile", "closed_form"] = "profile"
+    # layouts rezero / rezero_postln: the FFN's init, xavier (Transformer-Clinic's Linear helper, zero bias, 70f72b7)
+    # or torch (majumderb/rezero's nn.Linear default)
+    rezero_ffn_init: Literal["xavier", "torch"] = "xavier"
     norm: Literal["layernorm", "rmsnorm", "dyt"] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset; the fields below override its dimensions
@@ -98,6 +101,9 @@ class OptimizerConfig:
     # Barkeshli 2024); adam and radam (RAdam's first, unrectified updates do not use v)
     second_moment_init: Literal["zero", "gradient"] = "zero"
     bias_correction: bool = True  # adam only: false uses m_t and v_t without Adam's 1 - beta^t corrections
+    # radam only: its first updates while rho_t <= 5 (about 5): momentum (torch's RAdam and T-Fixup's adam.py:248-252)
+    # or decay_only (Transformer-Clinic's radam_fairseq/radam.py:124, 70f72b7: weight decay only; the Admin configs)
+    radam_first_steps: Literal["momentum", "decay_only"] = "momentum"
 
 
 @dataclass
@@ -247,6 +253,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
          f"only adam and radam have a second moment; optimizer.name is {o.name}")  # fmt: skip
     need(o.bias_correction or o.name == "adam", "optimizer.bias_correction",
          f"only adam can run without bias correction (RAdam's rectification assumes it); optimizer.name is {o.name}")
+    need(o.radam_first_steps == "momentum" or o.name == "radam", "optimizer.radam_first_steps",
+         f"only radam has unrectified first steps; optimizer.name is {o.name}")  # fmt: skip
     for key in ("every_updates", "sharpness_every_updates"):
         value = getattr(t.diagnostics, key)
         need(value is None or value >= 1, f"train.diagnostics.{key}", f"must be >= 1 or null (off), got {value}")

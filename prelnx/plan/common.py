@@ -28,6 +28,8 @@ def optimization_argv(config: Config) -> list[str]:
             argv += ["--second-moment-init", o.second_moment_init]
         if not o.bias_correction:
             argv.append("--no-bias-correction")
+        if o.name == "radam" and o.radam_first_steps != "momentum":
+            argv += ["--radam-first-steps", o.radam_first_steps]
     else:
         argv += ["--momentum", str(o.momentum)]
     argv += [

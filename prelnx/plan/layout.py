@@ -41,6 +41,8 @@ def variant_argv(config: Config) -> list[str]:
             argv += ["--admin-init", m.admin_init]
         if m.layout == "mixln":
             argv += ["--mixln-alpha", str(m.mixln_alpha)]
+        if m.layout in ("rezero", "rezero_postln"):
+            argv += ["--rezero-ffn-init", m.rezero_ffn_init]
     if m.qk_norm:
         argv.append("--qk-norm")
     return argv

@@ -53,6 +53,7 @@ from torch import nn
 
 from .admin import ADMIN_INITS
 from .mixln import MIXLN_DEFAULT_ALPHA
+from .rezero import REZERO_FFN_INITS
 from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
@@ -141,6 +142,7 @@ class NormalizedTransformerModel(TransformerModel):
         parser.add_argument("--layout-file", metavar="PATH.py:CLASS", help="a user's own scheme (docs/your_layout.md)")
         parser.add_argument("--admin-init", choices=ADMIN_INITS, help="Admin's w: profiling pass or closed form")
         parser.add_argument("--mixln-alpha", type=float, metavar="A", help="Mix-LN: share of Post-LN layers (0.25)")
+        parser.add_argument("--rezero-ffn-init", choices=REZERO_FFN_INITS, help="ReZero's FFN: xavier (Clinic) or torch")
 
     @classmethod
     def build_model(cls, args: Any, task: Any) -> NormalizedTransformerModel:
@@ -165,7 +167,7 @@ def variant_defaults(args: Any) -> None:
     """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
     for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
                           ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("layout_file", ""), ("admin_init", ADMIN_INITS[0]),
-                          ("mixln_alpha", MIXLN_DEFAULT_ALPHA)):  # fmt: skip
+                          ("mixln_alpha", MIXLN_DEFAULT_ALPHA), ("rezero_ffn_init", REZERO_FFN_INITS[0])):  # fmt: skip
         if getattr(args, name, None) is None:
             setattr(args, name, default)
 

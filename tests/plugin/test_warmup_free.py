@@ -178,6 +178,15 @@ def test_rezero_torch_ffn_init_keeps_majumderb_rezeros_nn_linear(tiny_config_fil
         ReZero(Namespace(rezero_ffn_init="kaiming"))
 
 
+def test_model_rezero_ffn_init_torch_reaches_the_model_through_the_plan(tiny_config_file):
+    """model.rezero_ffn_init: torch (majumderb/rezero's nn.Linear) is planned as --rezero-ffn-init and built: fc1 keeps
+    a non-zero bias; the default (xavier, Transformer-Clinic's) zeroes it."""
+    _, _, torch_init = built(tiny_config_file, layout="rezero", rezero_ffn_init="torch")
+    assert all(torch.count_nonzero(layer.fc1.bias) > 0 for layer in torch_init.encoder.layers)
+    _, _, clinic = built(tiny_config_file, layout="rezero_postln")
+    assert_clinics_ffn(clinic)
+
+
 # ---------------------------------------------------------------------------------------------------------- B2T
 
 

@@ -185,3 +185,26 @@ def test_rezero_trains_with_weight_decay(tiny_config_file, tmp_path):
     state = load_checkpoint(run_dir / "checkpoints" / "checkpoint_last.pt")["model"]
     alphas = [value for name, value in state.items() if name.endswith("rezero_alpha")]
     assert len(alphas) == 4 and all(float(a.abs()) > 0 for a in alphas)
+
+
+# ------------------------------------------------------------------------------------------------------ Admin's RAdam
+
+
+@pytest.mark.parametrize("recipe", ["admin_iwslt14.yaml", "admin_nowarmup_iwslt14.yaml"])
+def test_admin_plans_clinics_radam_first_steps(tmp_path, recipe):
+    """Transformer-Clinic's radam_fairseq/radam.py:124 (70f72b7) has RAdam's momentum step for rho_t <= 5 commented
+    out: the Admin recipes plan the plugin's decay_only steps (tests/plugin/test_radam_first_steps.py checks them
+    update by update against that reference); every other RAdam keeps torch's."""
+    config, _ = load_config(RECIPES / recipe)
+    argv = plan_run(config, tmp_path / "run").launch.argv
+    assert argv[argv.index("--optimizer") + 1] == "radam"
+    assert argv[argv.index("--radam-first-steps") + 1] == "decay_only"
+    tfixup, _ = load_config(RECIPES / "tfixup_iwslt14_radam.yaml")
+    assert "--radam-first-steps" not in plan_run(tfixup, tmp_path / "t").launch.argv  # torch's momentum steps
+
+
+def test_radam_first_steps_is_refused_for_another_optimizer(tmp_path):
+    from prelnx.config.load import ConfigError
+
+    with pytest.raises(ConfigError, match="optimizer.radam_first_steps"):
+        load_config(RECIPES / "tfixup_iwslt14.yaml", overrides=["optimizer.radam_first_steps=decay_only"])
