@@ -111,7 +111,7 @@ def test_mean_interval_uses_students_t():
 def _arm(layout: str, warmup: int, losses: list[float], lr: float = 1e-3, seed: int = 1, status: str = "finished") -> Arm:
     rows = [{"epoch": 1, "num_updates": 100 * (i + 1), "valid_loss": loss} for i, loss in enumerate(losses)]
     return Arm(name=layout, layout=layout, optimizer="adam", warmup=warmup, lr=lr, seed=seed,
-               results={"status": status}, rows=rows, task="masked_lm")  # fmt: skip
+               results={"status": status}, rows=rows, task="masked_lm", plateau=9.0)  # fmt: skip
 
 
 SPEC = paper_data()["bert"][0]
