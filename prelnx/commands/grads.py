@@ -10,12 +10,18 @@ import typer
 from prelnx.analysis.grads.study import QUICK, GradStudy
 from prelnx.commands import options
 from prelnx.config.load import load_config
+from prelnx.layouts import LAYOUTS, names
+
+# the table's names by family (layouts.py owns both): a row added there is offered here
+LAYOUTS_HELP = "Comma-separated layouts to compare, by family: " + "; ".join(
+    f"{family}: {', '.join(names(family))}" for family in dict.fromkeys(row.family for row in LAYOUTS.values())
+) + "; or a layout file of yours, ./mine.py:Class."
 
 
 def grads_command(
     config: Annotated[str, options.config("A YAML config: a path, or a shipped config's name (e.g. grads/figure3_synthetic).")],
     out: Annotated[Path, options.out("Folder for grads.csv, grads_summary.json and figure3.png.")],
-    layouts: Annotated[str, typer.Option("--layouts", help="Comma-separated layouts to compare: post, pre (the paper's), deepnorm, the warm-up-free admin, tfixup, rezero, rezero_postln, b2t, and the norm placements peri, reorder, mixln, residual, lnscale.")] = "post,pre",
+    layouts: Annotated[str, typer.Option("--layouts", help=LAYOUTS_HELP)] = "post,pre",
     seeds: Annotated[Optional[str], options.seeds(f"Each seed sets the init, the batches and the dropout draws [default: {len(GradStudy.seeds)}; --quick: {QUICK['seeds']}]")] = None,
     depths: Annotated[Optional[str], typer.Option("--depths", help=f"Comma-separated depths (layers in the encoder and in the decoder). [default: {','.join(map(str, GradStudy.depths))}; --quick: {','.join(map(str, QUICK['depths']))}]")] = None,
     batches: Annotated[Optional[int], typer.Option("--batches", help="Mini-batches per model; the norms are averaged over them. [default: 1]")] = None,

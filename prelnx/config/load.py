@@ -20,6 +20,7 @@ from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.shipped import CHECKOUT_CONFIGS, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.config.suggest import ALIASES, closest_files, closest_key
+from prelnx.layouts import absolute_spec
 
 CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the installed package's, or the checkout's
 
@@ -115,7 +116,8 @@ def base_chain(path: Path) -> list[Path]:
 
 
 def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any, str]]:
-    """The file's keys over those of its `base:` chain (a path relative to the file, or a name under configs/)."""
+    """The file's keys over those of its `base:` chain (a path relative to the file, or a name under configs/). A
+    layout file (`model.layout: ./mine.py:Cls`) is relative to the file that names it, as `base:` is."""
     resolved = path.resolve()
     if resolved in seen:
         chain = " -> ".join(str(p) for p in (*seen, resolved))
@@ -127,6 +129,9 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
             raise ConfigError(f"{error} (the base: of {seen[-1]})") from None
         raise
     base = data.pop("base", None)
+    model = data.get("model")
+    if isinstance(model, dict) and isinstance(model.get("layout"), str):  # a user's ./mine.py:Cls, next to this file
+        model["layout"] = absolute_spec(model["layout"], path.resolve().parent)
     flat: dict[str, tuple[Any, str]] = {}
     if base is not None:
         flat.update(_load_layers(base_path(path, base), (*seen, resolved)))

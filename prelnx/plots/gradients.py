@@ -1,4 +1,5 @@
-"""Figures of the gradient study (like the paper's Figure 3) and of the mean-field checks, with matplotlib's Agg backend.
+"""Figures of the gradient study (like the paper's Figure 3) and of the mean-field checks, with matplotlib's object API
+(`matplotlib.figure.Figure`, no pyplot: a study or a sweep draws from threads).
 
 Each function takes the summary dict its analysis wrote (grads_summary.json, theory_summary.json), so a figure can be
 redrawn from the files alone, and returns the path it wrote.
@@ -22,16 +23,15 @@ def colour(name: str) -> str:
     return layout_row(name).colour
 
 
-def _pyplot() -> Any:
+def _figure(**options: Any) -> Any:
+    """A figure of matplotlib's object API: no pyplot, whose registry of open figures a sweep's or a study's threads
+    would share; PNGs are drawn by Agg, and the figure is freed with its last reference (nothing to close)."""
     import logging
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root logger to DEBUG
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    return plt
+    return Figure(**options)
 
 
 def _save(figure: Any, path: Path) -> Path:
@@ -44,7 +44,6 @@ def _save(figure: Any, path: Path) -> Path:
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)
-        _pyplot().close(figure)
     return path
 
 
@@ -62,8 +61,8 @@ def _legend_beside(axis: Any) -> None:
 def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     """(a)(b) W1 and W2 gradient norm per layer at the bars depth, Post-LN vs Pre-LN (and a checkpoint if measured),
     mean +- std over seeds; (c)(d) the last decoder layer's W2 gradient norm against depth, Pre-LN then Post-LN."""
-    plt = _pyplot()
-    figure, axes = plt.subplots(2, 2, figsize=(15, 8))
+    figure = _figure(figsize=(15, 8))
+    axes = figure.subplots(2, 2)
     depth = summary["growth_depth"]
     series = [(layout, f"{display_name(layout)} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
     for entry in summary.get("checkpoint", [])[:1]:
@@ -115,8 +114,8 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
 
 def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
     """||x||^2 / d per layer: Post-LN's x^(post,5) against 3/2, Pre-LN's x_l inside [1 + l/2, 1 + 3l/2]."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(7, 4.5))
+    figure = _figure(figsize=(7, 4.5))
+    axis = figure.subplots()
     layers = [row["layer"] for row in summary["hidden"]]
     for key, color, name in (("post", colour("post"), "Post-LN ||x^(post,5)||^2 / d"), ("pre", colour("pre"), "Pre-LN ||x_l||^2 / d")):
         axis.errorbar(layers, [r[f"{key}_mean"] for r in summary["hidden"]], yerr=[r[f"{key}_std"] for r in summary["hidden"]],
@@ -134,8 +133,8 @@ def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
 
 def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
     """The spectral norm of LayerNorm's Jacobian against ||x||, beside sqrt(d) / ||x||, on log-log axes."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6, 4.5))
+    figure = _figure(figsize=(6, 4.5))
+    axis = figure.subplots()
     rows = summary["layernorm"]
     norms = [r["x_norm"] for r in rows]
     axis.loglog(norms, [r["jacobian_norm"] for r in rows], "o", color=colour("pre"), label="||J_LN(x)||_2 (measured)")

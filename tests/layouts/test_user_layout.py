@@ -126,3 +126,22 @@ def test_the_example_builds_as_the_plugins_language_model(tmp_path):
     _, _, model = build_task_and_model(config)
     assert [tuple(layer.branch_gates.shape) for layer in model.decoder.layers] == [(2, 32), (2, 32)]
     assert model.decoder.layers[0].normalize_before and model.decoder.layer_norm is not None  # pre_ln = True
+
+
+def test_a_configs_layout_file_is_next_to_the_config_whatever_the_working_directory(tmp_path, monkeypatch):
+    """`model.layout: ./gated_preln.py:GatedPreLN` means the file beside the config that names it (as `base:` does):
+    loaded from another folder, and through a `base:` chain from a third, it is still that file."""
+    from prelnx.config.load import load_config
+
+    project, elsewhere, derived = tmp_path / "project", tmp_path / "elsewhere", tmp_path / "derived"
+    for folder in (project, elsewhere, derived):
+        folder.mkdir()
+    shutil.copy(EXAMPLE, project / "gated_preln.py")
+    shutil.copy(EXAMPLE, elsewhere / "gated_preln.py")  # the file a working-directory reading would wrongly take
+    write_config(project)
+    (derived / "longer.yaml").write_text("base: ../project/tiny.yaml\ntrain: {max_epoch: 2}\n")
+    monkeypatch.chdir(elsewhere)
+    mine = f"{(project / 'gated_preln.py').resolve()}:GatedPreLN"
+    assert load_config(project / "tiny.yaml")[0].model.layout == mine
+    assert load_config(Path("..") / "derived" / "longer.yaml")[0].model.layout == mine  # the base's folder, not ours
+    assert load_config(project / "tiny.yaml", ["model.layout=pre"])[0].model.layout == "pre"

@@ -104,6 +104,36 @@ def test_figures_drawn_by_many_threads_at_once_are_the_figures_drawn_alone(tmp_p
         assert {name: (folder / name).read_bytes() for name in expected} == expected, folder
 
 
+def _grads_summary() -> dict:
+    """A gradient study's summary as grads_summary.json holds it (two layouts, depths 2 and 4, made-up norms)."""
+    per_layer = [{"layout": layout, "depth": 2, "weight": weight, "side": side, "layer": layer,
+                  "mean": 1.0 + layer + (layout == "post"), "std": 0.1}
+                 for layout in ("post", "pre") for weight in ("W1", "W2") for side in ("encoder", "decoder")
+                 for layer in (1, 2)]  # fmt: skip
+    last = {layout: {str(depth): {"mean": depth * (1.5 if layout == "post" else 0.5), "std": 0.2} for depth in (2, 4)}
+            for layout in ("post", "pre")}  # fmt: skip
+    return {"growth_depth": 2, "layouts": ["post", "pre"], "per_layer": per_layer, "last_layer_w2": last,
+            "seeds": [1, 2], "settings": {"config": "made-up"}}  # fmt: skip
+
+
+def test_gradient_figures_drawn_by_many_threads_at_once_are_the_figure_drawn_alone(tmp_path):
+    """plots/gradients.py draws with the object API too: N threads drawing Figure 3 at once each write the bytes one
+    thread writes alone, and pyplot is never imported (its figure registry is the shared state)."""
+    (tmp_path / "summary.json").write_text(json.dumps(_grads_summary()))
+    result = _first_use_at_a_barrier(
+        f"plot_figure3(SUMMARY, Path({str(tmp_path)!r}) / f'{{threading.current_thread().name.split(\"-\")[1].split(\" \")[0]}}.png')",
+        imports=(f"import json, sys; from pathlib import Path; from prelnx.plots.gradients import plot_figure3; "
+                 f"SUMMARY = json.loads(Path({str(tmp_path)!r}, 'summary.json').read_text()); "
+                 f"import atexit; atexit.register(lambda: print('pyplot' if 'matplotlib.pyplot' in sys.modules else ''))"),
+    )  # fmt: skip
+    assert result.returncode == 0 and "pyplot" not in result.stdout, result.stdout + result.stderr
+    from prelnx.plots.gradients import plot_figure3
+
+    expected = plot_figure3(_grads_summary(), tmp_path / "alone" / "figure3.png").read_bytes()
+    drawn = sorted(tmp_path.glob("*.png"))
+    assert len(drawn) == THREADS and all(path.read_bytes() == expected for path in drawn), drawn
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("repetition", range(3))
 def test_four_identical_runs_on_four_jobs_all_finish(repetition, tiny_config_file, tmp_path):

@@ -10,13 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-import typing
 from pathlib import Path
 
 import pytest
 import yaml
 
-from prelnx.config.schema import ModelConfig
+from prelnx.layouts import LAYOUTS
 from prelnx.plots.curves import plot
 from prelnx.report.report import report_after_sweep, write_report
 from prelnx.sweep.execute import run_sweep
@@ -59,8 +58,8 @@ def test_bad_grid_value_is_reported_before_anything_runs(tiny_config_file, tmp_p
     from prelnx.config.load import ConfigError
 
     spec = spec_from_command_line(tiny_config_file(), ["model.layout=post,sideways"], [], "bad")
-    # every layout the schema has, in its order, then the bad value (the list grows with the layouts)
-    layouts = ", ".join(repr(v) for v in typing.get_args(typing.get_type_hints(ModelConfig)["layout"]))
+    # every layout of the table (prelnx/layouts.py), in its order, then the bad value (the list grows with the table)
+    layouts = ", ".join(repr(name) for name in LAYOUTS)
     with pytest.raises(ConfigError, match=re.escape(f"model.layout: expected one of {layouts}, got 'sideways'")):
         run_sweep(spec, out=tmp_path / "bad", echo=lambda line: None)
     assert not (tmp_path / "bad").exists()
