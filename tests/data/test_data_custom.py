@@ -47,7 +47,7 @@ def corpus(tmp_path):
 
 
 def _args(files, out, *extra):
-    args = ["prepare", "custom", "--out", str(out), "--source-lang", "de", "--target-lang", "en", "--workers", "1"]
+    args = ["prepare", "custom", "--out", str(out), "--source-lang", "de", "--target-lang", "en", "--jobs", "1"]
     for split in ("train", "valid", "test"):
         if f"{split}.de" in files:
             args += [f"--{split}-src", str(files[f"{split}.de"]), f"--{split}-tgt", str(files[f"{split}.en"])]
@@ -130,7 +130,7 @@ def test_invalid_utf8_inside_a_gzip_file(tmp_path):
             with gzip.open(folder / f"{stem}.{lang}.gz", "wb") as handle:
                 handle.write(b"ok\n" if (stem, lang) != ("val", "en") else b"ok\n\xff\xfe\n")
     _fails(
-        ["prepare", "multi30k", "--source", str(folder), "--out", str(tmp_path / "bin"), "--workers", "1"],
+        ["prepare", "multi30k", "--source", str(folder), "--out", str(tmp_path / "bin"), "--jobs", "1"],
         f"{folder / 'val.en.gz'}: line 2 is not valid UTF-8",
     )
     assert not (tmp_path / "bin").exists()

@@ -86,7 +86,7 @@ def test_full_recipe_from_an_archive(tmp_path):
     archive = tmp_path / "de-en.tgz"
     _release_archive(archive)
     out = tmp_path / "iwslt14"
-    args = ["prepare", "iwslt14", "--source", str(archive), "--out", str(out), "--bpe-merges", "300", "--workers", "2"]
+    args = ["prepare", "iwslt14", "--source", str(archive), "--out", str(out), "--bpe-merges", "300", "--jobs", "2"]
     result = CliRunner().invoke(data_app, args)
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
@@ -114,7 +114,7 @@ def test_archive_missing_a_member_is_one_clear_error(tmp_path):
     archive = tmp_path / "de-en.tgz"
     _release_archive(archive, drop="IWSLT14.TED.tst2011.de-en.en.xml")
     out = tmp_path / "out"
-    args = ["prepare", "iwslt14", "--source", str(archive), "--out", str(out), "--workers", "1"]
+    args = ["prepare", "iwslt14", "--source", str(archive), "--out", str(out), "--jobs", "1"]
     result = CliRunner().invoke(data_app, args)
     assert result.exit_code == 2
     assert "lacks IWSLT14.TED.tst2011.de-en.en.xml" in result.output and "Traceback" not in result.output

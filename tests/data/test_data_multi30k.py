@@ -28,7 +28,7 @@ def prepared(tmp_path_factory):
         pytest.skip(f"shared data absent: {MULTI30K} (see ../shared/data/SOURCES.md)")
     out = tmp_path_factory.mktemp("m30k") / "multi30k.de-en"
     merges = ["--bpe-merges", "500"]  # fewer than the default 10,000, only to keep the test fast
-    args = ["prepare", "multi30k", "--source", str(MULTI30K), "--out", str(out), *merges, "--workers", "2"]
+    args = ["prepare", "multi30k", "--source", str(MULTI30K), "--out", str(out), *merges, "--jobs", "2"]
     result = CliRunner().invoke(data_app, args)
     assert result.exit_code == 0, result.output
     return out
