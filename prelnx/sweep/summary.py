@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
+from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points, sweep_rows
 
 # `update`: the last update trained (status.json); the last row's update is the same for an ended run
@@ -44,7 +45,7 @@ def _markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         cells = [_cell(row.get(c)) for c in columns]
-        if row.get("status") == "diverged" and row.get("update") is not None:
+        if row.get("status") == RunStatus.DIVERGED and row.get("update") is not None:
             cells[columns.index("status")] = f"diverged (update {row['update']})"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
