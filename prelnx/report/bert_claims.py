@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable
 
+from prelnx.records.outcome import DONE, RunStatus
 from prelnx.report.arms import Arm, describe_arm, loss_sample
 from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.paper import figure5a_fraction
@@ -45,7 +46,7 @@ def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, 
     return pre_updates / post_updates, target, post_updates, pre_updates
 
 
-def _masked_lm(arms: list[Arm], status: tuple[str, ...], **criteria: object) -> list[Arm]:
+def _masked_lm(arms: list[Arm], status: frozenset[RunStatus], **criteria: object) -> list[Arm]:
     return [a for a in arms if a.task == "masked_lm" and a.status in status and (a.rows or a.diverged)
             and all(getattr(a, key) == value for key, value in criteria.items())]  # fmt: skip
 
@@ -63,9 +64,9 @@ def _fraction_note(lr: float, pre: list[Arm], post: list[Arm]) -> str:
 
 def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): a case and the fraction."""
-    posts = [a for a in _masked_lm(arms, ("finished", "diverged"), layout="post") if a.warmup > 0]
-    pres = _masked_lm(arms, ("finished", "diverged"), layout="pre", warmup=0)
-    finished_posts = [a for a in posts if a.status == "finished" and a.final() is not None]
+    posts = [a for a in _masked_lm(arms, DONE, layout="post") if a.warmup > 0]
+    pres = _masked_lm(arms, DONE, layout="pre", warmup=0)
+    finished_posts = [a for a in posts if a.status == RunStatus.FINISHED and a.final() is not None]
     if not pres or not finished_posts:
         return not_measured(spec["id"], "needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN without")
     by_lr: dict[float, list[Arm]] = {}

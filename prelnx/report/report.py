@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from prelnx.atomic import write_text_atomic
 from prelnx.plots.curves import plot
+from prelnx.records.outcome import RunStatus
 from prelnx.report.arms import describe_arm, load_arms, seed_groups
 from prelnx.report.bert_claims import BERT_CHECKS
 from prelnx.report.claims import TRAINING_CHECKS
@@ -196,7 +197,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     bert_only = bool(arms) and not translation and not lm  # a masked-LM sweep: the translation claims do not apply
     checks, claim_list = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
     outcomes = check_claims(claim_list, checks, arms if bert_only else (translation or lm))
-    unusable = [row for row in rows if row["status"] not in ("finished", "diverged")]
+    unusable = [row for row in rows if not RunStatus.of(row).done]
     if unusable:  # "no runs for these arms" would hide that the runs exist but did not train
         listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
         for claim_id, outcome in outcomes.items():
