@@ -2,32 +2,31 @@
 (prelnx.report.seeds: trained, failed to train, diverged, no validation row - computed once, one margin), its seeds
 grouped, and per-seed samples of a loss in which a seed that failed is counted, never given a value.
 
-Run dirs are read only through the reader functions imported below (status.json, metrics.jsonl, sweep.json); the
-config.yaml of each run says its arm, and its data folder the unigram plateau (prelnx.report.plateau).
+Run dirs are read only through the reader functions imported below (status.json, metrics.jsonl, sweep.json, and
+config.yaml through prelnx.records.run_config, the config validator's reading of it): each run's config says its
+arm, and its data folder the unigram plateau (prelnx.report.plateau).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-# The run-dir readers (kept together: they move to prelnx/records/ with the lead's redesign).
-from prelnx.config.load import config_from_dict
-from prelnx.paper import methods_data
+from prelnx.config.schema import Config, OptimizerConfig
+from prelnx.layouts import DisplayNames
 from prelnx.plan.data import data_dir
+
+# The run-dir readers.
 from prelnx.records.metrics import read_metrics
 from prelnx.records.results import read_points, run_results
+from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
 from prelnx.report.plateau import find_plateau, is_finite
 from prelnx.report.samples import Sample
 from prelnx.report.seeds import RunOutcome, RunState, final_nll_of, run_outcome
 
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when built with it: 10x faster
 NO_PLATEAU = ("no unigram plateau: neither the target dictionary nor the binarized training set the runs trained "
               "on is readable here, so whether a run trained cannot be said")  # fmt: skip
 
@@ -66,30 +65,21 @@ class Arm:
         return run_outcome(self.status, self.rows, self.plateau, margin, self.diverged_at)
 
 
-def _data_folder(config: dict[str, Any]) -> Path | None:
-    """The folder the run trained on (prelnx.plan.data.data_dir: data.path, or the synthetic task's cache folder)."""
-    data = config.get("data") or {}
-    if data.get("path"):
-        return Path(data["path"]).expanduser()  # a relative path is the working directory's, as for prelnx train
-    try:
-        return data_dir(config_from_dict(config, "config.yaml"))
-    except ValueError:  # not a config this prelnx can read: no plateau rather than a guess
-        return None
-
-
-def unigram_plateau(config: dict[str, Any], sweep_dir: Path | None = None) -> float | None:
-    """The run's unigram plateau in bits (prelnx.report.plateau), None when nothing to compute it from is here."""
-    found = find_plateau(config, _data_folder(config), sweep_dir)
+def unigram_plateau(config: Config, sweep_dir: Path | None = None) -> float | None:
+    """The run's unigram plateau in bits (prelnx.report.plateau), None when nothing to compute it from is here; the
+    data folder is the one the run trained on (prelnx.plan.data.data_dir: data.path, relative to the working
+    directory as for prelnx train, or the synthetic task's cache folder)."""
+    found = find_plateau(config, data_dir(config), sweep_dir)
     return None if found is None else found.bits
 
 
-def optimizer_variant(optimizer: dict[str, Any]) -> str:
+def optimizer_variant(optimizer: OptimizerConfig) -> str:
     """The optimizer as an arm tells it apart: `adam`, or `gi_adam` (second_moment_init: gradient, GI-Adam) and
     `adam_no_bias_correction`, so that runs differing only in these are never pooled as one arm."""
-    name = optimizer["name"]
-    if optimizer.get("second_moment_init", "zero") == "gradient":
+    name = optimizer.name
+    if optimizer.second_moment_init == "gradient":
         name = f"gi_{name}"
-    if not optimizer.get("bias_correction", True):
+    if not optimizer.bias_correction:
         name = f"{name}_no_bias_correction"
     return name
 
@@ -104,29 +94,26 @@ def _diverged_at(status: dict[str, Any]) -> int | None:
 
 def load_arms(sweep_dir: Path) -> list[Arm]:
     """Every run of the sweep with the paper's LayerNorm layouts (the norm variants are reported apart)."""
-    names = [p["name"] for p in read_points(sweep_dir)] or sorted(
-        d.name for d in sweep_dir.iterdir() if (d / "config.yaml").is_file()
-    )
+    names = [p["name"] for p in read_points(sweep_dir)] or sorted(d.name for d in sweep_dir.iterdir() if has_config(d))
     arms = []
     for name in names:
         run_dir = sweep_dir / name
-        if not (run_dir / "config.yaml").is_file():
+        if not has_config(run_dir):
             continue
-        config = yaml.load((run_dir / "config.yaml").read_text(), Loader=SAFE_LOADER)
-        model = config["model"]
-        if model.get("norm", "layernorm") != "layernorm" or model.get("qk_norm", False):
+        config = read_run_config(run_dir)
+        if config.model.norm != "layernorm" or config.model.qk_norm:
             continue
-        found = find_plateau(config, _data_folder(config), sweep_dir)
+        found = find_plateau(config, data_dir(config), sweep_dir)
         arms.append(Arm(
             name=name,
-            layout=model["layout"],
-            optimizer=optimizer_variant(config["optimizer"]),
-            warmup=int(config["schedule"]["warmup_updates"]),
-            lr=float(config["optimizer"]["lr"]),
-            seed=int(config["train"]["seed"]),
+            layout=config.model.layout,
+            optimizer=optimizer_variant(config.optimizer),
+            warmup=int(config.schedule.warmup_updates),
+            lr=float(config.optimizer.lr),
+            seed=int(config.train.seed),
             results=run_results(run_dir),
             rows=read_metrics(run_dir),
-            task=config.get("task", "translation"),
+            task=config.task,
             plateau=None if found is None else found.bits,
             plateau_source="" if found is None else found.source,
             diverged_at=_diverged_at(read_status(run_dir) or {}),
@@ -215,10 +202,10 @@ def loss_sample(label: str, group: list[Arm], failure: Any = None, at_update: fl
     return outcome_sample(label, group, lambda arm: loss_at(arm, at_update), margin)
 
 
-@functools.cache
-def layout_names() -> dict[str, str]:
-    """`post` -> `Post-LN`, `tfixup` -> `T-Fixup`: each layout's name as its authors write it (methods.yaml)."""
-    return {method["layout"]: method["name"] for method in methods_data()}
+def layout_names() -> DisplayNames:
+    """`post` -> `Post-LN`, `tfixup` -> `T-Fixup`, a user's file -> its display name: each layout's name as its
+    authors write it (prelnx.layouts, the one table)."""
+    return DisplayNames()
 
 
 def describe_arm(arm: Arm) -> str:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from prelnx.config.schema import Config
+
 MMAP_MAGIC = b"MMIDIDX\x00\x00"  # fairseq's MMapIndexedDataset.Index._HDR_MAGIC
 MMAP_DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float64,
                8: np.uint16}  # fairseq's indexed_dataset._code_to_dtype (6 is float, never a token file)  # fmt: skip
@@ -68,20 +70,18 @@ def binarized_entropy(stem: Path) -> float | None:
     return entropy_bits(np.bincount(tokens))
 
 
-def dictionary_name(config: dict[str, Any]) -> str:
-    data = config.get("data") or {}
-    return "dict.txt" if config.get("task") in MONOLINGUAL else f"dict.{data.get('target_lang') or 'tgt'}.txt"
+def dictionary_name(config: Config) -> str:
+    return "dict.txt" if config.task in MONOLINGUAL else f"dict.{config.data.target_lang or 'tgt'}.txt"
 
 
-def train_stem(config: dict[str, Any], folder: Path) -> Path:
-    data = config.get("data") or {}
-    if config.get("task") in MONOLINGUAL:
+def train_stem(config: Config, folder: Path) -> Path:
+    if config.task in MONOLINGUAL:
         return folder / "train"
-    src, tgt = data.get("source_lang") or "src", data.get("target_lang") or "tgt"
+    src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
     return folder / f"train.{src}-{tgt}.{tgt}"
 
 
-def find_plateau(config: dict[str, Any], data_folder: Path | None, sweep_dir: Path | None = None) -> Plateau | None:
+def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | None = None) -> Plateau | None:
     """The run's unigram plateau from the first source that has it (the module's docstring), or None."""
     name = dictionary_name(config)
     if sweep_dir is not None and (bits := dictionary_entropy(sweep_dir / "data" / name)) is not None:

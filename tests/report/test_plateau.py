@@ -4,23 +4,36 @@ from __future__ import annotations
 
 import math
 
-import pytest
-import yaml
+from dataclasses import replace
 
-from prelnx.config.load import config_to_dict, load_config
+import pytest
+
+from prelnx.config.load import load_config
 from prelnx.plan.data import data_dir
-from prelnx.report.arms import unigram_plateau
+from prelnx.records.run_config import RunConfigError, read_run_config, write_run_config
+from prelnx.report.arms import load_arms, unigram_plateau
 from tests.report.runs import PLATEAU_WORDS, write_dictionary
 
 
 def test_a_synthetic_runs_plateau_comes_from_its_cache_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("PRELNX_DATA_HOME", str(tmp_path / "cache"))
     config, _ = load_config("configs/demo/postln_warmup.yaml")
-    saved = yaml.safe_load(yaml.safe_dump(config_to_dict(config)))  # as a run dir's config.yaml holds it
-    assert saved["data"].get("path") is None and unigram_plateau(saved) is None  # nothing generated yet
+    write_run_config(tmp_path / "run", config)
+    saved = read_run_config(tmp_path / "run")  # as the report reads a run dir's config.yaml
+    assert saved.data.path is None and unigram_plateau(saved) is None  # nothing generated yet
     write_dictionary(data_dir(config), target="tgt")
     assert unigram_plateau(saved) == pytest.approx(math.log2(PLATEAU_WORDS))
 
 
-def test_an_unreadable_config_has_no_plateau_rather_than_a_guess():
-    assert unigram_plateau({"model": {"layout": "no-such-layout"}, "data": {}}) is None
+def test_a_data_path_names_the_folder_the_plateau_is_read_from(tmp_path):
+    config, _ = load_config("configs/demo/postln_warmup.yaml")
+    write_dictionary(tmp_path / "bin", target="tgt")
+    write_run_config(tmp_path / "run", replace(config, data=replace(config.data, path=str(tmp_path / "bin"))))
+    assert unigram_plateau(read_run_config(tmp_path / "run")) == pytest.approx(math.log2(PLATEAU_WORDS))
+
+
+def test_a_sweep_with_an_unreadable_run_config_is_one_error_naming_the_file(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("model: {layout: no-such-layout}\n")
+    with pytest.raises(RunConfigError, match=r"run/config\.yaml: not a readable run config"):
+        load_arms(tmp_path)
