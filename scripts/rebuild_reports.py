@@ -43,8 +43,8 @@ class Study(NamedTuple):
 
 STUDIES = {
     "demo": Study("configs/sweeps/demo.yaml", "docs/results/demo.md", "prelnx report: the demo (scripts/demo.sh)"),
-    "why_warmup": Study("configs/sweeps/why_warmup.yaml", "docs/results/why_warmup.md",
-                        "Why warm-up: the explanations side by side (CPU, Multi30k De-En 8k, 3 seeds per arm)"),
+    "why_warmup": Study("configs/sweeps/why_warmup_strata.yaml", "docs/results/why_warmup.md",
+                        "Why warm-up, decided by prediction (CPU, Multi30k De-En 8k, strata of one lr schedule)"),
     "warmup_free": Study("configs/sweeps/warmup_free_issue39.yaml", "docs/results/warmup_free_cpu.md",
                          "The warm-up-free benchmark at CPU scale (see docs/warmup_free.md)"),
     "placements_lm": Study("configs/sweeps/placements_lm.yaml", "docs/results/placements_lm.md",
