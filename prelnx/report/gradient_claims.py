@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from prelnx.config.errors import Refusal
+from prelnx.layouts import display_name
 from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.report.stats import Sample, Verdict, above, compare
-
-LAYOUT_NAMES = {"post": "Post-LN", "pre": "Pre-LN", "deepnorm": "DeepNorm"}
 
 
 def load_gradient_summary(grads_dir: Path) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def load_gradient_summary(grads_dir: Path) -> dict[str, Any]:
     path, table = grads_dir / "grads_summary.json", grads_dir / "grads.csv"
     if not path.is_file() or not table.is_file():
         missing = path.name if not path.is_file() else table.name
-        raise ValueError(f"--grads {grads_dir}: no {missing} (run `prelnx grads ... --out {grads_dir}`)")
+        raise Refusal(f"--grads {grads_dir}: no {missing} (run `prelnx grads ... --out {grads_dir}`)")
     return {**json.loads(path.read_text()), "rows": read_grads_csv(table)}
 
 
@@ -50,13 +50,13 @@ def _ratio(label: str, top: dict[int, float], bottom: dict[int, float]) -> Sampl
 
 def _depth_ratio(summary: dict[str, Any], layout: str) -> Sample:
     shallow, deep = summary["depths"][0], summary["depths"][-1]
-    return _ratio(f"{LAYOUT_NAMES.get(layout, layout)} last-layer W2, {deep} / {shallow} layers",
+    return _ratio(f"{display_name(layout)} last-layer W2, {deep} / {shallow} layers",
                   _norms(summary, layout, deep, deep), _norms(summary, layout, shallow, shallow))  # fmt: skip
 
 
 def _layer_ratio(summary: dict[str, Any], layout: str) -> Sample:
     depth = summary["growth_depth"]
-    return _ratio(f"{LAYOUT_NAMES.get(layout, layout)} decoder W2, layer {depth} / layer 1 at depth {depth}",
+    return _ratio(f"{display_name(layout)} decoder W2, layer {depth} / layer 1 at depth {depth}",
                   _norms(summary, layout, depth, depth), _norms(summary, layout, depth, 1))  # fmt: skip
 
 
@@ -67,7 +67,7 @@ def fairseq_note(summary: dict[str, Any], layouts: tuple[str, ...]) -> str:
         return ("Plain fairseq: not recorded in this grads_summary.json (made before prelnx grads recorded its "
                 "models); rerun `prelnx grads` to have it said here")  # fmt: skip
     own = [layout for layout in layouts if models[layout].get("fairseq_model")]
-    said = "; ".join(f"{LAYOUT_NAMES.get(layout, layout)}: fairseq's `{models[layout]['arch']}`"
+    said = "; ".join(f"{display_name(layout)}: fairseq's `{models[layout]['arch']}`"
                      f"{' ' + ' '.join(models[layout]['flags']) if models[layout]['flags'] else ''}" for layout in layouts)  # fmt: skip
     if len(own) == len(layouts):
         return f"**Plain fairseq disagrees too**: these are fairseq's own models, no prelnx model code ({said})"

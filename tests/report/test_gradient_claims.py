@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from prelnx.analysis.grads.study import model_code
@@ -67,3 +68,14 @@ def test_a_study_that_did_not_record_its_models_says_so(tmp_path):
     summary = load_gradient_summary(tmp_path)
     outcome = GRADIENT_CHECKS["postln_grows_with_layer"](summary, SPECS["postln_grows_with_layer"])
     assert any("not recorded in this grads_summary.json" in note for note in outcome.notes)
+
+
+def test_a_folder_with_no_study_is_a_refusal_naming_the_missing_file(tmp_path):
+    """Bad input for `prelnx report --grads`: one Refusal (exit 2, no traceback), not a bare ValueError."""
+    from prelnx.config.errors import Refusal
+
+    with pytest.raises(Refusal, match=r"--grads .*: no grads_summary\.json \(run `prelnx grads"):
+        load_gradient_summary(tmp_path)
+    (tmp_path / "grads_summary.json").write_text("{}")
+    with pytest.raises(Refusal, match=r"no grads\.csv"):
+        load_gradient_summary(tmp_path)
