@@ -33,7 +33,6 @@ INTERRUPTED = 130
 _OTHER_REFUSALS: dict[str, int | None] = {
     "prelnx.data.errors:DataError": 2,
     "prelnx.data.check:DataDamaged": 2,
-    "prelnx.report.report:ReportError": 2,
     "prelnx.evaluate.generate:GenerationError": 1,
     "prelnx.records.lock:RunLocked": None,  # records.status.EXIT_BUSY, read from its owner
 }

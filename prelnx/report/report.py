@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 
 from prelnx.atomic import write_text_atomic
+from prelnx.config.errors import Refusal
 from prelnx.plots.curves import plot
 from prelnx.records.outcome import RunStatus
 from prelnx.report.arms import describe_arm, load_arms, seed_groups
@@ -28,8 +29,8 @@ from prelnx.report.why_warmup_section import why_warmup_section
 from prelnx.sweep.summary import summarize
 
 
-class ReportError(ValueError):
-    pass
+class ReportError(Refusal):
+    """Bad input to `prelnx report` (not a sweep dir, no --grads folder): one error line, exit 2."""
 
 
 def claims_intro(margin: float) -> list[str]:

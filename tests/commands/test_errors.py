@@ -89,7 +89,7 @@ def test_every_listed_refusal_is_a_class_that_exists():
 
 def test_the_folders_refusals_are_refusals_and_not_listed_twice():
     """Each folder above config/ raises a Refusal (so the handler and rank 0 of a Slurm job render it alike, exit 2);
-    the handler's list keeps only what cannot be one (data/ sits below config/; report/ pending)."""
+    the handler's list keeps only what cannot be one (data/ sits below config/)."""
     from prelnx.commands.errors import _OTHER_REFUSALS, _class, refusal
     from prelnx.config.errors import Refusal
     from prelnx.launch.errors import error_exit
@@ -99,7 +99,7 @@ def test_the_folders_refusals_are_refusals_and_not_listed_twice():
                "prelnx.launch.errors:RunConflict", "prelnx.launch.errors:SlurmUnavailable",
                "prelnx.evaluate.evaluate:EvaluationError", "prelnx.evaluate.average:CheckpointError",
                "prelnx.finetune.plan:FinetunePlanError", "prelnx.analysis.grads.study:GradsError",
-               "prelnx.analysis.theory:TheoryError")  # fmt: skip
+               "prelnx.analysis.theory:TheoryError", "prelnx.report.report:ReportError")  # fmt: skip
     for target in targets:
         kind = _class(target)
         assert isinstance(kind, type) and issubclass(kind, Refusal) and target not in _OTHER_REFUSALS, target

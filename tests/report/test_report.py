@@ -118,3 +118,15 @@ def test_a_diverged_runs_huge_loss_does_not_flatten_the_other_curves(tmp_path, m
     assert 7.5 < ax.get_ylim()[0] < 8.1 and 9.6 < ax.get_ylim()[1] < 11  # the trained runs' range, not 0 to 1.7e8
     (note,) = [t for t in ax.texts if "off scale" in t.get_text()]
     assert "1.7e+08" in note.get_text() and "lr=1" in note.get_text()
+
+
+def test_a_folder_that_is_no_sweep_is_one_error_line_and_exit_2(tmp_path):
+    """ReportError is a Refusal: the one handler renders it as one `error:` line, exit 2, no traceback."""
+    from typer.testing import CliRunner
+
+    from prelnx.cli import app
+
+    result = CliRunner().invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert "not a sweep dir (no sweep.json)" in result.output and "Traceback" not in result.output
+    assert "this is a bug" not in result.output
