@@ -24,12 +24,13 @@ from typing import Any, Callable
 
 import dataclasses
 
+from prelnx.layouts import VARIANT, WARMUP_FREE, display_name, names
 from prelnx.report.arms import Arm, describe_arm, loss_sample, outcome_sample, pick, seed_groups
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
 LOSS = "final valid loss (bits)"
-METHOD_LAYOUTS = ("admin", "tfixup", "rezero", "rezero_postln", "b2t", "deepnorm")  # any of them in a sweep: the report's section
+METHOD_LAYOUTS = names(WARMUP_FREE) + names(VARIANT)  # any of them in a sweep: the report's section (prelnx.layouts)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class RankRow:
     """One arm of the ranking: its seeds' final losses with their interval and its updates to the target loss."""
 
     layout: str
-    method: str  # the method's name (methods.yaml)
+    method: str  # the method's display name (prelnx.layouts)
     optimizer: str
     warmup: int
     lr: float
@@ -66,7 +67,8 @@ def has_methods(arms: list[Arm]) -> bool:
 
 
 def method_names(methods: list[dict[str, Any]]) -> dict[str, str]:
-    return {m["layout"]: m["name"] for m in methods}
+    """Each method's layout -> its display name (prelnx.layouts, the one table of names)."""
+    return {m["layout"]: display_name(m["layout"]) for m in methods}
 
 
 def _settings(arms: list[Arm], layout: str) -> list[tuple[str, float]]:

@@ -1,5 +1,6 @@
 """The warm-up-free benchmark's figure: the methods ranked (best at the top), each arm's mean final valid loss with
-its 95 % interval over seeds, warm-up or not and the lr as distinct markers (matplotlib's Agg backend, PNG)."""
+its 95 % interval over seeds, warm-up or not and the lr as distinct markers (matplotlib's object API, drawn by Agg,
+PNG)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,8 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
     """One line per method (per method and optimizer when a method ran with several, e.g. T-Fixup's Adam and RAdam
     readings), ordered by its best arm's mean; within it one marker per arm: the lr's shape, filled with warm-up and
     hollow without; the bar is the 95 % t interval (none with one seed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root to DEBUG
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # the object API, no pyplot: a sweep reports from threads
 
     optimizers: dict[str, set[str]] = {}
     for r in rows:
@@ -29,7 +27,8 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
     lrs = sorted({r.lr for r in rows})
     arms = sorted({(r.warmup > 0, r.lr) for r in rows}, key=lambda k: (not k[0], k[1]))
     step = 0.6 / max(len(arms), 1)
-    figure, ax = plt.subplots(figsize=(7.5, 0.55 * len(methods) + 1.6))
+    figure = Figure(figsize=(7.5, 0.55 * len(methods) + 1.6))
+    ax = figure.subplots()
     for slot, (warmup, lr) in enumerate(arms):
         color = "tab:blue" if warmup else "tab:red"
         marker = MARKERS[lrs.index(lr) % len(MARKERS)]
@@ -50,6 +49,5 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    figure.savefig(path, dpi=120)  # drawn by Agg; the figure is freed with its last reference
     return path

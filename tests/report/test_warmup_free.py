@@ -201,3 +201,26 @@ def test_tfixups_radam_reading_is_compared_with_post_ln_as_the_authors_trained_i
     assert readings == {("T-Fixup", "adam"), ("T-Fixup", "radam")}
     figure = plot_ranking(rows, tmp_path / "wf.png")  # one line per reading: "T-Fixup (adam)", "T-Fixup (radam)"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_ranking_figure_is_drawn_without_pyplot_and_alike_from_threads(tmp_path):
+    """A sweep reports from threads: the figure is matplotlib's object API (no pyplot's shared registry of open
+    figures), and four threads drawing at once write the bytes one alone writes."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    folder = benchmark(tmp_path).save()
+    code = ("import sys; from pathlib import Path; from prelnx.paper import methods_data; "
+            "from prelnx.report.arms import load_arms; from prelnx.report.warmup_free import method_names, ranking; "
+            "from prelnx.report.warmup_free_figure import plot_ranking; "
+            f"plot_ranking(ranking(load_arms(Path({str(folder)!r})), method_names(methods_data())), "
+            f"Path({str(tmp_path / 'alone.png')!r})); "
+            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = ranking(load_arms(folder), method_names(methods_data()))
+    with ThreadPoolExecutor(4) as pool:
+        paths = list(pool.map(lambda i: plot_ranking(rows, tmp_path / f"thread{i}.png"), range(4)))
+    alone = (tmp_path / "alone.png").read_bytes()
+    assert all(path.read_bytes() == alone for path in paths)
