@@ -43,10 +43,6 @@ def depth_scale(layer_number: int) -> float:
 @register
 class LayerNormScaling(LayoutScheme):
     name = "lnscale"
-    pre_ln = True
-    norm_types = ("layernorm", "rmsnorm")
-    allows_qk_norm = True
-    language_model = True
 
     def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
         for number, layer in enumerate(stack.layers, start=1):

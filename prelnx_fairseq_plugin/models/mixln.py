@@ -42,10 +42,6 @@ def post_ln_layers(alpha: float, layers: int) -> int:
 @register
 class MixLN(LayoutScheme):
     name = "mixln"
-    pre_ln = True
-    norm_types = ("layernorm", "rmsnorm")
-    allows_qk_norm = True
-    language_model = True
 
     def __init__(self, args: Any) -> None:
         from fairseq import utils

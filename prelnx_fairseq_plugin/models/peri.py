@@ -48,10 +48,6 @@ def normed_branch(layer: nn.Module, index: int, x: torch.Tensor, residual: torch
 @register
 class PeriLN(LayoutScheme):
     name = "peri"
-    pre_ln = True
-    norm_types = ("layernorm", "rmsnorm")
-    allows_qk_norm = True
-    language_model = True
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         add_output_norms(layer, cfg)

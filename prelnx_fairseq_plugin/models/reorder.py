@@ -33,10 +33,6 @@ from .schemes import INPUT_NORMS, LayoutScheme, register
 @register
 class Reorder(LayoutScheme):
     name = "reorder"
-    pre_ln = True
-    norm_types = ("layernorm", "rmsnorm")
-    allows_qk_norm = True
-    language_model = True
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         for name in INPUT_NORMS:  # by name: a --qk-norm attention's own head norms stay

@@ -63,9 +63,6 @@ class ResiDualOutput(nn.Module):
 @register
 class ResiDual(LayoutScheme):
     name = "residual"
-    norm_types = ("layernorm", "rmsnorm")
-    allows_qk_norm = True
-    language_model = True
 
     def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
         if getattr(cfg, "checkpoint_activations", False):

@@ -282,24 +282,6 @@ def build_lm_plain(tmp_path, extra):
     return dict(task.build_model(cfg.model).state_dict())
 
 
-def test_the_config_refuses_encoder_decoder_recipes_for_the_lm_and_qk_norm_for_a_warm_up_free_scheme():
-    """What a layout is defined with is its row's (prelnx/layouts.py, issue 40), checked once, by the config."""
-    config = Config(model=dataclasses.replace(ModelConfig(), layout="tfixup", arch="transformer_lm"))
-    config = dataclasses.replace(config, task="language_model", train=dataclasses.replace(config.train, max_epoch=1))
-    assert any(key == "model.layout" and "translation only" in text for key, text in check_values(config))
-    config = Config(model=dataclasses.replace(ModelConfig(), layout="admin", qk_norm=True))
-    config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_epoch=1))
-    assert any(key.startswith("model.") for key, _ in check_values(config))
-
-def test_the_plan_and_the_plugin_agree_on_what_each_placement_is_built_on():
-    load_plugin()
-    from prelnx_fairseq_plugin.models.schemes import SCHEMES
-
-    assert {"pre", *(name for name, scheme in SCHEMES.items() if scheme.pre_ln)} == set(PRE_LN_LAYOUTS)
-    assert all(SCHEMES[name].language_model and SCHEMES[name].allows_qk_norm for name in PLACEMENTS)
-    assert all(SCHEMES[name].norm_types == ("layernorm", "rmsnorm") for name in PLACEMENTS)
-
-
 @pytest.mark.parametrize(
     ("model", "key"),
     [({"layout": "peri", "norm": "dyt"}, "model.norm"),
