@@ -20,6 +20,7 @@ from prelnx.plan.data import data_dir
 
 # The run-dir readers.
 from prelnx.records.metrics import read_metrics
+from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points, run_results
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
@@ -49,12 +50,12 @@ class Arm:
     diverged_at: int | None = None  # status.json's divergence update
 
     @property
-    def status(self) -> str:
-        return self.results.get("status", "pending")
+    def status(self) -> RunStatus:
+        return RunStatus.of(self.results)
 
     @property
     def diverged(self) -> bool:
-        return self.status == "diverged"
+        return self.status is RunStatus.DIVERGED
 
     def final(self, key: str = "valid_loss") -> float | None:
         value = self.rows[-1].get(key) if self.rows else None
@@ -124,7 +125,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
 def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
     """The runs (every seed) of one arm: those matching every criterion that finished or diverged - a finished run
     with no validation row included (it is counted and shown, never dropped)."""
-    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.outcome().counted]
+    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.status.done]
 
 
 def plateau(arms: list[Arm]) -> float | None:
@@ -135,7 +136,7 @@ def plateau(arms: list[Arm]) -> float | None:
 def failure_loss(arms: list[Arm]) -> float:
     """Kept for callers outside the verdict engine (no verdict reads it: a failed seed is counted, never given a
     loss): the unigram plateau or the worst finished final loss, the higher."""
-    finished = [loss for a in arms if a.status == "finished" and (loss := a.final()) is not None]
+    finished = [loss for a in arms if a.status is RunStatus.FINISHED and (loss := a.final()) is not None]
     candidates = finished + ([p] if (p := plateau(arms)) is not None else [])
     return max(candidates) if candidates else math.inf
 
