@@ -47,7 +47,7 @@ def units(study: Study, quantity: str, window: list[int]) -> list[Unit]:
     """One Unit per finished (or diverged) run that has a stratum and the quantity in the window."""
     found = []
     for arm in study.arms:
-        if arm.status not in ("finished", "diverged") or arm.name not in study.schedules:
+        if not arm.status.done or arm.name not in study.schedules:
             continue
         value = run_quantity(quantity, study.rows.get(arm.name, []), window)
         if value is None or math.isnan(value):

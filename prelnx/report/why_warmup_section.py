@@ -134,7 +134,7 @@ def _panel_runs(study: Study, stratum: str, series: str, last: int, test: set[in
     value, names = SERIES[series], layout_names()
     runs = []
     for arm in study.arms:
-        if study.schedules.get(arm.name) != stratum or arm.status not in ("finished", "diverged"):
+        if study.schedules.get(arm.name) != stratum or not arm.status.done:
             continue
         points = [(r["num_updates"], v) for r in study.rows.get(arm.name, [])
                   if r["num_updates"] <= last and (v := value(r)) is not None]  # fmt: skip
@@ -149,7 +149,7 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
     test = set(spec["prediction"]["test_seeds"])
     strata = [s for s in dict.fromkeys(study.schedules[a.name] for a in study.arms if a.name in study.schedules)
               if len({study.failed(a) for a in study.arms if study.schedules.get(a.name) == s
-                      and a.status in ("finished", "diverged")}) == 2]  # fmt: skip
+                      and a.status.done}) == 2]  # fmt: skip
     lines = [f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
              f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn.", ""]  # fmt: skip
     for index, (quantity, series) in enumerate(SERIES_OF.items()):
@@ -165,7 +165,7 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
 def outcomes_table(study: Study) -> list[str]:
     lines = ["| arm | seeds | failed | final valid nll per seed |", "|---|---|---|---|"]
     for group in seed_groups(study.arms).values():
-        done = [a for a in group if a.status in ("finished", "diverged")]
+        done = [a for a in group if a.status.done]
         finals = ", ".join("diverged" if a.diverged else f"{nll:.2f}" if (nll := final_nll(a)) is not None else "-"
                            for a in done)  # fmt: skip
         first: Arm = group[0]
