@@ -145,7 +145,8 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
 
     report = write_report(sweep_dir, tmp_path / "docs" / "report.md").read_text()
     claim_row = next(line for line in report.splitlines() if line.startswith("| Post-LN trained with Adam"))
-    assert "no warm-up" in claim_row and "(1 seed)" in claim_row
+    assert "no warm-up" in claim_row or "warmup-0" in claim_row, claim_row  # the arm the row reads, named
+    assert "(1 seed" in claim_row or "mean of 1" in claim_row, claim_row  # its seed count shown
     # one seed is never a verdict; the tiny runs stay near the synthetic task's unigram plateau (its dictionary is in
     # the data cache), so the premise "Post-LN with warm-up trains" fails first: not testable
     assert "| **not testable at this scale" in claim_row or "**inconclusive (1 seed)**" in claim_row
