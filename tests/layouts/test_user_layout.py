@@ -59,7 +59,7 @@ def test_the_example_trains_with_its_gates_learned(folder):
 
 
 def test_the_example_sweeps_against_pre_ln_and_is_reported(folder):
-    done = prelnx(folder, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--jobs", "1",
+    done = prelnx(folder, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--jobs", "2",
                   "--name", "mine")  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     sweep = folder / "runs" / "mine"
