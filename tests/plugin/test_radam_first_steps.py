@@ -15,27 +15,18 @@ from prelnx.launch.inprocess import load_plugin
 
 load_plugin()
 from prelnx_fairseq_plugin.optim.radam import RAdam, RAdamConfig  # noqa: E402
+from tests.plugin.test_adam_moments import steps, tiny_model  # noqa: E402  (its regression batch and model)
 
 LR, B1, EPS, WD = 1e-2, 0.9, 1e-8, 0.1
-X = torch.tensor([[1.0, -2.0, 0.5], [0.3, 0.7, -1.1], [2.0, 0.1, 0.4]])
-TARGET = torch.tensor([[0.5, -1.0], [1.5, 0.2], [-0.3, 0.8]])
 
 
 def run(first_steps: str, beta2: float, count: int):
     """`count` real steps of the plugin's RAdam on a fixed regression batch: (start, [(grads, weights after)])."""
-    torch.manual_seed(0)
-    model = torch.nn.Linear(3, 2)
+    model = tiny_model()
     cfg = RAdamConfig(adam_betas=(B1, beta2), adam_eps=EPS, weight_decay=WD, lr=[LR], radam_first_steps=first_steps)
     optimizer = RAdam(cfg, list(model.parameters()))
     start = [p.detach().clone() for p in model.parameters()]
-    seen = []
-    for _ in range(count):
-        optimizer.zero_grad()
-        ((model(X) - TARGET) ** 2).mean().backward()
-        grads = [p.grad.detach().clone() for p in model.parameters()]
-        optimizer.step()
-        seen.append((grads, [p.detach().clone() for p in model.parameters()]))
-    return start, seen
+    return start, steps(optimizer, model, count)
 
 
 def reference(start, grads, beta2: float, momentum_first_steps: bool):
