@@ -92,28 +92,12 @@ def submitit_folder(run_dir: Path) -> Path:
     return run_dir.parent / ".submitit" / run_dir.name
 
 
-class PortableConfig:
-    """A config pickled as plain values, rebuilt by the code that unpickles it: a job requeued after prelnx was
-    upgraded gets today's defaults for keys it did not know (as a run dir's config.yaml does), not a broken object."""
-
-    def __init__(self, config: Config) -> None:
-        from prelnx.config.load import config_to_dict
-
-        self.values = config_to_dict(config)
-
-    @property
-    def config(self) -> Config:
-        from prelnx.config.load import config_from_dict
-
-        return config_from_dict(self.values, "the config of the Slurm job")
-
-
-class SlurmTrainTask(PortableConfig):
-    """The function every task of the job runs (pickled by submitit); rank 0 returns the run's outcome."""
+class SlurmTrainTask:
+    """The function every task of the job runs (pickled by submitit); rank 0 returns the run's outcome.
+    It carries the Config itself: the run's config.yaml is written by rank 0's training, after the submission."""
 
     def __init__(self, config: Config, run_dir: Path, force: bool = False) -> None:
-        super().__init__(config)
-        self.run_dir, self.force = run_dir, force
+        self.config, self.run_dir, self.force = config, run_dir, force
 
     def __call__(self) -> dict[str, Any]:
         import submitit

@@ -21,7 +21,7 @@ from prelnx.launch.children import core_slots, restore, stop_children, stop_on_s
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
 from prelnx.launch.local import train
-from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, PortableConfig, SlurmRequest
+from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, SlurmRequest
 from prelnx.machine import may_have_gpu, usable_cores
 from prelnx.plan.launch import with_threads
 from prelnx.records.lock import RunLocked, is_locked
@@ -170,13 +170,11 @@ def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> RunS
     return RunStatus.FAILED
 
 
-class SubmititRun(PortableConfig):
-    """A submitit job: train one point; on timeout or preemption, requeue itself (fairseq then resumes).
-    The config travels as plain values (PortableConfig): a job requeued after an upgrade of prelnx still loads."""
+class SubmititRun:
+    """A submitit job: train one point; on timeout or preemption, requeue itself (fairseq then resumes)."""
 
     def __init__(self, config: Config, run_dir: Path) -> None:
-        super().__init__(config)
-        self.run_dir = run_dir
+        self.config, self.run_dir = config, run_dir
 
     def __call__(self) -> RunStatus:
         return run_one(self.config, self.run_dir, on_event=lambda event: print(render(event), flush=True))
