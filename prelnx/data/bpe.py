@@ -49,23 +49,24 @@ def settings(given: Path | None, merges: int | None) -> dict | None:
     return {"joint_merges": merges} if merges else None
 
 
-def make_code(folder: Path, *, train: list[Path], given: Path | None, merges: int, workers: Workers) -> dict:
-    """Write `folder/code`: learned jointly on the `train` texts, or copied from `given`; returns its manifest entry."""
+def encode(folder: Path, *, splits: list[str], languages: tuple[str, ...], given: Path | None, merges: int,
+           workers: Workers) -> dict:  # fmt: skip
+    """Write `folder/code` (learned jointly on text/tok/train.* of every side, or copied from `given`), then
+    subword-nmt apply_bpe.py -c code < text/tok/{split}.{lang} > text/{split}.{lang} for every split and side;
+    returns the code's manifest entry."""
     code = folder / "code"
     if given is not None:
         count = copy_bpe_code(given, code)
-        return {"code": "code", "sha256": sha256_file(code), "merges": count, "from": str(given)}
-    if not train:
+        entry = {"code": "code", "sha256": sha256_file(code), "merges": count, "from": str(given)}
+    elif "train" not in splits:
         raise DataError("learning BPE needs the training split; pass --bpe-code to apply an existing code file")
-    learn_joint_bpe(train, code, merges=merges, workers=workers.count)
-    return {"code": "code", "sha256": sha256_file(code), "merges": count_lines(code) - 1, "learned_on": "train"}
-
-
-def apply_code(folder: Path, *, splits: list[str], languages: tuple[str, str], workers: Workers) -> None:
-    """subword-nmt apply_bpe.py -c code < text/tok/{split}.{lang} > text/{split}.{lang}, for every split and side."""
-    step = BpeStep(str(folder / "code"))
+    else:
+        learn_joint_bpe([tok_path(folder, "train", lang) for lang in languages], code, merges=merges,
+                        workers=workers.count)  # fmt: skip
+        entry = {"code": "code", "sha256": sha256_file(code), "merges": count_lines(code) - 1, "learned_on": "train"}
+    step = BpeStep(str(code))
     for split in splits:
         for lang in languages:
-            source = tok_path(folder, split, lang)
-            lines = workers.map(step, read_lines(source), desc=f"bpe {split}.{lang}")
+            lines = workers.map(step, read_lines(tok_path(folder, split, lang)), desc=f"bpe {split}.{lang}")
             write_lines(text_path(folder, split, lang), lines)
+    return entry

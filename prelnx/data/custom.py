@@ -108,10 +108,8 @@ def build_text(
                 write_lines(out, read_lines(files[f"{split}.{lang}"]))  # validated UTF-8, '\n' line ends
     if not use_bpe:
         return None
-    train = [tok_path(folder, "train", lang) for lang in corpus.languages]
-    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges or 0, workers=workers)
-    bpe.apply_code(folder, splits=corpus.splits, languages=corpus.languages, workers=workers)
-    return entry
+    return bpe.encode(folder, splits=corpus.splits, languages=corpus.languages, given=bpe_code,
+                      merges=bpe_merges or 0, workers=workers)  # fmt: skip
 
 
 def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:

@@ -117,10 +117,8 @@ def build_text(
         _build_train_valid(sources.paths, folder, workers)
     if "test" in splits:
         build_test(sources.paths, folder, workers)
-    train = [tok_path(folder, "train", lang) for lang in LANGUAGES] if "train" in splits else []
-    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges, workers=workers)
-    bpe.apply_code(folder, splits=list(splits), languages=LANGUAGES, workers=workers)
-    return entry
+    return bpe.encode(folder, splits=list(splits), languages=LANGUAGES, given=bpe_code, merges=bpe_merges,
+                      workers=workers)  # fmt: skip
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:

@@ -43,10 +43,7 @@ def build_text(
             steps = MosesSteps(lang, lowercase_first=True, normalize_punctuation=True)
             lines = workers.map(steps, read_lines(files[f"{stem}.{lang}"]), desc=f"{split}.{lang}", total=total)
             write_lines(tok_path(folder, split, lang), lines)
-    train = [tok_path(folder, "train", lang) for lang in LANGUAGES]
-    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges, workers=workers)
-    bpe.apply_code(folder, splits=SPLITS, languages=LANGUAGES, workers=workers)
-    return entry
+    return bpe.encode(folder, splits=SPLITS, languages=LANGUAGES, given=bpe_code, merges=bpe_merges, workers=workers)
 
 
 def gather(source: str | None, work: Path) -> SourceFiles:

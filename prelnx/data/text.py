@@ -86,10 +86,8 @@ def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: 
         write_lines(out, part)
     if not use_bpe:
         return None
-    entry = bpe.make_code(folder, train=[tok_path(folder, "train", LANG)], given=bpe_code, merges=bpe_merges or 0,
-                          workers=workers)  # fmt: skip
-    bpe.apply_code(folder, splits=["train", "valid"], languages=(LANG,), workers=workers)
-    return entry
+    return bpe.encode(folder, splits=["train", "valid"], languages=(LANG,), given=bpe_code, merges=bpe_merges or 0,
+                      workers=workers)  # fmt: skip
 
 
 def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:

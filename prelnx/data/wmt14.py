@@ -102,9 +102,7 @@ def build_text(
         lines = workers.map(train_steps(lang), read_lines(files[f"{VALID}.{lang}"]), desc=f"tokenize valid.{lang}")
         write_lines(tok_path(folder, "valid", lang), lines)
     build_test(files, folder, workers)
-    train = [tok_path(folder, "train", lang) for lang in LANGUAGES]
-    entry = bpe.make_code(folder, train=train, given=bpe_code, merges=bpe_merges, workers=workers)
-    bpe.apply_code(folder, splits=SPLITS, languages=LANGUAGES, workers=workers)
+    entry = bpe.encode(folder, splits=SPLITS, languages=LANGUAGES, given=bpe_code, merges=bpe_merges, workers=workers)
     _clean_train(folder)
     return entry
 
