@@ -10,6 +10,11 @@ from prelnx.config.schema import Config
 EPOCH_NEVER = 1_000_000  # an epoch interval no run reaches: fairseq has no "never" for --validate-interval
 
 
+def given_argv(*flags: tuple[str, object]) -> list[str]:
+    """`flag value` for each value the config sets, in order; a None leaves fairseq's default."""
+    return [part for flag, value in flags if value is not None for part in (flag, str(value))]
+
+
 def dropout_argv(config: Config) -> list[str]:
     m = config.model
     return ["--dropout", str(m.dropout), "--attention-dropout", str(m.attention_dropout),
@@ -39,12 +44,8 @@ def optimization_argv(config: Config) -> list[str]:
     ]  # fmt: skip
     if s.decay == "step":
         argv += ["--step-epochs", ",".join(str(e) for e in s.step_epochs), "--step-factor", str(s.step_factor)]
-    if s.decay_start_epoch is not None:
-        argv += ["--decay-start-epoch", str(s.decay_start_epoch)]
-    if s.decay_start_update is not None:
-        argv += ["--decay-start-update", str(s.decay_start_update)]
-    if s.decay_period is not None:
-        argv += ["--decay-period", str(s.decay_period)]
+    argv += given_argv(("--decay-start-epoch", s.decay_start_epoch), ("--decay-start-update", s.decay_start_update),
+                       ("--decay-period", s.decay_period))  # fmt: skip
     if s.decay == "linear":
         argv += ["--end-lr", str(s.end_lr)]
     return argv
@@ -55,10 +56,7 @@ def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
     t, every = config.train, config.eval.every_updates
     argv = ["--max-tokens", str(t.max_tokens), "--update-freq", str(t.update_freq), "--seed", str(t.seed),
             "--clip-norm", str(t.clip_norm), "--num-workers", str(t.num_workers)]  # fmt: skip
-    if t.max_epoch is not None:
-        argv += ["--max-epoch", str(t.max_epoch)]
-    if t.max_update is not None:
-        argv += ["--max-update", str(t.max_update)]
+    argv += given_argv(("--max-epoch", t.max_epoch), ("--max-update", t.max_update))
     if not cuda:
         argv.append("--cpu")
     if t.precision == "fp16":
@@ -67,10 +65,8 @@ def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
         argv.append("--bf16")
 
     argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
-    if t.diagnostics.every_updates is not None:  # the plugin's options (prelnx_fairseq_plugin/diagnostics.py)
-        argv += ["--diagnostics-every-updates", str(t.diagnostics.every_updates)]
-    if t.diagnostics.sharpness_every_updates is not None:
-        argv += ["--sharpness-every-updates", str(t.diagnostics.sharpness_every_updates)]
+    argv += given_argv(("--diagnostics-every-updates", t.diagnostics.every_updates),  # the plugin's options
+                       ("--sharpness-every-updates", t.diagnostics.sharpness_every_updates))  # (plugin/diagnostics.py)
     if every is not None:
         # Validate and checkpoint every N updates and when training stops, at an epoch's end only when it is the
         # last (train.max_epoch; fairseq has no "never" for --validate-interval): each validation is a metrics

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv
+from prelnx.plan.common import dropout_argv, given_argv
 from prelnx.plugin_path import PLUGIN_DIR
 
 FAIRSEQ_ARCH = {"post": "roberta", "pre": "roberta_prenorm"}
@@ -49,13 +49,9 @@ def sentence_prediction_argv(config: Config, data: Path) -> list[str]:
 
 def encoder_argv(config: Config) -> list[str]:
     m = config.model
-    argv = ["--arch", FAIRSEQ_ARCH[m.layout], "--max-positions", str(config.data.tokens_per_sample)]
-    for flag, value in (
+    return ["--arch", FAIRSEQ_ARCH[m.layout], "--max-positions", str(config.data.tokens_per_sample)] + given_argv(
         ("--encoder-layers", m.encoder_layers),
         ("--encoder-embed-dim", m.embed_dim),
         ("--encoder-ffn-embed-dim", m.ffn_dim),
         ("--encoder-attention-heads", m.attention_heads),
-    ):
-        if value is not None:
-            argv += [flag, str(value)]
-    return argv + dropout_argv(config)
+    ) + dropout_argv(config)

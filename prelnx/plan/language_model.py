@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv
+from prelnx.plan.common import dropout_argv, given_argv
 from prelnx.plan.layout import LM_PLUGIN_ARCH, normalize_before_argv, uses_plugin_model, variant_argv
 from prelnx.plugin_path import PLUGIN_DIR
 
@@ -36,16 +36,14 @@ def language_model_argv(config: Config, data: Path) -> list[str]:
         "--arch", LM_PLUGIN_ARCH if plugin else m.arch,
     ]  # fmt: skip
     argv += variant_argv(config)  # the plugin model's options ([] for fairseq's own)
-    for flag, value in (
+    argv += given_argv(
         ("--decoder-layers", m.decoder_layers),
         ("--decoder-embed-dim", m.embed_dim),
         ("--decoder-input-dim", m.embed_dim),
         ("--decoder-output-dim", m.embed_dim),
         ("--decoder-ffn-embed-dim", m.ffn_dim),
         ("--decoder-attention-heads", m.attention_heads),
-    ):
-        if value is not None:
-            argv += [flag, str(value)]
+    )
     # Pre-LN and the placements built on it: a norm before each sublayer and transformer_lm's final norm
     argv += normalize_before_argv(config, ("decoder",))
     if m.share_decoder_input_output_embed:

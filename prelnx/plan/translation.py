@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv
+from prelnx.plan.common import dropout_argv, given_argv
 from prelnx.plan.data import languages
 from prelnx.plan.layout import normalize_before_argv, uses_plugin_model, variant_argv
 from prelnx.plugin_path import PLUGIN_DIR
@@ -26,7 +26,7 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         "--arch", f"prelnx_{m.arch}" if variant else m.arch,
     ]  # fmt: skip
     argv += variant_argv(config)  # the plugin's options (plan/layout.py)
-    for flag, value in (
+    argv += given_argv(
         ("--encoder-layers", m.encoder_layers),
         ("--decoder-layers", m.decoder_layers),
         ("--encoder-embed-dim", m.embed_dim),
@@ -35,9 +35,7 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         ("--decoder-ffn-embed-dim", m.ffn_dim),
         ("--encoder-attention-heads", m.attention_heads),
         ("--decoder-attention-heads", m.attention_heads),
-    ):
-        if value is not None:
-            argv += [flag, str(value)]
+    )
     # fairseq's Pre-LN: LayerNorm before each sublayer plus a final LayerNorm after the last layer (pre, and the
     # placements built on it).
     argv += normalize_before_argv(config, ("encoder", "decoder"))
