@@ -31,8 +31,6 @@ ARCH_PRESETS = (
 # fairseq's own architecture: post = `roberta` (embedding LayerNorm, LayerNorm after each residual add),
 # pre = `roberta_prenorm` (no embedding LayerNorm, LayerNorm before each sublayer, a final LayerNorm).
 MLM_ARCH_PRESETS = ("roberta_base",)
-DATASETS = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
-TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")
 ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encoder
 # model.layout -> its name in tables and figures, for every layout of the table (prelnx/layouts.py) and a user's file.
 LAYOUT_NAMES = DisplayNames()

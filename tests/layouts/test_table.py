@@ -10,7 +10,7 @@ import typing
 
 import pytest
 
-from prelnx.config.schema import TASKS, Config, ModelConfig, TrainConfig, check_values
+from prelnx.config.schema import Config, ModelConfig, TrainConfig, check_values
 from prelnx.layouts import LAYOUTS, PLACEMENT, STATISTICAL, TRANSLATION, Layout, LayoutFileError, load_module
 
 
@@ -20,10 +20,11 @@ def config_of(task: str = "translation", **model) -> Config:
 
 def test_every_row_speaks_the_schemas_vocabulary():
     norms = typing.get_args(typing.get_type_hints(ModelConfig)["norm"])
+    tasks = typing.get_args(typing.get_type_hints(Config)["task"])
     colours = [row.colour for row in LAYOUTS.values()]
     assert len(set(colours)) == len(colours)  # every layout its own colour in a figure
     for name, row in LAYOUTS.items():
-        assert row.name == name and set(row.tasks) <= set(TASKS) and set(row.norms) <= set(norms), name
+        assert row.name == name and set(row.tasks) <= set(tasks) and set(row.norms) <= set(norms), name
         assert not check_values(config_of(norm=row.norms[0], layout=name)), name  # each row trains as the table says
 
 
