@@ -11,10 +11,8 @@ in fairseq's process (and in torchrun's and Slurm's workers) with prelnx.layouts
 from __future__ import annotations
 
 from prelnx.config.schema import Config
-from prelnx.layouts import LAYOUTS, PAPER, VARIANT, layout
+from prelnx.layouts import PAPER, VARIANT, layout
 
-# Built on fairseq's normalize_before (the layers' input norms and the stacks' final norm): the table's rows.
-PRE_LN_LAYOUTS = tuple(name for name, row in LAYOUTS.items() if row.pre_ln)
 LM_PLUGIN_ARCH = "prelnx_transformer_lm"  # the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py)
 
 

@@ -19,7 +19,8 @@ import torch.nn.functional as F
 from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig, check_values
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
-from prelnx.plan.layout import LM_PLUGIN_ARCH, PRE_LN_LAYOUTS, normalize_before_argv, variant_argv
+from prelnx.layouts import LAYOUTS
+from prelnx.plan.layout import LM_PLUGIN_ARCH, normalize_before_argv, variant_argv
 from tests.plugin import recompute
 
 PLACEMENTS = ("peri", "reorder", "mixln", "residual", "lnscale")
@@ -301,5 +302,5 @@ def test_the_translation_argv_of_each_placement(tiny_config_file, tmp_path):
         config, _ = load_config(tiny_config_file(model={"layout": layout, "mixln_alpha": 0.5}))
         argv = translation_argv(config, tmp_path)
         assert argv[argv.index("--layout-scheme") + 1] == layout
-        assert ("--encoder-normalize-before" in argv) == (layout in PRE_LN_LAYOUTS)
+        assert ("--encoder-normalize-before" in argv) == LAYOUTS[layout].pre_ln
         assert ("--mixln-alpha" in argv) == (layout == "mixln")
