@@ -17,13 +17,11 @@ from typing import Any
 
 from prelnx.config.errors import Refusal
 
-KINDS = ("theory", "grads", "sweep", "configs", "evaluate", "finetune")
-
 
 @dataclass(frozen=True)
 class Stage:
     name: str  # its folder under the reproduction's folder
-    kind: str  # one of KINDS
+    kind: str  # one of the kinds above (reproduce/run.py's RUNNERS runs each)
     figure: str  # what of the paper it reproduces (the report's section)
     source: str = ""  # the config (sweep spec, grads config, fine-tuning config) it runs, a name under configs/
     sources: tuple[str, ...] = ()  # kind configs: the training configs

@@ -11,8 +11,8 @@ import yaml
 from typer.testing import CliRunner
 
 from prelnx.reproduce.plan import Plan, StagePlan, marker
-from prelnx.reproduce.run import run_stages
-from prelnx.reproduce.scales import KINDS, SCALES, Stage, stages
+from prelnx.reproduce.run import RUNNERS, run_stages
+from prelnx.reproduce.scales import SCALES, Stage, stages
 
 
 @pytest.mark.parametrize("scale", sorted(SCALES))
@@ -20,7 +20,7 @@ def test_every_stage_comes_after_what_it_needs(scale):
     order = [stage.name for stage in stages(scale)]
     assert len(set(order)) == len(order)
     for index, stage in enumerate(stages(scale)):
-        assert stage.kind in KINDS
+        assert stage.kind in RUNNERS
         needed = [*stage.after, *stage.options.get("of", []), *([stage.options["pretrained"]] if "pretrained" in stage.options else [])]
         assert all(name in order[:index] for name in needed), (stage.name, needed)
 
