@@ -89,10 +89,6 @@ class PerlPunctNormalizer(MosesPunctNormalizer):
         return super().normalize(text + "\n")
 
 
-def tokenizer(lang: str) -> PerlMosesTokenizer:
-    return PerlMosesTokenizer(lang=lang)
-
-
 def tokenize(moses: MosesTokenizer, line: str, *, aggressive_dash: bool = False) -> str:
     """tokenizer.perl -l LANG [-a] on one line: XML escaping on (the perl default); blank lines pass as they are."""
     if not line.strip():

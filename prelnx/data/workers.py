@@ -38,7 +38,7 @@ class MosesSteps:
 
     def build(self) -> Callable[[str], str]:
         normalizer = moses.PerlPunctNormalizer(self.lang) if self.normalize_punctuation else None
-        tokenizer = moses.tokenizer(self.lang) if self.tokenize else None
+        tokenizer = moses.PerlMosesTokenizer(lang=self.lang) if self.tokenize else None
 
         def process(line: str) -> str:
             if self.lowercase_first:

@@ -9,7 +9,7 @@ from prelnx.data.workers import BpeStep, MosesSteps, Workers
 
 
 def test_a_final_period_is_split_off_as_tokenizer_perl_does():
-    en, de = moses.tokenizer("en"), moses.tokenizer("de")
+    en, de = moses.PerlMosesTokenizer(lang="en"), moses.PerlMosesTokenizer(lang="de")
     assert moses.tokenize(en, "I moved to the U.S.") == "I moved to the U.S ."
     assert moses.tokenize(en, "The U.S. government said no.") == "The U.S. government said no ."
     assert moses.tokenize(de, "Er wurde 70.") == "Er wurde 70 ."
@@ -18,7 +18,7 @@ def test_a_final_period_is_split_off_as_tokenizer_perl_does():
 
 
 def test_escaping_and_aggressive_hyphens():
-    en = moses.tokenizer("en")
+    en = moses.PerlMosesTokenizer(lang="en")
     assert moses.tokenize(en, 'a "b" & [c] | <d>') == "a &quot; b &quot; &amp; &#91; c &#93; &#124; &lt; d &gt;"
     assert moses.tokenize(en, "well-known") == "well-known"
     assert moses.tokenize(en, "well-known", aggressive_dash=True) == "well @-@ known"
