@@ -19,7 +19,9 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from prelnx.analysis.grads import CSV_COLUMNS, ModelSpec, Worker, model_variant, read_grads_csv
+from prelnx.analysis.grads.measure import Worker
+from prelnx.analysis.grads.study import ModelSpec, model_variant
+from prelnx.analysis.grads.summary import CSV_COLUMNS, read_grads_csv
 from prelnx.commands.errors import handled
 from prelnx.commands.grads import grads_command
 from prelnx.config.load import load_config
@@ -212,7 +214,9 @@ def test_checkpoint_is_measured_on_the_same_batches_and_its_gradients_are_smalle
         (["--depths", "6,0"], "--depths: every depth must be >= 1"),
         (["--seeds", "0"], "--seeds: need at least 1 seed"),
         (["--batches", "0"], "--batches: must be >= 1"),
-        (["--checkpoint", "no/such/checkpoint.pt"], "--checkpoint: no/such/checkpoint.pt: no such file"),
+        (["--checkpoint", "no/such/checkpoint.pt"], "--checkpoint no/such/checkpoint.pt: no such file"),
+        (["--checkpoint", "runs/x:best"], "--checkpoint runs/x:best: renamed --run-dir runs/x --checkpoint best"),
+        (["--checkpoint", "best"], "--checkpoint best: a checkpoint of a run dir; give the run dir (--run-dir RUN_DIR)"),
         (["--set", "model.layout=middle"], "--set model.layout=middle: model.layout: expected one of"),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import prelnx.analysis.grads as grads_package
-from prelnx.analysis.grads import QUICK, GradsError, GradStudy
+from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy
 from prelnx.analysis.grads.summary import paper_figure3, per_layer_stats, report_lines, summarize
 from prelnx.analysis.grads.workers import memory_per_worker, preset_dims
 from prelnx.commands.parsing import parse_depths, parse_layouts, parse_seeds
@@ -77,13 +77,22 @@ def test_parse_depths():
         parse_depths("6,x")
 
 
-def test_checkpoint_option_means_what_it_means_in_evaluate(tmp_path):
-    from prelnx.commands.parsing import checkpoint_path
+def test_checkpoint_option_is_the_one_grammar_of_evaluate_and_finetune(tmp_path):
+    """--run-dir RUN_DIR --checkpoint best|last|FILE|PATH (tests/commands/test_grammar.py runs all three commands);
+    the old RUN_DIR:best answers with the new spelling."""
+    from prelnx.commands.grads import RUN_DIR_AS
+    from prelnx.config.errors import Refusal
+    from prelnx.records.checkpoints import parse_checkpoint
 
-    assert checkpoint_path(f"{tmp_path}:best") == tmp_path / "checkpoints" / "checkpoint_best.pt"
-    assert checkpoint_path(f"{tmp_path}:last") == tmp_path / "checkpoints" / "checkpoint_last.pt"
-    assert checkpoint_path(str(tmp_path)) == tmp_path / "checkpoints" / "checkpoint_best.pt"
-    assert checkpoint_path("x/model.pt") == Path("x/model.pt")
+    (tmp_path / "checkpoints").mkdir()
+    for name in ("checkpoint_best.pt", "checkpoint_last.pt", "checkpoint3.pt"):
+        (tmp_path / "checkpoints" / name).write_bytes(b"")
+    for value, name in (("best", "checkpoint_best.pt"), ("last", "checkpoint_last.pt"), ("checkpoint3.pt", "checkpoint3.pt")):
+        assert parse_checkpoint(value, run_dir_as=RUN_DIR_AS).files(tmp_path) == [tmp_path / "checkpoints" / name]
+    assert parse_checkpoint(f"{tmp_path}/checkpoints/checkpoint3.pt", run_dir_as=RUN_DIR_AS).files(None) == [
+        tmp_path / "checkpoints" / "checkpoint3.pt"]  # a path needs no run dir
+    with pytest.raises(Refusal, match=rf"^--checkpoint {tmp_path}:last: renamed --run-dir {tmp_path} --checkpoint last "):
+        parse_checkpoint(f"{tmp_path}:last", run_dir_as=RUN_DIR_AS)
 
 
 # ---------------------------------------------------------------------------------------- statistics, summary

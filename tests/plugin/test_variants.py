@@ -295,7 +295,7 @@ def test_the_gradient_study_measures_the_variants(tiny_config_file, tmp_path):
 
 def test_the_gradient_study_measures_deepnorm(tiny_config_file, tmp_path):
     grads = pytest.importorskip("prelnx.analysis.grads")
-    if "deepnorm" not in grads.LAYOUTS:
+    if "deepnorm" not in pytest.importorskip("prelnx.analysis.grads.study").LAYOUTS:
         pytest.skip("prelnx.analysis.grads does not accept layout deepnorm yet (LAYOUTS = post, pre)")
     config, _ = load_config(tiny_config_file())
     study = grads.GradStudy(config, layouts=("deepnorm",), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)

@@ -15,54 +15,15 @@ The parts, one job each:
 - summary: grads.csv rows, mean and std over seeds, the JSON summary and the closing table beside the paper's numbers;
 - run: `run_study`, the whole study and its files.
 Parsing the command's options (--seeds, --layouts, --depths) is the command layer's: prelnx.commands.parsing.
+The package holds the names the command and scripts/bench_grads.py import from it; anything else is read from its
+module.
 """
 
 from __future__ import annotations
 
-from prelnx.analysis.grads.measure import Worker, ffn_weights, load_checkpoint_model
 from prelnx.analysis.grads.run import run_study
-from prelnx.analysis.grads.study import (
-    LAYOUTS,
-    QUICK,
-    WEIGHTS,
-    GradsError,
-    GradStudy,
-    ModelResult,
-    ModelSpec,
-    StudyOutcome,
-    check_study,
-    model_variant,
-    plan_models,
-)
-from prelnx.analysis.grads.summary import (
-    CSV_COLUMNS,
-    HIDDEN_COLUMNS,
-    bars_depth,
-    csv_text,
-    hidden_csv_text,
-    hidden_rows,
-    hidden_summary,
-    paper_figure3,
-    per_layer_stats,
-    read_grads_csv,
-    report_lines,
-    result_rows,
-    summarize,
-    timing_summary,
-)
-from prelnx.analysis.grads.workers import (
-    available_cores,
-    available_memory,
-    memory_per_worker,
-    plan_workers,
-    preset_dims,
-    quiet_fairseq_logging,
-)
+from prelnx.analysis.grads.study import QUICK, GradStudy, check_study
+from prelnx.analysis.grads.summary import report_lines
+from prelnx.analysis.grads.workers import available_cores
 
-__all__ = [
-    "CSV_COLUMNS", "HIDDEN_COLUMNS", "LAYOUTS", "QUICK", "WEIGHTS", "GradStudy", "GradsError", "ModelResult", "ModelSpec", "StudyOutcome",
-    "Worker", "available_cores", "available_memory", "bars_depth", "check_study", "csv_text", "ffn_weights", "hidden_csv_text", "hidden_rows", "hidden_summary",
-    "load_checkpoint_model", "memory_per_worker", "model_variant", "paper_figure3", "per_layer_stats", "plan_models",
-    "plan_workers", "preset_dims", "quiet_fairseq_logging", "read_grads_csv", "report_lines", "result_rows", "run_study",
-    "summarize", "timing_summary",
-]  # fmt: skip
+__all__ = ["QUICK", "GradStudy", "available_cores", "check_study", "report_lines", "run_study"]
