@@ -9,7 +9,7 @@ from typing import Callable
 
 from prelnx.analysis.grads.measure import Worker, load_checkpoint_model
 from prelnx.analysis.grads.study import GradStudy, StudyOutcome, check_study, model_code, plan_models
-from prelnx.analysis.grads.summary import csv_text, hidden_csv_text, hidden_rows, hidden_summary, result_rows, summarize, timing_summary
+from prelnx.analysis.grads.summary import HIDDEN_COLUMNS, csv_text, hidden_rows, hidden_summary, result_rows, summarize, timing_summary
 from prelnx.analysis.grads.workers import plan_workers, quiet_fairseq_logging, run_models
 from prelnx.atomic import write_text_atomic
 from prelnx.launch.inprocess import load_plugin
@@ -61,7 +61,7 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
     files = [out_dir / "grads.csv", out_dir / "grads_summary.json"]
     write_text_atomic(files[0], csv_text(rows))
     files.append(out_dir / "hidden.csv")
-    write_text_atomic(files[-1], hidden_csv_text(hidden))
+    write_text_atomic(files[-1], csv_text(hidden, HIDDEN_COLUMNS))
     if checkpoint_rows:
         files.append(out_dir / "grads_checkpoint.csv")
         write_text_atomic(files[-1], csv_text(checkpoint_rows))

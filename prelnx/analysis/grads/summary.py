@@ -26,32 +26,26 @@ def paper_figure3() -> dict[str, Any]:
     return paper_data()["figure3"]
 
 
+def _in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """By layout, depth, seed, encoder before decoder, layer, then weight (grads.csv's rows)."""
+    order = {"encoder": 0, "decoder": 1}
+    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"],
+                                         row.get("weight", "")))  # fmt: skip
+
+
 def result_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
-    rows = [
+    return _in_order([
         {"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side, "layer": layer,
          "weight": weight, "grad_norm": norm}
         for r in results
         for (side, layer, weight), norm in r.norms.items()
-    ]  # fmt: skip
-    order = {"encoder": 0, "decoder": 1}
-    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"], row["weight"]))
+    ])  # fmt: skip
 
 
 def hidden_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
     """hidden.csv's rows: the RMS of every layer's output (the residual stream) per model."""
-    rows = [{"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side, "layer": layer, "rms": rms}
-            for r in results for (side, layer), rms in r.hidden_rms.items()]  # fmt: skip
-    order = {"encoder": 0, "decoder": 1}
-    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"]))
-
-
-def hidden_csv_text(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=HIDDEN_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({**row, "rms": f"{row['rms']:.6g}"})
-    return buffer.getvalue()
+    return _in_order([{"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side,
+                       "layer": layer, "rms": rms} for r in results for (side, layer), rms in r.hidden_rms.items()])  # fmt: skip
 
 
 def hidden_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -69,12 +63,13 @@ def hidden_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "last_over_first_layer": growth}  # fmt: skip
 
 
-def csv_text(rows: list[dict[str, Any]]) -> str:
+def csv_text(rows: list[dict[str, Any]], columns: tuple[str, ...] = CSV_COLUMNS) -> str:
+    """grads.csv (or hidden.csv, columns=HIDDEN_COLUMNS): the measured value, the last column, to 6 digits."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({**row, "grad_norm": f"{row['grad_norm']:.6g}"})
+        writer.writerow({**row, columns[-1]: f"{row[columns[-1]]:.6g}"})
     return buffer.getvalue()
 
 
