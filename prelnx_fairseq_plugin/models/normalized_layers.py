@@ -96,6 +96,13 @@ class _ScaledResidual:
         return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
 
 
+def _qk_attention(layer: nn.Module, embed_dim: int, cfg: Any, heads: int, **kwargs: Any) -> nn.Module:
+    """The attention fairseq's layer builds (the arguments of its own build_*_attention), with QK-Norm."""
+    return QKNormMultiheadAttention(embed_dim, heads, head_norm=NormVariant.of(cfg).norm,
+                                    dropout=cfg.attention_dropout, q_noise=layer.quant_noise,
+                                    qn_block_size=layer.quant_noise_block_size, **kwargs)  # fmt: skip
+
+
 class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
     def __init__(self, cfg: Any, return_fc: bool = False) -> None:
         super().__init__(cfg, return_fc=return_fc)
@@ -104,19 +111,10 @@ class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
         _apply_variant(self, self.variant, deepnorm, cfg, "encoder")
 
     def build_self_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
-        variant = NormVariant.of(cfg)
-        if not variant.qk_norm:
+        if not NormVariant.of(cfg).qk_norm:
             return super().build_self_attention(embed_dim, cfg)
-        return QKNormMultiheadAttention(
-            embed_dim,
-            cfg.encoder.attention_heads,
-            head_norm=variant.norm,
-            dropout=cfg.attention_dropout,
-            self_attention=True,
-            q_noise=self.quant_noise,
-            qn_block_size=self.quant_noise_block_size,
-            xformers_att_config=cfg.encoder.xformers_att_config,
-        )
+        return _qk_attention(self, embed_dim, cfg, cfg.encoder.attention_heads, self_attention=True,
+                             xformers_att_config=cfg.encoder.xformers_att_config)  # fmt: skip
 
 
 class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
@@ -127,36 +125,15 @@ class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
         _apply_variant(self, self.variant, deepnorm, cfg, "decoder")
 
     def build_self_attention(self, embed_dim: int, cfg: Any, add_bias_kv: bool = False, add_zero_attn: bool = False):
-        variant = NormVariant.of(cfg)
-        if not variant.qk_norm:
+        if not NormVariant.of(cfg).qk_norm:
             return super().build_self_attention(embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
-        return QKNormMultiheadAttention(
-            embed_dim,
-            cfg.decoder.attention_heads,
-            head_norm=variant.norm,
-            dropout=cfg.attention_dropout,
-            add_bias_kv=add_bias_kv,
-            add_zero_attn=add_zero_attn,
-            self_attention=not cfg.cross_self_attention,
-            q_noise=self.quant_noise,
-            qn_block_size=self.quant_noise_block_size,
-            xformers_att_config=cfg.decoder.xformers_att_config,
-        )
+        return _qk_attention(self, embed_dim, cfg, cfg.decoder.attention_heads, add_bias_kv=add_bias_kv,
+                             add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention,
+                             xformers_att_config=cfg.decoder.xformers_att_config)  # fmt: skip
 
     def build_encoder_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
-        variant = NormVariant.of(cfg)
-        if not variant.qk_norm:
+        if not NormVariant.of(cfg).qk_norm:
             return super().build_encoder_attention(embed_dim, cfg)
-        return QKNormMultiheadAttention(
-            embed_dim,
-            cfg.decoder.attention_heads,
-            head_norm=variant.norm,
-            kdim=cfg.encoder.embed_dim,
-            vdim=cfg.encoder.embed_dim,
-            dropout=cfg.attention_dropout,
-            encoder_decoder_attention=True,
-            q_noise=self.quant_noise,
-            qn_block_size=self.quant_noise_block_size,
-            xformers_att_config=cfg.encoder.xformers_att_config,
-        )
-
+        return _qk_attention(self, embed_dim, cfg, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim,
+                             vdim=cfg.encoder.embed_dim, encoder_decoder_attention=True,
+                             xformers_att_config=cfg.encoder.xformers_att_config)  # fmt: skip
