@@ -30,7 +30,7 @@ from omegaconf import II
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.optim import FairseqOptimizer, register_optimizer
 
-from .adam_moments import SECOND_MOMENT_INITS, second_moment_gradient
+from .adam_moments import SECOND_MOMENT_INITS, betas_of, second_moment_gradient
 
 RADAM_FIRST_STEPS = ChoiceEnum(["momentum", "decay_only"])  # torch's / T-Fixup's, Transformer-Clinic's (docstring)
 RECTIFIED_ABOVE = 5.0  # rho_t above which RAdam's adaptive, rectified step is taken (torch's test)
@@ -64,12 +64,9 @@ class RAdam(FairseqOptimizer):
 
     @property
     def optimizer_config(self):
-        betas = self.cfg.adam_betas
-        if isinstance(betas, str):
-            betas = tuple(float(b) for b in betas.strip("()[] ").split(","))
         return {
             "lr": self.cfg.lr[0] if isinstance(self.cfg.lr, Collection) else self.cfg.lr,
-            "betas": tuple(betas),
+            "betas": betas_of(self.cfg.adam_betas),
             "eps": self.cfg.adam_eps,
             "weight_decay": self.cfg.weight_decay,
         }
