@@ -127,7 +127,3 @@ def force_safe_loading() -> None:
 
     safe_load._prelnx_safe = True
     torch.load = safe_load
-
-
-# Kept for callers of the earlier name.
-allow_fairseq_checkpoint_globals = force_safe_loading
