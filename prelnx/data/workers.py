@@ -83,15 +83,12 @@ def _process_chunk(step: Step, lines: list[str]) -> list[str]:
     return [process(line) for line in lines]
 
 
-def default_workers() -> int:
-    return usable_cores()
-
-
 class Workers:
-    """A pool of `count` processes (none for 1: the work runs in this process); use as a context manager."""
+    """A pool of `count` processes (default: the usable cores; none for 1: the work runs in this process); use as a
+    context manager."""
 
     def __init__(self, count: int | None = None) -> None:
-        self.count = max(1, count or default_workers())
+        self.count = max(1, count or usable_cores())
         self._pool: Pool | None = None
 
     def __enter__(self) -> Workers:

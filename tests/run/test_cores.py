@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-PROBE = ("from prelnx.machine import usable_cores; from prelnx.data.workers import default_workers; "
-         "print(usable_cores(), default_workers())")  # fmt: skip
+PROBE = ("from prelnx.machine import usable_cores; from prelnx.data.workers import Workers; "
+         "print(usable_cores(), Workers().count)")  # fmt: skip
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
