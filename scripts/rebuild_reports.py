@@ -49,6 +49,17 @@ STUDIES = {
                          "The warm-up-free benchmark at CPU scale (see docs/warmup_free.md)"),
     "placements_lm": Study("configs/sweeps/placements_lm.yaml", "docs/results/placements_lm.md",
                            "prelnx report: placements_lm"),
+    "cpu_multi30k_sgd_premise": Study(
+        "configs/sweeps/cpu_multi30k_sgd_premise.yaml", "docs/results/cpu_multi30k_sgd_premise.md",
+        "CPU-scale NMT study, stage 1: the SGD premise sweep (configs/sweeps/cpu_multi30k.yaml's protocol)"),
+    "cpu_norm_variants": Study("configs/sweeps/cpu_norm_variants.yaml", "docs/results/cpu_norm_variants.md",
+                               "Normalisation variants with and without warm-up (CPU demo scale, 4 epochs)"),
+    "bert_cpu_premise_d128": Study(
+        "configs/sweeps/bert_cpu_premise_d128.yaml", "docs/results/bert_cpu_premise_d128.md",
+        "BERT CPU study, stage 1: the premise sweep at d 128 (configs/sweeps/bert_cpu.yaml's protocol)"),
+    "gated_preln": Study("examples/gated_preln_sweep.yaml", "docs/results/gated_preln.md",
+                         "Your own layout: Gated Pre-LN against Post-LN and Pre-LN, with and without warm-up "
+                         "(the demo task; docs/your_layout.md)"),
 }  # fmt: skip
 
 
@@ -117,11 +128,12 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
                 target.with_name(target.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
             else:
                 shutil.copyfile(source, target)
-    from prelnx.report.arms import _data_folder  # noqa: PLC0415
+    from prelnx.plan.data import data_dir  # noqa: PLC0415
+    from prelnx.records.run_config import read_run_config  # noqa: PLC0415
 
     for arm in load_arms(dest)[:1]:  # the dictionary the plateau came from (one dataset per study)
-        config = yaml.safe_load((dest / arm.name / "config.yaml").read_text())
-        folder = _data_folder(config)
+        config = read_run_config(dest / arm.name)
+        folder = data_dir(config)
         name = dictionary_name(config)
         if folder is not None and (folder / name).is_file():
             (dest / "data").mkdir(exist_ok=True)
