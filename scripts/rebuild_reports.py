@@ -135,9 +135,11 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
         config = read_run_config(dest / arm.name)
         folder = data_dir(config)
         name = dictionary_name(config)
-        if folder is not None and (folder / name).is_file():
-            (dest / "data").mkdir(exist_ok=True)
-            shutil.copyfile(folder / name, dest / "data" / name)
+        for source in (sweep_dir / "data" / name, folder / name if folder is not None else None):
+            if source is not None and source.is_file():  # the sweep's copy first, as the plateau reads it
+                (dest / "data").mkdir(exist_ok=True)
+                shutil.copyfile(source, dest / "data" / name)
+                break
     return dest
 
 
