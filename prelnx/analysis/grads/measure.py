@@ -128,8 +128,7 @@ class Worker:
         model.zero_grad(set_to_none=True)
         norms = {key: total / len(samples) for key, total in sums.items()}
         hidden = {key: total / len(samples) for key, total in rms.items()}
-        return ModelResult(spec, norms, tokens, built - start, loaded - built, fwdbwd, time.perf_counter() - start,
-                           hidden_rms=hidden)  # fmt: skip
+        return ModelResult(spec, norms, tokens, built - start, loaded - built, fwdbwd, hidden_rms=hidden)
 
 
 def output_rms_hooks(model: Any, sums: dict[tuple[str, int], float]) -> list[Any]:

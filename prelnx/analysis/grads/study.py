@@ -53,7 +53,6 @@ class ModelResult:
     build_s: float  # building (or loading) the model and its fairseq cfg
     data_s: float  # loading the dataset and collating this seed's batches (0 when cached)
     fwdbwd_s: float  # criterion forward + backward, summed over the batches
-    total_s: float  # the whole job in the worker
     # (side, layer) -> RMS of the layer's output (the residual stream it hands on; ResiDual's: x_a) over every element
     # of the batch, padding included, mean over the batches: the hidden-state scale the placements argue from
     hidden_rms: dict[tuple[str, int], float] = field(default_factory=dict)
