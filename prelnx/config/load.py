@@ -144,14 +144,6 @@ def flatten_values(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, (value, _) in _flatten(data, "").items()}
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    """`model.layout=pre` -> ("model.layout", "pre"); the value is read as YAML (numbers, lists, null)."""
-    try:
-        return parse_set(text)
-    except OverrideError as error:
-        raise ConfigError(str(error)) from None
-
-
 def _type_name(hint: Any) -> str:
     origin = typing.get_origin(hint)
     if origin is Literal:
@@ -289,8 +281,11 @@ def load_config(
     """
     config_path = find_config(path)
     flat = _load_layers(config_path)
-    for text in overrides:
-        key, value = parse_override(text)
+    for text in overrides:  # `model.layout=pre`: the value read as YAML (numbers, lists, null)
+        try:
+            key, value = parse_set(text)
+        except OverrideError as error:
+            raise ConfigError(str(error)) from None
         flat[key] = (value, f"--set {text}")
     flat.update(values or {})
     config = build_config(flat, origin=str(config_path))
@@ -303,9 +298,7 @@ def config_to_dict(config: Config) -> dict[str, Any]:
     """Plain dict for YAML/JSON (tuples become lists)."""
 
     def plain(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return [plain(v) for v in value]
-        if isinstance(value, list):
+        if isinstance(value, (tuple, list)):
             return [plain(v) for v in value]
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
