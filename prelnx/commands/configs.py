@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from prelnx.commands import options
+from prelnx.commands.errors import handled
 
 configs_app = options.command_group("The shipped configs: list them, show one resolved, copy one to edit.")
 
@@ -33,6 +34,7 @@ def _kind(path: Path) -> str:
 
 
 @configs_app.command("list", short_help="Every shipped config: its name, task and purpose.")
+@handled
 def list_command() -> None:
     """Every shipped config: the name --config takes, its task (or `sweep of <task>`), and its purpose (the first
     line of its header)."""
@@ -48,6 +50,7 @@ def list_command() -> None:
 
 
 @configs_app.command("show", short_help="A shipped config resolved, with its base: chain.")
+@handled
 def show_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list) or a path.")],
 ) -> None:
@@ -70,6 +73,7 @@ def show_command(
 
 
 @configs_app.command("copy", short_help="Copy a shipped config to a file to edit.")
+@handled
 def copy_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list).")],
     dest: Annotated[Path, typer.Argument(help="The file to write (or a folder: the config's file name in it).")],

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
+from prelnx.commands.errors import handled
 from prelnx.data.locations import DEFAULT_VALID_LINES
 
 data_app = options.command_group(
@@ -47,6 +48,7 @@ def _command_line(ctx: typer.Context) -> str:
 
 
 @data_app.command("prepare", short_help="Download or copy, tokenize, BPE and binarize a dataset for fairseq.")
+@handled
 def prepare_command(
     ctx: typer.Context,
     dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom (any parallel text) | text (monolingual, for task: masked_lm).")],
