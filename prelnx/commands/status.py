@@ -35,8 +35,9 @@ def status_command(
     every: Annotated[float, typer.Option("--every", min=0.5, help="Seconds between two redraws of --watch.")] = 5.0,
 ) -> None:
     """One table of every run (status, epoch or update of its budget, last validation loss and BLEU, where it
-    diverged, why it failed), the totals and an ETA for what is left. Reads the records only: safe beside a running
-    sweep.
+    diverged, why it failed), the totals and an ETA for what is left. A sweep's run not started yet shows its budget
+    from its config (an epoch budget with its updates once a run of the same batches has trained an epoch). Reads the
+    records only: safe beside a running sweep.
 
     Exit codes: 0 every run finished, 1 some diverged, failed, were interrupted or never started (and none is
     running), 3 some are still running.

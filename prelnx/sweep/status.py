@@ -10,12 +10,14 @@ an instant could make a starting training refuse its own run dir.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.schema import Config
 from prelnx.eta import duration
 from prelnx.records import grain
 from prelnx.records.lock import owner_alive
@@ -41,6 +43,7 @@ class RunState:
     reason: str  # why it failed ("" otherwise)
     diverged_at: int | None
     seconds: float | None  # wall seconds at its last row
+    updates_per_epoch: int | None = None  # an epoch's updates (its rows; a pending run: a run of the same batches)
 
     @property
     def left(self) -> int:
@@ -62,7 +65,17 @@ def _recently_active(run_dir: Path) -> bool:
         return False
 
 
-def run_state(run_dir: Path, name: str | None = None) -> RunState:
+def _budget(config: Config, rows: list[dict[str, Any]], update: int | None) -> tuple[int, str, int]:
+    """(budget, unit, step): in updates when the config caps them (or validates every N updates), else in epochs."""
+    last = rows[-1] if rows else {}
+    if config.train.max_update or grain.of(config) is grain.Grain.UPDATE:
+        return config.train.max_update or 0, "update", max(update or 0, int(last.get("num_updates") or 0))
+    return config.train.max_epoch or 0, "epoch", int(last.get("epoch") or 0)
+
+
+def run_state(run_dir: Path, name: str | None = None, config: Config | None = None) -> RunState:
+    """The run's state from its records; `config`: its config when known already (a sweep's run not started has
+    none in its run dir, and its budget is still known), else its config.yaml's."""
     recorded = read_status(run_dir) or {}
     status = RunStatus.of(recorded)
     if status is RunStatus.RUNNING and not (owner_alive(run_dir) or _recently_active(run_dir)):
@@ -70,14 +83,14 @@ def run_state(run_dir: Path, name: str | None = None) -> RunState:
     rows = read_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
     planned, unit, step = 0, "epoch", 0
     update = recorded.get("update") if isinstance(recorded.get("update"), int) else None
-    if has_config(run_dir):  # the budget in updates when the config caps them, else in epochs
+    if config is None and has_config(run_dir):
         config = read_run_config(run_dir)
-        last = rows[-1] if rows else {}
-        if config.train.max_update or grain.of(config) is grain.Grain.UPDATE:
-            planned, unit = config.train.max_update or 0, "update"
-            step = max(update or 0, int(last.get("num_updates") or 0))
-        else:
-            planned, unit, step = config.train.max_epoch or 0, "epoch", int(last.get("epoch") or 0)
+    if config is not None:
+        planned, unit, step = _budget(config, rows, update)
+    last = rows[-1] if rows else {}
+    per_epoch = None  # the update count of an epoch, from the last epoch row (epochs of one run are equal)
+    if unit == "epoch" and isinstance(last.get("epoch"), int) and last["epoch"] > 0 and last.get("num_updates"):
+        per_epoch = int(last["num_updates"]) // last["epoch"]
     seconds = rows[-1].get("wall_seconds") if rows else None
     diverged_at = recorded.get("diverged_at")
     return RunState(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit,
@@ -85,7 +98,8 @@ def run_state(run_dir: Path, name: str | None = None) -> RunState:
                     valid_bleu=_last(rows, "valid_bleu"),
                     reason=str(recorded.get("reason") or "") if status is RunStatus.FAILED else "",
                     diverged_at=int(diverged_at) if isinstance(diverged_at, int) else None,
-                    seconds=float(seconds) if isinstance(seconds, (int, float)) else None)  # fmt: skip
+                    seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+                    updates_per_epoch=per_epoch)  # fmt: skip
 
 
 def is_run_dir(path: Path) -> bool:
@@ -97,8 +111,58 @@ def is_sweep_dir(path: Path) -> bool:
 
 
 def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunState]:
-    """Every run of the sweep, in its order (those not started yet `pending`)."""
-    return [run_state(sweep_dir / point["name"], prefix + point["name"]) for point in read_points(sweep_dir)]
+    """Every run of the sweep, in its order (those not started yet `pending`, with the budget of their config:
+    the sweep's spec, sweep.yaml, and the run's grid point)."""
+    spec = _spec(sweep_dir)
+    states, configs = [], []
+    for point in read_points(sweep_dir):
+        run_dir = sweep_dir / point["name"]
+        config = read_run_config(run_dir) if has_config(run_dir) else _point_config(spec, point)
+        states.append(run_state(run_dir, prefix + point["name"], config))
+        configs.append(config)
+    return [_with_epoch_size(state, config, states, configs) for state, config in zip(states, configs)]
+
+
+def _spec(sweep_dir: Path) -> Any:
+    from prelnx.config.errors import Refusal
+    from prelnx.sweep.spec import load_spec
+
+    try:
+        return load_spec(sweep_dir / "sweep.yaml") if (sweep_dir / "sweep.yaml").is_file() else None
+    except (Refusal, OSError):  # a spec whose base moved: its pending runs' budgets are unknown ("?")
+        return None
+
+
+def _point_config(spec: Any, point: dict[str, Any]) -> Config | None:
+    """A sweep run's config before its run dir holds one: the spec's base, its `set:` and the point's grid values."""
+    from prelnx.config.errors import Refusal
+    from prelnx.config.load import load_config
+
+    if spec is None:
+        return None
+    values = {key: (value, "sweep.yaml: set") for key, value in spec.fixed.items()}
+    values.update({key: (value, "sweep.json: grid") for key, value in point.get("overrides", {}).items()})
+    try:
+        return load_config(spec.base, values=values)[0]
+    except (Refusal, OSError):
+        return None
+
+
+def _batches(config: Config) -> tuple[Any, ...]:
+    """What an epoch's update count depends on: the data and how it is batched (not lr, warm-up, layout or seed)."""
+    t = config.train
+    return (config.task, config.data, t.max_tokens, t.update_freq, t.effective_batch_tokens, t.processes, t.nodes)
+
+
+def _with_epoch_size(state: RunState, config: Config | None, states: list[RunState],
+                     configs: list[Config | None]) -> RunState:  # fmt: skip
+    """A pending run's epoch budget with its size in updates, from a run of the same sweep and batches that trained."""
+    if state.status is not RunStatus.PENDING or state.unit != "epoch" or config is None:
+        return state
+    for other, other_config in zip(states, configs):
+        if other.updates_per_epoch and other_config is not None and _batches(other_config) == _batches(config):
+            return dataclasses.replace(state, updates_per_epoch=other.updates_per_epoch)
+    return state
 
 
 def eta_seconds(states: list[RunState]) -> float | None:
@@ -124,11 +188,20 @@ def _number(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _progress(s: RunState) -> str:
+    """`epoch 3/8 (update 1200)`, `update 0/4000`; a pending run's epoch budget with its updates when known."""
+    cell = f"{s.unit} {s.step}/{s.planned or '?'}"
+    if s.update and s.unit == "epoch":
+        return f"{cell} (update {s.update})"
+    if s.updates_per_epoch and s.planned:
+        return f"{cell} (~{s.planned * s.updates_per_epoch} updates)"
+    return cell
+
+
 def table(states: list[RunState]) -> list[str]:
     """The table, its totals and the ETA, as lines."""
     header = ("run", "status", "progress", "valid loss", "valid BLEU", "diverged at", "failure")
-    rows = [(s.run, s.status, f"{s.unit} {s.step}/{s.planned or '?'}" + (f" (update {s.update})" if s.update and
-             s.unit == "epoch" else ""),
+    rows = [(s.run, s.status, _progress(s),
              _number(s.valid_loss, 3), _number(s.valid_bleu, 2), "-" if s.diverged_at is None else str(s.diverged_at),
              s.reason or "-") for s in states]  # fmt: skip
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
