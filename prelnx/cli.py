@@ -104,12 +104,14 @@ def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
     sys.__excepthook__(args.exc_type, args.exc_value, args.exc_traceback)
 
 
-# Spellings an option had before it was renamed: (command, old) -> new. Each answers with one line naming the new
-# one and exit 2; none is a silent alias.
-RENAMED_OPTIONS = {
+# Spellings an option had before it was renamed: (command, old) -> new, or (new, how its meaning moved). Each answers
+# with one line naming the new one and exit 2; none is a silent alias.
+RENAMED_OPTIONS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("theory", "--d"): "--hidden-size",
     ("data", "--workers"): "--jobs",
     ("grads", "--workers"): "--jobs",
+    ("train", "--cpus-per-task"): ("--cpus-per-run", "the run's CPUs in all, split evenly between its tasks"),
+    ("train", "--mem-gb"): ("--mem-gb-per-run", "the run's memory in all, split evenly between its nodes"),
 }
 
 
@@ -118,9 +120,10 @@ def renamed_option(argv: list[str]) -> str | None:
     command = _invoked(argv)
     for word in argv:
         old = word.split("=", 1)[0]
-        new = RENAMED_OPTIONS.get((command or "", old))
-        if new is not None:
-            return f"{command} {old}: renamed {new} (same meaning); use that name"
+        renamed = RENAMED_OPTIONS.get((command or "", old))
+        if renamed is not None:
+            new, meaning = (renamed, "same meaning") if isinstance(renamed, str) else renamed
+            return f"{command} {old}: renamed {new} ({meaning}); use that name"
     return None
 
 

@@ -8,13 +8,14 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.evaluate.evaluate import evaluate
+from prelnx.evaluate.evaluate import RUN_DIR_AS, evaluate
+from prelnx.records.checkpoints import parse_checkpoint
 
 
 def evaluate_command(
     run_dir: Annotated[Path, typer.Argument(help="A run dir written by prelnx train.", exists=True, file_okay=False)],
     split: Annotated[str, typer.Option("--split", help="Which prepared split to translate: test or valid.")] = "test",
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best, last, or a checkpoint path.")] = "best",
+    checkpoint: Annotated[str, options.checkpoint("The checkpoint of RUN_DIR to translate with")] = "best",
     average_last: Annotated[Optional[int], typer.Option("--average-last", min=1, help="Average the last N epoch checkpoints instead.")] = None,
     beam: Annotated[Optional[int], typer.Option("--beam", min=1, help="Beam size [default: the run's eval.bleu.beam, e.g. IWSLT14 5, WMT14 4].")] = None,
     lenpen: Annotated[Optional[float], typer.Option("--lenpen", help="Length penalty [default: the run's eval.bleu.lenpen, e.g. IWSLT14 1.2, WMT14 0.6].")] = None,
@@ -26,10 +27,12 @@ def evaluate_command(
     SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
     Decodes with the run's eval.bleu (beam, lenpen), as its validation BLEU did, unless --beam/--lenpen say otherwise.
     """
-    result = evaluate(run_dir, split=split, checkpoint=checkpoint, average_last=average_last, beam=beam,
+    choice = parse_checkpoint(checkpoint, run_dir_as=RUN_DIR_AS)  # a bad value: one line, before anything is read
+    result = evaluate(run_dir, split=split, checkpoint=choice, average_last=average_last, beam=beam,
                       lenpen=lenpen, batch_size=batch_size, out=out, dry_run=dry_run)  # fmt: skip
     if dry_run:
-        typer.echo(f"would translate {split} of {result['data']} with {result['checkpoint']} (beam {result['beam']}, "
+        chosen = result["checkpoint"] if average_last else result["path"]  # the file --checkpoint names
+        typer.echo(f"would translate {split} of {result['data']} with {chosen} (beam {result['beam']}, "
                    f"lenpen {result['lenpen']}) and write {result['out']}/{split}.json")  # fmt: skip
         return
     typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "

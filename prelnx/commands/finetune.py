@@ -14,7 +14,7 @@ from prelnx.commands.parsing import parse_seeds
 def finetune_command(
     config: Annotated[str, options.config("A fine-tuning config (task: sentence_prediction), e.g. configs/bert_cpu/finetune_synthetic.yaml.")],
     pretrained: Annotated[Path, typer.Option("--pretrained", help="The pre-trained run dir (a masked_lm run); the model's shape comes from its config.yaml.")],
-    checkpoint: Annotated[Optional[list[str]], typer.Option("--checkpoint", help="best, last, stages (every kept checkpoint_<epoch>_<update>.pt: Figure 5b/c's stages) or a file in its checkpoints/ (repeatable) [default: best].")] = None,
+    checkpoint: Annotated[Optional[list[str]], options.checkpoint("Which checkpoints of --pretrained are fine-tuned", many=True, default="best")] = None,
     seeds: Annotated[str, options.seeds("Fine-tuning seeds per checkpoint")] = "3",
     set_: Annotated[Optional[list[str]], options.sets()] = None,
     out: Annotated[Optional[Path], options.out("Where the fine-tunings go [default: <pretrained>/finetune/<config name>].")] = None,
@@ -27,12 +27,15 @@ def finetune_command(
     Re-running resumes unfinished fine-tunings. Exit codes: 0 all finished, 1 one failed, 2 bad input.
     """
     from prelnx.config.load import load_config
-    from prelnx.finetune.plan import plan
+    from prelnx.finetune.plan import RUN_DIR_AS, plan
     from prelnx.finetune.run import run_all
+    from prelnx.records.checkpoints import parse_checkpoints
 
+    # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
+    choices = parse_checkpoints(checkpoint or ["best"], run_dir_as=RUN_DIR_AS, many=True)
     base, _ = load_config(config, set_ or [])
     folder = out or pretrained / "finetune" / (Path(base.name or "finetune").name)
-    runs = plan(base, pretrained, checkpoint or ["best"], parse_seeds(seeds), folder)
+    runs = plan(base, pretrained, choices, parse_seeds(seeds), folder)
     if dry_run:
         for run in runs:
             typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")

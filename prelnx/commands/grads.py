@@ -12,6 +12,8 @@ from prelnx.commands import options
 from prelnx.config.load import load_config
 from prelnx.layouts import LAYOUTS, names
 
+RUN_DIR_AS = "--run-dir RUN_DIR"  # how grads is given a trained run, for --checkpoint's refusals
+
 # the table's names by family (layouts.py owns both): a row added there is offered here
 LAYOUTS_HELP = "Comma-separated layouts to compare, by family: " + "; ".join(
     f"{family}: {', '.join(names(family))}" for family in dict.fromkeys(row.family for row in LAYOUTS.values())
@@ -26,7 +28,8 @@ def grads_command(
     depths: Annotated[Optional[str], typer.Option("--depths", help=f"Comma-separated depths (layers in the encoder and in the decoder). [default: {','.join(map(str, GradStudy.depths))}; --quick: {','.join(map(str, QUICK['depths']))}]")] = None,
     batches: Annotated[Optional[int], typer.Option("--batches", help="Mini-batches per model; the norms are averaged over them. [default: 1]")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Tokens per mini-batch. [default: the config's train.max_tokens; --quick: 1024]")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Also measure a trained model on the same batches (the paper's 'after warm-up' bars): RUN_DIR:best, RUN_DIR:last, or a checkpoint path.")] = None,
+    run_dir: Annotated[Optional[Path], options.run_dir("A run dir written by prelnx train: its --checkpoint is also measured on the same batches (the paper's 'after warm-up' bars).")] = None,
+    checkpoint: Annotated[Optional[str], options.checkpoint("Also measure this trained model on the same batches", default="best with --run-dir, else none")] = None,
     quick: Annotated[bool, options.flag("--quick", "The picture in about a minute: 3 seeds, depths 6,10,14, 1024-token batches (explicit options win).")] = False,
     workers: Annotated[Optional[int], options.jobs("Worker processes, each measuring whole models. [default: one per core]")] = None,
     threads: Annotated[Optional[int], typer.Option("--threads", min=1, help="Torch threads per worker. [default: cores / workers]")] = None,
@@ -41,8 +44,12 @@ def grads_command(
     layout, depth, seed, side, layer, rms), grads_summary.json (mean and std over seeds) and figure3.png.
     """
     from prelnx.analysis.grads import GradStudy, check_study, report_lines, run_study
-    from prelnx.commands.parsing import checkpoint_path, parse_depths, parse_layouts, parse_seeds
+    from prelnx.commands.parsing import parse_depths, parse_layouts, parse_seeds
+    from prelnx.records.checkpoints import parse_checkpoint
 
+    # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
+    given = checkpoint is not None or run_dir is not None
+    choice = parse_checkpoint("best" if checkpoint is None else checkpoint, run_dir_as=RUN_DIR_AS) if given else None
     resolved, _ = load_config(config, set_ or [])
     study = GradStudy.from_options(
         resolved,
@@ -51,7 +58,7 @@ def grads_command(
         seeds=parse_seeds(seeds) if seeds else None,
         batches=batches,
         max_tokens=max_tokens,
-        checkpoint=checkpoint_path(checkpoint) if checkpoint else None,
+        checkpoint=choice.files(run_dir)[0] if choice else None,
         workers=workers,
         threads=threads,
         quick=quick,

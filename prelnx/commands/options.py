@@ -7,8 +7,12 @@
 - `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
 - `--executor`: where training runs (`local`: this machine; `slurm`: submitted through submitit).
 - Slurm: `--partition` (the partition), `--time-min` (the time limit of a job in minutes; a job requeues itself on
-  timeout and resumes from its checkpoint), per run on sweep and reproduce: `--gpus-per-run`, `--cpus-per-run`,
-  `--mem-gb-per-run`.
+  timeout and resumes from its checkpoint), and a run's resources in all, on train, sweep and reproduce alike:
+  `--gpus-per-run`, `--cpus-per-run`, `--mem-gb-per-run` (train splits them between its nodes and tasks).
+- `--checkpoint`: which checkpoint of the run dir the command was given (`prelnx evaluate RUN_DIR`, grads
+  `--run-dir`, finetune `--pretrained`): best, last, a file of its checkpoints/ or a path to a .pt; finetune also
+  `stages`, repeatable (the grammar: records/checkpoints.py).
+- `--run-dir`: a run's own folder (train: where it trains; grads: the trained run it also measures).
 - `--seeds`: a count N (seeds 1..N) or a list (3,7), in every command that takes seeds.
 Flags show no value placeholder in --help (`metavar=""`).
 """
@@ -75,13 +79,30 @@ def seeds(help: str) -> Any:
     return typer.Option("--seeds", help=f"{help}: {SEEDS_HELP}.")
 
 
-def slurm_per_run() -> dict[str, Any]:
-    """The per-run Slurm resources of sweep and reproduce (train's are per task: one job of nodes x tasks)."""
+def slurm_per_run(gpus_default: str = "0") -> dict[str, Any]:
+    """A run's Slurm resources, in all, on train, sweep and reproduce alike (a sweep's run is one task; train's run is
+    one job of train.nodes x train.processes tasks, among which they are split evenly: launch/slurm_job.py)."""
+    from prelnx.launch.slurm_queue import DEFAULT_CPUS_CAP  # its owner
+
     return {
-        "gpus_per_run": typer.Option("--gpus-per-run", min=0, help="Slurm: GPUs per run."),
-        "cpus_per_run": typer.Option("--cpus-per-run", min=1, help="Slurm: CPUs per run [default: the partition's CPUs per node, up to 8 (sinfo)]."),
-        "mem_gb_per_run": typer.Option("--mem-gb-per-run", min=1, help="Slurm: memory per run in GB [default: the partition's default]."),
+        "gpus_per_run": typer.Option("--gpus-per-run", min=0, help=f"Slurm: GPUs per run, in all (split evenly between its nodes) [default: {gpus_default}]."),
+        "cpus_per_run": typer.Option("--cpus-per-run", min=1, help=f"Slurm: CPUs per run, in all (split evenly between its tasks) [default: the partition's CPUs per node (sinfo) shared by a node's tasks, up to {DEFAULT_CPUS_CAP} per task]."),
+        "mem_gb_per_run": typer.Option("--mem-gb-per-run", min=1, help="Slurm: memory per run in GB, in all (split evenly between its nodes) [default: the partition's default]."),
     }  # fmt: skip
+
+
+def run_dir(help: str) -> Any:
+    """--run-dir: a run's own folder (train: where it trains; grads: the trained run it also measures)."""
+    return typer.Option("--run-dir", help=help)
+
+
+def checkpoint(help: str, many: bool = False, default: str | None = None) -> Any:
+    """--checkpoint of evaluate, grads and finetune: one grammar (records/checkpoints.py parses it)."""
+    from prelnx.records.checkpoints import checkpoint_grammar
+
+    again = "; repeatable" if many else ""
+    shown = f" [default: {default}]" if default else ""
+    return typer.Option("--checkpoint", help=f"{help}: {checkpoint_grammar(many)}{again}{shown}.")
 
 
 def flag(name: str, help: str) -> Any:

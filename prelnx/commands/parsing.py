@@ -1,11 +1,10 @@
 """Parsing the list-valued options: --seeds (every command that takes seeds), --layouts and --depths (grads).
+(--checkpoint's one grammar is records/checkpoints.py's: evaluate, grads and finetune parse it there.)
 
 A bad value raises GradsError with the option's name and what is expected; the commands print it and exit 2.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from prelnx.analysis.grads.study import LAYOUTS, GradsError
 from prelnx.config.errors import Refusal
@@ -46,16 +45,3 @@ def parse_depths(text: str) -> tuple[int, ...]:
     if not depths or any(depth < 1 for depth in depths):
         raise GradsError(f"--depths: every depth must be >= 1 (layers per encoder and decoder), got {text!r}")
     return tuple(dict.fromkeys(depths))
-
-
-def checkpoint_path(text: str) -> Path:
-    """--checkpoint of `prelnx grads`: `RUN_DIR:best`, `RUN_DIR:last`, a run dir (its best), or a checkpoint file,
-    with the meaning `best` and `last` have in `prelnx evaluate RUN_DIR --checkpoint best|last|PATH`."""
-    from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
-
-    run_dir, sep, which = text.rpartition(":")
-    if sep and which in CHECKPOINT_NAMES:
-        return named_checkpoint(Path(run_dir), which)
-    if Path(text).is_dir():
-        return named_checkpoint(Path(text), "best")
-    return Path(text)

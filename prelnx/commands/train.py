@@ -13,8 +13,7 @@ from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
 from prelnx.launch.local import check_before_training, train
-from prelnx.launch.slurm_job import dry_run_lines, train_on_slurm
-from prelnx.launch.slurm_task import plan_request
+from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm
 from prelnx.plan.launch import plan_run
 from prelnx.plan.rundirs import default_run_dir
 
@@ -24,19 +23,21 @@ EXECUTORS = ("local", "slurm")
 def train_command(
     config: Annotated[str, options.config()],
     set_: Annotated[Optional[list[str]], options.sets()] = None,
-    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Where the run's files go [default: runs/train/<config name>].")] = None,
+    run_dir: Annotated[Optional[Path], options.run_dir("Where the run's files go [default: runs/train/<config name>].")] = None,
     dry_run: Annotated[bool, options.dry_run("Print the resolved config and the fairseq-train command; train nothing.")] = False,
     force: Annotated[bool, options.force("Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
     executor: Annotated[str, options.executor(EXECUTORS, "Where the run trains (slurm: one job of train.nodes x train.processes tasks, one worker each)")] = "local",
     partition: Annotated[Optional[str], options.partition()] = None,
-    cpus_per_task: Annotated[Optional[int], typer.Option("--cpus-per-task", min=1, help="Slurm: CPUs per task (one task per worker) [default: the partition's CPUs per node shared by the node's tasks, up to 8 (sinfo)].")] = None,
-    mem_gb: Annotated[Optional[int], typer.Option("--mem-gb", min=1, help="Slurm: memory per node in GB [default: the partition's default].")] = None,
+    gpus_per_run: Annotated[Optional[int], options.slurm_per_run(GPUS_DEFAULT)["gpus_per_run"]] = None,
+    cpus_per_run: Annotated[Optional[int], options.slurm_per_run(GPUS_DEFAULT)["cpus_per_run"]] = None,
+    mem_gb_per_run: Annotated[Optional[int], options.slurm_per_run(GPUS_DEFAULT)["mem_gb_per_run"]] = None,
     time_min: Annotated[Optional[int], options.time_min()] = None,
 ) -> None:
     """Train a Post-LN or Pre-LN fairseq transformer (translation, or BERT-style masked LM); valid loss and BLEU per
     epoch (per N updates with eval.every_updates) go to metrics.jsonl and TensorBoard.
 
-    Re-running the same command on the same run dir resumes from the last checkpoint.
+    Re-running the same command on the same run dir resumes from the last checkpoint. On Slurm the run's resources
+    are asked in all, as sweep and reproduce ask them per run, and split evenly between its nodes and tasks.
     Exit codes: 0 finished, 1 failed (also a full disk: status.json says which path), 2 bad config or input
     (a refused checkpoint, damaged data, a Slurm job that can never start or cannot be submitted), 3 diverged,
     4 the run dir is in use by another process, 130 interrupted.
@@ -46,14 +47,14 @@ def train_command(
         typer.echo(f"warning: {warning}", err=True)
     target = run_dir or default_run_dir(resolved)
     if executor == "slurm":
-        request = plan_request(resolved, partition, cpus_per_task, mem_gb, time_min)
+        request = run_request(resolved, partition, gpus_per_run, cpus_per_run, mem_gb_per_run, time_min)
         if dry_run:
             typer.echo("\n".join(dry_run_lines(resolved, target, request, force)))
             return
         message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
     else:
-        check_local_options(executor, partition=partition, cpus_per_task=cpus_per_task, mem_gb=mem_gb,
-                            time_min=time_min)
+        check_local_options(executor, partition=partition, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run,
+                            mem_gb_per_run=mem_gb_per_run, time_min=time_min)
         if dry_run:
             plan = plan_run(resolved, target)
             typer.echo(dump_config(plan.config, task_keys_only=True))

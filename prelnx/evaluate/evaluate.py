@@ -16,7 +16,7 @@ from prelnx.evaluate.generate import generate
 from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import use_cuda
-from prelnx.records.checkpoints import CHECKPOINT_NAMES, named_checkpoint
+from prelnx.records.checkpoints import CheckpointChoice, parse_checkpoint
 from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import read_run_config
 from prelnx.records.status import read_status
@@ -24,6 +24,9 @@ from prelnx.records.status import read_status
 
 # Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
 NO_DETOKENIZER = {"synthetic"}
+
+
+RUN_DIR_AS = "prelnx evaluate RUN_DIR"  # how evaluate is given its run dir, for --checkpoint's refusals
 
 
 class EvaluationError(Refusal):
@@ -40,9 +43,10 @@ def _check_loadable(path: Path) -> None:
         raise EvaluationError(str(error)) from None
 
 
-def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None,
+def resolve_checkpoint(run_dir: Path, checkpoint: str | CheckpointChoice, average_last: int | None,
                        dry_run: bool = False) -> tuple[Path, str]:  # fmt: skip
-    """The checkpoint file to decode with, and how to describe it in the results (dry_run: averages nothing)."""
+    """The checkpoint file to decode with (--checkpoint's one grammar, records/checkpoints.py), and how to describe it
+    in the results (dry_run: averages nothing)."""
     checkpoints = run_dir / "checkpoints"
     if average_last:
         epochs = epoch_checkpoints(checkpoints)
@@ -61,25 +65,23 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str, average_last: int | None,
         except CheckpointError as error:
             raise EvaluationError(str(error)) from None
         return averaged, f"average of {', '.join(p.name for p in chosen)}"
-    named = {which: named_checkpoint(run_dir, which) for which in CHECKPOINT_NAMES}
-    path = named.get(checkpoint, Path(checkpoint))
-    if not path.is_file():
-        recorded = read_status(run_dir) or {}
-        trained_none = not any(checkpoints.glob("checkpoint*.pt"))
-        if checkpoint in named and RunStatus.of(recorded) in (RunStatus.DIVERGED, RunStatus.FAILED) and trained_none:
-            raise EvaluationError(f"{run_dir}: the run {recorded['status']} at update {recorded.get('update', 0)} "
-                                  f"({recorded.get('reason') or 'see its train.log'}) before its first checkpoint: it "
-                                  f"has no model to evaluate")  # fmt: skip
-        raise EvaluationError(f"checkpoint {checkpoint}: {path} does not exist (use best, last or a .pt path)")
+    choice = parse_checkpoint(checkpoint, run_dir_as=RUN_DIR_AS) if isinstance(checkpoint, str) else checkpoint
+    recorded = read_status(run_dir) or {}
+    if choice.in_run and RunStatus.of(recorded) in (RunStatus.DIVERGED, RunStatus.FAILED) and not any(
+            checkpoints.glob("checkpoint*.pt")):  # fmt: skip
+        raise EvaluationError(f"{run_dir}: the run {recorded['status']} at update {recorded.get('update', 0)} "
+                              f"({recorded.get('reason') or 'see its train.log'}) before its first checkpoint: it "
+                              f"has no model to evaluate")  # fmt: skip
+    (path,) = choice.files(run_dir)
     _check_loadable(path)
-    return path, path.name if checkpoint in named else str(path)
+    return path, path.name if choice.in_run else str(path)
 
 
 def evaluate(
     run_dir: Path,
     *,
     split: str = "test",
-    checkpoint: str = "best",
+    checkpoint: str | CheckpointChoice = "best",
     average_last: int | None = None,
     beam: int | None = None,
     lenpen: float | None = None,
@@ -102,8 +104,8 @@ def evaluate(
         return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size, out)
 
 
-def plan_evaluation(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
-                    lenpen: float | None, out: Path | None, dry_run: bool = False) -> dict[str, Any]:  # fmt: skip
+def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoice, average_last: int | None,
+                    beam: int | None, lenpen: float | None, out: Path | None, dry_run: bool = False) -> dict[str, Any]:  # fmt: skip
     """What an evaluation will do: split, checkpoint, decoding (the run's eval.bleu unless overridden), where."""
     config = read_run_config(run_dir)
     if config.task != "translation":
@@ -122,8 +124,9 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str, average_last: in
             "out": out or run_dir / "eval"}  # fmt: skip
 
 
-def _evaluate_locked(run_dir: Path, split: str, checkpoint: str, average_last: int | None, beam: int | None,
-                     lenpen: float | None, batch_size: int, out: Path | None) -> dict[str, Any]:  # fmt: skip
+def _evaluate_locked(run_dir: Path, split: str, checkpoint: str | CheckpointChoice, average_last: int | None,
+                     beam: int | None, lenpen: float | None, batch_size: int,
+                     out: Path | None) -> dict[str, Any]:  # fmt: skip
     plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
     config, data, path, described = plan["config"], plan["data"], plan["path"], plan["checkpoint"]
     source, target = languages(config)

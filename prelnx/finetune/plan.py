@@ -14,11 +14,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config, check_values
-from prelnx.records.checkpoints import CHECKPOINT_NAMES, checkpoint_info, update_checkpoints
+from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_checkpoints
 from prelnx.records.run_config import RunConfigError, read_run_config
+
+
+RUN_DIR_AS = "--pretrained RUN_DIR"  # how finetune is given its pre-trained run, for --checkpoint's refusals
 
 
 class FinetunePlanError(Refusal):
@@ -45,23 +49,11 @@ def pretrained_config(run_dir: Path) -> Config:
     return config
 
 
-def checkpoints(run_dir: Path, names: list[str]) -> list[Path]:
-    """`best`, `last`, `stages` (every checkpoint_<epoch>_<update>.pt kept, in update order) or file names."""
-    folder, found = run_dir / "checkpoints", []
-    for name in names:
-        if name == "stages":
-            stages = update_checkpoints(folder)
-            if not stages:
-                raise FinetunePlanError(f"{folder}: no checkpoint_<epoch>_<update>.pt kept (train.keep_last_epochs, "
-                                        f"train.keep_every_updates)")  # fmt: skip
-            found += stages
-            continue
-        path = folder / CHECKPOINT_NAMES.get(name, name)
-        if not path.is_file():
-            raise FinetunePlanError(f"--checkpoint {name}: {path} does not exist; "
-                                    f"use best, last, stages or a file in {folder}")  # fmt: skip
-        found.append(path)
-    return list(dict.fromkeys(found))
+def checkpoints(run_dir: Path, chosen: Sequence[str | CheckpointChoice]) -> list[Path]:
+    """The pre-trained run's checkpoints --checkpoint names (its one grammar, records/checkpoints.py, with `stages`:
+    every checkpoint_<epoch>_<update>.pt kept, in update order), each once."""
+    choices = parse_checkpoints(chosen, run_dir_as=RUN_DIR_AS, many=True)
+    return list(dict.fromkeys(path for choice in choices for path in choice.files(run_dir)))
 
 
 def check_dictionaries(base: Config, pretrained: Config) -> None:
@@ -96,13 +88,16 @@ def finetune_config(base: Config, pretrained: Config, checkpoint: Path, seed: in
     return config
 
 
-def plan(base: Config, pretrained_run: Path, checkpoint_names: list[str], seeds: list[int], out: Path) -> list[Finetuning]:
+def plan(base: Config, pretrained_run: Path, chosen: Sequence[str | CheckpointChoice], seeds: Sequence[int],
+         out: Path) -> list[Finetuning]:  # fmt: skip
+    """A fine-tuning per checkpoint `chosen` (--checkpoint values, or their parsed choices) and seed."""
+    choices = parse_checkpoints(chosen, run_dir_as=RUN_DIR_AS, many=True)  # a bad value first, before any file is read
     if base.task != "sentence_prediction":
         raise FinetunePlanError(f"--config: task is {base.task}; a fine-tuning config has task: sentence_prediction")
     pretrained = pretrained_config(pretrained_run)
     check_dictionaries(base, pretrained)
     runs = []
-    for checkpoint in checkpoints(pretrained_run, checkpoint_names):
+    for checkpoint in checkpoints(pretrained_run, choices):
         update = checkpoint_info(checkpoint).update  # best/last move on while pre-training goes on
         stage = f"update-{update}"
         snapshot = out / stage / "pretrained.pt"

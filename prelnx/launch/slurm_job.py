@@ -7,24 +7,58 @@ Ctrl-C or SIGTERM, and returns the run's exit code. What the tasks do is in laun
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.launch import slurm_queue
 from prelnx.launch.children import restore, stop_on_sigterm
 from prelnx.launch.errors import SlurmUnavailable
 from prelnx.launch.local import check_before_training
 from prelnx.launch.prepare import ensure_data
-from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, submitit_folder, task_config, task_env
+from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, plan_request, submitit_folder, task_config, task_env
 from prelnx.plan.launch import plan_run
 from prelnx.records.lock import RunLocked, is_locked
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import EXIT_CODES
 
 UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
+GPUS_DEFAULT = "one per worker with train.device: cuda (train.nodes x train.processes), else 0"  # plan_request's
+RESOURCES = "--gpus-per-run, --cpus-per-run, --mem-gb-per-run, --time-min, --partition, train.nodes, train.processes"
+
+
+def run_request(config: Config, partition: str | None = None, gpus_per_run: int | None = None,
+                cpus_per_run: int | None = None, mem_gb_per_run: int | None = None,
+                time_min: int | None = None) -> SlurmRequest:  # fmt: skip
+    """The job of one run from the run's resources in all (sweep's and reproduce's options, the same names and
+    meanings): train.nodes x train.processes tasks share its CPUs evenly, its nodes its GPUs and memory. A total
+    that does not split evenly is refused (one line) before anything is submitted. Unasked, the defaults are
+    plan_request's: CPUs from the partition, a GPU per worker with train.device: cuda, the partition's memory."""
+    nodes, tasks = config.train.nodes, config.train.processes or 1
+    cpus = _share("--cpus-per-run", cpus_per_run, nodes * tasks, f"{nodes} node(s) x {tasks} task(s)", "task")
+    mem = _share("--mem-gb-per-run", mem_gb_per_run, nodes, f"{nodes} node(s)", "node")
+    request = plan_request(config, partition, cpus, mem, time_min)
+    if gpus_per_run is None:
+        return request
+    gpus = _share("--gpus-per-run", gpus_per_run, nodes, f"{nodes} node(s)", "node") or 0
+    if config.train.device == "cuda" and gpus < tasks:
+        raise Refusal(f"--gpus-per-run {gpus_per_run}: train.device: cuda runs a worker per GPU, {nodes * tasks} in "
+                      f"all (train.nodes {nodes} x train.processes {tasks}); ask at least {nodes * tasks}")  # fmt: skip
+    return dataclasses.replace(request, gpus_per_node=gpus)
+
+
+def _share(option: str, total: int | None, parts: int, shape: str, each: str) -> int | None:
+    """`total` split evenly into `parts` (per task, per node); None stays None."""
+    if total is None:
+        return None
+    if total % parts:
+        raise Refusal(f"{option} {total}: the run is {shape}, and each {each} gets the same share; give a multiple of "
+                      f"{parts}")  # fmt: skip
+    return total // parts
 
 
 def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> Any:
@@ -39,7 +73,7 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
         said = [line.strip() for line in str(error).splitlines() if line.strip()]
         fatal = [line for line in said if "fatal" in line or "error" in line.lower()]
         why = (fatal or said or ["?"])[-1]
-        hint = ("see --partition, --cpus-per-task, --mem-gb, --time-min, train.nodes, train.processes"
+        hint = (f"see {RESOURCES}"
                 if "submission failed" in why else "is this a Slurm login node (sbatch, srun, squeue on PATH, SLURM_CONF)?")  # fmt: skip
         raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); {hint}") from None
 
@@ -96,8 +130,7 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
             if found.never_starts:
                 slurm_queue.cancel(job.job_id)
                 why = (f"Slurm job {job.job_id} can never start: {found.reason} (it asks {request.describe()}; see "
-                       f"--cpus-per-task, --mem-gb, --time-min, --partition, train.nodes, train.processes); "
-                       f"cancelled")  # fmt: skip
+                       f"{RESOURCES}); cancelled")  # fmt: skip
                 return why, 2
             time.sleep(poll_s)
     except KeyboardInterrupt:

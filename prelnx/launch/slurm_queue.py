@@ -2,10 +2,10 @@
 states and reasons mean a job is still on its way or can never start, and cancelling it. Used by `prelnx train
 --executor slurm` and by Slurm sweeps; the one watcher of their jobs is launch/slurm_watch.py.
 
-Defaults fit the partition (`sinfo`): CPUs per run (or per task of `prelnx train --executor slurm`) = the
-partition's CPUs per node shared by the tasks of a node, up to 8; memory only when asked (`--mem-gb-per-run`,
-`--mem-gb`). A pending job whose reason means the request can never be met (the partition's limits, an invalid
-account, ...) is cancelled and reported with the reason, instead of waited for in silence.
+Defaults fit the partition (`sinfo`): CPUs per task (a sweep's run is one task; `prelnx train --executor slurm`'s
+run is nodes x tasks) = the partition's CPUs per node shared by the tasks of a node, up to 8; memory only when asked
+(`--mem-gb-per-run`). A pending job whose reason means the request can never be met (the partition's limits, an
+invalid account, ...) is cancelled and reported with the reason, instead of waited for in silence.
 """
 
 from __future__ import annotations
@@ -42,10 +42,13 @@ def partition_cpus(partition: str | None) -> int | None:
     return None
 
 
+DEFAULT_CPUS_CAP = 8  # the CPUs a task gets when none are asked: the partition's per node, shared, up to this
+
+
 def default_cpus_per_run(partition: str | None, tasks_per_node: int = 1) -> int:
-    """CPUs for each of `tasks_per_node` tasks: the partition's CPUs per node shared by them, up to 8 each."""
+    """CPUs for each of `tasks_per_node` tasks: the partition's CPUs per node shared by them, up to DEFAULT_CPUS_CAP."""
     cpus = partition_cpus(partition)
-    return max(1, min(8, cpus // tasks_per_node)) if cpus else 8
+    return max(1, min(DEFAULT_CPUS_CAP, cpus // tasks_per_node)) if cpus else DEFAULT_CPUS_CAP
 
 
 UNKNOWN = "UNKNOWN"  # squeue has not answered yet (the controller busy, a timeout): not a reason to think the job ended

@@ -1,9 +1,14 @@
-"""Reading fairseq checkpoints safely, and choosing the one a resume may trust.
+"""Reading fairseq checkpoints safely, choosing the one a resume may trust, and the one grammar of --checkpoint.
 
 Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist; refused outright
 on a torch older than 2.10, whose weights_only loading has known exploits). It is loaded here by path, without importing fairseq (4 s), so that prelnx can check a run's
 checkpoints before fairseq starts: a planted checkpoint is refused with one message, a damaged one is set
 aside and the newest intact one is used instead.
+
+--checkpoint means one thing in evaluate, grads and finetune (`parse_checkpoints`, `CheckpointChoice.files`): the
+command is given a run dir its own way (`prelnx evaluate RUN_DIR`, `--run-dir RUN_DIR`, `--pretrained RUN_DIR`),
+and --checkpoint names `best`, `last`, a file of that run dir's checkpoints/ (`checkpoint2.pt`: no folder in it) or
+a path to a .pt (`./model.pt`: a folder in it); finetune also takes `stages` and the option repeated.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from prelnx.config.errors import Refusal
 from prelnx.plugin_path import PLUGIN_DIR
@@ -117,11 +122,92 @@ def checkpoint_info(path: Path) -> CheckpointInfo:
 
 
 CHECKPOINT_NAMES = {"best": "checkpoint_best.pt", "last": "checkpoint_last.pt"}
+STAGES = "stages"  # every kept checkpoint_<epoch>_<update>.pt (Figure 5b/c's stages), where several are taken
 
 
 def named_checkpoint(run_dir: Path, which: str) -> Path:
-    """`best` / `last` of a run dir -> its checkpoint file (what --checkpoint means in evaluate and grads)."""
+    """`best` / `last` of a run dir -> its checkpoint file."""
     return run_dir / "checkpoints" / CHECKPOINT_NAMES[which]
+
+
+def checkpoint_grammar(many: bool = False) -> str:
+    """The one grammar of --checkpoint (evaluate, grads, finetune), in words: their help and their refusals."""
+    stages = f", {STAGES} (every kept checkpoint_<epoch>_<update>.pt: Figure 5b/c's stages)" if many else ""
+    return (f"best, last{stages}, a file of the run dir's checkpoints/ (checkpoint2.pt) or a path to a .pt "
+            f"(./model.pt)")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CheckpointChoice:
+    """One --checkpoint value, parsed: `best`, `last`, `stages`, a file name in the run dir's checkpoints/ (no
+    folder in it), or a path (a folder in it: ./model.pt). `run_dir_as` is how the command is given its run dir
+    (`prelnx evaluate RUN_DIR`, `--pretrained RUN_DIR`, `--run-dir RUN_DIR`), for the refusals."""
+
+    text: str
+    kind: str  # "best" | "last" | "stages" | "name" | "path"
+    run_dir_as: str
+
+    @property
+    def in_run(self) -> bool:
+        """Whether it names a checkpoint of the run dir (everything but a path)."""
+        return self.kind != "path"
+
+    def files(self, run_dir: Path | None) -> list[Path]:
+        """The checkpoint file(s) it names, each an existing file; a Refusal (one line) otherwise."""
+        if not self.in_run:
+            found = [Path(self.text)]
+        elif run_dir is None:
+            raise Refusal(f"--checkpoint {self.text}: a checkpoint of a run dir; give the run dir ({self.run_dir_as}), "
+                          f"or a path to a .pt (./{self.text if self.kind == 'name' else 'model.pt'})")  # fmt: skip
+        elif self.kind == STAGES:
+            found = update_checkpoints(run_dir / "checkpoints")
+            if not found:
+                raise Refusal(f"--checkpoint {STAGES}: {run_dir / 'checkpoints'} keeps no "
+                              f"checkpoint_<epoch>_<update>.pt (train.keep_last_epochs, train.keep_every_updates)")
+        else:
+            found = [run_dir / "checkpoints" / CHECKPOINT_NAMES.get(self.text, self.text)]
+        for path in found:
+            if path.is_file():
+                continue
+            if not self.in_run:
+                raise Refusal(f"--checkpoint {self.text}: no such file")
+            kept = sorted(p.name for p in path.parent.glob("*.pt"))
+            held = (f"it holds {', '.join(kept)}" if kept else
+                    "it holds no checkpoint" if path.parent.is_dir() else "no such folder")  # fmt: skip
+            raise Refusal(f"--checkpoint {self.text}: {path.parent} has no {path.name} ({held})")
+        return found
+
+
+def parse_checkpoints(values: Sequence[str | CheckpointChoice], *, run_dir_as: str,
+                      many: bool = False) -> tuple[CheckpointChoice, ...]:  # fmt: skip
+    """The one parser of --checkpoint (evaluate, grads and finetune call it; finetune with `many`: `stages`, and
+    the option repeated). It reads no file: a bad value is a Refusal naming the option and the grammar, before
+    anything runs (the file itself is `CheckpointChoice.files`' to find).
+    The old `RUN_DIR:best` spelling (grads') answers with the new one; no value is a silent alias."""
+    if len(values) > 1 and not many:
+        raise Refusal(f"--checkpoint: one checkpoint here, got {len(values)}")
+    return tuple(value if isinstance(value, CheckpointChoice) else _parse(value, run_dir_as, many) for value in values)
+
+
+def parse_checkpoint(text: str, *, run_dir_as: str) -> CheckpointChoice:
+    """One --checkpoint value (evaluate, grads): parse_checkpoints' grammar without `stages`."""
+    return parse_checkpoints([text], run_dir_as=run_dir_as)[0]
+
+
+def _parse(text: str, run_dir_as: str, many: bool) -> CheckpointChoice:
+    run_dir, sep, which = text.rpartition(":")
+    if text in CHECKPOINT_NAMES or text == STAGES:
+        if text == STAGES and not many:
+            raise Refusal(f"--checkpoint {STAGES}: several checkpoints, and this command takes one: "
+                          f"{checkpoint_grammar()}")  # fmt: skip
+        return CheckpointChoice(text, text, run_dir_as)
+    if sep and run_dir and which in (*CHECKPOINT_NAMES, STAGES):
+        new = run_dir_as.replace("RUN_DIR", run_dir)
+        raise Refusal(f"--checkpoint {text}: renamed {new} --checkpoint {which} (same meaning); use that spelling")
+    if text.endswith(".pt") and Path(text).name != ".pt":
+        return CheckpointChoice(text, "name" if Path(text).name == text else "path", run_dir_as)
+    folder = f"; a run dir is given as {run_dir_as}" if text and Path(text).is_dir() else ""
+    raise Refusal(f"--checkpoint {text!r}: expected {checkpoint_grammar(many)}{folder}")
 
 
 def epoch_checkpoints(checkpoint_dir: Path) -> list[Path]:

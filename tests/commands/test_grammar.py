@@ -1,11 +1,21 @@
-"""One grammar for every command: --seeds a count or a list everywhere, per-run Slurm resources on sweep and
-reproduce, defaults in the help read from their owner."""
+"""One grammar for every command: --seeds a count or a list everywhere, a run's Slurm resources under the same
+names on train, sweep and reproduce, one --checkpoint on evaluate, grads and finetune, defaults in the help read
+from their owner."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
 from typer.testing import CliRunner
 
 from prelnx.cli import app
+from prelnx.config.errors import Refusal
+from prelnx.records.checkpoints import checkpoint_grammar, parse_checkpoint, parse_checkpoints
 
 runner = CliRunner()
 
@@ -29,11 +39,160 @@ def test_every_command_that_takes_seeds_says_the_same_grammar():
         assert "a count N (seeds 1..N) or a list (3,7)" in result.output, command
 
 
-def test_sweep_and_reproduce_take_the_same_per_run_slurm_resources():
-    for command in ("sweep", "reproduce"):
-        result = runner.invoke(app, [command, "--help"], terminal_width=400)
-        for option in ("--partition", "--time-min", "--gpus-per-run", "--cpus-per-run", "--mem-gb-per-run"):
-            assert option in result.output, (command, option)
+RESOURCES = ("--partition", "--time-min", "--gpus-per-run", "--cpus-per-run", "--mem-gb-per-run")
+
+
+def _helps(command: str) -> dict[str, str]:
+    """option -> its help, as the command line has it."""
+    import typer.main
+
+    from prelnx.cli import build_app
+
+    click_command = typer.main.get_command(build_app(command)).commands[command]
+    return {opt: param.help or "" for param in click_command.params for opt in param.opts if opt.startswith("--")}
+
+
+def test_train_sweep_and_reproduce_take_a_runs_slurm_resources_under_the_same_names():
+    helps = {command: _helps(command) for command in ("train", "sweep", "reproduce")}
+    for command, options in helps.items():
+        assert set(RESOURCES) <= set(options), (command, sorted(set(RESOURCES) - set(options)))
+        assert not {"--cpus-per-task", "--mem-gb", "--gpus"} & set(options), command
+    for option in ("--partition", "--time-min", "--cpus-per-run", "--mem-gb-per-run"):  # the same words, all three
+        assert len({options[option] for options in helps.values()}) == 1, option
+    # --gpus-per-run means the same (the run's GPUs in all); only its default is the command's own
+    assert {options["--gpus-per-run"].split(" [default")[0] for options in helps.values()} == {
+        "Slurm: GPUs per run, in all (split evenly between its nodes)"}
+
+
+def test_trains_slurm_resources_are_the_runs_split_between_its_tasks(tiny_config_file, tmp_path):
+    base = ["train", "--config", str(tiny_config_file(train={"processes": 2})), "--run-dir", str(tmp_path / "r"),
+            "--executor", "slurm", "--dry-run", "--partition", "cpu", "--time-min", "30"]  # fmt: skip
+    asked = runner.invoke(app, [*base, "--cpus-per-run", "4", "--mem-gb-per-run", "6", "--gpus-per-run", "0"])
+    assert asked.exit_code == 0, asked.output
+    assert ("would submit one Slurm job (submitit): 1 node(s) x 2 task(s), 2 CPU(s) per task, 6 GB per node, "
+            "partition cpu, time limit 30 min") in asked.output, asked.output  # fmt: skip
+    for extra, line in ((["--cpus-per-run", "3"], "error: --cpus-per-run 3: the run is 1 node(s) x 2 task(s), and "
+                                                  "each task gets the same share; give a multiple of 2"),
+                        (["--gpus-per-run", "1", "--set", "train.device=cuda"],
+                         "error: --gpus-per-run 1: train.device: cuda runs a worker per GPU, 2 in all (train.nodes 1 x "
+                         "train.processes 2); ask at least 2")):  # fmt: skip
+        refused = runner.invoke(app, [*base, *extra])
+        assert refused.exit_code == 2 and refused.output.strip() == line, refused.output
+    local = runner.invoke(app, base[:5] + ["--gpus-per-run", "1"])
+    assert local.exit_code == 2 and local.output.strip() == (
+        "error: --gpus-per-run: Slurm option(s); add --executor slurm, or leave them out"), local.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_trains_per_task_spellings_name_the_per_run_ones(tmp_path):
+    for old, line in (("--cpus-per-task", "error: train --cpus-per-task: renamed --cpus-per-run (the run's CPUs in "
+                                          "all, split evenly between its tasks); use that name"),
+                      ("--mem-gb", "error: train --mem-gb: renamed --mem-gb-per-run (the run's memory in all, split "
+                                   "evenly between its nodes); use that name")):  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "prelnx.cli", "train", "--config", "x.yaml", old, "2"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+        assert done.returncode == 2 and done.stderr.strip() == line, done.stderr
+
+
+# --checkpoint: one grammar (records/checkpoints.py), each command given its run dir its own way
+CHECKPOINT_COMMANDS = ("evaluate", "grads", "finetune")
+
+
+def test_the_checkpoint_grammar():
+    as_ = "--run-dir RUN_DIR"
+    assert [(c.kind, c.in_run) for c in parse_checkpoints(["best", "last", "checkpoint2.pt", "./m.pt", "/a/b.pt"],
+                                                          run_dir_as=as_, many=True)] == [
+        ("best", True), ("last", True), ("name", True), ("path", False), ("path", False)]  # fmt: skip
+    assert parse_checkpoints(["stages"], run_dir_as=as_, many=True)[0].kind == "stages"
+    refusals = {
+        "runs/x:best": "--checkpoint runs/x:best: renamed --run-dir runs/x --checkpoint best (same meaning); use that "
+                       "spelling",
+        "stages": f"--checkpoint stages: several checkpoints, and this command takes one: {checkpoint_grammar()}",
+        "bset": f"--checkpoint 'bset': expected {checkpoint_grammar()}",
+        "": f"--checkpoint '': expected {checkpoint_grammar()}",
+    }  # fmt: skip
+    for value, line in refusals.items():
+        with pytest.raises(Refusal) as refused:
+            parse_checkpoint(value, run_dir_as=as_)
+        assert str(refused.value) == line and refused.value.exit_code == 2
+    with pytest.raises(Refusal, match=r"^--checkpoint: one checkpoint here, got 2$"):
+        parse_checkpoints(["best", "last"], run_dir_as=as_)
+    with pytest.raises(Refusal, match=r"^--checkpoint best: a checkpoint of a run dir; give the run dir \(--run-dir "
+                                      r"RUN_DIR\), or a path to a .pt \(./model.pt\)$"):  # fmt: skip
+        parse_checkpoint("best", run_dir_as=as_).files(None)
+
+
+def test_evaluate_grads_and_finetune_say_the_same_checkpoint_grammar():
+    helps = {command: _helps(command)["--checkpoint"] for command in CHECKPOINT_COMMANDS}
+    for command, text in helps.items():
+        assert checkpoint_grammar(many=command == "finetune") in text, (command, text)
+    assert "repeatable" in helps["finetune"] and "RUN_DIR:" not in "".join(helps.values())
+
+
+def _checkpoint_commands(tiny_run, tmp_path: Path) -> dict[str, tuple[Path, str, bool, list[str], str]]:
+    """command -> (its run dir, how it is given one, takes several, its dry run's argv less --checkpoint, the word
+    its dry run puts before a checkpoint's path). finetune's run dir is a masked-LM run: the tiny run's checkpoints
+    beside a masked-LM config.yaml (a dry run reads no weights)."""
+    from prelnx.commands.grads import RUN_DIR_AS as GRADS
+    from prelnx.config.load import load_config
+    from prelnx.evaluate.evaluate import RUN_DIR_AS as EVALUATE
+    from prelnx.finetune.plan import RUN_DIR_AS as FINETUNE
+    from prelnx.records.run_config import write_run_config
+    from tests.bert.conftest import TINY_MLM
+
+    config, run = tiny_run
+    (tmp_path / "mlm.yaml").write_text(yaml.safe_dump(TINY_MLM))
+    pretrained = tmp_path / "pretrained"
+    write_run_config(pretrained, load_config(tmp_path / "mlm.yaml")[0])
+    shutil.copytree(run / "checkpoints", pretrained / "checkpoints")
+    finetune = tmp_path / "ft.yaml"
+    finetune.write_text(yaml.safe_dump({"task": "sentence_prediction", "data": {"dataset": "synthetic"},
+                                        "model": {"arch": "roberta_base"}, "train": {"max_update": 8}}))  # fmt: skip
+    return {
+        "evaluate": (run, EVALUATE, False, ["evaluate", str(run), "--dry-run"], "with "),
+        "grads": (run, GRADS, False, ["grads", "--config", str(config), "--out", str(tmp_path / "g"), "--depths", "2",
+                                      "--seeds", "1", "--run-dir", str(run), "--dry-run"], "and "),
+        "finetune": (pretrained, FINETUNE, True, ["finetune", "--config", str(finetune), "--pretrained", str(pretrained),
+                                                  "--seeds", "1", "--out", str(tmp_path / "f"), "--dry-run"], "from "),
+    }  # fmt: skip
+
+
+def _grammars_answer(value: str, run_dir: Path, run_dir_as: str, many: bool) -> list[Path] | str:
+    try:
+        return [path for choice in parse_checkpoints([value], run_dir_as=run_dir_as, many=many)
+                for path in choice.files(run_dir)]  # fmt: skip
+    except Refusal as error:
+        return f"error: {error}"
+
+
+@pytest.mark.slow
+def test_evaluate_grads_and_finetune_parse_every_checkpoint_alike(tiny_run, tmp_path):
+    """Each command answers each --checkpoint value as the one grammar does (the file, or its one refusal line and
+    exit 2, before anything runs), and the three answers are one answer but for the run dir each was given."""
+    commands = _checkpoint_commands(tiny_run, tmp_path)
+    run = tiny_run[1]
+    elsewhere = tmp_path / "elsewhere" / "model.pt"  # a path: the same file for every command
+    elsewhere.parent.mkdir()
+    shutil.copyfile(run / "checkpoints" / "checkpoint2.pt", elsewhere)
+    values = ["best", "last", "checkpoint1.pt", "checkpoint_best.pt", str(elsewhere),
+              "checkpoint9.pt", str(tmp_path / "nowhere" / "model.pt"), "bset", "", f"{run}:best", f"{run}:last",
+              str(run), "stages"]  # fmt: skip
+    for value in values:
+        answers = set()
+        for command, (run_dir, run_dir_as, many, argv, before) in commands.items():
+            expected = _grammars_answer(value, run_dir, run_dir_as, many)
+            result = runner.invoke(app, [*argv, "--checkpoint", value])
+            if isinstance(expected, str):
+                assert result.exit_code == 2 and result.output.strip() == expected, (command, value, result.output)
+                assert not (tmp_path / "g").exists() and not (tmp_path / "f").exists()
+            else:
+                assert result.exit_code == 0, (command, value, result.output)
+                assert [f"{before}{path}" in result.output for path in expected] == [True] * len(expected), (
+                    command, value, result.output)  # fmt: skip
+            answer = str(expected).replace(str(run_dir), "RUN").replace(str(run), "RUN")
+            answers.add(answer.replace(run_dir_as.replace("RUN_DIR", "RUN"), "AS").replace(run_dir_as, "AS")
+                        .replace(checkpoint_grammar(many), "GRAMMAR"))  # finetune's also names stages
+        assert len(answers) == (2 if value == "stages" else 1), (value, answers)  # stages: finetune's alone
 
 
 def test_help_defaults_are_their_owners():

@@ -10,6 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from prelnx.cli import app
+from prelnx.config.errors import Refusal
 from prelnx.config.load import load_config
 from prelnx.evaluate.average import average_checkpoints
 from prelnx.evaluate.bleu import score
@@ -83,8 +84,11 @@ def test_averaging_two_checkpoints_gives_the_mean(trained_run, tmp_path):
 
 
 def test_missing_checkpoint_and_unprepared_split_are_clear_errors(trained_run, tmp_path):
-    with pytest.raises(EvaluationError, match="does not exist"):
+    with pytest.raises(Refusal, match=r"--checkpoint .*nope.pt: no such file$"):
         evaluate(trained_run, checkpoint=str(tmp_path / "nope.pt"))
+    with pytest.raises(Refusal, match=r"--checkpoint checkpoint9.pt: .*/checkpoints has no checkpoint9.pt \(it holds "
+                                      r".*checkpoint1.pt, checkpoint2.pt, checkpoint3.pt, checkpoint_best.pt, .*\)$"):  # fmt: skip
+        evaluate(trained_run, checkpoint="checkpoint9.pt")
     with pytest.raises(EvaluationError, match="split 'test2' is not prepared"):
         evaluate(trained_run, split="test2")
     with pytest.raises(EvaluationError, match="holds 3 epoch checkpoint"):

@@ -28,9 +28,10 @@ from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 
-def train_on_slurm(config: Path, run_dir: Path, partition: str, *extra: str) -> list[str]:
+def train_on_slurm(config: Path, run_dir: Path, partition: str, *extra: str, cpus: int = 2) -> list[str]:
+    """`prelnx train --executor slurm`, one CPU per task of a 2-task run (`cpus`: the run's in all)."""
     return [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir", str(run_dir),
-            "--executor", "slurm", "--partition", partition, "--cpus-per-task", "1", "--time-min", "10",
+            "--executor", "slurm", "--partition", partition, "--cpus-per-run", str(cpus), "--time-min", "10",
             *extra]  # fmt: skip
 
 
@@ -98,10 +99,10 @@ def test_a_cancelled_job_ends_unfinished_and_the_rerun_resumes(slurm, tiny_confi
 def test_a_request_the_partition_can_never_meet_is_reported_and_cancelled(slurm, tiny_config_file, tmp_path):
     config = tiny_config_file(train={"max_epoch": 1, "processes": 2})
     command = train_on_slurm(config, tmp_path / "run", slurm)
-    command[command.index("--cpus-per-task") + 1] = "64"
+    command[command.index("--cpus-per-run") + 1] = "128"  # 64 per task
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "can never start: PartitionConfig" in done.stderr, done.stdout + done.stderr
-    assert "--cpus-per-task" in done.stderr and "Traceback" not in done.stderr
+    assert "--cpus-per-run" in done.stderr and "Traceback" not in done.stderr
     assert subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip() == ""
     assert not (tmp_path / "run" / "status.json").exists()  # only rank 0 writes the run dir, and none ran
 
@@ -113,9 +114,9 @@ def test_several_nodes_without_slurm_and_slurm_options_without_it_are_refused(ti
     assert done.returncode == 2 and "train.nodes: 2" in done.stderr and "--executor slurm" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
     config = tiny_config_file()
-    done = subprocess.run([*base[:5], str(config), *base[6:], "--cpus-per-task", "2"], capture_output=True, text=True,
+    done = subprocess.run([*base[:5], str(config), *base[6:], "--cpus-per-run", "2"], capture_output=True, text=True,
                           timeout=120)  # fmt: skip
-    assert done.returncode == 2 and "--cpus-per-task: Slurm option(s); add --executor slurm" in done.stderr, done.stderr
+    assert done.returncode == 2 and "--cpus-per-run: Slurm option(s); add --executor slurm" in done.stderr, done.stderr
 
 
 def test_without_slurm_the_submission_is_refused_in_one_line(tiny_config_file, tmp_path):
@@ -207,7 +208,7 @@ def test_one_watcher_asks_squeue_once_for_all_its_jobs_and_a_job_it_no_longer_li
 def test_after_the_client_is_killed_the_rerun_names_the_job_that_still_trains(slurm, tiny_config_file, tmp_path):
     run_dir = tmp_path / "run"
     config = tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1})
-    client = subprocess.Popen(train_on_slurm(config, run_dir, slurm), stdout=subprocess.DEVNULL,
+    client = subprocess.Popen(train_on_slurm(config, run_dir, slurm, cpus=1), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)  # fmt: skip
     job = _job_id()
     try:
@@ -217,7 +218,8 @@ def test_after_the_client_is_killed_the_rerun_names_the_job_that_still_trains(sl
             time.sleep(0.2)
         client.kill()  # the submitting side dies; the job goes on
         client.wait(timeout=30)
-        rerun = subprocess.run(train_on_slurm(config, run_dir, slurm), capture_output=True, text=True, timeout=120)
+        rerun = subprocess.run(train_on_slurm(config, run_dir, slurm, cpus=1), capture_output=True, text=True,
+                               timeout=120)  # fmt: skip
         assert rerun.returncode == 4, rerun.stdout + rerun.stderr
         assert f"Slurm job {job} still trains this run" in rerun.stderr and f"scancel {job}" in rerun.stderr
         assert "Traceback" not in rerun.stderr
