@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
+from prelnx.config.errors import Refusal
 from prelnx.evaluate.evaluate import RUN_DIR_AS, evaluate
 from prelnx.records.checkpoints import parse_checkpoint
 
@@ -15,8 +16,8 @@ from prelnx.records.checkpoints import parse_checkpoint
 def evaluate_command(
     run_dir: Annotated[Path, typer.Argument(help="A run dir written by prelnx train.", exists=True, file_okay=False)],
     split: Annotated[str, typer.Option("--split", help="Which prepared split to translate: test or valid.")] = "test",
-    checkpoint: Annotated[str, options.checkpoint("The checkpoint of RUN_DIR to translate with")] = "best",
-    average_last: Annotated[Optional[int], typer.Option("--average-last", min=1, help="Average the last N epoch checkpoints instead.")] = None,
+    checkpoint: Annotated[Optional[str], options.checkpoint("The checkpoint of RUN_DIR to translate with", default="best")] = None,
+    average_last: Annotated[Optional[int], typer.Option("--average-last", min=1, help="Average the last N epoch checkpoints instead (not with --checkpoint).")] = None,
     beam: Annotated[Optional[int], typer.Option("--beam", min=1, help="Beam size [default: the run's eval.bleu.beam, e.g. IWSLT14 5, WMT14 4].")] = None,
     lenpen: Annotated[Optional[float], typer.Option("--lenpen", help="Length penalty [default: the run's eval.bleu.lenpen, e.g. IWSLT14 1.2, WMT14 0.6].")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Sentences per generation batch.")] = 64,
@@ -27,7 +28,11 @@ def evaluate_command(
     SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
     Decodes with the run's eval.bleu (beam, lenpen), as its validation BLEU did, unless --beam/--lenpen say otherwise.
     """
-    choice = parse_checkpoint(checkpoint, run_dir_as=RUN_DIR_AS)  # a bad value: one line, before anything is read
+    if checkpoint is not None and average_last is not None:  # one of them names the weights, never both silently
+        raise Refusal(f"--checkpoint {checkpoint} and --average-last {average_last}: give one of them "
+                      "(--average-last translates with the average of the last N epoch checkpoints)")
+    # a bad value: one line, before anything is read
+    choice = parse_checkpoint("best" if checkpoint is None else checkpoint, run_dir_as=RUN_DIR_AS)
     result = evaluate(run_dir, split=split, checkpoint=choice, average_last=average_last, beam=beam,
                       lenpen=lenpen, batch_size=batch_size, out=out, dry_run=dry_run)  # fmt: skip
     if dry_run:

@@ -207,3 +207,10 @@ def test_help_defaults_are_their_owners():
     assert f"[default: {','.join(map(str, GradStudy.depths))}; --quick: {','.join(map(str, QUICK['depths']))}]" in grads
     for command in ("train", "sweep", "reproduce"):
         assert f"[default: {DEFAULT_TIME_MIN}]" in runner.invoke(app, [command, "--help"], terminal_width=400).output
+
+
+def test_evaluate_refuses_a_checkpoint_and_an_average_at_once(tmp_path):
+    """--average-last names the weights as --checkpoint does: both given is one line, not one silently ignored."""
+    both = runner.invoke(app, ["evaluate", str(tmp_path), "--checkpoint", "last", "--average-last", "2", "--dry-run"])
+    assert both.exit_code == 2, both.output
+    assert both.output.strip().startswith("error: --checkpoint last and --average-last 2: give one of them"), both.output
