@@ -7,6 +7,7 @@ import math
 import statistics
 from typing import Any
 
+from prelnx.layouts import display_name
 from prelnx.report.outcome import ClaimOutcome, Judged, Premise, PremiseState
 from prelnx.report.seeds import RunState
 from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict
@@ -34,8 +35,11 @@ def _seeds(sample: Sample) -> str:
     return f"{text}: {', '.join(parts)}"
 
 
-def _region(region: tuple[float, float]) -> str:
+def _region(region: tuple[float, float], log: bool = False) -> str:
     lo, hi = region
+    if log:  # a log ratio's region, shown as the ratio's
+        return f"< {math.exp(hi):.2f}" if math.isinf(lo) else f"> {math.exp(lo):.2f}" if math.isinf(hi) else \
+            f"in [{math.exp(lo):.2f}, {math.exp(hi):.2f}]"  # fmt: skip
     if math.isinf(lo):
         return f"< {hi:+.2f}"
     if math.isinf(hi):
@@ -43,14 +47,23 @@ def _region(region: tuple[float, float]) -> str:
     return f"within ±{hi:.2f}" if lo == -hi else f"in [{lo:.2f}, {hi:.2f}]"
 
 
+LEVELS = ("ratio", "‖x‖²/d", "growth of ‖x‖²/d per layer")  # levels (prelnx.report.theory_claims), not differences
+
+
 def _format(c: Comparison) -> str:
-    return ".2f" if c.metric == "ratio" else "+.2f"  # a ratio is a level; everything else a difference
+    return ".2f" if c.metric in LEVELS else "+.2f"  # a ratio or a norm is a level; everything else a difference
 
 
 def interval_text(c: Comparison) -> str:
     f = _format(c)
     if c.estimate != c.estimate:  # nan: an arm has no seed with the quantity
         return "no estimate (an arm has no seed with the quantity)"
+    if c.a.log:  # a log ratio: the ratio, its interval and the grain's factor
+        if c.one_seed:
+            why = "1 seed" if c.reason == "1 seed" else "fewer than 2 seeds per arm"
+            return f"{math.exp(c.estimate):.2f} (no interval: {why})"
+        grain = f", widened by the grain ×{math.exp(c.grain):.2f}" if c.grain else ""
+        return f"{math.exp(c.estimate):.2f} [95 % CI {math.exp(c.low):.2f}, {math.exp(c.high):.2f}{grain}]"
     if c.one_seed:
         return f"{c.estimate:{f}} (no interval: {'1 seed' if c.reason == '1 seed' else 'fewer than 2 seeds per arm'})"
     grain = f", widened by the grain ±{c.grain:g}" if c.grain else ""
@@ -59,7 +72,7 @@ def interval_text(c: Comparison) -> str:
 
 def _arm_text(s: Sample) -> str:
     """`Pre-LN adam lr 0.001, no warm-up at update 138: 6.62 (2 seeds)`: the arm, the update(s) read, the mean."""
-    mean = f"{s.mean:.2f}" if s.values else "-"
+    mean = (f"geometric mean {math.exp(s.mean):.1f}" if s.log else f"{s.mean:.2f}") if s.values else "-"
     read = f" at {s.read}" if s.read else ""
     return f"{s.label}{read}: {mean} ({_seeds(s)})"
 
@@ -67,6 +80,7 @@ def _arm_text(s: Sample) -> str:
 def _test_text(c: Comparison) -> str:
     """`; test: Welch's t over the trained seeds; failures 2/3 vs 0/3, Fisher's exact test (one-sided) p = 0.2`."""
     tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test and c.low is not None]  # an interval was computed
+    tests = [f"{t}, on ln(updates)" if c.a.log else t for t in tests]
     if c.failures_p is not None and c.b is not None:
         a, b = c.a, c.b
         tests.append(f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}, "
@@ -79,12 +93,12 @@ def comparison_text(c: Comparison, short: bool = False) -> str:
     [95 % CI +1.2, +2.1]; claimed > +0.50; test: Welch's t ...`: every number with where it came from."""
     if short:
         seeds = "" if c.one_seed and not c.a.failed else f" ({_seeds(c.a)})"  # interval_text says "1 seed"
-        return f"{interval_text(c)}{seeds}; needed {_region(c.region)}"
+        return f"{interval_text(c)}{seeds}; needed {_region(c.region, c.a.log)}"
     if c.b is None:
         head = f"{c.metric}: {_arm_text(c.a)}: {interval_text(c)}"
     else:
-        head = f"{c.metric}: {_arm_text(c.a)} − {_arm_text(c.b)} = {interval_text(c)}"
-    return f"{head}; claimed {_region(c.region)}{_test_text(c)}"
+        head = f"{c.metric}: {_arm_text(c.a)} {'/' if c.a.log else '−'} {_arm_text(c.b)} = {interval_text(c)}"
+    return f"{head}; claimed {_region(c.region, c.a.log)}{_test_text(c)}"
 
 
 def verdict_text(outcome: ClaimOutcome) -> str:
@@ -243,11 +257,11 @@ def method_claims_table(methods: list[MethodClaims]) -> list[str]:
     what each method's authors do not claim and what could not be verified."""
     claims, outcomes, notes = [], {}, []
     for method in methods:
-        spec = method.spec
+        spec, name = method.spec, display_name(method.spec["layout"])  # the layout table's name (prelnx.layouts)
         for claim in spec["claims"]:
-            claims.append({**claim, "claim": f"**{spec['name']}**: {claim['claim']}",
+            claims.append({**claim, "claim": f"**{name}**: {claim['claim']}",
                            "source": f"{spec['cite']}, {claim['source']} ({spec['code']})"})  # fmt: skip
             outcomes[claim["id"]] = method.outcomes[claim["id"]]
-        notes += [f"- {spec['name']}, {key.replace('_', ' ')}: {spec[key]}"
+        notes += [f"- {name}, {key.replace('_', ' ')}: {spec[key]}"
                   for key in ("not_claimed", "unverified") if spec.get(key)]  # fmt: skip
     return claims_table(claims, outcomes) + (["", *notes] if notes else [])

@@ -91,11 +91,15 @@ WARMUP_FREE_INTRO = [
     "Each method's authors' claims (prelnx/methods.yaml, with the paper and repository) checked like the paper's:",
     "per optimizer and lr, the two arms' final valid losses over seeds, their difference with its 95 % interval",
     "against the claim's margin, and one of the five verdicts above; ReZero's \"converges faster\" counts, as its",
-    "paper does, the updates each seed needs to reach a fixed valid loss stated in methods.yaml before the runs.",
-    "Then every arm ranked by its mean final valid",
-    "loss (a diverged seed at the failure loss) with its 95 % t interval, and how many of its seeds reached the",
-    "target loss - Post-LN with warm-up's mean final valid loss at the same optimizer and lr - after how many updates",
-    "(the first validation at or below it).",
+    "paper does, the updates each seed needs to reach a fixed valid loss stated in methods.yaml before the runs, and",
+    "tests the paper's number, not its sign: ReZero's updates over Post-LN-with-warm-up's against 1 / the paper's",
+    "speed-up within methods.yaml's factor - the ratio of the arms' geometric means, its 95 % interval Welch's t on",
+    "the seeds' ln(updates), widened by the validation grain's resolution on the log scale (a seed reaching it at",
+    "update u of validations K apart is known to ln(u / (u - K + 1))); a seed that never reaches it is counted, not",
+    "given a count. Then every arm ranked by its mean final valid loss over its trained seeds (a seed that failed",
+    "counted, never given a loss) with its 95 % t interval, and how many of its seeds reached the target loss -",
+    "Post-LN with warm-up's mean final valid loss at the same optimizer and lr - after how many updates (the first",
+    "validation at or below it).",
 ]
 
 

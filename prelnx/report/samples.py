@@ -27,7 +27,9 @@ class Sample:
     exact test of failure counts and never given a value; `missing`: finished seeds with no validation row, counted
     and shown, in no test. `grain`: each value's resolution (updates read on validations K apart: K); `read`: where
     the quantity was read (`update 138`); `untestable`: why this arm's seeds cannot be judged at all (no unigram
-    plateau), which makes its claim "not testable"."""
+    plateau), which makes its claim "not testable". `log`: the values are natural logs of the quantity (updates to a
+    target, for a ratio claim), so a difference of two arms' means is a log ratio, the interval Welch's on the logs,
+    and `grain` the logs' resolution."""
 
     label: str
     values: tuple[float, ...]
@@ -40,6 +42,7 @@ class Sample:
     diverged_at: tuple[int, ...] = ()
     failure: str = "failed to train"  # what `failed` counts, in words
     unjudged: int = 0  # finished seeds whose training cannot be judged (no plateau): counted, in no test
+    log: bool = False  # values are natural logs (a ratio claim): two such arms' difference is a log ratio
 
     @property
     def measured(self) -> int:

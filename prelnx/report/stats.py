@@ -16,8 +16,8 @@ changes when an unrelated arm joins the sweep. Two tests, then one rule that com
   >= 2 such seeds in each arm; holds when the interval lies inside the region, does not hold when outside,
   inconclusive when it straddles (with the trained seeds per arm that would decide it with 80 % power,
   prelnx.report.power). Resolution: a quantity read on a grain (validations K updates apart) is known to K only,
-  so the interval is widened by K on each side; and an interval with no spread (every seed alike) is never a
-  verdict ("no spread").
+  so the interval is widened by K on each side (a region narrower than 2K can then never hold: said so); and an
+  interval with no spread (every seed alike) is never a verdict ("no spread").
 - combined: a significant failure count decides; otherwise the quality does - unless an arm has < 2 seeds with the
   quantity (inconclusive, or not testable when no seed of either arm has it), or the failure counts lean against
   the quality's verdict (inconclusive: the two disagree, not significantly).
@@ -153,6 +153,9 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
             p_q = _p_outside(estimate, se, df, grain, region)
             if quality is Verdict.INCONCLUSIVE:
                 needed = seeds_needed(a, b, region, grain)
+                if 2 * grain >= region[1] - region[0]:  # a finite region narrower than the grain's own width
+                    reason = ("the grain alone is as wide as the claimed region: no number of seeds can make it "
+                              "hold at this grain, only validations closer together")  # fmt: skip
     q = dict(low=low, high=high, se=se, df=df, quality=quality)
     lo, hi = region
     if b is None:

@@ -53,19 +53,20 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
 
 
 def _theory_rows(out: Path) -> list[str]:
-    path = out / "theory" / "theory_summary.json"
-    if not path.is_file():
+    """Lemma 1's claims decided from the theory stage's per-seed rows (prelnx.report.theory_claims, the rule
+    `prelnx theory` prints), then LayerNorm's Jacobian: table rows under the claims table's header."""
+    from prelnx.report.render import claims_table
+    from prelnx.report.theory_claims import check_theory, load_theory_summary, theory_claims
+
+    folder = out / "theory"
+    if not (folder / "theory_summary.json").is_file() or not (folder / "theory_hidden.csv").is_file():
         return ["| The mean-field results (Lemmas 1-2, LayerNorm's Jacobian) | Section 3.3 | - | the theory stage has not run | - | not measured |"]
-    s = json.loads(path.read_text())
-    verdict = lambda ok: "**holds**" if ok else "**does not hold**"
+    s = load_theory_summary(folder)
     jacobian = 0.5 <= s["jacobian_ratio_min"] and s["jacobian_ratio_max"] <= 2.0
-    return [
-        f"| Post-LN: E‖x^(post,5)‖²/d = 3/2 at every layer | Section 3.3, Lemma 1 | {s['paper']['post']} | mean over "
-        f"layers {s['post_mean_over_layers']:.3f} ({len(s['seeds'])} seeds, d {s['d']}) | - | {verdict(s['post_all_near_3_2'])} |",
-        f"| Pre-LN: E‖x_l‖²/d inside [1 + l/2, 1 + 3l/2] | Section 3.3, Lemma 2 | {s['paper']['pre']} | every layer "
-        f"inside: {s['pre_all_inside_bounds']} | - | {verdict(s['pre_all_inside_bounds'])} |",
-        f"| LayerNorm's Jacobian scales as sqrt(d)/‖x‖ | Section 3.3 | {s['paper']['layernorm']} | ratio "
-        f"{s['jacobian_ratio_min']:.3f} to {s['jacobian_ratio_max']:.3f} (band 0.5-2) | - | {verdict(jacobian)} |",
+    return claims_table(theory_claims(), check_theory(s))[2:] + [
+        f"| LayerNorm's Jacobian scales as sqrt(d)/‖x‖ | Section 3.3, Lemma 2 | {s['paper']['layernorm']} | ratio "
+        f"{s['jacobian_ratio_min']:.3f} to {s['jacobian_ratio_max']:.3f} (band 0.5-2) | - | "
+        f"{'**holds**' if jacobian else '**does not hold**'} |",
     ]  # fmt: skip
 
 

@@ -1,0 +1,133 @@
+"""Section 3.3's Lemma 1 checked against a `prelnx theory` run, as typed outcomes: every seed's hidden-state norms
+(the rows the command passes in, or theory_hidden.csv) through the one verdict path (prelnx.report.stats.compare).
+
+A claim that predicts a number is tested against that number with its margin (paper.yaml's `theory` entries):
+- postln_hidden_norm_three_halves: per seed, ||x^{post,5}_l||^2 / d averaged over the layers; the one-sample 95 %
+  t interval over the seeds inside [expectation - margin, expectation + margin] (3/2 +- 0.15) holds, entirely
+  outside does not hold, else inconclusive; one seed is never a verdict ("inconclusive (1 seed)").
+- preln_hidden_norm_grows_linearly: per layer l, the seeds' ||x^pre_l||^2 / d inside the paper's bounds
+  [1 + l/2, 1 + 3l/2]; and each seed's growth per layer (the least-squares slope over its layers) inside
+  [1/2, 3/2]. The claim is the intersection of its cases (prelnx.report.outcome: "holds" needs every case,
+  a "does not hold" must survive Holm's step-down over them).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Callable
+
+from prelnx.config.errors import Refusal
+from prelnx.paper import paper_data
+from prelnx.report.outcome import Case, ClaimOutcome, not_measured
+from prelnx.report.stats import Sample, compare
+
+NORM = "‖x‖²/d"  # a level, not a difference (prelnx.report.render.LEVELS)
+GROWTH = "growth of ‖x‖²/d per layer"
+HEADER = "Lemma 1 decided from every seed (paper.yaml's numbers and margins; a 95 % t interval over the seeds):"
+
+
+def load_theory_summary(theory_dir: Path) -> dict[str, Any]:
+    """theory_summary.json, with theory_hidden.csv's per-seed rows under `rows` (any `prelnx theory --out`)."""
+    path, table = theory_dir / "theory_summary.json", theory_dir / "theory_hidden.csv"
+    if not path.is_file() or not table.is_file():
+        missing = path.name if not path.is_file() else table.name
+        raise Refusal(f"{theory_dir}: no {missing} (run `prelnx theory --out {theory_dir}`)")
+    with table.open(newline="") as handle:
+        rows = [{"seed": int(r["seed"]), "layer": int(r["layer"]), "post": float(r["post"]), "pre": float(r["pre"])}
+                for r in csv.DictReader(handle)]  # fmt: skip
+    return {**json.loads(path.read_text()), "rows": rows}
+
+
+def _by_seed(summary: dict[str, Any]) -> dict[int, dict[int, dict[str, Any]]]:
+    """seed -> layer -> that draw's row."""
+    seeds: dict[int, dict[int, dict[str, Any]]] = {}
+    for row in summary["rows"]:
+        seeds.setdefault(int(row["seed"]), {})[int(row["layer"])] = row
+    return seeds
+
+
+def _slope(points: list[tuple[float, float]]) -> float:
+    """The least-squares slope of y on x."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+
+
+def postln_hidden_norm_three_halves(summary: dict[str, Any], spec: dict[str, Any], expectation: float | None = None,
+                                    margin: float | None = None) -> ClaimOutcome:  # fmt: skip
+    """Each seed's ||x^{post,5}_l||^2 / d, mean over its layers, against paper.yaml's expectation +- margin (or
+    those given: a test passes a wrong expectation to see it refused)."""
+    expectation = float(spec["expectation"] if expectation is None else expectation)
+    margin = float(spec["margin"] if margin is None else margin)
+    seeds = _by_seed(summary)
+    if not seeds:
+        return not_measured(spec["id"], "the theory run has no rows")
+    layers = len(next(iter(seeds.values())))
+    values = tuple(statistics.fmean(row["post"] for row in by_layer.values()) for by_layer in seeds.values())
+    sample = Sample(f"Post-LN ‖x^(post,5)‖²/d, mean over {layers} layers (d {summary['d']})", values)
+    region = (expectation - margin, expectation + margin)
+    outcome = ClaimOutcome(spec["id"], [Case("every seed's mean over layers", compare(NORM, sample, None, region))])
+    outcome.notes.append(f"Lemma 1: {expectation:g}, claimed within ±{margin:g}")
+    return outcome
+
+
+def preln_hidden_norm_grows_linearly(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
+    """Per layer, the seeds' ||x^pre_l||^2 / d inside the paper's bounds; each seed's growth per layer inside the
+    bounds' slopes."""
+    seeds = _by_seed(summary)
+    if not seeds:
+        return not_measured(spec["id"], "the theory run has no rows")
+    intercept, low, high = float(spec["intercept"]), float(spec["low_slope"]), float(spec["high_slope"])
+    layers = sorted(set.intersection(*(set(by_layer) for by_layer in seeds.values())))
+    outcome = ClaimOutcome(spec["id"])
+    for layer in layers:
+        sample = Sample(f"Pre-LN ‖x_{layer}‖²/d", tuple(by_layer[layer]["pre"] for by_layer in seeds.values()))
+        region = (intercept + low * layer, intercept + high * layer)
+        outcome.cases.append(Case(f"layer {layer}", compare(NORM, sample, None, region)))
+    if len(layers) > 1:
+        slopes = tuple(_slope([(layer, by_layer[layer]["pre"]) for layer in layers]) for by_layer in seeds.values())
+        sample = Sample(f"Pre-LN ‖x_l‖²/d, least-squares slope over layers {layers[0]}-{layers[-1]}", slopes)
+        outcome.cases.append(Case("grows linearly", compare(GROWTH, sample, None, (low, high))))
+    else:
+        outcome.notes.append("one layer: no growth per layer to measure")
+    return outcome
+
+
+THEORY_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutcome]] = {
+    "postln_hidden_norm_three_halves": postln_hidden_norm_three_halves,
+    "preln_hidden_norm_grows_linearly": preln_hidden_norm_grows_linearly,
+}
+
+
+def theory_claims() -> list[dict[str, Any]]:
+    return paper_data()["theory"]
+
+
+def check_theory(summary: dict[str, Any]) -> dict[str, ClaimOutcome]:
+    """Every `theory` claim of paper.yaml decided from the summary's per-seed rows."""
+    return {claim["id"]: THEORY_CHECKS[claim["id"]](summary, claim) for claim in theory_claims()}
+
+
+def _case_record(case: Case, verdict: Any) -> dict[str, Any]:
+    c = case.comparison
+    return {"label": case.label, "quantity": c.a.label, "per_seed": list(c.a.values), "estimate": c.estimate,
+            "low": c.low, "high": c.high, "region": list(c.region), "test": c.test, "reason": c.reason,
+            "verdict": verdict.value}  # fmt: skip
+
+
+def judge(summary: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What `prelnx theory` records and prints (analysis.theory.run_theory's `judge`): per claim its verdict (in
+    words, as the report writes it), each case's per-seed values, estimate, interval and region; and the lines."""
+    from prelnx.report.render import claims_text, verdict_text
+
+    claims, outcomes = theory_claims(), check_theory(summary)
+    verdicts = {claim["id"]: {"claim": claim["claim"], "source": claim["source"], "paper": claim["paper"],
+                              "verdict": verdict_text(outcomes[claim["id"]]),
+                              "cases": [_case_record(j.case, j.verdict) for j in outcomes[claim["id"]].judged()],
+                              "notes": outcomes[claim["id"]].notes}
+                for claim in claims}  # fmt: skip
+    return verdicts, [HEADER, *claims_text(claims, outcomes)]
+
