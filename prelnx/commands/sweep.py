@@ -14,6 +14,7 @@ from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
 from prelnx.sweep.preflight import check_points, warnings
 from prelnx.sweep.execute import EXECUTORS, plan_lines, plan_sweep, run_sweep
+from prelnx.sweep.executors import SWEEP_GPUS_DEFAULT
 from prelnx.sweep.spec import resolve_spec
 
 
@@ -28,7 +29,7 @@ def sweep_command(
     pin_cores: Annotated[bool, options.flag("--pin-cores", "Local executor: keep each of the --jobs runs on its own cores (Linux affinity; see docs/benchmarks.md for when it helps).")] = False,
     executor: Annotated[str, typer.Option("--executor", help=f"Where runs execute: {', '.join(EXECUTORS)}.")] = "local",
     partition: Annotated[Optional[str], options.partition()] = None,
-    gpus_per_run: Annotated[Optional[int], options.slurm_per_run()["gpus_per_run"]] = None,
+    gpus_per_run: Annotated[Optional[int], options.slurm_per_run(SWEEP_GPUS_DEFAULT)["gpus_per_run"]] = None,
     cpus_per_run: Annotated[Optional[int], options.slurm_per_run()["cpus_per_run"]] = None,
     mem_gb_per_run: Annotated[Optional[int], options.slurm_per_run()["mem_gb_per_run"]] = None,
     time_min: Annotated[Optional[int], options.time_min()] = None,

@@ -185,10 +185,14 @@ class SubmititRun:
         return submitit.helpers.DelayedSubmission(SubmititRun(self.config, self.run_dir))
 
 
-def sweep_request(options: dict[str, Any], cluster: str | None, runs: int) -> SlurmRequest:
+SWEEP_GPUS_DEFAULT = "one with train.device: cuda (a sweep's run is one worker), else 0"  # sweep_request's
+
+
+def sweep_request(options: dict[str, Any], cluster: str | None, runs: int, cuda: bool = False) -> SlurmRequest:
     """What each run's job asks: the sweep's options (spec.SLURM_KEYS; prelnx sweep's flags over the spec's slurm:),
     one task of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8 on Slurm, this machine's cores
-    shared by the runs for submitit's local executor)."""
+    shared by the runs for submitit's local executor) and `gpus_per_run` GPUs (default: train's rule, a GPU per
+    worker with train.device: cuda - a sweep's run is one worker - else none)."""
     if options.get("cpus_per_run"):
         cpus = int(options["cpus_per_run"])
     elif cluster is None:
@@ -196,7 +200,8 @@ def sweep_request(options: dict[str, Any], cluster: str | None, runs: int) -> Sl
     else:
         cpus = max(1, usable_cores() // runs)
     mem = options.get("mem_gb_per_run")
-    return SlurmRequest(1, 1, cpus, gpus_per_node=int(options.get("gpus_per_run") or 0),
+    gpus = options.get("gpus_per_run")
+    return SlurmRequest(1, 1, cpus, gpus_per_node=int(gpus) if gpus is not None else int(cuda),
                         mem_gb=int(mem) if mem else None, time_min=int(options.get("time_min") or DEFAULT_TIME_MIN),
                         partition=options.get("partition"),
                         array_parallelism=int(options.get("array_parallelism", 64)))  # fmt: skip
@@ -216,7 +221,7 @@ def run_submitit(
     submitit's pace); submitit's local jobs by their own."""
     import submitit
 
-    request = sweep_request(options, cluster, len(points))
+    request = sweep_request(options, cluster, len(points), any(p.config.train.device == "cuda" for p in points))
     executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
     executor.update_parameters(**request.parameters(options.get("job_name", sweep_dir.name)))
     jobs = []
