@@ -6,13 +6,12 @@
 
 A study's raw data is what its report is computed from, copied out of the sweep's run dirs by `--collect` into
 docs/results/<study>/runs/: sweep.json, and per run status.json, metrics.jsonl, config.yaml (MIGRATIONS applied),
-diagnostics.jsonl
-(gzip-compressed when over 1 MB) and eval/test.json where present, plus the target dictionary the unigram plateau
+diagnostics.jsonl (gzip-compressed when over 1 MB) and eval/test.json where present, plus the target dictionary the unigram plateau
 is read from (data/, prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes come out on any
 machine. STUDIES below is the one table of study -> sweep config, report, title; a study is rebuilt when its raw
-data folder exists. The reports whose run dirs were not kept are listed in docs/results/not_rebuilt.yaml, each with
-a banner at its top (`--banners` writes them) and the command that re-runs it (tests/report/test_rebuild.py checks
-both lists).
+data folder exists. Every committed report is one of them: the reports whose run dirs were never kept were withdrawn
+and are listed in docs/results/withdrawn.yaml with the config and command that re-run each
+(tests/report/test_rebuild.py checks both).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path("docs/results")
-MANIFEST = RESULTS / "not_rebuilt.yaml"
+MANIFEST = RESULTS / "withdrawn.yaml"
 RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "diagnostics.jsonl", "eval/test.json")
 COMPRESS_ABOVE = 1_000_000  # bytes: a diagnostics.jsonl above this is kept as .gz
 
@@ -143,52 +142,21 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
     return dest
 
 
-def not_rebuilt(root: Path = ROOT) -> list[dict[str, str]]:
-    """docs/results/not_rebuilt.yaml: the reports whose raw data was not kept, each with the command that re-runs it."""
+def withdrawn(root: Path = ROOT) -> list[dict[str, str]]:
+    """docs/results/withdrawn.yaml: the reports withdrawn because their raw data was never kept, each with its config
+    and the command that re-runs it."""
     return yaml.safe_load((root / MANIFEST).read_text())["reports"]
-
-
-BANNER_START = "> **Raw data not kept.**"
-
-
-def banner(entry: dict[str, str]) -> list[str]:
-    return [f"{BANNER_START} The run dirs behind this report were not committed and are gone, so it cannot be",
-            "> rebuilt: its verdicts came from the verdict engine before issue 37 (a failed seed imputed at a loss,",
-            "> failure counts by Welch's t, no resolution rule, Holm printed as per-rank intervals) and are not",
-            "> re-derived by the current one (prelnx/report/stats.py). Re-run it with",
-            f"> `{entry['rerun']}`,", "> then keep its raw data and rebuild it: `scripts/rebuild_reports.py`.",
-            ""]  # fmt: skip
-
-
-def write_banners(root: Path = ROOT) -> list[Path]:
-    """Put the banner under the title of every report of the manifest that has none (and is not its owner's)."""
-    written = []
-    for entry in not_rebuilt(root):
-        if not entry.get("banner", True):
-            continue
-        path = root / entry["report"]
-        lines = path.read_text().split("\n")
-        if any(line.startswith(BANNER_START) for line in lines[:6]):
-            continue
-        path.write_text("\n".join([lines[0], "", *banner(entry), *lines[2:]]))
-        written.append(path)
-    return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--study", choices=sorted(STUDIES), help="only this study")
     parser.add_argument("--collect", type=Path, metavar="SWEEP_DIR", help="keep this sweep's raw data for --study")
-    parser.add_argument("--banners", action="store_true", help="write the banner on every report not rebuilt")
     args = parser.parse_args(argv)
     if args.collect:
         if not args.study:
             parser.error("--collect needs --study")
         print(f"raw data: {collect(args.collect, args.study)}")
-    if args.banners:
-        for path in write_banners():
-            print(f"banner: {path.relative_to(ROOT)}")
-        return 0
     for study in [args.study] if args.study else with_raw_data():
         print(f"{study}: {rebuild(study).relative_to(ROOT)}")
     return 0

@@ -147,7 +147,7 @@ def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
 
 def report_path(sweep_dir: Path, out: Path | None, name: str | None) -> Path:
     """`--out FOLDER --name NAME` -> FOLDER/NAME.md; the sweep dir's own report is report.md, elsewhere the
-    file is named after the sweep (docs/results/cpu_multi30k.md)."""
+    file is named after the sweep (docs/results/demo.md)."""
     folder = out or sweep_dir
     stem = name or ("report" if folder.resolve() == sweep_dir.resolve() else sweep_dir.resolve().name)
     return folder / f"{stem}.md"
