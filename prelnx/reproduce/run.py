@@ -144,10 +144,11 @@ def _grads(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
 
 def _theory(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
     from prelnx.analysis.theory import TheorySettings, run_theory
+    from prelnx.report.theory_claims import judge
 
     o = sp.stage.options
     run_theory(TheorySettings(d=o["d"], layers=o["layers"], seeds=tuple(range(1, o["seeds"] + 1))),
-               plan.out / sp.stage.name, echo=echo)  # fmt: skip
+               plan.out / sp.stage.name, echo=echo, judge=judge)  # Lemma 1's verdicts, as `prelnx theory` writes them
     return True
 
 

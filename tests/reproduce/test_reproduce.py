@@ -133,6 +133,8 @@ def test_a_resumed_reproduction_skips_complete_stages_and_retrains_nothing(tmp_p
     run = out / "arms" / json.loads((out / "arms" / "sweep.json").read_text())["runs"][0]["name"]
     assert json.loads((run / "status.json").read_text())["status"] == "finished"
     assert (out / "arms" / "report.md").is_file()  # the stage's report, written when it was done
+    theory = json.loads((out / "theory" / "theory_summary.json").read_text())  # Lemma 1 decided, as `prelnx theory` does
+    assert theory["verdicts"]["postln_hidden_norm_three_halves"]["verdict"].startswith("inconclusive (1 seed)"), theory
     from prelnx.cli import app
 
     status = CliRunner().invoke(app, ["status", str(out)])  # where the reproduction stands: its stages and runs
