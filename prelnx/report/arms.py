@@ -9,12 +9,11 @@ arm, and its data folder the unigram plateau (prelnx.report.plateau).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.schema import Config, OptimizerConfig
+from prelnx.config.schema import OptimizerConfig
 from prelnx.layouts import DisplayNames
 from prelnx.plan.data import data_dir
 
@@ -64,14 +63,6 @@ class Arm:
     def outcome(self, margin: float | None = None) -> RunOutcome:
         """Trained / failed to train / diverged / no validation row (prelnx.report.seeds; margin: paper.yaml's)."""
         return run_outcome(self.status, self.rows, self.plateau, margin, self.diverged_at)
-
-
-def unigram_plateau(config: Config, sweep_dir: Path | None = None) -> float | None:
-    """The run's unigram plateau in bits (prelnx.report.plateau), None when nothing to compute it from is here; the
-    data folder is the one the run trained on (prelnx.plan.data.data_dir: data.path, relative to the working
-    directory as for prelnx train, or the synthetic task's cache folder)."""
-    found = find_plateau(config, data_dir(config), sweep_dir)
-    return None if found is None else found.bits
 
 
 def optimizer_variant(optimizer: OptimizerConfig) -> str:
@@ -133,25 +124,10 @@ def plateau(arms: list[Arm]) -> float | None:
     return max(values) if values else None
 
 
-def failure_loss(arms: list[Arm]) -> float:
-    """Kept for callers outside the verdict engine (no verdict reads it: a failed seed is counted, never given a
-    loss): the unigram plateau or the worst finished final loss, the higher."""
-    finished = [loss for a in arms if a.status is RunStatus.FINISHED and (loss := a.final()) is not None]
-    candidates = finished + ([p] if (p := plateau(arms)) is not None else [])
-    return max(candidates) if candidates else math.inf
-
-
 def final_nll(arm: Arm) -> float | None:
     """The run's final valid nll (fairseq's unsmoothed loss; the valid loss when the run has no nll), None when it
     diverged or has no finite one."""
     return None if arm.diverged else final_nll_of(arm.rows)
-
-
-def trained(arm: Arm, plateau: float | None = None, margin: float | None = None) -> bool:
-    """The seed trained (prelnx.report.seeds). `plateau`: another line than the arm's own (old callers)."""
-    if plateau is None or plateau == arm.plateau:
-        return arm.outcome(margin).state is RunState.TRAINED
-    return run_outcome(arm.status, arm.rows, plateau, margin, arm.diverged_at).state is RunState.TRAINED
 
 
 def _updates(read: list[int]) -> str:
@@ -196,10 +172,9 @@ def loss_at(arm: Arm, at_update: float | None) -> tuple[float, int] | None:
     return (float(rows[-1]["valid_loss"]), int(rows[-1].get("num_updates", 0))) if rows else None
 
 
-def loss_sample(label: str, group: list[Arm], failure: Any = None, at_update: float | None = None,
-                margin: float | None = None) -> Sample:  # fmt: skip
-    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted.
-    `failure` is ignored (kept for old callers): no seed is given a loss it did not reach."""
+def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None) -> Sample:
+    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted: no
+    seed is given a loss it did not reach."""
     return outcome_sample(label, group, lambda arm: loss_at(arm, at_update), margin)
 
 

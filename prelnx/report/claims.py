@@ -11,7 +11,6 @@ their losses, the seeds that failed by their counts (an exact test), never at an
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any, Callable
 
 from prelnx.report.arms import Arm, describe_arm, loss_sample, pick
@@ -139,11 +138,6 @@ def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) ->
         _case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin)),
         _case("layout (Adam, no warm-up)", post, adam, above(margin)),
     ])  # fmt: skip
-
-
-def mean_final(group: list[Arm]) -> float | None:
-    values = [v for a in group if (v := a.final()) is not None]
-    return statistics.fmean(values) if values else None
 
 
 TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {

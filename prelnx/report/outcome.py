@@ -66,10 +66,6 @@ class Judged:
     holm_p: float | None = None
 
     @property
-    def holm_level(self) -> float | None:  # kept for old callers: whether Holm applied
-        return None if self.holm_p is None else LEVEL
-
-    @property
     def corrected(self) -> bool:
         """Its 95 % interval says "does not hold", the Holm-adjusted one does not."""
         return self.case.verdict is Verdict.DOES_NOT_HOLD and self.verdict is not Verdict.DOES_NOT_HOLD

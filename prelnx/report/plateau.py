@@ -96,9 +96,5 @@ def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | Non
     return None
 
 
-def plateau_bits(plateau: Plateau | None) -> float | None:
-    return None if plateau is None else plateau.bits
-
-
 def is_finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

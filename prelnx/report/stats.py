@@ -205,13 +205,6 @@ def t_interval(a: Sample) -> tuple[float, float, float]:
     return a.mean, a.mean - half, a.mean + half
 
 
-def welch_interval(a: Sample, b: Sample) -> tuple[float, float, float]:
-    """(difference of means, low, high): Welch's t interval at LEVEL; needs two values in each arm."""
-    se, df = _se_df(a, b)
-    half = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0
-    return a.mean - b.mean, a.mean - b.mean - half, a.mean - b.mean + half
-
-
 def compare_counts(metric: str, a: Sample, b: Sample) -> Comparison:
     """A claim that arm a fails less often than arm b (its `failed` against its `measured` seeds): Fisher's exact
     test alone, one-sided at 0.025 each way - the same test `compare` reads failure counts with."""

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from prelnx.records.diagnostics import read_diagnostics
-from prelnx.report.arms import Arm, describe_arm, failure_loss, final_nll, loss_sample, pick, plateau
+from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick, plateau
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
 from prelnx.report.stats import Sample, Verdict, above, below, compare
 
@@ -130,7 +130,7 @@ class Study:
     failure: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.plateau, self.failure = plateau(self.arms), failure_loss(self.arms)
+        self.plateau = plateau(self.arms)
 
     def failed(self, arm: Arm) -> bool:
         nll = final_nll(arm)
@@ -217,7 +217,7 @@ def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str
 
 def _sample(study: Study, label: str, group: list[Arm], quantity: str, updates: list[int] | None) -> Sample:
     if quantity == "final_loss":
-        return loss_sample(label, group, study.failure)
+        return loss_sample(label, group)
     values = [v for a in group if (v := run_quantity(quantity, study.rows.get(a.name, []), updates)) is not None]
     return Sample(label, tuple(values))
 

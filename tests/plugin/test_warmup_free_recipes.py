@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from prelnx.config.load import load_config
 from prelnx.launch.inprocess import build_model, build_task_and_model, training_cfg

@@ -11,8 +11,15 @@ import pytest
 from prelnx.config.load import load_config
 from prelnx.plan.data import data_dir
 from prelnx.records.run_config import RunConfigError, read_run_config, write_run_config
-from prelnx.report.arms import load_arms, unigram_plateau
+from prelnx.report.arms import load_arms
+from prelnx.report.plateau import find_plateau
 from tests.report.runs import PLATEAU_WORDS, write_dictionary
+
+
+def unigram_plateau(config):
+    """The plateau as the report finds it for a run (report.arms.load_arms: the folder the run trained on)."""
+    found = find_plateau(config, data_dir(config))
+    return None if found is None else found.bits
 
 
 def test_a_synthetic_runs_plateau_comes_from_its_cache_folder(tmp_path, monkeypatch):
