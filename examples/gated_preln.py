@@ -34,6 +34,14 @@ class GatedPreLN(LayoutScheme):
     language_model = True  # also for task: language_model (a decoder without cross-attention)
     colour = "tab:pink"
     reference = "examples/gated_preln.py (prelnx's example; no paper)"
+    # What we claim for it, declared before its demo study's report was read (docs/your_layout.md); prelnx report
+    # decides each on a sweep with the arms, as it decides methods.yaml's claims (kinds: prelnx.layouts.CLAIM_KINDS).
+    claims = (
+        {"id": "gated_preln_no_warmup", "kind": "no_warmup", "margin_bits": 0.5,
+         "claim": "Gated Pre-LN needs no warm-up: without it, its final valid loss is within 0.5 bits of with it."},
+        {"id": "gated_preln_matches_postln", "kind": "matches_postln", "arm": "no_warmup", "margin_bits": 0.5,
+         "claim": "Gated Pre-LN without warm-up ends within 0.5 bits of Post-LN with warm-up (or better)."},
+    )
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         """One gate per residual sublayer (self-attention, cross-attention in a decoder, FFN), all at 0."""

@@ -24,7 +24,7 @@ import inspect
 import logging
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -40,6 +40,15 @@ NORM_REASON = {PAPER: "is defined", VARIANT: "rescales a normalised residual str
                PLACEMENT: "places a statistical norm"}  # fmt: skip
 QK_REASON = {WARMUP_FREE: "is built as its authors built it"}
 USER_COLOUR = "tab:pink"  # a user's layout that names no colour
+# The claims a user's layout file may declare (its class's `claims`), each kind with the numbers it needs: the kinds
+# of prelnx/methods.yaml that a sweep of Post-LN, Pre-LN and the layout, with and without warm-up, decides
+# (prelnx/report/warmup_free.py's CHECKS, which a test keeps a superset of these).
+CLAIM_KINDS: dict[str, tuple[str, ...]] = {
+    "no_warmup": ("margin_bits",),  # without warm-up minus with, below the margin
+    "matches_postln": ("margin_bits",),  # the layout (arm: no_warmup, or warmup) minus Post-LN with warm-up
+    "beats_preln": ("margin_bits",),  # with warm-up minus Pre-LN with warm-up
+    "converges_faster": ("target_loss_bits", "speedup", "margin_factor"),  # updates to a loss, a ratio claim
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class Layout:
     colour: str  # matplotlib colour in every figure
     reference: Reference | None = None
     file: str | None = None  # a user's layout: the absolute PATH.py:CLASS the plugin loads (--layout-file)
+    claims: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)  # a user's file's claims (CLAIM_KINDS)
 
     @property
     def scheme(self) -> bool:
@@ -263,4 +273,33 @@ def user_layout(spec: str) -> Layout:
     tasks = TRANSLATION_AND_LM if getattr(cls, "language_model", False) else TRANSLATION
     reference = Reference(str(getattr(cls, "reference", "") or path))
     return Layout(spec, display, PLACEMENT, tasks, norms, bool(getattr(cls, "allows_qk_norm", False)),
-                  bool(getattr(cls, "pre_ln", False)), str(getattr(cls, "colour", "") or USER_COLOUR), reference, spec)
+                  bool(getattr(cls, "pre_ln", False)), str(getattr(cls, "colour", "") or USER_COLOUR), reference, spec,
+                  _claims(path, cls))  # fmt: skip
+
+
+def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
+    """The class's `claims`, checked: each a dict with a unique `id`, a `kind` of CLAIM_KINDS, the `claim` in words
+    and its kind's numbers; `source` and `paper` default to the file. LayoutFileError (one line) otherwise."""
+    declared, checked, seen = getattr(cls, "claims", ()) or (), [], set()
+    if not isinstance(declared, (list, tuple)):
+        raise LayoutFileError(f"{path}: {cls.__name__}.claims must be a list of dicts, got {type(declared).__name__}")
+    for index, claim in enumerate(declared):
+        where = f"{path}: {cls.__name__}.claims[{index}]"
+        if not isinstance(claim, dict) or not isinstance(claim.get("id"), str) or not claim["id"]:
+            raise LayoutFileError(f"{where}: a dict with an 'id' (a name of the claim), a 'kind' and a 'claim'")
+        if claim["id"] in seen:
+            raise LayoutFileError(f"{where}: id {claim['id']!r} is used twice")
+        kind = claim.get("kind")
+        if kind not in CLAIM_KINDS:
+            raise LayoutFileError(f"{where} ({claim['id']}): kind {kind!r}; one of {', '.join(CLAIM_KINDS)}")
+        if not isinstance(claim.get("claim"), str) or not claim["claim"]:
+            raise LayoutFileError(f"{where} ({claim['id']}): 'claim': the claim in words")
+        for key in CLAIM_KINDS[kind]:
+            value = claim.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+                raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', a number >= 0, got {value!r}")
+        if kind == "matches_postln" and claim.get("arm", "no_warmup") not in ("no_warmup", "warmup"):
+            raise LayoutFileError(f"{where} ({claim['id']}): 'arm' is no_warmup or warmup, got {claim['arm']!r}")
+        seen.add(claim["id"])
+        checked.append({"source": "its layout file", "paper": "-", **claim})
+    return tuple(checked)

@@ -107,14 +107,19 @@ def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -
     """Admin, T-Fixup, ReZero, B2T, DeepNorm beside Post-LN and Pre-LN (issue 24); none in the sweep: no section."""
     from prelnx.paper import methods_data
     from prelnx.report.render import method_claims_table, ranking_table
-    from prelnx.report.warmup_free import check_methods, has_methods, method_names, ranking
+    from prelnx.report.warmup_free import (METHOD_LAYOUTS, check_methods, has_methods, method_names, ranking,
+                                           user_methods)
     from prelnx.report.warmup_free_figure import plot_ranking
 
     if not has_methods(arms):
         return []
-    methods = methods_data()
+    mine = user_methods(arms)  # a user's layout file's own claims, beside the authors' (docs/your_layout.md)
+    methods = methods_data() + mine
     rows = ranking(arms, method_names(methods))
-    lines = ["## Warm-up-free methods", "", *WARMUP_FREE_INTRO, "", "### The methods' authors' claims", "",
+    shipped = any(a.layout in METHOD_LAYOUTS for a in arms)
+    title, claims = (("## Warm-up-free methods", "### The methods' authors' claims") if shipped else
+                     ("## Your layouts' claims", "### The claims their layout files declare"))  # fmt: skip
+    lines = [title, "", *WARMUP_FREE_INTRO, "", claims, "",
              *method_claims_table(check_methods(arms, methods)), "", "### Ranking by final valid loss", "",
              *ranking_table(rows), ""]  # fmt: skip
     if rows:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import dataclasses
 
-from prelnx.layouts import VARIANT, WARMUP_FREE, display_name, names
+from prelnx.layouts import VARIANT, WARMUP_FREE, LayoutFileError, display_name, is_file_spec, layout, names
 from prelnx.report.arms import Arm, describe_arm, loss_sample, outcome_sample, pick, seed_groups
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
@@ -63,8 +63,26 @@ class MethodClaims:
 
 
 def has_methods(arms: list[Arm]) -> bool:
-    """Whether a sweep is a warm-up-free benchmark: any of the later methods among its translation arms."""
-    return any(a.layout in METHOD_LAYOUTS and a.task == "translation" for a in arms)
+    """Whether a sweep is a warm-up-free benchmark: any of the later methods among its translation arms, or a user's
+    layout whose file declares claims."""
+    return any(a.layout in METHOD_LAYOUTS and a.task == "translation" for a in arms) or bool(user_methods(arms))
+
+
+def user_methods(arms: list[Arm]) -> list[dict[str, Any]]:
+    """The user's layouts of the sweep's translation arms whose files declare claims (prelnx.layouts.CLAIM_KINDS), as
+    methods.yaml entries: its display name cites it, its `reference` is its code. A file that no longer loads (an
+    old sweep's) declares nothing."""
+    methods = []
+    for value in dict.fromkeys(a.layout for a in arms if a.task == "translation" and is_file_spec(a.layout)):
+        try:
+            row = layout(value)
+        except (KeyError, LayoutFileError):
+            continue
+        if row.claims:
+            code = row.reference.repo if row.reference else value
+            methods.append({"layout": value, "cite": row.display, "code": code,  # ids kept apart from methods.yaml's
+                            "claims": [{**claim, "id": f"{value}#{claim['id']}"} for claim in row.claims]})
+    return methods
 
 
 def method_names(methods: list[dict[str, Any]]) -> dict[str, str]:

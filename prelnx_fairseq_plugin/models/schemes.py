@@ -54,6 +54,10 @@ class LayoutScheme:
     language_model: ClassVar[bool] = False  # defined for the decoder-only model too (no encoder, no cross-attention)
     colour: ClassVar[str] = ""  # a matplotlib colour for its figures ("" = prelnx.layouts.USER_COLOUR)
     reference: ClassVar[str] = ""  # where its formula comes from (a paper, a repository at a commit)
+    # What you claim for it, checked by `prelnx report` on a sweep that has the arms (docs/your_layout.md): dicts of
+    # prelnx.layouts.CLAIM_KINDS' kinds, e.g. {"id": "mine_no_warmup", "kind": "no_warmup", "claim": "...",
+    # "margin_bits": 0.5}, decided as methods.yaml's claims are
+    claims: ClassVar[tuple[dict[str, Any], ...]] = ()
 
     def __init__(self, args: Any) -> None:
         self.args = args

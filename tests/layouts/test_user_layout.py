@@ -96,6 +96,10 @@ BAD_FILES = {
     "clash": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass GatedPreLN(LayoutScheme):\n"
               "    name = 'pre'\n    def residual(self, layer, index, x, residual):\n        return residual + x\n",
               "clashes with the shipped layout pre (Pre-LN)"),
+    "claim": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass GatedPreLN(LayoutScheme):\n"
+              "    claims = ({'id': 'a', 'kind': 'faster', 'claim': 'x'},)\n"
+              "    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+              "GatedPreLN.claims[0] (a): kind 'faster'"),
 }  # fmt: skip
 
 

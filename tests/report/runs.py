@@ -26,7 +26,7 @@ class Sweep:
 
     def run(self, layout: str, warmup: int, losses: list[float], *, optimizer: str = "adam", lr: float = 1e-3,
             seed: int = 1, status: str = "finished", every: int = 10, nll: list[float] | None = None) -> str:
-        name = f"{layout}_{optimizer}_w{warmup}_lr{lr:g}_s{seed}"
+        name = f"{layout.rpartition(':')[2] or layout}_{optimizer}_w{warmup}_lr{lr:g}_s{seed}"  # a file's: its class
         run = self.folder / name
         run.mkdir()
         # a config the run-dir reader accepts (prelnx.records.run_config): a stop, the language model's preset

@@ -1,0 +1,76 @@
+"""A user's layout file declares its own claims (the class's `claims`, prelnx.layouts.CLAIM_KINDS) and `prelnx report`
+decides them on a sweep that has the arms, as it decides methods.yaml's; a malformed claim is one line naming the file
+(tests/layouts/test_user_layout.py runs the CLI on bad files)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from prelnx.layouts import CLAIM_KINDS, LayoutFileError, user_layout
+from prelnx.report.report import write_report
+from prelnx.report.warmup_free import CHECKS
+from tests.conftest import REPO
+from tests.report.runs import Sweep, write_dictionary
+
+EXAMPLE = REPO / "examples" / "gated_preln.py"
+
+
+def test_every_kind_a_file_may_declare_is_one_the_report_decides():
+    assert set(CLAIM_KINDS) <= set(CHECKS)
+
+
+def _sweep(tmp_path, gated_no_warmup: list[float]):
+    """Post-LN with and without warm-up, the example with and without, 3 seeds each, lr 1e-3 (hand-written runs)."""
+    shutil.copy(EXAMPLE, tmp_path / "gated_preln.py")
+    spec = f"{tmp_path / 'gated_preln.py'}:GatedPreLN"
+    sweep = Sweep(tmp_path / "sweep", tmp_path / "data")
+    write_dictionary(tmp_path / "data")
+    sweep.seeds("post", 200, [4.0, 4.1, 4.05])
+    sweep.seeds("post", 0, [4.6, 4.7, 4.65])
+    sweep.seeds(spec, 200, [3.9, 4.0, 3.95])
+    sweep.seeds(spec, 0, gated_no_warmup)
+    return sweep.save()
+
+
+def _verdicts(report: str) -> dict[str, str]:
+    rows = [line for line in report.splitlines() if line.startswith("| **Gated Pre-LN**: ")]
+    return {row.split("|")[1].strip(): row.rstrip(" |").rsplit("|", 1)[1].strip() for row in rows}
+
+
+def test_the_files_claims_are_decided_in_the_report(tmp_path):
+    report = write_report(_sweep(tmp_path, [3.95, 4.0, 4.02]), tmp_path / "report.md").read_text()
+    assert "## Your layouts' claims" in report and "## Warm-up-free methods" not in report
+    verdicts = _verdicts(report)
+    assert len(verdicts) == 2, report
+    no_warmup = next(v for k, v in verdicts.items() if "needs no warm-up" in k)
+    matches = next(v for k, v in verdicts.items() if "Post-LN with warm-up" in k)
+    assert no_warmup == "**holds**" and matches == "**holds**", verdicts
+
+
+def test_a_claim_the_runs_contradict_does_not_hold(tmp_path):
+    report = write_report(_sweep(tmp_path, [5.2, 5.3, 5.25]), tmp_path / "report.md").read_text()
+    verdicts = _verdicts(report)
+    assert next(v for k, v in verdicts.items() if "needs no warm-up" in k) == "**does not hold**", verdicts
+
+
+BAD_CLAIMS = {
+    "kind": ('{"id": "a", "kind": "faster", "claim": "x"}', "kind 'faster'; one of no_warmup, matches_postln"),
+    "number": ('{"id": "a", "kind": "no_warmup", "claim": "x"}', "no_warmup needs 'margin_bits', a number >= 0"),
+    "id": ('{"id": "a", "kind": "no_warmup", "claim": "x", "margin_bits": 1}, '
+           '{"id": "a", "kind": "no_warmup", "claim": "y", "margin_bits": 1}', "id 'a' is used twice"),
+    "words": ('{"id": "a", "kind": "no_warmup", "margin_bits": 1}', "'claim': the claim in words"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CLAIMS))
+def test_a_malformed_claim_is_one_line_naming_the_file_and_the_claim(tmp_path, case):
+    claims, words = BAD_CLAIMS[case]
+    source = EXAMPLE.read_text().replace("    claims = (\n", f"    claims = ({claims},)\n    _unused = (\n", 1)
+    (tmp_path / "gated_preln.py").write_text(source)
+    with pytest.raises(LayoutFileError) as error:
+        user_layout(f"{tmp_path / 'gated_preln.py'}:GatedPreLN")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"{tmp_path / 'gated_preln.py'}: GatedPreLN.claims[")
+    assert words in message, message
