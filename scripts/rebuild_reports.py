@@ -17,6 +17,7 @@ and are listed in docs/results/withdrawn.yaml with the config and command that r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import shutil
@@ -90,7 +91,8 @@ def rebuild(study: str, root: Path = ROOT, out: Path | None = None) -> Path:
     label = f"{study}/runs"  # the raw data as docs/results/<report>.md sees it
     with tempfile.TemporaryDirectory() as scratch:
         sweep_dir = _unpacked(raw_dir(study, root), Path(scratch) / study)
-        return write_report(sweep_dir, out, title=spec.title, sweep_label=label)
+        with contextlib.chdir(root):  # a user's layout file is named relative to the repository (collect's --strip)
+            return write_report(sweep_dir, out, title=spec.title, sweep_label=label)
 
 
 # config.yaml as today's reader (prelnx/records/run_config.py) accepts it, each change meaning what the old value
@@ -104,8 +106,15 @@ def migrated(text: str) -> str:
     return text
 
 
-def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
-    """Copy the files a report is computed from out of a sweep folder into docs/results/<study>/runs/."""
+def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = None) -> Path:
+    """Copy the files a report is computed from out of a sweep folder into docs/results/<study>/runs/. `strip`: a
+    folder the sweep ran in that held a copy of this repository (e.g. a `git archive` of the commit it ran), taken
+    off every path in sweep.json and config.yaml, so that a user's layout file (examples/...) is named relative to
+    the repository and the report finds it on any machine."""
+
+    def portable(text: str) -> str:
+        return text.replace(strip.rstrip("/") + "/", "") if strip else text
+
     from prelnx.report.arms import load_arms  # noqa: PLC0415
     from prelnx.report.plateau import dictionary_name  # noqa: PLC0415
 
@@ -113,7 +122,7 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    shutil.copy2(sweep_dir / "sweep.json", dest / "sweep.json")
+    (dest / "sweep.json").write_text(portable((sweep_dir / "sweep.json").read_text()))
     for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:
         for name in RUN_FILES:
             source = sweep_dir / point["name"] / name
@@ -122,7 +131,7 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
             target = dest / point["name"] / name
             target.parent.mkdir(parents=True, exist_ok=True)
             if name == "config.yaml":
-                target.write_text(migrated(source.read_text()))
+                target.write_text(portable(migrated(source.read_text())))
             elif source.stat().st_size > COMPRESS_ABOVE:
                 target.with_name(target.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
             else:
@@ -152,11 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--study", choices=sorted(STUDIES), help="only this study")
     parser.add_argument("--collect", type=Path, metavar="SWEEP_DIR", help="keep this sweep's raw data for --study")
+    parser.add_argument("--strip", metavar="FOLDER", help="with --collect: the repository copy the sweep ran in, "
+                        "taken off its paths (a user's layout file then named relative to the repository)")
     args = parser.parse_args(argv)
     if args.collect:
         if not args.study:
             parser.error("--collect needs --study")
-        print(f"raw data: {collect(args.collect, args.study)}")
+        print(f"raw data: {collect(args.collect, args.study, strip=args.strip)}")
     for study in [args.study] if args.study else with_raw_data():
         print(f"{study}: {rebuild(study).relative_to(ROOT)}")
     return 0

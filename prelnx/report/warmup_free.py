@@ -158,6 +158,11 @@ def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any], failure: An
     return outcome
 
 
+def _named(layout: str) -> str:
+    """A layout as a claim's line names it: a user's file by its display name (its path is this machine's)."""
+    return display_name(layout) if is_file_spec(layout) else layout
+
+
 def _arm(arms: list[Arm], layout: str, optimizer: str, lr: float, warmup: bool) -> list[Arm]:
     if warmup:
         return with_warmup(arms, layout, optimizer, lr)
@@ -167,14 +172,14 @@ def _arm(arms: list[Arm], layout: str, optimizer: str, lr: float, warmup: bool) 
 def no_warmup(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     return _per_setting(arms, layout, spec, failure,
                         lambda o, lr: (_arm(arms, layout, o, lr, False), _arm(arms, layout, o, lr, True)),
-                        f"{layout} both with and without warm-up at one lr")  # fmt: skip
+                        f"{_named(layout)} both with and without warm-up at one lr")  # fmt: skip
 
 
 def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     """Against Post-LN with warm-up at the same optimizer, or at the claim's `postln_optimizer` (the baseline's
     optimizer as the authors compare, whichever optimizer the method's arm used)."""
     warmup = spec.get("arm", "no_warmup") == "warmup"
-    needs = f"{layout} {'with' if warmup else 'without'} warm-up and Post-LN with warm-up at one lr"
+    needs = f"{_named(layout)} {'with' if warmup else 'without'} warm-up and Post-LN with warm-up at one lr"
     baseline = spec.get("postln_optimizer")
     return _per_setting(arms, layout, spec, failure,
                         lambda o, lr: (_arm(arms, layout, o, lr, warmup), _arm(arms, "post", baseline or o, lr, True)),
@@ -184,7 +189,7 @@ def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: 
 def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
     return _per_setting(arms, layout, spec, failure,
                         lambda o, lr: (_arm(arms, layout, o, lr, True), _arm(arms, "pre", o, lr, True)),
-                        f"{layout} and Pre-LN, both with warm-up, at one lr")  # fmt: skip
+                        f"{_named(layout)} and Pre-LN, both with warm-up, at one lr")  # fmt: skip
 
 
 def validation_grain(arms: list[Arm]) -> int:

@@ -4,6 +4,7 @@ committed raw data, which is laid out as `prelnx sweep` writes one) and rebuilt,
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,27 @@ def test_collected_raw_data_rebuilds_the_committed_report(tmp_path):
     assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in sweep.iterdir())
     out = rebuild_reports.rebuild("demo", tmp_path, tmp_path / "demo.md")
     assert out.read_bytes() == (ROOT / rebuild_reports.STUDIES["demo"].report).read_bytes()
+
+
+def test_a_user_layout_is_collected_relative_to_the_repository_and_reported_by_its_name(tmp_path):
+    """A sweep run in a copy of the repository (`git archive`) names the layout file by the copy's absolute path;
+    --strip makes it examples/..., which the rebuild finds in the repository it runs in, so the report names the arm
+    as the file does, on any machine."""
+    from tests.report.runs import Sweep, write_dictionary
+
+    copy, root = tmp_path / "copy", tmp_path / "repo"
+    for folder in (copy, root):
+        (folder / "examples").mkdir(parents=True)
+        shutil.copy(ROOT / "examples" / "gated_preln.py", folder / "examples" / "gated_preln.py")
+    spec = f"{copy / 'examples' / 'gated_preln.py'}:GatedPreLN"
+    sweep = Sweep(tmp_path / "sweep", tmp_path / "data")
+    write_dictionary(tmp_path / "data")
+    sweep.seeds("post", 200, [4.0, 4.1])
+    sweep.seeds(spec, 0, [4.0, 4.05])
+    shutil.copytree(tmp_path / "data", tmp_path / "sweep" / "data")  # the sweep's copy of the dictionary
+    dest = rebuild_reports.collect(sweep.save(), "gated_preln", root, strip=str(copy))
+    assert str(copy) not in (dest / "sweep.json").read_text()
+    assert all(str(copy) not in p.read_text() for p in dest.glob("*/config.yaml"))
+    shutil.rmtree(copy)  # the copy the sweep ran in is gone, as on another machine
+    report = rebuild_reports.rebuild("gated_preln", root, tmp_path / "report.md").read_text()
+    assert "examples/gated_preln.py:GatedPreLN" in report and "Gated Pre-LN" in report and str(tmp_path) not in report
