@@ -117,8 +117,9 @@ def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -
     methods = methods_data() + mine
     rows = ranking(arms, method_names(methods))
     shipped = any(a.layout in METHOD_LAYOUTS for a in arms)
-    title, claims = (("## Warm-up-free methods", "### The methods' authors' claims") if shipped else
-                     ("## Your layouts' claims", "### The claims their layout files declare"))  # fmt: skip
+    title, claims = ("## Warm-up-free methods", "### The methods' authors' claims")
+    if not shipped:  # only the paper's layouts and a user's: its file's claims, beside methods.yaml's for Pre-LN
+        title, claims = "## Your layouts' claims", "### The layout files' claims, and methods.yaml's for the arms"
     lines = [title, "", *WARMUP_FREE_INTRO, "", claims, "",
              *method_claims_table(check_methods(arms, methods)), "", "### Ranking by final valid loss", "",
              *ranking_table(rows), ""]  # fmt: skip
