@@ -5,6 +5,7 @@ line, so nothing is downloaded), used from an empty folder: the user story's con
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,4 +91,8 @@ def test_the_demo_sweep_trains_its_first_updates_from_an_empty_folder(installed,
     assert any("sweep: 1/3 runs done" in line for line in lines), "".join(lines[-30:])
     assert any("epoch 1 done | updates 2" in line for line in lines), "".join(lines[-30:])
     status = _run(installed, tmp_path, "status", "demo")
-    assert status.returncode == 1 and "1 finished" in status.stdout, status.stdout + status.stderr  # the rest stopped
+    # the rest stopped by the interrupt - or finished before it arrived (2 updates each: a loaded machine reads the
+    # sweep's lines late); either way status counts what the run dirs hold and exits by it
+    totals = re.search(r"run\(s\): .*?(\d+) finished", status.stdout)
+    finished = int(totals.group(1)) if totals else 0
+    assert finished >= 1 and status.returncode == (0 if finished == 3 else 1), status.stdout + status.stderr
