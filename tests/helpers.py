@@ -52,6 +52,15 @@ def epochs_recorded(run_dir: Path) -> list[int]:
     return [row["epoch"] for row in read_metrics(run_dir)]
 
 
+def sigint_as_in_a_terminal() -> None:
+    """Ctrl-C's default in a child (preexec_fn), whatever pytest inherited: a suite started as a background job of a
+    script (`cmd &`) inherits SIGINT as ignored, and Python then keeps ignoring it, so a child would never see the
+    test's Ctrl-C (prelnx, like any Unix tool, leaves an inherited SIG_IGN as it is)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_until_it_trains_past(command: list[str], run_dir: Path, epoch: int, log: Path, *, timeout: float = 300.0,
                              stop=None) -> str:
     """Start `command` (a `prelnx train` of a run with a FAR_EPOCHS budget), wait until the run dir records an epoch
@@ -62,7 +71,8 @@ def run_until_it_trains_past(command: list[str], run_dir: Path, epoch: int, log:
     import time
 
     with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                   preexec_fn=sigint_as_in_a_terminal)  # a `stop` may be a Ctrl-C
         deadline = time.monotonic() + timeout
         try:
             while not [e for e in epochs_recorded(run_dir) if e > epoch]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers import sigint_as_in_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +78,7 @@ def test_the_demo_sweep_trains_its_first_updates_from_an_empty_folder(installed,
     sweep = subprocess.Popen([str(installed / "prelnx"), "sweep", "--config", "sweeps/demo", "--jobs", "1",
                               "--set", "train.max_update=2", "--set", "train.threads=1", "--out", "demo"],
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                             start_new_session=True)  # fmt: skip
+                             start_new_session=True, preexec_fn=sigint_as_in_a_terminal)  # fmt: skip
     lines: list[str] = []
     deadline = time.monotonic() + 300
     try:

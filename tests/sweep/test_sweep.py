@@ -20,7 +20,7 @@ from prelnx.plots.curves import plot
 from prelnx.report.report import report_after_sweep, write_report
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
-from tests.helpers import processes_mentioning
+from tests.helpers import processes_mentioning, sigint_as_in_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -105,12 +105,6 @@ def test_a_report_on_failed_runs_names_them_and_draws_no_empty_figure(tiny_confi
     assert not list((tmp_path / "report_figures").glob("*.png"))  # nothing to draw: no empty figure
 
 
-def _sigint_as_in_a_terminal() -> None:
-    """Ctrl-C's default, whatever pytest inherited: a suite started as a background job of a script (`cmd &`)
-    inherits SIGINT as ignored, and Python then keeps ignoring it, so the sweep would never see this Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_path):
     # 4 epochs a run: a loaded machine still has the second run going when the first one's status is seen
     spec_path = write_spec(tmp_path, tiny_config_file(train={"max_epoch": 4}),
@@ -119,7 +113,7 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
     process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(spec_path),
                                 "--out", str(sweep_dir), "--jobs", "1"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                               preexec_fn=_sigint_as_in_a_terminal)  # fmt: skip
+                               preexec_fn=sigint_as_in_a_terminal)  # fmt: skip
     deadline = time.monotonic() + 240
     while "finished" not in statuses(sweep_dir).values() if sweep_dir.exists() else True:
         assert time.monotonic() < deadline and process.poll() is None, "the first run never finished"
