@@ -228,6 +228,13 @@ def config_value(config: Config, dotted: str) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def point_config(spec: SweepSpec, overrides: dict[str, Any]) -> Config:
+    """A point's config: the spec's base, its `set:` and the point's grid values (a ConfigError when invalid)."""
+    values = {key: (value, f"sweep {spec.name}: set") for key, value in spec.fixed.items()}
+    values.update({key: (value, f"sweep {spec.name}: grid") for key, value in overrides.items()})
+    return load_config(spec.base, values=values)[0]
+
+
 def expand(spec: SweepSpec) -> list[SweepPoint]:
     """All points of the sweep, validated; names are unique and readable."""
     assignments: list[dict[str, Any]] = []
@@ -243,10 +250,8 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     configs: list[Config] = []
     problems: list[str] = []
     for overrides in assignments:
-        values = {key: (value, f"sweep {spec.name}: set") for key, value in spec.fixed.items()}
-        values.update({key: (value, f"sweep {spec.name}: grid") for key, value in overrides.items()})
         try:
-            configs.append(load_config(spec.base, values=values)[0])
+            configs.append(point_config(spec, overrides))
         except ConfigError as error:
             problems.append(f"run {overrides}: {error}")
     if problems:

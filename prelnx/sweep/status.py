@@ -136,14 +136,12 @@ def _spec(sweep_dir: Path) -> Any:
 def _point_config(spec: Any, point: dict[str, Any]) -> Config | None:
     """A sweep run's config before its run dir holds one: the spec's base, its `set:` and the point's grid values."""
     from prelnx.config.errors import Refusal
-    from prelnx.config.load import load_config
+    from prelnx.sweep.spec import point_config
 
     if spec is None:
         return None
-    values = {key: (value, "sweep.yaml: set") for key, value in spec.fixed.items()}
-    values.update({key: (value, "sweep.json: grid") for key, value in point.get("overrides", {}).items()})
     try:
-        return load_config(spec.base, values=values)[0]
+        return point_config(spec, point.get("overrides", {}))
     except (Refusal, OSError):
         return None
 
