@@ -10,6 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
+_IO_WORDS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
+
 
 def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,11 +29,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def overwrite_in_place(path: Path, text: str) -> bool:
-    """Last resort on a full disk: rewrite an existing small file in the blocks it already has.
-
-    Not atomic (a reader may see a mix for an instant), so used only when `write_text_atomic` cannot
-    get space; returns False when even this fails (the file is then left as it was, or shorter).
-    """
+    """Last resort on a full disk: rewrite an existing small file in the blocks it already has. Not atomic (a reader
+    may see a mix for an instant); False when even this fails (the file is then left as it was, or shorter)."""
     data = text.encode()
     try:
         with open(path, "r+b") as handle:
@@ -49,10 +48,5 @@ def overwrite_in_place(path: Path, text: str) -> bool:
 def io_reason(error: OSError, near: Path | str | None = None) -> str:
     """`no space left on device: runs/x/metrics.jsonl` — what failed and where (else `near`), for users and status.json."""
     where = error.filename or (str(near) if near is not None else "")
-    if error.errno == errno.ENOSPC:
-        what = "no space left on device"
-    elif error.errno == errno.EDQUOT:
-        what = "disk quota exceeded"
-    else:
-        what = (error.strerror or str(error)).lower()
+    what = _IO_WORDS.get(error.errno or 0) or (error.strerror or str(error)).lower()
     return f"{what}: {where}" if where else what

@@ -1,7 +1,7 @@
 """The `prelnx` command line: one thin function per command; the work lives in the modules they call.
 
-A command's module is imported only when that command runs (`prelnx train` never imports the report's scipy.stats
-or the plots' matplotlib); `prelnx --help`, and `app` imported from here (the tests' CliRunner), have every command.
+A command's module is imported only when that command runs (`prelnx train` never imports scipy or matplotlib);
+`prelnx --help`, and `app` imported from here (the tests' CliRunner), have every command.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from prelnx.commands.options import command_group
 
 def _print_version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from prelnx.machine import installed
 
-        try:
-            typer.echo(f"prelnx {version('prelnx')}")  # pyproject.toml owns the version; installs record it
-        except PackageNotFoundError:
-            typer.echo("prelnx: not installed, so no version is recorded (pip install -e . records it)")
+        found, distribution = installed("prelnx")  # pyproject.toml owns the version; installs record it
+        typer.echo(f"prelnx {found}" if distribution
+                   else "prelnx: not installed, so no version is recorded (pip install -e . records it)")
         raise typer.Exit()
 
 
@@ -52,40 +51,28 @@ SHORT_HELP = {
     "status": "Where a run, a sweep or a reproduction stands: a table, an ETA.",
     "env": "Versions, CPU, GPUs and Slurm here: the lines a bug report needs.",
 }
-GROUPS = ("data", "configs")  # groups of commands: <group>_app
-# command -> "module:function" of its body (module: prelnx.commands.<command>)
-COMMANDS = {name: f"prelnx.commands.{name}:{name}_app" for name in GROUPS} | {
-    name: f"prelnx.commands.{name}:{name}_command"
-    for name in ("train", "sweep", "plot", "evaluate", "grads", "theory", "report", "finetune", "reproduce", "status",
-                 "env")}  # fmt: skip
-
-
-def _load(target: str) -> Any:
-    module, name = target.split(":")
-    return getattr(importlib.import_module(module), name)
+GROUPS = ("data", "configs")  # groups of commands: prelnx.commands.<group>:<group>_app; the rest <name>_command
 
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The command line with every command, or with `only` that one (what `main` runs: one command's imports)."""
     built = command_group("Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training.")
     built.callback()(_group)
-    for name, target in COMMANDS.items():
+    for name, summary in SHORT_HELP.items():
         if only is not None and name != only:
             continue
-        if name in GROUPS:
-            group = _load(target)
-            for info in group.registered_commands:  # the one error handler around each of the group's commands
-                info.callback = handled(info.callback)
-            built.add_typer(group, name=name, short_help=SHORT_HELP[name])
+        module = importlib.import_module(f"prelnx.commands.{name}")
+        if name in GROUPS:  # each of a group's commands carries the one error handler itself (@handled)
+            built.add_typer(getattr(module, f"{name}_app"), name=name, short_help=summary)
         else:
-            built.command(name, short_help=SHORT_HELP[name])(handled(_load(target)))
+            built.command(name, short_help=summary)(handled(getattr(module, f"{name}_command")))
     return built
 
 
 def _invoked(argv: list[str]) -> str | None:
     """The command `argv` runs (its first word, when it names one), else None (help, a typo: every command)."""
     first = next((word for word in argv if not word.startswith("-")), None)
-    return first if first in COMMANDS else None
+    return first if first in SHORT_HELP else None
 
 
 def __getattr__(name: str) -> Any:  # `from prelnx.cli import app`: the whole command line
@@ -104,12 +91,12 @@ def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
     sys.__excepthook__(args.exc_type, args.exc_value, args.exc_traceback)
 
 
-# Spellings an option had before it was renamed: (command, old) -> new, or (new, how its meaning moved). Each answers
-# with one line naming the new one and exit 2; none is a silent alias.
-RENAMED_OPTIONS: dict[tuple[str, str], str | tuple[str, str]] = {
-    ("theory", "--d"): "--hidden-size",
-    ("data", "--workers"): "--jobs",
-    ("grads", "--workers"): "--jobs",
+# Spellings an option had before it was renamed: (command, old) -> (new, how its meaning moved). Each answers with one
+# line naming the new one and exit 2; none is a silent alias.
+RENAMED_OPTIONS: dict[tuple[str, str], tuple[str, str]] = {
+    ("theory", "--d"): ("--hidden-size", "same meaning"),
+    ("data", "--workers"): ("--jobs", "same meaning"),
+    ("grads", "--workers"): ("--jobs", "same meaning"),
     ("train", "--cpus-per-task"): ("--cpus-per-run", "the run's CPUs in all, split evenly between its tasks"),
     ("train", "--mem-gb"): ("--mem-gb-per-run", "the run's memory in all, split evenly between its nodes"),
 }
@@ -117,12 +104,10 @@ RENAMED_OPTIONS: dict[tuple[str, str], str | tuple[str, str]] = {
 
 def renamed_option(argv: list[str]) -> str | None:
     """The one line for an old spelling in `argv`, else None."""
-    command = _invoked(argv)
-    for word in argv:
-        old = word.split("=", 1)[0]
-        renamed = RENAMED_OPTIONS.get((command or "", old))
-        if renamed is not None:
-            new, meaning = (renamed, "same meaning") if isinstance(renamed, str) else renamed
+    command = _invoked(argv) or ""
+    for old in (word.split("=", 1)[0] for word in argv):
+        if (command, old) in RENAMED_OPTIONS:
+            new, meaning = RENAMED_OPTIONS[command, old]
             return f"{command} {old}: renamed {new} ({meaning}); use that name"
     return None
 

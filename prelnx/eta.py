@@ -25,22 +25,17 @@ class Eta:
         self.clock: float | None = None  # when the first piece ended
         self.since = 0.0  # size done since then
 
-    def add(self, size: float, now: float | None = None) -> None:
+    def add(self, size: float) -> None:
         """`size` more of the work is done."""
-        now = time.monotonic() if now is None else now
         self.done += size
         if self.clock is None:
-            self.clock = now
+            self.clock = time.monotonic()
         else:
             self.since += size
 
-    def remaining_s(self, now: float | None = None) -> float | None:
-        """Seconds left at the pace so far; None until a pace is known (two pieces done)."""
-        now = time.monotonic() if now is None else now
-        if self.clock is None or self.since <= 0 or now <= self.clock:
-            return None
-        return max(0.0, self.total - self.done) * (now - self.clock) / self.since
-
-    def text(self, now: float | None = None) -> str:
-        left = self.remaining_s(now)
-        return "ETA after the next one" if left is None else f"ETA {duration(left)}"
+    def text(self) -> str:
+        """The ETA at the pace so far; none until a pace is known (two pieces done)."""
+        elapsed = time.monotonic() - self.clock if self.clock is not None else 0.0
+        if self.since <= 0 or elapsed <= 0:
+            return "ETA after the next one"
+        return f"ETA {duration(max(0.0, self.total - self.done) * elapsed / self.since)}"

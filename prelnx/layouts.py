@@ -1,19 +1,14 @@
 """THE layout table: every model.layout prelnx trains, one row each, and a researcher's own layout from a file.
 
-A row says what a layout is (its name in configs, its display name in tables, figures and reports, its family),
-what it is defined with (the tasks, the norm types, QK-Norm), how it is built (on fairseq's Pre-LN or on Post-LN),
-its plot colour and the reference code it transcribes. The config's checks, the planner, the plugin's scheme
-registry, the plots, the gradient study and the report all read it; nothing else lists layouts. Adding a shipped
-layout is one row here plus one plugin file (prelnx_fairseq_plugin/models/<name>.py, a registered LayoutScheme).
+A row says what a layout is (config name, display name, family), what it is defined with (tasks, norm types,
+QK-Norm), how it is built (on fairseq's Pre-LN or on Post-LN), its plot colour and the reference code it transcribes.
+Everything that knows layouts reads it. Adding a shipped layout is one row here plus one plugin file
+(prelnx_fairseq_plugin/models/<name>.py, a registered LayoutScheme).
 
 A user's own layout is `model.layout: PATH.py:CLASS` (docs/your_layout.md): CLASS, a subclass of the plugin's
-`prelnx_fairseq_plugin.models.schemes.LayoutScheme` in the user's file, is imported here at config validation and
-its class attributes become one more row (`user_layout`); the plan passes the file to fairseq (`--layout-file`),
-whose plugin loads it with the same loader. Loading is thread-safe (sweeps validate in threads): one lock, and a
-module enters sys.modules only once its code has run.
-
-Imports only the standard library (the CLI need not import fairseq, and the plugin reads this table too); a user
-file itself imports the plugin, so fairseq, when it is loaded.
+LayoutScheme, is imported here at config validation and its class attributes become one more row (`user_layout`);
+the plugin loads the file (`--layout-file`) with the same loader. Loading is thread-safe (sweeps validate in
+threads). Imports only the standard library: the CLI need not import fairseq, and the plugin reads this table too.
 """
 
 from __future__ import annotations
@@ -143,9 +138,7 @@ def absolute_spec(layout: str, root: Path | None = None) -> str:
 
 def layout(value: str) -> Layout:
     """The row of a model.layout value (a user's file is loaded and checked); KeyError or LayoutFileError if none."""
-    if is_file_spec(value):
-        return user_layout(value)
-    return LAYOUTS[value]
+    return user_layout(value) if is_file_spec(value) else LAYOUTS[value]
 
 
 def display_name(value: str) -> str:
@@ -157,8 +150,7 @@ def display_name(value: str) -> str:
 
 
 class DisplayNames(Mapping[str, str]):
-    """model.layout -> display name, for every shipped layout and any user file (read as a dict: `.get(key, key)`;
-    a user's file never raises here, see display_name)."""
+    """model.layout -> display name, for every shipped layout and any user file (which never raises: display_name)."""
 
     def __getitem__(self, key: str) -> str:
         return display_name(key) if is_file_spec(key) else LAYOUTS[key].display
@@ -179,13 +171,6 @@ HOOKS = {"build_layer": ("layer", "cfg", "side"), "residual": ("layer", "index",
          "build_model": ("model", "args")}  # fmt: skip
 _LOCK = threading.RLock()
 _MODULES: dict[tuple[str, int, int], Any] = {}  # (path, mtime, size) -> the executed module
-
-
-def _split(spec: str) -> tuple[Path, str]:
-    path, _, cls = spec.rpartition(":")
-    if not path or not cls.isidentifier():
-        raise LayoutFileError(f"{spec}: name a class in the file, PATH.py:CLASS (e.g. ./my_layout.py:GatedPreLN)")
-    return Path(path).expanduser(), cls
 
 
 def load_module(path: Path) -> Any:
@@ -230,7 +215,10 @@ def load_module(path: Path) -> Any:
 def load_class(spec: str) -> type:
     """CLASS of `PATH.py:CLASS`, checked: a subclass of the plugin's LayoutScheme that overrides at least one hook,
     each with the hook's parameters. LayoutFileError (one line, naming the file) otherwise."""
-    path, name = _split(spec)
+    file, _, name = spec.rpartition(":")
+    if not file or not name.isidentifier():
+        raise LayoutFileError(f"{spec}: name a class in the file, PATH.py:CLASS (e.g. ./my_layout.py:GatedPreLN)")
+    path = Path(file).expanduser()
     module = load_module(path)
     cls = getattr(module, name, None)
     if not isinstance(cls, type):

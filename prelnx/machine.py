@@ -1,5 +1,5 @@
-"""What this machine can do for training: the cores this process may run on, native bf16 on its CPU, and whether
-it can have a GPU at all (the one owner of these probes).
+"""What this machine can do for training: the cores this process may run on, native bf16 on its CPU, whether it
+can have a GPU at all, what is installed (the one owner of these probes).
 
 bf16 on CPU (`train.precision: bf16`, the plugin's autocast) pays only where the CPU multiplies bf16 in hardware:
 x86 AVX512-BF16 or AMX-BF16, Arm's BF16 extension. Elsewhere torch still computes correctly but emulates every bf16
@@ -18,6 +18,7 @@ from pathlib import Path
 GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
 X86_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo names, also torch's cpuinfo keys
 ARM_FLAGS = ("bf16",)  # /proc/cpuinfo "Features" on aarch64
+FAIRSEQ = ("ve-fairseq", "fairseq-fixed", "fairseq")  # the distributions fairseq 0.12 is installed as
 
 
 def usable_cores() -> int:
@@ -32,9 +33,7 @@ def usable_cores() -> int:
 def may_have_gpu() -> bool:
     """False only when this machine surely has no GPU torch could use (Linux without any GPU driver's device node);
     True otherwise, where torch must be asked."""
-    if platform.system() != "Linux":
-        return True
-    return any(Path(node).exists() for node in GPU_DEVICE_NODES)
+    return platform.system() != "Linux" or any(Path(node).exists() for node in GPU_DEVICE_NODES)
 
 
 def cpu_bf16_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...] | None:
@@ -59,16 +58,27 @@ def cpu_bf16_problem() -> str | None:
     flags = cpu_bf16_flags()
     if flags is None or flags:
         return None
-    name = _cpu_name()
     return (f"train.precision: bf16 on CPU needs native bf16 instructions (x86 AVX512-BF16 or AMX-BF16, Arm BF16), "
-            f"and this CPU ({name}) has none: torch would emulate every bf16 matmul, slower than fp32. "
+            f"and this CPU ({cpu_name()}) has none: torch would emulate every bf16 matmul, slower than fp32. "
             f"Use train.precision: fp32 here, or bf16 on a machine that has them (or on a GPU)")  # fmt: skip
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
     try:
         import torch
 
-        return str(torch._C._cpu._get_cpu_capability().get("cpu_name")) or platform.machine()
+        return str(torch._C._cpu._get_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
     except (AttributeError, TypeError, RuntimeError):
         return platform.processor() or platform.machine()
+
+
+def installed(*distributions: str) -> tuple[str, str]:
+    """(version, distribution) of the first of `distributions` installed here; ("not installed", "") if none is."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for distribution in distributions:
+        try:
+            return version(distribution), distribution
+        except PackageNotFoundError:
+            continue
+    return "not installed", ""

@@ -9,12 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-
-def _plugin_dir() -> Path:
-    spec = importlib.util.find_spec("prelnx_fairseq_plugin")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("prelnx_fairseq_plugin is not installed; reinstall prelnx (pip install -e .)")
-    return Path(next(iter(spec.submodule_search_locations))).resolve()
-
-
-PLUGIN_DIR = _plugin_dir()
+_SPEC = importlib.util.find_spec("prelnx_fairseq_plugin")
+if _SPEC is None or not _SPEC.submodule_search_locations:
+    raise ImportError("prelnx_fairseq_plugin is not installed; reinstall prelnx (pip install -e .)")
+PLUGIN_DIR = Path(next(iter(_SPEC.submodule_search_locations))).resolve()

@@ -2,8 +2,7 @@
 
 `import fairseq` (0.12) sets the root logger to DEBUG with a stderr handler, and `fairseq_cli.preprocess` calls
 `logging.basicConfig` at import: every later DEBUG line of any library (matplotlib's font search, say) would then
-reach the terminal. prelnx imports fairseq in process to binarize, build models and average checkpoints; each
-of those does it inside `kept_logging()`, which restores the root logger's level and handlers afterwards.
+reach the terminal; `kept_logging()` restores the root logger's level and handlers afterwards.
 """
 
 from __future__ import annotations

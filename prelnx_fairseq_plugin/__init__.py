@@ -1,16 +1,10 @@
 """prelnx's fairseq plugin, loaded with `--user-dir` (by `prelnx train`, or by hand from a run's command.txt).
 
-Importing it registers `--optimizer radam` and `prelnx_adam` (GI-Adam, Adam without bias correction), `--lr-scheduler warmup_decay` and the normalisation variants
-model (`--arch prelnx_<preset>`: RMSNorm, DyT, DeepNorm, QK-Norm, and the warm-up-free Admin, T-Fixup, ReZero
-and B2T, and the norm placements Peri-LN, OLMo 2's reordered norm, Mix-LN, ResiDual and LayerNorm Scaling; with
-the same options the decoder-only `--arch prelnx_transformer_lm`); makes every checkpoint load safe (`weights_only=True` with an allowlist; on a torch older than 2.10,
-whose safe loading has known exploits, no load at all); gives `--bf16` without a TPU the meaning of bf16 autocast
-with fp32 weights and optimizer state (fairseq's own `--bf16` needs torch_xla; bf16_autocast.py); keeps a full
-disk or a kill from leaving a truncated checkpoint under a loadable name; lets torchrun start CPU data-parallel
-workers; under `prelnx train`, ends the process if prelnx itself dies; and keeps torch._dynamo's 6-7 s import
-out of a process that never compiles (eager_optim.py); and with `--diagnostics-every-updates` /
-`--sharpness-every-updates` logs the warm-up diagnostics of issue 31 (diagnostics.py, sharpness.py).
-It imports only fairseq and torch.
+Importing it registers the optimizers (`radam`, `prelnx_adam`), the `warmup_decay` schedule and the models
+(`--arch prelnx_<preset>`, `prelnx_transformer_lm`), and patches fairseq and torch, each in one module whose
+docstring says why: safe checkpoint loading, atomic checkpoint copies, the parent watch, CPU data parallelism,
+`--bf16` as autocast without a TPU, no torch._dynamo import, the warm-up diagnostics. It imports only fairseq and
+torch.
 """
 
 from .safe_loading import force_safe_loading

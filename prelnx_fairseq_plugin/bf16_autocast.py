@@ -1,26 +1,18 @@
 """`--bf16` without a TPU: bf16 mixed precision under torch.autocast, fp32 weights and optimizer state. Fixed here.
 
-fairseq 0.12's `--bf16` means TPU training: its option parsing turns on `--tpu` (options.parse_args_and_arch), the
-trainer casts the model to bf16 and keeps the fp32 master copy on the XLA device. Without torch_xla that fails on
-any machine (`'NoneType' object has no attribute 'xla_device'`), on CPU and on a GPU alike. Where torch_xla is
-missing, this plugin gives `--bf16` the meaning of torch's own mixed precision instead:
-- the model, the criterion, the gradients and Adam's state stay fp32 (fairseq's plain optimizer path, so gradient
-  clipping (`--clip-norm`), the logged losses and every divergence check are those of an fp32 run);
-- the criterion's forward (the model's forward and the loss) runs under `torch.autocast(<device>, torch.bfloat16)`
-  on the run's device: CPU with `--cpu`, else CUDA. Autocast runs the matmuls (linear layers, attention's bmm) in
-  bf16; fairseq takes every softmax and log-softmax in fp32 (its utils cast to float first), so the losses are
-  fp32; the backward pass runs outside autocast, in the dtypes the forward chose, as torch recommends. Validation
-  losses are computed the same way; BLEU's beam search (the sequence generator) runs in fp32.
-So `fairseq-train ... --cpu --bf16 --user-dir <this plugin>` (a run's command.txt) reproduces a prelnx bf16 run:
-the activation is the argv's own `--bf16`, with no extra flag or environment variable. With torch_xla installed,
-`--bf16` is fairseq's own (TPU).
-
-Two functions are replaced, both here: `distributed_utils.call_main` turns `--tpu` back off before fairseq sets up
-distributed training, the optimizer and the criterion (all branch on it), and `Trainer.__init__` turns fairseq's
-bf16 path off for the trainer (no bf16 weights, no FP16Optimizer, no bf16 samples) and wraps the criterion. The
-fairseq cfg in the checkpoints therefore says `bf16: false`: its weights are fp32. prelnx itself refuses bf16 on a
-CPU without native bf16 instructions before training (prelnx/machine.py); this plugin does not check, since
-autocast is correct there too, only slow.
+fairseq 0.12's `--bf16` means TPU training (it turns on `--tpu`, casts the model to bf16, keeps the fp32 master copy
+on the XLA device); without torch_xla it fails on CPU and GPU alike (`'NoneType' object has no attribute
+'xla_device'`). Where torch_xla is missing, `--bf16` means torch's mixed precision instead:
+- the model, the criterion, the gradients and Adam's state stay fp32 (fairseq's plain optimizer path: clipping, the
+  logged losses and every divergence check are an fp32 run's);
+- the criterion's forward (model and loss) runs under `torch.autocast(<device>, torch.bfloat16)`, CPU with `--cpu`,
+  else CUDA; fairseq takes softmax and log-softmax in fp32, and the backward runs outside autocast, as torch
+  recommends. Validation is the same; BLEU's beam search runs in fp32.
+So a run's command.txt (`fairseq-train ... --cpu --bf16 --user-dir <this plugin>`) reproduces a prelnx bf16 run with
+no extra flag. `distributed_utils.call_main` turns `--tpu` back off before fairseq branches on it, and
+`Trainer.__init__` turns fairseq's bf16 path off and wraps the criterion: the checkpoints' cfg says `bf16: false`
+(fp32 weights). prelnx refuses bf16 on a CPU without native bf16 instructions (prelnx/machine.py); this plugin does
+not check (autocast is correct there, only slow).
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """No truncated checkpoint under a name that resume or evaluation would load.
 
-fairseq 0.12 writes the epoch's checkpoint atomically (to `<name>.tmp`, then a rename) but then *copies* it
-to `checkpoint_best.pt` and `checkpoint_last.pt` with `PathManager.copy`, which writes the destination in
-place: a full disk or a kill during that copy leaves a truncated `checkpoint_last.pt` that the next resume
-loads. A failed atomic save also leaves `<name>.tmp` behind. We patch both here, in one place, rather than
-fork fairseq: the copy goes to a temporary file that is renamed over the destination only when complete,
-and a failed save removes its temporary file before the error goes on.
+fairseq 0.12 writes the epoch's checkpoint atomically (`<name>.tmp`, then a rename) but then *copies* it to
+`checkpoint_best.pt` and `checkpoint_last.pt` with `PathManager.copy`, in place: a full disk or a kill during the
+copy leaves a truncated `checkpoint_last.pt`, and a failed save leaves `<name>.tmp`. Patched here, in one place,
+rather than forking fairseq: the copy is renamed over the destination once complete, a failed save removes its
+temporary file.
 """
 
 import os

@@ -1,37 +1,18 @@
 """Training diagnostics for the warm-up explanations (issue 31), measured in fairseq's trainer, in one place.
 
-`--diagnostics-every-updates N`: after every N-th update, per layer and sublayer (groups below)
-- `grad_norm`: the L2 norm of the gradient the optimizer stepped with (reduced over data-parallel workers, divided
-  by the sample size, after --clip-norm when set; Xiong et al. 2020's gradient scale);
-- `update_ratio`: ||w_after - w_before|| / ||w_before|| of the update just taken (Kosson et al. 2024; None where
-  ||w_before|| = 0, e.g. ReZero's scalars at initialisation);
-- `attn_logit_max`: the largest pre-softmax attention logit q.k / sqrt(d_h) over the update's batches, heads and
-  unmasked positions, per attention module (Wortsman et al. 2024), computed from the module's own projections (so
-  QK-Norm's normalised q and k are what is measured);
-- `hidden_rms`: the RMS of each layer's output, the residual stream it hands on (ResiDual's: x_a), over every
-  element of the update's forward passes (padding included), per layer (Kim et al. 2025's and Sun et al. 2025's
-  hidden-state scale: docs/placements.md).
-`--sharpness-every-updates M`: after every M-th update, the critical sharpness of that update on a fixed validation
-batch (sharpness.py: `lambda_c`, `eta_c`, `sharpness_loss`, `sharpness_passes`, `sharpness_note`).
+`--diagnostics-every-updates N`: after every N-th update, per group (`group_of`), the gradient's norm (`grad_norm`),
+the update/weight ratio (`update_ratio`), the largest attention logit (`attn_logit_max`, from the module's own
+projections) and each layer's output RMS (`hidden_rms`); `--sharpness-every-updates M`: the critical sharpness on a
+fixed validation batch (sharpness.py). Rank 0 logs one JSON record per measured update, `... | prelnx_diagnostics |
+{...}`, in the training's log (prelnx/records/diagnostics.py makes diagnostics.jsonl of it). The quantities, their
+sources, the groups and the record's keys are defined in docs/diagnostics.md.
 
-The record: one JSON object per measured update, logged by rank 0 as a line `... | prelnx_diagnostics | {...}` of
-the training's own log (prelnx's parent makes diagnostics.jsonl of it: prelnx/records/diagnostics.py). Its keys:
-`num_updates`, `epoch`, `lr` (the lr of the update), `grad_norm`, `update_ratio`, `attn_logit_max`, `hidden_rms`
-(each a mapping group -> value, or None at an update that is not a multiple of N) and the sharpness keys (None when
-not a multiple of M). Groups: `<encoder|decoder>.<layer>.<self_attn|encoder_attn|ffn|residual>` (a sublayer with its
-LayerNorm; residual = Admin's w or ReZero's alpha), and outside the layers `<side>.<module>` (e.g.
-`encoder.embed_tokens`, `decoder.layer_norm`); hidden_rms's groups are the layers, `<side>.<layer>`. Layers count
-from 0.
-
-How it hooks into fairseq (patched here, because fairseq has no hook around an update): `Trainer.train_step` is
-wrapped; on a measured update it keeps a copy of the weights, arms forward pre-hooks on the attention modules and
-forward hooks on the layers and,
-once the update is done, reads the gradients fairseq left in place (they are zeroed only at the next step).
-`Trainer.begin_epoch` is wrapped to know the epoch. The two options are added to fairseq's training parser
-(`options.add_ema_args`, called last when the parser is built) and read back from the parsed arguments
-(`options.parse_args_and_arch`); fairseq's config drops options it does not know, so the values travel in
-PRELNX_DIAGNOSTICS_INTERVALS, which processes fairseq spawns inherit. Nothing here draws random numbers or changes
-a gradient or a weight: a run trains the same with diagnostics as without.
+Patched here because fairseq has no hook around an update: `Trainer.train_step` is wrapped (a copy of the weights,
+hooks on the attention modules and layers, the gradients read before the next step zeroes them), `Trainer.begin_epoch`
+to know the epoch. The options join fairseq's parser through `options.add_ema_args` (called last) and are read back
+in `options.parse_args_and_arch`; fairseq's config drops unknown options, so the values travel in
+PRELNX_DIAGNOSTICS_INTERVALS, which spawned processes inherit. Nothing here draws random numbers or changes a
+gradient or a weight.
 """
 
 from __future__ import annotations
@@ -56,6 +37,8 @@ _LAYER = re.compile(r"^(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)\.
 _LAYER_MODULE = re.compile(r"^(?:module\.)*(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)$")
 _FFN = ("fc1", "fc2", "final_layer_norm")
 _RESIDUAL = ("admin_w", "rezero_alpha")
+_RECORD_KEYS = ("grad_norm", "update_ratio", "attn_logit_max", "hidden_rms", "eta_c", "lambda_c", "sharpness_loss",
+                "sharpness_passes", "sharpness_note")  # fmt: skip
 _ATTENTION_ARGS = ("query", "key", "value", "key_padding_mask", "incremental_state", "need_weights", "static_kv",
                    "attn_mask")  # fmt: skip
 
@@ -86,7 +69,15 @@ def intervals() -> tuple[int | None, int | None]:
     return (int(every) if every else None, int(sharpness) if sharpness else None)
 
 
-class AttentionLogits:
+class _Hooks:
+    handles: list
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+class AttentionLogits(_Hooks):
     """Forward pre-hooks on every attention module of a model, each keeping the largest logit it computes."""
 
     def __init__(self, model: torch.nn.Module) -> None:
@@ -110,12 +101,8 @@ class AttentionLogits:
 
         return hook
 
-    def remove(self) -> None:
-        for handle in self.handles:
-            handle.remove()
 
-
-class LayerOutputs:
+class LayerOutputs(_Hooks):
     """Forward hooks on every encoder and decoder layer, each summing the squares of its output over the update."""
 
     def __init__(self, model: torch.nn.Module) -> None:
@@ -137,10 +124,6 @@ class LayerOutputs:
 
     def rms(self) -> dict[str, float]:
         return {group: math.sqrt(squares / count) for group, (squares, count) in self.sums.items() if count}
-
-    def remove(self) -> None:
-        for handle in self.handles:
-            handle.remove()
 
 
 def _largest_logit(module: MultiheadAttention, given: dict) -> float | None:
@@ -204,16 +187,13 @@ def train_step(self: Trainer, samples, raise_oom: bool = False):
     if self.get_num_updates() != update:  # the update was skipped (fp16 overflow, OOM): nothing to measure
         return output
     record: dict[str, Any] = {"num_updates": update, "epoch": getattr(self, "_prelnx_epoch", None), "lr": lr,
-                              "grad_norm": None, "update_ratio": None, "attn_logit_max": None,
-                              "hidden_rms": None}  # fmt: skip
+                              **dict.fromkeys(_RECORD_KEYS)}  # fmt: skip
     if measure:
         record.update(_norms(self, named, before), attn_logit_max=logits.maxima, hidden_rms=outputs.rms())
     if sharpen:
         if getattr(self, "_prelnx_held_out", None) is None:
             self._prelnx_held_out = held_out_batch(self)
         record.update(critical_sharpness(self, [p for _, p in named], before, lr, self._prelnx_held_out))
-    else:
-        record.update(eta_c=None, lambda_c=None, sharpness_loss=None, sharpness_passes=None, sharpness_note=None)
     LOGGER.info(json.dumps(record))
     return output
 

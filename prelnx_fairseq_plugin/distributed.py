@@ -1,23 +1,14 @@
 """fairseq 0.12 data parallelism on CPU workers (gloo), under torchrun or as Slurm tasks: fixed here, in one place.
 
-Under torchrun, fairseq reads the rendezvous from the environment (`_infer_torch_distributed_launch_init`) and
-sets `device_id = rank % torch.cuda.device_count()`, which divides by zero on a machine without a GPU (and a
-device id above 0 makes it call torch.cuda.set_device). Nothing else in fairseq's `legacy_ddp` path needs a GPU.
-We replace that function with the same one, except that without a GPU the device id is 0, as if the machine had
-one device. With GPUs it is fairseq's own.
+Under torchrun, fairseq's `_infer_torch_distributed_launch_init` sets `device_id = rank % torch.cuda.device_count()`,
+which divides by zero without a GPU. As Slurm tasks (`prelnx train --executor slurm`), `_infer_slurm_init` sets
+`device_id = SLURM_LOCALID` (torch.cuda.set_device on a CPU node) and, with one task per node, counts the node's
+GPUs as its workers (a world of size 0). Without a GPU both are replaced by the same rendezvous with device 0 (and,
+under Slurm, the world from SLURM_NTASKS); with GPUs they are fairseq's own.
 
-As the tasks of a Slurm job (`prelnx train --executor slurm`: one fairseq process per task, `--distributed-port`),
-fairseq's `_infer_slurm_init` takes the rendezvous host from SLURM_STEP_NODELIST and the rank from SLURM_PROCID,
-but sets `device_id = SLURM_LOCALID` (torch.cuda.set_device on a CPU node for the second task of a node) and, with
-one task per node, counts the node's GPUs as its workers (0 on CPU: a world of size 0). Without a GPU we use the
-same rendezvous (tcp://first host:port) with the world from SLURM_NTASKS, the rank from SLURM_PROCID and device 0;
-with GPUs it is fairseq's own.
-
-Resuming with several workers: by default rank 0 would read the checkpoint and send the state to the others
-through a pickle over the process group, which safe loading refuses (it holds fairseq's OmegaConf config) and
-which nothing authenticates. prelnx launches several workers with `--load-checkpoint-on-all-dp-ranks` instead
-(prelnx/plan/parallel.py): every rank reads the file itself, with weights_only=True, and nothing is unpickled from the
-network.
+Resuming with several workers: rank 0 would send the state to the others as a pickle over the process group, which
+safe loading refuses and nothing authenticates; prelnx passes `--load-checkpoint-on-all-dp-ranks` instead
+(prelnx/plan/parallel.py), so every rank reads the file itself with weights_only=True.
 """
 
 import os

@@ -1,12 +1,10 @@
 """Keep torch._dynamo out of a training process that never compiles: its import costs 6-7 s per fairseq start on
 2 idle CPU cores, more than a tiny training takes.
 
-torch wraps some `torch.optim.Optimizer` methods (add_param_group, zero_grad, state_dict, load_state_dict) in
-`torch._compile._disable_dynamo`, whose wrapper imports torch._dynamo on the first call, only to mark the method as
-not to be traced, and caches the result on the function as `__dynamo_disable`. Nothing prelnx runs is compiled
-(no torch.compile), where dynamo's `disable` calls the function unchanged; so each wrapped method gets itself as
-that cache, and the first call no longer imports dynamo. fairseq's Adam (prelnx's default) then never imports it;
-torch's own SGD step still does (its `_use_grad` imports it directly). torch, not fairseq, is patched here, once.
+torch wraps some `torch.optim.Optimizer` methods in `torch._compile._disable_dynamo`, whose wrapper imports
+torch._dynamo on the first call only to mark the method as not traced, and caches the result on the function as
+`__dynamo_disable`. Nothing prelnx runs is compiled, so each wrapped method gets itself as that cache. torch's own
+SGD step still imports dynamo (its `_use_grad` does). torch, not fairseq, is patched here, once.
 """
 
 from __future__ import annotations

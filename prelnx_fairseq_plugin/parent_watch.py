@@ -1,17 +1,12 @@
 """Under `prelnx train`, the fairseq process never outlives its prelnx parent.
 
-If prelnx is killed (kill -9, the OOM killer, a closed terminal), a fairseq child left running would go on
-writing checkpoints that no record follows, and a re-run would start a second trainer on the same run dir.
-prelnx sets PRELNX_PARENT_PID in the child's environment (never in command.txt, so a run started by hand
-is unaffected). Here, at plugin import, the child asks the Linux kernel to send it SIGTERM when its parent
-dies (prctl PR_SET_PDEATHSIG: immediate, no polling, works whatever killed the parent), then checks that the
-parent is still the one that started it, closing the race with a parent that died while fairseq imported.
-Where prctl is unavailable (not Linux), a daemon thread polls the parent pid every second instead.
-A pid means something only on the machine that gave it: each Slurm task of `prelnx train --executor slurm` sets
-PRELNX_PARENT_PID to its own pid for the fairseq process it starts (rank 0: prelnx's runner does), so every worker
-watches its local parent; a PRELNX_PARENT_PID that is neither this process's parent nor (for a torchrun worker,
-started on prelnx's machine) torchrun's parent was inherited from elsewhere, and is not watched.
-We do this in the child rather than in a `preexec_fn`, which is unsafe in prelnx's multi-threaded sweeps.
+A fairseq child left running after prelnx is killed would write checkpoints no record follows, and a re-run would
+start a second trainer on the same run dir. prelnx sets PRELNX_PARENT_PID in the child's environment (never in
+command.txt); at plugin import the child asks Linux for SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG), then
+checks the parent is still the one that started it (a parent that died while fairseq imported); without prctl a
+daemon thread polls the parent every second. A PRELNX_PARENT_PID that is neither this process's parent nor, for a
+torchrun worker, torchrun's parent was inherited from another machine or tree (a Slurm task sets its own) and is
+not watched. This runs in the child rather than in a `preexec_fn`, which is unsafe in prelnx's threaded sweeps.
 """
 
 import ctypes
@@ -62,10 +57,8 @@ def watch_parent() -> None:
     kernel = _set_parent_death_signal()
     if _parent_gone(expected_pid):
         _die()
-    if kernel:
-        return
-
-    _poll(lambda: _parent_gone(expected_pid))
+    if not kernel:
+        _poll(lambda: _parent_gone(expected_pid))
 
 
 def _torchrun_worker() -> bool:
@@ -79,7 +72,7 @@ def _alive(pid: int) -> bool:  # as prelnx.records.lock._alive: the plugin impor
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 

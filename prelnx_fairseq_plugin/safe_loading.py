@@ -1,19 +1,12 @@
 """Safe checkpoint loading for fairseq, whatever torch's default: `weights_only=True` always, plus an allowlist.
 
-fairseq 0.12 calls `torch.load(f, map_location=...)` without `weights_only`, so what it unpickles depends on
-torch's default (unsafe before torch 2.6). This module is the one place prelnx touches checkpoint loading:
-`force_safe_loading` makes every `torch.load` in the process pass `weights_only=True` (fairseq's loader
-included: training, resume, evaluation, averaging and the gradient study all go through it), and allowlists
-exactly the plain globals fairseq pickles beside the tensors (the argparse `Namespace` of the run, NumPy
-arrays and scalars for RNG and best-metric state). A refused file raises `CheckpointRefused`, whose message
-names the file and the forbidden global and never suggests turning safe loading off.
+fairseq 0.12 calls `torch.load` without `weights_only`. `force_safe_loading` makes every `torch.load` in the process
+pass `weights_only=True` (fairseq's loader included) and allowlists exactly the plain globals fairseq pickles beside
+the tensors (the run's argparse `Namespace`, NumPy arrays and scalars). A refused file raises `CheckpointRefused`,
+naming the file and the global, never suggesting to turn safe loading off. On a torch older than MIN_TORCH every
+load is refused before torch reads a byte (ADVISORIES), judged at load time, so a torch installed later counts too.
 
-On a torch older than MIN_TORCH every load is refused before torch reads a byte (`torch_refusal`): weights_only
-loading itself had known exploits there (ADVISORIES). The check is here, in the wrapper every load goes through,
-and reads torch's version at load time, so a torch a GPU user installed after prelnx is judged too.
-
-It imports only torch and NumPy (no fairseq), so prelnx's own process can load it by path to read
-checkpoints quickly (see `prelnx.records.checkpoints`).
+It imports only torch and NumPy, so prelnx's own process can load it by path (`prelnx.records.checkpoints`).
 """
 
 import argparse
@@ -88,10 +81,6 @@ def refusal_message(source: object, error: BaseException) -> str:
     )
 
 
-def _source_name(f: object) -> str:
-    return str(getattr(f, "name", f))
-
-
 def _numpy1_names() -> list:
     """The same NumPy functions under the names numpy 1.x pickled them (numpy.core.*), for older checkpoints."""
     core = getattr(numpy, "_core", None)
@@ -114,7 +103,8 @@ def force_safe_loading() -> None:
 
     @functools.wraps(unsafe_load)
     def safe_load(f, *args, **kwargs):
-        too_old = torch_refusal(_source_name(f))
+        source = str(getattr(f, "name", f))
+        too_old = torch_refusal(source)
         if too_old:
             raise CheckpointRefused(too_old)
         kwargs["weights_only"] = True  # whatever the caller or torch's default says
@@ -123,7 +113,7 @@ def force_safe_loading() -> None:
         except pickle.UnpicklingError as error:
             if not is_refusal(error):
                 raise  # not a pickle at all (a damaged or foreign file): the caller says so
-            raise CheckpointRefused(refusal_message(_source_name(f), error)) from None
+            raise CheckpointRefused(refusal_message(source, error)) from None
 
     safe_load._prelnx_safe = True
     torch.load = safe_load

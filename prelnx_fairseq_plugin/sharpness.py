@@ -1,15 +1,10 @@
 """The critical sharpness lambda_c = 2 / eta_c of the update just taken (Kalra et al. 2026, arXiv 2601.16979).
 
-With w the weights before the update, delta the update the optimizer made at learning rate lr and d = delta / lr
-(the update per unit of learning rate: Adam's preconditioned direction, SGD's gradient), eta_c is the smallest step
-eta for which the loss on a fixed batch rises: L(w + eta d) > L(w). On a quadratic along d with SGD this is
-2 (g.g) / (g.H.g), so lambda_c is the curvature along the update, compared with the lr as SGD's 2 / eta: the step
-the optimizer took is unstable along d when lr > eta_c, i.e. lr * lambda_c > 2.
-
-The search takes a handful of forward passes in eval mode (no dropout, no random draws) on the same batch every
-time: L(w), then eta = lr; doubling (or halving) until the loss rises (or falls) brackets eta_c, and BISECTIONS
-bisections narrow the bracket to 1/2^BISECTIONS of its width. A loss that is NaN or Inf counts as risen.
-The weights are restored bit for bit afterwards (copied back, never recomputed), so training is unchanged.
+With w the weights before the update and d = delta / lr the update per unit of learning rate (Adam's preconditioned
+direction, SGD's gradient), eta_c is the smallest step for which the loss on a fixed batch rises: L(w + eta d) >
+L(w). On a quadratic with SGD that is 2 (g.g) / (g.H.g): the step is unstable along d when lr * lambda_c > 2.
+The search runs forward passes in eval mode on the same batch: from eta = lr, doubling (or halving) brackets eta_c,
+then BISECTIONS bisections; a NaN or Inf loss counts as risen. The weights are copied back bit for bit afterwards.
 """
 
 from __future__ import annotations

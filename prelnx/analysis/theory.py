@@ -1,15 +1,10 @@
-"""The paper's mean-field checks (Section 3.3: Lemma 1, hidden-state norms; Lemma 2, LayerNorm's Jacobian), in its
-simplified model.
-
-1. Hidden-state norms at initialisation. In the simplified model (single-head attention with W^Q = W^K = 0, i.e.
-   uniform attention; every weight a d x d Xavier matrix; Gaussian inputs), the paper shows
-   E||x^{post,5}_l||^2 = 3/2 d for Post-LN (the FFN's residual sum, just before the layer's last LayerNorm) and
+"""The paper's mean-field checks (Section 3.3) in its simplified model (uniform attention, W^Q = W^K = 0; d x d
+Xavier weights; Gaussian inputs), following the seed note (../shared/papers/pre-ln-transformer-note.fr.md):
+1. Lemma 1: E||x^{post,5}_l||^2 = 3/2 d for Post-LN (just before the layer's last LayerNorm) and
    (1 + l/2) d <= E||x^{pre}_l||^2 <= (1 + 3l/2) d for Pre-LN (the un-normalised trunk after layer l).
-2. LayerNorm divides gradients by the size of its input: ||J_LN(x)||_2 = O(sqrt(d) / ||x||_2).
-
-The code follows the seed note (../shared/papers/pre-ln-transformer-note.fr.md), averaged over seeds. The numbers
-(3/2 and its margin, the bounds) are paper.yaml's `theory` entries; this module measures, and a `judge` (prelnx.
-report.theory_claims, passed in by the command: analysis sits below report) decides the claims from every seed.
+2. Lemma 2: ||J_LN(x)||_2 = O(sqrt(d) / ||x||_2).
+The numbers are paper.yaml's `theory` entries; this module measures over seeds, and a `judge` passed in by the
+command (prelnx.report.theory_claims: analysis sits below report) decides the claims.
 """
 
 from __future__ import annotations

@@ -16,20 +16,20 @@ configs_app = options.command_group("The shipped configs: list them, show one re
 _BASE_LINE = re.compile(r"^base:[^\n#]*", re.MULTILINE)
 
 
-@configs_app.callback()
-def _group() -> None:
-    """The shipped configs: list them, show one resolved, copy one to edit. `--config NAME` finds each by its name
-    (e.g. demo/preln_nowarmup, iwslt_preln.yaml) from any folder; a path still wins."""
+def _is_spec(path: Path) -> bool:
+    from prelnx.config.strict_yaml import read_yaml
+
+    data = read_yaml(path, None, "a config or a sweep spec")
+    return isinstance(data, dict) and "grid" in data
 
 
 def _kind(path: Path) -> str:
     """translation, masked_lm, ...: its task; a sweep spec: `sweep of <task>`."""
     from prelnx.config.load import base_chain, load_config
-    from prelnx.config.strict_yaml import read_yaml
 
-    data = read_yaml(path, None, "a config or a sweep spec")
-    if isinstance(data, dict) and "grid" in data:
-        return f"sweep of {_kind(base_chain(path)[1])}" if "base" in data else "sweep"
+    if _is_spec(path):
+        chain = base_chain(path)
+        return f"sweep of {_kind(chain[1])}" if len(chain) > 1 else "sweep"
     return load_config(path)[0].task
 
 
@@ -40,11 +40,8 @@ def list_command() -> None:
     line of its header)."""
     from prelnx.config.shipped import shipped_configs
 
-    shipped = shipped_configs()
-    rows = [(item.name, _kind(item.path), item.purpose) for item in shipped]
-    width = max((len(name) for name, _, _ in rows), default=4)
-    kinds = max((len(kind) for _, kind, _ in rows), default=4)
-    typer.echo(f"{'name':<{width}}  {'task':<{kinds}}  purpose")
+    rows = [("name", "task", "purpose"), *((item.name, _kind(item.path), item.purpose) for item in shipped_configs())]
+    width, kinds = (max(len(row[column]) for row in rows) for column in (0, 1))
     for name, kind, purpose in rows:
         typer.echo(f"{name:<{width}}  {kind:<{kinds}}  {purpose}")
 
@@ -57,13 +54,11 @@ def show_command(
     """The config resolved (every key its task reads, defaults included) after the chain of files it inherits from."""
     from prelnx.config.load import base_chain, dump_config, find_config, load_config
     from prelnx.config.shipped import name_of
-    from prelnx.config.strict_yaml import read_yaml
 
     path = find_config(name)
     chain = base_chain(path)
     typer.echo("# base: chain: " + " -> ".join(name_of(link) or str(link) for link in chain))
-    data = read_yaml(path, None, "a config or a sweep spec")
-    if isinstance(data, dict) and "grid" in data:  # a sweep spec: its file as written, then its base resolved
+    if _is_spec(path):  # a sweep spec: its file as written, then its base resolved
         typer.echo(path.read_text(encoding="utf-8").rstrip("\n"))
         if len(chain) > 1:
             typer.echo(f"# its base, {name_of(chain[1]) or chain[1]}, resolved:")

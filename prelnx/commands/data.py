@@ -15,6 +15,7 @@ from prelnx.data.locations import DEFAULT_VALID_LINES
 
 data_app = options.command_group(
     "Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.")
+data_app.callback()(lambda: None)  # a group, though it holds one command: `prelnx data prepare`
 
 
 class Dataset(str, Enum):
@@ -23,11 +24,6 @@ class Dataset(str, Enum):
     multi30k = "multi30k"
     custom = "custom"
     text = "text"
-
-
-@data_app.callback()
-def _group() -> None:
-    """Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq."""
 
 
 def _command_line(ctx: typer.Context) -> str:

@@ -11,23 +11,6 @@ import sys
 import typer
 
 
-def _version(distribution: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def _fairseq() -> str:
-    for distribution in ("ve-fairseq", "fairseq-fixed", "fairseq"):
-        found = _version(distribution)
-        if found != "not installed":
-            return f"{found} ({distribution})"
-    return "not installed"
-
-
 def _slurm() -> str:
     sinfo = shutil.which("sinfo")
     if sinfo is None:
@@ -46,23 +29,20 @@ def _slurm() -> str:
 
 def environment() -> list[tuple[str, str]]:
     """(what, value) pairs, in a bug report's order; torch is imported (its CUDA and CPU probes need it)."""
-    from prelnx.machine import cpu_bf16_flags, may_have_gpu, usable_cores
+    from prelnx.machine import FAIRSEQ, cpu_bf16_flags, cpu_name, installed, may_have_gpu, usable_cores
 
-    rows = [("prelnx", _version("prelnx")), ("Python", f"{platform.python_version()} ({sys.executable})"),
+    rows = [("prelnx", installed("prelnx")[0]), ("Python", f"{platform.python_version()} ({sys.executable})"),
             ("platform", platform.platform())]  # fmt: skip
     try:
         import torch
     except ImportError as error:
         return rows + [("torch", f"cannot be imported ({error})")]
-    rows += [("torch", torch.__version__), ("fairseq", _fairseq())]
+    fairseq, distribution = installed(*FAIRSEQ)
+    rows += [("torch", torch.__version__), ("fairseq", f"{fairseq} ({distribution})" if distribution else fairseq)]
     rows.append(("CUDA (torch built with)", torch.version.cuda or "none (a CPU build)"))
-    try:
-        cpu = str(torch._C._cpu._get_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
-    except (AttributeError, TypeError, RuntimeError):
-        cpu = platform.processor() or platform.machine()
     flags = cpu_bf16_flags()
     bf16 = "cannot tell" if flags is None else (", ".join(flags) if flags else "none (train.precision: bf16 refused)")
-    rows += [("CPU", f"{cpu}; {usable_cores()} usable cores"), ("CPU native bf16", bf16)]
+    rows += [("CPU", f"{cpu_name()}; {usable_cores()} usable cores"), ("CPU native bf16", bf16)]
     gpus = "none (no GPU driver device node)"
     if may_have_gpu() and torch.cuda.is_available():
         gpus = "; ".join(f"{i}: {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count()))

@@ -10,8 +10,7 @@ Exit codes it renders (each command's help lists the ones it can end with):
 - 70 (`BUG`, sysexits' EX_SOFTWARE): an unexpected exception, a bug: the traceback, its innermost prelnx line and
   the words "this is a bug". 70 and not 1, so that a bug never reads as a run that failed or as bad input.
 
-Errors of the folders that do not raise a `Refusal` yet are listed in `_OTHER_REFUSALS` (by class, imported only
-once an error has happened: `prelnx --help` pays nothing for it).
+Errors that cannot be a `Refusal` are listed in `_OTHER_REFUSALS`, imported only once an error has happened.
 """
 
 from __future__ import annotations
@@ -38,12 +37,9 @@ _OTHER_REFUSALS: dict[str, int | None] = {
 }
 
 
-def _class(target: str) -> type | None:
+def _class(target: str) -> type:
     module, name = target.split(":")
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ImportError:  # a folder being reworked: its errors are then bugs until they are listed again
-        return None
+    return getattr(importlib.import_module(module), name)
 
 
 def refusal(error: BaseException) -> tuple[str, int] | None:
@@ -51,13 +47,10 @@ def refusal(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, Refusal):
         return str(error), error.exit_code
     for target, code in _OTHER_REFUSALS.items():
-        kind = _class(target)
-        if kind is not None and isinstance(error, kind):
-            if code is None:
-                from prelnx.records.status import EXIT_BUSY
+        if isinstance(error, _class(target)):
+            from prelnx.records.status import EXIT_BUSY
 
-                code = EXIT_BUSY
-            return str(error), code
+            return str(error), EXIT_BUSY if code is None else code
     if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
         from prelnx.atomic import io_reason
 
@@ -84,8 +77,6 @@ def bug_lines(error: BaseException) -> list[str]:
 
 def handled(command: Callable[..., Any]) -> Callable[..., Any]:
     """`command` with the one handler around it (Typer reads the wrapped signature)."""
-    if getattr(command, "_prelnx_handled", False):
-        return command
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -104,5 +95,4 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
                 typer.echo(line, err=True)
             raise typer.Exit(BUG) from None
 
-    run._prelnx_handled = True  # type: ignore[attr-defined]
     return run

@@ -43,7 +43,7 @@ def grads_command(
     (layout, depth, seed, side, layer, weight, grad_norm), hidden.csv (each layer's output RMS in the same passes:
     layout, depth, seed, side, layer, rms), grads_summary.json (mean and std over seeds) and figure3.png.
     """
-    from prelnx.analysis.grads import GradStudy, check_study, report_lines, run_study
+    from prelnx.analysis.grads import check_study, report_lines, run_study
     from prelnx.commands.parsing import parse_depths, parse_layouts, parse_seeds
     from prelnx.records.checkpoints import parse_checkpoint
 
@@ -51,18 +51,11 @@ def grads_command(
     given = checkpoint is not None or run_dir is not None
     choice = parse_checkpoint("best" if checkpoint is None else checkpoint, run_dir_as=RUN_DIR_AS) if given else None
     resolved, _ = load_config(config, set_ or [])
-    study = GradStudy.from_options(
-        resolved,
-        layouts=parse_layouts(layouts),
-        depths=parse_depths(depths) if depths else None,
-        seeds=parse_seeds(seeds) if seeds else None,
-        batches=batches,
-        max_tokens=max_tokens,
-        checkpoint=choice.files(run_dir)[0] if choice else None,
-        workers=workers,
-        threads=threads,
-        quick=quick,
-    )
+    study = GradStudy.from_options(resolved, layouts=parse_layouts(layouts), quick=quick,
+                                   depths=parse_depths(depths) if depths else None,
+                                   seeds=parse_seeds(seeds) if seeds else None, batches=batches, max_tokens=max_tokens,
+                                   checkpoint=choice.files(run_dir)[0] if choice else None, workers=workers,
+                                   threads=threads)  # fmt: skip
     if dry_run:
         check_study(study)  # what the real run checks first, checkpoint included
         typer.echo(f"would measure layouts {', '.join(study.layouts)} at depths {', '.join(map(str, study.depths))}, "

@@ -1,20 +1,9 @@
 """The options several commands share, defined once so that a word means the same thing in every command.
 
-- `--config/-c`: a YAML config, a path or a shipped config's name (prelnx configs list).
-- `--set`: KEY=VALUE override of a config key (syntax: `prelnx/config/overrides.py`).
-- `--out/-o`: the folder a command writes into (train's is `--run-dir`, the one exception: the run's own folder).
-- `--jobs/-j`: how many processes work at once.
-- `--dry-run`: show what the command would do, do nothing. `--force`: redo what exists (nothing is deleted).
-- `--executor`: where training runs (`local`: this machine; `slurm`: submitted through submitit).
-- Slurm: `--partition` (the partition), `--time-min` (the time limit of a job in minutes; a job requeues itself on
-  timeout and resumes from its checkpoint), and a run's resources in all, on train, sweep and reproduce alike:
-  `--gpus-per-run`, `--cpus-per-run`, `--mem-gb-per-run` (train splits them between its nodes and tasks).
-- `--checkpoint`: which checkpoint of the run dir the command was given (`prelnx evaluate RUN_DIR`, grads
-  `--run-dir`, finetune `--pretrained`): best, last, a file of its checkpoints/ or a path to a .pt; finetune also
-  `stages`, repeatable (the grammar: records/checkpoints.py).
-- `--run-dir`: a run's own folder (train: where it trains; grads: the trained run it also measures).
-- `--seeds`: a count N (seeds 1..N) or a list (3,7), in every command that takes seeds.
-Flags show no value placeholder in --help (`metavar=""`).
+`--out/-o` is the folder a command writes into (train's is `--run-dir`: the run's own folder); `--jobs/-j` how many
+processes work at once; `--dry-run` shows what would be done and does nothing; `--force` redoes what exists (nothing
+is deleted); a run's Slurm resources are asked in all, on train, sweep and reproduce alike. Flags show no value
+placeholder in --help (`metavar=""`).
 """
 
 from __future__ import annotations
@@ -92,7 +81,6 @@ def slurm_per_run(gpus_default: str = "0") -> dict[str, Any]:
 
 
 def run_dir(help: str) -> Any:
-    """--run-dir: a run's own folder (train: where it trains; grads: the trained run it also measures)."""
     return typer.Option("--run-dir", help=help)
 
 
@@ -105,6 +93,5 @@ def checkpoint(help: str, many: bool = False, default: str | None = None) -> Any
     return typer.Option("--checkpoint", help=f"{help}: {checkpoint_grammar(many)}{again}{shown}.")
 
 
-def flag(name: str, help: str) -> Any:
-    """Any other on/off option."""
+def flag(name: str, help: str) -> Any:  # any other on/off option
     return typer.Option(name, metavar="", help=help)

@@ -1,14 +1,10 @@
-"""Parsing the list-valued options: --seeds (every command that takes seeds), --layouts and --depths (grads).
-(--checkpoint's one grammar is records/checkpoints.py's: evaluate, grads and finetune parse it there.)
-
-A bad value raises GradsError with the option's name and what is expected; the commands print it and exit 2.
-"""
+"""The list-valued options: --seeds (every command that takes seeds), --layouts and --depths (grads); a bad value is
+a Refusal naming the option (--checkpoint's one grammar is records/checkpoints.py's)."""
 
 from __future__ import annotations
 
 from prelnx.analysis.grads.study import LAYOUTS, GradsError
 from prelnx.config.errors import Refusal
-
 
 SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
 

@@ -13,20 +13,19 @@ from prelnx.commands import options
 
 def _lines(path: Path) -> tuple[list[str], int]:
     from prelnx.config.errors import Refusal
-    from prelnx.reproduce.status import is_reproduction, reproduction_states, stage_lines
+    from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
     from prelnx.sweep.status import exit_code, is_run_dir, is_sweep_dir, run_state, sweep_states, table
 
     if is_reproduction(path):
-        states = reproduction_states(path)
-        return [f"reproduction {path}", *stage_lines(path), *table(states)], exit_code(states)
-    if is_sweep_dir(path):
-        states = sweep_states(path)
-        return [f"sweep {path}", *table(states)], exit_code(states)
-    if is_run_dir(path):
-        states = [run_state(path)]
-        return [f"run {path}", *table(states)], exit_code(states)
-    raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a reproduction "
-                  f"(stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
+        head, states = [f"reproduction {path}", *stage_lines(path)], reproduction_states(path)
+    elif is_sweep_dir(path):
+        head, states = [f"sweep {path}"], sweep_states(path)
+    elif is_run_dir(path):
+        head, states = [f"run {path}"], [run_state(path)]
+    else:
+        raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a "
+                      f"reproduction (stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
+    return [*head, *table(states)], exit_code(states)
 
 
 def status_command(

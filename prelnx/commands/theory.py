@@ -12,6 +12,7 @@ from prelnx.commands import options
 
 DEFAULTS = TheorySettings()  # the owner of the check's defaults
 
+
 def theory_command(
     out: Annotated[Optional[Path], options.out("Folder for the CSVs, theory_summary.json and the plots (none: print only).")] = None,
     hidden_size: Annotated[int, typer.Option("--hidden-size", help="Hidden size d.")] = DEFAULTS.d,
@@ -26,7 +27,7 @@ def theory_command(
     Post-LN: ||x^(post,5)||^2 / d ~ 3/2 at every layer. Pre-LN: ||x_l||^2 / d inside [1 + l/2, 1 + 3l/2].
     LayerNorm: the spectral norm of its Jacobian follows sqrt(d) / ||x|| as the input is scaled.
     """
-    from prelnx.analysis.theory import TheoryError, TheorySettings, run_theory
+    from prelnx.analysis.theory import TheoryError, run_theory
     from prelnx.commands.parsing import parse_seeds
     from prelnx.report.theory_claims import judge
 

@@ -1,12 +1,14 @@
-"""Loading configs: YAML files with `base:` inheritance, `--set key.sub=value` overrides, typed validation.
-
-Every problem (unknown key, wrong type, bad value) is collected and reported at once in one `ConfigError`,
-naming the file (or `--set`) each key came from and what would be valid.
+"""Loading configs: YAML files with `base:` inheritance, `--set key.sub=value` overrides, typed validation. Every
+problem (unknown key, wrong type, bad value) is reported at once in one `ConfigError`, naming the file (or `--set`)
+each key came from and what would be valid.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+import operator
 import types
 import typing
 from pathlib import Path
@@ -67,14 +69,6 @@ def default_run_name(config_path: Path) -> str:
     return resolved.stem
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = read_yaml(path, TOP_KEYS, "a prelnx config")
-    except YamlInputError as error:
-        raise ConfigError(str(error)) from None
-    return data or {}  # read_yaml refused anything but a mapping of a config's keys
-
-
 def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, tuple[Any, str]]:
     """{"a": {"b": 1}} -> {"a.b": (1, source)}; the leaves remember which file set them."""
     flat: dict[str, tuple[Any, str]] = {}
@@ -123,20 +117,15 @@ def _load_layers(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, tuple[Any
         chain = " -> ".join(str(p) for p in (*seen, resolved))
         raise ConfigError(f"{path}: base: forms a cycle ({chain})")
     try:
-        data = _read_yaml(path)
-    except ConfigError as error:
-        if seen:  # say which config named this file
-            raise ConfigError(f"{error} (the base: of {seen[-1]})") from None
-        raise
+        data = read_yaml(path, TOP_KEYS, "a prelnx config") or {}  # a mapping of a config's keys, or nothing
+    except YamlInputError as error:  # a base: says which config named it
+        raise ConfigError(f"{error} (the base: of {seen[-1]})" if seen else str(error)) from None
     base = data.pop("base", None)
     model = data.get("model")
     if isinstance(model, dict) and isinstance(model.get("layout"), str):  # a user's ./mine.py:Cls, next to this file
         model["layout"] = absolute_spec(model["layout"], path.resolve().parent)
-    flat: dict[str, tuple[Any, str]] = {}
-    if base is not None:
-        flat.update(_load_layers(base_path(path, base), (*seen, resolved)))
-    flat.update(_flatten(data, str(path)))
-    return flat
+    flat = _load_layers(base_path(path, base), (*seen, resolved)) if base is not None else {}
+    return flat | _flatten(data, str(path))
 
 
 def flatten_values(data: dict[str, Any]) -> dict[str, Any]:
@@ -158,52 +147,29 @@ def _type_name(hint: Any) -> str:
 
 def _coerce(value: Any, hint: Any) -> Any:
     """The value as the schema's type, or raise TypeError. YAML already typed it; only safe widening happens here."""
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        if value in typing.get_args(hint):
-            return value
-        raise TypeError
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal and value in args:
+        return value
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in typing.get_args(hint):
+        if value is None and type(None) in args:
             return None
-        for arg in typing.get_args(hint):
+        for arg in args:
             if arg is not type(None):
                 try:
                     return _coerce(value, arg)
                 except TypeError:
                     continue
-        raise TypeError
-    if origin is list:
-        (item,) = typing.get_args(hint)
-        if not isinstance(value, list):
-            raise TypeError
-        return [_coerce(v, item) for v in value]
-    if origin is tuple:
-        items = typing.get_args(hint)
-        if not isinstance(value, (list, tuple)) or len(value) != len(items):
-            raise TypeError
-        return tuple(_coerce(v, t) for v, t in zip(value, items))
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise TypeError
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise TypeError
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads 5e-4 (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                raise TypeError from None
-        raise TypeError
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise TypeError
+    elif origin is list and isinstance(value, list):
+        return [_coerce(v, args[0]) for v in value]
+    elif origin is tuple and isinstance(value, (list, tuple)) and len(value) == len(args):
+        return tuple(_coerce(v, t) for v, t in zip(value, args))
+    elif hint in (bool, int, str) and isinstance(value, hint) and (hint is bool) == isinstance(value, bool):
+        return value  # an int is no bool, a bool no int
+    elif hint is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            return float(value)  # a string too: YAML 1.1 reads 5e-4 (no dot) as one
+        except ValueError:
+            pass
     raise TypeError
 
 
@@ -232,16 +198,9 @@ def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
     return cls(**kwargs)
 
 
-def _closest(key: str, known: list[str]) -> str:
-    near = closest_key(key, known, ALIASES)
-    return f"; did you mean {near}?" if near else ""
-
-
 def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Config:
     """Validate flattened (value, source) leaves against the schema; every problem goes into one ConfigError.
-
-    `origin` names the config in messages about keys it leaves at their defaults.
-    """
+    `origin` names the config in messages about keys it leaves at their defaults."""
     leaves = _schema_fields(Config)
     sections = {key.rsplit(".", 1)[0] for key in leaves if "." in key}
     problems: list[str] = []
@@ -250,17 +209,15 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
         if key not in leaves:
             if key in sections and value in ({}, None):
                 continue  # an empty section
-            problems.append(f"{source}: {key}: unknown key{_closest(key, list(leaves))}")
+            near = closest_key(key, list(leaves), ALIASES)
+            problems.append(f"{source}: {key}: unknown key" + (f"; did you mean {near}?" if near else ""))
             continue
         try:
             values[key] = _coerce(value, leaves[key])
         except TypeError:
             problems.append(f"{source}: {key}: expected {_type_name(leaves[key])}, got {value!r}")
     if not problems:
-        try:
-            config = _build(Config, values)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(str(error)) from None
+        config = _build(Config, values)
         sources = {key: source for key, (_, source) in flat.items()}
         for key, message in check_values(config):
             problems.append(f"{sources.get(key, origin)}: {key}: {message}")
@@ -269,16 +226,11 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
 
-def load_config(
-    path: str | Path,
-    overrides: list[str] | tuple[str, ...] = (),
-    values: dict[str, tuple[Any, str]] | None = None,
-) -> tuple[Config, Path]:
-    """Find, read, merge (`base:`), override, validate. Returns the config and the file it came from.
-
-    `overrides` are `--set KEY=VALUE` texts; `values` are already-typed overrides with where they came from
-    (a sweep's grid point: {"optimizer.lr": (0.001, "grid of sweep.yaml")}), applied after them.
-    """
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
+                values: dict[str, tuple[Any, str]] | None = None) -> tuple[Config, Path]:  # fmt: skip
+    """Find, read, merge (`base:`), override, validate: the config and the file it came from. `overrides` are
+    `--set KEY=VALUE` texts; `values`, applied after them, typed ones with their source (a sweep's grid point:
+    {"optimizer.lr": (0.001, "grid of sweep.yaml")})."""
     config_path = find_config(path)
     flat = _load_layers(config_path)
     for text in overrides:  # `model.layout=pre`: the value read as YAML (numbers, lists, null)
@@ -296,15 +248,7 @@ def load_config(
 
 def config_to_dict(config: Config) -> dict[str, Any]:
     """Plain dict for YAML/JSON (tuples become lists)."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, (tuple, list)):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return value
-
-    return plain(dataclasses.asdict(config))
+    return json.loads(json.dumps(dataclasses.asdict(config)))
 
 
 def dump_config(config: Config, task_keys_only: bool = False) -> str:
@@ -314,10 +258,7 @@ def dump_config(config: Config, task_keys_only: bool = False) -> str:
         for key, tasks in TASK_KEYS.items():
             if config.task not in tasks:
                 *parents, last = key.split(".")
-                section = data
-                for part in parents:
-                    section = section.get(part, {})
-                section.pop(last, None)
+                functools.reduce(operator.getitem, parents, data).pop(last, None)
     return yaml.safe_dump(data, sort_keys=False)
 
 

@@ -1,14 +1,6 @@
-"""Overrides from the command line, parsed in one place: `--set KEY=VALUE` and `--grid KEY=V1,V2,...`.
-
-Values are YAML, as in a config file: `1e-3`, `post`, `null`, `[0.9, 0.98]`. A `--grid` takes a comma-separated
-list of such values; commas inside brackets belong to the value, so list-valued keys can be swept:
-
-    --grid optimizer.lr=5e-4,1e-3
-    --grid 'optimizer.betas=[0.9,0.98],[0.9,0.999]'
-    --grid 'schedule.step_epochs=[8],[6,9]'
-
-Whether the key exists, and whether the value fits it, is checked with the whole config (`load.build_config`),
-which names the override and suggests the closest key.
+"""The one parser of `--set KEY=VALUE` and `--grid KEY=V1,V2,...`. Values are YAML (`1e-3`, `post`, `null`,
+`[0.9, 0.98]`); a grid's commas inside brackets belong to the value: `--grid 'optimizer.betas=[0.9,0.98],[0.9,0.999]'`.
+The key and the value's type are checked with the whole config (`load.build_config`).
 """
 
 from __future__ import annotations

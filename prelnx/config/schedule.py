@@ -1,15 +1,12 @@
-"""The learning-rate schedule's keys (`schedule:` in a config): their meaning, the checks that span them, and the
-warning for a schedule that is legal but probably unintended.
-
-Part of the YAML vocabulary (`schema.Config.schedule` is a `ScheduleConfig`); the formulas are the plugin's
-`--lr-scheduler warmup_decay` (prelnx_fairseq_plugin/lr_scheduler/warmup_decay.py) and docs/configs.md, "What no warm-up
-means". Units: learning rates absolute, lengths in updates or epochs as named.
+"""The `schedule:` keys, their checks, and the warning for a legal but probably unintended schedule. The formulas
+are the plugin's warmup_decay (prelnx_fairseq_plugin/lr_scheduler/warmup_decay.py; docs/configs.md, "What no warm-up
+means"). Units: learning rates absolute, lengths in updates or epochs as named.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal
 
 DECAY_START_KEYS = ("decay_period", "decay_start_update", "decay_start_epoch")  # inverse_sqrt: where its decay starts
 
@@ -24,17 +21,17 @@ class ScheduleConfig:
     decay: Literal["inverse_sqrt", "constant", "step", "linear"] = "constant"
     step_epochs: list[int] = field(default_factory=list)  # step: multiply the lr by step_factor from each of these epochs on
     step_factor: float = 0.1
-    decay_start_epoch: Optional[int] = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there
+    decay_start_epoch: int | None = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there
     # inverse_sqrt: decay as sqrt(U/t) from update U, whatever warmup_updates is, so that a warm-up sweep's points
     # share their lr curve after U and differ in warm-up alone (docs/configs.md, "What no warm-up means")
-    decay_start_update: Optional[int] = None
+    decay_start_update: int | None = None
     # inverse_sqrt: the shifted decay sqrt(D / (D + t - warmup_updates)) from the end of warm-up (from update 0
     # without warm-up), T-Fixup's `--lr-scheduler inverse_sqrt_nowarmup --decay-period D`
-    decay_period: Optional[int] = None
+    decay_period: int | None = None
     end_lr: float = 0.0  # linear: the lr reached at train.max_update
 
 
-def schedule_problems(s: ScheduleConfig, lr: float, max_update: Optional[int]) -> list[tuple[str, str]]:
+def schedule_problems(s: ScheduleConfig, lr: float, max_update: int | None) -> list[tuple[str, str]]:
     """(key, message) for every schedule value out of bounds or set for a decay that does not read it; `lr` is
     optimizer.lr (the peak) and `max_update` train.max_update (where decay: linear ends)."""
     problems: list[tuple[str, str]] = []
@@ -85,9 +82,9 @@ def lr_curve_warnings(s: ScheduleConfig, lr: float) -> list[str]:
     """Legal but probably unintended schedules: a no-warm-up run that decays from its very first update."""
     if s.warmup_updates == 0 and s.decay == "inverse_sqrt" and all(getattr(s, key) is None for key in DECAY_START_KEYS):
         return [
-            f"schedule: warmup_updates 0 with decay inverse_sqrt decays from update 1 (lr {lr:g} / sqrt(t): "
+            (f"schedule: warmup_updates 0 with decay inverse_sqrt decays from update 1 (lr {lr:g} / sqrt(t): "
             f"{lr / 10:g} by update 100), so this run differs from a warmed-up one in its whole lr curve, not in "
             f"warm-up alone; set schedule.decay_start_update (e.g. the longest warm-up of the sweep) to hold the "
-            f"peak until then (docs/configs.md, 'What no warm-up means')"
+            f"peak until then (docs/configs.md, 'What no warm-up means')")
         ]
     return []

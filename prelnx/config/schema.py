@@ -1,37 +1,24 @@
-"""The typed configuration: every key a YAML config may hold, its type, default and meaning.
-
-This is the only place that knows the YAML vocabulary (with `prelnx.config.schedule` for the `schedule:` keys and
-`prelnx.data.synthetic` for `data.synthetic`); the rest of prelnx takes a `Config`.
-Units: learning rates are absolute values, lengths are in updates (optimizer steps) or epochs as named,
-batch sizes in tokens.
+"""The typed configuration: every key a YAML config may hold, its type, default, meaning and checks (config.schedule:
+`schedule:`). Units: learning rates absolute, lengths in updates or epochs as named, batch sizes in tokens.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal
 
-from prelnx.config.language_model import language_model_problems
-from prelnx.config.placements import placement_problems
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layouts import LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError, absolute_spec, layout
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
-ARCH_PRESETS = (
-    "transformer",
-    "transformer_iwslt_de_en",
-    "transformer_wmt_en_de",
-    "transformer_vaswani_wmt_en_de_big",
-    "transformer_vaswani_wmt_en_fr_big",
-    "transformer_wmt_en_de_big",
-    "transformer_wmt_en_de_big_t2t",
-)
-# fairseq's BERT-style encoder presets for task: masked_lm (fairseq/models/roberta/model.py). The layout picks
-# fairseq's own architecture: post = `roberta` (embedding LayerNorm, LayerNorm after each residual add),
-# pre = `roberta_prenorm` (no embedding LayerNorm, LayerNorm before each sublayer, a final LayerNorm).
+ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
+                "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
+# fairseq's BERT-style encoder presets (fairseq/models/roberta/model.py; the layout's architecture: plan/encoder.py)
 MLM_ARCH_PRESETS = ("roberta_base",)
-ENCODER_TASKS = ("masked_lm", "sentence_prediction")  # fairseq's roberta encoder
+# language_model: transformer_lm only; fairseq's other LM presets force decoder_normalize_before (transformer_lm.py)
+LM_ARCH_PRESETS = ("transformer_lm",)
 # model.layout -> its name in tables and figures, for every layout of the table (prelnx/layouts.py) and a user's file.
 LAYOUT_NAMES = DisplayNames()
 
@@ -39,26 +26,24 @@ LAYOUT_NAMES = DisplayNames()
 @dataclass
 class DataConfig:
     dataset: Literal["synthetic", "iwslt14", "wmt14", "multi30k", "custom"] = "synthetic"
-    # Folder of binarized data (dict.*.txt, *.bin/*.idx). For `synthetic`, where the generated data is cached
-    # (default: $PRELNX_DATA_HOME or ~/.cache/prelnx, in a folder named after the task's settings).
-    path: Optional[str] = None
-    source_lang: Optional[str] = None  # default per dataset: de/en, en/de, src/tgt
-    target_lang: Optional[str] = None
+    # Folder of binarized data (dict.*.txt, *.bin/*.idx); for synthetic, its cache (default: a folder named after the
+    # task's settings in $PRELNX_DATA_HOME or ~/.cache/prelnx)
+    path: str | None = None
+    source_lang: str | None = None  # default per dataset: de/en, en/de, src/tgt
+    target_lang: str | None = None
     synthetic: SyntheticTask = field(default_factory=SyntheticTask)  # only read when dataset is synthetic
-    # task: masked_lm (and language_model: tokens_per_sample, sample_break_mode): tokens per training sample
-    # (sentences packed up to this length, fairseq's sample_break_mode complete) and the share of tokens masked
+    # masked_lm (language_model: the first two): tokens per training sample, and the share of tokens masked
     tokens_per_sample: int = 512
     mask_prob: float = 0.15
-    # complete: whole lines packed into samples (fairseq's RoBERTa recipe; a line must fit in one sample);
-    # none: the text cut into samples of exactly tokens_per_sample, across lines (for long documents)
+    # complete: whole lines packed into samples (fairseq's RoBERTa recipe; a line must fit in one); none: the text
+    # cut into samples of exactly tokens_per_sample, across lines (for long documents)
     sample_break_mode: Literal["complete", "none"] = "complete"
 
 
 @dataclass
 class ModelConfig:
-    # Where the norm sits: a name of the layout table (prelnx/layouts.py: post, pre, the paper's two; deepnorm; the
-    # warm-up-free schemes of docs/warmup_free.md; the norm placements of docs/placements.md), or a placement of
-    # your own, PATH.py:CLASS (a LayoutScheme subclass in your file, docs/your_layout.md; PATH made absolute).
+    # Where the norm sits: a name of the layout table (prelnx/layouts.py; docs/warmup_free.md, docs/placements.md)
+    # or your own, PATH.py:CLASS (a LayoutScheme subclass, docs/your_layout.md; PATH made absolute).
     layout: str = "post"
     # layout mixln: the share of Post-LN layers at the bottom of each stack (floor(alpha L) of L; the paper's 0.25)
     mixln_alpha: float = 0.25
@@ -70,13 +55,12 @@ class ModelConfig:
     rezero_ffn_init: Literal["xavier", "torch"] = "xavier"
     norm: Literal["layernorm", "rmsnorm", "dyt"] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
-    arch: str = "transformer_iwslt_de_en"  # a fairseq preset; the fields below override its dimensions
-    # (task: masked_lm: roberta_base, BERT base; decoder_* keys do not apply)
-    encoder_layers: Optional[int] = None
-    decoder_layers: Optional[int] = None
-    embed_dim: Optional[int] = None  # encoder and decoder
-    ffn_dim: Optional[int] = None  # encoder and decoder FFN inner size
-    attention_heads: Optional[int] = None  # encoder and decoder
+    arch: str = "transformer_iwslt_de_en"  # a fairseq preset (masked_lm: roberta_base), resized by the fields below
+    encoder_layers: int | None = None
+    decoder_layers: int | None = None
+    embed_dim: int | None = None  # encoder and decoder
+    ffn_dim: int | None = None  # encoder and decoder FFN inner size
+    attention_heads: int | None = None  # encoder and decoder
     dropout: float = 0.1  # the paper's value; fairseq's IWSLT recipe uses 0.3
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
@@ -108,34 +92,33 @@ class OptimizerConfig:
 class DiagnosticsConfig:
     # every N updates: per layer and sublayer the gradient norm, ||delta w|| / ||w|| after the step and the largest
     # pre-softmax attention logit, into diagnostics.jsonl (null = off)
-    every_updates: Optional[int] = None
+    every_updates: int | None = None
     # every M updates: the critical sharpness 2 / eta_c on a fixed validation batch (null = off)
-    sharpness_every_updates: Optional[int] = None
+    sharpness_every_updates: int | None = None
 
 
 @dataclass
 class TrainConfig:
     max_tokens: int = 4096  # tokens per batch (per GPU), before update_freq
-    max_epoch: Optional[int] = None
-    max_update: Optional[int] = None
+    max_epoch: int | None = None
+    max_update: int | None = None
     seed: int = 1
     clip_norm: float = 0.0  # 0 = no gradient clipping
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto = cuda when a GPU is visible
     precision: Literal["fp32", "fp16", "bf16"] = "fp32"
     update_freq: int = 1  # gradient accumulation: batches per update (derived when effective_batch_tokens is set)
     # tokens per update summed over workers and accumulation; when set, update_freq = this / (max_tokens x workers)
-    effective_batch_tokens: Optional[int] = None
-    processes: Optional[int] = None  # data-parallel workers on this machine; None = every visible GPU, or 1 on CPU
+    effective_batch_tokens: int | None = None
+    processes: int | None = None  # data-parallel workers on this machine; None = every visible GPU, or 1 on CPU
     nodes: int = 1  # machines (Slurm); workers in all = processes x nodes
-    threads: Optional[int] = None  # CPU threads for torch per worker; None = the cores shared by the workers
+    threads: int | None = None  # CPU threads for torch per worker; None = the cores shared by the workers
     label_smoothing: float = 0.1  # translation's criterion; masked_lm and sentence_prediction use fairseq's own
     log_interval: int = 25  # updates between progress lines
-    # epoch checkpoints kept besides checkpoint_last/best (with eval.every_updates: the last update checkpoints,
-    # at least 1)
+    # epoch checkpoints kept besides checkpoint_last/best (with eval.every_updates: update checkpoints, at least 1)
     keep_last_epochs: int = 5
     # with eval.every_updates: also keep every checkpoint whose update is a multiple of this (Figure 5b/c's stages)
-    keep_every_updates: Optional[int] = None
-    loss_ceiling: Optional[float] = None  # a train loss (base 2) above this counts as divergence; None = NaN/Inf only
+    keep_every_updates: int | None = None
+    loss_ceiling: float | None = None  # a train loss (base 2) above this counts as divergence; None = NaN/Inf only
     num_workers: int = 1  # fairseq data-loading worker processes; 0 = load in the training process
     diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)  # why warm-up works: docs/diagnostics.md
 
@@ -147,26 +130,25 @@ class BleuConfig:
     lenpen: float = 1.0
     max_len_a: float = 1.2  # generate at most a * source_length + b tokens
     max_len_b: int = 10
-    remove_bpe: Optional[str] = None  # the BPE continuation marker to remove, e.g. "@@ " for subword-nmt
+    remove_bpe: str | None = None  # the BPE continuation marker to remove, e.g. "@@ " for subword-nmt
     detok: Literal["space", "moses"] = "space"  # how hypotheses are detokenized before scoring
     tokenized: bool = True  # True: BLEU on tokenized text (as the paper and fairseq-generate); False: SacreBLEU 13a
     # prelnx evaluate's tokenized BLEU splits hyphenated compounds (fairseq's WMT14 En-De convention);
-    # null = on for wmt14 (what earlier run dirs, which lack the key, were evaluated with), off otherwise
-    compound_split: Optional[bool] = None
+    # null = on for wmt14, off otherwise
+    compound_split: bool | None = None
 
 
 @dataclass
 class TestDecodingConfig:
     # prelnx evaluate's decoding; null = eval.bleu's (validation BLEU's), so the two agree unless a config says not
-    beam: Optional[int] = None
-    lenpen: Optional[float] = None
+    beam: int | None = None
+    lenpen: float | None = None
 
 
 @dataclass
 class EvalConfig:
-    # validate every N updates instead of every epoch: metrics.jsonl gets a row per validation and TensorBoard's
-    # step is the update (BERT is measured in updates); null = once per epoch, step = epoch. Needed by masked_lm.
-    every_updates: Optional[int] = None
+    # validate every N updates (a metrics row and TensorBoard step per validation; masked_lm needs it); null = per epoch
+    every_updates: int | None = None
     bleu: BleuConfig = field(default_factory=BleuConfig)  # translation only
     test: TestDecodingConfig = field(default_factory=TestDecodingConfig)
 
@@ -174,18 +156,15 @@ class EvalConfig:
 @dataclass
 class FinetuneConfig:
     # task: sentence_prediction only
-    from_checkpoint: Optional[str] = None  # the pre-trained checkpoint the model starts from (its optimizer is not)
+    from_checkpoint: str | None = None  # the pre-trained checkpoint the model starts from (its optimizer is not)
     num_classes: int = 2  # MRPC and RTE: 2
 
 
 @dataclass
 class Config:
-    name: Optional[str] = None  # run name; default: the config file's path under configs/, without .yaml
-    # translation: fairseq's encoder-decoder transformer; masked_lm: BERT-style pre-training (fairseq's masked_lm
-    # task and roberta encoder), the paper's Section 4 / Figure 5a; sentence_prediction: fine-tuning such an
-    # encoder on a sentence(-pair) classification task (MRPC, RTE: Figure 5b/c; `prelnx finetune` writes these)
-    # language_model: a decoder-only transformer (fairseq's language_modeling task and transformer_lm; keys and
-    # checks in prelnx/config/language_model.py)
+    name: str | None = None  # run name; default: the config file's path under configs/, without .yaml
+    # translation: fairseq's encoder-decoder transformer; masked_lm: BERT-style pre-training (roberta, Figure 5a);
+    # sentence_prediction: fine-tuning it (MRPC, RTE: Figure 5b/c; `prelnx finetune`); language_model: transformer_lm
     task: Literal["translation", "masked_lm", "sentence_prediction", "language_model"] = "translation"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -196,8 +175,7 @@ class Config:
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
 
-# Keys (or whole sections) that only some tasks read; every other key applies to every task. `--dry-run` prints
-# only what applies to the run's task (config.yaml keeps everything).
+# Keys (or whole sections) that only some tasks read: `--dry-run` prints only those of the run's task.
 TASK_KEYS: dict[str, tuple[str, ...]] = {
     "data.tokens_per_sample": ("masked_lm", "sentence_prediction", "language_model"),
     "data.mask_prob": ("masked_lm",),
@@ -222,22 +200,19 @@ def check_values(config: Config) -> list[tuple[str, str]]:
             problems.append((key, message))
 
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
-    if config.task in ENCODER_TASKS:
-        problems += _encoder_problems(config)
-    elif config.task == "language_model":
-        problems += language_model_problems(config)
+    if config.task != "translation":
+        problems += _task_problems(config)
     else:
         need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
     every = config.eval.every_updates
     need(every is None or every >= 1, "eval.every_updates", f"must be >= 1 or null, got {every}")
     problems += layout_problems(config)
-    problems += placement_problems(m)
+    problems += _placement_problems(m)
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
-    if m.embed_dim is not None and m.attention_heads is not None:
-        need(m.embed_dim % m.attention_heads == 0, "model.attention_heads",
-             f"must divide model.embed_dim ({m.embed_dim}), got {m.attention_heads}")  # fmt: skip
+    need(m.embed_dim is None or m.attention_heads is None or m.embed_dim % m.attention_heads == 0,
+         "model.attention_heads", f"must divide model.embed_dim ({m.embed_dim}), got {m.attention_heads}")
     for key in ("dropout", "attention_dropout", "activation_dropout"):
         value = getattr(m, key)
         need(0.0 <= value < 1.0, f"model.{key}", f"must be in [0, 1), got {value}")
@@ -266,13 +241,11 @@ def check_values(config: Config) -> list[tuple[str, str]]:
         value = getattr(t, key)
         need(value >= 1, f"train.{key}", f"must be >= 1, got {value}")
     need(t.nodes >= 1, "train.nodes", f"must be >= 1, got {t.nodes}")
-    if t.effective_batch_tokens is not None:
-        need(t.effective_batch_tokens >= t.max_tokens, "train.effective_batch_tokens",
-             f"must be at least train.max_tokens ({t.max_tokens}), got {t.effective_batch_tokens}")  # fmt: skip
-    if t.keep_every_updates is not None:
-        need(config.eval.every_updates is not None and t.keep_every_updates % config.eval.every_updates == 0,
-             "train.keep_every_updates", f"must be a multiple of eval.every_updates ({config.eval.every_updates}): "
-             f"checkpoints are saved at validations")  # fmt: skip
+    need(t.effective_batch_tokens is None or t.effective_batch_tokens >= t.max_tokens, "train.effective_batch_tokens",
+         f"must be at least train.max_tokens ({t.max_tokens}), got {t.effective_batch_tokens}")
+    need(t.keep_every_updates is None or (every is not None and t.keep_every_updates % every == 0),
+         "train.keep_every_updates", f"must be a multiple of eval.every_updates ({every}): checkpoints are saved at "
+         f"validations")  # fmt: skip
     for key in ("max_epoch", "max_update", "processes", "threads", "keep_every_updates"):
         value = getattr(t, key)
         need(value is None or value >= 1, f"train.{key}", f"must be >= 1 or null, got {value}")
@@ -287,20 +260,33 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     need(b.lenpen > 0, "eval.bleu.lenpen", f"must be > 0, got {b.lenpen}")
     if config.data.dataset == "custom":
         need(config.data.path is not None, "data.path", "dataset: custom needs the folder of its binarized data")
-    if m.share_all_embeddings:
-        need(m.share_decoder_input_output_embed, "model.share_decoder_input_output_embed",
-             "must be true when model.share_all_embeddings is true")  # fmt: skip
+    need(not m.share_all_embeddings or m.share_decoder_input_output_embed, "model.share_decoder_input_output_embed",
+         "must be true when model.share_all_embeddings is true")
     return problems
 
 
-def _encoder_problems(config: Config) -> list[tuple[str, str]]:
+def _task_problems(config: Config) -> list[tuple[str, str]]:
+    """(key, message) for the keys masked_lm, sentence_prediction (roberta) or language_model cannot train with."""
     m, d, task, f = config.model, config.data, config.task, config.finetune
-    checks = [
-        (m.arch in MLM_ARCH_PRESETS, "model.arch",
-         f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), got {m.arch!r}"),
-        (m.norm == "layernorm" and not m.qk_norm, "model.norm",
-         f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false"),
-        (m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key"),
+    if task == "language_model":
+        checks = [
+            (m.arch in LM_ARCH_PRESETS, "model.arch",
+             (f"task: language_model uses fairseq's decoder-only preset {', '.join(LM_ARCH_PRESETS)} (its other "
+             f"presets are always Pre-LN), got {m.arch!r}")),
+            (m.encoder_layers is None, "model.encoder_layers",
+             "task: language_model is decoder-only: remove the key and set model.decoder_layers"),
+            (not m.share_all_embeddings, "model.share_all_embeddings",
+             "task: language_model has one dictionary: use model.share_decoder_input_output_embed"),
+        ]  # fmt: skip
+    else:
+        checks = [
+            (m.arch in MLM_ARCH_PRESETS, "model.arch",
+             f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), got {m.arch!r}"),
+            (m.norm == "layernorm" and not m.qk_norm, "model.norm",
+             f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false"),
+            (m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key"),
+        ]  # fmt: skip
+    checks += [
         (d.dataset in ("synthetic", "custom"), "data.dataset",
          f"task: {task} reads synthetic or custom (prelnx data prepare text) data, got {d.dataset!r}"),
         (d.tokens_per_sample >= 8, "data.tokens_per_sample", f"must be >= 8, got {d.tokens_per_sample}"),
@@ -311,8 +297,8 @@ def _encoder_problems(config: Config) -> list[tuple[str, str]]:
              "task: masked_lm validates by updates: set eval.every_updates (e.g. 100)"),
             (0.0 < d.mask_prob < 1.0, "data.mask_prob", f"must be in (0, 1), got {d.mask_prob}"),
         ]  # fmt: skip
-    else:
-        # finetune.from_checkpoint is checked when the run starts (run.plan.ensure_data): prelnx finetune sets it
+    elif task == "sentence_prediction":
+        # finetune.from_checkpoint is checked when the run starts: prelnx finetune sets it
         checks.append((f.num_classes >= 2, "finetune.num_classes", f"must be >= 2, got {f.num_classes}"))
     return [(key, message) for ok, key, message in checks if not ok]
 
@@ -327,13 +313,13 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
         return [("model.layout", str(error))]
     except KeyError:
         shipped = ", ".join(repr(name) for name in LAYOUTS)
-        return [("model.layout", f"expected one of {shipped}, got {m.layout!r} (or a file of yours, PATH.py:CLASS: "
-                                 f"docs/your_layout.md)")]  # fmt: skip
+        return [("model.layout", (f"expected one of {shipped}, got {m.layout!r} (or a file of yours, PATH.py:CLASS: "
+                                 f"docs/your_layout.md)"))]  # fmt: skip
     problems = []
     if task not in row.tasks:
         allowed = ", ".join(name for name, other in LAYOUTS.items() if task in other.tasks)
-        problems.append(("model.layout", f"task: {task} has layouts {allowed} ({row.display if row.file else m.layout} is "
-                                         f"{' and '.join(row.tasks)} only), got {m.layout!r}"))  # fmt: skip
+        problems.append(("model.layout", (f"task: {task} has layouts {allowed} ({row.display if row.file else m.layout} is "
+                                         f"{' and '.join(row.tasks)} only), got {m.layout!r}")))  # fmt: skip
     if m.norm not in row.norms:
         why = NORM_REASON.get(row.family, "is defined") if row.file is None else "is defined (by its file)"
         problems.append(("model.norm", f"layout: {m.layout} {why}; use norm: {' or '.join(row.norms)}, got {m.norm!r}"))
@@ -343,6 +329,22 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
     return problems
 
 
+def _placement_problems(m: ModelConfig) -> list[tuple[str, str]]:
+    """The placements' own checks (docs/placements.md): mixln_alpha, and a Mix-LN with no Post-LN layer (floor(alpha
+    L), the plugin's mixln.post_ln_layers, is 0)."""
+    problems = []
+    if not 0.0 <= m.mixln_alpha <= 1.0:
+        problems.append(("model.mixln_alpha", f"must be in [0, 1], got {m.mixln_alpha}"))
+    elif m.layout == "mixln":
+        for key in ("encoder_layers", "decoder_layers"):
+            layers = getattr(m, key)
+            if layers is not None and layers >= 1 and math.floor(m.mixln_alpha * layers + 1e-9) == 0:
+                problems.append((f"model.{key}", (f"layout: mixln with mixln_alpha {m.mixln_alpha} has no Post-LN layer "
+                                 f"in {layers} layers (floor(alpha L) = 0: it would be Pre-LN); use more layers or a "
+                                 f"larger model.mixln_alpha")))  # fmt: skip
+    return problems
+
+
 def schedule_warnings(config: Config) -> list[str]:
-    """Legal but probably unintended schedules (prelnx.config.schedule.lr_curve_warnings)."""
+    """Legal but probably unintended schedules."""
     return lr_curve_warnings(config.schedule, config.optimizer.lr)

@@ -1,9 +1,6 @@
-"""The configs prelnx ships, found by name from any folder: `demo/preln_nowarmup`, `iwslt_preln.yaml`.
-
-They live in the project's top-level `configs/`; the wheel carries that folder as the package `prelnx._configs`
-(pyproject.toml's package-dir), found here through importlib (a folder without __init__.py is a namespace package:
-importlib.resources.files gives a MultiplexedPath, so its location is read from its spec). In a checkout whose
-editable install predates that mapping, the checkout's own `configs/` is the same folder.
+"""The configs prelnx ships, found by name from any folder (`demo/preln_nowarmup`, `iwslt_preln.yaml`): the
+top-level `configs/`, which the wheel carries as the namespace package `prelnx._configs` (its folder read from its
+spec: importlib.resources would give a MultiplexedPath); an editable install without it uses the checkout's.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""Reading YAML files strictly and within bounds: what a config file may be, and how a file that is not one is refused.
+"""Reading YAML strictly and within bounds, and refusing a file that is not a config.
 
-- A duplicated key anywhere is an error naming the file, the key and both lines. PyYAML keeps the last of two
-  equal keys without a word (`lr: 0.001` then `lr: 0.5` trains at 0.5; a second `optimizer:` block drops the
-  first). We walk the composed node tree, which keeps line numbers, before constructing the data.
-- Configs are small by nature (a shipped one is under 5 KB, ~100 nodes), so a file is refused, naming the bound it
-  broke, when it is over MAX_BYTES, holds over MAX_NODES nodes, nests deeper than MAX_DEPTH, or when its aliases
-  (`*name`) expand to over MAX_NODES nodes. Without these bounds a 489-byte "alias bomb" (anchors that each repeat
-  the previous one 9 times) takes hours, and a long list gigabytes. The bounds are checked while composing and on
-  the composed graph (each node counted once, with its expanded size memoised), before anything walks the data.
-- A caller that expects a particular kind of file (`top_keys`) gets a file whose top-level keys are not that
-  kind's refused without its content: `base: /etc/shadow` must not print the lines of that file as "unknown keys".
-  Messages about syntax quote no text of the file (only PyYAML's token names and single characters).
+- A duplicated key anywhere is an error naming the file, the key and both lines (PyYAML silently keeps the last),
+  found on the composed node tree, which keeps line numbers.
+- A file over MAX_BYTES, MAX_NODES nodes or MAX_DEPTH levels, or whose aliases (`*name`) expand past MAX_NODES, is
+  refused naming the bound (a config is under 5 KB, ~100 nodes; a 489-byte alias bomb would take hours), checked
+  while composing and on the composed graph (each node's expanded size memoised).
+- With `top_keys`, a file whose top-level keys are not that kind's is refused without its content (`base:
+  /etc/shadow` must not print its lines); syntax errors quote only PyYAML's token names and single characters.
 - A file that is not UTF-8 is reported with its name.
 """
 
@@ -60,15 +56,15 @@ class _BoundedLoader(yaml.SafeLoader):
             self.depth -= 1
 
 
-def _expanded_size(root: yaml.Node, source: str) -> int:
-    """Nodes in the document once every alias is expanded; YamlInputError past MAX_NODES or on a self-reference.
-
-    Each distinct node is visited once (its size memoised), so an alias bomb costs what its text does.
-    """
+def _walk(root: yaml.Node, source: str) -> list[str]:
+    """The document's duplicated keys, one problem each; YamlInputError once its aliases expand past MAX_NODES nodes
+    or refer to a node that contains them. Each distinct node is visited once (its expanded size memoised), so an
+    alias bomb costs what its text does, and an aliased node is checked where it was first written."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
+    found: list[str] = []
 
-    def size(node: yaml.Node) -> int:
+    def size(node: yaml.Node, path: str | None) -> int:  # path None: inside a (complex) key, whose keys are not checked
         key = id(node)
         if key in sizes:
             return sizes[key]
@@ -78,9 +74,20 @@ def _expanded_size(root: yaml.Node, source: str) -> int:
         open_nodes.add(key)
         total = 1
         if isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
+            first_line: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                dotted = None if path is None else f"{path}.{name}" if path else str(name)
+                if name is not None and dotted is not None:
+                    line = key_node.start_mark.line + 1
+                    if name in first_line:
+                        shown = f"key `{dotted}`" if _NAME.fullmatch(dotted) else "a key"
+                        found.append(f"{source}: {shown} appears twice (lines {first_line[name]} and {line}); keep one")
+                    else:
+                        first_line[name] = line
+                total += size(key_node, None) + size(value_node, dotted)
         elif isinstance(node, yaml.SequenceNode):
-            total += sum(size(item) for item in node.value)
+            total += sum(size(item, None if path is None else f"{path}[{i}]") for i, item in enumerate(node.value))
         open_nodes.discard(key)
         if total > MAX_NODES:
             raise YamlInputError(f"{source}: refused: its aliases (*name) expand to more than {MAX_NODES} YAML nodes "
@@ -88,35 +95,12 @@ def _expanded_size(root: yaml.Node, source: str) -> int:
         sizes[key] = total
         return total
 
-    return size(root)
+    size(root, "")
+    return found
 
 
-def _duplicates(node: yaml.Node, path: str, found: list[str], source: str, seen: set[int]) -> None:
-    if id(node) in seen:
-        return  # an aliased node: checked where it was first written
-    seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            dotted = f"{path}.{key}" if path else str(key)
-            if key is not None:
-                line = key_node.start_mark.line + 1
-                if key in first_line:
-                    shown = f"key `{dotted}`" if _NAME.fullmatch(dotted) else "a key"
-                    found.append(f"{source}: {shown} appears twice (lines {first_line[key]} and {line}); keep one")
-                else:
-                    first_line[key] = line
-            _duplicates(value_node, dotted, found, source, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _duplicates(item, f"{path}[{index}]", found, source, seen)
-
-
-def _check_kind(node: yaml.Node | None, source: str, top_keys: Collection[str], what: str) -> None:
+def _check_kind(node: yaml.Node, source: str, top_keys: Collection[str], what: str) -> None:
     """A document that is not a mapping of `top_keys` (or keys under them, `optimizer.lr`) is refused unquoted."""
-    if node is None:
-        return
     expected = f"expected a YAML mapping with keys such as {', '.join(top_keys)}"
     if not isinstance(node, yaml.MappingNode):
         kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
@@ -138,11 +122,9 @@ def parse_yaml(text: str, source: str, top_keys: Collection[str] | None = None, 
     try:
         node = loader.get_single_node()
         if node is not None:
-            _expanded_size(node, source)
+            problems = _walk(node, source)
             if top_keys is not None:
                 _check_kind(node, source, top_keys, what)
-            problems: list[str] = []
-            _duplicates(node, "", problems, source, set())
             if problems:
                 raise YamlInputError("\n  ".join(problems))
         return None if node is None else loader.construct_document(node)

@@ -1,13 +1,11 @@
 """'Did you mean' for a name the user got wrong: a config key, by meaning where the name is a known alias of ours
-(learning_rate -> optimizer.lr) and by spelling of its last part otherwise; a config file, by the closest existing
-files. The aliases themselves are vocabulary and live in schema.py."""
+(learning_rate -> optimizer.lr) and by spelling otherwise; a config file, by the closest existing files."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-
 
 # Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean":
 # their name -> the last part of ours.
@@ -28,11 +26,9 @@ ALIASES = {
     **dict.fromkeys(("norm_position", "normalize_before", "pre_norm", "prenorm", "ln_position"), "layout"),
     **dict.fromkeys(("scheduler", "lr_scheduler", "decay_type"), "decay"),
     **dict.fromkeys(("type", "optim"), "name"),
-    **dict.fromkeys(("wd",), "weight_decay"),
-    **dict.fromkeys(("beta",), "betas"),
+    "wd": "weight_decay", "beta": "betas", "length_penalty": "lenpen",
     **dict.fromkeys(("epsilon", "adam_eps"), "eps"),
     **dict.fromkeys(("beam_size", "num_beams"), "beam"),
-    **dict.fromkeys(("length_penalty",), "lenpen"),
     **dict.fromkeys(("smoothing", "label_smoothing_factor"), "label_smoothing"),
     **dict.fromkeys(("gpus", "num_gpus", "workers", "world_size"), "processes"),
 }
@@ -44,13 +40,9 @@ def _split(key: str) -> tuple[str, str]:
 
 
 def closest_key(key: str, known: Collection[str], aliases: Mapping[str, str]) -> str | None:
-    """The known key `key` most likely meant, or None.
-
-    1. Its last part is an alias (`learning_rate`) or the right name in another section (`train.lr`): the known key
-       with that last part, in the same section if there is one.
-    2. Else the same section's key whose last part is spelt closest (`model.layuot` -> `model.layout`).
-    3. Else the closest whole key (`optimiser.lr` -> `optimizer.lr`).
-    """
+    """The known key `key` most likely meant, or None: 1. by its last part, an alias (`learning_rate`) or right in
+    another section (`train.lr`), preferring the same section; 2. the same section's key spelt closest (`model.layuot`
+    -> `model.layout`); 3. the closest whole key (`optimiser.lr` -> `optimizer.lr`)."""
     section, last = _split(key)
     meant = aliases.get(last.lower(), last)
     by_meaning = sorted((k for k in known if _split(k)[1] == meant), key=lambda k: (_split(k)[0] != section, k))
@@ -64,20 +56,10 @@ def closest_key(key: str, known: Collection[str], aliases: Mapping[str, str]) ->
     return near[0] if near else None
 
 
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def closest_files(name: str | Path, roots: Iterable[Path], limit: int = 4) -> list[str]:
-    """Up to `limit` existing .yaml files whose last path parts are spelt closest to `name`'s (the best, and those
-    nearly as close).
-
-    `configs/demo/preln_nowarmpu.yaml` -> configs/demo/preln_nowarmup.yaml; a bare name is compared by file name.
-    Looks under each root (recursively) and beside `name` (its folder, when that exists).
-    """
+    """Up to `limit` .yaml files under the roots (recursively) or beside `name` whose last path parts are spelt
+    closest to `name`'s (the best, and those nearly as close): `configs/demo/preln_nowarmpu.yaml` ->
+    configs/demo/preln_nowarmup.yaml; a bare name is compared by file name."""
     wanted = Path(name).with_suffix("")
     parts = [p for p in wanted.parts if p not in ("configs", ".")] or [wanted.name]
     folders = [(root, "**/*.yaml") for root in roots]
@@ -89,6 +71,7 @@ def closest_files(name: str | Path, roots: Iterable[Path], limit: int = 4) -> li
         tail = resolved.with_suffix("").parts[-len(parts):]
         ratio = difflib.SequenceMatcher(None, "/".join(parts), "/".join(tail)).ratio()
         if ratio >= 0.75:
-            scored.append((-ratio, _shown(candidate)))
+            shown = candidate.relative_to(Path.cwd()) if candidate.is_relative_to(Path.cwd()) else candidate
+            scored.append((-ratio, str(shown)))
     best = min(scored, default=(0.0, ""))[0]
     return [shown for score, shown in sorted(set(scored))[:limit] if score <= best + 0.05]  # the closest ones only

@@ -12,7 +12,7 @@ def binarize(
     source_lang: str,
     target_lang: str,
     splits: list[str],
-    joined_dictionary: bool,
+    joined_dictionary: bool = False,
     workers: int = 1,
     monolingual: bool = False,
     dictionary: Path | None = None,

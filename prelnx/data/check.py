@@ -1,10 +1,9 @@
 """Binarized data checked before training: a damaged split is one error naming the file, not a fairseq traceback.
 
-fairseq reads `<split>.<src>-<tgt>.<lang>.{idx,bin}` in its mmap format and fails deep inside training on a
-truncated `.bin` ("offset must be non-negative") or a token id past the dictionary ("index out of range").
-We read the `.idx` header (fairseq's `MMapIndexedDataset` layout: magic, version, dtype code, item count,
-sizes, pointers) with NumPy rather than importing fairseq, which would add 4 s to every start, and check
-that the `.bin` holds exactly what the index says and that its largest token id fits the dictionary.
+fairseq fails deep inside training on a truncated `.bin` ("offset must be non-negative") or a token id past the
+dictionary ("index out of range"). The `.idx` (fairseq's `MMapIndexedDataset`: magic, version, dtype code, item
+count, sizes, pointers) is read with NumPy, not fairseq (4 s more per start): the `.bin` must hold exactly what
+the index says, and its largest token id must fit the dictionary.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ MAGIC = b"MMIDIDX\x00\x00"
 # fairseq.data.indexed_dataset._code_to_dtype
 DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float64, 8: np.uint16,
           9: np.uint32, 10: np.uint64}
+HEADER_BYTES = len(MAGIC) + 8 + 1 + 8  # magic, version, token type code, sentence count
 SPECIAL_SYMBOLS = 4  # fairseq's Dictionary: <s>, <pad>, </s>, <unk> come before the file's entries
 
 
@@ -26,21 +26,31 @@ class DataDamaged(ValueError):
 
 
 def dictionary_size(path: Path) -> int:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return SPECIAL_SYMBOLS + sum(1 for line in handle if line.strip())
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return SPECIAL_SYMBOLS + sum(1 for line in handle if line.strip())
+    except OSError as error:
+        raise DataDamaged(f"{path}: cannot read ({error.strerror})") from None
+
+
+def _header(index: Path) -> tuple[int, int] | None:
+    """(token type code, sentence count) of an mmap `.idx`; None for another fairseq format (raw, lazy, cached)."""
+    with open(index, "rb") as handle:
+        header = handle.read(HEADER_BYTES)
+    if not header.startswith(MAGIC):
+        return None
+    if len(header) < HEADER_BYTES:
+        raise DataDamaged(f"{index}: truncated index; binarize the data again")
+    return header[len(MAGIC) + 8], struct.unpack("<Q", header[-8:])[0]
 
 
 def sentence_count(prefix: Path) -> int | None:
     """Sentences in a binarized split, from its `.idx` header; None when there is no such mmap index."""
-    index = prefix.with_name(prefix.name + ".idx")
     try:
-        with open(index, "rb") as handle:
-            header = handle.read(len(MAGIC) + 8 + 1 + 8)
-    except OSError:
+        header = _header(prefix.with_name(prefix.name + ".idx"))
+    except (OSError, DataDamaged):
         return None
-    if not header.startswith(MAGIC) or len(header) < len(MAGIC) + 17:
-        return None
-    return struct.unpack("<Q", header[len(MAGIC) + 9 : len(MAGIC) + 17])[0]
+    return None if header is None else header[1]
 
 
 def longest_sentence(prefix: Path) -> int | None:
@@ -49,7 +59,7 @@ def longest_sentence(prefix: Path) -> int | None:
     if not count:
         return count
     index = prefix.with_name(prefix.name + ".idx")
-    return int(np.memmap(index, dtype=np.int32, mode="r", offset=len(MAGIC) + 17, shape=(count,)).max())
+    return int(np.memmap(index, dtype=np.int32, mode="r", offset=HEADER_BYTES, shape=(count,)).max())
 
 
 def check_split(prefix: Path, vocabulary: int) -> None:
@@ -57,27 +67,21 @@ def check_split(prefix: Path, vocabulary: int) -> None:
     index, data = prefix.with_name(prefix.name + ".idx"), prefix.with_name(prefix.name + ".bin")
     if not data.is_file():
         raise DataDamaged(f"{data}: missing (its index {index.name} is there); binarize the data again")
-    with open(index, "rb") as handle:
-        header = handle.read(len(MAGIC) + 8 + 1 + 8)  # magic, version, dtype code, sentence count
-    if not header.startswith(MAGIC):
-        return  # another fairseq format (raw, lazy, cached): fairseq checks it itself
-    if len(header) < len(MAGIC) + 17:
-        raise DataDamaged(f"{index}: truncated index; binarize the data again")
-    offset = len(MAGIC) + 8
-    code = header[offset]
-    count = struct.unpack("<Q", header[offset + 1 : offset + 9])[0]
+    header = _header(index)
+    if header is None:
+        return  # fairseq checks its other formats itself
+    code, count = header
     if code not in DTYPES:
         raise DataDamaged(f"{index}: unknown token type code {code}; binarize the data again")
     dtype = np.dtype(DTYPES[code])
-    start = offset + 1 + 8
-    needed = start + count * (4 + 8)
+    needed = HEADER_BYTES + count * (4 + 8)
     if index.stat().st_size < needed:
         raise DataDamaged(f"{index}: truncated index ({index.stat().st_size} bytes, {needed} needed for {count} "
                           f"sentences); binarize the data again")  # fmt: skip
     if count == 0:
         return
-    sizes = np.memmap(index, dtype=np.int32, mode="r", offset=start, shape=(count,))
-    pointers = np.memmap(index, dtype=np.int64, mode="r", offset=start + count * 4, shape=(count,))
+    sizes = np.memmap(index, dtype=np.int32, mode="r", offset=HEADER_BYTES, shape=(count,))
+    pointers = np.memmap(index, dtype=np.int64, mode="r", offset=HEADER_BYTES + count * 4, shape=(count,))
     expected = int(pointers[-1]) + int(sizes[-1]) * dtype.itemsize
     actual = data.stat().st_size
     if actual != expected:
@@ -93,26 +97,15 @@ def check_split(prefix: Path, vocabulary: int) -> None:
 
 def check_binarized(folder: Path, source: str, target: str) -> None:
     """Check every split of the pair `source`-`target` found in `folder`. Raises DataDamaged."""
-    sizes = {}
-    for lang in (source, target):
-        dictionary = folder / f"dict.{lang}.txt"
-        try:
-            sizes[lang] = dictionary_size(dictionary)
-        except OSError as error:
-            raise DataDamaged(f"{dictionary}: cannot read ({error.strerror})") from None
+    sizes = {lang: dictionary_size(folder / f"dict.{lang}.txt") for lang in (source, target)}
     for index in sorted(folder.glob(f"*.{source}-{target}.*.idx")) + sorted(folder.glob(f"*.{target}-{source}.*.idx")):
-        lang = index.name[: -len(".idx")].rsplit(".", 1)[-1]
+        lang = index.with_suffix("").suffix[1:]
         if lang in sizes:
-            check_split(index.with_name(index.name[: -len(".idx")]), sizes[lang])
+            check_split(index.with_suffix(""), sizes[lang])
 
 
 def check_monolingual(folder: Path) -> None:
     """Check the splits of monolingual data (`prelnx data prepare text`: dict.txt, train/valid.bin/.idx)."""
-    dictionary = folder / "dict.txt"
-    try:
-        size = dictionary_size(dictionary)
-    except OSError as error:
-        raise DataDamaged(f"{dictionary}: cannot read ({error.strerror})") from None
+    size = dictionary_size(folder / "dict.txt")
     for index in sorted(folder.glob("*.idx")):
-        check_split(index.with_name(index.name[: -len(".idx")]), size)
-
+        check_split(index.with_suffix(""), size)

@@ -8,13 +8,13 @@ with the languages' rules), `--lowercase` lowercases, `--bpe-merges N` learns N 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe
 from prelnx.data.errors import DataError
 from prelnx.data.output import text_path, tok_path
-from prelnx.data.recipe import Recipe
-from prelnx.data.sources import SourceFiles
+from prelnx.data.sources import Recipe, SourceFiles
 from prelnx.data.textio import parallel_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
@@ -63,7 +63,34 @@ def corpus_from_options(
     )  # fmt: skip
 
 
-def check_corpus(corpus: CustomCorpus) -> None:
+def gather(corpus: CustomCorpus) -> SourceFiles:
+    found = SourceFiles(origin="custom files")
+    for split, pair in corpus.files.items():
+        for lang, path in zip(corpus.languages, pair):
+            found.paths[f"{split}.{lang}"] = path
+            found.inputs[str(path)] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    return found
+
+
+def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus, bpe_code: Path | None,
+               bpe_merges: int | None) -> dict | None:  # fmt: skip
+    use_bpe = bpe_code is not None or bpe_merges is not None
+    for split in corpus.splits:
+        inputs = {lang: sources.paths[f"{split}.{lang}"] for lang in corpus.languages}
+        total = parallel_lines(*inputs.values())
+        for lang, path in inputs.items():
+            lines = read_lines(path)  # validated UTF-8, '\n' line ends
+            if corpus.tokenize or corpus.lowercase:
+                steps = MosesSteps(lang, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
+                lines = workers.map(steps, lines, desc=f"{split}.{lang}", total=total)
+            write_lines(tok_path(folder, split, lang) if use_bpe else text_path(folder, split, lang), lines)
+    if not use_bpe:
+        return None
+    return bpe.encode(folder, splits=corpus.splits, languages=corpus.languages, given=bpe_code,
+                      merges=bpe_merges or 0, workers=workers)  # fmt: skip
+
+
+def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
     for split in ("train", "valid"):
         if split not in corpus.files:
             raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
@@ -73,61 +100,12 @@ def check_corpus(corpus: CustomCorpus) -> None:
         for flag, path in zip(("src", "tgt"), pair):
             if not path.is_file():
                 raise DataError(f"--{split}-{flag} {path}: no such file")
-
-
-def gather(corpus: CustomCorpus, work: Path) -> SourceFiles:
-    found = SourceFiles(origin="custom files")
-    for split, pair in corpus.files.items():
-        for lang, path in zip(corpus.languages, pair):
-            found.paths[f"{split}.{lang}"] = path
-            found.inputs[str(path)] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-    return found
-
-
-def build_text(
-    sources: SourceFiles,
-    folder: Path,
-    workers: Workers,
-    *,
-    corpus: CustomCorpus,
-    bpe_code: Path | None,
-    bpe_merges: int | None,
-) -> dict | None:
-    files = sources.paths
-    use_bpe = bpe_code is not None or bpe_merges is not None
-    for split in corpus.splits:
-        total = parallel_lines(*(files[f"{split}.{lang}"] for lang in corpus.languages))
-        for lang in corpus.languages:
-            out = tok_path(folder, split, lang) if use_bpe else text_path(folder, split, lang)
-            steps = MosesSteps(lang, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
-            if corpus.tokenize or corpus.lowercase:
-                write_lines(
-                    out, workers.map(steps, read_lines(files[f"{split}.{lang}"]), desc=f"{split}.{lang}", total=total)
-                )
-            else:
-                write_lines(out, read_lines(files[f"{split}.{lang}"]))  # validated UTF-8, '\n' line ends
-    if not use_bpe:
-        return None
-    return bpe.encode(folder, splits=corpus.splits, languages=corpus.languages, given=bpe_code,
-                      merges=bpe_merges or 0, workers=workers)  # fmt: skip
-
-
-def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
-    check_corpus(corpus)
     settings = {
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
         "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
         "bpe": bpe.settings(bpe_code, bpe_merges),
     }
-    return Recipe(
-        dataset="custom",
-        languages=corpus.languages,
-        splits=corpus.splits,
-        joined_dictionary=corpus.joined_dictionary,
-        settings=settings,
-        gather=lambda work: gather(corpus, work),
-        build=lambda sources, folder, workers: build_text(
-            sources, folder, workers, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges
-        ),
-    )
+    build = partial(build_text, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges)
+    return Recipe("custom", corpus.languages, corpus.splits, settings, gather=lambda work: gather(corpus), build=build,
+                  joined_dictionary=corpus.joined_dictionary)  # fmt: skip

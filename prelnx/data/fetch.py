@@ -41,18 +41,9 @@ def is_url(text: str) -> bool:
     return re.match(r"^(https?|ftp|file)://", text) is not None
 
 
-def no_network_message(url: str, reason: object, hint: str) -> str:
-    return (
-        f"cannot download {url} ({reason}). Without network access, fetch it on another machine and pass the "
-        f"local copy: {hint}"
-    )
-
-
 def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
-    """Download `download` into `dest_dir` (resuming a `.part` file) and verify it; returns the file.
-
-    `hint` completes the no-network message: how to pass a local archive or folder instead.
-    """
+    """Download `download` into `dest_dir` (resuming a `.part` file) and verify it; returns the file. `hint` completes
+    the no-network message: how to pass a local archive or folder instead."""
     dest = dest_dir / download.filename
     if dest.is_file():
         _verify(dest, download, expected_size=download.size)
@@ -70,11 +61,11 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
         raise DataError(f"cannot download {download.url}: HTTP {error.code} {error.reason}") from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", None) or error
-        raise DataError(no_network_message(download.url, reason, hint)) from None
+        raise DataError(f"cannot download {download.url} ({reason}). Without network access, fetch it on another "
+                        f"machine and pass the local copy: {hint}") from None  # fmt: skip
     with response:
-        status = getattr(response, "status", None)
         length = response.headers.get("Content-Length")
-        resumed = offset > 0 and status == 206
+        resumed = offset > 0 and getattr(response, "status", None) == 206
         if not resumed:
             offset = 0  # the server ignored the Range header (or there was nothing to resume): start afresh
         total = offset + int(length) if length is not None else download.size
@@ -83,20 +74,9 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
             out = open(part, "ab" if resumed else "wb")  # noqa: SIM115
         except OSError as error:
             raise DataError(f"cannot write {part}: {error.strerror or error}") from None
-        with (
-            out,
-            tqdm(
-                total=total,
-                initial=offset,
-                desc=dest.name,
-                unit="B",
-                unit_scale=True,
-                unit_divisor=1024,
-                file=sys.stderr,
-                disable=None,
-                mininterval=1.0,
-            ) as bar,
-        ):
+        bar = tqdm(total=total, initial=offset, desc=dest.name, unit="B", unit_scale=True, unit_divisor=1024,
+                   file=sys.stderr, disable=None, mininterval=1.0)  # fmt: skip
+        with out, bar:
             try:
                 for block in iter(lambda: response.read(_BLOCK), b""):
                     out.write(block)

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe, moses
 from prelnx.data.errors import DataError
 from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
-from prelnx.data.recipe import Recipe
-from prelnx.data.sources import SourceFiles, locate
+from prelnx.data.sources import Recipe, SourceFiles, locate
 from prelnx.data.textio import check_aligned_segments, check_parallel, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
@@ -97,10 +97,8 @@ def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> None:
     for lang in LANGUAGES:
         xml_files = [files[f"{name}.de-en.{lang}.xml"] for name in TEST_SETS]
         segments = (line for path in xml_files for line in seg_lines(read_lines(path)))
-        write_lines(
-            tok_path(folder, "test", lang),
-            workers.map(MosesSteps(lang, lowercase=True), segments, desc=f"tokenize test.{lang}"),
-        )
+        lines = workers.map(MosesSteps(lang, lowercase=True), segments, desc=f"tokenize test.{lang}")
+        write_lines(tok_path(folder, "test", lang), lines)
 
 
 def build_text(
@@ -122,14 +120,8 @@ def build_text(
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:
-    return locate(
-        source,
-        needed_files(splits),
-        downloads=[Download(URL, "iwslt14/de-en.tgz")],
-        work=work,
-        hint=HINT,
-        what="the IWSLT14 de-en release",
-    )
+    return locate(source, needed_files(splits), downloads=[Download(URL, "iwslt14/de-en.tgz")], work=work, hint=HINT,
+                  what="the IWSLT14 de-en release")  # fmt: skip
 
 
 def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
@@ -143,14 +135,5 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "test": list(TEST_SETS),
         "bpe": bpe.settings(bpe_code, merges),
     }
-    return Recipe(
-        dataset="iwslt14",
-        languages=LANGUAGES,
-        splits=SPLITS,
-        joined_dictionary=False,
-        settings=settings,
-        gather=lambda work: gather(source, work),
-        build=lambda sources, folder, workers: build_text(
-            sources, folder, workers, bpe_code=bpe_code, bpe_merges=merges
-        ),
-    )
+    build = partial(build_text, bpe_code=bpe_code, bpe_merges=merges)
+    return Recipe("iwslt14", LANGUAGES, SPLITS, settings, gather=lambda work: gather(source, work), build=build)

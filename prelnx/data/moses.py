@@ -35,17 +35,13 @@ class PerlMosesTokenizer(MosesTokenizer):
             if not match:
                 continue
             prefix = match.group(1)
-            if i == last:
-                tokens[i] = prefix + " ."
-            elif (
+            kept = i < last and (
                 ("." in prefix and self.isanyalpha(prefix))
                 or (prefix in self.NONBREAKING_PREFIXES and prefix not in self.NUMERIC_ONLY_PREFIXES)
                 or (tokens[i + 1] and self.islower(tokens[i + 1][0]))
-            ):
-                pass
-            elif prefix in self.NUMERIC_ONLY_PREFIXES and _STARTS_WITH_DIGIT.search(tokens[i + 1]):
-                pass
-            else:
+                or (prefix in self.NUMERIC_ONLY_PREFIXES and _STARTS_WITH_DIGIT.search(tokens[i + 1]))
+            )
+            if not kept:
                 tokens[i] = prefix + " ."
         return " ".join(tokens)
 
@@ -53,7 +49,7 @@ class PerlMosesTokenizer(MosesTokenizer):
 class PerlPunctNormalizer(MosesPunctNormalizer):
     """sacremoses' normalizer with normalize-punctuation.perl's (default, non-Penn) substitution table."""
 
-    NORMALIZE_UNICODE = [
+    NORMALIZE_UNICODE = (
         ("„", '"'),
         ("“", '"'),
         ("”", '"'),
@@ -69,15 +65,15 @@ class PerlPunctNormalizer(MosesPunctNormalizer):
         (r"''", '"'),
         ("´´", '"'),
         ("…", "..."),
-    ]
-    FRENCH_QUOTES = [
+    )
+    FRENCH_QUOTES = (
         ("\u00a0«\u00a0", ' "'),
         ("«\u00a0", '"'),
         ("«", '"'),
         ("\u00a0»\u00a0", '" '),
         ("\u00a0»", '"'),
         ("»", '"'),
-    ]
+    )
 
     def __init__(self, lang: str) -> None:
         # penn=True in sacremoses adds the `` -> ' and '' -> " rules the perl script applies when *not* -penn.

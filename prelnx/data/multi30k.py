@@ -8,13 +8,13 @@ cleaned away, so the split sizes stay the official ones.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe
 from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
-from prelnx.data.recipe import Recipe
-from prelnx.data.sources import SourceFiles, locate
+from prelnx.data.sources import Recipe, SourceFiles, locate
 from prelnx.data.textio import parallel_lines, read_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
@@ -59,14 +59,5 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "files": FILES,
         "bpe": bpe.settings(bpe_code, merges),
     }
-    return Recipe(
-        dataset="multi30k",
-        languages=LANGUAGES,
-        splits=SPLITS,
-        joined_dictionary=False,
-        settings=settings,
-        gather=lambda work: gather(source, work),
-        build=lambda sources, folder, workers: build_text(
-            sources, folder, workers, bpe_code=bpe_code, bpe_merges=merges
-        ),
-    )
+    build = partial(build_text, bpe_code=bpe_code, bpe_merges=merges)
+    return Recipe("multi30k", LANGUAGES, SPLITS, settings, gather=lambda work: gather(source, work), build=build)

@@ -2,6 +2,8 @@
 
 `manifest.json` is written last, inside the staging folder, so a folder that has one is complete: an
 interrupted or failed preparation leaves no folder under the output name (and removes its staging folder).
+Generated data (`build_cached`) is built once per settings the same way; when another process finished the
+same build first, its copy is used.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prelnx.data.errors import DataError
 from prelnx.data.textio import count_lines, sha256_file
+
+if TYPE_CHECKING:
+    from prelnx.data.sources import Recipe
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -87,41 +92,59 @@ def staged_folder(out: Path) -> Iterator[Path]:
 
 
 def tool_versions() -> dict[str, str]:
+    from importlib import metadata  # 20 ms that every training's start (build_cached) need not pay
+
     versions = {"python": platform.python_version()}
     for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
         with suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-    for name in _FAIRSEQ_DISTRIBUTIONS:
-        try:
+    for name in reversed(_FAIRSEQ_DISTRIBUTIONS):  # the first of them installed is the one recorded
+        with suppress(metadata.PackageNotFoundError):
             versions["fairseq"] = f"{metadata.version(name)} ({name})"
-            break
-        except metadata.PackageNotFoundError:
-            continue
     return versions
 
 
-def write_manifest(
-    folder: Path,
-    *,
-    dataset: str,
-    command: str,
-    languages: tuple[str, str],
-    settings: dict,
-    splits: list[str],
-    sources: dict,
-    bpe: dict | None,
-) -> dict:
+def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -> Path:
+    """Unless `out_dir`'s manifest.json holds every entry of `identity`, `build(staging)` writes the data and returns
+    the manifest, written last; returns `out_dir`."""
+
+    def is_built(folder: Path) -> bool:
+        manifest = read_manifest(folder)
+        return manifest is not None and all(manifest.get(key) == value for key, value in identity.items())
+
+    if is_built(out_dir):
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        manifest = build(staging)
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        if out_dir.exists() and not is_built(out_dir):
+            shutil.rmtree(out_dir)  # a stale or foreign folder under our cache name
+        try:
+            staging.rename(out_dir)
+        except OSError:
+            if not is_built(out_dir):  # another process finished the same build first: use its copy
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict, bpe: dict | None) -> dict:
     """Line counts of every split and side (the text that was binarized), sha256 of every file, and how it was made."""
     files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != MANIFEST)
     manifest = {
         "format": MANIFEST_FORMAT,
-        "dataset": dataset,
+        "dataset": recipe.dataset,
         "command": command,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "languages": {"source": languages[0], "target": languages[1]},
-        "settings": settings,
+        "languages": {"source": recipe.languages[0], "target": recipe.languages[1]},
+        "settings": recipe.settings,
         "lines": {
-            split: {lang: count_lines(folder / "text" / f"{split}.{lang}") for lang in languages} for split in splits
+            split: {lang: count_lines(text_path(folder, split, lang)) for lang in recipe.languages}
+            for split in recipe.splits
         },
         "bpe": bpe,
         "sources": sources,

@@ -1,26 +1,24 @@
 """Sentence-pair classification data for `prelnx finetune` (task: sentence_prediction; GLUE's MRPC and RTE).
 
-The layout is fairseq's (examples/roberta/README.glue.md, what its preprocess_GLUE_tasks.sh writes):
-`input0/` (first sentences) and `input1/` (second sentences), binarized with the *pre-training* dictionary
-(`--srcdict <pre-training data>/dict.txt`, BPE applied with the pre-training code), and `label/` with its own
+The layout is fairseq's (examples/roberta/README.glue.md, preprocess_GLUE_tasks.sh): `input0/` and `input1/`
+(first and second sentences) binarized with the *pre-training* dict.txt (`--srcdict`), `label/` with its own
 dictionary; each holds train and valid splits.
 
-The offline task made from a seed, matched to the synthetic pre-training text: is the second sentence the
-translation of the first (label 1), or the translation of another sentence (label 0)? A paraphrase-detection
-task like MRPC, decided by the lexicon the masked-LM pre-training had to learn. Its sentences are new: they are
-drawn after the pre-training text's (same generator and seed, so the same words and lexicon).
+The offline task, matched to the synthetic pre-training text: is the second sentence the translation of the
+first (label 1) or of another sentence (label 0)? Paraphrase detection like MRPC, decided by the lexicon the
+masked-LM pre-training had to learn, on new sentences drawn after the pre-training text's (same generator, seed).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 from pathlib import Path
 
 from prelnx.data.binarize import binarize
-from prelnx.data.cache import build_cached
+from prelnx.data.output import build_cached
 from prelnx.data.synthetic import SyntheticTask, generate_pairs
+from prelnx.data.textio import write_lines
 
 PARTS = ("input0", "input1", "label")
 TRAIN_PAIRS, VALID_PAIRS = 2000, 500
@@ -66,24 +64,16 @@ def synthetic_pair_lines(task: SyntheticTask) -> dict[str, dict[str, list[str]]]
 
 
 def prepare_synthetic_pairs(task: SyntheticTask, dictionary: Path, out_dir: Path) -> Path:
-    """Generate and binarize the pair task into `out_dir` unless it is there (prelnx.data.cache)."""
+    """Generate and binarize the pair task into `out_dir` unless it is there (prelnx.data.output.build_cached)."""
     manifest = {"dataset": "synthetic-pairs", "task": dataclasses.asdict(task), "train": TRAIN_PAIRS, "valid": VALID_PAIRS}
 
-    def is_built(folder: Path) -> bool:
-        try:
-            return json.loads((folder / "manifest.json").read_text()) == manifest
-        except (OSError, json.JSONDecodeError):
-            return False
-
-    def build(staging: Path) -> None:
+    def build(staging: Path) -> dict:
         lines = synthetic_pair_lines(task)
         for part in PARTS:
-            text = staging / "text" / part
-            text.mkdir(parents=True)
             for split in lines:
-                (text / f"{split}.txt").write_text("".join(line + "\n" for line in lines[split][part]))
-            binarize(text, staging / part, source_lang="txt", target_lang="txt", splits=list(lines),
-                     joined_dictionary=False, monolingual=True, dictionary=None if part == "label" else dictionary)  # fmt: skip
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+                write_lines(staging / "text" / part / f"{split}.txt", lines[split][part])
+            binarize(staging / "text" / part, staging / part, source_lang="txt", target_lang="txt", splits=list(lines),
+                     monolingual=True, dictionary=None if part == "label" else dictionary)  # fmt: skip
+        return manifest
 
-    return build_cached(out_dir, is_built, build)
+    return build_cached(out_dir, manifest, build)

@@ -15,9 +15,9 @@ from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus
 from prelnx.data.custom import recipe as custom_recipe
 from prelnx.data.errors import DataError
-from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_VALID_LINES
+from prelnx.data.locations import DEFAULT_DATA_DIRS
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
-from prelnx.data.recipe import Recipe
+from prelnx.data.sources import Recipe
 from prelnx.data.workers import Workers
 
 DATASETS = ("iwslt14", "wmt14", "multi30k", "custom", "text")
@@ -53,8 +53,7 @@ def make_recipe(
     if custom is not None:
         raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
     if dataset == "text":
-        return text.recipe(source=source, corpus_options=text_options or {"valid_lines": DEFAULT_VALID_LINES,
-                           "tokenize": False, "lowercase": False}, bpe_code=bpe_code, bpe_merges=bpe_merges)  # fmt: skip
+        return text.recipe(source=source, corpus_options=text_options or {}, bpe_code=bpe_code, bpe_merges=bpe_merges)
     if dataset not in _RECIPES:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
     return _RECIPES[dataset](source=source, bpe_code=bpe_code, bpe_merges=bpe_merges)
@@ -80,28 +79,12 @@ def prepare_recipe(
         echo(f"preparing {recipe.describe()} from {sources.origin} with {pool.count} worker(s)")
         bpe = recipe.build(sources, staging, pool)
         shutil.rmtree(work, ignore_errors=True)
-        source_lang, target_lang = recipe.languages
         echo("binarizing with fairseq-preprocess")
-        binarize(
-            staging / "text",
-            staging,
-            source_lang=source_lang,
-            target_lang=target_lang,
-            splits=recipe.splits,
-            joined_dictionary=recipe.joined_dictionary,
-            workers=pool.count,
-            monolingual=recipe.monolingual,
-        )
-        write_manifest(
-            staging,
-            dataset=recipe.dataset,
-            command=command,
-            languages=recipe.languages,
-            settings=recipe.settings,
-            splits=recipe.splits,
-            sources={"origin": sources.origin, "files": sources.inputs},
-            bpe=bpe,
-        )
+        binarize(staging / "text", staging, source_lang=recipe.languages[0], target_lang=recipe.languages[1],
+                 splits=recipe.splits, joined_dictionary=recipe.joined_dictionary, workers=pool.count,
+                 monolingual=recipe.monolingual)  # fmt: skip
+        write_manifest(staging, recipe, command=command, sources={"origin": sources.origin, "files": sources.inputs},
+                       bpe=bpe)  # fmt: skip
     return out
 
 

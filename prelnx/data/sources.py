@@ -1,4 +1,4 @@
-"""Find a recipe's input files in what `--source` names: a URL (downloaded), an archive, or a folder.
+"""A dataset's recipe, and its input files found in what `--source` names: a URL (downloaded), an archive, or a folder.
 
 A recipe asks for files by base name (e.g. `train.tags.de-en.de`); they are looked up anywhere inside the
 archive or folder, so an archive's own folder layout does not matter. A folder may also hold the archives
@@ -13,13 +13,17 @@ import shutil
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from prelnx.data.errors import DataError
 from prelnx.data.fetch import Download, download_dir, fetch, is_url
 from prelnx.data.textio import sha256_file
+
+if TYPE_CHECKING:
+    from prelnx.data.workers import Workers
 
 ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
 
@@ -33,12 +37,37 @@ class SourceFiles:
     inputs: dict[str, dict] = field(default_factory=dict)  # archive or file name -> {"sha256", "bytes"}
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """What a dataset module hands to `prepare`: languages, splits, settings, and how to gather and build its text."""
+
+    dataset: str
+    languages: tuple[str, str]  # (source, target)
+    splits: list[str]  # binarized splits; the first one builds the dictionaries
+    settings: dict  # everything that decides the output; the same settings give the same data
+    gather: Callable[[Path], SourceFiles]  # work folder -> the located input files
+    build: Callable[[SourceFiles, Path, Workers], dict | None]  # inputs, output folder -> BPE entry of the manifest
+    joined_dictionary: bool = False  # one dictionary for both sides (fairseq-preprocess --joined-dictionary)
+    monolingual: bool = False  # one side (task: masked_lm), binarized with fairseq-preprocess --only-source
+
+    def describe(self) -> str:
+        if self.monolingual:
+            return f"{self.dataset} (monolingual)"
+        return f"{self.dataset} {self.languages[0]}->{self.languages[1]}"
+
+
 def is_archive(path: Path) -> bool:
     return path.name.endswith(ARCHIVE_SUFFIXES)
 
 
-def _candidates(name: str) -> tuple[str, str]:
-    return name, name + ".gz"
+def _take(wanted: list[str], available: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(name, what `available` holds under it or its gzip form) for each wanted name found; it leaves `wanted`."""
+    for name in list(wanted):
+        for candidate in (name, name + ".gz"):
+            if candidate in available:
+                wanted.remove(name)
+                yield name, available[candidate]
+                break
 
 
 def _record(found: SourceFiles, path: Path) -> None:
@@ -56,10 +85,8 @@ def _members(archive: Path) -> dict[str, str]:
                 names = [member.name for member in handle.getmembers() if member.isfile()]
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as error:
         raise DataError(f"{archive} is not a readable archive ({error}); download it again") from None
-    by_name: dict[str, str] = {}
-    for member in sorted(names, key=lambda member: (member.count("/"), member)):
-        by_name.setdefault(Path(member).name, member)
-    return by_name
+    ordered = sorted(names, key=lambda member: (member.count("/"), member), reverse=True)  # the shortest comes last
+    return {Path(member).name: member for member in ordered}
 
 
 def _extract(archive: Path, member: str, dest: Path) -> None:
@@ -69,29 +96,19 @@ def _extract(archive: Path, member: str, dest: Path) -> None:
             with zipfile.ZipFile(archive) as handle, handle.open(member) as src, open(dest, "wb") as out:
                 shutil.copyfileobj(src, out)
         else:
-            with tarfile.open(archive) as handle:
-                src = handle.extractfile(member)
-                if src is None:
-                    raise DataError(f"{archive}: {member} is not a regular file")
-                with src, open(dest, "wb") as out:
-                    shutil.copyfileobj(src, out)
+            with tarfile.open(archive) as handle, handle.extractfile(member) as src, open(dest, "wb") as out:
+                shutil.copyfileobj(src, out)  # a regular file: _members lists no other
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as error:
         raise DataError(f"{archive}: cannot extract {member} ({error}); the archive is corrupt") from None
 
 
 def _take_from_archive(archive: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
-    members = _members(archive)
-    used = False
-    for name in list(wanted):
-        for candidate in _candidates(name):
-            if candidate in members:
-                dest = work / archive.name / candidate
-                _extract(archive, members[candidate], dest)
-                found.paths[name] = dest
-                wanted.remove(name)
-                used = True
-                break
-    if used:
+    taken = list(_take(wanted, _members(archive)))
+    for name, member in taken:
+        dest = work / archive.name / Path(member).name
+        _extract(archive, member, dest)
+        found.paths[name] = dest
+    if taken:
         _record(found, archive)
 
 
@@ -105,13 +122,9 @@ def _take_from_folder(folder: Path, wanted: list[str], work: Path, found: Source
             files.setdefault(name, path)
             if is_archive(path):
                 archives.append(path)
-    for name in list(wanted):
-        for candidate in _candidates(name):
-            if candidate in files:
-                found.paths[name] = files[candidate]
-                _record(found, files[candidate])
-                wanted.remove(name)
-                break
+    for name, path in _take(wanted, files):
+        found.paths[name] = path
+        _record(found, path)
     for archive in archives:
         if not wanted:
             break
@@ -127,11 +140,8 @@ def locate(
     hint: str,
     what: str,
 ) -> SourceFiles:
-    """The files `needed`, from `source` (a URL, archive or folder) or, without one, from `downloads`.
-
-    `hint` says how to pass a local copy (used when a download fails); `what` names the expected source
-    (e.g. "the IWSLT14 release de-en.tgz") in the missing-files message.
-    """
+    """The files `needed`, from `source` (a URL, archive or folder) or, without one, from `downloads`. `hint` says how
+    to pass a local copy (when a download fails); `what` names the expected source in the missing-files message."""
     wanted = list(dict.fromkeys(needed))
     found = SourceFiles(origin=source or " ".join(download.url for download in downloads))
     if source is None or is_url(source):
@@ -142,10 +152,9 @@ def locate(
             if is_archive(fetched):
                 _take_from_archive(fetched, wanted, work, found)
                 continue
-            for name in [name for name in wanted if fetched.name in _candidates(name)]:
+            for name, _ in _take(wanted, {fetched.name: fetched}):
                 found.paths[name] = fetched
                 _record(found, fetched)
-                wanted.remove(name)
     else:
         path = Path(source).expanduser()
         if not path.exists():

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prelnx.data.binarize import binarize
-from prelnx.data.cache import build_cached
+from prelnx.data.output import build_cached
+from prelnx.data.textio import write_lines
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
@@ -66,33 +67,15 @@ def generate_pairs(task: SyntheticTask) -> dict[str, list[tuple[str, str]]]:
     return {split: [sentence_pair() for _ in range(size)] for split, size in sizes.items()}
 
 
-def _is_built(out_dir: Path, task: SyntheticTask) -> bool:
-    manifest_path = out_dir / "manifest.json"
-    try:
-        return json.loads(manifest_path.read_text()).get("task") == asdict(task)
-    except (OSError, json.JSONDecodeError):
-        return False
-
-
 def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
-    """Generate and binarize the task into `out_dir` unless it is already there; returns `out_dir`.
+    """Generate and binarize the task into `out_dir` unless it is there (prelnx.data.output.build_cached)."""
 
-    Built in a temporary sibling folder and renamed at the end, so an interrupted build never looks finished.
-    """
-
-    def build(staging: Path) -> None:
-        text_dir = staging / "text"
-        text_dir.mkdir()
+    def build(staging: Path) -> dict:
         pairs = generate_pairs(task)
         for split, split_pairs in pairs.items():
-            (text_dir / f"{split}.src").write_text("".join(src + "\n" for src, _ in split_pairs))
-            (text_dir / f"{split}.tgt").write_text("".join(tgt + "\n" for _, tgt in split_pairs))
-        binarize(text_dir, staging, source_lang="src", target_lang="tgt", splits=list(pairs), joined_dictionary=False)
-        manifest = {
-            "dataset": "synthetic",
-            "task": asdict(task),
-            "lines": {split: len(split_pairs) for split, split_pairs in pairs.items()},
-        }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+            write_lines(staging / "text" / f"{split}.src", (src for src, _ in split_pairs))
+            write_lines(staging / "text" / f"{split}.tgt", (tgt for _, tgt in split_pairs))
+        binarize(staging / "text", staging, source_lang="src", target_lang="tgt", splits=list(pairs))
+        return {"dataset": "synthetic", "task": asdict(task), "lines": {split: len(p) for split, p in pairs.items()}}
 
-    return build_cached(out_dir, lambda folder: _is_built(folder, task), build)
+    return build_cached(out_dir, {"task": asdict(task)}, build)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from pathlib import Path
 
@@ -18,8 +19,7 @@ from prelnx.data import bpe
 from prelnx.data.errors import DataError
 from prelnx.data.locations import DEFAULT_VALID_LINES
 from prelnx.data.output import text_path, tok_path
-from prelnx.data.recipe import Recipe
-from prelnx.data.sources import SourceFiles
+from prelnx.data.sources import Recipe, SourceFiles
 from prelnx.data.textio import read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
@@ -93,9 +93,9 @@ def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: 
 def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
     if source is None:
         raise DataError("text needs --source: a text file or a folder of *.txt files, one sentence or document per line")
-    if corpus_options["valid_lines"] < 1:
-        raise DataError(f"--valid-lines must be at least 1, got {corpus_options['valid_lines']}")
     corpus = TextCorpus(source=Path(source).expanduser(), **corpus_options)
+    if corpus.valid_lines < 1:
+        raise DataError(f"--valid-lines must be at least 1, got {corpus.valid_lines}")
     try:
         hashes = {str(path.resolve()): sha256_file(path) for path in text_files(corpus.source)}
     except OSError as error:
@@ -105,15 +105,6 @@ def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, b
         "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
         "bpe": bpe.settings(bpe_code, bpe_merges),
     }  # fmt: skip
-    return Recipe(
-        dataset="text",
-        languages=(LANG, LANG),
-        splits=["train", "valid"],
-        joined_dictionary=False,
-        settings=settings,
-        gather=lambda work: gather(corpus, hashes),
-        build=lambda sources, folder, workers: build_text(
-            sources, folder, workers, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges
-        ),
-        monolingual=True,
-    )
+    build = partial(build_text, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges)
+    return Recipe("text", (LANG, LANG), ["train", "valid"], settings, gather=lambda work: gather(corpus, hashes),
+                  build=build, monolingual=True)  # fmt: skip

@@ -24,7 +24,7 @@ _SEG_ID = re.compile(r'<seg id="?([^">]*)"?')
 
 def _open_binary(path: Path) -> BinaryIO:
     try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+        return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
     except OSError as error:
         raise DataError(f"cannot read {path}: {error.strerror or error}") from None
 
@@ -34,7 +34,7 @@ def read_lines(path: Path) -> Iterator[str]:
     with _open_binary(path) as handle:
         number = 0
         try:
-            for number, raw in enumerate(handle, start=1):  # noqa: B007
+            for number, raw in enumerate(handle, start=1):
                 try:
                     yield raw.rstrip(b"\n").decode("utf-8")
                 except UnicodeDecodeError as error:
@@ -56,15 +56,11 @@ def count_lines(path: Path) -> int:
     return count
 
 
-def write_lines(path: Path, lines: Iterable[str]) -> int:
-    """Write lines with '\\n' endings; returns how many."""
+def write_lines(path: Path, lines: Iterable[str]) -> None:
+    """Write lines with '\\n' endings."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        for line in lines:
-            handle.write(line + "\n")
-            count += 1
-    return count
+        handle.writelines(line + "\n" for line in lines)
 
 
 def check_parallel(counts: dict[Path, int]) -> int:
@@ -122,8 +118,5 @@ def check_aligned_segments(first: Path, second: Path) -> int:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -18,14 +18,13 @@ WMT14 results are trained on; `--bpe-merges` changes it (the vocabulary it gives
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe, moses
 from prelnx.data.fetch import Download
 from prelnx.data.output import text_path, tok_path
-from prelnx.data.recipe import Recipe
-from prelnx.data.sources import SourceFiles, locate
+from prelnx.data.sources import Recipe, SourceFiles, locate
 from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
@@ -60,10 +59,6 @@ def needed_files(splits: list[str] = SPLITS) -> list[str]:
     return names
 
 
-def train_steps(lang: str) -> MosesSteps:
-    return MosesSteps(lang, normalize_punctuation=True, remove_non_printing=True, aggressive_dash=True)
-
-
 def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
     """text/tok/test.{en,de}: newstest2014's segments, tokenized with -a; returns the number of lines."""
     count = check_aligned_segments(files[TEST_FILES["en"]], files[TEST_FILES["de"]])
@@ -72,11 +67,6 @@ def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
         lines = workers.map(MosesSteps(lang, aggressive_dash=True), segments, desc=f"tokenize test.{lang}")
         write_lines(tok_path(folder, "test", lang), lines)
     return count
-
-
-def _corpus_lines(files: dict[str, Path], lang: str) -> Iterator[str]:
-    for corpus in CORPORA:
-        yield from read_lines(files[f"{corpus}.{lang}"])
 
 
 def _clean_train(folder: Path) -> None:
@@ -97,9 +87,11 @@ def build_text(
     total = sum(parallel_lines(*(files[f"{corpus}.{lang}"] for lang in LANGUAGES)) for corpus in CORPORA)
     parallel_lines(*(files[f"{VALID}.{lang}"] for lang in LANGUAGES))
     for lang in LANGUAGES:
-        lines = workers.map(train_steps(lang), _corpus_lines(files, lang), desc=f"tokenize train.{lang}", total=total)
+        steps = MosesSteps(lang, normalize_punctuation=True, remove_non_printing=True, aggressive_dash=True)
+        corpora = (line for corpus in CORPORA for line in read_lines(files[f"{corpus}.{lang}"]))
+        lines = workers.map(steps, corpora, desc=f"tokenize train.{lang}", total=total)
         write_lines(tok_path(folder, "train", lang), lines)
-        lines = workers.map(train_steps(lang), read_lines(files[f"{VALID}.{lang}"]), desc=f"tokenize valid.{lang}")
+        lines = workers.map(steps, read_lines(files[f"{VALID}.{lang}"]), desc=f"tokenize valid.{lang}")
         write_lines(tok_path(folder, "valid", lang), lines)
     build_test(files, folder, workers)
     entry = bpe.encode(folder, splits=SPLITS, languages=LANGUAGES, given=bpe_code, merges=bpe_merges, workers=workers)
@@ -108,14 +100,8 @@ def build_text(
 
 
 def gather(source: str | None, work: Path, splits: list[str] = SPLITS) -> SourceFiles:
-    return locate(
-        source,
-        needed_files(splits),
-        downloads=DOWNLOADS,
-        work=work,
-        hint=HINT,
-        what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)",
-    )
+    return locate(source, needed_files(splits), downloads=DOWNLOADS, work=work, hint=HINT,
+                  what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)")  # fmt: skip
 
 
 def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
@@ -129,14 +115,6 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "test": "newstest2014 full (src.en, ref.de)",
         "bpe": bpe.settings(bpe_code, merges),
     }
-    return Recipe(
-        dataset="wmt14",
-        languages=LANGUAGES,
-        splits=SPLITS,
-        joined_dictionary=True,
-        settings=settings,
-        gather=lambda work: gather(source, work),
-        build=lambda sources, folder, workers: build_text(
-            sources, folder, workers, bpe_code=bpe_code, bpe_merges=merges
-        ),
-    )
+    build = partial(build_text, bpe_code=bpe_code, bpe_merges=merges)
+    return Recipe("wmt14", LANGUAGES, SPLITS, settings, gather=lambda work: gather(source, work), build=build,
+                  joined_dictionary=True)  # fmt: skip

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from multiprocessing.pool import Pool
+from typing import Self
 
 from tqdm import tqdm
 
@@ -79,8 +80,7 @@ def _built(step: Step) -> Callable[[str], str]:
 
 
 def _process_chunk(step: Step, lines: list[str]) -> list[str]:
-    process = _built(step)
-    return [process(line) for line in lines]
+    return list(map(_built(step), lines))
 
 
 class Workers:
@@ -91,7 +91,7 @@ class Workers:
         self.count = max(1, count or usable_cores())
         self._pool: Pool | None = None
 
-    def __enter__(self) -> Workers:
+    def __enter__(self) -> Self:
         if self.count > 1:
             # spawn, not fork: the parent may hold torch/fairseq threads, which a forked child must not inherit.
             self._pool = multiprocessing.get_context("spawn").Pool(self.count)
@@ -110,19 +110,19 @@ class Workers:
         with tqdm(
             total=total, desc=desc, unit=" lines", unit_scale=True, file=sys.stderr, disable=None, mininterval=1.0
         ) as bar:
-            if self._pool is None:
-                for chunk in chunks:
-                    bar.update(len(chunk))
-                    yield from _process_chunk(step, chunk)
-                return
-            pending: deque = deque()
-            for chunk in chunks:
-                pending.append(self._pool.apply_async(_process_chunk, (step, chunk)))
-                if len(pending) >= 4 * self.count:
-                    done = pending.popleft().get()
-                    bar.update(len(done))
-                    yield from done
-            while pending:
-                done = pending.popleft().get()
+            for done in self._processed(step, chunks):
                 bar.update(len(done))
                 yield from done
+
+    def _processed(self, step: Step, chunks: Iterator[list[str]]) -> Iterator[list[str]]:
+        """The chunks processed in order; at most 4 per worker in flight."""
+        if self._pool is None:
+            yield from (_process_chunk(step, chunk) for chunk in chunks)
+            return
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append(self._pool.apply_async(_process_chunk, (step, chunk)))
+            if len(pending) >= 4 * self.count:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()

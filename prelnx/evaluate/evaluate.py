@@ -1,36 +1,70 @@
-"""`prelnx evaluate`: a run's test (or valid) BLEU, tokenized as in the paper and detokenized with SacreBLEU."""
+"""`prelnx evaluate`: a run's test (or valid) BLEU, tokenized as the paper reports it and detokenized as SacreBLEU
+does (with its signature), from a checkpoint or the average of the last ones."""
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
+import re
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import sacrebleu
+
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
-from prelnx.evaluate.average import CheckpointError, average_checkpoints, epoch_checkpoints
-from prelnx.evaluate.bleu import score
 from prelnx.evaluate.generate import generate
 from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import use_cuda
-from prelnx.records.checkpoints import CheckpointChoice, parse_checkpoint
+from prelnx.records.checkpoints import CheckpointChoice, epoch_checkpoints, parse_checkpoint
 from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import read_run_config
 from prelnx.records.status import read_status
 
-
 # Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
 NO_DETOKENIZER = {"synthetic"}
-
-
 RUN_DIR_AS = "prelnx evaluate RUN_DIR"  # how evaluate is given its run dir, for --checkpoint's refusals
 
 
 class EvaluationError(Refusal):
     pass
+
+
+@dataclass
+class BleuScores:
+    bleu_tokenized: float  # on BPE-removed, tokenized text, as multi-bleu.perl / fairseq-generate (the paper)
+    sacrebleu: float  # on detokenized text, SacreBLEU's default 13a tokenization
+    sacrebleu_signature: str
+
+
+def split_compounds(line: str) -> str:
+    """fairseq's WMT14 En-De convention for tokenized BLEU: 'a-b' -> 'a ##AT##-##AT## b'."""
+    return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)
+
+
+def detokenize(lines: list[str], language: str | None) -> list[str]:
+    if language is None:
+        return lines
+    from sacremoses import MosesDetokenizer
+
+    detokenizer = MosesDetokenizer(lang=language)
+    return [detokenizer.detokenize(line.split()) for line in lines]
+
+
+def score(hypotheses: list[str], references: list[str], *, target_lang: str | None,
+          compound_split: bool = False) -> BleuScores:  # fmt: skip
+    """`hypotheses`/`references`: tokenized, BPE removed. `target_lang` None means the text needs no detokenizing."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
+    split = split_compounds if compound_split else str
+    # force: the text is tokenized on purpose here (sacrebleu would warn about it)
+    tokenized = sacrebleu.corpus_bleu([split(h) for h in hypotheses], [[split(r) for r in references]],
+                                      tokenize="none", force=True)  # fmt: skip
+    metric = sacrebleu.BLEU()
+    detok = metric.corpus_score(detokenize(hypotheses, target_lang), [detokenize(references, target_lang)])
+    return BleuScores(round(tokenized.score, 2), round(detok.score, 2), str(metric.get_signature()))
 
 
 def _check_loadable(path: Path) -> None:
@@ -41,6 +75,46 @@ def _check_loadable(path: Path) -> None:
         load_checkpoint(path, mmap=True)
     except ValueError as error:  # CheckpointRefused, CheckpointDamaged
         raise EvaluationError(str(error)) from None
+
+
+def average_checkpoints(paths: list[Path], output: Path) -> Path:
+    """Write a checkpoint whose model weights are the element-wise mean of `paths`' (the rest from the last), as the
+    Admin and fairseq WMT recipes average the last N epochs. Read with fairseq's loader: torch's safe (weights_only)
+    loading and the plugin's allowlist apply."""
+    import torch
+    from omegaconf import DictConfig, OmegaConf
+
+    from prelnx.launch.inprocess import load_plugin
+
+    load_plugin()  # the safe-loading allowlist
+    from fairseq import checkpoint_utils
+
+    if not paths:
+        raise EvaluationError("no checkpoints to average")
+    total: dict[str, torch.Tensor] = {}
+    state = None
+    for path in paths:
+        state = checkpoint_utils.load_checkpoint_to_cpu(str(path))
+        model = state["model"]
+        if total and set(model) != set(total):
+            raise EvaluationError(f"{path}: its parameters differ from {paths[0]}'s; cannot average")
+        for key, tensor in model.items():
+            value = tensor.double() if tensor.is_floating_point() else tensor
+            total[key] = total[key] + value if key in total and tensor.is_floating_point() else value.clone()
+    assert state is not None
+    state["model"] = {
+        key: (value / len(paths)).to(state["model"][key].dtype) if value.is_floating_point() else value
+        for key, value in total.items()
+    }
+    if isinstance(state.get("cfg"), DictConfig):
+        # fairseq's loader turned it into an OmegaConf object; store plain containers, as fairseq's own saver
+        # does, so the averaged file loads under safe (weights_only) loading like any other checkpoint.
+        state["cfg"] = OmegaConf.to_container(state["cfg"], resolve=True, enum_to_str=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = output.with_suffix(".tmp")
+    torch.save(state, temporary)
+    temporary.replace(output)
+    return output
 
 
 def resolve_checkpoint(run_dir: Path, checkpoint: str | CheckpointChoice, average_last: int | None,
@@ -58,12 +132,9 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | CheckpointChoice, averag
         chosen = epochs[-average_last:]
         for path in chosen:
             _check_loadable(path)
-        if dry_run:
-            return checkpoints / f"averaged_last{average_last}.pt", f"average of {', '.join(p.name for p in chosen)}"
-        try:
-            averaged = average_checkpoints(chosen, checkpoints / f"averaged_last{average_last}.pt")
-        except CheckpointError as error:
-            raise EvaluationError(str(error)) from None
+        averaged = checkpoints / f"averaged_last{average_last}.pt"
+        if not dry_run:
+            average_checkpoints(chosen, averaged)
         return averaged, f"average of {', '.join(p.name for p in chosen)}"
     choice = parse_checkpoint(checkpoint, run_dir_as=RUN_DIR_AS) if isinstance(checkpoint, str) else checkpoint
     recorded = read_status(run_dir) or {}
@@ -90,18 +161,16 @@ def evaluate(
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """Generate the split, score it, write <out>/<split>.json and .hyp (out: RUN_DIR/eval); returns the JSON's
-    content. dry_run: returns the plan (plan_evaluation) and does nothing.
-
-    Holds the run dir's lock meanwhile (one writer per run dir): RunLocked while the run trains or another
-    evaluation of it runs.
-    """
+    content (dry_run: the plan, and does nothing). Holds the run dir's lock meanwhile (one writer per run dir):
+    RunLocked while the run trains or another evaluation of it runs."""
     from prelnx.records.lock import RunLock
 
     if dry_run:
         return plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
     read_run_config(run_dir)  # a folder that is not a run dir gets no lock file
     with RunLock(run_dir).acquire():
-        return _evaluate_locked(run_dir, split, checkpoint, average_last, beam, lenpen, batch_size, out)
+        plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
+        return _generate_and_score(run_dir, plan, batch_size)
 
 
 def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoice, average_last: int | None,
@@ -124,18 +193,14 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoic
             "out": out or run_dir / "eval"}  # fmt: skip
 
 
-def _evaluate_locked(run_dir: Path, split: str, checkpoint: str | CheckpointChoice, average_last: int | None,
-                     beam: int | None, lenpen: float | None, batch_size: int,
-                     out: Path | None) -> dict[str, Any]:  # fmt: skip
-    plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
-    config, data, path, described = plan["config"], plan["data"], plan["path"], plan["checkpoint"]
+def _generate_and_score(run_dir: Path, plan: dict[str, Any], batch_size: int) -> dict[str, Any]:
+    config, split, beam, lenpen, out = plan["config"], plan["split"], plan["beam"], plan["lenpen"], plan["out"]
     source, target = languages(config)
-    beam, lenpen, out = plan["beam"], plan["lenpen"], plan["out"]
     compound_split = config.eval.bleu.compound_split
     if compound_split is None:
         compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
     generation = generate(
-        data, path, split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
+        plan["data"], plan["path"], split=split, source_lang=source, target_lang=target, beam=beam, lenpen=lenpen,
         batch_size=batch_size, remove_bpe=config.eval.bleu.remove_bpe, cuda=use_cuda(config),
         threads=config.train.threads or usable_cores(),
         max_len_a=config.eval.bleu.max_len_a, max_len_b=config.eval.bleu.max_len_b,
@@ -145,7 +210,7 @@ def _evaluate_locked(run_dir: Path, split: str, checkpoint: str | CheckpointChoi
                    compound_split=compound_split)  # fmt: skip
     result = {
         "split": split,
-        "checkpoint": described,
+        "checkpoint": plan["checkpoint"],
         "beam": beam,
         "lenpen": lenpen,
         **asdict(scores),

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from prelnx.data.check import sentence_count
 from prelnx.plan.launch import fairseq_program
 from prelnx.plugin_path import PLUGIN_DIR
 
@@ -59,7 +60,7 @@ def generate(
     env = dict(os.environ)
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    completed = subprocess.run(argv, capture_output=True, text=True, env=env)
+    completed = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     if completed.returncode != 0:
         tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-8:])
         raise GenerationError(f"fairseq-generate failed (exit code {completed.returncode}):\n{tail}")
@@ -70,13 +71,15 @@ def generate(
         if match is None:
             continue
         kind, index, rest = match.group(1), int(match.group(2)), match.group(3)
-        if kind == "H":
+        if kind == "H":  # H-<id>\t<score>\t<text>
             hypotheses[index] = rest.split("\t", 1)[1] if "\t" in rest else ""
         else:
             references[index] = rest
     if not hypotheses or set(hypotheses) != set(references):
         raise GenerationError(f"fairseq-generate printed {len(hypotheses)} hypotheses for {len(references)} references")
-    expected = split_size(data, split, source_lang, target_lang)
+    expected = sentence_count(data / f"{split}.{source_lang}-{target_lang}.{source_lang}")
+    if expected is None:
+        raise GenerationError(f"{data}: no binarized {split} split for {source_lang}-{target_lang}")
     if sorted(hypotheses) != list(range(expected)):
         missing = sorted(set(range(expected)) - set(hypotheses))
         raise GenerationError(f"fairseq-generate translated {len(hypotheses)} of the {expected} sentences of {split} "
@@ -84,12 +87,3 @@ def generate(
     order = sorted(hypotheses)
     return Generation([hypotheses[i] for i in order], [references[i] for i in order])
 
-
-def split_size(data: Path, split: str, source_lang: str, target_lang: str) -> int:
-    """Sentences in a binarized split (from its index file, read without importing fairseq)."""
-    from prelnx.data.check import sentence_count
-
-    count = sentence_count(data / f"{split}.{source_lang}-{target_lang}.{source_lang}")
-    if count is None:
-        raise GenerationError(f"{data}: no binarized {split} split for {source_lang}-{target_lang}")
-    return count

@@ -1,26 +1,23 @@
 """Which fine-tunings `prelnx finetune` runs: one per (pre-trained checkpoint, seed), each an ordinary run dir.
 
-A fine-tuning is a training config of task: sentence_prediction. Its optimisation, data and epochs come from the
-fine-tuning config (`--config`); its model (layout, dimensions, sequence length) from the pre-trained run's own
-config.yaml, so that the weights fit; `finetune.from_checkpoint` names the checkpoint. The runs live under
-`<pre-trained run>/finetune/<config name>/update-<pre-training update>/seed-<n>`: re-running resumes what is
-unfinished, and a checkpoint that has moved on (best, last) gets its own folder. Each stage's folder holds the
-checkpoint it starts from (`pretrained.pt`: a hard link, or a copy across file systems, made before training),
-so the weights are those its name says even while pre-training goes on and replaces or prunes its files.
+A fine-tuning is a config of task: sentence_prediction: optimisation, data and epochs from `--config`, the model
+(layout, dimensions, sequence length) from the pre-trained run's config.yaml so that the weights fit. Runs live
+under `<pre-trained run>/finetune/<config name>/update-<pre-training update>/seed-<n>`: re-running resumes, and a
+checkpoint that moved on (best, last) gets its own folder. Each stage's folder holds the checkpoint it starts from
+(`pretrained.pt`, made before training), so its weights stay those its name says while pre-training goes on.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config, check_values
 from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_checkpoints
 from prelnx.records.run_config import RunConfigError, read_run_config
-
 
 RUN_DIR_AS = "--pretrained RUN_DIR"  # how finetune is given its pre-trained run, for --checkpoint's refusals
 
@@ -47,13 +44,6 @@ def pretrained_config(run_dir: Path) -> Config:
     if config.task != "masked_lm":
         raise FinetunePlanError(f"--pretrained {run_dir}: a {config.task} run; fine-tuning starts from a masked_lm run")
     return config
-
-
-def checkpoints(run_dir: Path, chosen: Sequence[str | CheckpointChoice]) -> list[Path]:
-    """The pre-trained run's checkpoints --checkpoint names (its one grammar, records/checkpoints.py, with `stages`:
-    every checkpoint_<epoch>_<update>.pt kept, in update order), each once."""
-    choices = parse_checkpoints(chosen, run_dir_as=RUN_DIR_AS, many=True)
-    return list(dict.fromkeys(path for choice in choices for path in choice.files(run_dir)))
 
 
 def check_dictionaries(base: Config, pretrained: Config) -> None:
@@ -90,14 +80,15 @@ def finetune_config(base: Config, pretrained: Config, checkpoint: Path, seed: in
 
 def plan(base: Config, pretrained_run: Path, chosen: Sequence[str | CheckpointChoice], seeds: Sequence[int],
          out: Path) -> list[Finetuning]:  # fmt: skip
-    """A fine-tuning per checkpoint `chosen` (--checkpoint values, or their parsed choices) and seed."""
+    """A fine-tuning per seed and checkpoint `chosen` names, each once (--checkpoint values in its one grammar,
+    records/checkpoints.py, with `stages`: every checkpoint_<epoch>_<update>.pt kept, in update order)."""
     choices = parse_checkpoints(chosen, run_dir_as=RUN_DIR_AS, many=True)  # a bad value first, before any file is read
     if base.task != "sentence_prediction":
         raise FinetunePlanError(f"--config: task is {base.task}; a fine-tuning config has task: sentence_prediction")
     pretrained = pretrained_config(pretrained_run)
     check_dictionaries(base, pretrained)
     runs = []
-    for checkpoint in checkpoints(pretrained_run, choices):
+    for checkpoint in dict.fromkeys(path for choice in choices for path in choice.files(pretrained_run)):
         update = checkpoint_info(checkpoint).update  # best/last move on while pre-training goes on
         stage = f"update-{update}"
         snapshot = out / stage / "pretrained.pt"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.finetune.summary import summarize, write_summary
 from prelnx.records.outcome import RunStatus

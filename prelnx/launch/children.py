@@ -1,12 +1,14 @@
-"""The fairseq children this process started, so that a sweep stopped by SIGTERM can stop them all; SIGTERM
-turned into the KeyboardInterrupt that every launcher already handles; a child kept on its own cores."""
+"""The fairseq children this process started (a sweep stopped by SIGTERM stops them all); SIGTERM turned into the
+KeyboardInterrupt that every launcher already handles; a child kept on its own cores."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 RUNNING_CHILDREN: set[subprocess.Popen] = set()
@@ -19,27 +21,26 @@ def stop_children() -> None:
             child.terminate()  # a re-run leaves these alone (unless --force)
 
 
-def stop_on_sigterm() -> Any:
-    """In the main thread, make SIGTERM (kill, a scheduler's stop) stop the fairseq child too, as Ctrl-C does.
-    Returns the previous handler (None outside the main thread), for `restore`."""
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """In the main thread, SIGTERM (kill, a scheduler's stop) raises KeyboardInterrupt inside, as Ctrl-C does."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        yield
+        return
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    return signal.signal(signal.SIGTERM, interrupt)
-
-
-def restore(previous: Any) -> None:
-    if previous is not None:
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
         signal.signal(signal.SIGTERM, previous)
 
 
 def pin(pid: int, cpus: frozenset[int]) -> bool:
-    """Keep a just-started child on `cpus` (its torch threads and data-loader processes, created later, inherit
-    it). Set from here, after the start, not in a preexec_fn (unsafe in a threaded sweep); False where the OS
-    does not allow it (then the child runs unpinned)."""
+    """Keep a just-started child on `cpus` (its threads and data-loader processes inherit it). Set after the start,
+    not in a preexec_fn (unsafe in a threaded sweep); False where the OS does not allow it (the child runs unpinned)."""
     try:
         os.sched_setaffinity(pid, cpus)
     except (AttributeError, OSError):
@@ -48,8 +49,7 @@ def pin(pid: int, cpus: frozenset[int]) -> bool:
 
 
 def core_slots(jobs: int) -> list[frozenset[int]] | None:
-    """This process's cores split into `jobs` disjoint slots (None when there are fewer cores than jobs or the OS
-    cannot tell)."""
+    """This process's cores split into `jobs` disjoint slots (None: fewer cores than jobs, or the OS cannot tell)."""
     try:
         cores = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):

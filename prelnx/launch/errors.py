@@ -1,6 +1,5 @@
-"""The refusals that stop a run before it trains (config/errors.py's Refusal, each with its exit code), and what
-rank 0 of a Slurm job reports of an error (its message and exit code, as `prelnx train` would exit; commands/errors.py
-is the one handler of the commands)."""
+"""The refusals that stop a run before it trains (config/errors.py's Refusal, with its exit code), and what rank 0 of
+a Slurm job reports of an error: its message and exit code, as `prelnx train` would exit (commands/errors.py)."""
 
 from __future__ import annotations
 

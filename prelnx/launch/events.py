@@ -4,9 +4,10 @@ the same events; `render` is the one wording of them (rewording changes nothing 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any
 
 from prelnx.config.schema import LAYOUT_NAMES, Config
 from prelnx.records.grain import Grain
@@ -61,15 +62,14 @@ class Ended:
     outcome: Outcome
 
 
-Event = Union[Started, Note, Progress, RowDone, Ended]
+Event = Started | Note | Progress | RowDone | Ended
 Listener = Callable[[Event], None]
 
 
 def describe_model(config: Config) -> str:
     """e.g. "Pre-LN", "Pre-LN rmsnorm +qk-norm", "DeepNorm"."""
     m = config.model
-    name = LAYOUT_NAMES[m.layout]
-    return name + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
+    return LAYOUT_NAMES[m.layout] + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
 
 
 def _number(value: Any, spec: str) -> str:
@@ -86,8 +86,7 @@ def render(event: Event) -> str:
     if isinstance(event, RowDone):
         return render_row(event.row, event.grain)
     if isinstance(event, Started):
-        c = event.config
-        s = c.schedule
+        c, s = event.config, event.config.schedule
         return (f"{'resuming' if event.resumed_from else 'starting'} {c.name}: {describe_model(c)}, {c.optimizer.name} "
                 f"lr {c.optimizer.lr:g}, warm-up {s.warmup_updates} updates, decay {s.decay}, data {event.data} -> "
                 f"{event.run_dir} (fairseq log: {event.log})"
@@ -99,20 +98,13 @@ def render(event: Event) -> str:
 def render_row(row: Row, grain: Grain) -> str:
     """`epoch 3 done | updates 150 | ...`, or at the update grain `update 300 done | epoch 2 | ...`; a value the row
     does not have is left out."""
-    head = (f"update {row['num_updates']} done | epoch {row['epoch']}" if grain is Grain.UPDATE
-            else f"epoch {row['epoch']} done | updates {row['num_updates']}")  # fmt: skip
-    parts = [head]
+    parts = [f"update {row['num_updates']} done | epoch {row['epoch']}" if grain is Grain.UPDATE
+             else f"epoch {row['epoch']} done | updates {row['num_updates']}"]  # fmt: skip
     for label, key, digits in (("train loss", "train_loss", 3), ("valid loss", "valid_loss", 3),
                                ("valid accuracy", "valid_accuracy", 1), ("valid BLEU", "valid_bleu", 2)):  # fmt: skip
-        value = row.get(key)
-        if value is not None:
+        if (value := row.get(key)) is not None:
             shown = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
             parts.append(f"{label} {shown}" + (" %" if key == "valid_accuracy" else ""))
     wall = row.get("wall_seconds")
     parts.append(f"{wall:.0f} s" if isinstance(wall, (int, float)) else "wall time not recorded")
     return " | ".join(parts)
-
-
-def echoing(echo: Callable[[str], None]) -> Listener:
-    """A listener that prints every event through `echo`."""
-    return lambda event: echo(render(event))

@@ -2,15 +2,13 @@
 (and `fairseq_cli.generate`, and torchrun's and Slurm's workers) runs fairseq's own program, minus imports it never
 uses. The one place where prelnx keeps modules out of fairseq's start.
 
-Why: `import fairseq` imports every module of its task and criterion registries. Two of them import scikit-learn at
-module level, and scikit-learn imports scipy.stats: `fairseq/tasks/audio_classification.py` (a speech task) and
-`fairseq/criterions/sentence_prediction.py` (its MCC, F1 and Pearson metrics, with `sentence_prediction_adapters.py`
-built on it). That is 1.0 s of every fairseq start on 2 idle cores (AMD EPYC with AVX512-BF16; about 3x more on the
-AVX2-only machines), more than a tiny training takes; see scripts/bench_startup.py and docs/benchmarks.md.
-Nothing prelnx plans uses the audio task; the sentence_prediction criterion is kept when the command names it
-(`prelnx finetune`). The skipped modules become empty modules, so they register nothing; every other module, and
-the training itself, is fairseq's, unchanged: command.txt's plain `fairseq-train` trains the same run, only it
-imports them. Only the standard library is imported here: it runs before torch and fairseq.
+Why: `import fairseq` imports every module of its task and criterion registries, and two import scikit-learn (and so
+scipy.stats): `fairseq/tasks/audio_classification.py` and `fairseq/criterions/sentence_prediction.py` (with
+`sentence_prediction_adapters.py`). That is 1.0 s of every fairseq start on 2 idle cores (about 3x more on AVX2-only
+machines), more than a tiny training takes (scripts/bench_startup.py, docs/benchmarks.md). The sentence_prediction
+criterion is kept when the command names it (`prelnx finetune`). The skipped modules become empty modules that
+register nothing; the rest is fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). Only
+the standard library is imported here: it runs before torch and fairseq.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import importlib.abc
 import importlib.machinery
 import runpy
 import sys
-from typing import Iterable, Sequence
+from collections.abc import Iterable
 
 # module -> the task/criterion name whose presence in the command keeps it (None: no command prelnx plans needs it)
 UNUSED: dict[str, str | None] = {
@@ -31,15 +29,8 @@ UNUSED: dict[str, str | None] = {
 SKIPPED_DOC = "Skipped by prelnx.launch.fairseq_entry: a fairseq module this process never uses (it imports scikit-learn)."
 
 
-def skipped_for(argv: Sequence[str]) -> frozenset[str]:
-    """The modules a fairseq process with these arguments can do without."""
-    named = set(argv)
-    return frozenset(module for module, keeper in UNUSED.items() if keeper is None or keeper not in named)
-
-
 class _SkipUnused(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self) -> None:
-        self.skipped: frozenset[str] = frozenset()
+    skipped: frozenset[str] = frozenset(UNUSED)  # narrowed by every install (on sys.meta_path from the first)
 
     def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
         return importlib.machinery.ModuleSpec(name, self) if name in self.skipped else None
@@ -58,9 +49,10 @@ def install(argv: Iterable[str] = ()) -> frozenset[str]:
     """Keep the modules the command `argv` never uses out of this process (before fairseq is imported; harmless
     after). A later call for a command that needs one of them (a process that builds several models) brings it
     back: its empty stand-in is dropped and the real module imported. Returns what is skipped now."""
-    wanted = skipped_for(list(argv))
+    named = set(argv)
+    wanted = frozenset(module for module, keeper in UNUSED.items() if keeper is None or keeper not in named)
     needed_now = _FINDER.skipped - wanted
-    _FINDER.skipped = wanted if _FINDER not in sys.meta_path else (_FINDER.skipped & wanted)
+    _FINDER.skipped &= wanted
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in sorted(needed_now):
@@ -72,8 +64,7 @@ def install(argv: Iterable[str] = ()) -> frozenset[str]:
 
 
 def main() -> None:
-    """`python -m prelnx.launch.fairseq_entry PROGRAM ARGS...`: PROGRAM (a module such as fairseq_cli.train) run as
-    `python -m PROGRAM ARGS...` would run it."""
+    """`python -m prelnx.launch.fairseq_entry PROGRAM ARGS...` runs PROGRAM as `python -m PROGRAM ARGS...` would."""
     if len(sys.argv) < 2:
         sys.exit("usage: python -m prelnx.launch.fairseq_entry fairseq_cli.train|fairseq_cli.generate ARGS...")
     program, args = sys.argv[1], sys.argv[2:]

@@ -1,7 +1,5 @@
-"""fairseq in this process: the plugin loaded, and a run's task and model built from the same argv as `prelnx train`.
-
-Used where prelnx needs the model itself rather than a training (tests of the layouts, the gradient study).
-"""
+"""fairseq in this process: the plugin loaded, and a run's task and model built from the same argv as `prelnx train`
+(for the tests of the layouts and the gradient study, which need the model rather than a training)."""
 
 from __future__ import annotations
 
@@ -16,18 +14,15 @@ from prelnx.plugin_path import PLUGIN_DIR
 
 
 def load_plugin(argv: list[str] | None = None) -> None:
-    """Import the plugin the way fairseq's --user-dir does, so its parts are registered exactly once; fairseq is
-    imported as a training of `argv` imports it (launch/fairseq_entry.py: without the modules it never uses).
-
-    Also silences the notices fairseq 0.12 triggers when used in process (Hydra's deprecations in its config
-    conversion, torch's pin_memory note on CPU): they are about fairseq's code, not the user's.
-    """
+    """Import the plugin as fairseq's --user-dir does (its parts registered once), fairseq imported as a training of
+    `argv` imports it (without the modules it never uses). Silences the notices fairseq 0.12 triggers in process
+    (Hydra's deprecations in its config conversion, torch's pin_memory note on CPU): they are about fairseq's code."""
     import warnings
     from argparse import Namespace
 
     warnings.filterwarnings("ignore", module=r"hydra\.")
     warnings.filterwarnings("ignore", message=r".*(hydra|version_base|ConfigStore schema).*")
-    warnings.filterwarnings("ignore", message=r".*'pin_memory' argument is set as true.*")  # fairseq's loader on CPU
+    warnings.filterwarnings("ignore", message=r".*'pin_memory' argument is set as true.*")
 
     from prelnx.quiet import kept_logging
 
@@ -48,10 +43,8 @@ def build_task_and_model(config: Config, save_dir: Path = Path("unused-checkpoin
 
 
 def training_cfg(config: Config, save_dir: Path = Path("unused-checkpoints")) -> Any:
-    """fairseq's training cfg for the config: the argv of `prelnx train` (on CPU), parsed by fairseq in this process.
-
-    The cfg `build_task_and_model` builds from, for callers that set up the task once and build many models from it.
-    """
+    """fairseq's training cfg of the config: the argv of `prelnx train` (on CPU), parsed by fairseq in this process
+    (for callers that set up the task once and build many models from it)."""
     data = ensure_data(config)
     argv = fairseq_argv(config, data, save_dir, cuda=False)
     load_plugin(argv)
@@ -63,10 +56,7 @@ def training_cfg(config: Config, save_dir: Path = Path("unused-checkpoints")) ->
 
 
 def build_model(task: Any, cfg: Any, seed: int | None = None) -> Any:
-    """A model of `cfg` for an already set-up task, at initialisation, as `build_task_and_model` builds it.
-
-    Seeded with `seed` (None: the cfg's own seed, train.seed), then `task.build_model`.
-    """
+    """A model of `cfg` for a set-up task, at initialisation, seeded with `seed` (None: the cfg's, train.seed)."""
     from fairseq import utils
 
     utils.set_torch_seed(cfg.common.seed if seed is None else seed)

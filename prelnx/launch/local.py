@@ -1,13 +1,12 @@
-"""Running one training here: fairseq as a child process that writes train.log itself, followed into the run dir.
-
-The child is plain `fairseq-train` (as `python -m prelnx.launch.fairseq_entry fairseq_cli.train`: fairseq's program
-without the modules it never uses; under torchrun for several workers) with the arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are
-set per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
+"""Running one training here: fairseq as a child process that writes train.log itself, followed into the run dir. The
+child is plain `fairseq-train` (through launch/fairseq_entry.py; under torchrun for several workers) with the
+arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are set
+per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
 
 What makes the run dir trustworthy (docs/usage.md, "Failure modes"):
 - one writer: an exclusive lock on the run dir for the life of the run, inherited by the child;
 - the child dies with its parent (the plugin's parent watch) and writes its own log;
-- on every start and at every end the run dir is reconciled with the checkpoints (records/reconcile.py);
+- on every start and at every end (launch/watch.py) the run dir is reconciled with the checkpoints;
 - a checkpoint that already holds the whole budget is recorded finished without starting fairseq (which would
   train one update more);
 - a full disk or another I/O error ends the run `failed` with the path, never a traceback.
@@ -20,18 +19,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.schema import Config
-from prelnx.launch.children import RUNNING_CHILDREN, pin, restore, stop_on_sigterm
+from prelnx.launch.children import RUNNING_CHILDREN, pin, sigterm_interrupts
 from prelnx.launch.errors import RunConflict, RunIOError
-from prelnx.launch.events import Ended, Listener, Note, Started, echoing
-from prelnx.launch.finish import finish, status_counts
+from prelnx.launch.events import Ended, Listener, Note, Started, render
 from prelnx.launch.prepare import ensure_data
-from prelnx.launch.watch import Watch
+from prelnx.launch.watch import Watch, status_counts
 from prelnx.plan.data import DataNotReady, data_problem
 from prelnx.plan.launch import RunPlan, plan_run
 from prelnx.plan.rundirs import default_run_dir
@@ -109,12 +108,10 @@ def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
 
 
 def check_before_training(plan: RunPlan, force: bool) -> list[str]:
-    """What `--dry-run` checks: every refusal the real run would make before it trains, raised as the real run
-    raises it (RunConflict, DataNotReady, RunLocked, CheckpointRefused), with nothing written or generated. Returns
-    what the real run would say before training (a finished run trains nothing; a budget that grows)."""
+    """`--dry-run`: every refusal the real run would make before it trains, raised as it raises them, with nothing
+    written or generated; returns what the real run would say before training."""
     existing = check_run_dir(plan.run_dir, plan.config, force)
-    problem = data_problem(plan.config)
-    if problem is not None:
+    if (problem := data_problem(plan.config)) is not None:
         raise DataNotReady(problem)
     if is_locked(plan.run_dir):
         raise RunLocked(f"{plan.run_dir}: this run dir is in use by another prelnx process; the run would be refused "
@@ -137,13 +134,6 @@ def check_before_training(plan: RunPlan, force: bool) -> list[str]:
     return said
 
 
-def _set_aside(run_dir: Path) -> Path:
-    """--force never deletes: the old run dir is renamed with a timestamp."""
-    target = run_dir.with_name(f"{run_dir.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
-    shutil.move(str(run_dir), target)
-    return target
-
-
 def train(
     config: Config,
     *,
@@ -155,24 +145,19 @@ def train(
     on_start: Callable[[], Any] | None = None,
     cpus: frozenset[int] | None = None,
 ) -> RunResult:
-    """Train (or resume) the run; returns its outcome.
-
-    Raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked, RunIOError, BatchError.
-    The run's events go to `on_event` (default: printed, or rendered to `echo`). `extra_env` is added to the
-    child's environment only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start` is called once every check has
-    passed and the run dir is locked, just before fairseq starts (Slurm's rank 0). `cpus`: the cores the run's
-    processes may use (a pinned sweep job), where the OS allows.
+    """Train (or resume) the run; raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked,
+    RunIOError, BatchError. Events go to `on_event` (default: rendered to `echo`, or printed). `extra_env`: the child's
+    only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start`: called once every check has passed and the run dir is
+    locked, just before fairseq starts (Slurm's rank 0); `cpus`: the cores of the run's processes (a pinned sweep job).
     """
-    listener = on_event or echoing(echo or print)
+    listener = on_event or (lambda event: (echo or print)(render(event)))
     plan = plan_run(config, run_dir or default_run_dir(config), extra_env)
     run_dir = plan.run_dir
     check_run_dir(run_dir, plan.config, force)
     ensure_data(plan.config)  # checks the binarized data too: DataNotReady names the damaged file
+    lock = RunLock(run_dir)
     try:
-        lock = RunLock(run_dir).acquire()  # after every check, so that a refused run creates nothing
-    except OSError as error:
-        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
-    try:
+        lock.acquire()  # after every check, so that a refused run creates nothing
         existing = check_run_dir(run_dir, plan.config, force)  # again, now that no one else can change it
         if existing.done and existing.status is not None:
             recorded = existing.status
@@ -183,24 +168,28 @@ def train(
         if existing.extended:
             listener(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
                           f"on from the last checkpoint"))  # fmt: skip
-        if force and has_config(run_dir):
+        if force and has_config(run_dir):  # --force never deletes: the old run dir is renamed with a timestamp
             old_lock = lock  # held while the old dir moves: no one can start on it meanwhile
-            listener(Note(f"--force: the previous run is kept as {_set_aside(run_dir)}"))
+            target = run_dir.with_name(f"{run_dir.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
+            shutil.move(str(run_dir), target)
+            listener(Note(f"--force: the previous run is kept as {target}"))
             try:
                 lock = RunLock(run_dir).acquire()
             finally:
                 old_lock.release()
-        return _attempt(plan, lock, listener, extra_env, on_start, cpus)
-    except OSError as error:  # moving a run aside, reading its checkpoints: never a traceback
-        if isinstance(error, RunIOError):
-            raise
+        outcome = _attempt(plan, lock, listener, extra_env, on_start, cpus)
+        listener(Ended(run_dir, outcome))
+        return RunResult(run_dir, outcome)
+    except RunIOError:
+        raise
+    except OSError as error:  # taking the lock, moving a run aside, reading its checkpoints: never a traceback
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     finally:
         lock.release()
 
 
 def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[str, str] | None,
-             on_start: Callable[[], Any] | None, cpus: frozenset[int] | None = None) -> RunResult:  # fmt: skip
+             on_start: Callable[[], Any] | None, cpus: frozenset[int] | None) -> Outcome:  # fmt: skip
     """One attempt at the locked run: reconcile, start fairseq (unless the budget is already trained), follow it,
     record how it ended."""
     config, run_dir, t = plan.config, plan.run_dir, plan.config.train
@@ -208,15 +197,12 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     start = resume_point(plan.checkpoints, notes.append)  # refuses a planted checkpoint: nothing runs
     run_grain = grain.of(config)
     hparams = hparams_of(config)
-    try:
-        write_run_config(run_dir, config)
-        write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
-        reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
-        diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
-        write_status(run_dir, RunStatus.RUNNING, update=start.update if start else 0,
-                     **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
-    except OSError as error:
-        raise RunIOError(error.errno, io_reason(error, run_dir)) from None
+    write_run_config(run_dir, config)  # an OSError here: train's RunIOError
+    write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
+    reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
+    diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
+    write_status(run_dir, RunStatus.RUNNING, update=start.update if start else 0,
+                 **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
     log_path = run_dir / LOG_NAME
     diagnosed = t.diagnostics.every_updates is not None or t.diagnostics.sharpness_every_updates is not None
     watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams,
@@ -226,7 +212,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
             listener(Note(line))
         listener(Note(f"{run_dir}: the last checkpoint (epoch {start.epoch}, update {start.update}) already holds "
                       f"the whole budget; recorded finished without training more"))  # fmt: skip
-        return _ended(run_dir, finish(plan, watch, Outcome(RunStatus.FINISHED, start.update), hparams, listener), listener)
+        return watch.finish(plan, Outcome(RunStatus.FINISHED, start.update))
     listener(Started(config, plan.data, run_dir, log_path, (start.epoch, start.update) if start else None))
     for line in notes + reconciled.describe():
         listener(Note(line))
@@ -245,22 +231,15 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     RUNNING_CHILDREN.add(process)
     if cpus:
         pin(process.pid, cpus)
-    previous_handler = stop_on_sigterm()
     try:
-        watch.follow(process, log_path, offset)
+        with sigterm_interrupts():
+            watch.follow(process, log_path, offset)
     finally:
-        restore(previous_handler)
         try:
             returncode = process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
             returncode = process.wait()
         RUNNING_CHILDREN.discard(process)
-        watch.close()
     outcome = watch.outcome(returncode, crash_update(plan.checkpoints, started_at))
-    return _ended(run_dir, finish(plan, watch, outcome, hparams, listener), listener)
-
-
-def _ended(run_dir: Path, outcome: Outcome, listener: Listener) -> RunResult:
-    listener(Ended(run_dir, outcome))
-    return RunResult(run_dir, outcome)
+    return watch.finish(plan, outcome)

@@ -29,8 +29,7 @@ def ensure_data(config: Config) -> Path:
         from prelnx.data.synthetic import prepare_synthetic
 
         prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
-    problem = data_problem(config)
-    if problem is not None:
+    if (problem := data_problem(config)) is not None:
         raise DataNotReady(problem)
     if config.task == "sentence_prediction":  # the pre-trained weights load safely, or nothing starts
         if config.finetune.from_checkpoint is None or not Path(config.finetune.from_checkpoint).is_file():

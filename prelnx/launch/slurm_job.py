@@ -1,8 +1,6 @@
-"""`prelnx train --executor slurm`, the submitting side: check, submit one job, follow it, return its exit code.
-
-It prints rank 0's output (the lines `prelnx train` prints, from the job's log), the job's state while it waits,
-reports and cancels a job Slurm says can never start (squeue's reason, launch/slurm_queue.py), cancels the job on
-Ctrl-C or SIGTERM, and returns the run's exit code. What the tasks do is in launch/slurm_task.py.
+"""`prelnx train --executor slurm`, the submitting side: check, submit one job, follow it (rank 0's output from the
+job's log, the job's state while it waits), cancel it when Slurm says it can never start or on Ctrl-C or SIGTERM,
+and return the run's exit code. What the tasks do is in launch/slurm_task.py.
 """
 
 from __future__ import annotations
@@ -10,13 +8,14 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.launch import slurm_queue
-from prelnx.launch.children import restore, stop_on_sigterm
+from prelnx.launch.children import sigterm_interrupts
 from prelnx.launch.errors import SlurmUnavailable
 from prelnx.launch.local import check_before_training
 from prelnx.launch.prepare import ensure_data
@@ -34,10 +33,9 @@ RESOURCES = "--gpus-per-run, --cpus-per-run, --mem-gb-per-run, --time-min, --par
 def run_request(config: Config, partition: str | None = None, gpus_per_run: int | None = None,
                 cpus_per_run: int | None = None, mem_gb_per_run: int | None = None,
                 time_min: int | None = None) -> SlurmRequest:  # fmt: skip
-    """The job of one run from the run's resources in all (sweep's and reproduce's options, the same names and
-    meanings): train.nodes x train.processes tasks share its CPUs evenly, its nodes its GPUs and memory. A total
-    that does not split evenly is refused (one line) before anything is submitted. Unasked, the defaults are
-    plan_request's: CPUs from the partition, a GPU per worker with train.device: cuda, the partition's memory."""
+    """The job of one run from its resources in all (the options of sweep's and reproduce's names and meanings):
+    train.nodes x train.processes tasks share its CPUs evenly, its nodes its GPUs and memory; a total that does not
+    split evenly is refused before anything is submitted. Unasked: plan_request's defaults."""
     nodes, tasks = config.train.nodes, config.train.processes or 1
     cpus = _share("--cpus-per-run", cpus_per_run, nodes * tasks, f"{nodes} node(s) x {tasks} task(s)", "task")
     mem = _share("--mem-gb-per-run", mem_gb_per_run, nodes, f"{nodes} node(s)", "node")
@@ -86,8 +84,7 @@ class LogTail:
 
     def lines(self) -> list[str]:
         try:
-            size = self.path.stat().st_size
-            if size < self.offset:
+            if self.path.stat().st_size < self.offset:
                 self.offset = 0
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
@@ -95,8 +92,7 @@ class LogTail:
         except OSError:
             return []
         self.offset += len(data)
-        text = self.partial + data.decode(errors="replace")
-        *complete, self.partial = text.split("\n")
+        *complete, self.partial = (self.partial + data.decode(errors="replace")).split("\n")
         return complete
 
 
@@ -106,18 +102,15 @@ def _progress(line: str) -> bool:
 
 def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 1.0,
            watcher: Any = None) -> tuple[str, int]:  # fmt: skip
-    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job.
-    The job's state comes from the one watcher (launch/slurm_watch.py), which asks Slurm at its own pace."""
+    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job. Its state
+    comes from the one watcher (launch/slurm_watch.py), which asks Slurm at its own pace."""
     from prelnx.launch.slurm_watch import WATCHER
 
     watcher = watcher or WATCHER
     tail = LogTail(Path(job.task(0).paths.stdout))
     last_state = ""
     try:
-        while True:
-            found = watcher.look(job.job_id)  # before the log's new lines, which it may explain (running)
-            if not found.active:
-                break
+        while (found := watcher.look(job.job_id)).active:  # before the log's new lines, which it may explain (running)
             if found.state != last_state and found.state in ("PENDING", "RUNNING", "REQUEUED"):
                 waits = found.state == "PENDING" and found.reason not in ("", "None")
                 echo(f"Slurm job {job.job_id}: {found.state.lower()}" + (f" ({found.reason})" if waits else ""))
@@ -125,8 +118,9 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
             for line in filter(_progress, tail.lines()):
                 echo(line)
             if watcher.unanswered_s() > UNANSWERED_S:
-                return (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still "
-                        f"run (see squeue; logs in {Path(job.paths.folder)})", 1)  # fmt: skip
+                why = (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still run "
+                       f"(see squeue; logs in {Path(job.paths.folder)})")  # fmt: skip
+                return why, 1
             if found.never_starts:
                 slurm_queue.cancel(job.job_id)
                 why = (f"Slurm job {job.job_id} can never start: {found.reason} (it asks {request.describe()}; see "
@@ -177,8 +171,8 @@ def active_job(run_dir: Path) -> str | None:
 
 def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,
                    echo: Callable[[str], None] = print) -> tuple[str, int]:  # fmt: skip
-    """Check, submit, wait: (closing message, exit code) of the run. Errors that stop a local `prelnx train`
-    before it trains (bad batch, data not ready, a run dir in use) are raised here, before anything is submitted."""
+    """Check, submit, wait: (closing message, exit code) of the run. What stops a local `prelnx train` before it
+    trains (bad batch, data not ready, a run dir in use) is raised here, before anything is submitted."""
     plan_run(config, run_dir, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
     ensure_data(config)  # generated here once (synthetic), not by the tasks racing each other
     if is_locked(run_dir):
@@ -191,11 +185,8 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
                         f"wait for it to end, or stop it first")  # fmt: skip
     job = submit(config, run_dir, request, force)
     echo(f"submitted Slurm job {job.job_id}: {request.describe()}; logs in {submitit_folder(run_dir) / job.job_id}")
-    previous = stop_on_sigterm()  # SIGTERM to this process cancels the job, as Ctrl-C does
-    try:
+    with sigterm_interrupts():  # SIGTERM to this process cancels the job, as Ctrl-C does
         return follow(job, request, echo)
-    finally:
-        restore(previous)
 
 
 def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> list[str]:
@@ -204,11 +195,10 @@ def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest, force: b
 
     plan = plan_run(task_config(config, request), run_dir, task_env("0"))
     said = [f"# {line}" for line in check_before_training(plan, force)]  # refusals raise, as the real run's
-    launch = plan.launch
     return said + [dump_config(plan.config, task_keys_only=True).rstrip("\n"),
             (f"# would submit one Slurm job (submitit): {request.describe()}; "
              f"logs in {submitit_folder(run_dir)}/<job id>"),
-            f"# {launch.batch}",
+            f"# {plan.launch.batch}",
             ("# every task runs this (rank 0 under prelnx, which records the run); --distributed-port is 20000 + the "
              "job id % 20000:"),
-            launch.command_line()]  # fmt: skip
+            plan.launch.command_line()]  # fmt: skip

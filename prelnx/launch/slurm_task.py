@@ -1,24 +1,17 @@
-"""One run across the tasks of a Slurm job: `prelnx train --executor slurm`.
+"""One run across the tasks of ONE Slurm job of train.nodes x train.processes tasks (`prelnx train --executor slurm`).
 
-submitit submits ONE job of train.nodes nodes x train.processes tasks per node (one data-parallel worker per task;
-1 per node by default). In every task (`SlurmTrainTask`):
-- rank 0 runs prelnx's own `launch.local.train`: the lock, config.yaml, command.txt, status.json, metrics and TensorBoard
-  (only rank 0 writes the run dir); its fairseq child is rank 0 of the group;
-- every other rank runs plain fairseq (`fairseq_cli.train` through launch/fairseq_entry.py, with the arguments of
-  command.txt) as its own
-  child, which watches that task's process (the plugin's parent watch: a pid means something only on its node);
-  it starts it once rank 0 has taken the run dir, and stops it when rank 0's task has ended (`Rank0Marks`: files
-  in the job's submitit folder, which the nodes share).
-The fairseq processes meet through fairseq's own Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000,
-the same in every task, and SLURM_*); the CPU fix is in prelnx_fairseq_plugin/distributed.py. On timeout or
-preemption (submitit's signal) rank 0 requeues the job, which resumes from checkpoint_last.pt as a re-run does.
-
-The submitting side (check, submit, follow, exit code) is launch/slurm_job.py.
+Rank 0 runs prelnx's own `launch.local.train` (only it writes the run dir); every other rank runs command.txt's
+fairseq as its own child (the plugin's parent watch: a pid means something only on its node), from when rank 0 has
+taken the run dir until rank 0's task has ended (`Rank0Marks`: files in the submitit folder the nodes share). They
+meet through fairseq's Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000; the CPU fix is in
+prelnx_fairseq_plugin/distributed.py). On timeout or preemption rank 0 requeues the job, which resumes as a re-run
+does. The submitting side is slurm_job.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import subprocess
 import sys
@@ -52,11 +45,13 @@ class SlurmRequest:
 
     def parameters(self, name: str) -> dict[str, Any]:
         """submitit's parameters of the job (of each job of a sweep's array)."""
-        return slurm_queue.submitit_parameters(name, nodes=self.nodes, tasks_per_node=self.tasks_per_node,
-                                               cpus_per_task=self.cpus_per_task, time_min=self.time_min,
-                                               gpus_per_node=self.gpus_per_node, mem_gb=self.mem_gb,
-                                               partition=self.partition,
-                                               array_parallelism=self.array_parallelism)  # fmt: skip
+        found: dict[str, Any] = {"name": name, "nodes": self.nodes, "tasks_per_node": self.tasks_per_node,
+                                 "cpus_per_task": self.cpus_per_task, "timeout_min": self.time_min}  # fmt: skip
+        optional = {"gpus_per_node": self.gpus_per_node, "mem_gb": self.mem_gb, "slurm_partition": self.partition}
+        found.update({key: value for key, value in optional.items() if value})
+        if self.array_parallelism is not None:
+            found["slurm_array_parallelism"] = self.array_parallelism
+        return found
 
     def describe(self) -> str:
         text = (f"{self.nodes} node(s) x {self.tasks_per_node} task(s), {self.cpus_per_task} CPU(s) per task"
@@ -131,17 +126,13 @@ def train_rank0(config: Config, run_dir: Path, env: dict[str, str], force: bool,
                 marks: Rank0Marks) -> dict[str, Any]:  # fmt: skip
     from prelnx.launch.local import train
 
-    def echo(line: str) -> None:
-        print(line, flush=True)
-
+    echo = functools.partial(print, flush=True)
     try:
-        # on_start: every check has passed, the run dir is locked (and, with --force, the old run set aside) and
-        # rank 0's fairseq is about to start: the other ranks may start theirs then, and no earlier (they would
-        # read checkpoints of a run dir rank 0 refuses or moves away)
+        # on_start: every check has passed and the run dir is locked (an old run set aside): the other ranks start
+        # then, no earlier (they would read checkpoints of a run dir rank 0 refuses or moves away)
         result = train(config, run_dir=run_dir, force=force, echo=echo, extra_env=env, on_start=marks.started.touch)
     except Exception as error:  # known refusals become the command's message and exit code
-        known = error_exit(error)
-        if known is None:
+        if (known := error_exit(error)) is None:
             raise
         echo(f"error: {known[0]}")
         return {"status": "error", "reason": known[0], "exit_code": known[1]}
@@ -158,14 +149,12 @@ def run_worker(config: Config, run_dir: Path, env: dict[str, str], marks: Rank0M
     launch = plan_run(config, run_dir, env).launch
     child_env = {**os.environ, **launch.env, **env, "PRELNX_PARENT_PID": str(os.getpid())}  # watches this task
     process = subprocess.Popen(launch.child_argv(sys.executable), stdin=subprocess.DEVNULL, env=child_env)
-    ended_at = None
-    while process.poll() is None:
-        if ended_at is None and marks.ended.exists():
-            ended_at = time.monotonic()
-        if ended_at is not None and time.monotonic() - ended_at > GRACE_S:
-            process.terminate()  # rank 0 is gone (refused, finished or stopped): nothing to meet any more
-            break
+    while process.poll() is None and not marks.ended.exists():
         time.sleep(poll_s)
+    try:
+        process.wait(timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.terminate()  # rank 0 is gone (refused, finished or stopped): nothing to meet any more
     try:
         return process.wait(timeout=60)
     except subprocess.TimeoutExpired:

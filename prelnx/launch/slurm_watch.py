@@ -1,13 +1,10 @@
 """One watcher of Slurm's queue for every job this process follows (`prelnx train --executor slurm`, a sweep's array).
 
-submitit's InfoWatcher is the machinery: jobs register with it, ONE command asks about all of them, every 2 s just
-after a submission, then after half the time since it, at most `delay_s` apart, and ended jobs are asked about no more.
-submitit's own Slurm watcher asks `sacct`, which needs Slurm's accounting database: without it (small clusters, the
-tests' one-node cluster) sacct fails, submitit calls every job UNKNOWN for ever, and a job killed before it returned
-is never done. This one asks `squeue` (always there; `--states=all` keeps an ended job listed for a while, with how
-it ended), which also says why a pending job waits: a reason no waiting changes (launch/slurm_queue.py
-NEVER_STARTS) lets the job be cancelled and reported instead of waited for. Imported only where a job is followed
-(submitit costs 0.1 s to import).
+submitit's InfoWatcher is the machinery: ONE command asks about all registered jobs not ended, at submitit's pace (2 s
+after a submission, then half the time since, at most `delay_s` apart). Its Slurm watcher asks `sacct`, which needs
+Slurm's accounting database: without it (small clusters, the tests' cluster) every job is UNKNOWN for ever, and one
+killed before it returned never done. This one asks `squeue` (`--states=all` keeps an ended job listed a while), which
+also says why a pending job waits (slurm_queue.NEVER_STARTS). Imported only where a job is followed (submitit: 0.1 s).
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from dataclasses import dataclass
 from submitit.slurm.slurm import SlurmInfoWatcher
 
 from prelnx.launch.slurm_queue import ACTIVE, ENDED, UNKNOWN, never_starts
+
 DELAY_S = 60  # the longest wait between two looks at the queue (submitit's default)
 
 
@@ -63,12 +61,11 @@ class QueueWatcher(SlurmInfoWatcher):
 
     def update(self) -> None:
         """One squeue call for every job not ended; a job it does not list has ENDED; no answer changes nothing."""
-        command = self._make_command()
-        if command is None:
+        if (command := self._make_command()) is None:
             return
         self._num_calls += 1
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired):
             done = None
         # squeue refuses a list of job ids of which it knows none ("Invalid job id"): they have all ended

@@ -1,10 +1,7 @@
-"""Following a training: the child writes train.log itself; prelnx reads it as it grows.
-
-Each JSON record becomes an event (progress, a validation row written to metrics.jsonl and TensorBoard, a
-diagnostics row appended to diagnostics.jsonl and TensorBoard) and a divergence decision; the child's exit becomes a typed `Outcome`. The log is a file the child writes, not a pipe,
-so fairseq's record of every update survives if prelnx dies, and the restart rebuilds what prelnx missed from it
-(records/reconcile.py).
-"""
+"""Following a training: prelnx reads train.log as the child writes it. Each JSON record becomes an event (progress,
+a validation row, a diagnostics row: each recorded) and a divergence decision; the child's exit a typed `Outcome`.
+The log is a file, not a pipe: fairseq's record of every update survives if prelnx dies, and the restart rebuilds
+what prelnx missed from it (records/reconcile.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +10,20 @@ import re
 import signal
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prelnx.launch.events import Listener, Progress, RowDone
-from prelnx.records.diagnostics import append_diagnostics, parse_diagnostics
-from prelnx.records.grain import Grain
+from prelnx.atomic import io_reason
+from prelnx.launch.events import Listener, Note, Progress, RowDone
+from prelnx.plan.launch import RunPlan
+from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
+from prelnx.records.diagnostics import append_diagnostics, parse_diagnostics, reconcile_diagnostics
+from prelnx.records.grain import Grain, stride
 from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
+from prelnx.records.reconcile import LOG_NAME, reconcile_run
+from prelnx.records.results import best_and_final
 from prelnx.records.rows import Row, is_bad_loss, parse_record, row_builder
 from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
@@ -55,8 +58,8 @@ class Watch:
         self.done_training = False  # fairseq logged the end of its training (its last checkpoint is saved by then)
 
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
-        """Open TensorBoard (while fairseq starts up), then read the log from `offset` until the child exits (or
-        prelnx stops it). Ctrl-C: `stop` and return."""
+        """Open TensorBoard (while fairseq starts up), read the log from `offset` until the child exits (or prelnx
+        stops it: Ctrl-C, a divergence, an I/O failure), close TensorBoard."""
         try:
             try:
                 rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain, diagnostics=self.diagnostics)
@@ -69,51 +72,40 @@ class Watch:
         except KeyboardInterrupt:
             self.stopped = True
             process.terminate()
+        finally:
+            if self.tensorboard is not None:
+                self.tensorboard.close()
 
     def _read(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
         with open(log_path, errors="replace") as log:
             log.seek(offset)
-            partial = ""
+            partial = ""  # a line the child is still writing
             while True:
-                chunk = log.readline()
-                if chunk:
-                    partial += chunk
-                    if not partial.endswith("\n"):
-                        continue
-                    line, partial = partial, ""
-                    self._line(line)
+                partial += log.readline()
+                if partial.endswith("\n"):
+                    self._line(partial)
+                    partial = ""
                     if self.divergence or self.io_failed:
                         process.terminate()
                         return
-                    continue
-                if process.poll() is not None:
+                elif process.poll() is not None:
                     for line in (partial + log.read()).splitlines():
                         self._line(line)
                     return
-                time.sleep(0.1)
-
-    def close(self) -> None:
-        if self.tensorboard is not None:
-            self.tensorboard.close()
+                else:
+                    time.sleep(0.1)
 
     def _line(self, line: str) -> None:
         self.tail.append(line.rstrip("\n"))
-        if not self.fairseq_nan and any(marker in line for marker in DIVERGENCE_MARKERS):
+        if any(marker in line for marker in DIVERGENCE_MARKERS):
             self.fairseq_nan = True  # its traceback follows
         if DONE_TRAINING in line:
             self.done_training = True
-        diagnosed = parse_diagnostics(line)
-        if diagnosed is not None:
-            try:
-                self._diagnostics(diagnosed)
-            except OSError as error:
-                self.io_failed = io_failure(error, self.run_dir)
-            return
-        parsed = parse_record(line)
-        if parsed is None:
-            return
         try:
-            self._record(*parsed)
+            if (diagnosed := parse_diagnostics(line)) is not None:
+                self._diagnostics(diagnosed)
+            elif (parsed := parse_record(line)) is not None:
+                self._record(*parsed)
         except OSError as error:
             self.io_failed = io_failure(error, self.run_dir)
 
@@ -128,8 +120,7 @@ class Watch:
             update = int(record.get("valid_num_updates", self.builder.last_update))
             epoch = None if self.grain is Grain.UPDATE else int(record.get("epoch", 0))
             self.divergence = Divergence(Signal.VALID_LOSS, update, record.get("valid_loss"), epoch)
-        row = self.builder.add(kind, record)
-        if row is not None:
+        if (row := self.builder.add(kind, record)) is not None:
             row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
             step = self.grain.step(row)
             self.rows = [r for r in self.rows if self.grain.step(r) != step] + [row]
@@ -161,42 +152,91 @@ class Watch:
                            detail=f"code {returncode}: {self.last_error()}")  # fmt: skip
         if self.fairseq_nan:
             return Outcome(RunStatus.DIVERGED, update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
-        disk = self.disk_full()
-        if disk is not None:
+        if (disk := self.disk_full()) is not None:
             return Outcome(RunStatus.FAILED, update, Failure.DISK_FULL, detail=disk)
         return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
 
     def last_error(self) -> str:
         """The exception a worker raised (not torchrun's summary banner), which worker torchrun saw die and how, else
         the last line of output."""
-        died = torchrun_failure(list(self.tail))
-        if died is not None:
-            return died
-        for line in reversed(self.tail):
-            if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line:
-                return line.strip()
-        return next((line.strip() for line in reversed(self.tail) if line.strip() and set(line.strip()) != {"="}), "")
+        lines = [line.strip() for line in self.tail]
+        errors = [line for line in lines if EXCEPTION.match(line) and "ChildFailedError" not in line]
+        shown = [line for line in lines if line and set(line) != {"="}]
+        return torchrun_failure(list(self.tail)) or (errors or shown or [""])[-1]
 
     def disk_full(self) -> str | None:
         """'no space left on device: <path>' when the child's output says its writes failed for lack of space."""
         for line in reversed(self.tail):
-            found = DISK_FULL.search(line)
-            if found:
+            if found := DISK_FULL.search(line):
                 path = found.group(1) if found.lastindex and found.group(1) else str(self.run_dir / "checkpoints")
                 return f"no space left on device: {path}"
         return None
+
+    def finish(self, plan: RunPlan, outcome: Outcome) -> Outcome:
+        """Once the child has gone: reconcile with the last checkpoint and write the final status (on a full disk
+        `failed` if it fits); returns the outcome as recorded."""
+        run_dir = self.run_dir
+        remove_partial_writes(plan.checkpoints)  # the child is gone: a *.pt.tmp is a save it never finished
+        last = plan.checkpoints / "checkpoint_last.pt"
+        unreadable = ""
+        try:
+            info = checkpoint_info(last) if last.is_file() else None
+        except (ValueError, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
+            info, unreadable = None, str(error)
+            self.listener(Note(f"warning: {error}"))
+        extra: dict[str, Any] = {}
+        rows, diagnostics = self.rows, self.diagnostics
+        try:
+            if unreadable:  # nothing to reconcile against: keep what was seen, and do not call the run finished
+                if outcome.status is RunStatus.FINISHED:
+                    outcome = Outcome(RunStatus.INTERRUPTED, outcome.update, Failure.UNREADABLE_CHECKPOINT,
+                                      detail=unreadable)  # fmt: skip
+            else:
+                reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info)
+                rows = reconciled.rows
+                if reconciled.lost:
+                    extra["lost_validations" if self.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
+                # a diverged run is never resumed: its diagnostics up to the divergence stay (records/diagnostics.py),
+                # this attempt's rows too, which may run a little past its last progress line
+                upto = info.update if info else 0
+                if outcome.status is RunStatus.DIVERGED:
+                    upto = max([upto, outcome.update] + [row["num_updates"] for row in self.diagnostics or []])
+                kept = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, upto)
+                diagnostics = kept if diagnostics is not None or kept else None
+            rebuild(run_dir, rows, self.hparams, best_and_final(rows), self.grain, diagnostics)
+        except OSError as error:
+            rows = self.rows
+            # a full disk that fairseq reported keeps fairseq's own path
+            if not (outcome.status is RunStatus.FAILED and outcome.failure is Failure.DISK_FULL):
+                kind, detail = io_failure(error, run_dir)
+                outcome = Outcome(RunStatus.FAILED, outcome.update, kind, detail=detail)
+        if info is not None:
+            extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
+            update = info.update if outcome.status is RunStatus.FINISHED else max(outcome.update, info.update)
+            outcome = replace(outcome, update=update)
+        try:
+            write_status(run_dir, outcome.status, update=outcome.update, **outcome.record(),
+                         **status_counts(self.grain, rows, info), **best_and_final(rows), **extra)  # fmt: skip
+        except OSError as error:
+            self.listener(Note(f"warning: status.json could not be written ({io_reason(error, run_dir)})"))
+        return outcome
+
+
+def status_counts(run_grain: Grain, rows: list[Row], checkpoint: CheckpointInfo | None) -> dict[str, int]:
+    """status.json's `epochs` (rows, at the epoch grain) and, at the update grain, `validations` (rows)."""
+    if run_grain is Grain.UPDATE:
+        return {"epochs": checkpoint.epoch if checkpoint else 0, "validations": len(rows)}
+    return {"epochs": len(rows)}
 
 
 _TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")
 
 
 def torchrun_failure(lines: list[str]) -> str | None:
-    """torchrun's "Root Cause (first observed failure)" block, as one sentence: which worker ended and how (a signal
-    by its name, an exit code with the worker's own error line when it printed one); None if there is no such
-    block (one worker, or torchrun's own output is not there)."""
-    try:
-        start = max(i for i, line in enumerate(lines) if "Root Cause (first observed failure)" in line)
-    except ValueError:
+    """torchrun's "Root Cause (first observed failure)" block as one sentence: which worker ended and how (a signal by
+    its name, an exit code with the worker's own error line); None without such a block (one worker, no torchrun)."""
+    start = max((i for i, line in enumerate(lines) if "Root Cause (first observed failure)" in line), default=None)
+    if start is None:
         return None
     fields = {}
     for line in lines[start:]:
@@ -207,10 +247,7 @@ def torchrun_failure(lines: list[str]) -> str | None:
     code = fields.get("exitcode", "").split(" ")[0]
     if code.lstrip("-").isdigit() and int(code) < 0:
         number = -int(code)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
+        name = next((s.name for s in signal.Signals if s.value == number), f"signal {number}")
         return f"worker rank {rank} was killed by signal {number} ({name}); the other workers were stopped"
     errors = [line.strip() for line in lines[:start] if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line]
     return f"worker rank {rank} exited with code {code or '?'}" + (f": {errors[-1]}" if errors else "")

@@ -59,10 +59,8 @@ def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
     argv += given_argv(("--max-epoch", t.max_epoch), ("--max-update", t.max_update))
     if not cuda:
         argv.append("--cpu")
-    if t.precision == "fp16":
-        argv.append("--fp16")
-    elif t.precision == "bf16":
-        argv.append("--bf16")
+    if t.precision != "fp32":
+        argv.append(f"--{t.precision}")  # --fp16, --bf16
 
     argv += ["--save-dir", str(save_dir), "--log-format", "json", "--log-interval", str(t.log_interval)]
     argv += given_argv(("--diagnostics-every-updates", t.diagnostics.every_updates),  # the plugin's options

@@ -1,6 +1,5 @@
-"""Where a config's data is, and why it cannot be trained on (not prepared, damaged): read-only checks.
-
-Generating the synthetic task is done by the launch (`prelnx.launch.prepare.ensure_data`), which writes.
+"""Where a config's data is, and why it cannot be trained on (not prepared, damaged): read-only checks (the
+launch, `prelnx.launch.prepare.ensure_data`, generates the synthetic task).
 """
 
 from __future__ import annotations
@@ -17,10 +16,6 @@ from prelnx.data.synthetic import SyntheticTask
 
 class DataNotReady(Refusal):
     """The configured data folder is missing or not binarized; the message says how to prepare it."""
-
-
-def data_home() -> Path:
-    return Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx"))
 
 
 def languages(config: Config) -> tuple[str, str]:
@@ -44,7 +39,8 @@ SYNTHETIC_KINDS = {"translation": "synthetic", "masked_lm": "synthetic-text", "s
 
 def synthetic_dir(task: str, synthetic: SyntheticTask) -> Path:
     """Where a task's synthetic data is cached: one folder per kind and generator settings."""
-    return data_home() / f"{SYNTHETIC_KINDS[task]}-{synthetic.fingerprint()}"
+    home = Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx"))
+    return home / f"{SYNTHETIC_KINDS[task]}-{synthetic.fingerprint()}"
 
 
 def data_problem(config: Config) -> str | None:
@@ -54,41 +50,30 @@ def data_problem(config: Config) -> str | None:
         from prelnx.data.pairs import pairs_problem
 
         return pairs_problem(folder, generated=config.data.dataset == "synthetic")
-    if config.task in ("masked_lm", "language_model"):
-        if config.data.dataset == "synthetic" and not (folder / "dict.txt").is_file():
-            return None  # generated on demand
-        if not (folder / "dict.txt").is_file() or not (folder / "train.idx").is_file():
-            return (f"data.path: {folder} holds no binarized text for {config.task} (needs dict.txt, train.bin/.idx, "
-                    f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
-                    f"(see docs/studies.md, 'BERT pre-training without warm-up') and point data.path at the output folder.")  # fmt: skip
-        try:
-            check_monolingual(folder)
-        except DataDamaged as error:
-            return str(error)
-        return long_lines_problem(config, folder)
+    text = config.task in ("masked_lm", "language_model")
     source, target = languages(config)
-    if config.data.dataset == "synthetic" and not (folder / f"dict.{source}.txt").is_file():
+    needed = ("dict.txt", "train.idx") if text else (f"dict.{source}.txt", f"dict.{target}.txt")
+    if config.data.dataset == "synthetic" and not (folder / needed[0]).is_file():
         return None  # generated on demand
-    missing = [name for name in (f"dict.{source}.txt", f"dict.{target}.txt") if not (folder / name).is_file()]
+    missing = [name for name in needed if not (folder / name).is_file()]
+    if missing and text:
+        return (f"data.path: {folder} holds no binarized text for {config.task} (needs dict.txt, train.bin/.idx, "
+                f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
+                f"(see docs/studies.md, 'BERT pre-training without warm-up') and point data.path at the output folder.")  # fmt: skip
     if missing:
-        return (
-            f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
-            f"Prepare it with `prelnx data prepare {config.data.dataset}` (see docs/data.md) and point data.path "
-            f"at the output folder."
-        )
+        return (f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
+                f"Prepare it with `prelnx data prepare {config.data.dataset}` (see docs/data.md) and point data.path "
+                f"at the output folder.")  # fmt: skip
     try:
-        check_binarized(folder, source, target)
+        if text:
+            check_monolingual(folder)
+        else:
+            check_binarized(folder, source, target)
     except DataDamaged as error:
         return str(error)
-    return None
-
-
-def long_lines_problem(config: Config, folder: Path) -> str | None:
-    """sample_break_mode complete packs whole lines: one longer than a sample makes fairseq's validation fail."""
     d = config.data
-    if d.sample_break_mode != "complete":
-        return None
-    for split in ("train", "valid"):
+    # sample_break_mode complete packs whole lines: one longer than a sample makes fairseq's validation fail
+    for split in ("train", "valid") if text and d.sample_break_mode == "complete" else ():
         longest = longest_sentence(folder / split)
         if longest is not None and longest > d.tokens_per_sample - 1:
             return (f"{folder / split}.bin: a line of {longest} tokens (end of line included) does not fit in a "

@@ -1,11 +1,7 @@
-"""The fairseq arguments of BERT-style runs: fairseq's own `roberta` encoder, pre-trained with its `masked_lm`
-task (Figure 5a) or fine-tuned with its `sentence_prediction` task (MRPC, RTE: Figure 5b/c).
-
-Layouts (fairseq/models/roberta/model.py, the architectures fairseq registers):
-- post = `roberta`: BERT's Post-LN. LayerNorm on the embeddings, then LayerNorm after each residual add.
-- pre = `roberta_prenorm`: Pre-LN. No embedding LayerNorm; LayerNorm before each sublayer and a final
-  LayerNorm after the last layer (the paper's Pre-LN BERT, Figure 1b).
-The optimizer, schedule, batching and checkpoints are those of every task (plan/common.py).
+"""The fairseq arguments of BERT-style runs: fairseq's `roberta` encoder, pre-trained with `masked_lm` (Figure 5a)
+or fine-tuned with `sentence_prediction` (MRPC, RTE: Figure 5b/c). Layouts (fairseq/models/roberta/model.py):
+post = `roberta` (embedding LayerNorm, LayerNorm after each residual add); pre = `roberta_prenorm` (no embedding
+LayerNorm, LayerNorm before each sublayer and after the last layer: the paper's Figure 1b).
 """
 
 from __future__ import annotations
@@ -33,9 +29,7 @@ def masked_lm_argv(config: Config, data: Path) -> list[str]:
 
 def sentence_prediction_argv(config: Config, data: Path) -> list[str]:
     """fairseq's GLUE fine-tuning (examples/roberta/README.glue.md): the classification head on the first token.
-
-    --finetune-from-model loads the pre-trained weights on the first start only (optimizer, lr schedule, data
-    order and meters reset); a resumed fine-tuning continues from its own checkpoint_last.pt."""
+    --finetune-from-model loads the pre-trained weights on the first start only (a resume: its checkpoint_last.pt)."""
     f = config.finetune
     return [
         str(data),

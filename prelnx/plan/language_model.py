@@ -1,17 +1,8 @@
-"""The fairseq arguments of a decoder-only language model: fairseq's `language_modeling` task, the `cross_entropy`
-criterion (next-token loss in bits per token) and a decoder-only transformer.
-
-Layouts (fairseq/models/transformer/transformer_decoder.py, as transformer_lm builds it):
-- post = `--arch transformer_lm`: a LayerNorm after each residual add, no final LayerNorm, no embedding LayerNorm.
-- pre = `--arch transformer_lm --decoder-normalize-before`: a LayerNorm before each sublayer and a final LayerNorm
-  after the last layer (the paper's Figure 1b).
-- the norm placements (peri, reorder, mixln, residual, lnscale), and other norms or QK-Norm: the plugin's
-  `--arch prelnx_transformer_lm` (transformer_lm with the plugin's decoder; its options from plan/layout.py).
-The model's dimensions are model.decoder_layers, embed_dim, ffn_dim and attention_heads (null: transformer_lm's
-6 layers, d 512, FFN 2048, 8 heads). embed_dim also sets --decoder-input-dim and --decoder-output-dim, whose
-transformer_lm defaults are 512 whatever the model's width (a d-128 model would otherwise embed in 512 and project).
-Samples are data.tokens_per_sample tokens (data.sample_break_mode: none cuts the text across lines, complete packs
-whole lines). The optimizer, schedule, batching, checkpoints and validation grain are every task's (plan/common.py).
+"""The fairseq arguments of a decoder-only language model: fairseq's `language_modeling` task, `cross_entropy`
+(next-token loss in bits per token) and `transformer_lm` (fairseq/models/transformer/transformer_decoder.py): post
+as it is, pre with --decoder-normalize-before (a final LayerNorm too: Figure 1b); the other layouts, norms and
+QK-Norm are the plugin's `prelnx_transformer_lm` (plan/layout.py). embed_dim also sets --decoder-input-dim and
+--decoder-output-dim, which transformer_lm otherwise leaves at 512 whatever the width.
 """
 
 from __future__ import annotations
@@ -44,7 +35,6 @@ def language_model_argv(config: Config, data: Path) -> list[str]:
         ("--decoder-ffn-embed-dim", m.ffn_dim),
         ("--decoder-attention-heads", m.attention_heads),
     )
-    # Pre-LN and the placements built on it: a norm before each sublayer and transformer_lm's final norm
     argv += normalize_before_argv(config, ("decoder",))
     if m.share_decoder_input_output_embed:
         argv.append("--share-decoder-input-output-embed")

@@ -1,17 +1,15 @@
 """Config -> the launch of one run: the exact `fairseq-train` argv (saved as command.txt, runnable by hand), its
-workers, threads, environment and batch. `plan_run` is the one call every launcher makes.
-
-A pure function of the config and the environment it is given: what ran is what command.txt says. A task is one
-planner module, registered by name in TASK_PLANNERS.
+workers, threads, environment and batch. `plan_run`, a pure function of the config and the environment it is given,
+is the one call every launcher makes; a task is one planner module, registered by name in TASK_PLANNERS.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
@@ -67,13 +65,11 @@ class Launch:
     threads: int  # torch threads per worker
     launcher: list[str] = field(default_factory=list)  # torchrun's arguments for several workers; [] for one
     batch: str = ""  # how the batch per update is made up (parallel.describe_batch)
-    # srun's arguments when the workers are Slurm tasks (`prelnx train --executor slurm`): each task runs the
-    # plain child command itself (rank 0 under prelnx); only command.txt shows them
+    # srun's arguments when the workers are Slurm tasks (each runs the child command itself): for command.txt only
     slurm_tasks: list[str] = field(default_factory=list)
 
     def child_argv(self, python: str) -> list[str]:
-        """The command prelnx runs: fairseq's train module (through FAIRSEQ_ENTRY), under torchrun for several
-        workers."""
+        """The command prelnx runs: fairseq's train module (through FAIRSEQ_ENTRY), under torchrun for several."""
         train = [*fairseq_program("fairseq_cli.train"), *self.argv]
         if self.launcher:
             return [python, "-u", "-m", "torch.distributed.run", *self.launcher, *train]

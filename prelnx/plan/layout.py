@@ -1,11 +1,6 @@
-"""A run's normalisation layout as fairseq arguments: which model.layout is fairseq's own model, which is the plugin's,
-and the plugin options and Pre-LN flags each needs, all read from the layout's row (prelnx/layouts.py). Every task
-that builds a transformer from these keys reads them here (translation: `--arch prelnx_<preset>`; the decoder-only
-language model: `--arch prelnx_transformer_lm`, LM_PLUGIN_ARCH, with `variant_argv` and
-`normalize_before_argv(config, ("decoder",))`).
-
-A user's layout (model.layout PATH.py:CLASS) is passed as `--layout-file /abs/PATH.py:CLASS`: the plugin loads it
-in fairseq's process (and in torchrun's and Slurm's workers) with prelnx.layouts' loader.
+"""A run's normalisation layout as fairseq arguments, read from the layout's row (prelnx/layouts.py): fairseq's own
+model or the plugin's, and the plugin options and Pre-LN flags it needs (translation and the language model). A
+user's layout is passed as `--layout-file /abs/PATH.py:CLASS`, which the plugin loads in every worker.
 """
 
 from __future__ import annotations

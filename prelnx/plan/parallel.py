@@ -1,16 +1,11 @@
 """Data parallelism: how many workers a run has, how they are launched, and the batch they keep.
 
-- `train.processes` workers on this machine (GPUs on a GPU machine, CPU processes otherwise; default: every
-  visible GPU, or 1 on CPU), `train.nodes` machines (Slurm). More than one worker on one machine goes through
-  torchrun (torch's elastic launcher: `--standalone` picks a free rendezvous port, `--max-restarts 0` ends the
-  group when one worker dies), with gloo on CPU (fairseq's `legacy_ddp`) and NCCL on GPUs.
-- Across nodes (`prelnx train --executor slurm`, launch/slurm_task.py): the workers are the tasks of one Slurm job
-  (train.nodes x train.processes), each running fairseq itself; they meet through fairseq's own Slurm rendezvous
-  (`--distributed-port`, SLURM_* variables). The job's tasks set PRELNX_SLURM_PORT in the run's environment; only
-  then is train.nodes > 1 accepted, and no torchrun is used.
-- `train.effective_batch_tokens`: tokens per update over all workers and accumulation steps. When set, the
-  update frequency is derived: effective = max_tokens x workers x update_freq, exactly, or the config is refused
-  with the values that would work. So 1, 8 or 16 GPUs run the same optimisation.
+- Several workers on one machine go through torchrun (`--standalone`: a free rendezvous port; `--max-restarts 0`:
+  one dead worker ends the group), with gloo on CPU (fairseq's `legacy_ddp`) and NCCL on GPUs.
+- Across nodes (`prelnx train --executor slurm`) the workers are one Slurm job's tasks, each running fairseq, meeting
+  through fairseq's Slurm rendezvous; only there (PRELNX_SLURM_PORT set) is train.nodes > 1 accepted.
+- With `train.effective_batch_tokens` (tokens per update over workers and accumulation), update_freq is derived
+  exactly or the config is refused with values that would work: 1, 8 or 16 GPUs run the same optimisation.
 """
 
 from __future__ import annotations
@@ -20,8 +15,8 @@ import os
 from dataclasses import dataclass
 
 from prelnx.config.errors import Refusal
-from prelnx.machine import usable_cores
 from prelnx.config.schema import Config
+from prelnx.machine import usable_cores
 
 SLURM_PORT_ENV = "PRELNX_SLURM_PORT"  # set by a Slurm task of `prelnx train --executor slurm`: its rendezvous port
 
@@ -41,16 +36,12 @@ class Parallel:
     def world_size(self) -> int:
         return self.processes * self.nodes
 
-    @property
-    def backend(self) -> str:
-        return "nccl" if self.cuda else "gloo"
-
     def fairseq_argv(self) -> list[str]:
         """fairseq's distributed options (none for one worker)."""
         if self.world_size == 1:
             return []
-        argv = ["--distributed-world-size", str(self.world_size), "--distributed-backend", self.backend,
-                "--distributed-no-spawn",
+        argv = ["--distributed-world-size", str(self.world_size), "--distributed-backend",
+                "nccl" if self.cuda else "gloo", "--distributed-no-spawn",
                 # each rank reads the checkpoint itself (safely) instead of receiving a pickle from rank 0
                 "--load-checkpoint-on-all-dp-ranks"]  # fmt: skip
         if not self.cuda:
@@ -67,9 +58,7 @@ class Parallel:
 
     def slurm_tasks(self) -> list[str]:
         """srun's arguments that start these workers as Slurm tasks (for command.txt); [] when not on Slurm."""
-        if self.port is None:
-            return []
-        return ["--nodes", str(self.nodes), "--ntasks-per-node", str(self.processes)]
+        return [] if self.port is None else ["--nodes", str(self.nodes), "--ntasks-per-node", str(self.processes)]
 
     def threads(self, configured: int | None) -> int:
         """Torch threads per worker: the configured number, else a Slurm task's CPUs, else this machine's cores
@@ -102,12 +91,9 @@ def rendezvous_port(job_id: str) -> int:
 
 
 def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Parallel:
-    """The workers of this run. `env` is the run's own environment additions (a sweep's CUDA_VISIBLE_DEVICES,
-    a Slurm task's PRELNX_SLURM_PORT).
-
-    Without train.processes: every GPU the run sees, but no more than train.effective_batch_tokens allows (the
-    paper's IWSLT14 batch is one GPU's 4096 tokens: one worker); 1 on CPU. As Slurm tasks: train.processes
-    (default 1) tasks per node, one worker each."""
+    """The workers of this run; `env`: its own environment additions (a sweep's CUDA_VISIBLE_DEVICES, a Slurm
+    task's PRELNX_SLURM_PORT). Without train.processes: every GPU the run sees, but no more than
+    train.effective_batch_tokens allows (IWSLT14's 4096 tokens: one worker); 1 on CPU and per Slurm node."""
     t = config.train
     port = (env or {}).get(SLURM_PORT_ENV)
     if port is not None:
@@ -116,13 +102,10 @@ def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Pa
         raise BatchError(f"train.nodes: {t.nodes} (one run across {t.nodes} machines) is launched only by "
                          f"`prelnx train --executor slurm`, which starts the Slurm tasks; plain `prelnx train` and "
                          f"sweeps train each run on one machine: use train.nodes: 1 there")  # fmt: skip
-    if cuda:
-        visible = visible_gpus(env)
-        processes = t.processes or _fitting(visible, t.max_tokens, t.effective_batch_tokens)
-        if processes > visible:
-            raise BatchError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
-    else:
-        processes = t.processes or 1
+    visible = visible_gpus(env) if cuda else 0
+    processes = t.processes or (_fitting(visible, t.max_tokens, t.effective_batch_tokens) if cuda else 1)
+    if cuda and processes > visible:
+        raise BatchError(f"train.processes: {processes} GPU workers requested, {visible} GPU(s) visible")
     return Parallel(processes=processes, nodes=t.nodes, cuda=cuda)
 
 
@@ -134,10 +117,9 @@ def derive_update_freq(effective: int, max_tokens: int, workers: int) -> int:
     lower, upper = (effective // per_step) * per_step, (effective // per_step + 1) * per_step
     options = ([f"train.max_tokens {', '.join(map(str, fits))}"] if fits else []) + [
         f"train.effective_batch_tokens {' or '.join(str(v) for v in (lower, upper) if v > 0)}"]  # fmt: skip
-    raise BatchError(
-        f"train.effective_batch_tokens: {effective} is not max_tokens x workers x update_freq for whole update_freq "
-        f"(max_tokens {max_tokens} x {workers} worker(s) = {per_step} per step). Would work: " + "; or ".join(options)
-    )
+    raise BatchError(f"train.effective_batch_tokens: {effective} is not max_tokens x workers x update_freq for whole "
+                     f"update_freq (max_tokens {max_tokens} x {workers} worker(s) = {per_step} per step). Would work: "
+                     + "; or ".join(options))  # fmt: skip
 
 
 def with_effective_batch(config: Config, parallel: Parallel) -> Config:

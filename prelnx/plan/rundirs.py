@@ -1,9 +1,5 @@
-"""Where runs and sweeps go by default: one naming rule under runs/, predictable from the command.
-
-- `prelnx train`: runs/train/<run name> (the config's path under configs/, e.g. runs/train/demo/preln_nowarmup);
-- `prelnx sweep`: runs/<sweep name>, holding its runs and nothing else (a `--grid` sweep of a training config is
-  named `<run name with / as ->-grid`, e.g. runs/demo-postln_warmup-grid), so `tensorboard --logdir runs/<sweep>`
-  shows exactly that sweep's runs.
+"""Where runs and sweeps go by default: `prelnx train` to runs/train/<run name> (runs/train/demo/preln_nowarmup),
+`prelnx sweep` to runs/<sweep name>, which holds its runs and nothing else (for `tensorboard --logdir`).
 """
 
 from __future__ import annotations

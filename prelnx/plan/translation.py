@@ -22,7 +22,6 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         str(data),
         "--user-dir", str(PLUGIN_DIR),
         "--task", "translation", "--source-lang", source, "--target-lang", target,
-        # The paper's layouts are fairseq's own transformer; the variants are the plugin's subclass of it.
         "--arch", f"prelnx_{m.arch}" if variant else m.arch,
     ]  # fmt: skip
     argv += variant_argv(config)  # the plugin's options (plan/layout.py)
@@ -36,8 +35,6 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         ("--encoder-attention-heads", m.attention_heads),
         ("--decoder-attention-heads", m.attention_heads),
     )
-    # fairseq's Pre-LN: LayerNorm before each sublayer plus a final LayerNorm after the last layer (pre, and the
-    # placements built on it).
     argv += normalize_before_argv(config, ("encoder", "decoder"))
     argv += dropout_argv(config)
     if m.share_all_embeddings:

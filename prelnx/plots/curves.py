@@ -1,12 +1,9 @@
 """Training curves like the paper's Figures 2 and 4 (valid loss and BLEU per epoch) and Figure 5a (BERT's valid
-loss per update: runs at the update grain, records/grain.py), and a best-BLEU heatmap.
+loss per update: runs at the update grain, records/grain.py), and a best-BLEU heatmap, from run dirs only.
 
-Runs that differ only in train.seed are one arm: drawn as the mean over its seeds with a band from the minimum to
-the maximum seed at each step (min-max rather than +-1 sd: with the 2-5 seeds a CPU sweep affords, an sd is barely
-estimated, and the band then shows exactly where every seed lay). A diverged seed is a failure, not averaged in: it
-is drawn on its own, dashed, with an x where it stopped.
-
-Reads run dirs only (metrics.jsonl, status.json, and a sweep's sweep.json for the legend).
+Runs that differ only in train.seed are one arm: its mean over seeds with a min-max band (with the 2-5 seeds a CPU
+sweep affords, an sd is barely estimated; the band shows where every seed lay). A diverged seed is not averaged in:
+it is drawn on its own, dashed, with an x where it stopped.
 """
 
 from __future__ import annotations
@@ -19,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.errors import Refusal
+from prelnx.plots.diagnostics import plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
-from prelnx.records.results import read_points
 from prelnx.records.outcome import RunStatus
+from prelnx.records.results import read_points
 from prelnx.records.status import recorded_status
 
 SHORT_KEYS = {
@@ -135,13 +133,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7 if len(runs) > 6 else 8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # never over the data
-    fig.tight_layout()
-    written = []
-    for suffix in ("png", "svg"):
-        target = out / f"{_FILE_NAMES[key]}.{suffix}"
-        fig.savefig(target, dpi=120)
-        written.append(target)
-    return written
+    return save_figure(fig, out, _FILE_NAMES[key])
 
 
 OFF_SCALE = 2.0  # a loss above this many times the median of all drawn losses is off the scale (a diverged run)
@@ -242,12 +234,7 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
             for j in range(len(xs)):
                 ax.text(j, i, notes[i][j], ha="center", va="center", color="white", fontsize=8)
         fig.colorbar(image, ax=ax)
-    fig.tight_layout()
-    written = []
-    for suffix in ("png", "svg"):
-        fig.savefig(out / f"heatmap.{suffix}", dpi=120)
-        written.append(out / f"heatmap.{suffix}")
-    return written
+    return save_figure(fig, out, "heatmap")
 
 
 def plot(path: Path, out: Path | None = None) -> list[Path]:
@@ -266,7 +253,5 @@ def plot(path: Path, out: Path | None = None) -> list[Path]:
     at = "at each validation" if all(run.grain is Grain.UPDATE for run in runs) else "end of epoch"
     files += _curve_figure(runs, "lr", f"learning rate ({at})", f"Learning rate - {name}", out)
     files += _heatmap(runs, out)
-    from prelnx.plots.diagnostics import plot_diagnostics  # train.diagnostics' figures
-
     files += plot_diagnostics(runs, name, out)
     return files

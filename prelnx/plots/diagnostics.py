@@ -1,10 +1,8 @@
 """`prelnx plot`'s diagnostics figures (train.diagnostics; rows from records/diagnostics.py), against the update.
 
-A run dir: `diagnostics.png`, one panel per quantity, one line per group (sublayer or attention module), and the
-critical sharpness as lr x lambda_c with the line at 2 where the step outgrows the curvature along it.
-A sweep: `diagnostics_summary.png`, one line per run and panel: the total gradient norm (over every group), the
-largest update/weight ratio and attention logit over the groups, and lr x lambda_c. Diverged runs are dashed.
-Nothing is drawn for runs without diagnostics.
+A run dir: `diagnostics.png`, a panel per quantity, a line per group, and lr x lambda_c with its edge at 2. A sweep:
+`diagnostics_summary.png`, a line per run and panel (the total gradient norm, the largest update/weight ratio and
+attention logit, lr x lambda_c); diverged runs dashed. Nothing is drawn for runs without diagnostics.
 """
 
 from __future__ import annotations
@@ -53,7 +51,8 @@ def _figure(panels: int):
     return fig, list(axes) if panels > 1 else [axes]
 
 
-def _save(fig: Any, out: Path, stem: str) -> list[Path]:
+def save_figure(fig: Any, out: Path, stem: str) -> list[Path]:
+    """`<stem>.png` and `<stem>.svg` in out (every `prelnx plot` figure)."""
     fig.tight_layout()
     files = [out / f"{stem}.png", out / f"{stem}.svg"]
     for file in files:
@@ -80,7 +79,7 @@ def run_figure(rows: list[dict[str, Any]], title: str, out: Path) -> list[Path]:
         ax.set_title(TITLES[key], fontsize=10)
         ax.set_xlabel("update")
     fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return _save(fig, out, "diagnostics")
+    return save_figure(fig, out, "diagnostics")
 
 
 def sweep_figure(runs: list[tuple[Any, list[dict[str, Any]]]], title: str, out: Path) -> list[Path]:
@@ -98,7 +97,7 @@ def sweep_figure(runs: list[tuple[Any, list[dict[str, Any]]]], title: str, out: 
         ax.set_xlabel("update")
     axes[0].legend(fontsize=6)
     fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return _save(fig, out, "diagnostics_summary")
+    return save_figure(fig, out, "diagnostics_summary")
 
 
 def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:

@@ -1,8 +1,5 @@
-"""Figures of the gradient study (like the paper's Figure 3) and of the mean-field checks, with matplotlib's object API
-(`matplotlib.figure.Figure`, no pyplot: a study or a sweep draws from threads).
-
-Each function takes the summary dict its analysis wrote (grads_summary.json, theory_summary.json), so a figure can be
-redrawn from the files alone, and returns the path it wrote.
+"""Figures of the gradient study (like the paper's Figure 3) and of the mean-field checks, drawn from the summary
+their analysis wrote (grads_summary.json, theory_summary.json), so a figure can be redrawn from the files alone.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The "Why warm-up" figures of a report: one figure per explanation's quantity over the early window, one panel per
-stratum (runs that share the whole lr schedule), every run a line: red the runs that failed, blue the runs that
-trained, dashed the held-out seed's; the window the predictors read is shaded. lr x lambda_c also draws its edge, 2.
-matplotlib's object API (Figure, no pyplot): sweeps write reports from threads. The report computes the series
-(prelnx.report.why_warmup.SERIES); this module only draws them."""
+"""The "Why warm-up" figures of a report: per quantity, a panel per stratum (runs that share the lr schedule), every
+run a line (red failed, blue trained, dashed the held-out seed's), the predictors' early window shaded. The report
+computes the series (prelnx.report.why_warmup.SERIES); this module only draws them."""
 
 from __future__ import annotations
 

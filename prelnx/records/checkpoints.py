@@ -1,14 +1,9 @@
 """Reading fairseq checkpoints safely, choosing the one a resume may trust, and the one grammar of --checkpoint.
-
-Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist; refused outright
-on a torch older than 2.10, whose weights_only loading has known exploits). It is loaded here by path, without importing fairseq (4 s), so that prelnx can check a run's
-checkpoints before fairseq starts: a planted checkpoint is refused with one message, a damaged one is set
-aside and the newest intact one is used instead.
-
---checkpoint means one thing in evaluate, grads and finetune (`parse_checkpoints`, `CheckpointChoice.files`): the
-command is given a run dir its own way (`prelnx evaluate RUN_DIR`, `--run-dir RUN_DIR`, `--pretrained RUN_DIR`),
-and --checkpoint names `best`, `last`, a file of that run dir's checkpoints/ (`checkpoint2.pt`: no folder in it) or
-a path to a .pt (`./model.pt`: a folder in it); finetune also takes `stages` and the option repeated.
+Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist; torch older than
+2.10 refused), loaded by path without importing fairseq, so checkpoints are checked before fairseq starts: a planted
+one is refused with one message, a damaged one set aside for the newest intact one. --checkpoint (evaluate, grads,
+finetune) names `best`, `last`, a file of the run dir's checkpoints/ (`checkpoint2.pt`) or a path to a .pt
+(`./model.pt`); finetune also takes `stages` and the option repeated.
 """
 
 from __future__ import annotations
@@ -20,9 +15,10 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.plugin_path import PLUGIN_DIR
@@ -37,35 +33,27 @@ class CheckpointDamaged(Refusal):
 
 
 SAFE_LOADING = "prelnx_fairseq_plugin.safe_loading"  # its name when fairseq imports the plugin (--user-dir)
-
-
 _SAFE_LOADING_LOCK = threading.Lock()
 _LOADED: list[Any] = []  # the module once it has run and force_safe_loading() has been applied
 
 
 def safe_loading() -> Any:
-    """The plugin's safe_loading module, loaded by path (its package __init__ would import fairseq) under the name
-    the plugin's own import gives it, so that a process that also imports the plugin (evaluate, grads) has one
-    copy: one wrapper around torch.load, one CheckpointRefused class.
-
-    A sweep runs its jobs in threads of one process, so the first calls can come at once: the module is executed
-    under a lock and put into sys.modules only once it has run, so no thread ever sees a half-executed module (that
-    race once recorded a finished run as failed; tests/run/test_thread_safety.py)."""
-    if _LOADED:
-        return _LOADED[0]
+    """The plugin's safe_loading module, loaded by path (the package __init__ imports fairseq) under the plugin's own
+    name, so a process that also imports the plugin has one copy (one torch.load wrapper, one CheckpointRefused).
+    A sweep's threads may call at once: it runs under a lock and enters sys.modules only once it has run, so no
+    thread sees a half-executed module (tests/run/test_thread_safety.py)."""
     with _SAFE_LOADING_LOCK:
-        if _LOADED:
-            return _LOADED[0]
-        module = sys.modules.get(SAFE_LOADING)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(SAFE_LOADING, PLUGIN_DIR / "safe_loading.py")
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            module = sys.modules.setdefault(SAFE_LOADING, module)
-        module.force_safe_loading()
-        _LOADED.append(module)
-        return module
+        if not _LOADED:
+            module = sys.modules.get(SAFE_LOADING)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(SAFE_LOADING, PLUGIN_DIR / "safe_loading.py")
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                module = sys.modules.setdefault(SAFE_LOADING, module)
+            module.force_safe_loading()
+            _LOADED.append(module)
+        return _LOADED[0]
 
 
 def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
@@ -125,11 +113,6 @@ CHECKPOINT_NAMES = {"best": "checkpoint_best.pt", "last": "checkpoint_last.pt"}
 STAGES = "stages"  # every kept checkpoint_<epoch>_<update>.pt (Figure 5b/c's stages), where several are taken
 
 
-def named_checkpoint(run_dir: Path, which: str) -> Path:
-    """`best` / `last` of a run dir -> its checkpoint file."""
-    return run_dir / "checkpoints" / CHECKPOINT_NAMES[which]
-
-
 def checkpoint_grammar(many: bool = False) -> str:
     """The one grammar of --checkpoint (evaluate, grads, finetune), in words: their help and their refusals."""
     stages = f", {STAGES} (every kept checkpoint_<epoch>_<update>.pt: Figure 5b/c's stages)" if many else ""
@@ -139,9 +122,8 @@ def checkpoint_grammar(many: bool = False) -> str:
 
 @dataclass(frozen=True)
 class CheckpointChoice:
-    """One --checkpoint value, parsed: `best`, `last`, `stages`, a file name in the run dir's checkpoints/ (no
-    folder in it), or a path (a folder in it: ./model.pt). `run_dir_as` is how the command is given its run dir
-    (`prelnx evaluate RUN_DIR`, `--pretrained RUN_DIR`, `--run-dir RUN_DIR`), for the refusals."""
+    """One --checkpoint value, parsed. `run_dir_as` is how the command is given its run dir (`prelnx evaluate
+    RUN_DIR`, `--pretrained RUN_DIR`, `--run-dir RUN_DIR`), for the refusals."""
 
     text: str
     kind: str  # "best" | "last" | "stages" | "name" | "path"
@@ -180,10 +162,8 @@ class CheckpointChoice:
 
 def parse_checkpoints(values: Sequence[str | CheckpointChoice], *, run_dir_as: str,
                       many: bool = False) -> tuple[CheckpointChoice, ...]:  # fmt: skip
-    """The one parser of --checkpoint (evaluate, grads and finetune call it; finetune with `many`: `stages`, and
-    the option repeated). It reads no file: a bad value is a Refusal naming the option and the grammar, before
-    anything runs (the file itself is `CheckpointChoice.files`' to find).
-    The old `RUN_DIR:best` spelling (grads') answers with the new one; no value is a silent alias."""
+    """The one parser of --checkpoint (finetune's with `many`: `stages`, the option repeated). It reads no file: a
+    bad value is a Refusal naming the option and the grammar; `RUN_DIR:best` answers with today's spelling."""
     if len(values) > 1 and not many:
         raise Refusal(f"--checkpoint: one checkpoint here, got {len(values)}")
     return tuple(value if isinstance(value, CheckpointChoice) else _parse(value, run_dir_as, many) for value in values)
@@ -210,18 +190,19 @@ def _parse(text: str, run_dir_as: str, many: bool) -> CheckpointChoice:
     raise Refusal(f"--checkpoint {text!r}: expected {checkpoint_grammar(many)}{folder}")
 
 
+def _numbered(checkpoint_dir: Path, pattern: str) -> list[Path]:
+    found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("*.pt") if (m := re.fullmatch(pattern, p.name))]
+    return [path for _, path in sorted(found)]
+
+
 def epoch_checkpoints(checkpoint_dir: Path) -> list[Path]:
     """checkpoint<E>.pt files, oldest epoch first."""
-    found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("checkpoint*.pt")
-             if (m := re.fullmatch(r"checkpoint(\d+)\.pt", p.name))]  # fmt: skip
-    return [path for _, path in sorted(found)]
+    return _numbered(checkpoint_dir, r"checkpoint(\d+)\.pt")
 
 
 def update_checkpoints(checkpoint_dir: Path) -> list[Path]:
     """checkpoint_<E>_<U>.pt files (runs that save every N updates), oldest update first."""
-    found = [(int(m.group(1)), p) for p in checkpoint_dir.glob("checkpoint_*_*.pt")
-             if (m := re.fullmatch(r"checkpoint_\d+_(\d+)\.pt", p.name))]  # fmt: skip
-    return [path for _, path in sorted(found)]
+    return _numbered(checkpoint_dir, r"checkpoint_\d+_(\d+)\.pt")
 
 
 def remove_partial_writes(checkpoint_dir: Path) -> list[Path]:
@@ -233,13 +214,10 @@ def remove_partial_writes(checkpoint_dir: Path) -> list[Path]:
 
 
 def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> CheckpointInfo | None:
-    """The checkpoint the resume will start from, after setting aside a damaged checkpoint_last.pt.
-
-    Raises CheckpointRefused for a checkpoint that safe loading refuses (nothing is changed then), OSError when
-    a file cannot be read or written (nothing is set aside then).
-    A damaged checkpoint_last.pt is renamed `*.damaged-<time>` and replaced by a copy of the newest intact
-    epoch (or update) checkpoint (or, if none is intact, the run starts again from scratch), and `say` tells the user.
-    """
+    """The checkpoint the resume will start from. A damaged checkpoint_last.pt is renamed `*.damaged-<time>` and
+    replaced by a copy of the newest intact epoch (or update) checkpoint (none intact: training starts again), and
+    `say` tells the user. CheckpointRefused (nothing changed) for a checkpoint safe loading refuses; OSError
+    (nothing set aside) when a file cannot be read or written."""
     remove_partial_writes(checkpoint_dir)
     last = checkpoint_dir / "checkpoint_last.pt"
     if not last.is_file():

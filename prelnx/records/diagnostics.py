@@ -1,13 +1,8 @@
 """A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), in update order.
-
-The fairseq child computes each row and logs it as a `prelnx_diagnostics` record in train.log (the plugin's
-prelnx_fairseq_plugin/diagnostics.py owns the row's keys and their meaning); prelnx copies the record as it is. The
-file follows the checkpoints as metrics.jsonl does: on every (re)start and at the end of every attempt it is
-rebuilt from what was saved and from train.log (every attempt; a redone update's later record wins) and keeps only
-the updates the last checkpoint holds, so a run killed and resumed has each row once. A diverged run keeps its rows
-up to the divergence (it is never resumed, and they are what the warm-up study reads). While the run trains, rows
-are appended as they come (a row cut by a kill is skipped when read, and the next reconciliation rewrites the file).
-TensorBoard: `scalars` (tags `diagnostics/<quantity>/<group>`, step = update) and `LAYOUT` (their section).
+The fairseq child logs each row as a `prelnx_diagnostics` record in train.log (prelnx_fairseq_plugin/diagnostics.py
+owns its keys); prelnx copies it as it is, appending while the run trains. Like metrics.jsonl, the file is rebuilt on
+every (re)start and at the end of every attempt, up to the last checkpoint's update (a diverged run's: up to the
+divergence), so a resumed run has each row once. TensorBoard: `scalars` (step = update) and `LAYOUT`.
 """
 
 from __future__ import annotations
@@ -34,32 +29,25 @@ LAYOUT = {SECTION: {title: ["Multiline", [rf"^diagnostics/{key}/"]] for key, tit
 Diagnostics = dict[str, Any]
 
 
-def parse_diagnostics(line: str) -> Diagnostics | None:
-    """A train.log line holding a diagnostics record -> the row; any other line -> None."""
-    found = _RECORD.search(line)
-    if found is None:
-        return None
+def _row(text: str) -> Diagnostics | None:
     try:
-        row = json.loads(found.group(1))
+        row = json.loads(text)
     except json.JSONDecodeError:
         return None
     return row if isinstance(row, dict) and isinstance(row.get("num_updates"), int) else None
 
 
+def parse_diagnostics(line: str) -> Diagnostics | None:
+    """A train.log line holding a diagnostics record -> the row; any other line -> None."""
+    found = _RECORD.search(line)
+    return None if found is None else _row(found.group(1))
+
+
 def read_diagnostics(run_dir: Path) -> list[Diagnostics]:
     """The rows of diagnostics.jsonl ([] when there is none); a line a kill cut short is skipped."""
     path = run_dir / FILE
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("num_updates"), int):
-            rows.append(row)
-    return rows
+    lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+    return [row for line in lines if (row := _row(line)) is not None]
 
 
 def append_diagnostics(run_dir: Path, row: Diagnostics) -> None:
@@ -67,24 +55,15 @@ def append_diagnostics(run_dir: Path, row: Diagnostics) -> None:
         out.write(json.dumps(row) + "\n")
 
 
-def diagnostics_from_log(log_path: Path) -> dict[int, Diagnostics]:
-    """Every record in train.log by update; a later attempt's record of the same update replaces the earlier."""
-    rows: dict[int, Diagnostics] = {}
-    if log_path.is_file():
-        with open(log_path, errors="replace") as log:
-            for line in log:
-                row = parse_diagnostics(line)
-                if row is not None:
-                    rows[row["num_updates"]] = row
-    return rows
-
-
 def reconcile_diagnostics(run_dir: Path, log_path: Path, upto: int) -> list[Diagnostics]:
     """Rewrite diagnostics.jsonl as one row per measured update up to `upto` (the last checkpoint's update; for a
     run that ended diverged, the divergence's): saved, else from train.log. Returns the rows. A run that never
     recorded one (diagnostics off) gets no file."""
-    saved = {row["num_updates"]: row for row in read_diagnostics(run_dir)}
-    merged = {**diagnostics_from_log(log_path), **saved}
+    logged: dict[int, Diagnostics] = {}  # every attempt's; a later record of an update replaces the earlier
+    if log_path.is_file():
+        with open(log_path, errors="replace") as log:
+            logged = {row["num_updates"]: row for line in log if (row := parse_diagnostics(line)) is not None}
+    merged = logged | {row["num_updates"]: row for row in read_diagnostics(run_dir)}
     rows = [merged[u] for u in sorted(merged) if u <= upto]
     if merged or (run_dir / FILE).is_file():
         write_text_atomic(run_dir / FILE, "".join(json.dumps(row) + "\n" for row in rows))

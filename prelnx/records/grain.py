@@ -1,17 +1,14 @@
-"""A run's metrics grain, decided in one place: a row per epoch, or a row per validation every N updates.
-
-Translation validates once per epoch: metrics.jsonl has a row per epoch and TensorBoard's step is the epoch.
-With `eval.every_updates: N` (required by task: masked_lm, where BERT is measured in updates) fairseq validates
-every N updates, each validation is a row (keyed by its update; it carries its epoch too) and TensorBoard's
-step is the update. Checkpoints are then saved at the same updates (plan.common.run_argv), so a checkpoint always
-sits at a row.
+"""A run's metrics grain: a row per epoch (TensorBoard step = epoch), or with `eval.every_updates: N` (required by
+masked_lm) a row per validation every N updates (step = update; each row carries its epoch too). Checkpoints are then
+saved at the same updates (plan.common.run_argv), so a checkpoint always sits at a row.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from prelnx.config.schema import Config
 
@@ -20,17 +17,9 @@ class Grain(enum.Enum):
     EPOCH = "epoch"
     UPDATE = "update"
 
-    @property
-    def key(self) -> str:
-        """The metrics.jsonl field that identifies a row (and is TensorBoard's step)."""
-        return "num_updates" if self is Grain.UPDATE else "epoch"
-
-    @property
-    def unit(self) -> str:
-        return self.value
-
     def step(self, row: Mapping[str, Any]) -> int:
-        return int(row[self.key])
+        """The row's identifying metrics.jsonl field (and TensorBoard step)."""
+        return int(row["num_updates" if self is Grain.UPDATE else "epoch"])
 
 
 def of(config: Config) -> Grain:

@@ -11,9 +11,8 @@ from prelnx.config.load import config_to_dict, flatten_values
 from prelnx.config.schema import Config
 from prelnx.records.run_config import has_config, read_run_config
 
-# Keys that change how a run executes but not what it computes: they may differ when a run is resumed.
-# With train.effective_batch_tokens, workers (processes, nodes) and the derived update_freq are execution too:
-# the batch per update stays the same (a resume on other hardware runs the same optimisation).
+# Keys that change how a run executes but not what it computes: they may differ when a run is resumed. With
+# train.effective_batch_tokens, BATCH_KEYS are execution too: the batch per update stays the same.
 EXECUTION_KEYS = {"name", "train.threads", "train.num_workers", "train.log_interval", "train.loss_ceiling",
                   "train.keep_every_updates",
                   # diagnostics only read the training (no random draws; the weights restored bit for bit)
@@ -38,18 +37,15 @@ class Difference:
         return self.key in BUDGET_KEYS and numbers and self.new > self.old
 
 
-def config_differences(saved: Config, current: Config) -> list[Difference]:
-    """Keys whose values differ between a run's saved config and `current` (execution-only keys ignored)."""
-    old, new = flatten_values(config_to_dict(saved)), flatten_values(config_to_dict(current))
-    ignored = EXECUTION_KEYS | (BATCH_KEYS if current.train.effective_batch_tokens is not None else set())
+def saved_differences(run_dir: Path, config: Config) -> list[Difference] | None:
+    """Keys whose values differ between the run dir's config.yaml and `config` (execution-only keys ignored); None
+    when the run dir holds no run yet (RunConfigError when its config.yaml cannot be read)."""
+    if not has_config(run_dir):
+        return None
+    old, new = flatten_values(config_to_dict(read_run_config(run_dir))), flatten_values(config_to_dict(config))
+    ignored = EXECUTION_KEYS | (BATCH_KEYS if config.train.effective_batch_tokens is not None else set())
     keys = sorted((set(old) | set(new)) - ignored)
     return [Difference(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
-
-
-def saved_differences(run_dir: Path, config: Config) -> list[Difference] | None:
-    """The differences with the run dir's config.yaml; None when the run dir holds no run yet (RunConfigError
-    when its config.yaml cannot be read)."""
-    return config_differences(read_run_config(run_dir), config) if has_config(run_dir) else None
 
 
 def hparams_of(config: Config) -> dict[str, Any]:

@@ -1,10 +1,7 @@
-"""One writer per run dir: an exclusive OS lock (flock) held for the life of the run.
-
-The kernel releases a flock when every process holding the open file is gone, so a crash or a kill -9
-never leaves a stale lock. The fairseq child (and its data-loader workers) inherit the locked descriptor: the
-run dir stays locked as long as any of them lives; when prelnx was killed they follow within seconds, so a
-lock whose owner pid is dead is waited for (up to DEAD_OWNER_WAIT_S) before refusing. The lock file holds the
-owner's pid for the refusal message.
+"""One writer per run dir: an exclusive flock held for the life of the run, so a crash or kill -9 leaves no stale
+lock. The fairseq child and its data loaders inherit the descriptor and keep the run dir locked while any lives; they
+follow a killed prelnx within seconds, so a lock whose owner pid (written in the file) is dead is waited for (up to
+DEAD_OWNER_WAIT_S) before refusing.
 """
 
 from __future__ import annotations
@@ -13,8 +10,9 @@ import contextlib
 import fcntl
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
+from typing import Self
 
 LOCK_NAME = ".lock"
 DEAD_OWNER_WAIT_S = 20.0
@@ -66,24 +64,23 @@ class RunLock:
                 pass
             os.close(fd)
 
-    def acquire(self, what: str = "run dir") -> "RunLock":
+    def acquire(self, what: str = "run dir") -> RunLock:
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = self._try()
         deadline = time.monotonic() + DEAD_OWNER_WAIT_S
         while fd is None:
             with open(self.path, "rb") as handle:
                 owner = handle.read(64).decode(errors="replace").strip() or "unknown"
-            if owner.isdigit() and not _alive(int(owner)) and time.monotonic() < deadline:
+            dead = owner.isdigit() and not _alive(int(owner))
+            if dead and time.monotonic() < deadline:
                 time.sleep(0.25)  # its training processes are ending (the kernel signals them): wait for them
                 fd = self._try()
-                continue
-            if owner.isdigit() and not _alive(int(owner)):
-                message = (f"{self.folder}: this {what} is still locked by the processes of a prelnx (pid {owner}) "
-                           f"that has ended; find them with `fuser {self.path}` and stop them")  # fmt: skip
+            elif dead:
+                raise RunLocked(f"{self.folder}: this {what} is still locked by the processes of a prelnx (pid "
+                                f"{owner}) that has ended; find them with `fuser {self.path}` and stop them")  # fmt: skip
             else:
-                message = (f"{self.folder}: this {what} is in use by another prelnx process (pid {owner}); "
-                           f"wait for it to end, or stop it first (kill {owner})")  # fmt: skip
-            raise RunLocked(message)
+                raise RunLocked(f"{self.folder}: this {what} is in use by another prelnx process (pid {owner}); "
+                                f"wait for it to end, or stop it first (kill {owner})")  # fmt: skip
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -97,7 +94,7 @@ class RunLock:
             os.close(self.fd)  # the lock goes with the last descriptor (a still-running child keeps it)
             self.fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> Self:
         return self.acquire() if self.fd is None else self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,6 +1,4 @@
-"""A run's results: `metrics.jsonl`, one JSON object per epoch, or per validation at the update grain
-(records/grain.py); every row carries both its epoch and its update (records/rows.py: `Row`). TensorBoard:
-`records/tensorboard.py`."""
+"""`metrics.jsonl`: one `Row` (records/rows.py) per epoch, or per validation at the update grain."""
 
 from __future__ import annotations
 
@@ -13,9 +11,7 @@ from prelnx.atomic import write_text_atomic
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
 def write_metrics(run_dir: Path, rows: list[dict[str, Any]]) -> None:

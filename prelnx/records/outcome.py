@@ -1,6 +1,6 @@
-"""How an attempt at a run ended, as values: the status (RunStatus: every status a run is reported in, and which
-of them are done), the update reached, the kind of failure, the divergence and where it was seen. `reason()` renders the one sentence status.json and the console show; no code decides
-anything from that sentence (rewording it changes no recorded status or update).
+"""How an attempt at a run ended, as values: the status (RunStatus), the update reached, the kind of failure, the
+divergence and where it was seen. `reason()` renders the one sentence status.json and the console show; no code
+decides anything from that sentence.
 """
 
 from __future__ import annotations

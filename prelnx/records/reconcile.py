@@ -1,11 +1,7 @@
 """Making a run dir agree with its checkpoints, on every (re)start and at the end of every attempt.
-
-The checkpoints are what was trained; `train.log` is fairseq's own record of every update (the child writes
-it directly, so it survives prelnx's death); `metrics.jsonl` is what prelnx saw. Reconciling keeps one row per
-epoch the checkpoints completed: prelnx's row where it has one, else the row rebuilt from fairseq's log, else
-the epoch is listed as lost. Epochs past the checkpoint are dropped: fairseq trains them again on resume.
-At the update grain (eval.every_updates, records/grain.py) the same holds for the validations: one row per
-validated update up to the checkpoint's. The lists below hold steps of the run's grain (epochs or updates).
+The checkpoints are what was trained; `train.log` is fairseq's own record (written by the child, so it survives
+prelnx's death); `metrics.jsonl` is what prelnx saw. One row is kept per epoch (or validated update) the checkpoint
+holds: prelnx's, else rebuilt from train.log, else listed as lost; later ones are dropped (fairseq trains them again).
 """
 
 from __future__ import annotations
@@ -33,14 +29,12 @@ def rows_from_log(log_path: Path, grain: Grain = Grain.EPOCH) -> list[Row]:
             if parsed is None:
                 continue
             row = builder.add(*parsed)
-            if row is not None:
-                rows[grain.step(row)] = {**row, "wall_seconds": None, "from_log": True}
-            elif parsed[0] == "valid" and isinstance(builder, EpochRows):
+            if row is None and parsed[0] == "valid" and isinstance(builder, EpochRows):
                 # The valid record comes before the checkpoint is saved and the train summary after it:
                 # a kill between the two leaves an epoch whose validation is known but not its train summary.
-                pending = builder.pending_row()
-                if pending is not None:
-                    rows[pending["epoch"]] = {**pending, "wall_seconds": None, "from_log": True}
+                row = builder.pending_row()
+            if row is not None:
+                rows[grain.step(row)] = {**row, "wall_seconds": None, "from_log": True}
     return [rows[step] for step in sorted(rows)]
 
 
@@ -71,10 +65,8 @@ def _span(steps: list[int]) -> str:
 
 def reconcile_rows(saved: list[Row], logged: list[Row], completed_epochs: int,
                    checkpoint_update: int | None = None) -> Reconciled:  # fmt: skip
-    """One row for each epoch 1..completed_epochs: saved, else logged, else lost.
-
-    Rows past the checkpoint (a later epoch, or more updates than it holds) are dropped.
-    """
+    """One row for each epoch 1..completed_epochs: saved, else logged, else lost; rows past the checkpoint (a later
+    epoch, or more updates than it holds) are dropped."""
     def within(row: Row) -> bool:
         return checkpoint_update is None or int(row.get("num_updates") or 0) <= checkpoint_update
 

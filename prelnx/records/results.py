@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.records.metrics import read_metrics
@@ -56,10 +57,8 @@ SWEEP_INDEX = "sweep.json"
 def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
     """The sweep's runs as saved by `prelnx sweep` (sweep.json): [{"name", "overrides"}]."""
     index = sweep_dir / SWEEP_INDEX
-    if not index.is_file():
-        return []
     try:
-        return json.loads(index.read_text())["runs"]
+        return json.loads(index.read_text())["runs"] if index.is_file() else []
     except (json.JSONDecodeError, KeyError, TypeError, OSError, UnicodeDecodeError) as error:
         raise Refusal(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
                          f"sweep again to rewrite it") from None  # fmt: skip

@@ -1,8 +1,6 @@
-"""The metrics row (one type, `Row`), and turning fairseq's `--log-format json` lines into rows.
-
-fairseq prints, per epoch: `train_inner` records every --log-interval updates, then the `valid` record, then the
-epoch's `train` summary. At the epoch grain a row is complete when the `train` summary arrives; at the update
-grain (records/grain.py) each `valid` record ends a row.
+"""The metrics row (one type, `Row`), and turning fairseq's `--log-format json` lines into rows. fairseq prints,
+per epoch, `train_inner` records every --log-interval updates, the `valid` record, then the epoch's `train` summary:
+at the epoch grain a row is complete with the `train` summary; at the update grain each `valid` record ends a row.
 """
 
 from __future__ import annotations
@@ -42,10 +40,8 @@ TRAIN_FIELDS = ("lr", "train_loss", "train_nll_loss")
 
 def make_row(epoch: int, num_updates: int, **values: Any) -> Row:
     """A row with every field of the type, None where `values` does not say."""
-    row: dict[str, Any] = {"epoch": int(epoch), "num_updates": int(num_updates)}
-    row.update({key: values.get(key) for key in TRAIN_FIELDS + VALID_FIELDS})
-    row.update({key: value for key, value in values.items() if key not in row})
-    return row  # type: ignore[return-value]
+    row = {"epoch": int(epoch), "num_updates": int(num_updates), **dict.fromkeys(TRAIN_FIELDS + VALID_FIELDS)}
+    return {**row, **values}  # type: ignore[typeddict-item]
 
 
 def valid_values(record: dict[str, Any]) -> dict[str, Any]:
@@ -65,18 +61,14 @@ def parse_record(line: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def _number(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
 
 
 def is_bad_loss(value: Any, ceiling: float | None) -> bool:
-    if not isinstance(value, (int, float)):
-        return False
-    return not math.isfinite(value) or (ceiling is not None and value > ceiling)
+    return isinstance(value, (int, float)) and (not math.isfinite(value) or (ceiling is not None and value > ceiling))
 
 
 @dataclass
@@ -121,13 +113,9 @@ class EpochRows:
 
 @dataclass
 class UpdateRows:
-    """Accumulates records into one row per validation (eval.every_updates: the update grain).
-
-    fairseq validates every N updates and when training stops; each `valid` record ends a row carrying its epoch
-    and update, the mean train loss of the progress records since the previous row, and the lr of the progress
-    record at the row's own update (absent when fairseq logged none there: never an earlier update's lr). The
-    epoch summaries (`train`) are not rows at this grain.
-    """
+    """Accumulates records into one row per validation (the update grain): each `valid` record ends a row with its
+    epoch and update, the mean train loss of the progress records since the previous row, and the lr logged at the
+    row's own update (else none: never an earlier update's). Epoch summaries (`train`) are no rows here."""
 
     last_update: int = 0
     lr_at: tuple[int, float] | None = None  # (update, lr) of the last progress record

@@ -1,9 +1,6 @@
-"""A run dir's config.yaml: the one writer and the one reader (evaluate, finetune, the grain, the identity check).
-
-The file is the config `prelnx train` trained (config.load.dump_config); it is read back through the config
-package's own strict YAML reader and validator (config.load.config_from_dict), so it means what it meant to train,
-today's defaults filled in for keys it does not hold. A file that is missing, not YAML, or not a valid config is
-one `RunConfigError` naming the file and what is wrong, never a traceback and never a silent guess.
+"""A run dir's config.yaml: the one writer and the one reader. It is the config `prelnx train` trained, read back
+through the config package's strict reader and validator, so it means what it meant (today's defaults for keys it
+lacks); a missing, non-YAML or invalid file is one `RunConfigError` naming the file, never a silent guess.
 """
 
 from __future__ import annotations
@@ -22,22 +19,18 @@ class RunConfigError(ConfigError):
     """A run dir's config.yaml is missing or cannot be read as a config; the message names the file."""
 
 
-def config_path(run_dir: Path) -> Path:
-    return run_dir / CONFIG_NAME
-
-
 def has_config(run_dir: Path) -> bool:
     """Whether `run_dir` holds a run (prelnx train writes config.yaml before anything else of it)."""
-    return config_path(run_dir).is_file()
+    return (run_dir / CONFIG_NAME).is_file()
 
 
 def write_run_config(run_dir: Path, config: Config) -> None:
-    write_text_atomic(config_path(run_dir), dump_config(config))
+    write_text_atomic(run_dir / CONFIG_NAME, dump_config(config))
 
 
 def read_run_config(run_dir: Path) -> Config:
     """The Config a run trained, from its config.yaml."""
-    path = config_path(run_dir)
+    path = run_dir / CONFIG_NAME
     if not path.is_file():
         raise RunConfigError(f"{run_dir}: not a run dir (no {CONFIG_NAME}); give a folder `prelnx train` wrote")
     try:

@@ -1,8 +1,5 @@
-"""`status.json`: what state a run is in, written atomically so that sweeps and users can trust it.
-
-status: running | finished | diverged | failed | interrupted (records/outcome.py's RunStatus), with `reason` and the
-last `update` seen; a run that ended also has `failure` (records/outcome.py's kinds) or `diverged_at` (the update)
-as values.
+"""`status.json`, written atomically: the run's RunStatus, `reason`, the last `update` seen and, for a run that
+ended, the outcome's values (`failure`, `diverged_at`: records/outcome.py).
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from typing import Any
 from prelnx.atomic import overwrite_in_place, write_text_atomic
 from prelnx.records.outcome import RunStatus
 
-
 # Exit codes of `prelnx train`, by final status (2 is a bad config or command line, before anything runs;
 # a full disk or another I/O error is `failed`, 1, with the path in the reason).
 EXIT_CODES: dict[RunStatus, int] = {RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.DIVERGED: 3,
@@ -25,10 +21,8 @@ EXIT_BUSY = 4  # the run dir is locked by another prelnx process; nothing was do
 
 def read_status(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / "status.json"
-    if not path.is_file():
-        return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text()) if path.is_file() else None
     except json.JSONDecodeError:
         return None
 
@@ -43,9 +37,8 @@ def write_status(run_dir: Path, status: RunStatus, *, reason: str = "", update: 
     status = RunStatus(status)  # a plain string of a status is taken too
     record = {"status": status.value, "reason": reason, "update": update, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
               **extra}  # fmt: skip
-    text = json.dumps(record, indent=2) + "\n"
     try:
-        write_text_atomic(run_dir / "status.json", text)
+        write_text_atomic(run_dir / "status.json", json.dumps(record, indent=2) + "\n")
     except OSError:
         compact = json.dumps(record, separators=(",", ":")) + "\n"
         if status is RunStatus.RUNNING or not overwrite_in_place(run_dir / "status.json", compact):

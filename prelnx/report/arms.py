@@ -1,34 +1,87 @@
-"""A sweep's runs as the claims see them: each run's arm (layout, optimizer, warm-up, lr, seed), rows and outcome
-(prelnx.report.seeds: trained, failed to train, diverged, no validation row - computed once, one margin), its seeds
-grouped, and per-seed samples of a loss in which a seed that failed is counted, never given a value.
+"""A sweep's runs as the claims see them (read only through prelnx.records): each run's arm, rows and outcome, its
+seeds grouped, and per-seed samples in which a seed that failed is counted, never given a value.
 
-Run dirs are read only through the reader functions imported below (status.json, metrics.jsonl, sweep.json, and
-config.yaml through prelnx.records.run_config, the config validator's reading of it): each run's config says its
-arm, and its data folder the unigram plateau (prelnx.report.plateau).
+A run's outcome, computed once and read by every claim and report line: trained (finished with a final valid nll -
+fairseq's unsmoothed loss of the last validation - at least paper.yaml's `trained_margin_bits`, or a claim's own
+margin, below the unigram plateau); failed to train (finished not that far below, or not finite: never
+"diverged"); diverged (stopped so by prelnx, at its update); no validation row (counted and shown, in no test); not
+judged (no plateau known: a claim that needs it is "not testable"); not finished (listed apart by the report).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import OptimizerConfig
 from prelnx.layouts import DisplayNames
+from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
-
-# The run-dir readers.
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points, run_results
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
 from prelnx.report.plateau import find_plateau, is_finite
-from prelnx.report.samples import Sample
-from prelnx.report.seeds import RunOutcome, RunState, final_nll_of, run_outcome
+from prelnx.report.stats import Sample
 
 NO_PLATEAU = ("no unigram plateau: neither the target dictionary nor the binarized training set the runs trained "
               "on is readable here, so whether a run trained cannot be said")  # fmt: skip
+
+
+class RunState(str, Enum):
+    TRAINED = "trained"
+    FAILED = "failed to train"
+    DIVERGED = "diverged"
+    NO_VALIDATION = "no validation row"
+    NOT_JUDGED = "not judged (no unigram plateau)"
+    NOT_FINISHED = "not finished"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    state: RunState
+    update: int | None  # diverged: the update it diverged at; else its last validation's (None: none)
+    final_nll: float | None  # None: no finite one
+
+    @property
+    def failed(self) -> bool:
+        return self.state in (RunState.FAILED, RunState.DIVERGED)
+
+
+@functools.cache
+def trained_margin() -> float:
+    """paper.yaml's `trained_margin_bits`: how far below the unigram plateau a run's final valid nll must be."""
+    return float(paper_data()["trained_margin_bits"])
+
+
+def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
+    if not rows:
+        return None
+    value = rows[-1].get("valid_nll_loss", rows[-1].get("valid_loss"))
+    return float(value) if is_finite(value) else None
+
+
+def run_outcome(status: str, rows: list[dict[str, Any]], plateau: float | None, margin: float | None = None,
+                diverged_at: int | None = None) -> RunOutcome:  # fmt: skip
+    """A run's outcome from its status, its validation rows and the plateau (margin: paper.yaml's by default)."""
+    margin = trained_margin() if margin is None else margin
+    last = int(rows[-1].get("num_updates", 0)) if rows else None
+    if status == "diverged":
+        return RunOutcome(RunState.DIVERGED, diverged_at if diverged_at is not None else last, None)
+    if status != "finished":
+        return RunOutcome(RunState.NOT_FINISHED, last, None)
+    if not any("valid_loss" in r or "valid_nll_loss" in r for r in rows):
+        return RunOutcome(RunState.NO_VALIDATION, None, None)
+    nll = final_nll_of(rows)
+    if nll is None:
+        return RunOutcome(RunState.FAILED, last, None)
+    if plateau is None:
+        return RunOutcome(RunState.NOT_JUDGED, last, nll)
+    return RunOutcome(RunState.TRAINED if nll <= plateau - margin else RunState.FAILED, last, nll)
 
 
 @dataclass
@@ -56,18 +109,17 @@ class Arm:
     def diverged(self) -> bool:
         return self.status is RunStatus.DIVERGED
 
-    def final(self, key: str = "valid_loss") -> float | None:
-        value = self.rows[-1].get(key) if self.rows else None
+    def final(self) -> float | None:
+        value = self.rows[-1].get("valid_loss") if self.rows else None
         return float(value) if is_finite(value) else None
 
     def outcome(self, margin: float | None = None) -> RunOutcome:
-        """Trained / failed to train / diverged / no validation row (prelnx.report.seeds; margin: paper.yaml's)."""
+        """Trained / failed to train / diverged / no validation row (margin: paper.yaml's)."""
         return run_outcome(self.status, self.rows, self.plateau, margin, self.diverged_at)
 
 
 def optimizer_variant(optimizer: OptimizerConfig) -> str:
-    """The optimizer as an arm tells it apart: `adam`, or `gi_adam` (second_moment_init: gradient, GI-Adam) and
-    `adam_no_bias_correction`, so that runs differing only in these are never pooled as one arm."""
+    """`adam`, `gi_adam` (GI-Adam), `adam_no_bias_correction`: runs differing only in these are never one arm."""
     name = optimizer.name
     if optimizer.second_moment_init == "gradient":
         name = f"gi_{name}"
@@ -114,9 +166,22 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
 
 
 def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
-    """The runs (every seed) of one arm: those matching every criterion that finished or diverged - a finished run
-    with no validation row included (it is counted and shown, never dropped)."""
+    """Every seed of one arm that finished (with or without a validation row) or diverged."""
     return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.status.done]
+
+
+def longest_warmup(arms: list[Arm], **criteria: Any) -> list[Arm]:
+    """The seeds of the arm matching `criteria` with its longest warm-up ([]: none with warm-up)."""
+    warmups = sorted({a.warmup for a in pick(arms, **criteria)} - {0})
+    return pick(arms, **criteria, warmup=warmups[-1]) if warmups else []
+
+
+def first_update_at(arm: Arm, target: float) -> int | None:
+    """The update of the seed's first validation at or below `target` (None: never)."""
+    for row in arm.rows:
+        if is_finite(value := row.get("valid_loss")) and value <= target:
+            return int(row.get("num_updates", 0))
+    return None
 
 
 def plateau(arms: list[Arm]) -> float | None:
@@ -125,8 +190,7 @@ def plateau(arms: list[Arm]) -> float | None:
 
 
 def final_nll(arm: Arm) -> float | None:
-    """The run's final valid nll (fairseq's unsmoothed loss; the valid loss when the run has no nll), None when it
-    diverged or has no finite one."""
+    """The run's final valid nll; None when it diverged or has no finite one."""
     return None if arm.diverged else final_nll_of(arm.rows)
 
 
@@ -139,9 +203,8 @@ def _updates(read: list[int]) -> str:
 
 def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | None = None,
                    failure: str = "failed to train") -> Sample:  # fmt: skip
-    """Each seed of the arm by its outcome: a trained seed's `value(arm)` - (value, update read), None when the
-    seed has none there (counted as a failure) - the failed and diverged seeds counted, the finished seeds with no
-    validation row counted apart, nothing imputed. No plateau: the sample cannot be judged (`untestable`)."""
+    """Each seed of the arm by its outcome: a trained seed's `value(arm)` - (value, update read), or None (counted
+    as a failure) - and the others counted by outcome, nothing imputed; no plateau: `untestable`."""
     values, read, failed, diverged, missing, at, untestable, unjudged = [], [], 0, 0, 0, [], "", 0
     for arm in group:
         outcome = arm.outcome(margin)
@@ -154,9 +217,7 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
         elif outcome.state is RunState.DIVERGED:
             failed, diverged = failed + 1, diverged + 1
             at += [outcome.update] if outcome.update is not None else []
-        elif outcome.state is RunState.FAILED:
-            failed += 1
-        elif (got := value(arm)) is None:
+        elif outcome.state is RunState.FAILED or (got := value(arm)) is None:
             failed += 1
         else:
             values.append(float(got[0]))
@@ -173,14 +234,12 @@ def loss_at(arm: Arm, at_update: float | None) -> tuple[float, int] | None:
 
 
 def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None) -> Sample:
-    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted: no
-    seed is given a loss it did not reach."""
+    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted."""
     return outcome_sample(label, group, lambda arm: loss_at(arm, at_update), margin)
 
 
 def layout_names() -> DisplayNames:
-    """`post` -> `Post-LN`, `tfixup` -> `T-Fixup`, a user's file -> its display name: each layout's name as its
-    authors write it (prelnx.layouts, the one table)."""
+    """`post` -> `Post-LN`, a user's file -> its display name (prelnx.layouts, the one table)."""
     return DisplayNames()
 
 

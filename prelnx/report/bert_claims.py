@@ -1,53 +1,39 @@
-"""The paper's BERT claim (Section 4, Figure 5a) checked on a sweep's masked-LM runs.
-
-Pre-LN without warm-up reaches the final validation loss of Post-LN with warm-up after a fraction of
-Post-LN's updates: 500k / 700k ~ 0.71 in the paper (valid loss 1.69). The verdict compares, seed by seed, Pre-LN's
-validation loss at that fraction of Post-LN's updates with Post-LN's final one (95 % interval over the trained
-seeds, prelnx.report.stats; a Pre-LN seed that diverged or failed to train - even after a validation before that
-update - is counted as a failure, never read at its loss there). Post-LN is the best Post-LN-with-warm-up arm of the sweep.
-Each Pre-LN lr is a case of its own, with the paper's premise checked for it: Post-LN with warm-up cannot use
-Pre-LN's larger lr (at that lr it diverges or ends clearly worse; prelnx.report.premises.fails_or_worse).
-Beside the verdict, the measured fraction itself: Pre-LN's updates (the latest over seeds) to first reach Post-LN's
-mean final loss, over Post-LN's updates; the grain is eval.every_updates.
+"""The paper's BERT claim (Section 4, Figure 5a) on a sweep's masked-LM runs: Pre-LN without warm-up reaches
+Post-LN with warm-up's final valid loss after a fraction (500k / 700k in the paper) of its updates. Per Pre-LN lr a
+case compares Pre-LN's valid loss at that fraction of the best Post-LN-with-warm-up arm's updates with Post-LN's
+final one, with the premise that Post-LN with warm-up cannot use Pre-LN's lr (claims.fails_or_worse); beside it
+the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss).
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from prelnx.records.outcome import DONE, RunStatus
-from prelnx.report.arms import Arm, describe_arm, loss_sample
-from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.paper import figure5a_fraction
-from prelnx.report.premises import fails_or_worse
+from prelnx.records.outcome import RunStatus
+from prelnx.report.arms import Arm, describe_arm, first_update_at, loss_sample
+from prelnx.report.claims import fails_or_worse
+from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.report.stats import below, compare
 
 PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/paper.yaml, figure5a)
-
-
-def updates_to_reach(arm: Arm, target: float) -> int | None:
-    """The update of the first validation at or below `target`, or None."""
-    for row in arm.rows:
-        loss = row.get("valid_loss")
-        if isinstance(loss, (int, float)) and loss <= target:
-            return int(row["num_updates"])
-    return None
 
 
 def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, float, int, int | None]:
     """(fraction, Post-LN's final loss, Post-LN's updates, Pre-LN's updates to reach it); None if never reached."""
     target = statistics.fmean(a.rows[-1]["valid_loss"] for a in post)
     post_updates = max(int(a.rows[-1]["num_updates"]) for a in post)
-    reached = [updates_to_reach(a, target) for a in pre]
+    reached = [first_update_at(a, target) for a in pre]
     if any(update is None for update in reached):
         return None, target, post_updates, None
     pre_updates = max(update for update in reached if update is not None)
     return pre_updates / post_updates, target, post_updates, pre_updates
 
 
-def _masked_lm(arms: list[Arm], status: frozenset[RunStatus], **criteria: object) -> list[Arm]:
-    return [a for a in arms if a.task == "masked_lm" and a.status in status and (a.rows or a.diverged)
+def _masked_lm(arms: list[Arm], **criteria: object) -> list[Arm]:
+    return [a for a in arms if a.task == "masked_lm" and a.status.done and (a.rows or a.diverged)
             and all(getattr(a, key) == value for key, value in criteria.items())]  # fmt: skip
 
 
@@ -64,8 +50,8 @@ def _fraction_note(lr: float, pre: list[Arm], post: list[Arm]) -> str:
 
 def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): a case and the fraction."""
-    posts = [a for a in _masked_lm(arms, DONE, layout="post") if a.warmup > 0]
-    pres = _masked_lm(arms, DONE, layout="pre", warmup=0)
+    posts = [a for a in _masked_lm(arms, layout="post") if a.warmup > 0]
+    pres = _masked_lm(arms, layout="pre", warmup=0)
     finished_posts = [a for a in posts if a.status == RunStatus.FINISHED and a.final() is not None]
     if not pres or not finished_posts:
         return not_measured(spec["id"], "needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN without")

@@ -1,24 +1,76 @@
-"""The paper's translation claims (Figures 2 and 4) checked against a sweep's runs.
-
-Each check picks the arms it compares (by layout, optimizer, warm-up and lr, read from each run's config.yaml),
-takes every seed of each, and compares their final validation losses (fairseq's, in bits per token) with a 95 %
-interval against the claim's practical margin from paper.yaml (prelnx.report.stats): the seeds that trained by
-their losses, the seeds that failed by their counts (an exact test), never at an imputed loss. A claim with a premise (paper.yaml) has it checked on the same sweep
-(prelnx.report.premises). Arms a sweep lacks make the claim "not measured", never a guess. The outcome is typed
-(prelnx.report.outcome); prelnx.report.render turns it into words.
+"""The paper's training claims (Figures 2 and 4) against a sweep's runs: each check picks its arms and compares every
+seed's final valid loss (bits per token) with paper.yaml's margin (prelnx.report.stats); arms a sweep lacks make the
+claim "not measured". A claim's premise (paper.yaml) is judged like a claim on the same runs (met, failed,
+unsettled; one seed: its point value): `trains` (Figure 2a, 2b), every seed of the arm trained at its `margin_bits`;
+`fails_or_worse` (Figure 5a), Post-LN with warm-up at Pre-LN's lr diverges in every seed or ends `margin_bits` worse.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+import statistics
+from collections.abc import Callable
+from typing import Any
 
-from prelnx.report.arms import Arm, describe_arm, loss_sample, pick
-from prelnx.report.outcome import Case, ClaimOutcome, Premise, not_measured
-from prelnx.report.premises import trains
-from prelnx.report.stats import above, below, compare, within
+from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, longest_warmup, loss_sample, pick
+from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
+from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
 
 LOSS = "final valid loss (bits)"
+_STATES = {Verdict.HOLDS: PremiseState.MET, Verdict.DOES_NOT_HOLD: PremiseState.FAILED,
+           Verdict.NOT_TESTABLE: PremiseState.UNCHECKED}
+
+
+def premise_state(comparison: Comparison) -> PremiseState:
+    if comparison.one_seed and comparison.verdict is not Verdict.NOT_TESTABLE and comparison.estimate == comparison.estimate:
+        lo, hi = comparison.region
+        return PremiseState.MET if lo < comparison.estimate < hi else PremiseState.FAILED
+    return _STATES.get(comparison.verdict, PremiseState.UNSETTLED)
+
+
+def trains(spec: dict[str, Any], group: list[Arm]) -> Premise:
+    """Every seed of the arm trained (its final valid nll spec's margin_bits below the unigram plateau)."""
+    statement, margin = spec["statement"], float(spec["margin_bits"])
+    if not group:
+        return Premise(statement, PremiseState.UNCHECKED, "the sweep has no runs of the arm it needs")
+    outcomes = [a.outcome(margin) for a in group]
+    if any(o.state is RunState.NOT_JUDGED for o in outcomes):
+        return Premise(statement, PremiseState.UNCHECKED, NO_PLATEAU)
+    plateaus = [a.plateau for a in group if a.plateau is not None]
+    if not plateaus:  # every seed diverged (a plateau is needed only to judge a finished one)
+        return Premise(statement, PremiseState.FAILED, f"{describe_arm(group[0])}: all {len(group)} seeds diverged")
+    plateau = max(plateaus)
+    judged = [o for o in outcomes if o.state is not RunState.NO_VALIDATION]
+    ok = sum(o.state is RunState.TRAINED for o in judged)
+    state = (PremiseState.UNCHECKED if not judged else PremiseState.MET if ok == len(judged)
+             else PremiseState.FAILED if ok == 0 else PremiseState.UNSETTLED)  # fmt: skip
+    gaps = [o.final_nll - plateau for o in judged if o.final_nll is not None]
+    counts = "; ".join(f"{sum(o.state is s for o in outcomes)} {s.value}" for s in RunState
+                       if any(o.state is s for o in outcomes))  # fmt: skip
+    mean = f", final valid nll minus the plateau {statistics.fmean(gaps):+.2f} (mean of {len(gaps)})" if gaps else ""
+    note = (f"{describe_arm(group[0])}: {len(group)} seed{'s' if len(group) != 1 else ''}: {counts} (trained: final "
+            f"valid nll ≥ {margin:g} bit below the unigram plateau, {plateau:.2f} bits from {group[0].plateau_source or 'its data'}){mean}")  # fmt: skip
+    return Premise(statement, state, note)
+
+
+def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]) -> Premise:
+    """Post-LN with warm-up at the larger lr diverges in every seed, or ends margin_bits worse than at its own lr."""
+    statement, margin = spec["statement"], float(spec["margin_bits"])
+    if not at_own:
+        return Premise(statement, PremiseState.UNCHECKED, "the sweep has no Post-LN with warm-up")
+    if not at_larger:
+        return Premise(statement, PremiseState.UNCHECKED, f"the sweep has no Post-LN with warm-up at this lr "
+                       f"(its Post-LN runs are at lr {', '.join(sorted({f'{a.lr:g}' for a in at_own}))})")  # fmt: skip
+    if at_larger[0].lr <= at_own[0].lr:
+        return Premise(statement, PremiseState.FAILED, f"this lr is not above Post-LN's own ({at_own[0].lr:g}): "
+                       "Post-LN with warm-up trains there by construction")  # fmt: skip
+    if all(a.outcome().failed for a in at_larger):
+        kinds = sorted({a.outcome().state.value for a in at_larger})
+        note = f"{describe_arm(at_larger[0])}: all {len(at_larger)} seeds failed ({', '.join(kinds)})"
+        return Premise(statement, PremiseState.MET, note)
+    comparison = compare("final valid loss difference (bits)", loss_sample(describe_arm(at_larger[0]), at_larger),
+                         loss_sample(describe_arm(at_own[0]), at_own), above(margin))  # fmt: skip
+    return Premise(statement, premise_state(comparison), "Post-LN with warm-up, this lr against its own", comparison)
 
 
 def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
@@ -28,17 +80,12 @@ def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
     return Case(label, compare(LOSS, sample_a, sample_b, region), premise)
 
 
-def _longest_warmup(arms: list[Arm], **criteria: Any) -> list[Arm]:
-    warmups = sorted({a.warmup for a in pick(arms, **criteria)} - {0})
-    return pick(arms, **criteria, warmup=warmups[-1]) if warmups else []
-
-
 def _edge_premise(arms: list[Arm], spec: dict[str, Any]) -> Premise | None:
     """Figure 2a: with its longest warm-up, Post-LN (Adam) trains at the largest lr of the sweep."""
     lrs = sorted({a.lr for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0})
     if "premise" not in spec or not lrs:
         return None
-    return trains(spec["premise"], _longest_warmup(arms, layout="post", optimizer="adam", lr=lrs[-1]))
+    return trains(spec["premise"], longest_warmup(arms, layout="post", optimizer="adam", lr=lrs[-1]))
 
 
 def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
@@ -46,7 +93,7 @@ def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutc
     premise = _edge_premise(arms, spec)
     for lr in sorted({a.lr for a in arms}):
         without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
-        with_ = _longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
+        with_ = longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
         if without and with_:
             outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
     return outcome
@@ -70,7 +117,7 @@ def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutco
     outcome = ClaimOutcome(spec["id"])
     for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer="sgd")}):
         without = pick(arms, layout="post", optimizer="sgd", warmup=0, lr=lr)
-        with_ = _longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
+        with_ = longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
         premise = trains(spec["premise"], with_) if "premise" in spec and with_ else None
         if without and with_:
             outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
@@ -86,14 +133,11 @@ def _best_postln_with_warmup(arms: list[Arm]) -> list[Arm]:
     for arm in pick(arms, layout="post", optimizer="adam"):
         if arm.warmup > 0:
             groups.setdefault((arm.warmup, arm.lr), []).append(arm)
-    if not groups:
-        return []
     def rank(group: list[Arm]) -> tuple[float, float]:  # fewest failures first, then the trained seeds' mean
         sample = loss_sample("", group)
-        share = sample.failed / max(1, sample.failed + sample.measured)
-        return share, sample.mean if sample.values else math.inf
+        return sample.failure_share, sample.mean if sample.values else math.inf
 
-    return min(groups.values(), key=rank)
+    return min(groups.values(), key=rank, default=[])
 
 
 def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]:

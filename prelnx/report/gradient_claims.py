@@ -1,24 +1,16 @@
-"""The paper's Figure 3 claims checked against a `prelnx grads` study (its grads.csv and grads_summary.json).
-
-Each claim is a ratio of gradient norms taken per seed (a seed's models share their initial draws and batches):
-the last decoder layer's W2 at the deepest over the shallowest depth (Figure 3c/d), or the last decoder layer's W2
-over the first at depth 6 (Figure 3a/b). Its mean over seeds has a one-sample 95 % t interval, judged against the
-claim's band in paper.yaml (prelnx.report.stats). A claim that predicts a number is tested against that number
-with its margin, not by its sign: "falls like 1/sqrt(L)" is, beside "falls", the ratio over the prediction
-sqrt(shallow / deep) inside paper.yaml's `rate_band`.
-
-A verdict that disagrees with the paper says whether plain fairseq disagrees too: `prelnx grads` records in
-grads_summary.json (settings.models) which model code each layout ran. For the paper's two layouts it is fairseq's
-own transformer (Pre-LN: fairseq's --encoder/--decoder-normalize-before), built and fed as fairseq-train does
-(tests/analysis/test_grads.py checks a row against fairseq's build_task_and_model and a plain forward/backward),
-so the measurement is plain fairseq's.
+"""The paper's Figure 3 claims checked against a `prelnx grads` study (its grads.csv and grads_summary.json): per
+seed a ratio of decoder W2 gradient norms (last layer, deepest over shallowest depth: Figure 3c/d; last layer over
+the first: 3a/b), its mean's one-sample 95 % t interval against paper.yaml's band; "like 1/sqrt(L)" as the ratio
+over sqrt(shallow / deep) inside `rate_band`. A verdict against the paper says whether plain fairseq's models were
+measured (grads_summary.json's settings.models; tests/analysis/test_grads.py checks fairseq's own build).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.layouts import display_name

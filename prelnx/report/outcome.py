@@ -1,18 +1,9 @@
 """A claim's outcome as typed values: its premise, its cases (one comparison each, e.g. one per lr) and its verdict.
 
-How a premise weighs (prelnx.report.premises checks them): a failed premise makes the case "not testable at this
-scale", with the measurement that shows why. A premise that could not be checked (no such arm in the sweep, no
-dictionary for the unigram plateau) or whose interval straddles its bound leaves a "holds" standing but turns a
-"does not hold" into "inconclusive": the premise is what makes a negative result say something about the paper.
-
-A claim's verdict over its cases: not measured without cases; not testable when no case is testable; else does not
-hold if a testable case does not hold, holds if every testable case holds, and inconclusive otherwise. With several
-testable cases (several lrs, or a claim's two parts) the claim is their intersection: "holds" needs every case to
-hold at 95 % (an intersection-union test: no correction), while "does not hold" - it fails in some case - is an
-existential conclusion, so each case's "does not hold" must survive Holm's step-down correction over the testable
-cases (`ClaimOutcome.judged`): the cases' p-values of "does not hold" (Comparison.p_outside) sorted, the i-th
-smallest multiplied by (k - i), the running maximum taken - the adjusted p the report prints - and a case's "does
-not hold" stands when its adjusted p is at most 0.05 (so the step-down stops at the first case that is not kept).
+A failed premise makes its case not testable; an unchecked or unsettled one turns "does not hold" into inconclusive.
+A claim: not measured without cases, not testable without a testable case; else it does not hold if a testable case
+does not, holds if every one holds (intersection-union: no correction), else inconclusive. "Does not hold" is
+existential: with several testable cases each must survive Holm's step-down (`ClaimOutcome.judged`, p <= 0.05).
 """
 
 from __future__ import annotations
@@ -58,8 +49,7 @@ class Case:
 
 @dataclass(frozen=True)
 class Judged:
-    """A case's verdict within its claim: with several testable cases, a "does not hold" at 95 % that Holm's
-    step-down does not keep is inconclusive. `holm_p`: its Holm-adjusted p (None: one testable case)."""
+    """A case's verdict within its claim; `holm_p`: its Holm-adjusted p (None: one testable case)."""
 
     case: Case
     verdict: Verdict
@@ -81,19 +71,14 @@ class ClaimOutcome:
 
     def judged(self) -> list[Judged]:
         """Each case's verdict within the claim: Holm over the testable cases for "does not hold"."""
+        judged = [Judged(case, case.verdict) for case in self.cases]
         testable = [i for i, case in enumerate(self.cases) if case.verdict is not Verdict.NOT_TESTABLE]
         if len(testable) < 2:
-            return [Judged(case, case.verdict) for case in self.cases]
-        pvalues = [self.cases[i].comparison.p_outside for i in testable]
-        corrected = dict(zip(testable, holm(pvalues)))
-        judged = []
-        for i, case in enumerate(self.cases):
-            if i not in corrected:
-                judged.append(Judged(case, case.verdict))
-                continue
-            p = corrected[i]
+            return judged
+        for i, p in zip(testable, holm([self.cases[i].comparison.p_outside for i in testable])):
+            case = self.cases[i]
             kept = case.verdict is not Verdict.DOES_NOT_HOLD or p <= 1 - LEVEL
-            judged.append(Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, p))
+            judged[i] = Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, p)
         return judged
 
     @property

@@ -1,28 +1,20 @@
-"""The norm placements on the decoder-only language model (issue 32): each placement's authors' claims
-(prelnx/methods.yaml, a method's `lm_claims`) checked on a language-model sweep, as typed values.
-
-Only what a sweep's valid losses and failed runs can decide is checked; a claim about hidden states or gradients
-(variance growth with depth, uniform gradient norms, loss spikes) has kind `not_testable_here` and the report says
-what would decide it. The kinds (methods.yaml's header says the same):
-- beats_preln, matches_postln: as for the warm-up-free methods (prelnx.report.warmup_free): per lr, the method's
-  trained seeds' final valid loss (bits per token) minus Pre-LN's (with warm-up), or minus Post-LN's with warm-up,
-  with Welch's 95 % interval, below `margin_bits`; the failed seeds by their counts (prelnx.report.stats).
-- lr_sensitivity: per warm-up setting, each seed's |final loss at the largest lr - at the smallest lr| (the same
-  seed number at both, both trained; a seed that failed at either lr is a failure, counted), the method's minus
-  Pre-LN's, below `margin_bits`: less sensitive to the lr than Pre-LN.
-- fewer_failures: every run of the layout in the sweep (each lr, warm-up and seed) by its outcome (prelnx.report.
-  seeds, at the claim's own `trained_margin_bits` when it states one): the method's failure count against
-  Pre-LN's by Fisher's exact test, one-sided (prelnx.report.stats.compare_counts). Premise: Pre-LN fails at least
-  once (a claim of fewer failures than none is not testable here).
+"""The norm placements on the decoder-only language model (issue 32): each placement's `lm_claims` (prelnx/methods.yaml)
+checked on a language-model sweep. Only what valid losses and failed runs decide is checked (a claim on hidden states
+or gradients has kind `not_testable_here`). Kinds besides the warm-up-free methods' (prelnx.report.warmup_free):
+- lr_sensitivity: per warm-up setting, each seed's |final loss at the largest lr - at the smallest| (failed at
+  either: a failure), the method's minus Pre-LN's, below `margin_bits`;
+- fewer_failures: every run of the layout by its outcome (at the claim's own `trained_margin_bits` if it has one)
+  against Pre-LN's, by Fisher's exact test (stats.compare_counts); premise: Pre-LN fails at least once.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from collections.abc import Callable
+from typing import Any
 
-from prelnx.report.arms import NO_PLATEAU, Arm, describe_arm, pick
+from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, outcome_sample, pick
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
-from prelnx.report.seeds import RunState
 from prelnx.report.stats import Sample, below, compare, compare_counts
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
 from prelnx.report.warmup_free import MethodClaims
@@ -39,8 +31,7 @@ def _lrs(arms: list[Arm], layout: str) -> list[float]:
 
 
 def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -> Sample:
-    """Per seed present at both lrs: |final loss at the larger lr - at the smaller|, both trained; a seed that
-    failed at either lr is counted as a failure, a seed without a validation row at either as missing."""
+    """Per seed at both lrs: |final loss at the larger lr - at the smaller|; failed or missing at either: counted."""
     low, high = (pick(arms, layout=layout, warmup=warmup, lr=lr) for lr in lrs)
     by_seed = {a.seed: a for a in low}
     values, failed, diverged, missing, untestable, unjudged = [], 0, 0, 0, "", 0
@@ -61,7 +52,7 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
                   missing, untestable=untestable, failure="failed at either lr", unjudged=unjudged)  # fmt: skip
 
 
-def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
+def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at two lrs")
     lrs = [lr for lr in _lrs(arms, layout) if lr in _lrs(arms, "pre")]
     if len(lrs) < 2:
@@ -80,15 +71,10 @@ def _failures(arms: list[Arm], layout: str, margin: float | None) -> Sample:
     """Every run of the layout by its outcome: trained runs as values (0), failed runs counted."""
     runs = pick(arms, layout=layout)
     label = f"{describe_arm(runs[0]).split(' lr ')[0]}, every run" if runs else layout
-    states = [a.outcome(margin).state for a in runs]
-    untestable = NO_PLATEAU if RunState.NOT_JUDGED in states else ""
-    return Sample(label, tuple(0.0 for s in states if s is RunState.TRAINED),
-                  sum(s in (RunState.FAILED, RunState.DIVERGED) for s in states),
-                  sum(s is RunState.DIVERGED for s in states), sum(s is RunState.NO_VALIDATION for s in states),
-                  untestable=untestable, unjudged=sum(s is RunState.NOT_JUDGED for s in states))  # fmt: skip
+    return dataclasses.replace(outcome_sample(label, runs, lambda arm: (0.0, 0), margin), read="", diverged_at=())
 
 
-def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
+def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     margin = spec.get("trained_margin_bits")
     method, pre = _failures(arms, layout, margin), _failures(arms, "pre", margin)
     if not method.n or not pre.n:
@@ -102,11 +88,11 @@ def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any], failure: 
     return ClaimOutcome(spec["id"], [Case("every lr, warm-up and seed", comparison, premise)])
 
 
-def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any], failure: Any = None) -> ClaimOutcome:
+def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     return not_measured(spec["id"], f"not testable from this sweep (valid losses and failures only): {spec['decided_by']}")
 
 
-CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], Any], ClaimOutcome]] = {
+CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
     "beats_preln": METHOD_CHECKS["beats_preln"],
     "matches_postln": METHOD_CHECKS["matches_postln"],
     "no_warmup": METHOD_CHECKS["no_warmup"],
@@ -117,12 +103,11 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any], Any], ClaimOutcome]]
 
 
 def check_placements(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:
-    """Each method with `lm_claims` whose layout the sweep's language-model runs have: its claims' outcomes, the
-    method's spec with `claims` set to them (methods.yaml order)."""
+    """Each method with `lm_claims` the sweep's language-model runs have: its spec (`claims`: them) and outcomes."""
     lm = lm_arms(arms)
-    failure, layouts = None, {a.layout for a in lm}
+    layouts = {a.layout for a in lm}
     return [MethodClaims({**m, "claims": m["lm_claims"]},
-                         {c["id"]: CHECKS[c["kind"]](lm, m["layout"], c, failure) for c in m["lm_claims"]})
+                         {c["id"]: CHECKS[c["kind"]](lm, m["layout"], c) for c in m["lm_claims"]})
             for m in methods if m.get("lm_claims") and m["layout"] in layouts]  # fmt: skip
 
 

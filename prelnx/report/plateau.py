@@ -1,16 +1,10 @@
 """The unigram plateau: the loss (bits per token) of a model that learned only the target side's word frequencies,
-the line below which a run counts as trained (prelnx.report.seeds). Found, in this order, from
-
-1. the sweep's own copy of the target dictionary, `<sweep dir>/data/<dict name>` (committed with a study's raw data,
-   so that a report rebuilds to the same bytes on any machine);
-2. fairseq's dictionary in the folder the run trained on (`dict.<target>.txt`; `dict.txt` for masked_lm and
-   language_model): one `word count` per line;
-3. the binarized training set there (`train.<src>-<tgt>.<tgt>.bin`, `train.bin` for the monolingual tasks): the
-   unigram distribution of its tokens, read in fairseq's mmap format (fairseq/data/indexed_dataset.py,
-   MMapIndexedDataset: the `.idx` header names the dtype; the `.bin` is the tokens) with numpy, without importing
-   fairseq (12 s).
-
-None found: no plateau; every claim that needs to know whether a run trained says "not testable" and why.
+the line below which a run counts as trained (prelnx.report.arms). Found from, in this order: the sweep's own copy
+of the target dictionary (`<sweep dir>/data/<dict name>`, committed with a study's raw data so that a report
+rebuilds to the same bytes anywhere); fairseq's dictionary in the run's data folder (`dict.<target>.txt`, `dict.txt`
+for the monolingual tasks); the binarized training set there, read in fairseq's mmap format
+(fairseq/data/indexed_dataset.py, MMapIndexedDataset) with numpy, without importing fairseq (12 s). None found: no
+plateau, and a claim that needs to know whether a run trained says "not testable" and why.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Does a run-level quantity predict which runs fail, within runs that share a learning-rate schedule, on seeds it was
-not fitted on? (issue 38; the protocol is configs/sweeps/why_warmup_strata.yaml's header.)
-
-A run is a `Unit`: its stratum (the whole lr schedule: peak lr, warm-up, decay), its arm (layout x optimizer: the
-cluster), its seed, whether it failed, and the quantity's value (infinite allowed, never NaN). Pairs never cross a
-stratum or a seed: a pair is (failing run, trained run) of the same stratum and the same seed, so that a quantity
-that merely tracks the schedule ties every pair, and a seed's runs are compared with each other only.
-
-- Fit, on the fit seeds: the direction, the sign of the AUC over their pairs (larger value -> fails is +1); an AUC of
-  exactly 1/2 (or no pair) fits no direction, and every held-out pair is then a tie.
-- Score, on the test seeds: the held-out AUC, the share of their pairs ordered as the fitted direction says (a tie
-  counts 1/2). AUC = U / (n_fail n_trained), Mann-Whitney's U, summed over the (stratum, seed) blocks.
-- Interval: a percentile bootstrap that resamples the arms within each stratum with replacement (an arm carries
-  all its seeds, so the interval is over arms, the units an arm-level factor varies over), refitting the
-  direction in each resample; the difference from a baseline predictor (the schedule's own lr: 1/2 by
-  construction) is paired on the same resamples.
-- Informative stratum: one whose test-seed runs hold both outcomes; with fewer than `min_strata`, not testable.
-- Verdict: holds when the difference's interval lies above 0, the fitted direction is the claimed one and the
-  held-out AUC's permutation p-value (values shuffled within each held-out block) is below 0.05; does not hold when
-  the interval lies at or below 0 (no better than the schedule), or above 0 with the direction reversed (p < 0.05
-  too); inconclusive otherwise (a bootstrap over the two arms of a stratum is degenerate: the permutation p keeps
-  two concordant pairs, p = 1/4, from holding).
+not fitted on? (issue 38; the protocol is configs/sweeps/why_warmup_strata.yaml's header.) A `Unit` is a run; a pair
+is (failing, trained) of one stratum and seed. The direction is fitted on the fit seeds, the AUC scored on the test
+seeds (a tie 1/2), its interval a percentile bootstrap over the arms within each stratum (refitting each time),
+paired with a baseline predictor (the schedule's own lr); `_decide` gives the verdict, with a permutation p (values
+shuffled within each held-out block) that keeps two concordant pairs (p = 1/4) from holding.
 """
 
 from __future__ import annotations
@@ -30,9 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prelnx.report.stats import Verdict
-
-LEVEL = 0.95
+from prelnx.report.stats import LEVEL, Verdict
 
 
 @dataclass(frozen=True)
@@ -68,9 +50,7 @@ class Prediction:
     diff_low: float
     diff_high: float
     informative: list[str]  # strata whose test-seed runs hold both outcomes
-    strata: int  # strata with any run
     pairs: int  # held-out pairs
-    runs: int  # held-out runs in informative strata
     p_value: float  # permutation p of the held-out AUC (values permuted within each held-out block); 1: no direction
     verdict: Verdict
     why: str
@@ -115,8 +95,7 @@ def _blocks(units: Sequence[Unit], protocol: Protocol) -> dict[str, _Block]:
 
 
 def _weighted(blocks: dict[str, _Block], weights: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Summed over strata, per resample (rows of the weights): fit concordance, fit pairs, test concordance, test
-    pairs, a pair weighing the product of its two runs' weights (the times their arms were drawn)."""
+    """Per resample: fit concordance, fit pairs, test concordance, test pairs over strata (a pair weighs w_i w_j)."""
     totals = [0.0, 0.0, 0.0, 0.0]
     for stratum, block in blocks.items():
         w = weights[stratum]  # resamples x runs
@@ -163,8 +142,7 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
 
 
 def _permutation_p(units: Sequence[Unit], protocol: Protocol, direction: int, observed: float | None) -> float:
-    """The share of permutations - values shuffled among the runs of each (stratum, held-out seed) block, outcomes
-    kept - whose held-out AUC (same fitted direction) reaches the observed one; (1 + count) / (1 + permutations)."""
+    """(1 + count) / (1 + permutations) of the value shufflings within each held-out block reaching the AUC."""
     if direction == 0 or observed is None:
         return 1.0
     blocks = []
@@ -193,12 +171,11 @@ def predict(units: Sequence[Unit], baseline: Sequence[Unit], protocol: Protocol)
     diff_low, diff_high = _interval(samples - base_samples)
     informative = [s for s in dict.fromkeys(u.stratum for u in units)
                    if {u.failed for u in units if u.stratum == s and u.seed in protocol.test_seeds} == {True, False}]
-    runs = sum(u.stratum in informative and u.seed in protocol.test_seeds for u in units)
     difference = None if auc is None or base_auc is None else auc - base_auc
     p_value = _permutation_p(units, protocol, direction, auc) if informative else 1.0
     verdict, why = _decide(direction, difference, diff_low, diff_high, informative, protocol, fit_auc, p_value)
     return Prediction(fit_auc, direction, auc, low, high, base_auc, difference, diff_low, diff_high, informative,
-                      len(blocks), pairs, runs, p_value, verdict, why)  # fmt: skip
+                      pairs, p_value, verdict, why)  # fmt: skip
 
 
 def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[str],

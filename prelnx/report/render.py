@@ -8,13 +8,18 @@ import statistics
 from typing import Any
 
 from prelnx.layouts import display_name
+from prelnx.report.arms import Arm, RunState, describe_arm, seed_groups
 from prelnx.report.outcome import ClaimOutcome, Judged, Premise, PremiseState
-from prelnx.report.seeds import RunState
-from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict
+from prelnx.report.plateau import is_finite
+from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict, counts_text
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
-
 MEASURED = {"failed to train": "trained", "did not reach the target": "reached it", "failed at either lr": "trained at both"}
+
+
+def _at_updates(updates: list[int] | tuple[int, ...]) -> str:
+    """` (update 24)`, ` (updates 24, 30)` or nothing."""
+    return f" (update{'s' if len(updates) > 1 else ''} {', '.join(map(str, updates))})" if updates else ""
 
 
 def _seeds(sample: Sample) -> str:
@@ -26,8 +31,7 @@ def _seeds(sample: Sample) -> str:
     if sample.failed - sample.diverged:
         parts.append(f"{sample.failed - sample.diverged} {sample.failure}")
     if sample.diverged:
-        at = ", ".join(str(u) for u in sample.diverged_at)
-        parts.append(f"{sample.diverged} diverged" + (f" (update{'s' if len(sample.diverged_at) > 1 else ''} {at})" if at else ""))
+        parts.append(f"{sample.diverged} diverged{_at_updates(sample.diverged_at)}")
     if sample.missing:
         parts.append(f"{sample.missing} no validation row")
     if sample.unjudged:
@@ -50,24 +54,17 @@ def _region(region: tuple[float, float], log: bool = False) -> str:
 LEVELS = ("ratio", "‖x‖²/d", "growth of ‖x‖²/d per layer")  # levels (prelnx.report.theory_claims), not differences
 
 
-def _format(c: Comparison) -> str:
-    return ".2f" if c.metric in LEVELS else "+.2f"  # a ratio or a norm is a level; everything else a difference
-
-
 def interval_text(c: Comparison) -> str:
-    f = _format(c)
     if c.estimate != c.estimate:  # nan: an arm has no seed with the quantity
         return "no estimate (an arm has no seed with the quantity)"
-    if c.a.log:  # a log ratio: the ratio, its interval and the grain's factor
-        if c.one_seed:
-            why = "1 seed" if c.reason == "1 seed" else "fewer than 2 seeds per arm"
-            return f"{math.exp(c.estimate):.2f} (no interval: {why})"
-        grain = f", widened by the grain ×{math.exp(c.grain):.2f}" if c.grain else ""
-        return f"{math.exp(c.estimate):.2f} [95 % CI {math.exp(c.low):.2f}, {math.exp(c.high):.2f}{grain}]"
+    f = ".2f" if c.metric in LEVELS else "+.2f"  # a ratio or a norm is a level; everything else a difference
+    shown = (lambda v: f"{math.exp(v):.2f}") if c.a.log else (lambda v: f"{v:{f}}")  # a log ratio: as the ratio
     if c.one_seed:
-        return f"{c.estimate:{f}} (no interval: {'1 seed' if c.reason == '1 seed' else 'fewer than 2 seeds per arm'})"
-    grain = f", widened by the grain ±{c.grain:g}" if c.grain else ""
-    return f"{c.estimate:{f}} [95 % CI {c.low:{f}}, {c.high:{f}}{grain}]"
+        why = "1 seed" if c.reason == "1 seed" else "fewer than 2 seeds per arm"
+        return f"{shown(c.estimate)} (no interval: {why})"
+    widened = f"×{math.exp(c.grain):.2f}" if c.a.log else f"±{c.grain:g}"
+    grain = f", widened by the grain {widened}" if c.grain else ""
+    return f"{shown(c.estimate)} [95 % CI {shown(c.low)}, {shown(c.high)}{grain}]"
 
 
 def _arm_text(s: Sample) -> str:
@@ -82,9 +79,7 @@ def _test_text(c: Comparison) -> str:
     tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test and c.low is not None]  # an interval was computed
     tests = [f"{t}, on ln(updates)" if c.a.log else t for t in tests]
     if c.failures_p is not None and c.b is not None:
-        a, b = c.a, c.b
-        tests.append(f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}, "
-                     f"Fisher's exact test (one-sided) p = {c.failures_p:.3g}")  # fmt: skip
+        tests.append(f"{counts_text(c.a, c.b)}, Fisher's exact test (one-sided) p = {c.failures_p:.3g}")
     return f"; test: {'; '.join(tests)}" if tests else ""
 
 
@@ -94,16 +89,12 @@ def comparison_text(c: Comparison, short: bool = False) -> str:
     if short:
         seeds = "" if c.one_seed and not c.a.failed else f" ({_seeds(c.a)})"  # interval_text says "1 seed"
         return f"{interval_text(c)}{seeds}; needed {_region(c.region, c.a.log)}"
-    if c.b is None:
-        head = f"{c.metric}: {_arm_text(c.a)}: {interval_text(c)}"
-    else:
-        head = f"{c.metric}: {_arm_text(c.a)} {'/' if c.a.log else '−'} {_arm_text(c.b)} = {interval_text(c)}"
-    return f"{head}; claimed {_region(c.region, c.a.log)}{_test_text(c)}"
+    b = ":" if c.b is None else f" {'/' if c.a.log else '−'} {_arm_text(c.b)} ="
+    return f"{c.metric}: {_arm_text(c.a)}{b} {interval_text(c)}; claimed {_region(c.region, c.a.log)}{_test_text(c)}"
 
 
 def verdict_text(outcome: ClaimOutcome) -> str:
-    """The verdict, with why when it is inconclusive (too few trained seeds, failure counts, no spread, seeds
-    needed, an unsettled premise, Holm's step-down) or not testable (neither arm trained, no plateau)."""
+    """The verdict, with why when it is inconclusive or not testable."""
     verdict, judged = outcome.verdict, outcome.judged()
     if verdict is Verdict.NOT_TESTABLE:
         why = list(dict.fromkeys(j.case.comparison.reason for j in judged
@@ -112,28 +103,22 @@ def verdict_text(outcome: ClaimOutcome) -> str:
     if verdict is not Verdict.INCONCLUSIVE:
         return verdict.value
     open_cases = [j.case for j in judged if j.verdict is Verdict.INCONCLUSIVE]
-    reasons: list[str] = []
-    for c in open_cases:
-        if c.comparison.verdict is Verdict.INCONCLUSIVE and c.comparison.reason and c.comparison.reason not in reasons:
-            reasons.append(c.comparison.reason)
-    needed = [c.comparison.seeds_needed for c in open_cases if c.comparison.seeds_needed]
-    if needed:
-        most = max(needed)
-        count = f"~{most}" if most <= MAX_SEEDS else f"more than {MAX_SEEDS}"
+    reasons = list(dict.fromkeys(c.comparison.reason for c in open_cases
+                                 if c.comparison.verdict is Verdict.INCONCLUSIVE and c.comparison.reason))  # fmt: skip
+    if needed := [c.comparison.seeds_needed for c in open_cases if c.comparison.seeds_needed]:
+        count = f"~{max(needed)}" if max(needed) <= MAX_SEEDS else f"more than {MAX_SEEDS}"
         reasons.append(f"{count} seeds per arm for {100 * POWER:.0f} % power")
     if any(c.premise is not None and c.premise.state in (PremiseState.UNSETTLED, PremiseState.UNCHECKED)
            and c.comparison.verdict is Verdict.DOES_NOT_HOLD for c in open_cases):  # fmt: skip
         reasons.append("does not hold, but its premise is not settled")
-    corrected = [j for j in judged if j.corrected]
-    if corrected:
+    if corrected := [j for j in judged if j.corrected]:
         reasons.append(f"does not hold at 95 % in {len(corrected)} case(s), not after Holm's step-down over "
                        f"{sum(j.holm_p is not None for j in judged)}")  # fmt: skip
     return f"inconclusive ({'; '.join(reasons)})" if reasons else "inconclusive"
 
 
 def _case_line(judged: Judged) -> str:
-    """A case with its verdict; a "does not hold" at 95 % among several cases also shows its Holm step-down
-    adjusted p, the number its verdict was decided by."""
+    """A case with its verdict (and its Holm-adjusted p, which decided a "does not hold" among several cases)."""
     case, line = judged.case, f"{judged.case.label}: {comparison_text(judged.case.comparison)}"
     if judged.holm_p is not None and case.comparison.verdict is Verdict.DOES_NOT_HOLD:
         kept = "≤ 0.05: kept" if judged.verdict is Verdict.DOES_NOT_HOLD else "> 0.05: not kept"
@@ -142,32 +127,23 @@ def _case_line(judged: Judged) -> str:
 
 
 def _case_lines(outcome: ClaimOutcome) -> list[str]:
-    if not outcome.cases:
-        return [outcome.missing]
-    return [_case_line(judged) for judged in outcome.judged()]
+    return [_case_line(judged) for judged in outcome.judged()] if outcome.cases else [outcome.missing]
 
 
 def premise_measured(premise: Premise) -> str:
     c = premise.comparison
-    if c is None:
-        return premise.note
-    return f"{premise.note}: {comparison_text(c, short=c.b is None)}"
+    return premise.note if c is None else f"{premise.note}: {comparison_text(c, short=c.b is None)}"
 
 
 def _premise_lines(outcome: ClaimOutcome) -> list[str]:
-    seen: list[str] = []
-    for premise in [case.premise for case in outcome.cases] + outcome.premises:
-        if premise is not None:
-            line = f"{premise.statement} **{premise.state.value}**: {premise_measured(premise)}"
-            if line not in seen:
-                seen.append(line)
-    return seen
+    premises = [p for p in [case.premise for case in outcome.cases] + outcome.premises if p is not None]
+    return list(dict.fromkeys(f"{p.statement} **{p.state.value}**: {premise_measured(p)}" for p in premises))
 
 
 def claims_table(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome]) -> list[str]:
     """One row per claim: the paper, the measured cases (means, n, difference and interval), premise, verdict."""
-    lines = ["| claim | source | paper | this sweep: mean (seeds) per arm, difference [95 % CI], claimed side "
-             "| premise | verdict |", "|---|---|---|---|---|---|"]
+    lines = [("| claim | source | paper | this sweep: mean (seeds) per arm, difference [95 % CI], claimed side "
+             "| premise | verdict |"), "|---|---|---|---|---|---|"]
     for claim in claims:
         outcome = outcomes.get(claim["id"]) or ClaimOutcome(claim["id"])
         measured = "<br>".join([*_case_lines(outcome), *outcome.notes]).replace("|", "/")
@@ -199,29 +175,26 @@ def _mean_sd(values: list[float], digits: int) -> str:
 
 
 def outcome_counts(outcomes: list[Any]) -> str:
-    """`2 trained, 1 diverged (update 24)`: an arm's seeds by their outcome (prelnx.report.seeds)."""
+    """`2 trained, 1 diverged (update 24)`: an arm's seeds by their outcome (prelnx.report.arms)."""
     parts = []
     for state in RunState:
-        hits = [o for o in outcomes if o.state is state]
-        if not hits:
-            continue
-        at = [str(o.update) for o in hits if state is RunState.DIVERGED and o.update is not None]
-        parts.append(f"{len(hits)} {state.value}" + (f" (update{'s' if len(at) > 1 else ''} {', '.join(at)})" if at else ""))
+        if hits := [o for o in outcomes if o.state is state]:
+            at = [o.update for o in hits if state is RunState.DIVERGED and o.update is not None]
+            parts.append(f"{len(hits)} {state.value}{_at_updates(at)}")
     return ", ".join(parts) or "-"
 
 
-def arms_table(groups: list[tuple[str, list[Any], list[dict[str, Any]]]]) -> list[str]:
+def arms_table(arms: list[Arm]) -> list[str]:
     """Per arm: its seeds by outcome, then mean ± sample sd over its trained seeds (no failed seed in a mean)."""
-    lines = ["| arm | seeds | outcome per seed | final valid loss (trained seeds) | best valid BLEU (trained seeds) "
-             "| test BLEU (tokenized) |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for label, outcomes, results in groups:
-        ok = [r for o, r in zip(outcomes, results) if o.state is RunState.TRAINED]
-
-        def values(key: str) -> list[float]:
-            return [float(v) for r in ok if isinstance(v := r.get(key), (int, float)) and math.isfinite(v)]
-
-        lines.append(f"| {label} | {len(results)} | {outcome_counts(outcomes)} | {_mean_sd(values('final_valid_loss'), 2)} | "
-                     f"{_mean_sd(values('best_valid_bleu'), 1)} | {_mean_sd(values('test_bleu_tokenized'), 1)} |")  # fmt: skip
+    lines = [("| arm | seeds | outcome per seed | final valid loss (trained seeds) | best valid BLEU (trained seeds) "
+             "| test BLEU (tokenized) |"), "|---|---|---|---|---|---|"]  # fmt: skip
+    for group in seed_groups(arms).values():
+        outcomes = [a.outcome() for a in group]
+        ok = [a.results for a, o in zip(group, outcomes) if o.state is RunState.TRAINED]
+        mean_sd = {key: _mean_sd([float(v) for r in ok if is_finite(v := r.get(key))], digits)
+                   for key, digits in (("final_valid_loss", 2), ("best_valid_bleu", 1), ("test_bleu_tokenized", 1))}
+        lines.append(f"| {describe_arm(group[0])} | {len(group)} | {outcome_counts(outcomes)} | "
+                     f"{' | '.join(mean_sd.values())} |")  # fmt: skip
     return lines
 
 
@@ -240,8 +213,8 @@ def _to_target(row: RankRow) -> str:
 
 def ranking_table(rows: list[RankRow]) -> list[str]:
     """The warm-up-free ranking: one row per arm, best mean final valid loss first."""
-    lines = ["| rank | method | optimizer | warm-up | lr | final valid loss of the trained seeds, mean ± sd | 95 % CI "
-             "| seeds | outcome per seed | target loss | seeds at the target (k/n), updates |",
+    lines = [("| rank | method | optimizer | warm-up | lr | final valid loss of the trained seeds, mean ± sd | 95 % CI "
+             "| seeds | outcome per seed | target loss | seeds at the target (k/n), updates |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, row in enumerate(rows, start=1):
         sd = f" ± {row.sample.sd:.2f}" if row.sample.sd is not None else ""
@@ -253,8 +226,7 @@ def ranking_table(rows: list[RankRow]) -> list[str]:
 
 
 def method_claims_table(methods: list[MethodClaims]) -> list[str]:
-    """Every method's claims in the paper claims' table (method, claim, source with paper and code, verdict), then
-    what each method's authors do not claim and what could not be verified."""
+    """Every method's claims in the paper claims' table, then what its authors do not claim and what is unverified."""
     claims, outcomes, notes = [], {}, []
     for method in methods:
         spec, name = method.spec, display_name(method.spec["layout"])  # the layout table's name (prelnx.layouts)

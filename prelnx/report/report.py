@@ -1,30 +1,41 @@
-"""`prelnx report`: a markdown report of a sweep (and optionally a gradient study) beside the paper's claims.
-
-The claims section: each claim of paper.yaml with its arms' means (n seeds), the difference and its 95 % interval,
-its premise and one of five verdicts (prelnx.report.stats, .premises, .outcome; rendered by .render). Then the arms'
-means ± sd over seeds, the per-seed results table, the curves (mean over seeds with a min-max band) and, when
-present, fine-tunings and the gradient study."""
+"""`prelnx report`: a markdown report of a sweep (and optionally a gradient study) beside the paper's claims: the
+claims with their verdicts (prelnx.report.claims and the modules it names; rendered by .render), the arms' means,
+the per-seed results, the curves and, when present, fine-tunings and the gradient study."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
+from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
+from prelnx.finetune.summary import format_mean
+from prelnx.paper import methods_data, paper_data
 from prelnx.plots.curves import plot
+from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
-from prelnx.report.arms import describe_arm, load_arms, seed_groups
+from prelnx.records.results import SUMMARY_LOCK
+from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.bert_claims import BERT_CHECKS
 from prelnx.report.claims import TRAINING_CHECKS
+from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.report.outcome import ClaimOutcome, not_measured
 from prelnx.report.placements import placements_section
-from prelnx.report.render import arms_table, claims_table, claims_text
-from prelnx.report.seeds import trained_margin
+from prelnx.report.render import arms_table, claims_table, claims_text, method_claims_table, ranking_table
 from prelnx.report.stats import POWER, Verdict
+from prelnx.report.warmup_free import (
+    METHOD_LAYOUTS,
+    check_methods,
+    has_methods,
+    method_names,
+    plot_ranking,
+    ranking,
+    user_methods,
+)
 from prelnx.report.why_warmup_section import why_warmup_section
 from prelnx.sweep.summary import summarize
 
@@ -33,49 +44,37 @@ class ReportError(Refusal):
     """Bad input to `prelnx report` (not a sweep dir, no --grads folder): one error line, exit 2."""
 
 
-def claims_intro(margin: float) -> list[str]:
-    """The claims' legend: every rule a verdict is decided by (prelnx.report.seeds, .stats, .outcome)."""
-    return [
-        f"Each claim as the paper states it and what this sweep measured. A run's outcome is computed once: **trained**",
-        f"(finished with its final valid nll at least {margin:g} bit below the unigram plateau - `trained_margin_bits` in",
-        "prelnx/paper.yaml, used by every claim that states no margin of its own), **failed to train** (finished above",
-        "that, or with a loss that is not finite), **diverged** (with its update), **no validation row** (finished",
-        "without one: counted and shown, in no test). Without a unigram plateau (no dictionary, no readable binarized",
-        "training set) no run can be judged and a claim that needs it is not testable. Every line names its metric,",
-        "the update(s) read, each arm's seeds by outcome and the test used; no failed seed is ever given a loss.",
-        "A comparison is decided in one way for every claim kind: the failure counts by Fisher's exact test, one-sided",
-        "at 0.025 (the level a 95 % interval implies) - a run that failed is worse than any that trained, so a",
-        "significant difference decides the claim - and otherwise the quality of the seeds that trained by Welch's t",
-        "95 % interval (one-sample t for a single arm) against the claim's practical margin (paper.yaml), which needs",
-        ">= 2 trained seeds in each arm. Holds: the interval lies on the claimed side of the margin; does not hold: on",
-        "the other side; inconclusive: it straddles (with the trained seeds per arm that would decide it with",
-        f"{100 * POWER:.0f} % power if the observed means and spreads were the truth, by simulation), an arm has < 2",
-        "trained seeds and the failure counts are not significant, or the failure counts lean against the quality's",
-        "verdict; not testable at this scale: a premise failed, no plateau, or no seed of either arm trained; not",
-        "measured: the arms are missing. Resolution: a quantity read on a grain (updates to a target, validations K",
-        "updates apart) is known to K only, so its interval is widened by K on each side, and an interval with no",
-        "spread (every seed alike) is never a verdict. A claim tested at several lrs (or in two parts) holds when every",
-        "case holds at 95 %: an intersection-union test, no correction. Does not hold means it fails at some lr, an",
-        "existential conclusion: Holm's step-down over the claim's testable cases - their p-values of \"does not",
-        "hold\" sorted, the i-th smallest times (k - i), the running maximum taken - and a case's \"does not hold\"",
-        "stands when that adjusted p, printed beside it, is at most 0.05. Losses are fairseq's validation loss in bits",
-        "per (masked) token.",
-    ]
-
-
-CLAIMS_INTRO = claims_intro(trained_margin())
-
-
-def paper_claims() -> dict[str, Any]:
-    """The paper's claims and numbers (prelnx/paper.yaml)."""
-    from prelnx.paper import paper_data
-
-    return paper_data()
+# The claims' legend: every rule a verdict is decided by (prelnx.report.arms, .stats, .outcome).
+CLAIMS_INTRO = [
+    "Each claim as the paper states it and what this sweep measured. A run's outcome is computed once: **trained**",
+    (f"(finished with its final valid nll at least {trained_margin():g} bit below the unigram plateau - "
+    "`trained_margin_bits` in"),
+    "prelnx/paper.yaml, used by every claim that states no margin of its own), **failed to train** (finished above",
+    "that, or with a loss that is not finite), **diverged** (with its update), **no validation row** (finished",
+    "without one: counted and shown, in no test). Without a unigram plateau (no dictionary, no readable binarized",
+    "training set) no run can be judged and a claim that needs it is not testable. Every line names its metric,",
+    "the update(s) read, each arm's seeds by outcome and the test used; no failed seed is ever given a loss.",
+    "A comparison is decided in one way for every claim kind: the failure counts by Fisher's exact test, one-sided",
+    "at 0.025 (the level a 95 % interval implies) - a run that failed is worse than any that trained, so a",
+    "significant difference decides the claim - and otherwise the quality of the seeds that trained by Welch's t",
+    "95 % interval (one-sample t for a single arm) against the claim's practical margin (paper.yaml), which needs",
+    ">= 2 trained seeds in each arm. Holds: the interval lies on the claimed side of the margin; does not hold: on",
+    "the other side; inconclusive: it straddles (with the trained seeds per arm that would decide it with",
+    f"{100 * POWER:.0f} % power if the observed means and spreads were the truth, by simulation), an arm has < 2",
+    "trained seeds and the failure counts are not significant, or the failure counts lean against the quality's",
+    "verdict; not testable at this scale: a premise failed, no plateau, or no seed of either arm trained; not",
+    "measured: the arms are missing. Resolution: a quantity read on a grain (updates to a target, validations K",
+    "updates apart) is known to K only, so its interval is widened by K on each side, and an interval with no",
+    "spread (every seed alike) is never a verdict. A claim tested at several lrs (or in two parts) holds when every",
+    "case holds at 95 %: an intersection-union test, no correction. Does not hold means it fails at some lr, an",
+    "existential conclusion: Holm's step-down over the claim's testable cases - their p-values of \"does not",
+    "hold\" sorted, the i-th smallest times (k - i), the running maximum taken - and a case's \"does not hold\"",
+    "stands when that adjusted p, printed beside it, is at most 0.05. Losses are fairseq's validation loss in bits",
+    "per (masked) token.",
+]
 
 
 def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, claims: list[dict[str, Any]]) -> list[str]:
-    from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
-
     summary = load_gradient_summary(grads_dir)
     lines = ["## Gradients at initialisation (Figure 3)", ""]
     for png in sorted(grads_dir.glob("*.png")):
@@ -105,20 +104,12 @@ WARMUP_FREE_INTRO = [
 
 def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -> list[str]:
     """Admin, T-Fixup, ReZero, B2T, DeepNorm beside Post-LN and Pre-LN (issue 24); none in the sweep: no section."""
-    from prelnx.paper import methods_data
-    from prelnx.report.render import method_claims_table, ranking_table
-    from prelnx.report.warmup_free import (METHOD_LAYOUTS, check_methods, has_methods, method_names, ranking,
-                                           user_methods)
-    from prelnx.report.warmup_free_figure import plot_ranking
-
     if not has_methods(arms):
         return []
-    mine = user_methods(arms)  # a user's layout file's own claims, beside the authors' (docs/your_layout.md)
-    methods = methods_data() + mine
+    methods = methods_data() + user_methods(arms)  # a user's layout file's own claims too (docs/your_layout.md)
     rows = ranking(arms, method_names(methods))
-    shipped = any(a.layout in METHOD_LAYOUTS for a in arms)
-    title, claims = ("## Warm-up-free methods", "### The methods' authors' claims")
-    if not shipped:  # only the paper's layouts and a user's: its file's claims, beside methods.yaml's for Pre-LN
+    title, claims = "## Warm-up-free methods", "### The methods' authors' claims"
+    if not any(a.layout in METHOD_LAYOUTS for a in arms):  # the paper's layouts and a user's: its file's claims
         title, claims = "## Your layouts' claims", "### The layout files' claims, and methods.yaml's for the arms"
     lines = [title, "", *WARMUP_FREE_INTRO, "", claims, "",
              *method_claims_table(check_methods(arms, methods)), "", "### Ranking by final valid loss", "",
@@ -131,10 +122,6 @@ def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -
 
 def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
     """Figure 5b/c: the `prelnx finetune` summaries found under the sweep's runs (none: no section)."""
-    import json
-
-    from prelnx.finetune.summary import format_mean
-
     lines = []
     for row in rows:
         for path in sorted((sweep_dir / row["run"] / "finetune").glob("*/finetune_summary.json")):
@@ -170,31 +157,13 @@ def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: lis
     return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
 
 
-def _arm_groups(arms: list[Any]) -> list[tuple[str, list[Any], list[dict[str, Any]]]]:
-    return [(describe_arm(group[0]), [a.outcome() for a in group], [a.results for a in group])
-            for group in seed_groups(arms).values()]  # fmt: skip
-
-
-def _sweep_name(sweep_dir: Path) -> str:
-    """The sweep's name as sweep.json has it (its folder's name when it has none): a committed copy of a sweep's
-    runs (docs/results/<study>/runs/) keeps its name."""
-    import json
-
-    try:
-        return str(json.loads((sweep_dir / "sweep.json").read_text()).get("name") or sweep_dir.resolve().name)
-    except (OSError, ValueError, AttributeError):
-        return sweep_dir.resolve().name
-
-
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
-                 echo: Any = None, sweep_label: str | None = None, banner: list[str] | None = None) -> Path:  # fmt: skip
-    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it.
-
-    `echo` (when given) gets the claims as text, line by line. `sweep_label`: the sweep's folder as the report
-    names it (default: relative to the report), so that a report rebuilt elsewhere says the same bytes;
-    `banner`: lines under the title (scripts/rebuild_reports.py)."""
+                 echo: Any = None, sweep_label: str | None = None) -> Path:  # fmt: skip
+    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it. `echo` (when given) gets
+    the claims as text, line by line. `sweep_label`: the sweep's folder as the report names it (default: relative
+    to the report), so that a report rebuilt elsewhere says the same bytes."""
     check_report_inputs(sweep_dir, grads_dir)
-    claims = paper_claims()
+    claims = paper_data()
     report_dir = out.parent
     figures_dir = report_dir / f"{out.stem}_figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -219,12 +188,11 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         for line in claims_text(claim_list, outcomes):
             echo(line)
 
-    name = _sweep_name(sweep_dir)
-    lines = [f"# {title or 'prelnx report: ' + name}", ""]
-    # the sweep by its name and its folder relative to the report: a committed report names no path of the machine
-    # that made it
+    # the sweep by its name (sweep.json's, which a committed copy of its runs keeps) and its folder relative to the
+    # report: a committed report names no path of the machine that made it
+    name = json.loads((sweep_dir / "sweep.json").read_text()).get("name") or sweep_dir.resolve().name
     where = sweep_label or os.path.relpath(sweep_dir.resolve(), out.resolve().parent)
-    lines += [*(banner or [])]
+    lines = [f"# {title or 'prelnx report: ' + name}", ""]
     lines += [f"Sweep {name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "
               + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
     lines += ["## The paper's claims at this scale", "", *CLAIMS_INTRO, ""]
@@ -235,7 +203,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     lines += placements_section(lm, figures_dir, report_dir)  # the norm placements' claims (issue 32)
     lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, echo)  # runs with diagnostics only
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
-    lines += arms_table(_arm_groups(arms)) + ["", "Per seed:", ""]
+    lines += arms_table(arms) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]
     if unusable:
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
@@ -259,11 +227,7 @@ TENSORBOARD_URL = "http://localhost:6006/#custom_scalars&_smoothingWeight=0"
 
 
 def report_after_sweep(sweep_dir: Path, echo: Callable[[str], None]) -> Path | None:
-    """Every `prelnx sweep` ends with its report (claims, results, curves) and the command that shows its curves;
-    a report that fails is a warning (the runs are done), not an error."""
-    from prelnx.records.lock import held
-    from prelnx.records.results import SUMMARY_LOCK
-
+    """Every `prelnx sweep` ends with its report and its curves' command; a failing report is only a warning."""
     try:
         with held(sweep_dir / SUMMARY_LOCK):
             report = write_report(sweep_dir, sweep_dir / "report.md")

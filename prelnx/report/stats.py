@@ -1,30 +1,14 @@
-"""The verdict engine: the one path every claim's comparison goes through (`compare`), and the five verdicts.
+"""The verdict engine: the one path every claim's comparison goes through (`compare`), the seeds a claim would need
+(80 % power, by simulation) and Holm's step-down over a claim's cases.
 
-A claim says where a quantity must lie - a difference of two arms (a loss, updates to a target, a loss at an
-update, a gap between lrs) above a practical margin, below it, within +-margin, or a ratio inside a band: its
-`region`. Each arm is a Sample (prelnx.report.samples): the quantity of the seeds that have it - for a quality, the
-seeds that trained (prelnx.report.seeds: one meaning of a run's outcome, one margin) - and the counts of those that
-failed. Nothing is imputed: a failed seed is never given a loss, so no verdict depends on such a number, and none
-changes when an unrelated arm joins the sweep. Two tests, then one rule that combines them:
-
-- failure counts (two arms, when a seed of either failed): Fisher's exact test, one-sided at 0.025 - the level a
-  95 % two-sided interval implies - in each direction (scipy.stats.fisher_exact). A run that failed is worse than
-  any run that trained, so on a claim that arm a is worse (region above a margin) a significantly larger failure
-  share of a says "holds" and of b "does not hold"; on a claim that a is not worse (below a margin) the reverse;
-  on "within +-margin" a significant difference either way says "does not hold".
-- quality of the seeds that have the quantity: Welch's t 95 % interval (one-sample t for a single arm), which needs
-  >= 2 such seeds in each arm; holds when the interval lies inside the region, does not hold when outside,
-  inconclusive when it straddles (with the trained seeds per arm that would decide it with 80 % power,
-  prelnx.report.power). Resolution: a quantity read on a grain (validations K updates apart) is known to K only,
-  so the interval is widened by K on each side (a region narrower than 2K can then never hold: said so); and an
-  interval with no spread (every seed alike) is never a verdict ("no spread").
-- combined: a significant failure count decides; otherwise the quality does - unless an arm has < 2 seeds with the
-  quantity (inconclusive, or not testable when no seed of either arm has it), or the failure counts lean against
-  the quality's verdict (inconclusive: the two disagree, not significantly).
-
-Claims with several cases (one per lr): prelnx.report.outcome (intersection for "holds", Holm's step-down for
-"does not hold"). Every Comparison keeps its provenance: metric, the samples (counts, grain, the update read), the
-test that decided and its p.
+A claim puts a quantity (two arms' difference, or one arm's level) in a `region`. Each arm is a Sample: the values of
+the seeds that have the quantity and the counts of those that failed - nothing is imputed. Failure counts: Fisher's
+exact test, one-sided at 0.025 each way (a failed run is worse than any trained one, so a significant count decides
+"a is worse" or "a is no worse"; "within" does not hold either way). Quality: Welch's t 95 % interval (one-sample t
+for one arm; >= 2 seeds per arm), widened by the grain K on each side; holds inside the region, does not hold
+outside, inconclusive when it straddles (with the seeds that would decide it) or has no spread. Combined: a
+significant failure count decides; else the quality - inconclusive when an arm has < 2 seeds with the quantity
+(not testable when neither has any) or the failure counts lean against the quality's verdict.
 """
 
 from __future__ import annotations
@@ -32,17 +16,86 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from enum import Enum
 
+import numpy as np
 from scipy import stats as scipy_stats
 
-from prelnx.report.power import LEVEL, MAX_SEEDS, POWER, holm, seeds_needed  # noqa: F401 - re-exported
-from prelnx.report.samples import Sample, Verdict, above, below, within  # noqa: F401 - re-exported
-
+LEVEL = 0.95
+MAX_SEEDS = 1000  # "seeds needed" above this is reported as more than this
+POWER = 0.8  # "seeds needed": the n per arm that decides the claim in this share of simulated replications
+REPLICATIONS = 4000  # simulated sweeps per n (the power's standard error at 0.8: 0.006)
+SIMULATION_SEED = 0  # fixed: a report says the same number every time it is written
 ALPHA_ONE_SIDED = (1 - LEVEL) / 2  # 0.025: what a 95 % two-sided interval implies for a one-sided test
 DEAD = "neither arm trained: no seed of either has the quantity"
 WELCH = "Welch's t over the trained seeds"
 ONE_SAMPLE = "one-sample t over the seeds"
 FISHER = "failure counts, Fisher's exact test (one-sided)"
+
+
+class Verdict(str, Enum):
+    HOLDS = "holds"
+    DOES_NOT_HOLD = "does not hold"
+    INCONCLUSIVE = "inconclusive"
+    NOT_TESTABLE = "not testable at this scale"
+    NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One arm's seeds as a claim reads them: a seed that failed is counted, never given a value."""
+
+    label: str
+    values: tuple[float, ...]  # the quantity per seed that has it; for a quality only the seeds that trained
+    failed: int = 0  # seeds without it because they failed (to train, diverged, never reached a target)
+    diverged: int = 0  # of `failed`, at `diverged_at`
+    missing: int = 0  # finished seeds with no validation row: counted and shown, in no test
+    grain: float = 0.0  # each value's resolution (updates read on validations K apart: K)
+    read: str = ""  # where the quantity was read (`update 138`)
+    untestable: str = ""  # why the seeds cannot be judged at all (no unigram plateau): the claim is "not testable"
+    diverged_at: tuple[int, ...] = ()
+    failure: str = "failed to train"  # what `failed` counts, in words
+    unjudged: int = 0  # finished seeds whose training cannot be judged (no plateau): counted, in no test
+    log: bool = False  # natural logs (a ratio claim): two arms' difference is a log ratio, `grain` the logs' resolution
+
+    @property
+    def measured(self) -> int:
+        return len(self.values)
+
+    @property
+    def n(self) -> int:
+        """Every seed of the arm: measured, failed, without a validation row, not judged."""
+        return len(self.values) + self.failed + self.missing + self.unjudged
+
+    @property
+    def failure_share(self) -> float:
+        """failed / (failed + measured); 0 with neither."""
+        return self.failed / max(1, self.failed + self.measured)
+
+    @property
+    def dead(self) -> bool:
+        """No seed of the arm has the quantity, and some failed."""
+        return not self.values and self.failed > 0
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values) if self.values else math.nan
+
+    @property
+    def sd(self) -> float | None:
+        return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+
+def above(margin: float) -> tuple[float, float]:
+    return (margin, math.inf)
+
+
+def below(margin: float) -> tuple[float, float]:
+    return (-math.inf, margin)
+
+
+def within(margin: float) -> tuple[float, float]:
+    return (-margin, margin)
 
 
 @dataclass(frozen=True)
@@ -78,13 +131,51 @@ class Comparison:
         return self.estimate - half, self.estimate + half
 
 
-def region_verdict(low: float, high: float, region: tuple[float, float]) -> Verdict:
-    lo, hi = region
-    if lo < low and high < hi:
-        return Verdict.HOLDS
-    if high <= lo or low >= hi:
-        return Verdict.DOES_NOT_HOLD
-    return Verdict.INCONCLUSIVE
+def _power(a: Sample, b: Sample | None, region: tuple[float, float], n: int, grain: float = 0.0) -> float:
+    """The share of simulated sweeps of n normal seeds per arm (the observed means and sds; each mean and variance
+    drawn from its exact distribution) whose 95 % interval, widened by the grain, decides the claim."""
+    rng = np.random.default_rng(SIMULATION_SEED)
+    estimate = np.zeros(REPLICATIONS)
+    variances = []  # of each arm's mean
+    for sample, sign in ((a, 1.0), (b, -1.0)) if b is not None else ((a, 1.0),):
+        sd = sample.sd or 0.0
+        estimate += sign * rng.normal(sample.mean, sd / math.sqrt(n), REPLICATIONS)
+        variances.append(sd**2 * rng.chisquare(n - 1, REPLICATIONS) / (n - 1) / n)
+    se2 = sum(variances)
+    if b is None:
+        df = np.full(REPLICATIONS, n - 1.0)
+    else:  # Welch-Satterthwaite; an arm with no spread leaves the other's n - 1
+        df = se2**2 / np.maximum(sum(v**2 for v in variances) / (n - 1), 1e-300)
+    half = scipy_stats.t.ppf(0.5 + LEVEL / 2, df) * np.sqrt(se2) + grain
+    low, high, (lo, hi) = estimate - half, estimate + half, region
+    return float(np.mean(((lo < low) & (high < hi)) | (high <= lo) | (low >= hi)))  # decided: holds or does not
+
+
+def seeds_needed(a: Sample, b: Sample | None, region: tuple[float, float], grain: float = 0.0) -> int | None:
+    """The smallest n per arm with POWER (`_power`); MAX_SEEDS + 1 when even MAX_SEEDS lack it; None: no spread."""
+    if not any(s is not None and s.sd for s in (a, b)):
+        return None
+    if _power(a, b, region, 2, grain) >= POWER:
+        return 2
+    low, high = 2, 4  # the power at `low` is below POWER, at `high` (once found) at or above
+    while _power(a, b, region, high, grain) < POWER:
+        if high >= MAX_SEEDS:
+            return MAX_SEEDS + 1
+        low, high = high, min(2 * high, MAX_SEEDS)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _power(a, b, region, middle, grain) >= POWER else (middle, high)
+    return high
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest times (k - i), the running maximum
+    taken (so a case is kept only if every smaller p was kept: the step-down stop)."""
+    k, adjusted, running = len(pvalues), [1.0] * len(pvalues), 0.0
+    for rank, index in enumerate(sorted(range(k), key=pvalues.__getitem__)):
+        running = max(running, min(1.0, (k - rank) * pvalues[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def _se_df(a: Sample, b: Sample | None) -> tuple[float, float]:
@@ -120,17 +211,15 @@ def _fisher(a: Sample, b: Sample) -> tuple[float, float]:
     return more_a, more_b
 
 
-def _share(sample: Sample) -> float:
-    total = sample.failed + sample.measured
-    return sample.failed / total if total else 0.0
+def counts_text(a: Sample, b: Sample) -> str:
+    return f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}"
 
 
 def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float]) -> Comparison:
-    """The one path: the claim's quantity from the seeds that have it, the failure counts by the exact test, the
-    verdict by the rule in this module's docstring."""
+    """The one path: the verdict by the rule in this module's docstring."""
     grain = max(a.grain, b.grain if b is not None else 0.0)
     estimate = a.mean - (b.mean if b is not None else 0.0)
-    base = dict(metric=metric, a=a, b=b, region=region, estimate=estimate, grain=grain)
+    base = {"metric": metric, "a": a, "b": b, "region": region, "estimate": estimate, "grain": grain}
     untestable = a.untestable or (b.untestable if b is not None else "")
     if untestable:
         return Comparison(**base, low=None, high=None, verdict=Verdict.NOT_TESTABLE, reason=untestable)
@@ -149,14 +238,15 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
         if se == 0:
             quality, reason = Verdict.INCONCLUSIVE, "no spread: every seed alike, a zero-width interval is no verdict"
         else:
-            quality = region_verdict(low, high, region)
+            inside, outside = region[0] < low and high < region[1], high <= region[0] or low >= region[1]
+            quality = Verdict.HOLDS if inside else Verdict.DOES_NOT_HOLD if outside else Verdict.INCONCLUSIVE
             p_q = _p_outside(estimate, se, df, grain, region)
             if quality is Verdict.INCONCLUSIVE:
                 needed = seeds_needed(a, b, region, grain)
                 if 2 * grain >= region[1] - region[0]:  # a finite region narrower than the grain's own width
                     reason = ("the grain alone is as wide as the claimed region: no number of seeds can make it "
                               "hold at this grain, only validations closer together")  # fmt: skip
-    q = dict(low=low, high=high, se=se, df=df, quality=quality)
+    q = {"low": low, "high": high, "se": se, "df": df, "quality": quality}
     lo, hi = region
     if b is None:
         if a.failed and quality in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
@@ -174,7 +264,7 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
     else:
         p_for, p_against = 1.0, min(more_a, more_b)
     ran = a.failed + b.failed > 0
-    counts = f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}"
+    counts = counts_text(a, b)
     if p_against <= ALPHA_ONE_SIDED:
         return Comparison(**base, **q, verdict=Verdict.DOES_NOT_HOLD, test=FISHER, failures_p=p_against,
                           p_outside=min(1.0, 2 * p_against), reason=counts)  # fmt: skip
@@ -187,7 +277,7 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
         why = f"{reason}; {counts} not significant (Fisher one-sided p = {fp:.3g})" if ran else reason
         why = "1 seed" if a.n == 1 and b.n == 1 else why  # one seed per arm: never a verdict, whatever failed
         return Comparison(**base, **q, verdict=Verdict.INCONCLUSIVE, reason=why, failures_p=fp, test=FISHER)
-    share_a, share_b = _share(a), _share(b)
+    share_a, share_b = a.failure_share, b.failure_share
     lean_for = (share_a > share_b) if math.isinf(hi) else (share_b > share_a) if math.isinf(lo) else False
     lean_against = (share_b > share_a) if math.isinf(hi) else (share_a > share_b) if math.isinf(lo) else share_a != share_b
     test = WELCH + (f"; {FISHER}" if ran else "")
@@ -206,14 +296,14 @@ def t_interval(a: Sample) -> tuple[float, float, float]:
 
 
 def compare_counts(metric: str, a: Sample, b: Sample) -> Comparison:
-    """A claim that arm a fails less often than arm b (its `failed` against its `measured` seeds): Fisher's exact
-    test alone, one-sided at 0.025 each way - the same test `compare` reads failure counts with."""
-    base = dict(metric=metric, a=a, b=b, region=(-math.inf, 0.0), estimate=_share(a) - _share(b), low=None, high=None)
+    """A claim that arm a fails less often than arm b: the failure counts alone, as `compare` reads them."""
+    base = {"metric": metric, "a": a, "b": b, "region": (-math.inf, 0.0), "low": None, "high": None,
+            "estimate": a.failure_share - b.failure_share}
     untestable = a.untestable or b.untestable
     if untestable:
         return Comparison(**base, verdict=Verdict.NOT_TESTABLE, reason=untestable)
     more_a, more_b = _fisher(a, b)
-    counts = f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}"
+    counts = counts_text(a, b)
     if more_a <= ALPHA_ONE_SIDED:
         return Comparison(**base, verdict=Verdict.DOES_NOT_HOLD, test=FISHER, failures_p=more_a, reason=counts,
                           p_outside=min(1.0, 2 * more_a))  # fmt: skip

@@ -1,14 +1,6 @@
-"""Section 3.3's Lemma 1 checked against a `prelnx theory` run, as typed outcomes: every seed's hidden-state norms
-(the rows the command passes in, or theory_hidden.csv) through the one verdict path (prelnx.report.stats.compare).
-
-A claim that predicts a number is tested against that number with its margin (paper.yaml's `theory` entries):
-- postln_hidden_norm_three_halves: per seed, ||x^{post,5}_l||^2 / d averaged over the layers; the one-sample 95 %
-  t interval over the seeds inside [expectation - margin, expectation + margin] (3/2 +- 0.15) holds, entirely
-  outside does not hold, else inconclusive; one seed is never a verdict ("inconclusive (1 seed)").
-- preln_hidden_norm_grows_linearly: per layer l, the seeds' ||x^pre_l||^2 / d inside the paper's bounds
-  [1 + l/2, 1 + 3l/2]; and each seed's growth per layer (the least-squares slope over its layers) inside
-  [1/2, 3/2]. The claim is the intersection of its cases (prelnx.report.outcome: "holds" needs every case,
-  a "does not hold" must survive Holm's step-down over them).
+"""Section 3.3's Lemma 1 against a `prelnx theory` run, every seed through prelnx.report.stats.compare with
+paper.yaml's `theory` numbers and margins: Post-LN's ||x^{post,5}_l||^2 / d (mean over layers) at 3/2; Pre-LN's
+||x^pre_l||^2 / d inside [1 + l/2, 1 + 3l/2] per layer and its least-squares growth per layer inside [1/2, 3/2].
 """
 
 from __future__ import annotations
@@ -16,8 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.paper import paper_data
@@ -49,17 +42,9 @@ def _by_seed(summary: dict[str, Any]) -> dict[int, dict[int, dict[str, Any]]]:
     return seeds
 
 
-def _slope(points: list[tuple[float, float]]) -> float:
-    """The least-squares slope of y on x."""
-    xs, ys = [x for x, _ in points], [y for _, y in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
-
-
 def postln_hidden_norm_three_halves(summary: dict[str, Any], spec: dict[str, Any], expectation: float | None = None,
                                     margin: float | None = None) -> ClaimOutcome:  # fmt: skip
-    """Each seed's ||x^{post,5}_l||^2 / d, mean over its layers, against paper.yaml's expectation +- margin (or
-    those given: a test passes a wrong expectation to see it refused)."""
+    """Against paper.yaml's expectation +- margin, or those given (a test passes a wrong one to see it refused)."""
     expectation = float(spec["expectation"] if expectation is None else expectation)
     margin = float(spec["margin"] if margin is None else margin)
     seeds = _by_seed(summary)
@@ -75,8 +60,7 @@ def postln_hidden_norm_three_halves(summary: dict[str, Any], spec: dict[str, Any
 
 
 def preln_hidden_norm_grows_linearly(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
-    """Per layer, the seeds' ||x^pre_l||^2 / d inside the paper's bounds; each seed's growth per layer inside the
-    bounds' slopes."""
+    """Per layer inside the paper's bounds; each seed's growth per layer inside the bounds' slopes."""
     seeds = _by_seed(summary)
     if not seeds:
         return not_measured(spec["id"], "the theory run has no rows")
@@ -88,7 +72,8 @@ def preln_hidden_norm_grows_linearly(summary: dict[str, Any], spec: dict[str, An
         region = (intercept + low * layer, intercept + high * layer)
         outcome.cases.append(Case(f"layer {layer}", compare(NORM, sample, None, region)))
     if len(layers) > 1:
-        slopes = tuple(_slope([(layer, by_layer[layer]["pre"]) for layer in layers]) for by_layer in seeds.values())
+        slopes = tuple(statistics.linear_regression(layers, [by_layer[layer]["pre"] for layer in layers]).slope
+                       for by_layer in seeds.values())
         sample = Sample(f"Pre-LN ‖x_l‖²/d, least-squares slope over layers {layers[0]}-{layers[-1]}", slopes)
         outcome.cases.append(Case("grows linearly", compare(GROWTH, sample, None, (low, high))))
     else:

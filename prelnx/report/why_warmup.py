@@ -1,25 +1,9 @@
-"""The explanations of warm-up decided on one sweep's runs (issues 31 and 38; configs/sweeps/why_warmup_strata.yaml).
-
-Each explanation's prediction is a claim in prelnx/methods.yaml (`why_warmup`, read through prelnx.paper), with its
-quantity, the updates it is read over, its arms, and its margin, written before the runs. A quantity is one number
-per run, from its diagnostics.jsonl (prelnx.records.diagnostics; the plugin owns the rows' keys) or its final valid
-loss:
-
-- final_loss: the final valid loss (bits), a diverged seed at the sweep's failure loss (prelnx.report.arms);
-- last_grad_log10: mean over the measured updates in `updates` of log10 grad_norm of the decoder's last FFN
-  sublayer (`decoder.<last>.ffn`), the layer Xiong et al.'s Theorem 1 is about;
-- lr_sharpness_max: the largest lr x lambda_c over `updates` (infinite where the loss rose at every step down);
-- overshoot_share: the share of the sharpness measurements in `updates` with lr x lambda_c > 2 (issue 31's);
-- update_ratio_log10: mean over `updates` of log10 of the median over groups of ||delta w|| / ||w||;
-- attn_logit_max: the largest attention logit over `updates` and attention modules;
-- early_lr: the mean lr over `updates`, the schedule alone (the predictive claims' baseline).
-
-A run FAILED when it diverged or its final valid nll is not `trained_margin_bits` below the unigram plateau. This
-module decides the `arm_difference` claims (arm a minus arm b over seeds, per lr: prelnx.report.stats) with their
-premise (at that lr Post-LN with Adam fails without warm-up), and gives every run its stratum (`schedule_key`: the
-whole lr schedule); prelnx.report.why_warmup_predict decides the `predicts_failure` claims. "X trains where Y fails"
-with X never trained either (in >= 2 seeds: one seed is never a verdict), while the premise holds, does not hold:
-the engine's rule that two dead arms decide nothing is for claims about how much better; this one is about training.
+"""The explanations of warm-up decided on one sweep's runs (issues 31 and 38; configs/sweeps/why_warmup_strata.yaml):
+methods.yaml's `why_warmup` claims, written before the runs, on a quantity of each run (QUANTITY_NAMES). This module
+decides the `arm_difference` claims (arm a minus arm b over seeds, per lr, premise: Post-LN with Adam fails there
+without warm-up) and gives each run its stratum (`schedule_key`). "X trains where Y fails" does not hold when X
+never trained either (>= 2 seeds) while the premise holds: "two dead arms decide nothing" is for claims of how much
+better, this one is of training.
 """
 
 from __future__ import annotations
@@ -34,8 +18,10 @@ from typing import Any
 import yaml
 
 from prelnx.records.diagnostics import read_diagnostics
-from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick, plateau
+from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick, plateau
+from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
+from prelnx.report.plateau import is_finite
 from prelnx.report.stats import Sample, Verdict, above, below, compare
 
 Row = dict[str, Any]
@@ -51,36 +37,28 @@ QUANTITY_NAMES = {
 }
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _in(row: Row, updates: list[int] | None) -> bool:
-    return updates is None or updates[0] <= row["num_updates"] <= updates[1]
-
-
 # Per-row reductions (also the figures' series): one value per measured update, None where not measured.
 def last_ffn_grad(row: Row) -> float | None:
     norms = row.get("grad_norm") or {}
     layers = [int(g.split(".")[1]) for g in norms if g.startswith("decoder.") and g.endswith(".ffn")
               and g.split(".")[1].isdigit()]  # fmt: skip
     value = norms.get(f"decoder.{max(layers)}.ffn") if layers else None
-    return float(value) if _finite(value) else None
+    return float(value) if is_finite(value) else None
 
 
 def median_update_ratio(row: Row) -> float | None:
-    values = [float(v) for v in (row.get("update_ratio") or {}).values() if _finite(v) and v > 0]
+    values = [float(v) for v in (row.get("update_ratio") or {}).values() if is_finite(v) and v > 0]
     return statistics.median(values) if values else None
 
 
 def max_attention_logit(row: Row) -> float | None:
-    values = [float(v) for v in (row.get("attn_logit_max") or {}).values() if _finite(v)]
+    values = [float(v) for v in (row.get("attn_logit_max") or {}).values() if is_finite(v)]
     return max(values) if values else None
 
 
 def lr_sharpness(row: Row) -> float | None:
     """lr x lambda_c; infinite where the loss rose at every step down (not a descent direction on the batch)."""
-    if _finite(row.get("lambda_c")) and _finite(row.get("lr")):
+    if is_finite(row.get("lambda_c")) and is_finite(row.get("lr")):
         return float(row["lambda_c"]) * float(row["lr"])
     note = row.get("sharpness_note") or ""
     return math.inf if "rises at every step" in note else None
@@ -92,30 +70,29 @@ SERIES: dict[str, Callable[[Row], float | None]] = {
 }  # fmt: skip
 
 
+# quantity -> (its per-row series, whether it is read as log10, the reduction over the updates read)
+REDUCED: dict[str, tuple[Callable[[Row], float | None], bool, Callable[[list[float]], float]]] = {
+    "last_grad_log10": (last_ffn_grad, True, statistics.fmean),
+    "update_ratio_log10": (median_update_ratio, True, statistics.fmean),
+    "attn_logit_max": (max_attention_logit, False, max),
+    "lr_sharpness_max": (lr_sharpness, False, max),
+    "early_lr": (lambda row: float(row["lr"]) if is_finite(row.get("lr")) else None, False, statistics.fmean),
+}
+
+
 def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> float | None:
     """One run's value of a diagnostics quantity over `updates` (None: not measured there)."""
-    rows = [r for r in rows if _in(r, updates)]
-    if quantity == "last_grad_log10":
-        values = [math.log10(v) for r in rows if (v := last_ffn_grad(r)) and v > 0]
-        return statistics.fmean(values) if values else None
-    if quantity == "update_ratio_log10":
-        values = [math.log10(v) for r in rows if (v := median_update_ratio(r))]
-        return statistics.fmean(values) if values else None
-    if quantity == "attn_logit_max":
-        values = [v for r in rows if (v := max_attention_logit(r)) is not None]
-        return max(values) if values else None
-    if quantity == "lr_sharpness_max":
-        values = [v for r in rows if (v := lr_sharpness(r)) is not None]
-        return max(values) if values else None
-    if quantity == "early_lr":
-        values = [float(r["lr"]) for r in rows if _finite(r.get("lr"))]
-        return statistics.fmean(values) if values else None
+    rows = [r for r in rows if updates is None or updates[0] <= r["num_updates"] <= updates[1]]
     if quantity == "overshoot_share":
         measured = [r for r in rows if r.get("sharpness_passes") is not None]
         if not measured:
             return None
         return sum((s := lr_sharpness(r)) is not None and s > 2 for r in measured) / len(measured)
-    raise ValueError(f"unknown quantity {quantity!r} (valid: {', '.join(QUANTITY_NAMES)})")
+    if quantity not in REDUCED:
+        raise ValueError(f"unknown quantity {quantity!r} (valid: {', '.join(QUANTITY_NAMES)})")
+    series, log, reduce = REDUCED[quantity]
+    values = [math.log10(v) if log else v for r in rows if (v := series(r)) is not None and (not log or v > 0)]
+    return reduce(values) if values else None
 
 
 @dataclass
@@ -126,11 +103,10 @@ class Study:
     rows: dict[str, list[Row]]
     margin: float  # trained_margin_bits
     schedules: dict[str, str] = field(default_factory=dict)  # run -> its whole lr schedule in words (its stratum)
-    plateau: float | None = field(init=False)
-    failure: float = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.plateau = plateau(self.arms)
+    @property
+    def plateau(self) -> float | None:
+        return plateau(self.arms)
 
     def failed(self, arm: Arm) -> bool:
         nll = final_nll(arm)
@@ -142,8 +118,7 @@ class Study:
 
 
 def schedule_key(config: dict[str, Any]) -> str:
-    """A run's whole lr schedule (peak lr, warm-up and its start lr, decay and its settings), in words: runs with the
-    same key share a stratum (prelnx.report.why_warmup_predict)."""
+    """A run's whole lr schedule in words: runs with the same key share a stratum."""
     schedule = dict(config.get("schedule") or {})
     warmup = int(schedule.pop("warmup_updates", 0) or 0)
     start = schedule.pop("warmup_init_lr", None)
@@ -171,8 +146,9 @@ def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
     return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules)
 
 
-def has_diagnostics(study: Study) -> bool:
-    return any(study.rows.values())
+def arm_name(layout: str, optimizer: str) -> str:
+    """`Post-LN GI-Adam`: a run's arm as the why-warm-up tables name it."""
+    return f"{layout_names().get(layout, layout)} {OPTIMIZER_NAMES.get(optimizer, optimizer)}"
 
 
 def arm_label(spec: dict[str, Any], lr: float, names: dict[str, str]) -> str:
@@ -183,8 +159,7 @@ def arm_label(spec: dict[str, Any], lr: float, names: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class ExplanationVerdict:
-    """One claim of one explanation: its outcome (cases with premises), its verdict and why, when the engine's
-    verdict was not the one (too few runs in a group; the arm claimed to train never trained)."""
+    """One claim of one explanation: its outcome, and the verdict with why when not the engine's (`override`)."""
 
     explanation: dict[str, Any]
     claim: dict[str, Any]
@@ -207,8 +182,7 @@ def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str
     region = above(-study.margin)
     values = tuple(nll - study.plateau if (nll := final_nll(a)) is not None else 0.0 for a in fails)
     c = compare("final valid nll minus the plateau", Sample(describe_arm(fails[0]), values), None, region)
-    state = (PremiseState.MET if region[0] < c.estimate < region[1] else PremiseState.FAILED) if c.one_seed \
-        else {Verdict.HOLDS: PremiseState.MET, Verdict.DOES_NOT_HOLD: PremiseState.FAILED}.get(c.verdict, PremiseState.UNSETTLED)  # fmt: skip
+    state = premise_state(c)
     interval = "" if c.one_seed else f" [95 % CI {c.low:+.2f}, {c.high:+.2f}]"
     note = (f"{arm_label(spec['fails'], lr, names)} fails: final nll minus the plateau ({study.plateau:.2f}) "
             f"{c.estimate:+.2f}{interval} ({len(fails)} seeds) → {state.value}")
@@ -244,14 +218,13 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], na
 
 
 def check_explanations(study: Study, spec: dict[str, Any], names: dict[str, str]) -> list[ExplanationVerdict]:
-    """Every arm claim of every explanation in methods.yaml's why_warmup, decided on the study's runs (the
-    predictive claims: prelnx.report.why_warmup_predict)."""
+    """Every arm claim of every explanation in methods.yaml's why_warmup, decided on the study's runs."""
     verdicts = []
     for explanation in spec["explanations"]:
         for claim in explanation["claims"]:
             if claim["kind"] == "arm_difference":
                 verdicts.append(arm_difference(study, spec, claim, names, explanation))
-            elif claim["kind"] != "predicts_failure":  # decided by prelnx.report.why_warmup_predict
+            elif claim["kind"] != "predicts_failure":  # decided by prelnx.report.why_warmup_section
                 raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
                                  "(valid: arm_difference, predicts_failure)")  # fmt: skip
     return verdicts

@@ -1,37 +1,111 @@
-"""The report's "Why warm-up" section: each explanation as a predictor of which runs fail within strata, ranked by
-its held-out AUC against the schedule-only baseline (prelnx.report.why_warmup_predict), the arm claims
-(prelnx.report.why_warmup), the strata and runs, and one figure per quantity over the early window, failing and
-trained runs of the same stratum (prelnx.plots.why_warmup). Written only for a sweep whose runs recorded
-diagnostics (train.diagnostics); otherwise no section."""
+"""The report's "Why warm-up" section (issue 38): each explanation as a predictor of which runs fail within strata
+(a run's stratum: its whole lr schedule; methods.yaml's `why_warmup.prediction` fixes the window, seeds and bootstrap;
+prelnx.report.predict decides), ranked against the schedule-only baseline (the window's mean lr); the arm claims
+(prelnx.report.why_warmup); the strata, runs and early-window figures. Only for runs that recorded diagnostics."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
-from prelnx.report.arms import Arm, final_nll, layout_names, seed_groups
-from prelnx.report.predict import Prediction
+from prelnx.report.arms import Arm, final_nll, layout_names, seed_groups, trained_margin
+from prelnx.report.predict import Prediction, Protocol, Unit, predict
 from prelnx.report.render import _case_lines, _premise_lines, verdict_text
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
     OPTIMIZER_NAMES,
+    QUANTITY_NAMES,
     SERIES,
     ExplanationVerdict,
     Study,
+    arm_name,
     check_explanations,
-    has_diagnostics,
     load_study,
+    run_quantity,
     stratum_label,
 )
-from prelnx.report.why_warmup_predict import (
-    PredictiveVerdict,
-    baseline_prediction,
-    check_predictions,
-    quantity_name,
-    ranked,
-    strata_table,
-)
+
+BASELINE = "early_lr"
+
+
+@dataclass(frozen=True)
+class PredictiveVerdict:
+    explanation: dict[str, Any]
+    claim: dict[str, Any]
+    prediction: Prediction | None  # None: no run has the quantity in the window
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.prediction.verdict if self.prediction else Verdict.NOT_MEASURED
+
+
+def protocol(spec: dict[str, Any]) -> Protocol:
+    p = spec["prediction"]
+    return Protocol(frozenset(p["fit_seeds"]), frozenset(p["test_seeds"]), int(p["min_strata"]),
+                    int(p["resamples"]), int(p.get("rng_seed", 0)))  # fmt: skip
+
+
+def units(study: Study, quantity: str, window: list[int]) -> list[Unit]:
+    """One Unit per finished (or diverged) run that has a stratum and the quantity in the window."""
+    found = []
+    for arm in study.arms:
+        if not arm.status.done or arm.name not in study.schedules:
+            continue
+        value = run_quantity(quantity, study.rows.get(arm.name, []), window)
+        if value is None or math.isnan(value):
+            continue
+        found.append(Unit(study.schedules[arm.name], arm_name(arm.layout, arm.optimizer), arm.seed, study.failed(arm),
+                          value))  # fmt: skip
+    return found
+
+
+def check_predictions(study: Study, spec: dict[str, Any]) -> list[PredictiveVerdict]:
+    """Every `predicts_failure` claim against the baseline on the same runs (their early lr as the value)."""
+    window = list(spec["prediction"]["window"])
+    rules = protocol(spec)
+    lr_of = {(u.stratum, u.arm, u.seed): u.value for u in units(study, BASELINE, window)}
+    verdicts = []
+    for explanation in spec["explanations"]:
+        for claim in explanation["claims"]:
+            if claim["kind"] != "predicts_failure":
+                continue
+            runs = [u for u in units(study, claim["quantity"], window) if (u.stratum, u.arm, u.seed) in lr_of]
+            baseline = [Unit(u.stratum, u.arm, u.seed, u.failed, lr_of[(u.stratum, u.arm, u.seed)]) for u in runs]
+            verdicts.append(PredictiveVerdict(explanation, claim, predict(runs, baseline, rules) if runs else None))
+    return verdicts
+
+
+def baseline_prediction(study: Study, spec: dict[str, Any]) -> Prediction | None:
+    """The schedule-only predictor scored as an explanation would be (its own row of the ranking)."""
+    runs = units(study, BASELINE, list(spec["prediction"]["window"]))
+    return predict(runs, runs, protocol(spec)) if runs else None
+
+
+def ranked(verdicts: list[PredictiveVerdict]) -> list[PredictiveVerdict]:
+    """By held-out AUC, best first (not measured / no AUC last)."""
+    return sorted(verdicts, key=lambda v: -(v.prediction.auc if v.prediction and v.prediction.auc is not None
+                                            else -1.0))  # fmt: skip
+
+
+def strata_table(study: Study, spec: dict[str, Any]) -> list[str]:
+    """Per stratum: its arms' runs, how many failed per seed, and whether its held-out seed is informative."""
+    runs = units(study, BASELINE, list(spec["prediction"]["window"]))
+    test = set(spec["prediction"]["test_seeds"])
+    lines = ["| stratum (lr schedule) | arms | runs | failed / trained | held-out seed informative |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for stratum in dict.fromkeys(u.stratum for u in runs):
+        group = [u for u in runs if u.stratum == stratum]
+        arms = list(dict.fromkeys(u.arm for u in group))
+        failed = sum(u.failed for u in group)
+        held = {u.failed for u in group if u.seed in test}
+        lines.append(f"| {stratum_label(stratum)} | {', '.join(arms)} | {len(group)} | {failed} / "
+                     f"{len(group) - failed} | {'yes' if held == {True, False} else 'no'} |")  # fmt: skip
+    return lines
+
 
 SERIES_OF = {"last_grad_log10": "grad_norm (decoder's last FFN)", "update_ratio_log10": "median update / weight",
              "attn_logit_max": "largest attention logit", "lr_sharpness_max": "lr x lambda_c"}  # fmt: skip
@@ -56,8 +130,8 @@ def _verdict(v: ExplanationVerdict) -> str:
 
 
 def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
-    lines = ["| explanation | claim | measured: mean per arm over seeds, difference [95 % CI], claimed side | premise | "
-             "verdict |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = [("| explanation | claim | measured: mean per arm over seeds, difference [95 % CI], claimed side | premise | "
+             "verdict |"), "|---|---|---|---|---|"]  # fmt: skip
     for v in verdicts:
         measured = "<br>".join(_case_lines(v.outcome)).replace("|", "/")
         premise = "<br>".join(_premise_lines(v.outcome)).replace("|", "/") or "-"
@@ -70,12 +144,9 @@ def _auc(p: Prediction) -> str:
     return "-" if p.auc is None else f"{p.auc:.2f} [{p.low:.2f}, {p.high:.2f}]"
 
 
-def _direction(p: Prediction) -> str:
-    return {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
-
-
 def _fit(p: Prediction) -> str:
-    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({_direction(p)})"
+    direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
+    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction})"
 
 
 def _prediction_text(v: PredictiveVerdict) -> str:
@@ -84,21 +155,20 @@ def _prediction_text(v: PredictiveVerdict) -> str:
 
 
 def predictions_table(verdicts: list[PredictiveVerdict], baseline: Prediction | None) -> list[str]:
-    lines = ["| rank | explanation | claim | quantity (early window) | fit AUC, seeds 1-2 (direction) | held-out AUC "
-             "[95 % CI] | minus baseline [95 % CI] | informative strata / pairs | verdict |",
+    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC, seeds 1-2 (direction) | held-out AUC "
+             "[95 % CI] | minus baseline [95 % CI] | informative strata / pairs | verdict |"),
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, v in enumerate(ranked(verdicts), start=1):
-        p = v.prediction
+        p, quantity = v.prediction, QUANTITY_NAMES.get(v.claim["quantity"], v.claim["quantity"])
+        head = f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | {quantity} |"
         if p is None:
-            lines.append(f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | "
-                         f"{quantity_name(v.claim['quantity'])} | - | - | - | - | **not measured** |")  # fmt: skip
+            lines.append(f"{head} - | - | - | - | **not measured** |")
             continue
         diff = "-" if p.difference is None else f"{p.difference:+.2f} [{p.diff_low:+.2f}, {p.diff_high:+.2f}]"
-        lines.append(f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | "
-                     f"{quantity_name(v.claim['quantity'])} | {_fit(p)} | {_auc(p)} | {diff} | "
-                     f"{len(p.informative)} / {p.pairs} | **{_prediction_text(v)}** |")  # fmt: skip
+        lines.append(f"{head} {_fit(p)} | {_auc(p)} | {diff} | {len(p.informative)} / {p.pairs} | "
+                     f"**{_prediction_text(v)}** |")  # fmt: skip
     if baseline is not None:
-        lines.append(f"| - | baseline: the schedule alone | - | {quantity_name('early_lr')} | {_fit(baseline)} | "
+        lines.append(f"| - | baseline: the schedule alone | - | {QUANTITY_NAMES['early_lr']} | {_fit(baseline)} | "
                      f"{_auc(baseline)} | - | {len(baseline.informative)} / {baseline.pairs} | - |")  # fmt: skip
     return lines
 
@@ -115,31 +185,25 @@ def separation_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
             pa, pb = a.prediction, b.prediction
             names = f"{a.explanation['name']} / {b.explanation['name']}"
             (apart if pa.low > pb.high or pb.low > pa.high else together).append(names)
-    lines = [f"- told apart (held-out AUC intervals disjoint): {'; '.join(apart) if apart else 'none'}"]
-    lines.append(f"- not told apart at this scale (intervals overlap): {'; '.join(together) if together else 'none'}")
-    return lines
+    return [f"- told apart (held-out AUC intervals disjoint): {'; '.join(apart) if apart else 'none'}",
+            f"- not told apart at this scale (intervals overlap): {'; '.join(together) if together else 'none'}"]
 
 
 def withdrawn_lines(spec: dict[str, Any]) -> list[str]:
-    lines = []
-    for explanation in spec["explanations"]:
-        for claim in explanation["claims"]:
-            if claim.get("replaces"):
-                lines.append(f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, "
-                             f"confounded by warm-up) is withdrawn; re-decided above as `{claim['id']}`.")  # fmt: skip
-    return lines
+    return [f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, confounded by "
+            f"warm-up) is withdrawn; re-decided above as `{claim['id']}`."
+            for explanation in spec["explanations"] for claim in explanation["claims"] if claim.get("replaces")]
 
 
 def _panel_runs(study: Study, stratum: str, series: str, last: int, test: set[int]) -> tuple[RunSeries, ...]:
-    value, names = SERIES[series], layout_names()
-    runs = []
+    value, runs = SERIES[series], []
     for arm in study.arms:
         if study.schedules.get(arm.name) != stratum or not arm.status.done:
             continue
         points = [(r["num_updates"], v) for r in study.rows.get(arm.name, [])
                   if r["num_updates"] <= last and (v := value(r)) is not None]  # fmt: skip
-        label = f"{names.get(arm.layout, arm.layout)} {OPTIMIZER_NAMES.get(arm.optimizer, arm.optimizer)}"
-        runs.append(RunSeries(f"{label}, seed {arm.seed}", tuple(u for u, _ in points), tuple(v for _, v in points),
+        label = f"{arm_name(arm.layout, arm.optimizer)}, seed {arm.seed}"
+        runs.append(RunSeries(label, tuple(u for u, _ in points), tuple(v for _, v in points),
                               study.failed(arm), arm.seed in test))  # fmt: skip
     return tuple(runs)
 
@@ -150,8 +214,8 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
     strata = [s for s in dict.fromkeys(study.schedules[a.name] for a in study.arms if a.name in study.schedules)
               if len({study.failed(a) for a in study.arms if study.schedules.get(a.name) == s
                       and a.status.done}) == 2]  # fmt: skip
-    lines = [f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
-             f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn.", ""]  # fmt: skip
+    lines = [(f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
+             f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn."), ""]  # fmt: skip
     for index, (quantity, series) in enumerate(SERIES_OF.items()):
         panels = [Panel(stratum_label(s), _panel_runs(study, s, series, 2 * window[1], test)) for s in strata]
         panels = [p for p in panels if any(r.updates for r in p.runs)]
@@ -176,20 +240,11 @@ def outcomes_table(study: Study) -> list[str]:
     return lines
 
 
-def trained_margin(spec: dict[str, Any]) -> float:
-    """paper.yaml's trained_margin_bits (its one owner); methods.yaml's only while paper.yaml has none."""
-    from prelnx.paper import paper_data
-
-    return float(paper_data().get("trained_margin_bits", spec["trained_margin_bits"]))
-
-
 def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, report_dir: Path,
                        echo: Any = None) -> list[str]:  # fmt: skip
-    from prelnx.paper import explanations_data
-
     spec = explanations_data()
-    study = load_study(sweep_dir, arms, trained_margin(spec))
-    if not has_diagnostics(study):
+    study = load_study(sweep_dir, arms, trained_margin())
+    if not any(study.rows.values()):  # no run recorded diagnostics
         return []
     predictions, baseline = check_predictions(study, spec), baseline_prediction(study, spec)
     verdicts = check_explanations(study, spec, layout_names())
@@ -208,11 +263,9 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
              *predictions_table(predictions, baseline), "", "What this study can and cannot separate:", "",
              *separation_lines(predictions), "", "### Arm claims (arms of one schedule, over seeds)", "",
              *claims_table(verdicts), ""]  # fmt: skip
-    withdrawn = withdrawn_lines(spec)
-    if withdrawn:
+    if withdrawn := withdrawn_lines(spec):
         lines += ["### Withdrawn claims", "", *withdrawn, ""]
     lines += ["### Runs by outcome", "", *outcomes_table(study), ""]
-    shown = figures(study, spec, figures_dir, report_dir)
-    if shown:
+    if shown := figures(study, spec, figures_dir, report_dir):
         lines += ["### The quantities in the early window, failing and trained runs of one stratum", "", *shown]
     return lines

@@ -1,16 +1,9 @@
 """The choices a protocol makes after its premise sweep, made by code from the rule committed with the sweep.
 
 Each rule reads the premise sweep's runs (through prelnx.report.arms, as the report does) and returns a Choice: the
-rule in words (the one the sweep's YAML header states), what it chose and why, and how the next stage's sweep spec
-changes. The reproduction saves each Choice in its stage folder (choice.json) and the report shows it.
-
-- sgd_lr (configs/sweeps/cpu_multi30k_sgd_premise.yaml): the lr whose final valid loss is lowest among the runs
-  that meet Figure 2b's premise (final valid nll at least the premise's margin below the unigram plateau); if none
-  does, the lowest final valid loss (the report will then call Figure 2b not testable).
-- bert_scale (configs/sweeps/bert_cpu.yaml's protocol): the widest scale, then the largest lr L, such that Post-LN
-  with warm-up at L fails (diverges, or ends >= the premise's margin above Post-LN at its best lr) while Pre-LN
-  without warm-up at L trains (finishes with its final valid nll at least that margin below the unigram plateau)
-  and ends below Post-LN-at-L. None qualifies: stage 2 keeps the committed grid, and the report says so.
+rule in words (the one the sweep's YAML header states: configs/sweeps/cpu_multi30k_sgd_premise.yaml for sgd_lr,
+configs/sweeps/bert_cpu.yaml for bert_scale), what it chose and why, and how the next stage's sweep spec changes.
+The reproduction saves each Choice in its stage folder (choice.json) and the report shows it.
 """
 
 from __future__ import annotations
@@ -46,10 +39,6 @@ class Choice:
             spec.grids = self.grids
         return spec
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "outcome": self.outcome, "evidence": self.evidence, "sgd_lr": self.sgd_lr,
-                "scale": self.scale, "grids": self.grids}  # fmt: skip
-
 
 def _claim(family: str, claim_id: str) -> dict[str, Any]:
     return next(claim for claim in paper_data()[family] if claim["id"] == claim_id)
@@ -62,6 +51,7 @@ def _line(arm: Arm) -> str:
 
 
 def sgd_lr(premise_dirs: list[Path]) -> Choice:
+    """None meets Figure 2b's premise: the lowest final valid loss (the report then calls Figure 2b not testable)."""
     margin = float(_claim("training", "postln_sgd_needs_warmup")["premise"]["margin_bits"])
     rule = (f"the lr whose final valid loss is lowest among the runs that meet the premise (final valid nll at least "
             f"{margin:g} bit below the unigram plateau); if none does, the lowest final valid loss")  # fmt: skip
@@ -78,7 +68,8 @@ def sgd_lr(premise_dirs: list[Path]) -> Choice:
 
 
 def bert_scale(premise_dirs: list[Path], scales: list[dict[str, Any]]) -> Choice:
-    """`scales`: each premise sweep's fixed settings (its `set`), in the order of `premise_dirs`."""
+    """`scales`: each premise sweep's fixed settings (its `set`), in the order of `premise_dirs`. None qualifies:
+    stage 2 keeps the committed grid, and the report says so."""
     margin = float(_claim("bert", "bert_preln_fewer_updates")["premise"]["margin_bits"])
     rule = (f"the widest scale, then the largest lr L, such that Post-LN with warm-up at L diverges or ends >= "
             f"{margin:g} bit above Post-LN at its best lr, while Pre-LN without warm-up at L trains (final valid nll "

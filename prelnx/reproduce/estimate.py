@@ -23,11 +23,12 @@ from prelnx.machine import usable_cores
 
 STARTUP_S = 8.0  # a fairseq training process's start-up and first validation, seconds on this kind of CPU
 # fairseq's issue 940 (myleott, 2019): transformer_wmt_en_de on 4 x V100 without --fp16, "more than ~73k wps": about
-# 18k target words/s per V100 in fp32 at that model's cost per token (PAPER_GPU_MODEL below). An assumption, not a
+# 18k target words/s per V100 in fp32 at that model's cost per token (TRANSFORMER_BASE below). An assumption, not a
 # measurement of this project: the plan says so.
 GPU_WPS = 18_000.0
 GPU_SOURCE = "fairseq issue 940: ~73k wps on 4 x V100 fp32, transformer_wmt_en_de"
-PAPER_GPU_MODEL = {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048, "vocab": 32000}
+TRANSFORMER_BASE = {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048}
+PAPER_GPU_VOCAB = 32000  # transformer_wmt_en_de's joined BPE vocabulary, with TRANSFORMER_BASE its cost per token
 PROBE_CONFIG = "demo/base.yaml"
 
 
@@ -41,20 +42,15 @@ def _preset(arch: str) -> dict[str, int]:
     try:
         ARCH_CONFIG_REGISTRY[arch](args)
     except Exception:  # noqa: BLE001 - an unknown arch: the transformer base's sizes
-        return {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048}
+        return TRANSFORMER_BASE
     return {"encoder_layers": args.encoder_layers, "decoder_layers": getattr(args, "decoder_layers", 0),
             "embed_dim": args.encoder_embed_dim, "ffn_dim": args.encoder_ffn_embed_dim}  # fmt: skip
 
 
 def model_sizes(config: Config) -> dict[str, int]:
-    m, preset = config.model, None
-    sizes = {}
-    for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim"):
-        value = getattr(m, key, None)
-        if value is None:
-            preset = preset or _preset(m.arch)
-            value = preset[key]
-        sizes[key] = int(value)
+    given = {key: getattr(config.model, key, None) for key in TRANSFORMER_BASE}
+    preset = _preset(config.model.arch) if None in given.values() else {}
+    sizes = {key: int(preset[key] if value is None else value) for key, value in given.items()}
     if config.task != "translation":
         sizes["decoder_layers"] = 0  # an encoder (masked LM, sentence prediction)
     return sizes
@@ -115,11 +111,6 @@ def epoch_tokens(config: Config) -> int | None:
     return int(s.train_pairs * ((s.min_words + s.max_words) / 2 + 1))
 
 
-def tokens_per_update(config: Config) -> int:
-    t = config.train
-    return int(t.effective_batch_tokens or t.max_tokens * (t.update_freq or 1))
-
-
 def updates(config: Config) -> int:
     t, tokens = config.train, epoch_tokens(config)
     per_epoch = max(1, math.ceil(tokens / max(1, t.max_tokens))) if tokens else None
@@ -135,9 +126,9 @@ class Work:
 
 
 def work(config: Config) -> Work:
-    n, epoch = updates(config), epoch_tokens(config)
-    tokens = n * min(tokens_per_update(config), epoch or tokens_per_update(config))
-    return Work(n, float(tokens), cost_per_token(model_sizes(config), _vocab(config)))
+    t, n, epoch = config.train, updates(config), epoch_tokens(config)
+    per_update = int(t.effective_batch_tokens or t.max_tokens * (t.update_freq or 1))
+    return Work(n, float(n * min(per_update, epoch or per_update)), cost_per_token(model_sizes(config), _vocab(config)))
 
 
 @dataclass(frozen=True)
@@ -154,53 +145,42 @@ class Probe:
 
 def probe(steps: int = 4) -> Probe:
     """A few real training steps of the demo's model on one thread, timed after a warm-up step."""
-    import logging
     import warnings
 
     import torch
 
     from prelnx.config.load import load_config
+    from prelnx.launch.inprocess import build_task_and_model
     from prelnx.quiet import kept_logging, quiet_fairseq_logging
 
     started = time.perf_counter()
     config, _ = load_config(PROBE_CONFIG)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    with kept_logging(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # hydra's and torch's deprecation warnings about fairseq's own calls
-        logging.getLogger().setLevel(logging.WARNING)
-        quiet_fairseq_logging()
-        return _probe(config, steps, started, threads)
-
-
-def _probe(config: Config, steps: int, started: float, threads: int) -> Probe:
-    import torch
-
-    from prelnx.launch.inprocess import build_task_and_model
-
     try:
-        cfg, task, model = build_task_and_model(config)
-        criterion = task.build_criterion(cfg.criterion)
-        task.load_dataset("train", combine=False, epoch=1)
-        iterator = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=config.train.max_tokens,
-                                           seed=1, num_workers=0, epoch=1, disable_iterator_cache=True)  # fmt: skip
-        batches = list(zip(range(steps + 1), iterator.next_epoch_itr(shuffle=True)))
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-        model.train()
-        tokens, clock = 0, 0.0
-        for index, (_, sample) in enumerate(batches):
-            before = time.perf_counter()
-            optimizer.zero_grad()
-            loss, _, _ = criterion(model, sample)
-            loss.backward()
-            optimizer.step()
-            if index:  # the first step warms up the allocator and kernels
-                clock += time.perf_counter() - before
-                tokens += int(sample["ntokens"])
+        with kept_logging(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # hydra's and torch's deprecation warnings about fairseq's own calls
+            quiet_fairseq_logging()
+            cfg, task, model = build_task_and_model(config)
+            criterion = task.build_criterion(cfg.criterion)
+            task.load_dataset("train", combine=False, epoch=1)
+            iterator = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=config.train.max_tokens,
+                                               seed=1, num_workers=0, epoch=1, disable_iterator_cache=True)  # fmt: skip
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+            model.train()
+            tokens, clock = 0, 0.0
+            for index, sample in zip(range(steps + 1), iterator.next_epoch_itr(shuffle=True)):
+                before = time.perf_counter()
+                optimizer.zero_grad()
+                loss, _, _ = criterion(model, sample)
+                loss.backward()
+                optimizer.step()
+                if index:  # the first step warms up the allocator and kernels
+                    clock += time.perf_counter() - before
+                    tokens += int(sample["ntokens"])
     finally:
         torch.set_num_threads(threads)
-    sizes = model_sizes(config)
-    return Probe(tokens / clock, cost_per_token(sizes, _vocab(config)), time.perf_counter() - started)
+    return Probe(tokens / clock, cost_per_token(model_sizes(config), _vocab(config)), time.perf_counter() - started)
 
 
 def cpu_seconds(runs: list[Work], probe: Probe, jobs: int) -> float:
@@ -213,5 +193,5 @@ def cpu_seconds(runs: list[Work], probe: Probe, jobs: int) -> float:
 
 
 def gpu_hours(runs: list[Work]) -> float:
-    anchor = cost_per_token({k: v for k, v in PAPER_GPU_MODEL.items() if k != "vocab"}, PAPER_GPU_MODEL["vocab"])
+    anchor = cost_per_token(TRANSFORMER_BASE, PAPER_GPU_VOCAB)
     return sum(w.tokens * w.cost / (GPU_WPS * anchor) for w in runs) / 3600.0

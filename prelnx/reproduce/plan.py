@@ -8,6 +8,7 @@ stage's data is one a user brings (a corpus): then that stage is planned as not 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from prelnx.config.errors import Refusal
 from prelnx.config.load import find_config, flatten_values, load_config
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
+from prelnx.eta import duration
 from prelnx.machine import usable_cores
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
@@ -57,13 +59,9 @@ class Plan:
     slurm: dict[str, Any] = field(default_factory=dict)  # the sweeps' per-run Slurm resources (prelnx sweep's options)
 
     @property
-    def missing(self) -> list[tuple[str, str]]:
-        """(stage, problem) for every stage whose data is missing here: the plan is whole, it cannot run yet."""
-        return [(sp.stage.name, problem) for sp in self.stages for problem in sp.missing]
-
-    @property
-    def total_seconds(self) -> float:
-        return sum(s.seconds for s in self.stages if not s.done and not s.not_run)
+    def missing_stages(self) -> list[str]:
+        """The stages whose data is missing here: the plan is whole, it cannot run yet."""
+        return [sp.stage.name for sp in self.stages if sp.missing]
 
 
 def marker(out: Path, name: str) -> Path:
@@ -134,10 +132,12 @@ def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: st
         spec.fixed["train.precision"] = "bf16"
     saved = out / stage.name / "choice.json"
     if stage.choose and saved.is_file():
-        data = json.loads(saved.read_text())
-        spec = Choice(data["rule"], data["outcome"], data.get("evidence", []), data.get("sgd_lr"), data.get("scale"),
-                      data.get("grids")).apply(spec)  # fmt: skip
+        spec = Choice(**json.loads(saved.read_text())).apply(spec)
     return spec
+
+
+def _lacks(sp: StagePlan, problem: str) -> None:
+    sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
 
 
 def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: str) -> None:
@@ -146,28 +146,37 @@ def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: 
     spec = stage_spec(sp.stage, seeds, out, scale)
     points = expand(spec)
     sp.spec, sp.runs, sp.configs = spec, [p.name for p in points], [p.config for p in points]
+    sp.work = [estimate.work(config) for config in sp.configs]
+    if scale == "cpu":
+        sp.precision = "%s (%s)" % cpu_precision(sp.configs)
     found = data_problems(points) + launch_problems(points)
     if found and sp.stage.optional_data:
         sp.not_run = f"needs {sp.stage.optional_data}: " + "; ".join(found)
-    elif found:
-        hint = f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""
-        sp.missing += [f"{problem}{hint}" for problem in found]
+    else:
+        for problem in found:
+            _lacks(sp, problem)
     if sp.stage.choose:
         sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
                    if not (out / sp.stage.name / "choice.json").is_file() else "choice made (choice.json)")  # fmt: skip
 
 
-def _grads_plan(sp: StagePlan) -> None:
+def grad_study(stage: Stage) -> tuple[Config, Any]:
+    """A grads stage's config and the GradStudy `prelnx grads` would make of it and the stage's options."""
     from prelnx.analysis.grads.study import GradStudy
+
+    config, _ = load_config(stage.source, list(stage.set))
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in stage.options.items()}
+    return config, GradStudy.from_options(config, **options)
+
+
+def _grads_plan(sp: StagePlan) -> None:
     from prelnx.plan.data import data_problem
 
-    config, _ = load_config(sp.stage.source, list(sp.stage.set))
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in sp.stage.options.items()}
-    study = GradStudy.from_options(config, **options)
+    config, study = grad_study(sp.stage)
     sp.runs = [f"{', '.join(study.layouts)} x depths {', '.join(map(str, study.depths))} x {len(study.seeds)} seeds"]
     problem = data_problem(config)
     if problem:
-        sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
+        _lacks(sp, problem)
     for depth in study.depths:
         sized = load_config(sp.stage.source, [*sp.stage.set, f"model.encoder_layers={depth}",
                                               f"model.decoder_layers={depth}"])[0]  # fmt: skip
@@ -187,34 +196,28 @@ def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan]) -> None:
         t = pretrained.configs[0].train
         per_run = max(1, (t.max_update or 0) // (t.keep_every_updates or t.max_update or 1))
     sp.runs = [f"{len(pretrained.runs)} pre-trained run(s) x {per_run} checkpoint(s) ({', '.join(which)}) x {seeds} seeds"]
-    sized = [config] * (len(pretrained.runs) * per_run * seeds)
-    if pretrained.configs:  # the fine-tuning model is the pre-trained one
-        import dataclasses
-
-        sized = [dataclasses.replace(config, model=pretrained.configs[0].model)] * len(sized)
-    sp.work = [estimate.work(c) for c in sized]
+    # the fine-tuning model is the pre-trained one
+    trained = dataclasses.replace(config, model=pretrained.configs[0].model) if pretrained.configs else config
+    sp.work = [estimate.work(trained)] * (len(pretrained.runs) * per_run * seeds)
     problem = data_problem(config)
     if pretrained.not_run:
         sp.not_run = f"its pre-training (stage {pretrained.stage.name}) is not run"
     elif problem and sp.stage.optional_data:
         sp.not_run = f"needs {sp.stage.optional_data}: {problem}"
     elif problem:
-        sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
+        _lacks(sp, problem)
 
 
 def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: tuple[int, ...] | None = None,
          probe: estimate.Probe | None = None) -> Plan:  # fmt: skip
-    """Every stage of `scale` with its runs and estimate, whether its data is here or not (Plan.missing says what
-    is missing, per stage: the plan comes before the data)."""
+    """Every stage of `scale` with its runs and estimate, whether its data is here or not (each StagePlan's
+    `missing` says what is missing: the plan comes before the data)."""
     seeds = seeds if seeds is not None else DEFAULT_SEEDS.get(scale)
     plans: dict[str, StagePlan] = {}
     for stage in stages(scale):
         sp = plans[stage.name] = StagePlan(stage)
         if stage.kind in ("sweep", "configs"):
             _sweep_plan(sp, seeds, out, scale)
-            if scale == "cpu":
-                sp.precision = "%s (%s)" % cpu_precision(sp.configs)
-            sp.work = [estimate.work(config) for config in sp.configs]
         elif stage.kind == "grads":
             _grads_plan(sp)
         elif stage.kind == "theory":
@@ -251,8 +254,6 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
 
 
 def _cost(sp: StagePlan, scale: str) -> str:
-    from prelnx.eta import duration
-
     if sp.done:
         return "done"
     if sp.gpu_hours:
@@ -266,8 +267,6 @@ def _cost(sp: StagePlan, scale: str) -> str:
 
 def plan_lines(p: Plan) -> list[str]:
     """What `prelnx reproduce --dry-run` prints, and the first screen of a real run."""
-    from prelnx.eta import duration
-
     seeds = f", seeds {','.join(map(str, p.seeds))} per arm" if p.seeds else ", each sweep's own seeds"
     lines = [f"prelnx reproduce --scale {p.scale} -> {p.out} ({p.executor}, {p.jobs} at a time{seeds})",
              f"estimate: {p.pace}", ""]  # fmt: skip
@@ -291,16 +290,15 @@ def plan_lines(p: Plan) -> list[str]:
         if p.executor == "slurm" and sp.spec is not None and not sp.not_run and not sp.done:
             lines.append(f"      Slurm: would submit {len(sp.runs)} jobs (a submitit array, one run per job; "
                          f"resources from the spec's slurm: or prelnx sweep's defaults)")  # fmt: skip
+    todo = [sp for sp in p.stages if not sp.done and not sp.not_run]
     if p.scale == "paper":
-        total = sum(sp.gpu_hours for sp in p.stages if not sp.done and not sp.not_run)
-        lines += ["", f"total: ~{total:,.1f} GPU-hours on {PAPER_GPU} (the stages not run excluded), and the CPU "
-                      f"stages (theory, gradients)"]  # fmt: skip
+        lines += ["", f"total: ~{sum(sp.gpu_hours for sp in todo):,.1f} GPU-hours on {PAPER_GPU} (the stages not run "
+                      f"excluded), and the CPU stages (theory, gradients)"]  # fmt: skip
     else:
-        lines += ["", f"total: ~{duration(p.total_seconds)} of training here"]
-    if p.missing:
-        stages = list(dict.fromkeys(stage for stage, _ in p.missing))
-        lines.append(f"cannot run here yet: the data of {len(stages)} stage(s) is missing ({', '.join(stages)}; "
-                     f"MISSING DATA above says what prepares it)")  # fmt: skip
+        lines += ["", f"total: ~{duration(sum(sp.seconds for sp in todo))} of training here"]
+    if p.missing_stages:
+        lines.append(f"cannot run here yet: the data of {len(p.missing_stages)} stage(s) is missing "
+                     f"({', '.join(p.missing_stages)}; MISSING DATA above says what prepares it)")  # fmt: skip
     return lines
 
 

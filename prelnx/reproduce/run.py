@@ -3,14 +3,15 @@
 again; a stage whose `after` stages are not complete waits for the next attempt. Each sweep stage writes its own
 report as soon as it is done (as `prelnx sweep` does); the reproduction's report.md is written last (summary.py).
 
-One progress line over the whole reproduction: every sweep's progress line ends with the reproduction's stage count
-and ETA (the plan's estimates of the stages left, scaled by how the finished stages compared with theirs), passed to
-the sweep as a renderer of its typed progress (sweep/progress.py's Snapshot), never found by matching its text.
+Every sweep's progress line ends with the reproduction's stage count and ETA (`Overall`), passed to the sweep as a
+renderer of its typed progress, never found by matching its text. `prelnx status` reads the same markers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.records.outcome import RunStatus
-from prelnx.reproduce.plan import Plan, StagePlan, complete, marker, stage_spec
+from prelnx.reproduce.plan import Plan, StagePlan, complete, grad_study, marker, stage_spec
+from prelnx.sweep.status import RunState, is_sweep_dir, sweep_states
 
 Echo = Callable[[str], None]
 
@@ -28,16 +30,10 @@ class Overall:
     """The reproduction's progress: stages done, and an ETA from the estimates, calibrated by the stages done."""
 
     def __init__(self, plan: Plan) -> None:
-        self.todo = [sp for sp in plan.stages if not sp.done and not sp.not_run]
-        self.estimated = {sp.stage.name: max(1.0, sp.seconds or sp.gpu_hours * 3600) for sp in self.todo}
-        self.actual: dict[str, float] = {}
-        self.current, self.started = "", time.monotonic()
-
-    def start(self, name: str) -> None:
-        self.current, self.started = name, time.monotonic()
-
-    def finish(self, name: str, seconds: float) -> None:
-        self.actual[name] = seconds
+        todo = [sp for sp in plan.stages if not sp.done and not sp.not_run]
+        self.estimated = {sp.stage.name: max(1.0, sp.seconds or sp.gpu_hours * 3600) for sp in todo}
+        self.actual: dict[str, float] = {}  # stage -> its wall seconds, once done
+        self.current, self.started = "", time.monotonic()  # the stage running, and since when
 
     def text(self) -> str:
         done = [n for n in self.actual if n in self.estimated]
@@ -48,10 +44,6 @@ class Overall:
             seconds += max(0.0, self.estimated[self.current] - (time.monotonic() - self.started) / ratio)
         return (f"reproduce: {len(self.actual)}/{len(self.estimated)} stages done"
                 + (f", in {self.current}" if self.current else "") + f" | ETA {duration(seconds * ratio)}")  # fmt: skip
-
-    def beside_sweep(self, snapshot: object) -> str:
-        """What a sweep stage's progress lines end with: the reproduction's own progress."""
-        return self.text()
 
 
 def _choose(sp: StagePlan, plan: Plan) -> None:
@@ -67,7 +59,7 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
     else:
         by_name = {s.stage.name: s for s in plan.stages}
         choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after])
-    write_text_atomic(saved, json.dumps(choice.to_dict(), indent=2) + "\n")
+    write_text_atomic(saved, json.dumps(dataclasses.asdict(choice), indent=2) + "\n")
 
 
 def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None) -> bool:
@@ -78,7 +70,7 @@ def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None
     spec = stage_spec(sp.stage, plan.seeds, plan.out, plan.scale)
     folder = plan.out / sp.stage.name
     rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo, slurm_options=plan.slurm,
-                     progress_also=overall.beside_sweep if overall else None)
+                     progress_also=(lambda _: overall.text()) if overall else None)  # the sweep's lines end with it
     report_after_sweep(folder, echo)
     return all(RunStatus(row["status"]).done for row in rows)
 
@@ -133,12 +125,9 @@ def _finetune(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
 
 
 def _grads(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
-    from prelnx.analysis.grads import GradStudy, run_study
-    from prelnx.config.load import load_config
+    from prelnx.analysis.grads import run_study
 
-    config, _ = load_config(sp.stage.source, list(sp.stage.set))
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in sp.stage.options.items()}
-    run_study(GradStudy.from_options(config, **options), plan.out / sp.stage.name, echo=echo)
+    run_study(grad_study(sp.stage)[1], plan.out / sp.stage.name, echo=echo)
     return True
 
 
@@ -163,27 +152,23 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
     overall = Overall(plan)
     outcome: dict[str, str] = {}
     for index, sp in enumerate(plan.stages, 1):
-        name = sp.stage.name
-        if sp.done or complete(plan.out, sp):
-            outcome[name] = "complete"
-            echo(f"== stage {index}/{len(plan.stages)} {name}: complete in an earlier attempt, skipped")
-            continue
-        if sp.not_run:
-            outcome[name] = "not run"
-            echo(f"== stage {index}/{len(plan.stages)} {name}: not run ({sp.not_run})")
-            continue
+        name, head = sp.stage.name, f"== stage {index}/{len(plan.stages)} {sp.stage.name}"
         waiting = [after for after in sp.stage.after if outcome.get(after) != "complete"]
-        if waiting:
-            outcome[name] = "waiting"
-            echo(f"== stage {index}/{len(plan.stages)} {name}: waits for {', '.join(waiting)} (run again once complete)")
+        if sp.done or complete(plan.out, sp):
+            outcome[name], why = "complete", "complete in an earlier attempt, skipped"
+        elif sp.not_run:
+            outcome[name], why = "not run", f"not run ({sp.not_run})"
+        elif waiting:
+            outcome[name], why = "waiting", f"waits for {', '.join(waiting)} (run again once complete)"
+        if name in outcome:
+            echo(f"{head}: {why}")
             continue
-        overall.start(name)
-        echo(f"== stage {index}/{len(plan.stages)} {name} ({sp.stage.figure}) || {overall.text()}")
-        started, clock = time.time(), time.monotonic()
+        overall.current, overall.started = name, time.monotonic()
+        started = time.time()
+        echo(f"{head} ({sp.stage.figure}) || {overall.text()}")
         runner = RUNNERS[sp.stage.kind]
         finished = _sweep(sp, plan, echo, overall) if runner is _sweep else runner(sp, plan, echo)
-        seconds = time.monotonic() - clock
-        overall.finish(name, seconds)
+        seconds = overall.actual[name] = time.monotonic() - overall.started
         outcome[name] = "complete" if finished else "incomplete"
         if finished:
             record: dict[str, Any] = {"stage": name, "kind": sp.stage.kind, "figure": sp.stage.figure,
@@ -201,8 +186,6 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
     Returns the exit code: 0 every stage complete (or a dry run), 1 a stage incomplete or waiting. Raises PlanError
     (exit 2) when the scale cannot run here."""
-    import os
-
     from prelnx.machine import may_have_gpu
     from prelnx.quiet import kept_logging
     from prelnx.reproduce.plan import PlanError, check_argv, plan, plan_lines
@@ -218,10 +201,10 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     lines = plan_lines(the_plan)
     for line in lines:
         echo(line)
-    if the_plan.missing:  # the whole plan is printed first; then one line, exit 2, nothing created
-        stages = list(dict.fromkeys(stage for stage, _ in the_plan.missing))
+    if the_plan.missing_stages:  # the whole plan is printed first; then one line, exit 2, nothing created
         raise PlanError(f"--scale {scale} cannot run here; nothing was created: the data of stage(s) "
-                        f"{', '.join(stages)} is missing (MISSING DATA in the plan above: what prepares it)")
+                        f"{', '.join(the_plan.missing_stages)} is missing (MISSING DATA in the plan above: what "
+                        "prepares it)")
     if scale == "paper":
         with kept_logging():
             echo(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")
@@ -239,3 +222,28 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     if left:
         echo("not complete: " + ", ".join(f"{name} ({state})" for name, state in left.items()))
     return 1 if any(state in ("incomplete", "waiting") for state in left.values()) else 0
+
+
+def is_reproduction(path: Path) -> bool:
+    """A `prelnx reproduce` folder: its stage markers, or the plan it writes before its first stage."""
+    return (path / "stages").is_dir() or (path / "plan.txt").is_file()
+
+
+def _begun(path: Path) -> list[tuple[str, bool]]:
+    """(stage folder, complete) for every stage that has begun (its folder exists), in name order."""
+    return [(folder.name, marker(path, folder.name).is_file()) for folder in sorted(path.iterdir())
+            if folder.is_dir() and folder.name != "stages" and not folder.name.startswith(".")]  # fmt: skip
+
+
+def reproduction_states(path: Path) -> list[RunState]:
+    """The runs of every sweep stage, each named `<stage>/<run>`."""
+    return [state for name, _ in _begun(path) if is_sweep_dir(path / name)
+            for state in sweep_states(path / name, prefix=f"{name}/")]  # fmt: skip
+
+
+def stage_lines(path: Path) -> list[str]:
+    begun = _begun(path)
+    done = [name for name, finished in begun if finished]
+    left = [name for name, finished in begun if not finished]
+    return [f"stages: {len(done)} complete" + (f" ({', '.join(done)})" if done else "")
+            + (f"; begun, not complete: {', '.join(left)}" if left else "")]  # fmt: skip

@@ -1,13 +1,10 @@
 """What each scale of `prelnx reproduce` runs: the one owner of the scale -> stages table.
 
-A scale is a list of stages over EXISTING configs (configs/sweeps, configs/grads, configs/bert*, the fine-tuning
-configs); a stage only adds the overrides that make it toy-sized (`set`), never a copy of a config. Stages run in
-the order listed; `after` names the stages whose results a stage needs (premise sweeps before the arms they choose,
-pre-training before fine-tuning, training before test BLEU). The report is written last, from the run dirs.
-
-Stage kinds (what `prelnx <command>` each reuses): theory (`prelnx theory`), grads (`prelnx grads`), sweep
-(`prelnx sweep`), configs (several training configs trained side by side as one sweep), evaluate (`prelnx evaluate`
-on each finished run of the stages in `of`), finetune (`prelnx finetune` on each finished run of `pretrained`).
+A scale is a list of stages over EXISTING configs; a stage only adds the overrides that make it toy-sized (`set`),
+never a copy of a config. Stages run in the order listed; `after` names the stages whose results a stage needs.
+Stage kinds, each the `prelnx <command>` it reuses: theory, grads, sweep, configs (several training configs trained
+side by side as one sweep), evaluate (on each finished run of the stages in `of`), finetune (on each finished run
+of `pretrained`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""report.md of a whole reproduction, from its run dirs alone (prelnx/report's checks and tables, reused).
-
-First every claim of the paper (paper.yaml: translation, gradients, BERT) with its figure and verdict (its interval,
-or why there is none), and the theory checks; then one section per stage (each sweep's own report, its figures),
-the premise sweeps with the rule that chose from them, the compute each stage used against its estimate, and the
-versions and machine it ran on.
-"""
+"""report.md of a whole reproduction, from its run dirs alone (prelnx/report's checks and tables, reused): every
+claim of the paper with its verdict, one section per stage, the premise sweeps, the compute used, the machine."""
 
 from __future__ import annotations
 
@@ -117,9 +112,7 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
 
 
 def machine_lines() -> list[str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    from prelnx.machine import cpu_bf16_flags, may_have_gpu
+    from prelnx.machine import FAIRSEQ, cpu_bf16_flags, installed, may_have_gpu
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
                 if line.startswith("model name")), platform.processor() or platform.machine())  # fmt: skip
@@ -129,16 +122,8 @@ def machine_lines() -> list[str]:
         import torch
 
         gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) or "none"
-    versions = []
-    for package, distributions in (("prelnx", ("prelnx",)), ("fairseq", ("fairseq", "ve-fairseq")), ("torch", ("torch",)),
-                                   ("numpy", ("numpy",))):  # fmt: skip
-        found = []
-        for distribution in distributions:
-            try:
-                found.append(version(distribution))
-            except PackageNotFoundError:
-                pass
-        versions.append(f"{package} {found[0] if found else 'not installed'}")
+    versions = [f"{name} {installed(*distributions)[0]}" for name, distributions
+                in (("prelnx", ("prelnx",)), ("fairseq", FAIRSEQ), ("torch", ("torch",)), ("numpy", ("numpy",)))]
     return [f"- CPU: {cpu}, {usable_cores()} usable cores; native bf16: {', '.join(flags) if flags else 'no'}",
             f"- GPU: {gpu}", f"- {', '.join(versions)}; Python {platform.python_version()}",
             f"- load average when the report was written: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]  # fmt: skip

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -15,9 +16,9 @@ from prelnx.plan.rundirs import sweep_dir
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
+from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
 from prelnx.sweep.progress import Snapshot, showing_also
-from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
 from prelnx.sweep.summary import summarize
 
@@ -25,26 +26,19 @@ EXECUTORS = ("local", "slurm", "submitit-local")
 
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
-    points = expand(spec)
-    return out or sweep_dir(spec.name), points
+    return out or sweep_dir(spec.name), expand(spec)
 
 
 def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
     """Two sweeps on one folder rewrite its summary one at a time."""
-    with held(summary_lock(sweep_dir)):
+    with held(sweep_dir / SUMMARY_LOCK):
         return summarize(sweep_dir)
-
-
-def summary_lock(sweep_dir: Path) -> Path:
-    """The lock under which a sweep's summary and report are rewritten (two sweeps may share a folder)."""
-    return sweep_dir / SUMMARY_LOCK
 
 
 def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> list[str]:
     """What `prelnx sweep --dry-run` prints: the folder and each run with its overrides."""
-    lines = [f"sweep {spec.name}: {len(points)} runs -> {sweep_dir}"]
-    lines += [f"  {p.name}: " + ", ".join(f"{k}={v}" for k, v in p.overrides.items()) for p in points]
-    return lines
+    return [f"sweep {spec.name}: {len(points)} runs -> {sweep_dir}"] + [
+        f"  {p.name}: " + ", ".join(f"{k}={v}" for k, v in p.overrides.items()) for p in points]
 
 
 def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:

@@ -1,29 +1,29 @@
-"""Where a sweep's runs execute: a local pool, or submitit (Slurm, or submitit's local executor).
-
-Each run is `prelnx.launch.local.train`, which trains in its own fairseq child process, so one run that
-crashes or diverges never stops the others; re-running a sweep skips finished/diverged runs and resumes
-partial ones from their checkpoints.
-"""
+"""Where a sweep's runs execute: a local pool of threads, or submitit (Slurm, or submitit's local executor). Each run
+is `launch.local.train` in its own fairseq child, so one that crashes or diverges never stops the others; a re-run
+skips finished and diverged runs and resumes partial ones from their checkpoints."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prelnx.atomic import io_reason
 from prelnx.config.schema import Config
 from prelnx.launch import slurm_queue
-from prelnx.launch.children import core_slots, restore, stop_children, stop_on_sigterm
+from prelnx.launch.children import core_slots, sigterm_interrupts, stop_children
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
 from prelnx.launch.local import train
 from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, SlurmRequest
 from prelnx.machine import may_have_gpu, usable_cores
 from prelnx.plan.launch import with_threads
+from prelnx.plan.parallel import visible_gpus
 from prelnx.records.lock import RunLocked, is_locked
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status, write_status
@@ -33,43 +33,24 @@ from prelnx.sweep.spec import SweepPoint
 RESULT_WAIT_S = 15.0  # how long a job's result may lag behind Slurm's end of the job (submitit's own wait)
 
 
-def _visible_gpus() -> int:
-    if not may_have_gpu():
-        return 0
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # noqa: BLE001 - no usable CUDA is the same as no GPU here
-        return 0
-
-
 def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, str] | None = None,
             force: bool = False, cpus: frozenset[int] | None = None) -> RunStatus:  # fmt: skip
-    """Train one point; any error becomes a `failed` status instead of an exception.
-
-    A point whose run dir another process holds (a second sweep on the same folder) is left alone and
-    reported as `running elsewhere`; nothing of it is written.
-    """
-    def echo(line: str) -> None:
-        on_event(Note(line))
-
+    """Train one point; any error becomes a `failed` status instead of an exception. A point whose run dir another
+    process holds (a second sweep on the same folder) is left alone, reported `running elsewhere`."""
     try:
         return train(config, run_dir=run_dir, on_event=on_event, extra_env=env, force=force, cpus=cpus).status
     except RunLocked:
-        echo(f"{run_dir}: {RunStatus.ELSEWHERE} (another prelnx process trains it); skipped")
+        on_event(Note(f"{run_dir}: {RunStatus.ELSEWHERE} (another prelnx process trains it); skipped"))
         return RunStatus.ELSEWHERE
     except RunConflict as error:  # the folder holds another run: report it, and leave that run's files alone
-        echo(f"{run_dir}: not trained ({error})")
+        on_event(Note(f"{run_dir}: not trained ({error})"))
         return RunStatus.FAILED
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
         reason = io_reason(error, run_dir) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
-        try:
+        with contextlib.suppress(OSError):  # a full disk: the sweep's own output says it
             run_dir.mkdir(parents=True, exist_ok=True)
             write_status(run_dir, RunStatus.FAILED, reason=reason)
-        except OSError:
-            pass  # a full disk: the sweep's own output says it
-        echo(f"{run_dir}: failed ({reason})")
+        on_event(Note(f"{run_dir}: failed ({reason})"))
         return RunStatus.FAILED
 
 
@@ -87,11 +68,11 @@ def run_local(
     pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default)."""
     threads = max(1, usable_cores() // jobs)
     slots_cores = core_slots(jobs) if pin_cores else None
-    gpus = _visible_gpus()
+    gpus = visible_gpus() if may_have_gpu() else 0  # torch imported only where a GPU may be
     per_job = max(1, gpus // jobs) if gpus else 0
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(jobs):
-        slots.put(slot)
+        slots.put(slot)  # a job's GPUs and cores
     lock = threading.Lock()
     statuses: dict[str, RunStatus] = {}
     progress = SweepProgress(points)
@@ -115,20 +96,17 @@ def run_local(
             on_done(point, status)
         return status
 
-    previous_handler = stop_on_sigterm()
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = [pool.submit(work, point) for point in points]
-    try:
-        pending = set(futures)
-        while pending:
-            _, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-    except KeyboardInterrupt:
-        # Ctrl-C reached the fairseq children too; SIGTERM did not: stop them. Runs not started are cancelled.
-        stop_children()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        restore(previous_handler)
+    with sigterm_interrupts():
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        pending = {pool.submit(work, point) for point in points}
+        try:
+            while pending:  # in steps: the main thread takes Ctrl-C and SIGTERM between them
+                _, pending = wait(pending, timeout=1.0)
+        except KeyboardInterrupt:
+            # Ctrl-C reached the fairseq children too; SIGTERM did not: stop them. Runs not started are cancelled.
+            stop_children()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
     pool.shutdown(wait=True)
     waiting = [point for point in points if statuses.get(point.name) is RunStatus.ELSEWHERE]
     if waiting:
@@ -143,8 +121,7 @@ def run_local(
 
 
 def _sweep_listener(name: str, progress: SweepProgress, echo: Callable[[str], None]) -> Listener:
-    """A run's events in a sweep: starts, notes, rows (with the sweep's progress) and ends; not every progress
-    record."""
+    """A run's events in a sweep: all but its progress records; rows with the sweep's progress."""
 
     def listen(event: Event) -> None:
         if isinstance(event, Progress):
@@ -189,10 +166,9 @@ SWEEP_GPUS_DEFAULT = "one with train.device: cuda (a sweep's run is one worker),
 
 
 def sweep_request(options: dict[str, Any], cluster: str | None, runs: int, cuda: bool = False) -> SlurmRequest:
-    """What each run's job asks: the sweep's options (spec.SLURM_KEYS; prelnx sweep's flags over the spec's slurm:),
-    one task of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8 on Slurm, this machine's cores
-    shared by the runs for submitit's local executor) and `gpus_per_run` GPUs (default: train's rule, a GPU per
-    worker with train.device: cuda - a sweep's run is one worker - else none)."""
+    """Each run's job from the sweep's options (spec.SLURM_KEYS; prelnx sweep's flags over the spec's slurm:): one task
+    of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8 on Slurm, this machine's cores shared by
+    the runs for submitit's local executor) and `gpus_per_run` GPUs (default: one with train.device: cuda)."""
     if options.get("cpus_per_run"):
         cpus = int(options["cpus_per_run"])
     elif cluster is None:
@@ -216,9 +192,8 @@ def run_submitit(
     echo: Callable[[str], None],
     watcher: Any = None,
 ) -> dict[str, RunStatus]:
-    """Submit the points as one job array; `cluster` None means Slurm, "local" submitit's local executor.
-    Slurm's jobs are followed by the one watcher (launch/slurm_watch.py: one squeue call for all of them, at
-    submitit's pace); submitit's local jobs by their own."""
+    """Submit the points as one job array (`cluster` None: Slurm, "local": submitit's local executor). Slurm's jobs are
+    followed by the one watcher (launch/slurm_watch.py), submitit's local jobs by their own."""
     import submitit
 
     request = sweep_request(options, cluster, len(points), any(p.config.train.device == "cuda" for p in points))

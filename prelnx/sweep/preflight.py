@@ -1,8 +1,6 @@
-"""A sweep checked before anything runs: every point's data, and schedules that are probably a mistake.
-
-One message for all points (problems shared by several points are listed once, with how many), so that a sweep
-without its data stops with exit code 2 and creates nothing, instead of failing point after point.
-"""
+"""A sweep checked before anything runs: every point's data, and schedules that are probably a mistake. One message
+for all points (a problem shared by several listed once, with how many): a sweep without its data stops with exit
+code 2 and creates nothing, instead of failing point after point."""
 
 from __future__ import annotations
 
@@ -48,15 +46,14 @@ def warnings(points: list[SweepPoint]) -> list[str]:
 
 def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ignore[no-untyped-def]
     """Generate the synthetic task once, before the runs start side by side (not once per run, racing)."""
-    done: set[str] = set()
+    done: set[Path] = set()
     for point in points:
-        if point.config.data.dataset != "synthetic" or str(data_dir(point.config)) in done:
-            continue
         folder = data_dir(point.config)
-        if not (folder / "manifest.json").is_file():
-            echo(f"generating the synthetic task into {folder}")
-        ensure_data(point.config)
-        done.add(str(folder))
+        if point.config.data.dataset == "synthetic" and folder not in done:
+            if not (folder / "manifest.json").is_file():
+                echo(f"generating the synthetic task into {folder}")
+            ensure_data(point.config)
+            done.add(folder)
 
 
 def launch_problems(points: list[SweepPoint]) -> list[str]:
@@ -72,6 +69,5 @@ def launch_problems(points: list[SweepPoint]) -> list[str]:
 
 def check_points(points: list[SweepPoint]) -> None:
     """ConfigError listing every data, worker and batch problem of the sweep; nothing is created."""
-    problems = data_problems(points) + launch_problems(points)
-    if problems:
+    if problems := data_problems(points) + launch_problems(points):
         raise ConfigError("the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))

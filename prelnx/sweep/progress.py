@@ -1,13 +1,9 @@
-"""Progress over a whole sweep: runs done / total, epochs (or updates) done / planned, and an ETA from the pace.
+"""Progress over a whole sweep: runs done / total, epochs (or updates: the runs' grain) done / planned, and an ETA.
 
-Fed the runs' typed events (launch/events.py: a RowDone carries its step) and their final statuses; the unit is
-the runs' grain (records/grain.py): epochs, or updates for runs that validate every N updates. The pace is the
-work's: the steps trained after each run's first row (which also holds fairseq's start-up, and for a resumed run
-everything before it) over the time since the first row of the sweep (prelnx/eta.py's rule).
-
-What the line says is also a typed value, a `Snapshot`, for whoever shows more beside it (a reproduction's stage
-count): `showing_also(render)` around a sweep makes every progress line end with ` || render(snapshot)`; nobody
-reads the line's text back.
+Fed the runs' RowDone events and final statuses. The pace is the work's: the steps trained after each run's first
+row (which also holds fairseq's start-up, and for a resumed run everything before it) over the time since the
+sweep's first row (prelnx/eta.py's rule). The line is also a typed `Snapshot`, for whoever shows more beside it (a
+reproduction's stages): `showing_also(render)` around a sweep ends every progress line with ` || render(snapshot)`.
 """
 
 from __future__ import annotations
@@ -26,11 +22,10 @@ from prelnx.records.outcome import RunStatus
 from prelnx.sweep.spec import SweepPoint
 
 
-
 @dataclass(frozen=True)
 class Snapshot:
-    """A sweep's progress as values: runs done of total, steps trained of planned (in `unit`), the ETA in seconds
-    (None before the pace is known or when nothing is left), the runs' end statuses so far."""
+    """A sweep's progress: runs done of total, steps trained of planned (in `unit`), the ETA in seconds (None before
+    the pace is known or when nothing is left), the runs' end statuses so far."""
 
     done: int
     total: int
@@ -92,7 +87,7 @@ class SweepProgress:
             return self._summary()
 
     def snapshot(self) -> Snapshot:
-        done = sum(count for status, count in self.statuses.items() if RunStatus(status).ended)  # interrupted or busy runs are not
+        done = sum(count for status, count in self.statuses.items() if RunStatus(status).ended)  # not interrupted ones
         planned = sum(self.planned.values())
         trained = sum(min(self.steps[name], self.planned[name]) for name in self.planned)
         remaining = sum(self.planned[n] - min(self.steps[n], self.planned[n]) for n in self.planned

@@ -10,18 +10,16 @@ A spec file (YAML):
       optimizer.lr: [5.0e-4, 1.0e-3]
     zip: [[optimizer.name, optimizer.lr]]  # keys that vary together (one axis) instead of as a product
     exclude: [{schedule.warmup_updates: 500, optimizer.lr: 1.0e-3}]   # points to leave out
-
-Every point is validated as a full training config before anything runs.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
 
 from prelnx.config.load import ConfigError, default_run_name, find_config, load_config
 from prelnx.config.overrides import OverrideError, parse_grid, parse_set
@@ -30,6 +28,7 @@ from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.layouts import absolute_spec, is_file_spec
 
 SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm"}
+LAYOUT_KEY = "model.layout"
 # What a spec's slurm: may set (prelnx sweep's flags of the same names win; executors.sweep_request reads them)
 SLURM_KEYS = {"partition": str, "job_name": str, "cpus_per_run": int, "gpus_per_run": int, "mem_gb_per_run": int,
               "time_min": int, "array_parallelism": int}  # fmt: skip
@@ -57,9 +56,6 @@ class SweepSpec:
                 "zip": self.zipped, "exclude": self.exclude, "slurm": self.slurm}  # fmt: skip
 
 
-LAYOUT_KEY = "model.layout"
-
-
 def is_sweep_file(path: Path) -> bool:
     """A sweep spec has a `grid:`; anything else is a training config."""
     try:
@@ -76,8 +72,7 @@ def load_spec(path: Path) -> SweepSpec:
         raise ConfigError(str(error)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a sweep spec must be a mapping of keys, got {type(data).__name__}")
-    unknown = set(data) - SPEC_KEYS
-    if unknown:
+    if unknown := set(data) - SPEC_KEYS:
         raise ConfigError(f"{path}: unknown sweep key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(SPEC_KEYS))}")
     if "base" not in data:
         raise ConfigError(f"{path}: base: missing; name the training config the sweep varies")
@@ -94,15 +89,9 @@ def load_spec(path: Path) -> SweepSpec:
     fixed = dict(data.get("set") or {})
     if isinstance(fixed.get(LAYOUT_KEY), str):
         fixed[LAYOUT_KEY] = absolute_spec(fixed[LAYOUT_KEY], path.parent)
-    return SweepSpec(
-        name=str(data.get("name") or path.stem),
-        base=base,
-        fixed=fixed,
-        grids=grids,
-        zipped=[list(group) for group in data.get("zip") or []],
-        exclude=list(data.get("exclude") or []),
-        slurm=_slurm_section(path, data.get("slurm") or {}),
-    )
+    return SweepSpec(str(data.get("name") or path.stem), base, fixed, grids,
+                     zipped=[list(group) for group in data.get("zip") or []], exclude=list(data.get("exclude") or []),
+                     slurm=_slurm_section(path, data.get("slurm") or {}))  # fmt: skip
 
 
 def _slurm_section(path: Path, slurm: Any) -> dict[str, Any]:
@@ -121,37 +110,23 @@ def _slurm_section(path: Path, slurm: Any) -> dict[str, Any]:
 
 
 def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
-    """`--grid KEY=V1,V2 --set KEY=V` on a training config (overrides.py: the values' syntax).
-
-    The sweep is named like a training of that config (its path under configs/, `/` as `-`), plus `-grid`, so that
-    sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never share a folder, nor sit inside another sweep's folder
-    (plan/rundirs.py: the naming rule).
-    """
+    """`--grid KEY=V1,V2 --set KEY=V` on a training config (overrides.py: the values' syntax). Named like a training of
+    it, `/` as `-`, plus `-grid` (runs/demo-postln_warmup-grid): sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never
+    share a folder, nor sit inside another sweep's (plan/rundirs.py: the naming rule)."""
     try:
         pairs = [parse_grid(text) for text in grid]
         overrides = dict(parse_set(text) for text in fixed)
     except OverrideError as error:
         raise ConfigError(str(error)) from None
     keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
-    if repeated:
+    if repeated := sorted({key for key in keys if keys.count(key) > 1}):
         raise ConfigError(f"--grid {', '.join(repeated)}: given more than once; list all its values in one --grid")
-    parsed = dict(pairs)
-    return SweepSpec(name=name or _grid_sweep_name(base), base=base, fixed=overrides,
-                     grids=[parsed] if parsed else [{}])  # fmt: skip
-
-
-def _grid_sweep_name(base: Path) -> str:
-    """`<run name, / as ->-grid` (runs/demo-postln_warmup-grid: never inside another sweep's folder)."""
-    return f"{default_run_name(base).replace('/', '-')}-grid"
+    return SweepSpec(name or f"{default_run_name(base).replace('/', '-')}-grid", base, overrides, [dict(pairs)])
 
 
 def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
-    """The sweep `prelnx sweep --config PATH [--grid ...] [--set ...] [--name ...]` runs.
-
-    PATH is a sweep spec (it has `grid:`) or a training config; --grid values are crossed with every grid of
-    the spec, --set applies to every point.
-    """
+    """The sweep `prelnx sweep --config PATH [--grid ...] [--set ...] [--name ...]` runs: PATH is a sweep spec (it has
+    `grid:`) or a training config; --grid values are crossed with every grid of the spec, --set applies to all."""
     if not is_sweep_file(path):
         return spec_from_command_line(path, grid, fixed, name)
     spec = load_spec(path)
@@ -169,8 +144,7 @@ def _axes(grid: dict[str, list[Any]], zipped: list[list[str]]) -> list[list[dict
     axes: list[list[dict[str, Any]]] = []
     used: set[str] = set()
     for group in zipped:
-        present = [key for key in group if key in grid]
-        if not present:
+        if not (present := [key for key in group if key in grid]):
             continue
         lengths = {len(grid[key]) for key in present}
         if len(lengths) > 1:
@@ -205,8 +179,7 @@ def run_name(overrides: dict[str, Any], varying: list[str]) -> str:
     if len(set(short.values())) < len(short):  # two keys end alike: use the full dotted path
         short = {key: key.replace(".", "-") for key in ordered}
     parts = [f"{short[key]}-{_format_value(overrides[key])}" for key in ordered if key in overrides]
-    name = "_".join(parts) or "base"
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", "_".join(parts) or "base")
 
 
 def name_keys(assignments: list[dict[str, Any]]) -> list[str]:
@@ -222,9 +195,7 @@ def name_keys(assignments: list[dict[str, Any]]) -> list[str]:
 
 
 def config_value(config: Config, dotted: str) -> Any:
-    value: Any = config
-    for part in dotted.split("."):
-        value = getattr(value, part)
+    value = operator.attrgetter(dotted)(config)
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -240,12 +211,9 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     assignments: list[dict[str, Any]] = []
     for grid in spec.grids:
         for combination in itertools.product(*_axes(grid, spec.zipped)):
-            point: dict[str, Any] = {}
-            for part in combination:
-                point.update(part)
-            if any(all(point.get(k) == v for k, v in rule.items()) for rule in spec.exclude):
-                continue
-            if point not in assignments:
+            point = {key: value for part in combination for key, value in part.items()}
+            excluded = any(all(point.get(k) == v for k, v in rule.items()) for rule in spec.exclude)
+            if not excluded and point not in assignments:
                 assignments.append(point)
     configs: list[Config] = []
     problems: list[str] = []
@@ -260,12 +228,9 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     keys = list(dict.fromkeys(key for point in assignments for key in point))
     typed = [{key: config_value(config, key) for key in keys} for config in configs]
     varying = name_keys(typed)
-    points = []
-    for overrides, config in zip(typed, configs):
-        name = run_name(overrides, varying)
-        config.name = f"{spec.name}/{name}"
-        points.append(SweepPoint(name, overrides, config))
-    names = [p.name for p in points]
+    names = [run_name(overrides, varying) for overrides in typed]
     if len(set(names)) != len(names):
         raise ConfigError(f"sweep runs share names: {sorted({n for n in names if names.count(n) > 1})}")
-    return points
+    for name, config in zip(names, configs):
+        config.name = f"{spec.name}/{name}"
+    return [SweepPoint(name, overrides, config) for name, overrides, config in zip(names, typed, configs)]

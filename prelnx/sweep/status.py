@@ -1,11 +1,9 @@
-"""Where a run or a sweep stands, read from its records only (nothing is written, no lock is taken): each run's
-status, how far it trained of its budget, its last validation, why it failed or where it diverged; totals; an ETA
-for what is left at the pace the runs have had.
+"""Where a run or a sweep stands, from its records only (nothing written, no lock taken): each run's status, how far
+it trained of its budget, its last validation, why it failed or where it diverged; totals; an ETA at the runs' pace.
 
 A run is `running` while its status says so and its owner (the pid in its lock file) is alive here, or its train.log
-moved in the last ACTIVE_S seconds (a run trained by another machine, a Slurm node); a `running` status whose
-owner is gone is shown `interrupted` (the same command resumes it). `prelnx status` probes no lock: taking one for
-an instant could make a starting training refuse its own run dir.
+moved in the last ACTIVE_S seconds (a run on another machine, a Slurm node); else it is shown `interrupted`. No lock
+is probed: taking one for an instant could make a starting training refuse its own run dir.
 """
 
 from __future__ import annotations
@@ -13,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.eta import duration
 from prelnx.records import grain
@@ -26,6 +26,7 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
+from prelnx.sweep.spec import SweepSpec, load_spec, point_config
 
 ACTIVE_S = 300.0  # a run whose owner is not a process here (a Slurm node's) is running while its log moves
 
@@ -47,7 +48,7 @@ class RunState:
 
     @property
     def left(self) -> int:
-        return max(0, self.planned - self.step) if not RunStatus(self.status).ended else 0
+        return max(0, self.planned - self.step) if not self.status.ended else 0
 
 
 def _last(rows: list[dict[str, Any]], key: str) -> float | None:
@@ -65,14 +66,6 @@ def _recently_active(run_dir: Path) -> bool:
         return False
 
 
-def _budget(config: Config, rows: list[dict[str, Any]], update: int | None) -> tuple[int, str, int]:
-    """(budget, unit, step): in updates when the config caps them (or validates every N updates), else in epochs."""
-    last = rows[-1] if rows else {}
-    if config.train.max_update or grain.of(config) is grain.Grain.UPDATE:
-        return config.train.max_update or 0, "update", max(update or 0, int(last.get("num_updates") or 0))
-    return config.train.max_epoch or 0, "epoch", int(last.get("epoch") or 0)
-
-
 def run_state(run_dir: Path, name: str | None = None, config: Config | None = None) -> RunState:
     """The run's state from its records; `config`: its config when known already (a sweep's run not started has
     none in its run dir, and its budget is still known), else its config.yaml's."""
@@ -81,21 +74,22 @@ def run_state(run_dir: Path, name: str | None = None, config: Config | None = No
     if status is RunStatus.RUNNING and not (owner_alive(run_dir) or _recently_active(run_dir)):
         status = RunStatus.INTERRUPTED
     rows = read_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
-    planned, unit, step = 0, "epoch", 0
+    last = rows[-1] if rows else {}
     update = recorded.get("update") if isinstance(recorded.get("update"), int) else None
     if config is None and has_config(run_dir):
         config = read_run_config(run_dir)
-    if config is not None:
-        planned, unit, step = _budget(config, rows, update)
-    last = rows[-1] if rows else {}
+    planned, unit, step = 0, "epoch", 0  # the budget: in updates when the config caps them (or validates every N)
+    if config is not None and (config.train.max_update or grain.of(config) is grain.Grain.UPDATE):
+        planned, unit = config.train.max_update or 0, "update"
+        step = max(update or 0, int(last.get("num_updates") or 0))
+    elif config is not None:
+        planned, step = config.train.max_epoch or 0, int(last.get("epoch") or 0)
     per_epoch = None  # the update count of an epoch, from the last epoch row (epochs of one run are equal)
     if unit == "epoch" and isinstance(last.get("epoch"), int) and last["epoch"] > 0 and last.get("num_updates"):
         per_epoch = int(last["num_updates"]) // last["epoch"]
-    seconds = rows[-1].get("wall_seconds") if rows else None
-    diverged_at = recorded.get("diverged_at")
-    return RunState(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit,
-                    update=update, valid_loss=_last(rows, "valid_loss"),
-                    valid_bleu=_last(rows, "valid_bleu"),
+    seconds, diverged_at = last.get("wall_seconds"), recorded.get("diverged_at")
+    return RunState(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit, update=update,
+                    valid_loss=_last(rows, "valid_loss"), valid_bleu=_last(rows, "valid_bleu"),
                     reason=str(recorded.get("reason") or "") if status is RunStatus.FAILED else "",
                     diverged_at=int(diverged_at) if isinstance(diverged_at, int) else None,
                     seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
@@ -111,9 +105,13 @@ def is_sweep_dir(path: Path) -> bool:
 
 
 def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunState]:
-    """Every run of the sweep, in its order (those not started yet `pending`, with the budget of their config:
-    the sweep's spec, sweep.yaml, and the run's grid point)."""
-    spec = _spec(sweep_dir)
+    """Every run of the sweep, in its order (those not started yet `pending`, with the budget of their config from
+    sweep.yaml and the run's grid point)."""
+    spec = None
+    try:
+        spec = load_spec(sweep_dir / "sweep.yaml") if (sweep_dir / "sweep.yaml").is_file() else None
+    except (Refusal, OSError):  # a spec whose base moved: its pending runs' budgets are unknown ("?")
+        pass
     states, configs = [], []
     for point in read_points(sweep_dir):
         run_dir = sweep_dir / point["name"]
@@ -123,25 +121,10 @@ def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunState]:
     return [_with_epoch_size(state, config, states, configs) for state, config in zip(states, configs)]
 
 
-def _spec(sweep_dir: Path) -> Any:
-    from prelnx.config.errors import Refusal
-    from prelnx.sweep.spec import load_spec
-
-    try:
-        return load_spec(sweep_dir / "sweep.yaml") if (sweep_dir / "sweep.yaml").is_file() else None
-    except (Refusal, OSError):  # a spec whose base moved: its pending runs' budgets are unknown ("?")
-        return None
-
-
-def _point_config(spec: Any, point: dict[str, Any]) -> Config | None:
+def _point_config(spec: SweepSpec | None, point: dict[str, Any]) -> Config | None:
     """A sweep run's config before its run dir holds one: the spec's base, its `set:` and the point's grid values."""
-    from prelnx.config.errors import Refusal
-    from prelnx.sweep.spec import point_config
-
-    if spec is None:
-        return None
     try:
-        return point_config(spec, point.get("overrides", {}))
+        return None if spec is None else point_config(spec, point.get("overrides", {}))
     except (Refusal, OSError):
         return None
 
@@ -175,8 +158,7 @@ def eta_seconds(states: list[RunState]) -> float | None:
 
 
 def exit_code(states: list[RunState]) -> int:
-    """0 every run finished, 3 some still running, 1 otherwise (some diverged, failed, were interrupted or never
-    started, and none is running)."""
+    """0 every run finished, 3 some still running, 1 otherwise (diverged, failed, interrupted or never started)."""
     if any(state.status == RunStatus.RUNNING for state in states):
         return 3
     return 0 if states and all(state.status == RunStatus.FINISHED for state in states) else 1
@@ -205,9 +187,7 @@ def table(states: list[RunState]) -> list[str]:
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
     lines = ["  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:-1])) + "  " + row[-1]
              for row in [header, *rows]]  # fmt: skip
-    counts: dict[str, int] = {}
-    for state in states:
-        counts[state.status] = counts.get(state.status, 0) + 1
+    counts = Counter(state.status for state in states)
     lines.append(f"{len(states)} run(s): " + ", ".join(f"{count} {status}" for status, count in sorted(counts.items())))
     eta = eta_seconds(states)
     left = sum(state.left for state in states)

@@ -5,18 +5,14 @@ With peak = --lr, N = --warmup-updates, t = updates done so far, e = the current
   warm-up (t < N):   lr = warmup_init_lr + (peak - warmup_init_lr) * t / N
   after it (t >= N):
     constant         lr = peak
-    inverse_sqrt     lr = peak * sqrt(t0 / t), t0 = max(N, 1); with --decay-start-update U, t0 = max(U, N): a
-                     fixed update that does not move with the warm-up, so runs that differ in N alone share
-                     their lr from t0 on (the peak is held from N to t0); with --decay-start-epoch E, t0 is
-                     the update at which epoch E began; with --decay-period D, the shifted decay
-                     lr = peak * sqrt(D / (D + t - N)), which starts at the peak at t = N (at update 0 without
-                     warm-up) and halves by t = N + 3D: T-Fixup's `inverse_sqrt_nowarmup --decay-period D`
-                     (layer6ai-labs/T-Fixup) when N = 0
+    inverse_sqrt     lr = peak * sqrt(t0 / t), t0 = max(N, 1); with --decay-start-update U, t0 = max(U, N), a fixed
+                     update, so runs that differ in N alone share their lr from t0 on; with --decay-start-epoch E,
+                     t0 is the update at which epoch E began; with --decay-period D, lr = peak * sqrt(D / (D + t - N)),
+                     T-Fixup's `inverse_sqrt_nowarmup --decay-period D` (layer6ai-labs/T-Fixup) when N = 0
     step             lr = peak * step_factor ** (number of --step-epochs <= e)
     linear           lr = peak + (end_lr - peak) * (t - N) / (T - N), T = --max-update, then end_lr
 
-N = 0 is "no warm-up": the very first update uses the peak lr. fairseq's own `inverse_sqrt` has no such
-setting; its closest, `--warmup-updates 1`, decays as peak / sqrt(t) from the first update on.
+N = 0 is "no warm-up": the first update uses the peak lr (fairseq's `inverse_sqrt` has no such setting).
 """
 
 from collections.abc import Collection

@@ -5,8 +5,7 @@ Post-LN whose shortcut is weighted by a learnable per-dimension vector w_i (one 
 
   x_{i+1} = LN(x_i * w_i + f_i(x_i))
 
-(`residual * w + x` in fairseq's residual_connection; the LayerNorms stay where Post-LN has them). w_i is set at
-initialisation so that no sublayer's output dominates its sum (`model.admin_init`):
+w_i is set at initialisation so that no sublayer's output dominates its sum (`model.admin_init`):
 
   profile      the authors' Admin: one profiling forward pass with w_1 = 1 and, sublayer after sublayer,
                w_{i+1} = sqrt(Var(x_i * w_i) + Var(f_i))   (variances over every element of the batch; f_i after
@@ -16,30 +15,21 @@ initialisation so that no sublayer's output dominates its sum (`model.admin_init
   closed_form  admin-torch's `calculate_init` ('O(logn)'): w = sqrt((n + 1) / ln(n + 1) - 1) for every sublayer
                of a stack of n residual sublayers (n = 2 N in the encoder, 3 M in the decoder).
 
-What prelnx does about the pitfall of the authors' code (Transformer-Clinic writes the profile to
-`profile.ratio.init` in the working directory, which parallel runs overwrite and `fairseq-generate` re-reads): the
-profile is taken when the model is built, on a fixed synthetic batch of the model's own vocabulary (PROFILE_BATCH
-random tokens drawn from a private generator seeded with PROFILE_SEED, dropout drawn inside `fork_rng` so the run's
-own random stream is untouched), so every data-parallel worker computes the same w; w is a parameter
-(`admin_w`, sublayers x embed_dim) saved with the weights in every checkpoint, and a model loaded from a checkpoint
-(resume, `prelnx evaluate`, averaging) has the trained w of the checkpoint, never a fresh profile. The values are
-also logged (train.log in the run dir). The authors profile on the first training batch instead; at initialisation
-the variances depend on the batch only through its length and token frequencies.
-Initialisation otherwise: as Transformer-Clinic builds its layers (fairseq/fairseq/modules/transformer_layer.py at
-commit 70f72b708ab074db5ca3726494e3263516041159: `fc1`/`fc2` come from its `Linear` helper, `xavier_uniform_` weight
-and zero bias), fc1 and fc2 are re-drawn with `xavier_uniform_` and bias 0 (fairseq 0.12's FFN Linears keep torch's
-default, Kaiming-uniform with a non-zero bias: at IWSLT14 size fc1's std 0.0255 against Xavier's 0.0361, an FFN
-branch variance about 1/8 of the authors' and a different profiled w). The attention projections keep fairseq's
-init, which is the same as the authors'. The profiling pass runs in training mode (dropout on), as the reference's
-`not_initialized = ... and self.training` (same file) requires.
-Admin's published recipes use RAdam with warm-up (configs/warmup_free/admin_iwslt14.yaml); the optimizer of an
-"Admin without warm-up" run is whatever its config says (docs/warmup_free.md).
+The profile is taken when the model is built, on a fixed synthetic batch (PROFILE_BATCH tokens of the model's own
+vocabulary from a private generator, dropout inside `fork_rng`), so every worker computes the same w; w is a
+parameter (`admin_w`) saved in every checkpoint, and its values are logged (the authors' `profile.ratio.init` file
+and prelnx's fix: docs/warmup_free.md). fc1 and fc2 are re-drawn with `xavier_uniform_` and bias 0, as
+Transformer-Clinic's `Linear` helper builds them (fairseq/fairseq/modules/transformer_layer.py at commit
+70f72b708ab074db5ca3726494e3263516041159; fairseq 0.12 keeps torch's Kaiming-uniform default); the attention
+projections keep fairseq's init, which is the authors'. The profiling pass runs in training mode, as the
+reference's `not_initialized = ... and self.training` (same file) requires.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -60,12 +50,12 @@ def closed_form_w(residual_sublayers: int) -> float:
     return math.sqrt((n + 1) / math.log(n + 1) - 1)
 
 
+@dataclass
 class _Profile:
     """The running ratio of one stack during the profiling pass, and the w it gave each sublayer."""
 
-    def __init__(self) -> None:
-        self.ratio = 1.0
-        self.values: list[float] = []
+    ratio: float = 1.0
+    values: list[float] = field(default_factory=list)
 
 
 @register

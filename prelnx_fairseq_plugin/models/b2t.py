@@ -2,19 +2,16 @@
 Transformers", arXiv:2206.00330, published as "B2T Connection: Serving Stability and Performance in Deep
 Transformers", Findings of ACL 2023; code: github.com/takase/b2t_connection, `--residual-bottom-to-top`).
 
-Post-LN plus a connection from the bottom of each layer to the top: the layer's input x is added before its last
-LayerNorm, so that the gradient has a path around every LayerNorm of the layer but the last:
+Post-LN plus the layer's input x added before its last LayerNorm, a gradient path around every other norm:
 
   encoder   h = LN1(x + SA(x));                   y = LN2(h + FFN(h) + x)
   decoder   h1 = LN1(x + SA(x)); h2 = LN2(h1 + CA(h1));   y = LN3(h2 + FFN(h2) + x)
 
-(x without dropout; the sublayers' outputs after dropout, as in fairseq.) The paper's formula has no constant. The
-authors' code also rescales the initialisation whenever the connection is on (`rescaling_init`, "rescaling
-parameters for deep transformers"): every weight of the layer except the LayerNorms', biases excluded, x N^(-1/2)
-for a stack of N layers (the encoder's N, the decoder's M). prelnx follows the code (B2T_RESCALE): the 2023 code,
-takase/b2t_connection at commit 4d80167fe2d58c1a4dc93545bb319c252dfc36e4 (fairseq/modules/transformer_layer.py,
-`rescaling_init`, added then), with the README recipe of the commit after it (6d97ab8365bc5d48c5700926403c536e15a9a809:
---clip-norm 0.1, 8 GPUs x --update-freq 16; configs/warmup_free/b2t_iwslt14.yaml). The 2022 code had no rescaling.
+(x without dropout; the sublayers' outputs after dropout, as in fairseq.) The authors' code also rescales every
+non-LayerNorm weight of the layer, biases excluded, by N^(-1/2) for a stack of N layers (`rescaling_init`);
+prelnx follows the code (B2T_RESCALE): takase/b2t_connection at commit 4d80167fe2d58c1a4dc93545bb319c252dfc36e4
+(fairseq/modules/transformer_layer.py, `rescaling_init`), with the README recipe of the next commit
+(6d97ab8365bc5d48c5700926403c536e15a9a809; configs/warmup_free/b2t_iwslt14.yaml). The 2022 code had no rescaling.
 """
 
 from __future__ import annotations

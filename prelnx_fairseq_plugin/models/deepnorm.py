@@ -1,22 +1,16 @@
 """DeepNorm (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers", arXiv:2203.00555).
 
-A Post-LN sublayer x -> LN(x + f(x)) becomes x -> LN(alpha * x + f(x)): the residual is up-weighted by alpha
-before the norm. At initialisation, the weights of the value and output projections of every attention
-(self- and cross-attention) and of both FFN matrices are drawn with xavier_normal_(gain=beta); the query and key
-projections with xavier_normal_(gain=1). That is the paper's pseudocode in its summary for practitioners
-(Section 2, with the table of alpha and beta per architecture); biases keep fairseq's init.
-
-For an encoder-decoder with N encoder and M decoder layers (that table, "Enc-Dec" column):
+A Post-LN sublayer x -> LN(x + f(x)) becomes x -> LN(alpha * x + f(x)). At initialisation the value and output
+projections of every attention and both FFN matrices are drawn with xavier_normal_(gain=beta), the query and key
+projections with xavier_normal_(gain=1) (the paper's pseudocode, Section 2); biases keep fairseq's init. For an
+encoder-decoder with N encoder and M decoder layers (the paper's table, "Enc-Dec" column):
 
   encoder   alpha = 0.81 * (N^4 * M)^(1/16)     beta = 0.87 * (N^4 * M)^(-1/16)
   decoder   alpha = (3M)^(1/4)                   beta = (12M)^(-1/4)
 
-(Encoder-only models would use alpha = (2N)^(1/4), beta = (8N)^(-1/4); prelnx only builds encoder-decoders.)
-The same values are transcribed in xformers (`get_deepnorm_coefficients`, xformers/components/residual.py) and
-labml's annotated DeepNorm (nn.labml.ai/normalization/deep_norm).
-Microsoft's torchscale (the paper's code) instead multiplies the weights' existing init by a beta: the table's
-for the decoder, but 1.15 * (N^4 M)^(-1/16) rather than 0.87 * (N^4 M)^(-1/16) for the encoder. We follow the
-paper's table and pseudocode.
+The same values are in xformers (`get_deepnorm_coefficients`, xformers/components/residual.py) and labml's
+annotated DeepNorm. Microsoft's torchscale (the paper's code) multiplies the existing init by 1.15 * (N^4 M)^(-1/16)
+for the encoder instead; we follow the paper's table and pseudocode.
 """
 
 from __future__ import annotations

@@ -6,19 +6,12 @@ stack counted from 1:
 
 Reference read: lmsdss/LayerNorm-Scaling at commit 3ac54dde961b04780b152bc8b38b71b2f8e1c16a,
 peft_pretraining/modeling_llama.py (`LlamaDecoderLayer.forward`, the 'LNS' branch): input_layernorm's and
-post_attention_layernorm's (the pre-MLP norm's) outputs both multiplied by 1 / math.sqrt(self.layer_index + 1),
-layer_index from 0; `LlamaModel`'s final norm is not scaled. Here the scale is applied to each of the layer's input
-norms (self_attn_layer_norm, final_layer_norm, and in a decoder with cross-attention encoder_attn_layer_norm too:
-the reference is decoder-only, and its rule, every norm of block l, is carried over) by a forward hook on the
-norm (`depth_scale` on the module; its parameters and names stay fairseq's), set when the stack has built its
-layers; the encoder and the decoder each count their own layers from 1.
-
-A caveat of the reference at that commit: the layer lower-cases the NORM_TYPE environment variable and then
-compares it with 'LNS' (upper case), so the branch reads as intended only if that comparison is meant case-blind;
-prelnx follows the paper's formula, which that branch writes. Its README asks for plain (not depth-scaled)
-initialisation with LNS: fairseq's init here is not depth-scaled.
-Deviations, outside the placement: --norm-type's norm (LayerNorm by default; the reference's LLaMA uses RMSNorm);
-fairseq's attention, ReLU FFN, positions and init.
+post_attention_layernorm's outputs times 1 / math.sqrt(self.layer_index + 1); the final norm is not scaled. Here a
+forward hook scales each of the layer's input norms (a decoder's cross-attention norm too: the rule is every norm
+of block l); encoder and decoder count their own layers. The reference's case mismatch of `NORM_TYPE` against 'LNS'
+is in docs/placements.md: prelnx follows the formula. Its README asks for plain (not depth-scaled) init, as
+fairseq's is. Deviations, outside the placement: --norm-type's norm (the reference's LLaMA uses RMSNorm); fairseq's
+attention, ReLU FFN, positions and init.
 """
 
 from __future__ import annotations

@@ -9,17 +9,11 @@ alpha = --mixln-alpha (model.mixln_alpha), 0.25 the paper's value.
 
 Reference read: pixeli99/MixLN at commit ff458269dff837f1900025fb7cc864b404b9c7e6,
 peft_pretraining/modeling_llama.py: NORM_TYPE=post_pre builds `LlamaDecoderLayer(config, layer_index)` as Post-LN
-when layer_index < POST_NUM (an integer given to the scripts: README "bash scripts/run_71m.sh post_pre 3", 3 of 12
-layers; run_1b.sh with 6 of 24: alpha L) and Pre-LN otherwise; `LlamaModel` applies its final norm `self.norm`
-after every layer whatever the layout. Here each of fairseq's Pre-LN layers (--encoder/--decoder-normalize-before,
-which also gives the stacks' final norm) is switched to Post-LN by its `normalize_before` (the same two norms,
-self_attn_layer_norm and final_layer_norm, plus encoder_attn_layer_norm in the decoder, now after the residual
-adds), once the stack has built them (`build_stack`). An encoder-decoder has floor(alpha N) Post-LN encoder layers
-and floor(alpha M) Post-LN decoder layers. The reference's Post-LN layers count is an integer of the run script;
-here it is alpha with floor, which gives its runs' counts (0.25 x 12 = 3, 0.25 x 24 = 6).
-
-Deviations, outside the placement: --norm-type's norm (LayerNorm by default; the reference's LLaMA uses RMSNorm);
-fairseq's attention, ReLU FFN, positions and init.
+when layer_index < POST_NUM (an integer of the run scripts: 3 of 12 layers, 6 of 24, which alpha with floor
+gives) and `LlamaModel` applies its final norm whatever the layout. Here each of fairseq's Pre-LN layers is
+switched to Post-LN by its `normalize_before` once the stack is built; encoder and decoder count their own layers.
+Deviations, outside the placement: --norm-type's norm (the reference's LLaMA uses RMSNorm); fairseq's attention,
+ReLU FFN, positions and init.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """fairseq's transformer encoder and decoder layers with the variant's norm, residual weight and attention.
 
-Each layer is fairseq's own (`TransformerEncoderLayerBase`, `TransformerDecoderLayerBase`: same forward, same
-module names self_attn, encoder_attn, fc1, fc2, *_layer_norm), changed only where a variant says so:
-
-  norm type     every LayerNorm of the layer becomes an RMSNorm or a DyT (`norms.replace_layer_norms`)
-  deepnorm      residual_connection(x, residual) = alpha * residual + x, and DeepNet's init (`deepnorm`)
-  qk_norm       self- and cross-attention are `QKNormMultiheadAttention`s (`qk_norm_attention`)
-  scheme        a warm-up-free layout (Admin, T-Fixup, ReZero, B2T) or a norm placement (Peri-LN, the reordered
-                norm, Mix-LN, ResiDual, LayerNorm Scaling: `schemes`) adds its parameters and init once the layer
-                is built, and computes residual_connection for each sublayer (the stack then calls build_stack)
-
-Where the norm sits (before the sublayer or after the residual add) is fairseq's normalize_before, unchanged.
+Each layer is fairseq's own (`TransformerEncoderLayerBase`, `TransformerDecoderLayerBase`: same forward, same module
+names), changed only where a variant says so: the norm type (`norms`), DeepNorm's residual alpha * residual + x and
+init (`deepnorm`), QK-Norm's attention (`qk_norm_attention`), or a scheme (`schemes`), which adds its parameters
+once the layer is built and computes residual_connection for each sublayer. Where the norm sits is fairseq's
+normalize_before.
 """
 
 from __future__ import annotations
@@ -50,12 +44,17 @@ class NormVariant:
     def norm(self, dim: int) -> nn.Module:
         return make_norm(self.norm_type, dim, self.dyt_init_alpha)
 
+    def swap_norms(self, root: nn.Module) -> None:
+        """Every LayerNorm below `root` becomes this variant's norm (none is touched for layernorm)."""
+        if self.norm_type != "layernorm":
+            replace_layer_norms(root, self.norm)
+
 
 def _apply_variant(layer: nn.Module, variant: NormVariant, deepnorm: DeepNormCoefficients | None, cfg: Any,
                    side: str) -> None:  # fmt: skip
     """What both layer kinds do once fairseq has built them: swap the norms, set alpha, re-initialise for DeepNorm,
-    let a warm-up-free scheme add its parameters and init."""
-    replace_layer_norms(layer, variant.norm_type, variant.dyt_init_alpha)
+    let a scheme add its parameters and init."""
+    variant.swap_norms(layer)
     layer.residual_alpha = deepnorm.alpha if deepnorm is not None else 1.0
     if deepnorm is not None:
         deepnorm_init_(layer, deepnorm.beta)
@@ -78,8 +77,6 @@ class _ScaledResidual:
     _sublayer: int = 0
 
     def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        if self.scheme is None:
-            return super().forward(x, *args, **kwargs)  # type: ignore[misc]
         self._sublayer, self.layer_input = 0, x
         try:
             return super().forward(x, *args, **kwargs)  # type: ignore[misc]

@@ -1,32 +1,14 @@
 """`--arch prelnx_transformer_lm`: fairseq's decoder-only `transformer_lm` with the plugin's norms and placements.
 
-For the language-model task (`--task language_modeling`). The registered model `prelnx_transformer_lm` is fairseq's
-`TransformerLanguageModel` (same dataclass, same defaults: 6 layers, d 512, FFN 2048, 8 heads, Post-LN unless
---decoder-normalize-before) whose decoder is the plugin's `NormalizedTransformerDecoder` (the layers are fairseq's
-TransformerDecoderLayer without cross-attention, as transformer_lm builds them). Its options, besides every
-transformer_lm option (--decoder-layers, --decoder-embed-dim, --share-decoder-input-output-embed, ...):
-
-  --decoder-normalize-before   Pre-LN: the layers' input norms and a final norm (required by peri, reorder, mixln
-                               and lnscale, which are built on it; refused by residual, built on Post-LN)
-  --norm-type {layernorm,rmsnorm,dyt}   the module in place of every LayerNorm (default layernorm)
-  --dyt-init-alpha A           DyT's initial alpha (0.5)
-  --qk-norm                    queries and keys normalised per head
-  --layout-scheme {none,peri,reorder,mixln,residual,lnscale}
-                               a norm placement (formulas and sources: peri.py, reorder.py, mixln.py, residual.py,
-                               lnscale.py); which schemes the language model has is their row's tasks in
-                               prelnx/layouts.py, checked by prelnx's config (the warm-up-free schemes and DeepNorm
-                               are encoder-decoder recipes)
-  --layout-file /abs/PATH.py:CLASS   a user's own scheme (docs/your_layout.md)
-  --mixln-alpha A              Mix-LN's share of Post-LN layers (0.25)
-
-e.g. Peri-LN: `--arch prelnx_transformer_lm --decoder-normalize-before --layout-scheme peri`; Post-LN:
-`--arch prelnx_transformer_lm` alone. With every option at its default the model is fairseq's `transformer_lm`
-(the `transformer_lm` arch, not its presets), module for module and, for the same seed, weight for weight.
-Why not fairseq's other presets (transformer_lm_gpt, ...): they go through `base_lm_architecture`, which sets
-decoder_normalize_before = True whatever the command says, so no Post-LN-based placement could be built on them.
-Adaptive input and character embeddings (transformer_lm options) are refused: nothing here uses them.
-Dimensions: as in fairseq's transformer_lm, --decoder-input-dim and --decoder-output-dim default to 512, not to
---decoder-embed-dim (a smaller model without them gets 512-wide embeddings and projections in and out).
+For `--task language_modeling`: fairseq's `TransformerLanguageModel` (same dataclass and defaults) whose decoder is
+the plugin's `NormalizedTransformerDecoder` without cross-attention. Besides transformer_lm's options it takes
+--norm-type, --dyt-init-alpha, --qk-norm, --layout-scheme (the placements whose row of prelnx/layouts.py has the
+language-model task), --layout-file and --mixln-alpha, as `normalized_transformer`; e.g. Peri-LN:
+`--arch prelnx_transformer_lm --decoder-normalize-before --layout-scheme peri`. With every option at its default
+the model is fairseq's `transformer_lm`, weight for weight for the same seed. fairseq's other LM presets go through
+`base_lm_architecture`, which forces decoder_normalize_before, so no Post-LN-based placement could be built on them.
+Adaptive input and character embeddings are refused. As in transformer_lm, --decoder-input-dim and
+--decoder-output-dim default to 512, not to --decoder-embed-dim.
 """
 
 # No `from __future__ import annotations`: fairseq reads the config dataclass's field types as types.

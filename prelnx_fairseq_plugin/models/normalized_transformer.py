@@ -1,4 +1,4 @@
-"""`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm, QK-Norm, or a warm-up-free layout.
+"""`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm, QK-Norm, or a layout scheme.
 
 The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse) `TransformerModel` and adds:
 
@@ -6,27 +6,17 @@ The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse
   --dyt-init-alpha A                    DyT's initial alpha (0.5, the DyT paper's default)
   --deepnorm                            Post-LN with residual alpha * x + f(x) and DeepNet's beta-scaled init
   --qk-norm                             queries and keys normalised per head (with --norm-type's module)
-  --layout-scheme {none,admin,tfixup,rezero,rezero_postln,b2t,peri,reorder,mixln,residual,lnscale}
-                                        a warm-up-free Post-LN scheme (Admin, T-Fixup, ReZero without or with
-                                        Post-LN's norms, B2T) or a norm placement (Peri-LN, OLMo 2's reordered
-                                        norm, Mix-LN, ResiDual, LayerNorm Scaling): `schemes`
-  --layout-file /abs/PATH.py:CLASS      a user's own scheme (a LayoutScheme subclass in their file: docs/your_layout.md),
-                                        loaded with prelnx.layouts' loader; in place of --layout-scheme
+  --layout-scheme NAME                  a warm-up-free scheme or a norm placement (`schemes.SCHEMES`)
+  --layout-file /abs/PATH.py:CLASS      a user's own scheme (docs/your_layout.md), in place of --layout-scheme
   --admin-init {profile,closed_form}    Admin's w: a profiling pass at initialisation, or admin-torch's formula
   --mixln-alpha A                       Mix-LN: the share of Post-LN layers at the bottom of each stack (0.25)
+  --rezero-ffn-init {xavier,torch}      ReZero's FFN init
 
-Where the norms sit is still fairseq's --encoder/--decoder-normalize-before (Pre-LN) or not (Post-LN); DeepNorm is
-a Post-LN scheme and refuses Pre-LN; DeepNorm with DyT is refused too (its alpha up-weights a residual stream that
-only a statistical norm brings back to scale). What a --layout-scheme is built on (Post-LN or fairseq's Pre-LN) and
-the --norm-type values and --qk-norm it is defined with are its row of prelnx/layouts.py, checked once, by prelnx's
-config (a hand-written command is built as it says). Each of fairseq's presets (transformer_iwslt_de_en, ...) exists as
-prelnx_<preset>, with the preset's dimensions; with all options at their defaults the model is fairseq's
-transformer, module for module.
-
-The formulas are in the docstrings of `norms`, `deepnorm`, `qk_norm_attention`, and of the schemes (`admin`,
-`tfixup`, `rezero` (both ReZero forms), `b2t`, and the placements `peri`, `reorder`, `mixln`, `residual`,
-`lnscale`), which register themselves in `schemes.SCHEMES` when the models package imports them. The decoder-only language model with
-the same options is `normalized_lm` (--arch prelnx_transformer_lm).
+Where the norms sit is fairseq's --encoder/--decoder-normalize-before. DeepNorm refuses Pre-LN and DyT (its alpha
+up-weights a residual stream that only a statistical norm brings back to scale). What a scheme is built on and the
+options it is defined with are its row of prelnx/layouts.py, checked by prelnx's config. Each of fairseq's presets
+exists as prelnx_<preset>; with every option at its default the model is fairseq's transformer, module for module.
+The formulas are in the docstrings of the modules of this folder; the decoder-only model is `normalized_lm`.
 """
 
 from __future__ import annotations
@@ -35,26 +25,15 @@ from typing import Any, Callable
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import (
-    TransformerConfig,
-    TransformerDecoderBase,
-    TransformerEncoderBase,
-    TransformerModel,
-    base_architecture,
-    transformer_iwslt_de_en,
-    transformer_vaswani_wmt_en_de_big,
-    transformer_vaswani_wmt_en_fr_big,
-    transformer_wmt_en_de,
-    transformer_wmt_en_de_big,
-    transformer_wmt_en_de_big_t2t,
-)
+from fairseq.models import transformer as fairseq_transformer
+from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerEncoderBase, TransformerModel
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
 from .admin import ADMIN_INITS
 from .mixln import MIXLN_DEFAULT_ALPHA
 from .rezero import REZERO_FFN_INITS
-from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES, replace_layer_norms
+from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
 
@@ -62,13 +41,9 @@ MODEL_NAME = "prelnx_transformer"
 
 # fairseq's translation presets (fairseq/models/transformer/transformer_legacy.py) -> prelnx_<name>.
 PRESETS: dict[str, Callable[[Any], None]] = {
-    "transformer": base_architecture,
-    "transformer_iwslt_de_en": transformer_iwslt_de_en,
-    "transformer_wmt_en_de": transformer_wmt_en_de,
-    "transformer_vaswani_wmt_en_de_big": transformer_vaswani_wmt_en_de_big,
-    "transformer_vaswani_wmt_en_fr_big": transformer_vaswani_wmt_en_fr_big,
-    "transformer_wmt_en_de_big": transformer_wmt_en_de_big,
-    "transformer_wmt_en_de_big_t2t": transformer_wmt_en_de_big_t2t,
+    name: getattr(fairseq_transformer, "base_architecture" if name == "transformer" else name)
+    for name in ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
+                 "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
 }
 
 
@@ -83,8 +58,7 @@ def _wrap_layer(layer: nn.Module, cfg: Any) -> nn.Module:
 class NormalizedTransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg: Any, dictionary: Any, embed_tokens: nn.Embedding, return_fc: bool = False) -> None:
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        variant = NormVariant.of(cfg)
-        replace_layer_norms(self, variant.norm_type, variant.dyt_init_alpha)  # layer_norm (Pre-LN), layernorm_embedding
+        NormVariant.of(cfg).swap_norms(self)  # layer_norm (Pre-LN), layernorm_embedding
         build_stack(self, cfg, "encoder")
 
     def build_encoder_layer(self, cfg: Any) -> nn.Module:
@@ -94,8 +68,7 @@ class NormalizedTransformerEncoder(TransformerEncoderBase):
 class NormalizedTransformerDecoder(TransformerDecoderBase):
     def __init__(self, cfg: Any, dictionary: Any, embed_tokens: nn.Embedding, no_encoder_attn: bool = False) -> None:
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
-        variant = NormVariant.of(cfg)
-        replace_layer_norms(self, variant.norm_type, variant.dyt_init_alpha)  # layer_norm (Pre-LN), layernorm_embedding
+        NormVariant.of(cfg).swap_norms(self)  # layer_norm (Pre-LN), layernorm_embedding
         build_stack(self, cfg, "decoder")
 
     def build_decoder_layer(self, cfg: Any, no_encoder_attn: bool = False) -> nn.Module:
@@ -116,9 +89,7 @@ def check_variant(args: Any, sides: tuple[str, ...] = ("encoder", "decoder")) ->
     variant = NormVariant.of(args)
     if variant.norm_type not in NORM_TYPES:
         raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
-    normalize_before = [bool(getattr(args, f"{side}_normalize_before", False)) for side in sides]
-    pre_ln = any(normalize_before)
-    if variant.deepnorm and pre_ln:
+    if variant.deepnorm and any(getattr(args, f"{side}_normalize_before", False) for side in sides):
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
     if variant.deepnorm and variant.norm_type == "dyt":
         raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")

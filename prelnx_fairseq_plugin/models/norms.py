@@ -8,12 +8,13 @@ For a feature vector x of size d (the last dimension), with learned per-feature 
   dyt        DyT(x)  = gamma * tanh(alpha * x) + beta, alpha one learned scalar     (Zhu et al. 2025, "Transformers
                        without Normalization", arXiv:2503.10622: alpha starts at alpha0 = 0.5, gamma at 1, beta at 0)
 
-eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is written out here (it was written
-when prelnx still supported torch < 2.4, which has no torch.nn.RMSNorm); kept so that its parameter names, and so
-the checkpoints of earlier runs, stay as they are.
+eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is our own, not torch.nn.RMSNorm, so
+that its parameter names, and the checkpoints of earlier runs, stay as they are.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -72,19 +73,14 @@ def is_layer_norm(module: nn.Module) -> bool:
     return isinstance(module, nn.LayerNorm) or type(module).__name__ == "FusedLayerNorm"
 
 
-def replace_layer_norms(root: nn.Module, norm_type: str, dyt_init_alpha: float = DYT_DEFAULT_ALPHA) -> int:
-    """Swap every LayerNorm below `root` (not `root` itself) for a fresh `norm_type` module; returns how many.
+def replace_layer_norms(root: nn.Module, make: Callable[[int], nn.Module]) -> None:
+    """Swap every LayerNorm below `root` (not `root` itself) for `make(its size)`.
 
     fairseq builds its LayerNorms inline in the layers' and stacks' constructors (self_attn_layer_norm,
     encoder_attn_layer_norm, final_layer_norm, the stacks' layer_norm and layernorm_embedding, ...), so they are
     replaced after construction, by attribute, wherever they are: the module names stay fairseq's.
     """
-    if norm_type == "layernorm":
-        return 0
-    replaced = 0
     for parent in list(root.modules()):
         for name, child in list(parent.named_children()):
             if is_layer_norm(child):
-                setattr(parent, name, make_norm(norm_type, child.normalized_shape[-1], dyt_init_alpha))
-                replaced += 1
-    return replaced
+                setattr(parent, name, make(child.normalized_shape[-1]))

@@ -1,24 +1,18 @@
 """Peri-LN (Kim, Lee, Park, Oh, Kim, Yoo, Shin, Han, Shin & Yoo, "Peri-LN: Revisiting Normalization Layer in the
 Transformer Architecture", ICML 2025, arXiv:2502.02732): a norm around each sublayer, on its input and on its
-output before the residual add. It is the placement of Gemma 2 / Gemma 3 ("sandwich" norm):
+output before the residual add, the "sandwich" norm of Gemma 2 / Gemma 3:
 
   x_{i+1} = x_i + Dropout(LN_out,i(F_i(LN_in,i(x_i))))          and a final LN after the last layer
 
-Reference read (the paper has no code of its own; it names the models that use the placement): Hugging Face
-transformers, src/transformers/models/gemma2/modeling_gemma2.py at commit 9a80143ca26066ee3266749a57c7b3850d8843be,
-`Gemma2DecoderLayer`: input_layernorm -> self_attn -> post_attention_layernorm -> residual add, then
-pre_feedforward_layernorm -> mlp -> post_feedforward_layernorm -> residual add; `Gemma2Model` ends with a final norm.
-Here: fairseq's Pre-LN layer (--encoder/--decoder-normalize-before: self_attn_layer_norm, encoder_attn_layer_norm
-and final_layer_norm are the input norms, the stacks keep fairseq's final norm) plus one output norm per sublayer,
-`output_norms.<i>` (i: 0 self-attention, 1 cross-attention, 2 FFN in the decoder; 0, 1 in the encoder), applied in
-the residual hook. The output norm acts on F's output before fairseq's residual dropout: the layer's
-`dropout_module` (used by fairseq exactly once per sublayer, just before its residual add) is moved to
-`branch_dropout` and applied after the norm, so the norm sees F itself, as in Gemma 2, which has no dropout.
-
-Deviations from Gemma 2, all outside the placement: the norms are --norm-type's (LayerNorm by default, or RMSNorm
-as Gemma's; eps 1e-5, Gemma's 1e-6; Gemma's (1 + w) RMSNorm gain starts at 1 like ours); fairseq's attention, ReLU
-FFN, sinusoidal positions and embedding scale sqrt(d) (Gemma also scales its embeddings by sqrt(d)); no logit soft-
-capping, no sliding window. Initialisation is fairseq's: the same seed gives Pre-LN's weights plus unit norms.
+Reference read (the paper has no code of its own): Hugging Face transformers,
+src/transformers/models/gemma2/modeling_gemma2.py at commit 9a80143ca26066ee3266749a57c7b3850d8843be,
+`Gemma2DecoderLayer` (input_layernorm -> self_attn -> post_attention_layernorm -> add, pre_feedforward_layernorm ->
+mlp -> post_feedforward_layernorm -> add) and `Gemma2Model`'s final norm.
+Here: fairseq's Pre-LN layer (its input norms and final norm) plus one output norm per sublayer, `output_norms.<i>`,
+applied in the residual hook to F's output before fairseq's residual dropout: the layer's `dropout_module` (used
+once per sublayer, just before its add) moves to `branch_dropout`, after the norm.
+Deviations, outside the placement: --norm-type's norms (eps 1e-5, Gemma's RMSNorm 1e-6); fairseq's attention, ReLU
+FFN, positions and init (the same seed gives Pre-LN's weights plus unit norms); no soft-capping or sliding window.
 """
 
 from __future__ import annotations

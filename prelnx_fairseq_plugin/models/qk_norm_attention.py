@@ -1,21 +1,15 @@
 """QK-Norm: fairseq's multi-head attention with queries and keys normalised per head before the dot product.
 
 For each head h with head size d_h, and a norm module N over d_h features (one for queries, one for keys, each
-shared by the heads; the model's --norm-type: LayerNorm, RMSNorm, or DyT, so that a DyT model has no statistical
-norm anywhere):
+shared by the heads; the model's --norm-type, so a DyT model has no statistical norm anywhere):
 
   q_h = N_q(x W_q,h + b_q,h)      k_h = N_k(y W_k,h + b_k,h)
   attention_h = softmax(q_h k_h^T / sqrt(d_h) + masks) (y W_v,h + b_v,h)
 
-as in Dehghani et al. 2023 ("Scaling Vision Transformers to 22 Billion Parameters", arXiv:2302.05442: LayerNorm
-on q and k, the usual 1/sqrt(d_h) scaling kept). The rest is fairseq's MultiheadAttention unchanged.
-
-How it is wired: q_proj and k_proj become `HeadNormedLinear`s (a Linear whose output is normalised per head), so
-every code path of fairseq's attention that projects q or k normalises them: training, validation, cross-attention
-with static keys, and incremental decoding in beam search (cached keys are stored already normalised). fairseq's
-fused path (`F.multi_head_attention_forward`, taken for self-attention without incremental state) reads
-q_proj.weight directly and would skip the norm; `skip_embed_dim_check = True`, fairseq's own switch for "do not use
-the fused PyTorch attention", routes every call through fairseq's Python attention instead.
+as in Dehghani et al. 2023 ("Scaling Vision Transformers to 22 Billion Parameters", arXiv:2302.05442). q_proj and
+k_proj become `HeadNormedLinear`s, so every path of fairseq's attention that projects q or k normalises them
+(cached keys are stored normalised); `skip_embed_dim_check = True` keeps fairseq off its fused path, which reads
+q_proj.weight directly and would skip the norm.
 """
 
 from __future__ import annotations
@@ -41,11 +35,8 @@ class HeadNormedLinear(nn.Linear):
 
     @classmethod
     def taking_over(cls, linear: nn.Linear, num_heads: int, head_norm: nn.Module) -> HeadNormedLinear:
-        """The same projection (the very same weight and bias tensors, so their init is kept), now head-normalised.
-
-        Its own placeholder weights are allocated on the meta device: no random draws, so a model with QK-Norm
-        starts from exactly the weights of the same model (and seed) without it.
-        """
+        """The same projection (the very same weight and bias tensors), now head-normalised. Its placeholder weights
+        are on the meta device: no random draws, so the model starts from the weights of the same seed without it."""
         projection = cls(linear.in_features, linear.out_features, num_heads, head_norm, bias=linear.bias is not None,
                          device="meta")  # fmt: skip
         projection.weight = linear.weight

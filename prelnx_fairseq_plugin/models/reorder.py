@@ -1,22 +1,15 @@
-"""The reordered norm of OLMo 2 (Team OLMo, "2 OLMo 2 Furious", arXiv:2501.00656): no norm on a
-sublayer's input, a norm on its output before the residual add:
+"""The reordered norm of OLMo 2 (Team OLMo, "2 OLMo 2 Furious", arXiv:2501.00656): no norm on a sublayer's input,
+a norm on its output before the residual add:
 
   x_{i+1} = x_i + Dropout(Norm_i(F_i(x_i)))                      and a final norm after the last layer
 
 Reference read: Hugging Face transformers, src/transformers/models/olmo2/modular_olmo2.py at commit
-46474e6759e4160bb54fb49fd0a8fdd71d5ac933: `Olmo2DecoderLayer` deletes OLMo's input_layernorm and applies
-post_attention_layernorm to the attention's output and post_feedforward_layernorm to the MLP's output, each before
-its residual add; `Olmo2Model` keeps a final norm. OLMo 2 also adds QK-norm (`Olmo2Attention`'s q_norm / k_norm);
-here that is the separate --qk-norm switch (model.qk_norm), so the two changes the authors made together can be
-measured apart.
-
-Here: fairseq's Pre-LN layer (for the stacks' final norm) whose input norms (self_attn_layer_norm,
-encoder_attn_layer_norm, final_layer_norm) become the identity, plus Peri-LN's output norms and moved dropout
-(`peri.add_output_norms`: the norm sees F's output before fairseq's residual dropout).
-
-Deviations from OLMo 2, outside the placement: --norm-type's norm (LayerNorm by default; OLMo 2's is RMSNorm,
-model.norm: rmsnorm); --qk-norm normalises each head's query and key (OLMo 2 normalises the whole q and k
-projections, all heads together); fairseq's attention, ReLU FFN, positions and init.
+46474e6759e4160bb54fb49fd0a8fdd71d5ac933: `Olmo2DecoderLayer` (post_attention_layernorm and
+post_feedforward_layernorm on the sublayers' outputs, before the adds) and `Olmo2Model`'s final norm. OLMo 2's
+QK-norm is the separate --qk-norm here, so the two changes can be measured apart.
+Here: fairseq's Pre-LN layer whose input norms become the identity, plus Peri-LN's output norms and moved dropout
+(`peri.add_output_norms`). Deviations, outside the placement: --norm-type's norm (OLMo 2's is RMSNorm); --qk-norm
+per head (OLMo 2's over all heads); fairseq's attention, ReLU FFN, positions and init.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
 """ResiDual (Xie, Zhang, Guo, Tan, Bian, Awadalla, Menezes, Qin & Yan 2023, "ResiDual: Transformer with Dual
 Residual Connections", arXiv:2304.14802): two residual streams through the same sublayers. x_a is Post-LN's stream,
-x_d sums every sublayer's output unnormalised (Pre-LN's stream without its input norms), and the stack's output
-joins them:
+x_d sums every sublayer's output unnormalised, and the stack's output joins them:
 
   x_a <- LN_i(x_a + F_i(x_a))        x_d <- x_d + F_i(x_a)        (every sublayer i; F_i after its dropout)
   output = x_a + LN_d(x_d)           x_a and x_d both start as the stack's input (the embeddings)
 
 Reference read: microsoft/ResiDual at commit 8682f7510be105a0caf5b98a021e712f44f90ace (written for fairseq 0.12):
 resi_dual/resi_dual_layers.py (`ResiDualEncoderLayer` / `ResiDualDecoderLayer.forward`: `res = res + x *
-res_input_norm_scale` with x the sublayer's output after dropout, then `x = *_layer_norm(x + xr)`, i.e. fairseq's
-Post-LN sublayer) and resi_dual/resi_dual.py (`ResiDualEncoder` / `ResiDualDecoder`: `res = x *
-res_input_norm_scale` from the embeddings, the zero start commented out; after the last layer `x = x * alpha +
-self.layer_norm(res)`, the stack's norm rebuilt with eps 1e-7; hydra_config/iwslt.yaml sets enc/dec_alpha and
-res_input_norm_scale to 1.0, their defaults, which prelnx fixes at 1).
+res_input_norm_scale`, then fairseq's Post-LN sublayer) and resi_dual/resi_dual.py (`ResiDualEncoder` /
+`ResiDualDecoder`: `res` from the embeddings; after the last layer `x = x * alpha + self.layer_norm(res)` with eps
+1e-7; hydra_config/iwslt.yaml keeps alpha and res_input_norm_scale at 1.0, which prelnx fixes at 1).
 
-Here: fairseq's Post-LN layers unchanged for x_a; the residual hook adds each sublayer's output to x_d, which the
-layers of one stack share through a `DualStream` (the layers are called one after the other, in both training and
-incremental decoding, where x_d is per new token as x_a is); the stack's `layer_norm` (fairseq applies it after
-the last layer; Post-LN has none) becomes `ResiDualOutput`, x_a + LN_d(x_d) with eps 1e-7 as the reference. x_d is
-taken from the first layer's input when its first sublayer adds to it, and dropped when the output reads it (and
-at each stack call), so no tensor outlives a forward. Activation checkpointing (which re-runs a layer in the
-backward pass, so the stream would be added twice) is refused.
-Deviations, none in the formula: --norm-type's norm for LN_d (LayerNorm by default, as the reference).
+Here: fairseq's Post-LN layers for x_a; the residual hook adds each sublayer's output to x_d, shared by the layers
+of a stack through a `DualStream` (dropped at each stack call and when the output reads it, so no tensor outlives a
+forward); the stack's `layer_norm` becomes `ResiDualOutput`. Activation checkpointing (which would add each
+sublayer twice) is refused. LN_d is --norm-type's norm (LayerNorm by default, as the reference).
 """
 
 from __future__ import annotations

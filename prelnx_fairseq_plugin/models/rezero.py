@@ -6,36 +6,21 @@ its two forms:
   rezero_postln   Post-LN's norms kept:      x_{i+1} = LN(x_i + a * f_i(x_i))
                   a = 0 at initialisation in both
 
-One scalar a per layer, shared by the layer's sublayers (self-attention and FFN in the encoder; self-attention,
-cross-attention and FFN in the decoder), as in the authors' `RZTXEncoderLayer` / `RZTXDecoderLayer` (`resweight`)
-and in Transformer-Clinic (`rezero_weight`). f_i(x) is the sublayer's output after dropout (fairseq's order; the
-authors' layers scale before or after dropout, which is the same product).
-
-`rezero`: the authors' layers have no LayerNorm; at initialisation every layer is the identity, so the model's
-output is its embeddings' projection. LayerNorms are replaced by nn.Identity (no parameters, nothing unused for DDP).
-
-`rezero_postln`: fairseq's Post-LN layer with the scalar on the residual branch, as Transformer-Clinic's layer code
-builds it for an `--init-type` that contains "rezero" but is not "rezero" itself (it adds `rezero_weight` for any
-such type and drops the LayerNorms only for "rezero"; with normalize_before false the norm follows the add). At
-initialisation each sublayer is LN(x + 0) = LN(x), so an encoder layer is LN2(LN1(x)) and a decoder layer
-LN3(LN2(LN1(x))): the residual branches contribute nothing until a moves, as in `rezero`, but every layer's output
-has the norm's scale. Nothing else changes but the FFN's init (below): fairseq's LayerNorms, fairseq's attention.
+One scalar a per layer, shared by the layer's sublayers, as in the authors' `RZTXEncoderLayer` / `RZTXDecoderLayer`
+(`resweight`) and Transformer-Clinic (`rezero_weight`); f_i(x) is the sublayer's output after dropout (the same
+product as the authors' order). `rezero` replaces the LayerNorms by nn.Identity (nothing unused for DDP);
+`rezero_postln` is Transformer-Clinic's layer for an `--init-type` that contains "rezero" but is not "rezero"
+(it adds `rezero_weight` and keeps the norms): at initialisation each layer is LN2(LN1(x)) (decoder LN3(LN2(LN1(x)))).
 
 FFN initialisation (`--rezero-ffn-init`, REZERO_FFN_INITS; both forms):
   xavier   the default: Transformer-Clinic's layers (fairseq/fairseq/modules/transformer_layer.py at commit
            70f72b708ab074db5ca3726494e3263516041159, lines 91-92 and 436-437) build fc1/fc2 with the file's `Linear`
-           helper (line 688: xavier_uniform_ weight, bias 0) for every --init-type, rezero included, so fc1/fc2 are
-           re-drawn here as Admin's are. Every shipped ReZero config (configs/warmup_free/rezero_iwslt14.yaml, the
-           warm-up-free sweeps) follows Clinic, whose IWSLT14 recipe it transcribes.
-  torch    majumderb/rezero's `RZTXEncoderLayer` / `RZTXDecoderLayer` build the FFN with torch's `nn.Linear` (Kaiming-
-           uniform a = sqrt(5), non-zero bias), which is also fairseq 0.12's own FFN init: at IWSLT14 size fc1's std
-           0.0255 against Xavier's 0.0361, an FFN branch variance about 1/8 of Clinic's.
+           helper (line 688: xavier_uniform_ weight, bias 0), rezero included; every shipped ReZero config follows it.
+  torch    majumderb/rezero's layers build the FFN with torch's `nn.Linear` (Kaiming-uniform, non-zero bias), which
+           is also fairseq 0.12's FFN init.
 
-Weight decay: a is a parameter like any other, and fairseq's `--weight-decay` decays it with the rest, as in
-Transformer-Clinic's ReZero recipe (nmt-experiments/iwslt14_de-en.md at commit
+Weight decay decays a with the rest, as Transformer-Clinic's recipe (nmt-experiments/iwslt14_de-en.md at commit
 70f72b708ab074db5ca3726494e3263516041159: `--init-type rezero --weight-decay 0.0001`, one parameter group).
-majumderb/rezero states no weight-decay rule for a; prelnx has no option to exclude it (none is needed to run
-either recipe).
 """
 
 from __future__ import annotations

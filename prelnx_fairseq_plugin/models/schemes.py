@@ -1,13 +1,10 @@
-"""The layouts the plugin builds as a scheme (`--layout-scheme NAME`, or a user's `--layout-file PATH.py:CLASS`):
-what each changes in fairseq's transformer, by hook.
+"""The layouts the plugin builds as a scheme (`--layout-scheme NAME`, or a user's `--layout-file PATH.py:CLASS`).
 
-A shipped scheme is one published recipe (a warm-up-free scheme or a norm placement), in its own module (`admin`,
-`tfixup`, `rezero`: rezero and rezero_postln, `b2t`, `peri`, `reorder`, `mixln`, `residual`, `lnscale`), with its
-formula and sources; it registers itself here when imported (`normalized_transformer` imports them all), against
-its row of prelnx's layout table (prelnx/layouts.py: a scheme without a row is refused, and the row's flags become
-the class's). A user's own scheme is a subclass of `LayoutScheme` in a file of theirs (docs/your_layout.md,
-examples/gated_preln.py); its class attributes are its row. A scheme acts at these points, all of them fairseq's
-own seams (override the ones the placement needs; the defaults leave fairseq's layer as it is):
+A shipped scheme is one published recipe in its own module, with its formula and sources; it registers itself here
+when imported, against its row of prelnx/layouts.py (a scheme without a row is refused; the row's flags become the
+class's). A user's scheme is a `LayoutScheme` subclass in a file of theirs (docs/your_layout.md,
+examples/gated_preln.py); its class attributes are its row. A scheme acts at fairseq's own seams (the defaults
+leave fairseq's layer as it is):
 
   build_layer(layer, cfg, side)   once fairseq has built an encoder or decoder layer: add parameters (a layer's
                                   norms: `self.make_norm(dim)`), drop the LayerNorms, rescale the initial weights
@@ -17,14 +14,12 @@ own seams (override the ones the placement needs; the defaults leave fairseq's l
                                   `layer.layer_input` is the layer's own input
   final_norm(stack, cfg, side, norm)  the stack's final norm: fairseq's (a module under Pre-LN, None under
                                   Post-LN) or what replaces it (None: no final norm)
-  build_stack(stack, cfg, side)   once fairseq has built an encoder or decoder stack and its layers: what
-                                  depends on a layer's place in the stack (its index l), or spans the stack
+  build_stack(stack, cfg, side)   once the stack and its layers are built: what depends on a layer's place
   build_model(model, args)        once the whole model is built (embeddings, a profiling forward pass)
 
-Where the norms sit is fairseq's: a scheme is built on Post-LN (`pre_ln` false) or on fairseq's Pre-LN (`pre_ln`
-true: --encoder/--decoder-normalize-before, the layers' input norms and the stacks' final norm). `pre_ln`,
-`norm_types`, `allows_qk_norm`, `language_model`, `display_name` and `colour` are the row's; prelnx's config
-checks them, once (prelnx/config/schema.py's layout_problems), and the plugin builds what it is given.
+A scheme is built on Post-LN (`pre_ln` false) or on fairseq's Pre-LN (--encoder/--decoder-normalize-before);
+prelnx's config checks the row's flags once (prelnx/config/schema.py's layout_problems), and the plugin builds what
+it is given.
 """
 
 from __future__ import annotations
@@ -36,7 +31,7 @@ from torch import nn
 
 from prelnx.layouts import LAYOUTS, load_class
 
-from .norms import is_layer_norm, make_norm
+from .norms import make_norm, replace_layer_norms
 
 SCHEMES: dict[str, type[LayoutScheme]] = {}
 NO_SCHEME = "none"
@@ -98,13 +93,6 @@ def register(scheme: type[LayoutScheme]) -> type[LayoutScheme]:
     return scheme
 
 
-def scheme_name(cfg: Any) -> str:
-    """The configured scheme's name ("none" when the option is absent: every model before this option)."""
-    from fairseq import utils
-
-    return str(utils.safe_getattr(cfg, "layout_scheme", None) or NO_SCHEME)
-
-
 def scheme_class(cfg: Any) -> type[LayoutScheme] | None:
     """The class of --layout-file (a user's PATH.py:CLASS, loaded by prelnx.layouts' loader) or --layout-scheme."""
     from fairseq import utils
@@ -112,7 +100,7 @@ def scheme_class(cfg: Any) -> type[LayoutScheme] | None:
     spec = utils.safe_getattr(cfg, "layout_file", None)
     if spec:
         return load_class(str(spec))  # type: ignore[return-value]
-    name = scheme_name(cfg)
+    name = str(utils.safe_getattr(cfg, "layout_scheme", None) or NO_SCHEME)
     if name == NO_SCHEME:
         return None
     if name not in SCHEMES:
@@ -135,16 +123,10 @@ def stack_layers(cfg: Any, side: str) -> int:
     return int(cfg.encoder.layers if side == "encoder" else cfg.decoder.layers)
 
 
-def drop_layer_norms(layer: nn.Module) -> int:
+def drop_layer_norms(layer: nn.Module) -> None:
     """Every LayerNorm of the layer becomes an nn.Identity (no parameters: none left unused, which DDP's unused-
     parameter check would refuse); the attribute names stay fairseq's so its forward runs unchanged."""
-    dropped = 0
-    for parent in list(layer.modules()):
-        for name, child in list(parent.named_children()):
-            if is_layer_norm(child):
-                setattr(parent, name, nn.Identity())
-                dropped += 1
-    return dropped
+    replace_layer_norms(layer, lambda dim: nn.Identity())
 
 
 INPUT_NORMS = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")  # fairseq's, in sublayer order

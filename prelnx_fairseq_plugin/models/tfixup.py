@@ -7,29 +7,19 @@ as the authors' code does it (their `fixup_initialization` and embedding scaling
   encoder layer   fc1, fc2, self_attn.out_proj and self_attn.v_proj weights  x 0.67 N^(-1/4)
   decoder layer   fc1, fc2, self_attn.out_proj, encoder_attn.out_proj, self_attn.v_proj and encoder_attn.v_proj
                   weights  x (9M)^(-1/4)
-  embeddings      drawn N(0, d^(-1/2)) (std d^(-1/2), fairseq's Embedding init), then the encoder's x (9N)^(-1/4)
-                  and the decoder's x (9M)^(-1/4) (the decoder's is left alone when it is the encoder's:
-                  --share-all-embeddings); with --share-decoder-input-output-embed the output projection is that
-                  scaled embedding
+  embeddings      drawn N(0, d^(-1/2)) (fairseq's Embedding init), then the encoder's x (9N)^(-1/4) and the
+                  decoder's x (9M)^(-1/4) (left alone when it is the encoder's: --share-all-embeddings)
   v_proj          fairseq draws q/k/v_proj with xavier_uniform_(gain=1/sqrt(2)) when q, k and v have the same size;
-                  the authors undo that gain (x sqrt(2)) before scaling, so v_proj starts from a gain-1 Xavier
-  fc1, fc2        the paper applies Xavier to every weight except the embeddings; fairseq 0.12's FFN Linears keep
-                  torch's default init, so they are re-drawn here with xavier_uniform_ (bias 0), as the authors'
-                  fairseq (its `Linear` helper) drew them, before scaling
+                  the authors undo that gain (x sqrt(2)) before scaling
+  fc1, fc2        re-drawn with xavier_uniform_ (bias 0), as the authors' fairseq `Linear` helper drew them (fairseq
+                  0.12 keeps torch's default), before scaling
 
-q_proj, k_proj and the biases keep fairseq's init. The authors' recipe trains without warm-up: lr 5e-4 decayed
-as sqrt(4000 / (4000 + t)) from the first update, dropout 0.5 (configs/warmup_free/tfixup_iwslt14.yaml).
-
-Caveat on the optimizer (layer6ai-labs/T-Fixup at commit b17e166d9f60671a92c3f39e24c9b8c93995e5a3): the script
-(`Train_IWSLT_TFixup_example.sh`) says `--optimizer adam`, but the authors' `fairseq/optim/adam.py` uses apex's
-FusedAdam only when apex is installed and a GPU is visible; otherwise its `Adam.step` has the Adam update commented
-out and runs the "RAdam Algorithm", whose variance rectification is itself a warm-up. Which one gave the published
-35.73 (README) is not stated, so prelnx ships both readings: `tfixup_iwslt14.yaml` (Adam) and
-`tfixup_iwslt14_radam.yaml` (RAdam), and the warm-up-free benchmark runs both.
-
-What prelnx does about the pitfall of the authors' code (its decoder still builds `encoder_attn_layer_norm`, a
-parameter no forward uses, so DDP's unused-parameter check fails): every LayerNorm of every layer is replaced by an
-nn.Identity, which has no parameters, and the stacks have no final or embedding norm (Post-LN): nothing unused.
+q_proj, k_proj and the biases keep fairseq's init. The recipe trains without warm-up
+(configs/warmup_free/tfixup_iwslt14.yaml). Which optimizer the authors used (layer6ai-labs/T-Fixup at commit
+b17e166d9f60671a92c3f39e24c9b8c93995e5a3: `--optimizer adam`, whose `fairseq/optim/adam.py` runs RAdam without
+apex) is open, so both readings ship (`tfixup_iwslt14.yaml`, `tfixup_iwslt14_radam.yaml`; docs/warmup_free.md).
+Every LayerNorm of a layer becomes an nn.Identity (the authors' unused `encoder_attn_layer_norm` fails DDP's
+unused-parameter check).
 """
 
 from __future__ import annotations

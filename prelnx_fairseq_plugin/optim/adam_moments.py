@@ -6,16 +6,12 @@ gradient g_t (decoupled weight decay wd, as AdamW):
     m_t = b1 m_{t-1} + (1 - b1) g_t          v_t = b2 v_{t-1} + (1 - b2) g_t^2       m_0 = v_0 = 0
     w_t = w_{t-1} (1 - lr wd) - lr * c_t * m_t / (sqrt(v_t) + eps),   c_t = sqrt(1 - b2^t) / (1 - b1^t)
 
-The two switches change exactly one term each; every later update is the same recurrence from the state reached:
-- `--second-moment-init gradient` (GI-Adam, Kalra & Barkeshli 2024, arXiv 2406.09405): v_0 = g_1^2, the first
-  gradient squared, so v_1 = g_1^2 (not (1 - b2) g_1^2); bias correction is kept, so the first update is
-  lr * sqrt(1 - b2) * g / (|g| + eps): sqrt(1 - b2) (0.14 at b2 = 0.98) times Adam's first update, and the
-  preconditioner starts from the gradient's own scale instead of from zero.
-- `--no-bias-correction` (the "bias correction inflates early updates" reading, Kosson et al. 2024,
-  arXiv 2410.23922): c_t = 1 for every t, i.e. m_t and v_t are used as they are. The first update becomes
-  lr * (1 - b1) / sqrt(1 - b2) * g / (|g| + eps / sqrt(1 - b2)).
-With neither, this is fairseq's Adam step for step (tests/plugin/test_adam_moments.py checks it against
-fairseq's). `second_moment_gradient` is also what the plugin's `radam` uses for its `--second-moment-init`.
+Each switch changes one term; every later update is the same recurrence from the state reached:
+- `--second-moment-init gradient` (GI-Adam, Kalra & Barkeshli 2024, arXiv 2406.09405): v_0 = g_1^2, so v_1 = g_1^2;
+  with bias correction kept, the first update is lr * sqrt(1 - b2) * g / (|g| + eps), sqrt(1 - b2) times Adam's.
+- `--no-bias-correction` (Kosson et al. 2024, arXiv 2410.23922: bias correction inflates early updates): c_t = 1,
+  so the first update is lr * (1 - b1) / sqrt(1 - b2) * g / (|g| + eps / sqrt(1 - b2)).
+With neither, this is fairseq's Adam step for step (tests/plugin/test_adam_moments.py).
 """
 
 import math

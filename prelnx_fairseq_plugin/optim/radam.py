@@ -1,23 +1,18 @@
 """`--optimizer radam`: torch.optim.RAdam (Liu et al. 2020, "On the Variance of the Adaptive Learning Rate").
 
-Weight decay is decoupled (AdamW-style), like fairseq's own `adam`, so `--weight-decay` means the same for both.
-`--second-moment-init gradient` starts v from the first gradient squared (GI-Adam's v_0 = g_1^2, written once in
-adam_moments.py). RAdam's first updates (while its rectification term is undefined, rho_t <= 5) do not use v, so
-this leaves them unchanged and changes the adaptive steps after them. RAdam has no switch for bias correction: its
-rectification is derived for the bias-corrected moments.
+Weight decay is decoupled, as fairseq's `adam`. `--second-moment-init gradient` starts v at the first gradient
+squared (GI-Adam, adam_moments.py); RAdam's first updates do not use v, so it changes only the adaptive steps after
+them. RAdam has no bias-correction switch: its rectification is derived for the bias-corrected moments.
 
-RAdam's first updates (`--radam-first-steps`, RADAM_FIRST_STEPS), while rho_t is at or below 5 (about the first 5
-updates; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t), rho_inf = 2 / (1 - beta2) - 1), where the rectification is
-undefined:
-  momentum    the default: weight decay, then the un-adapted momentum step p -= lr * m_t / (1 - beta1^t); torch's
-              RAdam, the original RAdam (`degenerated_to_sgd=True`) and T-Fixup's RAdam (layer6ai-labs/T-Fixup
-              fairseq/optim/adam.py at commit b17e166d9f60671a92c3f39e24c9b8c93995e5a3, lines 248-252)
-  decay_only  weight decay only, p -= lr * weight_decay * p; the moments still accumulate: Transformer-Clinic's
-              radam_fairseq/radam.py at commit 70f72b708ab074db5ca3726494e3263516041159, line 124 (the momentum step
-              `p_data_fp32.add_(-step_size, exp_avg)` commented out), the RAdam of Admin's recipes
-(Clinic and T-Fixup rectify when N_sma >= 5, torch when rho_t > 5: the same steps but for rho_t exactly 5.) Under a
-6000-update warm-up the choice moves nothing; under Admin's no-warm-up recipe (lr 3e-4 from update 1) the first
-five steps are plain momentum steps of size up to lr, or none.
+`--radam-first-steps`: the updates while rho_t <= 5 (about the first 5; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t),
+rho_inf = 2 / (1 - beta2) - 1), where the rectification is undefined:
+  momentum    the default: weight decay, then p -= lr * m_t / (1 - beta1^t): torch's RAdam, the original RAdam
+              (`degenerated_to_sgd=True`) and T-Fixup's RAdam (layer6ai-labs/T-Fixup fairseq/optim/adam.py at
+              commit b17e166d9f60671a92c3f39e24c9b8c93995e5a3, lines 248-252)
+  decay_only  weight decay only, the moments still accumulate: Transformer-Clinic's radam_fairseq/radam.py at commit
+              70f72b708ab074db5ca3726494e3263516041159, line 124 (the momentum step commented out), Admin's RAdam
+(Clinic and T-Fixup rectify when N_sma >= 5, torch when rho_t > 5: the same but for rho_t exactly 5.) It matters
+without warm-up (Admin's recipe: lr 3e-4 from update 1), not under a 6000-update warm-up.
 """
 
 from collections.abc import Collection

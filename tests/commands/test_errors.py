@@ -97,7 +97,7 @@ def test_the_folders_refusals_are_refusals_and_not_listed_twice():
     targets = ("prelnx.plan.data:DataNotReady", "prelnx.plan.parallel:BatchError",
                "prelnx.records.checkpoints:CheckpointRefused", "prelnx.records.checkpoints:CheckpointDamaged",
                "prelnx.launch.errors:RunConflict", "prelnx.launch.errors:SlurmUnavailable",
-               "prelnx.evaluate.evaluate:EvaluationError", "prelnx.evaluate.average:CheckpointError",
+               "prelnx.evaluate.evaluate:EvaluationError",
                "prelnx.finetune.plan:FinetunePlanError", "prelnx.analysis.grads.study:GradsError",
                "prelnx.analysis.theory:TheoryError", "prelnx.report.report:ReportError")  # fmt: skip
     for target in targets:

@@ -12,9 +12,7 @@ from typer.testing import CliRunner
 from prelnx.cli import app
 from prelnx.config.errors import Refusal
 from prelnx.config.load import load_config
-from prelnx.evaluate.average import average_checkpoints
-from prelnx.evaluate.bleu import score
-from prelnx.evaluate.evaluate import EvaluationError, evaluate
+from prelnx.evaluate.evaluate import EvaluationError, average_checkpoints, evaluate, score
 from prelnx.plan.data import data_dir
 from prelnx.launch.local import train
 

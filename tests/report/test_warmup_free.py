@@ -17,8 +17,7 @@ from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.render import comparison_text, method_claims_table, ranking_table
 from prelnx.report.report import write_report
 from prelnx.report.stats import FISHER, Verdict
-from prelnx.report.warmup_free import CHECKS, check_methods, has_methods, method_names, ranking
-from prelnx.report.warmup_free_figure import plot_ranking
+from prelnx.report.warmup_free import CHECKS, check_methods, has_methods, method_names, plot_ranking, ranking
 from tests.report.runs import Sweep, write_dictionary
 
 POST_WARMUP = [6.00, 6.10, 6.05]  # the target loss at lr 1e-3: their mean, 6.05
@@ -280,7 +279,7 @@ def test_the_ranking_figure_is_drawn_without_pyplot_and_alike_from_threads(tmp_p
     folder = benchmark(tmp_path).save()
     code = ("import sys; from pathlib import Path; from prelnx.paper import methods_data; "
             "from prelnx.report.arms import load_arms; from prelnx.report.warmup_free import method_names, ranking; "
-            "from prelnx.report.warmup_free_figure import plot_ranking; "
+            "from prelnx.report.warmup_free import plot_ranking; "
             f"plot_ranking(ranking(load_arms(Path({str(folder)!r})), method_names(methods_data())), "
             f"Path({str(tmp_path / 'alone.png')!r})); "
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")  # fmt: skip

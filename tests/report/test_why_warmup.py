@@ -20,7 +20,7 @@ from prelnx.report.predict import Protocol, Unit, predict
 from prelnx.report.report import write_report
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import check_explanations, last_ffn_grad, load_study, lr_sharpness, run_quantity
-from prelnx.report.why_warmup_predict import check_predictions
+from prelnx.report.why_warmup_section import check_predictions
 from tests.report.runs import Sweep, write_dictionary
 
 VARIANTS = {"adam": {}, "gi_adam": {"second_moment_init": "gradient"},

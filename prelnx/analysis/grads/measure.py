@@ -1,13 +1,9 @@
-"""One model of the gradient study, inside a worker: build it as `prelnx train` does, feed it the seed's batches.
+"""One model of the gradient study, inside a worker: built through prelnx.launch.inprocess as `prelnx train` builds
+it, in train mode (dropout as configured), fed the seed's batches of the task's own train iterator through the
+configured criterion; the summed loss's gradient is divided by sample_size, as fairseq's trainer does.
 
-The model is built through prelnx.launch.inprocess (the config's fairseq argv, the plugin, `task.build_model`, seeded with
-the seed), put in train mode (dropout as configured), and fed the same N real mini-batches of the configured data
-(the task's own train iterator, shuffled with the seed) through the configured criterion. As in fairseq's trainer,
-the summed loss's gradient is divided by the batch's sample_size (target tokens), so a gradient is per token.
-
-Only the FFN weights require gradients: autograd then skips the weight gradients nobody reads (attention, embeddings,
-output projection); the FFN gradients are the same numbers. In the same forward passes a hook on every layer reads
-the RMS of its output (the residual stream at initialisation, `hidden_rms`).
+Only the FFN weights require gradients (autograd then skips the ones nobody reads; the FFN's are the same numbers).
+A hook on every layer reads the RMS of its output in the same forward passes (`hidden_rms`).
 """
 
 from __future__ import annotations
@@ -62,10 +58,8 @@ class Worker:
         return self.checkpoints[spec.checkpoint]
 
     def seed_batches(self, seed: int, cfg: Any, model: Any) -> list[dict[str, Any]]:
-        """The first N batches of the train iterator shuffled with this seed: the same for every model of the seed.
-
-        Built as fairseq's train builds its iterator (max positions of task and model, batch-size multiple).
-        """
+        """The first N batches of the train iterator shuffled with this seed (built as fairseq's train builds it):
+        the same for every model of the seed."""
         if seed not in self.samples:
             from fairseq import utils
 
@@ -158,12 +152,6 @@ def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:
     """(model, layout, depth) of a fairseq checkpoint, built with its own cfg for this task's dictionaries."""
     from fairseq import checkpoint_utils
 
-    from prelnx.records.checkpoints import load_checkpoint
-
-    try:
-        load_checkpoint(path, mmap=True)  # a planted or damaged file is refused here, with one message
-    except ValueError as error:
-        raise GradsError(f"--checkpoint: {error}") from None
     load_plugin()  # safe loading (weights_only=True with fairseq's allowlist) for fairseq's own loader too
     try:
         state = checkpoint_utils.load_checkpoint_to_cpu(str(path))

@@ -87,10 +87,7 @@ class GradStudy:
         threads: int | None = None,
         quick: bool = False,
     ) -> GradStudy:
-        """The study of `prelnx grads`' options: None takes the default, or with `quick` the QUICK preset's value.
-
-        Explicit options win over the preset.
-        """
+        """The study of `prelnx grads`' options: None takes the default, or with `quick` the QUICK preset's value."""
         defaults: dict[str, Any] = {"layouts": cls.layouts, "depths": cls.depths, "seeds": cls.seeds,
                                     "batches": cls.batches, "max_tokens": cls.max_tokens}  # fmt: skip
         if quick:

@@ -1,7 +1,5 @@
-"""The gradient study's numbers: grads.csv rows, mean and std over seeds, the JSON summary, and the closing table.
-
-The paper's Figure-3 numbers printed beside ours are read from prelnx/paper.yaml (`figure3`).
-"""
+"""The gradient study's numbers: grads.csv rows, mean and std over seeds, the JSON summary, and the closing table
+beside the paper's Figure-3 numbers (prelnx/paper.yaml, `figure3`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The pool that measures the study's models: how many worker processes, how many threads each, and the pool itself.
-
-Models are independent, so they run in a pool of worker processes (by default one per core, one torch thread each):
-see `plan_workers` for why processes rather than threads.
-"""
+"""The pool that measures the study's models: how many worker processes, how many threads each, the pool itself."""
 
 from __future__ import annotations
 
@@ -21,10 +17,6 @@ from prelnx.quiet import quiet_fairseq_logging
 
 # (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.
 FALLBACK_DIMS = (1024, 4096)
-
-
-def available_cores() -> int:
-    return usable_cores()
 
 
 def available_memory() -> int | None:
@@ -70,15 +62,12 @@ def memory_per_worker(config: Config, depth: int, tokens: int) -> float:
 def plan_workers(study: GradStudy, specs: list[ModelSpec]) -> tuple[int, int]:
     """(worker processes, torch threads each).
 
-    Processes, one per core with one thread each, rather than one process using every core for each model: the models
-    are independent, so running them side by side keeps every core busy through the parts torch does not parallelise
-    (building a model is single-threaded weight initialisation, and small ops scale badly across threads), a shared
-    machine's other load slows single-threaded workers less than a team of OpenMP threads that wait for each other,
-    and each process has its own RNG, so a model's dropout draws do not depend on what runs next to it. (Threads
-    would share the global torch RNG that fairseq seeds and dropout draws from.) Fewer workers when the memory that
-    is available would not hold that many of the largest model's activations.
+    One single-threaded process per core rather than every core on one model: the models are independent, so side by
+    side they keep every core busy through what torch does not parallelise (building a model, small ops), and each
+    process has its own RNG (threads would share the global one that fairseq seeds and dropout draws from). Fewer
+    workers when the available memory would not hold that many of the largest model's activations.
     """
-    cores = available_cores()
+    cores = usable_cores()
     workers = study.workers or max(1, min(cores, len(specs)))
     if study.workers is None:
         memory = available_memory()
