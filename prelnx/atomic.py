@@ -1,7 +1,5 @@
-"""Atomic file writes: a reader never sees a half-written file, an interrupted write leaves the old one.
-
-Also the one wording of an I/O failure (`io_reason`) that status.json and error messages use.
-"""
+"""Atomic file writes (a reader never sees a half-written file, an interrupted write leaves the old one), and the
+one wording of an I/O failure (`io_reason`) that status.json and error messages use."""
 
 from __future__ import annotations
 

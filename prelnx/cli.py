@@ -1,8 +1,5 @@
-"""The `prelnx` command line: one thin function per command; the work lives in the modules they call.
-
-A command's module is imported only when that command runs (`prelnx train` never imports scipy or matplotlib);
-`prelnx --help`, and `app` imported from here (the tests' CliRunner), have every command.
-"""
+"""The `prelnx` command line: one thin function per command; the work lives in the modules they call. A command's
+module is imported only when it runs; `prelnx --help` and `app` (the tests' CliRunner) have every command."""
 
 from __future__ import annotations
 

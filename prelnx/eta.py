@@ -1,9 +1,5 @@
-"""An ETA that settles quickly: the pace is measured on the work's size, after start-up.
-
-Each piece of work has a size (a model's layers, a run's updates); the clock starts when the first piece is done
-(imports, fairseq start-ups and a pool's spawn are not work) and the pace is the size done since then per
-second, over every worker at once. So the first estimate comes from the work's size, not from a first slow step.
-"""
+"""An ETA that settles quickly: each piece of work has a size (a model's layers, a run's updates); the clock starts
+when the first piece is done (start-ups are not work) and the pace is the size done since then per second."""
 
 from __future__ import annotations
 

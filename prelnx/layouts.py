@@ -1,14 +1,9 @@
-"""THE layout table: every model.layout prelnx trains, one row each, and a researcher's own layout from a file.
+"""THE layout table: every model.layout prelnx trains, one row each (read by everything that knows layouts); a
+shipped layout is one row here plus one plugin file (prelnx_fairseq_plugin/models/<name>.py, a LayoutScheme).
 
-A row says what a layout is (config name, display name, family), what it is defined with (tasks, norm types,
-QK-Norm), how it is built (on fairseq's Pre-LN or on Post-LN), its plot colour and the reference code it transcribes.
-Everything that knows layouts reads it. Adding a shipped layout is one row here plus one plugin file
-(prelnx_fairseq_plugin/models/<name>.py, a registered LayoutScheme).
-
-A user's own layout is `model.layout: PATH.py:CLASS` (docs/your_layout.md): CLASS, a subclass of the plugin's
-LayoutScheme, is imported here at config validation and its class attributes become one more row (`user_layout`);
-the plugin loads the file (`--layout-file`) with the same loader. Loading is thread-safe (sweeps validate in
-threads). Imports only the standard library: the CLI need not import fairseq, and the plugin reads this table too.
+A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md), a subclass of the plugin's LayoutScheme, is loaded
+here at config validation (thread-safe: sweeps validate in threads) and its class attributes become one more row;
+the plugin loads it (`--layout-file`) the same way. Standard library only: the plugin reads this table too.
 """
 
 from __future__ import annotations
@@ -35,9 +30,9 @@ NORM_REASON = {PAPER: "is defined", VARIANT: "rescales a normalised residual str
                PLACEMENT: "places a statistical norm"}  # fmt: skip
 QK_REASON = {WARMUP_FREE: "is built as its authors built it"}
 USER_COLOUR = "tab:pink"  # a user's layout that names no colour
-# The claims a user's layout file may declare (its class's `claims`), each kind with the numbers it needs: the kinds
-# of prelnx/methods.yaml that a sweep of Post-LN, Pre-LN and the layout, with and without warm-up, decides
-# (prelnx/report/warmup_free.py's CHECKS, which a test keeps a superset of these).
+# The claims a user's layout file may declare (its class's `claims`), each kind with the numbers it needs: kinds of
+# prelnx/methods.yaml decided by a sweep of Post-LN, Pre-LN and the layout, with and without warm-up (a test keeps
+# prelnx/report/warmup_free.py's CHECKS a superset).
 CLAIM_KINDS: dict[str, tuple[str, ...]] = {
     "no_warmup": ("margin_bits",),  # without warm-up minus with, below the margin
     "matches_postln": ("margin_bits",),  # the layout (arm: no_warmup, or warmup) minus Post-LN with warm-up

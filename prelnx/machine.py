@@ -1,9 +1,8 @@
-"""What this machine can do for training: the cores this process may run on, native bf16 on its CPU, whether it
-can have a GPU at all, what is installed (the one owner of these probes).
+"""What this machine can do for training (the one owner of these probes): usable cores, native bf16 on its CPU,
+whether it can have a GPU at all, what is installed.
 
-bf16 on CPU (`train.precision: bf16`, the plugin's autocast) pays only where the CPU multiplies bf16 in hardware:
-x86 AVX512-BF16 or AMX-BF16, Arm's BF16 extension. Elsewhere torch still computes correctly but emulates every bf16
-matmul with conversions, slower than fp32, so prelnx refuses it before training rather than let a study run slow.
+bf16 on CPU pays only with bf16 in hardware (x86 AVX512-BF16 or AMX-BF16, Arm BF16); elsewhere torch emulates every
+bf16 matmul, slower than fp32, so prelnx refuses it before training rather than let a study run slow.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ import os
 import platform
 from pathlib import Path
 
-# The device nodes of the GPU drivers torch's `cuda` runs on (Linux): NVIDIA's (CUDA), AMD's (ROCm), WSL's. Without
-# any of them torch.cuda.is_available() is False; checking them first spares a CPU-only `prelnx train` importing torch
-# (0.8-1.1 s) before its fairseq child starts.
+# The device nodes of the GPU drivers torch's `cuda` runs on (Linux: NVIDIA's, AMD's ROCm, WSL's): without one, no
+# GPU, and a CPU-only `prelnx train` need not import torch (0.8-1.1 s) before its fairseq child starts.
 GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
 X86_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo names, also torch's cpuinfo keys
 ARM_FLAGS = ("bf16",)  # /proc/cpuinfo "Features" on aarch64

@@ -1,8 +1,5 @@
-"""Where the fairseq plugin (`prelnx_fairseq_plugin`, fairseq's --user-dir) is, found without importing it.
-
-Importing the plugin would import fairseq (4 s) and register its parts; the planner only needs its folder for
-`--user-dir`, and the records only its `safe_loading.py` file.
-"""
+"""Where the fairseq plugin (`prelnx_fairseq_plugin`, fairseq's --user-dir) is, found without importing it (that
+would import fairseq, 4 s): the planner needs its folder, the records its `safe_loading.py`."""
 
 from __future__ import annotations
 

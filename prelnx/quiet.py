@@ -1,9 +1,6 @@
-"""fairseq imported inside prelnx's own process leaves the process's logging as it found it.
-
-`import fairseq` (0.12) sets the root logger to DEBUG with a stderr handler, and `fairseq_cli.preprocess` calls
-`logging.basicConfig` at import: every later DEBUG line of any library (matplotlib's font search, say) would then
-reach the terminal; `kept_logging()` restores the root logger's level and handlers afterwards.
-"""
+"""fairseq imported inside prelnx's own process leaves the process's logging as it found it: `import fairseq` (0.12)
+sets the root logger to DEBUG with a stderr handler and `fairseq_cli.preprocess` calls `logging.basicConfig`, so any
+library's DEBUG lines would reach the terminal; `kept_logging()` restores the root logger's level and handlers."""
 
 from __future__ import annotations
 

@@ -51,21 +51,16 @@ def trainer_init(self, cfg, task, model, criterion, quantizer=None):
     cfg.common.tpu = False  # when the trainer is built without fairseq_cli's call_main
     cfg.common.bf16 = False  # fairseq's bf16 path: bf16 weights, FP16Optimizer, bf16 samples
     cfg.common.memory_efficient_bf16 = False
-    _original_trainer_init(self, cfg, task, model, _under_autocast(criterion, device_type), quantizer)
-    self.prelnx_autocast = device_type  # for tests and readers: this trainer's forward runs under autocast
-
-
-def _under_autocast(criterion: torch.nn.Module, device_type: str) -> torch.nn.Module:
-    """The criterion, whose forward (model forward + loss) runs under bf16 autocast; its backward outside it."""
     forward = criterion.forward
 
     @functools.wraps(forward)
-    def forward_under_autocast(*args, **kwargs):
+    def forward_under_autocast(*args, **kwargs):  # the criterion's forward (model + loss); its backward outside
         with torch.autocast(device_type, dtype=torch.bfloat16):
             return forward(*args, **kwargs)
 
     criterion.forward = forward_under_autocast
-    return criterion
+    _original_trainer_init(self, cfg, task, model, criterion, quantizer)
+    self.prelnx_autocast = device_type  # for tests and readers: this trainer's forward runs under autocast
 
 
 def enable_bf16_autocast() -> None:

@@ -3,9 +3,9 @@
 `--diagnostics-every-updates N`: after every N-th update, per group (`group_of`), the gradient's norm (`grad_norm`),
 the update/weight ratio (`update_ratio`), the largest attention logit (`attn_logit_max`, from the module's own
 projections) and each layer's output RMS (`hidden_rms`); `--sharpness-every-updates M`: the critical sharpness on a
-fixed validation batch (sharpness.py). Rank 0 logs one JSON record per measured update, `... | prelnx_diagnostics |
-{...}`, in the training's log (prelnx/records/diagnostics.py makes diagnostics.jsonl of it). The quantities, their
-sources, the groups and the record's keys are defined in docs/diagnostics.md.
+fixed validation batch (`critical_sharpness`). Rank 0 logs one JSON record per measured update, `... |
+prelnx_diagnostics | {...}`, in the training's log (prelnx/records/diagnostics.py makes diagnostics.jsonl of it). The
+quantities, their sources, the groups and the record's keys are defined in docs/diagnostics.md.
 
 Patched here because fairseq has no hook around an update: `Trainer.train_step` is wrapped (a copy of the weights,
 hooks on the attention modules and layers, the gradients read before the next step zeroes them), `Trainer.begin_epoch`
@@ -29,8 +29,6 @@ from fairseq import options
 from fairseq.modules import MultiheadAttention
 from fairseq.trainer import Trainer
 
-from .sharpness import critical_sharpness, held_out_batch
-
 ENV = "PRELNX_DIAGNOSTICS_INTERVALS"
 LOGGER = logging.getLogger("prelnx_diagnostics")  # the record's tag in the log line
 _LAYER = re.compile(r"^(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)\.([^.]+)")
@@ -41,6 +39,10 @@ _RECORD_KEYS = ("grad_norm", "update_ratio", "attn_logit_max", "hidden_rms", "et
                 "sharpness_passes", "sharpness_note")  # fmt: skip
 _ATTENTION_ARGS = ("query", "key", "value", "key_padding_mask", "incremental_state", "need_weights", "static_kv",
                    "attn_mask")  # fmt: skip
+
+BISECTIONS = 4  # of the critical sharpness's bracket
+MAX_DOUBLINGS = 30  # eta up to lr * 2^30
+MAX_HALVINGS = 20  # eta down to lr * 2^-20
 
 _original_train_step = Trainer.train_step
 _original_begin_epoch = Trainer.begin_epoch
@@ -69,61 +71,41 @@ def intervals() -> tuple[int | None, int | None]:
     return (int(every) if every else None, int(sharpness) if sharpness else None)
 
 
-class _Hooks:
-    handles: list
+def hook_attention_logits(model: torch.nn.Module, maxima: dict[str, float]) -> list[Any]:
+    """Forward pre-hooks on every attention module of a model, each keeping the largest logit it computes in
+    maxima[group]; returns the handles."""
 
-    def remove(self) -> None:
-        for handle in self.handles:
-            handle.remove()
-
-
-class AttentionLogits(_Hooks):
-    """Forward pre-hooks on every attention module of a model, each keeping the largest logit it computes."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.maxima: dict[str, float] = {}
-        self.handles = []
-        for name, module in model.named_modules():
-            if isinstance(module, MultiheadAttention):
-                hook = self._hook(group_of(name + "."))
-                self.handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
-
-    def _hook(self, group: str):
+    def hooked(group: str):
         def hook(module: MultiheadAttention, args: tuple, kwargs: dict) -> None:
             given = {**dict(zip(_ATTENTION_ARGS, args)), **kwargs}
             if given.get("incremental_state") is not None:
-                return None  # decoding (never inside a training update)
+                return  # decoding (never inside a training update)
             with torch.no_grad():
                 largest = _largest_logit(module, given)
-            if largest is not None and (group not in self.maxima or largest > self.maxima[group]):
-                self.maxima[group] = largest
-            return None
+            if largest is not None and (group not in maxima or largest > maxima[group]):
+                maxima[group] = largest
 
         return hook
 
+    return [module.register_forward_pre_hook(hooked(group_of(name + ".")), with_kwargs=True)
+            for name, module in model.named_modules() if isinstance(module, MultiheadAttention)]  # fmt: skip
 
-class LayerOutputs(_Hooks):
-    """Forward hooks on every encoder and decoder layer, each summing the squares of its output over the update."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.sums: dict[str, list[float]] = {}  # group -> [sum of squares, elements]
-        self.handles = []
-        for name, module in model.named_modules():
-            found = _LAYER_MODULE.match(name)
-            if found:
-                self.handles.append(module.register_forward_hook(self._hook(f"{found.group(1)}.{found.group(2)}")))
+def hook_layer_outputs(model: torch.nn.Module, sums: dict[str, list[float]]) -> list[Any]:
+    """Forward hooks on every encoder and decoder layer, each adding the squares of its output and their count to
+    sums[group] over the update; returns the handles."""
 
-    def _hook(self, group: str):
+    def hooked(group: str):
         def hook(module: torch.nn.Module, args: tuple, output: Any) -> None:
             x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
-            total = self.sums.setdefault(group, [0.0, 0])
+            total = sums.setdefault(group, [0.0, 0])
             total[0] += float(x.detach().double().pow(2).sum())
             total[1] += x.numel()
 
         return hook
 
-    def rms(self) -> dict[str, float]:
-        return {group: math.sqrt(squares / count) for group, (squares, count) in self.sums.items() if count}
+    return [module.register_forward_hook(hooked(f"{found.group(1)}.{found.group(2)}"))
+            for name, module in model.named_modules() if (found := _LAYER_MODULE.match(name))]  # fmt: skip
 
 
 def _largest_logit(module: MultiheadAttention, given: dict) -> float | None:
@@ -165,6 +147,101 @@ def _norms(trainer: Trainer, named: list[tuple[str, torch.Tensor]], before: list
     return {"grad_norm": {g: math.sqrt(float(v)) for g, v in grads.items()}, "update_ratio": ratio}
 
 
+def held_out_batch(trainer: Any) -> Any:
+    """The fixed batch: the middle batch (by length) of the first validation subset, batched as validation is
+    (--max-tokens-valid, --batch-size-valid), on the trainer's device. The same batch at every update and after
+    a resume."""
+    dataset_cfg = trainer.cfg.dataset
+    subset = dataset_cfg.valid_subset.split(",")[0]
+    dataset = trainer.task.dataset(subset)
+    batches = dataset.batch_by_size(
+        dataset.ordered_indices(),
+        max_tokens=dataset_cfg.max_tokens_valid or dataset_cfg.max_tokens,
+        max_sentences=dataset_cfg.batch_size_valid,
+        required_batch_size_multiple=dataset_cfg.required_batch_size_multiple,
+    )
+    batch = batches[len(batches) // 2]
+    sample, _ = trainer._prepare_sample(dataset.collater([dataset[int(i)] for i in batch]))
+    return sample
+
+
+def _loss(trainer: Any, sample: Any) -> float:
+    """The criterion's loss per unit of its sample size, in bits (as fairseq logs it)."""
+    loss, sample_size, _ = trainer._criterion(trainer._model, sample)
+    return float(loss) / max(float(sample_size), 1.0) / math.log(2)
+
+
+@torch.no_grad()
+def critical_sharpness(trainer: Any, params: list[torch.Tensor], before: list[torch.Tensor], lr: float,
+                       sample: Any) -> dict[str, Any]:  # fmt: skip
+    """The critical sharpness lambda_c = 2 / eta_c of the update just taken (Kalra et al. 2026, arXiv 2601.16979).
+
+    With w the weights before the update and d = delta / lr the update per unit of learning rate (Adam's
+    preconditioned direction, SGD's gradient), eta_c is the smallest step for which the loss on a fixed batch rises:
+    L(w + eta d) > L(w). On a quadratic with SGD that is 2 (g.g) / (g.H.g): the step is unstable along d when
+    lr * lambda_c > 2. The search runs forward passes in eval mode on the same batch: from eta = lr, doubling (or
+    halving) brackets eta_c, then BISECTIONS bisections; a NaN or Inf loss counts as risen. The weights are copied
+    back bit for bit afterwards.
+
+    Returns eta_c, lambda_c, the batch's loss at w (bits) and the forward passes taken. eta_c and lambda_c are None
+    when no rise was found up to lr * 2^MAX_DOUBLINGS, or the loss rises at every step tried down to
+    lr * 2^-MAX_HALVINGS (the update is not a descent direction on this batch); `sharpness_note` says which."""
+    model = trainer._model
+    after = [p.detach().clone() for p in params]
+    directions = [(a - b) / lr for a, b in zip(after, before)]
+    was_training = model.training
+    model.eval()
+    passes = 0
+
+    def loss_at(eta: float) -> float:
+        nonlocal passes
+        for p, b, d in zip(params, before, directions):
+            p.copy_(b + eta * d)
+        passes += 1
+        return _loss(trainer, sample)
+
+    note = None
+    try:
+        base = loss_at(0.0)
+
+        def raised(eta: float) -> bool:
+            return not loss_at(eta) <= base  # NaN counts as risen
+
+        low, high = 0.0, None
+        if raised(lr):
+            high = lr
+            for _ in range(MAX_HALVINGS):
+                if not raised(high / 2):
+                    low = high / 2
+                    break
+                high /= 2
+            else:
+                note = f"the loss rises at every step down to lr * 2^-{MAX_HALVINGS}: not a descent direction here"
+        else:
+            low = lr
+            for _ in range(MAX_DOUBLINGS):
+                if raised(low * 2):
+                    high = low * 2
+                    break
+                low *= 2
+            else:
+                note = f"no rise up to lr * 2^{MAX_DOUBLINGS}"
+        if note is None and high is not None:
+            for _ in range(BISECTIONS):
+                middle = (low + high) / 2
+                if raised(middle):
+                    high = middle
+                else:
+                    low = middle
+    finally:
+        for p, a in zip(params, after):
+            p.copy_(a)
+        model.train(was_training)
+    eta_c = high if note is None else None
+    return {"eta_c": eta_c, "lambda_c": 2.0 / eta_c if eta_c else None, "sharpness_loss": base,
+            "sharpness_passes": passes, "sharpness_note": note}  # fmt: skip
+
+
 def train_step(self: Trainer, samples, raise_oom: bool = False):
     every, sharpness = intervals()
     update = self.get_num_updates() + 1
@@ -176,20 +253,21 @@ def train_step(self: Trainer, samples, raise_oom: bool = False):
     named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     lr = self.get_lr()
     before = [p.detach().clone() for _, p in named]
-    logits = AttentionLogits(model) if measure else None
-    outputs = LayerOutputs(model) if measure else None
+    maxima: dict[str, float] = {}
+    sums: dict[str, list[float]] = {}  # group -> [sum of squares, elements]
+    handles = hook_attention_logits(model, maxima) + hook_layer_outputs(model, sums) if measure else []
     try:
         output = _original_train_step(self, samples, raise_oom)
     finally:
-        for hooks in (logits, outputs):
-            if hooks is not None:
-                hooks.remove()
+        for handle in handles:
+            handle.remove()
     if self.get_num_updates() != update:  # the update was skipped (fp16 overflow, OOM): nothing to measure
         return output
     record: dict[str, Any] = {"num_updates": update, "epoch": getattr(self, "_prelnx_epoch", None), "lr": lr,
                               **dict.fromkeys(_RECORD_KEYS)}  # fmt: skip
     if measure:
-        record.update(_norms(self, named, before), attn_logit_max=logits.maxima, hidden_rms=outputs.rms())
+        hidden_rms = {group: math.sqrt(squares / count) for group, (squares, count) in sums.items() if count}
+        record.update(_norms(self, named, before), attn_logit_max=maxima, hidden_rms=hidden_rms)
     if sharpen:
         if getattr(self, "_prelnx_held_out", None) is None:
             self._prelnx_held_out = held_out_batch(self)

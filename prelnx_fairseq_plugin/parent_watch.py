@@ -19,10 +19,6 @@ import time
 PR_SET_PDEATHSIG = 1
 
 
-def _parent_gone(expected: int) -> bool:
-    return os.getppid() != expected
-
-
 def _die() -> None:
     sys.stderr.write("prelnx: the prelnx process that started this training is gone; stopping\n")
     sys.stderr.flush()
@@ -45,25 +41,20 @@ def watch_parent() -> None:
         return
     expected_pid = int(expected)
     if os.getppid() != expected_pid:
-        if not _torchrun_worker():
+        if "TORCHELASTIC_RUN_ID" not in os.environ or "LOCAL_RANK" not in os.environ:  # not started by torchrun
             return  # the variable came from another machine or process tree (e.g. through a Slurm submission)
-        # A data-parallel worker: torchrun, not prelnx, is its parent. The kernel signal would follow torchrun;
-        # poll prelnx's pid instead (torchrun then sees its worker gone and stops the others).
+        # A data-parallel worker on prelnx's machine: torchrun, not prelnx, is its parent. The kernel signal would
+        # follow torchrun; poll prelnx's pid instead (torchrun then sees its worker gone and stops the others).
         _poll(lambda: not _alive(expected_pid))
         return
     # Processes this one starts (fairseq's spawned GPU workers, which import the plugin again) watch this one,
     # not prelnx: their parent is this process.
     os.environ["PRELNX_PARENT_PID"] = str(os.getpid())
     kernel = _set_parent_death_signal()
-    if _parent_gone(expected_pid):
+    if os.getppid() != expected_pid:
         _die()
     if not kernel:
-        _poll(lambda: _parent_gone(expected_pid))
-
-
-def _torchrun_worker() -> bool:
-    """Whether torchrun started this process (torch's elastic agent sets these): it runs on prelnx's machine."""
-    return "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_RANK" in os.environ
+        _poll(lambda: os.getppid() != expected_pid)
 
 
 def _alive(pid: int) -> bool:  # as prelnx.records.lock._alive: the plugin imports nothing of prelnx

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from prelnx.analysis.grads import QUICK, GradStudy, available_cores, report_lines, run_study
-from prelnx.commands.parsing import parse_depths, parse_seeds
+from prelnx.commands.grads import parse_depths
+from prelnx.commands.options import parse_seeds
 from prelnx.config.load import load_config
 
 

@@ -51,8 +51,8 @@ def k(expression: str, *files: str) -> tuple[str, ...]:
 MUTANTS = (
     # --- the five of issue 39, finding 5
     Mutant("peri_input_norms_identity", f"{PLUGIN}/models/peri.py",
-           "    def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:\n        add_output_norms(layer, cfg)\n",
-           "    def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:\n        add_output_norms(layer, cfg)\n"
+           "        layer.dropout_module = nn.Identity()\n",
+           "        layer.dropout_module = nn.Identity()\n"
            "        for name in ('self_attn_layer_norm', 'encoder_attn_layer_norm', 'final_layer_norm'):\n"
            "            if getattr(layer, name, None) is not None:\n                setattr(layer, name, nn.Identity())\n",
            k("peri", RECOMPUTE), "Peri-LN without its input norms (the reordered norm under Peri-LN's name)"),
@@ -76,13 +76,14 @@ MUTANTS = (
     Mutant("admin_w_on_the_branch", f"{PLUGIN}/models/admin.py", "return residual * layer.admin_w[index] + x",
            "return residual + layer.admin_w[index] * x", k("admin and encoder", RECOMPUTE), "Admin's w on f(x), not on x"),
     Mutant("admin_ffn_fairseq_init", f"{PLUGIN}/models/admin.py",
-           "            nn.init.xavier_uniform_(linear.weight)\n            nn.init.zeros_(linear.bias)\n",
-           "            pass\n", k("xavier and tiny", RECIPES), "Admin's FFN left at fairseq's Kaiming-uniform init"),
+           "        xavier_ffn_(layer)\n        count = sublayer_count(layer)\n",
+           "        count = sublayer_count(layer)\n", k("xavier and tiny", RECIPES),
+           "Admin's FFN left at fairseq's Kaiming-uniform init"),
     # --- the other layouts
     Mutant("reorder_keeps_input_norms", f"{PLUGIN}/models/reorder.py", "setattr(layer, name, nn.Identity())", "pass",
            k("reorder and encoder", RECOMPUTE), "the reordered norm with Pre-LN's input norms kept (Peri-LN)"),
-    Mutant("lnscale_l_off_by_one", f"{PLUGIN}/models/lnscale.py", "norm.depth_scale = depth_scale(number)",
-           "norm.depth_scale = depth_scale(number + 1)", k("lnscale and encoder", RECOMPUTE), "LayerNorm Scaling's l counted from 2"),
+    Mutant("lnscale_l_off_by_one", f"{PLUGIN}/models/lnscale.py", "norm.depth_scale = number**-0.5",
+           "norm.depth_scale = (number + 1)**-0.5", k("lnscale and encoder", RECOMPUTE), "LayerNorm Scaling's l counted from 2"),
     Mutant("residual_output_eps", f"{PLUGIN}/models/residual.py", "OUTPUT_NORM_EPS = 1e-7", "OUTPUT_NORM_EPS = 1e-5",
            k("residual_output", RECOMPUTE), "ResiDual's output norm with fairseq's eps 1e-5 for the reference's 1e-7"),
     Mutant("b2t_every_sublayer", f"{PLUGIN}/models/b2t.py", "if index == layer.b2t_last_sublayer:", "if True:",
@@ -103,8 +104,8 @@ MUTANTS = (
     Mutant("rezero_scalar_on_the_shortcut", f"{PLUGIN}/models/rezero.py",
            "return residual + layer.rezero_alpha * x", "return layer.rezero_alpha * residual + x",
            k("rezero-encoder", RECOMPUTE), "ReZero's a on the shortcut"),
-    Mutant("deepnorm_encoder_alpha", f"{PLUGIN}/models/deepnorm.py", "alpha=0.81 * depth", "alpha=depth",
-           k("deepnorm and encoder", RECOMPUTE), "DeepNorm's encoder alpha without the table's 0.81"),
+    Mutant("deepnorm_encoder_alpha", f"{PLUGIN}/models/deepnorm.py", "return 0.81 * depth, 0.87 / depth",
+           "return depth, 0.87 / depth", k("deepnorm and encoder", RECOMPUTE), "DeepNorm's encoder alpha without the table's 0.81"),
     # --- optimizers
     Mutant("radam_decay_only_without_decay", f"{PLUGIN}/optim/radam.py", "p.data.copy_(weights).mul_(1 - decay)",
            "p.data.copy_(weights)", (RADAM,), "Clinic's first steps without their weight decay"),

@@ -9,9 +9,7 @@ command (prelnx.report.theory_claims: analysis sits below report) decides the cl
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 import statistics
 import time
@@ -29,18 +27,9 @@ Judge = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]  # summary 
 
 
 @functools.cache
-def _theory_claims() -> dict[str, dict[str, Any]]:
-    return {claim["id"]: claim for claim in paper_data()["theory"]}
-
-
 def theory_claim(claim_id: str) -> dict[str, Any]:
-    """paper.yaml's `theory` entry (the one owner of Lemma 1's numbers and margin); a copy."""
-    return dict(_theory_claims()[claim_id])
-
-
-def post_expectation() -> float:
-    """E||x^{post,5}||^2 / d, 3/2 (paper.yaml)."""
-    return float(theory_claim(POST_CLAIM)["expectation"])
+    """paper.yaml's `theory` entry (the one owner of Lemma 1's numbers and margin), read once."""
+    return next(claim for claim in paper_data()["theory"] if claim["id"] == claim_id)
 
 
 class TheoryError(Refusal):
@@ -125,9 +114,8 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 def summarize_hidden(rows: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Per layer: mean and std over seeds of both layouts, and Pre-LN's bounds (the verdicts: the judge's)."""
-    layers = sorted({int(row["layer"]) for row in rows})
     table = []
-    for layer in layers:
+    for layer in sorted({int(row["layer"]) for row in rows}):
         post_mean, post_std = _mean_std([r["post"] for r in rows if r["layer"] == layer])
         pre_mean, pre_std = _mean_std([r["pre"] for r in rows if r["layer"] == layer])
         lower, upper = pre_bounds(layer)
@@ -164,7 +152,7 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Call
         "d": settings.d, "layers": settings.layers, "seeds": list(settings.seeds), "tokens": settings.tokens,
         "hidden": hidden,
         "post_mean_over_layers": statistics.fmean(row["post_mean"] for row in hidden),
-        "post_expectation": post_expectation(),
+        "post_expectation": float(post["expectation"]),  # E||x^{post,5}||^2 / d, 3/2
         "layernorm": first_seed,
         "jacobian_ratio_min": min(ratios), "jacobian_ratio_max": max(ratios),
         "paper": {"post": post["paper"], "pre": pre["paper"], "layernorm": "||J_LN(x)||_2 = O(sqrt(d) / ||x||_2)"},
@@ -176,9 +164,11 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Call
     for line in lines:
         echo(line)
     if out_dir is not None:
+        from prelnx.analysis.grads.summary import csv_text
+
         out_dir = Path(out_dir)
-        write_text_atomic(out_dir / "theory_hidden.csv", _csv(hidden_rows))
-        write_text_atomic(out_dir / "theory_layernorm.csv", _csv(jacobian_rows))
+        write_text_atomic(out_dir / "theory_hidden.csv", csv_text(hidden_rows, tuple(hidden_rows[0])))
+        write_text_atomic(out_dir / "theory_layernorm.csv", csv_text(jacobian_rows, tuple(jacobian_rows[0])))
         if plots:
             from prelnx.plots.gradients import plot_hidden_norms, plot_layernorm_jacobian
 
@@ -188,18 +178,9 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Call
     return summary
 
 
-def _csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()})
-    return buffer.getvalue()
-
-
 def report_lines(summary: dict[str, Any]) -> list[str]:
     n = len(summary["seeds"])
-    expectation = summary.get("post_expectation", post_expectation())
+    expectation = summary["post_expectation"]
     lines = [f"hidden-state norms at initialisation, d {summary['d']}, mean +- std over {n} seeds:",
              f"  layer   Post-LN ||x^(post,5)||^2/d (paper {expectation:g})   Pre-LN ||x_l||^2/d   paper's bounds"]  # fmt: skip
     for row in summary["hidden"]:

@@ -60,10 +60,10 @@ def show_command(
     typer.echo("# base: chain: " + " -> ".join(name_of(link) or str(link) for link in chain))
     if _is_spec(path):  # a sweep spec: its file as written, then its base resolved
         typer.echo(path.read_text(encoding="utf-8").rstrip("\n"))
-        if len(chain) > 1:
-            typer.echo(f"# its base, {name_of(chain[1]) or chain[1]}, resolved:")
-            typer.echo(dump_config(load_config(chain[1])[0], task_keys_only=True).rstrip("\n"))
-        return
+        if len(chain) < 2:
+            return
+        path = chain[1]
+        typer.echo(f"# its base, {name_of(path) or path}, resolved:")
     typer.echo(dump_config(load_config(path)[0], task_keys_only=True).rstrip("\n"))
 
 

@@ -82,7 +82,6 @@ def prepare_command(
     text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
     if dataset is Dataset.text:
         recipe = make_recipe("text", source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, text_options=text_options)
-        corpus = None
     else:
         corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
                                      tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip

@@ -43,11 +43,9 @@ def environment() -> list[tuple[str, str]]:
     flags = cpu_bf16_flags()
     bf16 = "cannot tell" if flags is None else (", ".join(flags) if flags else "none (train.precision: bf16 refused)")
     rows += [("CPU", f"{cpu_name()}; {usable_cores()} usable cores"), ("CPU native bf16", bf16)]
-    gpus = "none (no GPU driver device node)"
+    gpus = "none visible to torch" if may_have_gpu() else "none (no GPU driver device node)"
     if may_have_gpu() and torch.cuda.is_available():
         gpus = "; ".join(f"{i}: {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count()))
-    elif may_have_gpu():
-        gpus = "none visible to torch"
     rows += [("GPUs", gpus), ("Slurm", _slurm())]
     return rows
 

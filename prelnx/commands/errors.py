@@ -1,16 +1,9 @@
 """The one handler of errors for every command: a refusal is one `error:` line and its exit code; anything else that
 escapes a command is a bug in prelnx, and says so with where it happened.
 
-Exit codes it renders (each command's help lists the ones it can end with):
-- 2: bad input (a `config.errors.Refusal`: a key, a path, an option, data that is missing or damaged), before
-  anything trains;
-- 1: a file could not be written or read (a full disk, permissions: `OSError`), or a generation that failed;
-- 4: the run dir is in use by another prelnx process (`records.status.EXIT_BUSY`);
-- 130: interrupted (Ctrl-C): the same command again resumes;
-- 70 (`BUG`, sysexits' EX_SOFTWARE): an unexpected exception, a bug: the traceback, its innermost prelnx line and
-  the words "this is a bug". 70 and not 1, so that a bug never reads as a run that failed or as bad input.
-
-Errors that cannot be a `Refusal` are listed in `_OTHER_REFUSALS`, imported only once an error has happened.
+Exit codes: 2 bad input (a `config.errors.Refusal`), before anything trains; 1 a file not written or read (`OSError`)
+or a failed generation; 4 the run dir in use (`records.status.EXIT_BUSY`); 130 interrupted (the same command
+resumes); 70 (`BUG`, sysexits' EX_SOFTWARE) a bug: never 1 or 2, so that it never reads as a failed run or bad input.
 """
 
 from __future__ import annotations
@@ -28,11 +21,11 @@ from prelnx.config.errors import Refusal
 BUG = 70
 INTERRUPTED = 130
 
-# module:class -> exit code, for the errors that stop a command and are not (yet) a Refusal. A Refusal needs no entry.
+# module:class -> exit code of the errors that stop a command and are not a Refusal (imported once one happened)
 _OTHER_REFUSALS: dict[str, int | None] = {
-    "prelnx.data.errors:DataError": 2,
+    "prelnx.data.textio:DataError": 2,
     "prelnx.data.check:DataDamaged": 2,
-    "prelnx.evaluate.generate:GenerationError": 1,
+    "prelnx.evaluate.evaluate:GenerationError": 1,
     "prelnx.records.lock:RunLocked": None,  # records.status.EXIT_BUSY, read from its owner
 }
 
@@ -65,16 +58,6 @@ def fail(message: object, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def bug_lines(error: BaseException) -> list[str]:
-    """The traceback, then where in prelnx it happened and the words a bug report needs."""
-    frames = traceback.extract_tb(error.__traceback__)
-    ours = [frame for frame in frames if "/prelnx/" in frame.filename.replace("\\", "/")] or frames
-    where = f"{ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else "unknown location"
-    text = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip("\n")
-    return [text, f"error: this is a bug in prelnx ({type(error).__name__}: {error}) at {where}; please report it "
-                  f"with the traceback above and the output of `prelnx env`"]  # fmt: skip
-
-
 def handled(command: Callable[..., Any]) -> Callable[..., Any]:
     """`command` with the one handler around it (Typer reads the wrapped signature)."""
 
@@ -91,8 +74,13 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             known = refusal(error)
             if known is not None:
                 fail(*known)
-            for line in bug_lines(error):
-                typer.echo(line, err=True)
+            # the traceback, then where in prelnx it happened and the words a bug report needs
+            frames = traceback.extract_tb(error.__traceback__)
+            ours = [frame for frame in frames if "/prelnx/" in frame.filename.replace("\\", "/")] or frames
+            where = f"{ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else "unknown location"
+            typer.echo("".join(traceback.format_exception(error)).rstrip("\n"), err=True)
+            typer.echo(f"error: this is a bug in prelnx ({type(error).__name__}: {error}) at {where}; please report "
+                       f"it with the traceback above and the output of `prelnx env`", err=True)  # fmt: skip
             raise typer.Exit(BUG) from None
 
     return run

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from prelnx.analysis.grads.study import QUICK, GradStudy
+from prelnx.analysis.grads.study import LAYOUTS as STUDY_LAYOUTS
+from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy
 from prelnx.commands import options
 from prelnx.config.load import load_config
 from prelnx.layouts import LAYOUTS, names
@@ -44,18 +45,21 @@ def grads_command(
     layout, depth, seed, side, layer, rms), grads_summary.json (mean and std over seeds) and figure3.png.
     """
     from prelnx.analysis.grads import check_study, report_lines, run_study
-    from prelnx.commands.parsing import parse_depths, parse_layouts, parse_seeds
     from prelnx.records.checkpoints import parse_checkpoint
 
     # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
     given = checkpoint is not None or run_dir is not None
     choice = parse_checkpoint("best" if checkpoint is None else checkpoint, run_dir_as=RUN_DIR_AS) if given else None
     resolved, _ = load_config(config, set_ or [])
+    trained = choice.files(run_dir)[0] if choice else None
+    if choice and not choice.in_run and run_dir is not None:  # said, not silently dropped
+        typer.echo(f"warning: --run-dir {run_dir} is not read: --checkpoint {checkpoint} is a file of its own",
+                   err=True)
     study = GradStudy.from_options(resolved, layouts=parse_layouts(layouts), quick=quick,
                                    depths=parse_depths(depths) if depths else None,
-                                   seeds=parse_seeds(seeds) if seeds else None, batches=batches, max_tokens=max_tokens,
-                                   checkpoint=choice.files(run_dir)[0] if choice else None, workers=workers,
-                                   threads=threads)  # fmt: skip
+                                   seeds=options.parse_seeds(seeds) if seeds else None, batches=batches,
+                                   max_tokens=max_tokens,
+                                   checkpoint=trained, workers=workers, threads=threads)  # fmt: skip
     if dry_run:
         check_study(study)  # what the real run checks first, checkpoint included
         typer.echo(f"would measure layouts {', '.join(study.layouts)} at depths {', '.join(map(str, study.depths))}, "
@@ -66,3 +70,21 @@ def grads_command(
     for line in report_lines(outcome.summary):
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(path) for path in outcome.files))
+
+
+def parse_layouts(text: str) -> tuple[str, ...]:
+    layouts = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [layout for layout in layouts if layout not in STUDY_LAYOUTS]
+    if unknown or not layouts:
+        raise GradsError(f"--layouts: unknown layout {', '.join(unknown) or repr(text)}; allowed: {', '.join(STUDY_LAYOUTS)} (e.g. post,pre)")
+    return tuple(dict.fromkeys(layouts))
+
+
+def parse_depths(text: str) -> tuple[int, ...]:
+    try:
+        depths = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise GradsError(f"--depths: expected layer counts like 6,8,10, got {text!r}") from None
+    if not depths or any(depth < 1 for depth in depths):
+        raise GradsError(f"--depths: every depth must be >= 1 (layers per encoder and decoder), got {text!r}")
+    return tuple(dict.fromkeys(depths))

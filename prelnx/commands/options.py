@@ -1,9 +1,6 @@
-"""The options several commands share, defined once so that a word means the same thing in every command.
-
-`--out/-o` is the folder a command writes into (train's is `--run-dir`: the run's own folder); `--jobs/-j` how many
-processes work at once; `--dry-run` shows what would be done and does nothing; `--force` redoes what exists (nothing
-is deleted); a run's Slurm resources are asked in all, on train, sweep and reproduce alike. Flags show no value
-placeholder in --help (`metavar=""`).
+"""The options several commands share, defined once so that a word means the same thing in every command
+(docs/usage.md: `--out`, `--jobs`, `--dry-run`, `--force`, a run's Slurm resources in all, `--seeds`, `--checkpoint`).
+Flags show no value placeholder in --help (`metavar=""`).
 """
 
 from __future__ import annotations
@@ -12,11 +9,14 @@ from typing import Any
 
 import typer
 
+from prelnx.config.errors import Refusal
+
+SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
+
 
 def command_group(help: str) -> typer.Typer:
-    """A group of commands (`prelnx`, `prelnx data`) with prelnx's help style: plain click help (flags show no
-    <bool>, long defaults wrap instead of being cut), help when called bare, no shell-completion options, errors
-    without Typer's rich tracebacks."""
+    """A group of commands (`prelnx`, `prelnx data`): plain click help (no <bool>, long defaults wrapped), help when
+    called bare, no shell-completion options, no rich tracebacks."""
     return typer.Typer(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help,
                        no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
 
@@ -63,15 +63,29 @@ def time_min() -> Any:
 
 
 def seeds(help: str) -> Any:
-    from prelnx.commands.parsing import SEEDS_HELP
-
     return typer.Option("--seeds", help=f"{help}: {SEEDS_HELP}.")
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`10` -> seeds 1..10; `3,7` -> seeds 3 and 7; a bad value is a Refusal naming --seeds."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts or not all(part.lstrip("-").isdigit() for part in parts):
+        raise Refusal(f"--seeds: expected {SEEDS_HELP}, got {text!r}")
+    if "," not in text:
+        count = int(parts[0])
+        if count < 1:
+            raise Refusal(f"--seeds: need at least 1 seed, got {count}")
+        return tuple(range(1, count + 1))
+    seeds = tuple(int(part) for part in parts)
+    if len(set(seeds)) != len(seeds):
+        raise Refusal(f"--seeds: repeated seed in {text!r}")
+    return seeds
 
 
 def slurm_per_run(gpus_default: str = "0") -> dict[str, Any]:
     """A run's Slurm resources, in all, on train, sweep and reproduce alike (a sweep's run is one task; train's run is
     one job of train.nodes x train.processes tasks, among which they are split evenly: launch/slurm_job.py)."""
-    from prelnx.launch.slurm_queue import DEFAULT_CPUS_CAP  # its owner
+    from prelnx.launch.slurm_task import DEFAULT_CPUS_CAP  # its owner
 
     return {
         "gpus_per_run": typer.Option("--gpus-per-run", min=0, help=f"Slurm: GPUs per run, in all (split evenly between its nodes) [default: {gpus_default}]."),

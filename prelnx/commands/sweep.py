@@ -12,8 +12,7 @@ from prelnx.records.outcome import RunStatus
 from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
-from prelnx.sweep.preflight import check_points, warnings
-from prelnx.sweep.execute import EXECUTORS, plan_lines, plan_sweep, run_sweep
+from prelnx.sweep.execute import EXECUTORS, check_points, plan_lines, plan_sweep, run_sweep, warnings
 from prelnx.sweep.executors import SWEEP_GPUS_DEFAULT
 from prelnx.sweep.spec import resolve_spec
 
@@ -27,7 +26,7 @@ def sweep_command(
     out: Annotated[Optional[Path], options.out("Sweep folder [default: runs/<sweep name>].")] = None,
     jobs: Annotated[int, options.jobs("Runs at a time (local executor); CPU threads are split between them.")] = 1,
     pin_cores: Annotated[bool, options.flag("--pin-cores", "Local executor: keep each of the --jobs runs on its own cores (Linux affinity; see docs/benchmarks.md for when it helps).")] = False,
-    executor: Annotated[str, typer.Option("--executor", help=f"Where runs execute: {', '.join(EXECUTORS)}.")] = "local",
+    executor: Annotated[str, options.executor(EXECUTORS, "Where runs execute")] = "local",
     partition: Annotated[Optional[str], options.partition()] = None,
     gpus_per_run: Annotated[Optional[int], options.slurm_per_run(SWEEP_GPUS_DEFAULT)["gpus_per_run"]] = None,
     cpus_per_run: Annotated[Optional[int], options.slurm_per_run()["cpus_per_run"]] = None,
@@ -43,9 +42,7 @@ def sweep_command(
     Re-running the same sweep skips finished runs and resumes partial ones. summary.csv / summary.md in the
     sweep folder list every run's status, best and final valid loss, best BLEU, epochs, updates and wall time.
     """
-    from prelnx.commands.parsing import parse_seeds
-
-    seed_axis = [f"train.seed={','.join(map(str, parse_seeds(seeds)))}"] if seeds else []
+    seed_axis = [f"train.seed={','.join(map(str, options.parse_seeds(seeds)))}"] if seeds else []
     spec = resolve_spec(find_config(config), [*(grid or []), *seed_axis], set_ or [], name)
     sweep_dir, points = plan_sweep(spec, out)
     if dry_run:

@@ -28,14 +28,13 @@ def theory_command(
     LayerNorm: the spectral norm of its Jacobian follows sqrt(d) / ||x|| as the input is scaled.
     """
     from prelnx.analysis.theory import TheoryError, run_theory
-    from prelnx.commands.parsing import parse_seeds
     from prelnx.report.theory_claims import judge
 
     try:
         scale_values = tuple(float(part) for part in scales.split(",") if part.strip())
     except ValueError:
         raise TheoryError(f"--scales: expected numbers like 1,2,4, got {scales!r}") from None
-    settings = TheorySettings(d=hidden_size, layers=layers, seeds=parse_seeds(seeds), tokens=tokens, scales=scale_values)
+    settings = TheorySettings(d=hidden_size, layers=layers, seeds=options.parse_seeds(seeds), tokens=tokens, scales=scale_values)
     if dry_run:
         typer.echo(f"would check {settings} -> {out or 'the terminal only'}")
         return

@@ -14,8 +14,7 @@ from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
 from prelnx.launch.local import check_before_training, train
 from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm
-from prelnx.plan.launch import plan_run
-from prelnx.plan.rundirs import default_run_dir
+from prelnx.plan.launch import default_run_dir, plan_run
 
 EXECUTORS = ("local", "slurm")
 
@@ -53,8 +52,13 @@ def train_command(
             return
         message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
     else:
-        check_local_options(executor, partition=partition, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run,
-                            mem_gb_per_run=mem_gb_per_run, time_min=time_min)
+        if executor not in EXECUTORS:
+            raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
+        slurm = {"--partition": partition, "--gpus-per-run": gpus_per_run, "--cpus-per-run": cpus_per_run,
+                 "--mem-gb-per-run": mem_gb_per_run, "--time-min": time_min}
+        given = [name for name, value in slurm.items() if value is not None]
+        if given:
+            raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")
         if dry_run:
             plan = plan_run(resolved, target)
             typer.echo(dump_config(plan.config, task_keys_only=True))
@@ -70,11 +74,3 @@ def train_command(
     if message:
         typer.echo(message, err=code != 0)
     raise typer.Exit(code)
-
-
-def check_local_options(executor: str, **slurm_options: object) -> None:
-    if executor not in EXECUTORS:
-        raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
-    given = [f"--{name.replace('_', '-')}" for name, value in slurm_options.items() if value is not None]
-    if given:
-        raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")

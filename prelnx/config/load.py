@@ -1,16 +1,18 @@
 """Loading configs: YAML files with `base:` inheritance, `--set key.sub=value` overrides, typed validation. Every
 problem (unknown key, wrong type, bad value) is reported at once in one `ConfigError`, naming the file (or `--set`)
-each key came from and what would be valid.
+each key came from and what would be valid, with a "did you mean" for a key or a config file the user got wrong.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 import operator
 import types
 import typing
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -21,11 +23,9 @@ from prelnx.config.overrides import OverrideError, parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.shipped import CHECKOUT_CONFIGS, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
-from prelnx.config.suggest import ALIASES, closest_files, closest_key
 from prelnx.layouts import absolute_spec
 
 CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the installed package's, or the checkout's
-
 
 # What a config file's top level may hold: `base:` (inheritance, read here) and the schema's sections.
 TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))
@@ -33,6 +33,76 @@ TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))
 
 class ConfigError(Refusal):
     """A config that cannot run; the message lists every problem."""
+
+
+# Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean":
+# their name -> the last part of ours.
+ALIASES = {
+    **dict.fromkeys(("learning_rate", "peak_lr", "max_lr", "base_lr"), "lr"),
+    **dict.fromkeys(("warmup", "warmup_steps", "num_warmup_steps", "warmup_iters", "warm_up"), "warmup_updates"),
+    **dict.fromkeys(("init_lr", "warmup_init", "start_lr", "initial_lr"), "warmup_init_lr"),
+    **dict.fromkeys(("min_lr", "final_lr"), "end_lr"),
+    **dict.fromkeys(("epochs", "num_epochs", "max_epochs", "num_train_epochs", "epoch"), "max_epoch"),
+    **dict.fromkeys(("steps", "max_steps", "updates", "max_updates", "total_steps", "num_updates"), "max_update"),
+    **dict.fromkeys(("batch_size", "batch_tokens", "tokens_per_batch"), "max_tokens"),
+    **dict.fromkeys(("grad_clip", "clip_grad_norm", "max_grad_norm", "clip"), "clip_norm"),
+    **dict.fromkeys(("accumulation_steps", "gradient_accumulation_steps", "grad_accum"), "update_freq"),
+    **dict.fromkeys(("d_model", "hidden_size", "embed_size", "model_dim", "encoder_embed_dim"), "embed_dim"),
+    **dict.fromkeys(("d_ff", "ffn_embed_dim", "intermediate_size", "ffn_size"), "ffn_dim"),
+    **dict.fromkeys(("heads", "num_heads", "n_heads", "num_attention_heads"), "attention_heads"),
+    **dict.fromkeys(("layers", "num_layers", "n_layers", "num_encoder_layers"), "encoder_layers"),
+    **dict.fromkeys(("norm_position", "normalize_before", "pre_norm", "prenorm", "ln_position"), "layout"),
+    **dict.fromkeys(("scheduler", "lr_scheduler", "decay_type"), "decay"),
+    **dict.fromkeys(("type", "optim"), "name"),
+    "wd": "weight_decay", "beta": "betas", "length_penalty": "lenpen",
+    **dict.fromkeys(("epsilon", "adam_eps"), "eps"),
+    **dict.fromkeys(("beam_size", "num_beams"), "beam"),
+    **dict.fromkeys(("smoothing", "label_smoothing_factor"), "label_smoothing"),
+    **dict.fromkeys(("gpus", "num_gpus", "workers", "world_size"), "processes"),
+}
+
+
+def _split(key: str) -> tuple[str, str]:
+    section, _, last = key.rpartition(".")
+    return section, last
+
+
+def closest_key(key: str, known: Collection[str]) -> str | None:
+    """The known key `key` most likely meant, or None: 1. by its last part, an alias (`learning_rate`) or right in
+    another section (`train.lr`), preferring the same section; 2. the same section's key spelt closest (`model.layuot`
+    -> `model.layout`); 3. the closest whole key (`optimiser.lr` -> `optimizer.lr`)."""
+    section, last = _split(key)
+    meant = ALIASES.get(last.lower(), last)
+    by_meaning = sorted((k for k in known if _split(k)[1] == meant), key=lambda k: (_split(k)[0] != section, k))
+    if by_meaning:
+        return by_meaning[0]
+    same_section = {_split(k)[1]: k for k in known if _split(k)[0] == section}
+    near = difflib.get_close_matches(last, list(same_section), n=1)
+    if near:
+        return same_section[near[0]]
+    near = difflib.get_close_matches(key, list(known), n=1)
+    return near[0] if near else None
+
+
+def closest_files(name: str | Path, roots: Iterable[Path], limit: int = 4) -> list[str]:
+    """Up to `limit` .yaml files under the roots (recursively) or beside `name` whose last path parts are spelt
+    closest to `name`'s (the best, and those nearly as close): `configs/demo/preln_nowarmpu.yaml` ->
+    configs/demo/preln_nowarmup.yaml; a bare name is compared by file name."""
+    wanted = Path(name).with_suffix("")
+    parts = [p for p in wanted.parts if p not in ("configs", ".")] or [wanted.name]
+    folders = [(root, "**/*.yaml") for root in roots]
+    if str(Path(name).parent) not in ("", "."):
+        folders.append((Path(name).parent, "*.yaml"))
+    candidates = {path.resolve(): path for root, pattern in folders if root.is_dir() for path in root.glob(pattern)}
+    scored = []
+    for resolved, candidate in candidates.items():
+        tail = resolved.with_suffix("").parts[-len(parts):]
+        ratio = difflib.SequenceMatcher(None, "/".join(parts), "/".join(tail)).ratio()
+        if ratio >= 0.75:
+            shown = candidate.relative_to(Path.cwd()) if candidate.is_relative_to(Path.cwd()) else candidate
+            scored.append((-ratio, str(shown)))
+    best = min(scored, default=(0.0, ""))[0]
+    return [shown for score, shown in sorted(set(scored))[:limit] if score <= best + 0.05]  # the closest ones only
 
 
 def find_config(name: str | Path) -> Path:
@@ -209,7 +279,7 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
         if key not in leaves:
             if key in sections and value in ({}, None):
                 continue  # an empty section
-            near = closest_key(key, list(leaves), ALIASES)
+            near = closest_key(key, list(leaves))
             problems.append(f"{source}: {key}: unknown key" + (f"; did you mean {near}?" if near else ""))
             continue
         try:
@@ -219,8 +289,7 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     if not problems:
         config = _build(Config, values)
         sources = {key: source for key, (_, source) in flat.items()}
-        for key, message in check_values(config):
-            problems.append(f"{sources.get(key, origin)}: {key}: {message}")
+        problems = [f"{sources.get(key, origin)}: {key}: {message}" for key, message in check_values(config)]
         if not problems:
             return config
     raise ConfigError("invalid config:\n  " + "\n  ".join(problems))

@@ -1,6 +1,5 @@
-"""The one parser of `--set KEY=VALUE` and `--grid KEY=V1,V2,...`. Values are YAML (`1e-3`, `post`, `null`,
-`[0.9, 0.98]`); a grid's commas inside brackets belong to the value: `--grid 'optimizer.betas=[0.9,0.98],[0.9,0.999]'`.
-The key and the value's type are checked with the whole config (`load.build_config`).
+"""The one parser of `--set KEY=VALUE` and `--grid KEY=V1,V2,...`: values are YAML, a grid's commas inside brackets
+belong to the value (`--grid 'optimizer.betas=[0.9,0.98],[0.9,0.999]'`); keys and types: `load.build_config`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The `schedule:` keys, their checks, and the warning for a legal but probably unintended schedule. The formulas
-are the plugin's warmup_decay (prelnx_fairseq_plugin/lr_scheduler/warmup_decay.py; docs/configs.md, "What no warm-up
-means"). Units: learning rates absolute, lengths in updates or epochs as named.
+"""The `schedule:` keys, their checks, and the warning for a legal but probably unintended schedule; the formulas
+are the plugin's warmup_decay (prelnx_fairseq_plugin/lr_scheduler/warmup_decay.py; docs/configs.md).
 """
 
 from __future__ import annotations

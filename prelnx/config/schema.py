@@ -237,10 +237,9 @@ def check_values(config: Config) -> list[tuple[str, str]]:
          "fp32 or bf16, or set train.diagnostics.every_updates and sharpness_every_updates to null")  # fmt: skip
     need(t.max_epoch is not None or t.max_update is not None, "train.max_epoch",
          "set train.max_epoch or train.max_update (or both); otherwise training never stops")  # fmt: skip
-    for key in ("max_tokens", "update_freq", "log_interval"):
+    for key in ("max_tokens", "update_freq", "log_interval", "nodes"):
         value = getattr(t, key)
         need(value >= 1, f"train.{key}", f"must be >= 1, got {value}")
-    need(t.nodes >= 1, "train.nodes", f"must be >= 1, got {t.nodes}")
     need(t.effective_batch_tokens is None or t.effective_batch_tokens >= t.max_tokens, "train.effective_batch_tokens",
          f"must be at least train.max_tokens ({t.max_tokens}), got {t.effective_batch_tokens}")
     need(t.keep_every_updates is None or (every is not None and t.keep_every_updates % every == 0),
@@ -258,8 +257,8 @@ def check_values(config: Config) -> list[tuple[str, str]]:
          "fp16 needs a GPU (train.device: cuda or auto); use fp32 or bf16 on CPU")  # fmt: skip
     need(b.beam >= 1, "eval.bleu.beam", f"must be >= 1, got {b.beam}")
     need(b.lenpen > 0, "eval.bleu.lenpen", f"must be > 0, got {b.lenpen}")
-    if config.data.dataset == "custom":
-        need(config.data.path is not None, "data.path", "dataset: custom needs the folder of its binarized data")
+    need(config.data.dataset != "custom" or config.data.path is not None, "data.path",
+         "dataset: custom needs the folder of its binarized data")
     need(not m.share_all_embeddings or m.share_decoder_input_output_embed, "model.share_decoder_input_output_embed",
          "must be true when model.share_all_embeddings is true")
     return problems
@@ -346,5 +345,4 @@ def _placement_problems(m: ModelConfig) -> list[tuple[str, str]]:
 
 
 def schedule_warnings(config: Config) -> list[str]:
-    """Legal but probably unintended schedules."""
     return lr_curve_warnings(config.schedule, config.optimizer.lr)

@@ -49,7 +49,6 @@ def _purpose(path: Path) -> str:
 
 
 def shipped_configs() -> list[Shipped]:
-    """Every shipped config, by name."""
     root = shipped_root()
     if root is None:
         return []

@@ -1,13 +1,7 @@
-"""Reading YAML strictly and within bounds, and refusing a file that is not a config.
-
-- A duplicated key anywhere is an error naming the file, the key and both lines (PyYAML silently keeps the last),
-  found on the composed node tree, which keeps line numbers.
-- A file over MAX_BYTES, MAX_NODES nodes or MAX_DEPTH levels, or whose aliases (`*name`) expand past MAX_NODES, is
-  refused naming the bound (a config is under 5 KB, ~100 nodes; a 489-byte alias bomb would take hours), checked
-  while composing and on the composed graph (each node's expanded size memoised).
-- With `top_keys`, a file whose top-level keys are not that kind's is refused without its content (`base:
-  /etc/shadow` must not print its lines); syntax errors quote only PyYAML's token names and single characters.
-- A file that is not UTF-8 is reported with its name.
+"""Reading YAML strictly and within bounds: a duplicated key is an error naming both lines (PyYAML keeps the last);
+a file over MAX_BYTES, MAX_NODES nodes (aliases expanded: a 489-byte alias bomb would take hours) or MAX_DEPTH levels
+is refused naming the bound; with `top_keys`, a file that is not that kind's is refused without its content (`base:
+/etc/shadow` must not print its lines), and syntax errors quote only PyYAML's token names and single characters.
 """
 
 from __future__ import annotations
@@ -58,8 +52,7 @@ class _BoundedLoader(yaml.SafeLoader):
 
 def _walk(root: yaml.Node, source: str) -> list[str]:
     """The document's duplicated keys, one problem each; YamlInputError once its aliases expand past MAX_NODES nodes
-    or refer to a node that contains them. Each distinct node is visited once (its expanded size memoised), so an
-    alias bomb costs what its text does, and an aliased node is checked where it was first written."""
+    or refer to a node that contains them. Each node is visited once (its expanded size memoised)."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
     found: list[str] = []
@@ -114,10 +107,7 @@ def _check_kind(node: yaml.Node, source: str, top_keys: Collection[str], what: s
 
 def parse_yaml(text: str, source: str, top_keys: Collection[str] | None = None, what: str = "a config") -> Any:
     """The YAML document in `text`; YamlInputError on a syntax error, a duplicated key, a broken bound, or (with
-    `top_keys`) a document whose top-level keys are not those of `what`."""
-    if len(text) > MAX_BYTES:
-        raise YamlInputError(f"{source}: refused: {len(text)} characters, over the bound of {MAX_BYTES} on a "
-                             f"config's size (a config is a few KB)")  # fmt: skip
+    `top_keys`) a document whose top-level keys are not those of `what`. The size bound is read_yaml's."""
     loader = _BoundedLoader(text, source)
     try:
         node = loader.get_single_node()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from prelnx.data.errors import DataError
 from prelnx.data.output import text_path, tok_path
-from prelnx.data.textio import count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.textio import DataError, count_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import BpeStep, Workers
 
 
@@ -28,9 +27,8 @@ def learn_joint_bpe(texts: list[Path], code: Path, *, merges: int, workers: int 
 
 
 def copy_bpe_code(given: Path, code: Path) -> int:
-    """Check an existing subword-nmt code file and copy it to `code`; returns its number of merges."""
-    if not given.is_file():
-        raise DataError(f"--bpe-code {given}: no such file")
+    """Check an existing subword-nmt code file (prepare.make_recipe: it exists) and copy it to `code`; returns its
+    number of merges."""
     lines = list(read_lines(given))
     if not lines:
         raise DataError(f"--bpe-code {given} is empty")

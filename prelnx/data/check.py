@@ -1,9 +1,8 @@
-"""Binarized data checked before training: a damaged split is one error naming the file, not a fairseq traceback.
+"""Binarized data checked before training: a damaged split is one error naming the file, not a fairseq traceback
+deep inside training ("offset must be non-negative", "index out of range").
 
-fairseq fails deep inside training on a truncated `.bin` ("offset must be non-negative") or a token id past the
-dictionary ("index out of range"). The `.idx` (fairseq's `MMapIndexedDataset`: magic, version, dtype code, item
-count, sizes, pointers) is read with NumPy, not fairseq (4 s more per start): the `.bin` must hold exactly what
-the index says, and its largest token id must fit the dictionary.
+The mmap `.idx` (fairseq's `MMapIndexedDataset`) is read with NumPy, not fairseq (4 s more per start): the `.bin`
+must hold exactly what the index says, and its largest token id must fit the dictionary.
 """
 
 from __future__ import annotations

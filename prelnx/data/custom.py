@@ -1,8 +1,6 @@
-"""Any parallel text: `prelnx data prepare custom --train-src A --train-tgt B --valid-src ... [--test-src ...]`.
-
-The files are used as given unless asked otherwise: `--tokenize` runs the Moses tokenizer (tokenizer.perl
-with the languages' rules), `--lowercase` lowercases, `--bpe-merges N` learns N joint BPE merges on train,
-`--bpe-code FILE` applies an existing code file. Lines are kept one for one (nothing is cleaned away).
+"""Any parallel text: `prelnx data prepare custom --train-src A --train-tgt B --valid-src ... [--test-src ...]`,
+used as given unless `--tokenize`, `--lowercase`, `--bpe-merges N` or `--bpe-code FILE` say otherwise (docs/data.md);
+lines are kept one for one (nothing is cleaned away).
 """
 
 from __future__ import annotations
@@ -12,10 +10,9 @@ from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe
-from prelnx.data.errors import DataError
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.sources import Recipe, SourceFiles
-from prelnx.data.textio import parallel_lines, read_lines, sha256_file, write_lines
+from prelnx.data.textio import DataError, parallel_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 

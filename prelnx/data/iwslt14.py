@@ -1,13 +1,6 @@
-"""IWSLT14 German->English, as fairseq's examples/translation/prepare-iwslt14.sh makes it.
-
-- train: `train.tags.de-en.{de,en}` without the `<url>`, `<talkid>`, `<keywords>` lines and with the
-  `<title>`/`<description>` tags removed (their text kept); Moses-tokenized (tokenizer.perl -l de|en),
-  cleaned as clean-corpus-n.perl -ratio 1.5 (1..175 words), lowercased;
-- valid: every 23rd line of that cleaned corpus, train the rest;
-- test: the `<seg>` lines of dev2010, TEDX.dev2012, tst2010, tst2011, tst2012 (in that order), with ’ -> ',
-  tokenized and lowercased;
-- joint BPE, 10,000 merges learned on train (subword-nmt), or an existing code file (--bpe-code);
-- binarized with separate dictionaries (fairseq's IWSLT14 recipe does not join them).
+"""IWSLT14 German->English, as fairseq's examples/translation/prepare-iwslt14.sh makes it (the steps:
+docs/data.md, 'The steps'): Moses-tokenized, cleaned, lowercased; valid every 23rd cleaned line; joint BPE;
+separate dictionaries (fairseq's IWSLT14 recipe does not join them).
 """
 
 from __future__ import annotations
@@ -18,11 +11,9 @@ from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe, moses
-from prelnx.data.errors import DataError
-from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
-from prelnx.data.sources import Recipe, SourceFiles, locate
-from prelnx.data.textio import check_aligned_segments, check_parallel, read_lines, seg_lines, write_lines
+from prelnx.data.sources import Download, Recipe, SourceFiles, locate
+from prelnx.data.textio import DataError, check_aligned_segments, check_parallel, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release

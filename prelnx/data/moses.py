@@ -1,13 +1,11 @@
 """The Moses perl scripts of fairseq's recipes, in Python: tokenizer, punctuation normalizer, non-printing
 character removal, lowercasing, and clean-corpus-n.
 
-Tokenizing and normalizing are sacremoses; where sacremoses 0.2 differs from the perl scripts that
-fairseq's recipes clone (mosesdecoder master), the difference is patched here so the output is the perl
-output:
-- tokenizer.perl splits a final "X." into "X ." unconditionally ("split last words independently as they
-  are unlikely to be non-breaking prefixes"); sacremoses keeps "U.S." or German "70." at the end of a line.
-- normalize-punctuation.perl turns ‘ ‚ ’ (when not between letters) into a double quote, sacremoses into an
-  apostrophe, and keeps a space around French quotes; it also sees each line's newline (see `normalize`).
+Tokenizing and normalizing are sacremoses, patched where sacremoses 0.2 differs from the perl scripts fairseq's
+recipes clone (mosesdecoder master), so the output is the perl output (docs/data.md, 'Checked against fairseq's own
+output'): tokenizer.perl splits a final "X." into "X ." unconditionally (sacremoses keeps "U.S." or German "70.");
+normalize-punctuation.perl turns ‘ ‚ ’ (when not between letters) into a double quote, not an apostrophe, keeps a
+space around French quotes, and sees each line's newline (see `normalize`).
 """
 
 from __future__ import annotations

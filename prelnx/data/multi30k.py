@@ -1,9 +1,7 @@
 """Multi30k task 1, German->English: train 29,000, valid 1,014 (val), test 1,000 (test_2016_flickr).
 
-The official raw files (multi30k/dataset, data/task1/raw/*.gz) go through the same steps, in the same order,
-as the official tokenized release (data/task1/tok/*.lc.norm.tok.*): lowercase.perl | normalize-punctuation.perl
-| tokenizer.perl; then joint BPE (10,000 merges, as IWSLT14, by default) and separate dictionaries. Nothing is
-cleaned away, so the split sizes stay the official ones.
+The official raw files go through the steps of the official tokenized release (lowercase.perl |
+normalize-punctuation.perl | tokenizer.perl), then joint BPE; nothing is cleaned away, so the split sizes stay.
 """
 
 from __future__ import annotations
@@ -12,9 +10,8 @@ from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe
-from prelnx.data.fetch import Download
 from prelnx.data.output import tok_path
-from prelnx.data.sources import Recipe, SourceFiles, locate
+from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import parallel_lines, read_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 

@@ -1,9 +1,8 @@
 """A prepared folder: built in a temporary sibling and renamed into place when complete, with a manifest.json.
 
-`manifest.json` is written last, inside the staging folder, so a folder that has one is complete: an
-interrupted or failed preparation leaves no folder under the output name (and removes its staging folder).
-Generated data (`build_cached`) is built once per settings the same way; when another process finished the
-same build first, its copy is used.
+`manifest.json` is written last, inside the staging folder, so a folder that has one is complete; a failed
+preparation leaves nothing under the output name. `build_cached` builds generated data the same way, once per
+settings; when another process finished the same build first, its copy is used.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prelnx.data.errors import DataError
-from prelnx.data.textio import count_lines, sha256_file
+from prelnx.data.textio import DataError, count_lines, sha256_file
 
 if TYPE_CHECKING:
     from prelnx.data.sources import Recipe

@@ -1,7 +1,5 @@
-"""`prelnx data prepare`: turn a dataset's recipe into a binarized, manifest-carrying folder for fairseq-train.
-
-One flow for every dataset: locate (or download) the inputs, build the text (tokenize, clean, BPE) in a
-staging folder, binarize it with fairseq's own preprocessing, write manifest.json, rename into place.
+"""`prelnx data prepare`: locate (or download) a recipe's inputs, build its text (tokenize, clean, BPE) in a staging
+folder, binarize it with fairseq's own preprocessing, write manifest.json, rename into place.
 """
 
 from __future__ import annotations
@@ -14,10 +12,10 @@ from prelnx.data import iwslt14, multi30k, text, wmt14
 from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus
 from prelnx.data.custom import recipe as custom_recipe
-from prelnx.data.errors import DataError
 from prelnx.data.locations import DEFAULT_DATA_DIRS
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.sources import Recipe
+from prelnx.data.textio import DataError
 from prelnx.data.workers import Workers
 
 DATASETS = ("iwslt14", "wmt14", "multi30k", "custom", "text")

@@ -1,16 +1,21 @@
 """A dataset's recipe, and its input files found in what `--source` names: a URL (downloaded), an archive, or a folder.
 
-A recipe asks for files by base name (e.g. `train.tags.de-en.de`); they are looked up anywhere inside the
-archive or folder, so an archive's own folder layout does not matter. A folder may also hold the archives
-themselves (as downloaded); files are then extracted from them. A name also matches its gzip form
-(`train.de` is found as `train.de.gz`). Extracted files go to a work folder the caller deletes.
+Files are asked for by base name and found anywhere inside the archive or folder (also inside the archives a
+folder holds, also gzipped: `train.de` as `train.de.gz`); extracted files go to a work folder the caller deletes.
+A download has a progress bar, resumes after an interruption (HTTP Range) and is checked (size, sha256); it goes to
+`<name>.part`, renamed only once complete and verified: a file under its final name is whole.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
+import re
 import shutil
+import sys
 import tarfile
+import urllib.error
+import urllib.request
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -18,14 +23,105 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prelnx.data.errors import DataError
-from prelnx.data.fetch import Download, download_dir, fetch, is_url
-from prelnx.data.textio import sha256_file
+from tqdm import tqdm
+
+from prelnx.data.textio import DataError, sha256_file
 
 if TYPE_CHECKING:
     from prelnx.data.workers import Workers
 
 ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
+_BLOCK = 1 << 20
+_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Download:
+    url: str
+    filename: str  # path in the download cache, e.g. "multi30k/train.de.gz"
+    sha256: str | None = None  # checked when known
+    size: int | None = None  # bytes, checked when known (else the server's Content-Length)
+
+
+def download_dir() -> Path:
+    """Where downloads are kept for reuse: $PRELNX_DATA_HOME/downloads (default ~/.cache/prelnx/downloads)."""
+    return Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx")) / "downloads"
+
+
+def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
+    """Download `download` into `dest_dir` (resuming a `.part` file) and verify it; returns the file. `hint` completes
+    the no-network message: how to pass a local archive or folder instead."""
+    dest = dest_dir / download.filename
+    if dest.is_file():
+        _verify(dest, download, expected_size=download.size)
+        return dest
+    part = dest.with_name(dest.name + ".part")
+    offset = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(download.url, headers={"Range": f"bytes={offset}-"} if offset else {})
+    try:
+        response = urllib.request.urlopen(request, timeout=_TIMEOUT_S)
+    except urllib.error.HTTPError as error:
+        if error.code == 416 and offset:  # nothing left to fetch: the .part file is already whole
+            part.rename(dest)
+            _verify(dest, download, expected_size=download.size)
+            return dest
+        raise DataError(f"cannot download {download.url}: HTTP {error.code} {error.reason}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", None) or error
+        raise DataError(f"cannot download {download.url} ({reason}). Without network access, fetch it on another "
+                        f"machine and pass the local copy: {hint}") from None  # fmt: skip
+    with response:
+        length = response.headers.get("Content-Length")
+        resumed = offset > 0 and getattr(response, "status", None) == 206
+        if not resumed:
+            offset = 0  # the server ignored the Range header (or there was nothing to resume): start afresh
+        total = offset + int(length) if length is not None else download.size
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)  # only once the server answered: no empty cache folder
+            out = open(part, "ab" if resumed else "wb")  # noqa: SIM115
+        except OSError as error:
+            raise DataError(f"cannot write {part}: {error.strerror or error}") from None
+        bar = tqdm(total=total, initial=offset, desc=dest.name, unit="B", unit_scale=True, unit_divisor=1024,
+                   file=sys.stderr, disable=None, mininterval=1.0)  # fmt: skip
+        with out, bar:
+            try:
+                for block in iter(lambda: response.read(_BLOCK), b""):
+                    out.write(block)
+                    bar.update(len(block))
+            except (http.client.HTTPException, OSError) as error:
+                out.flush()
+                raise DataError(
+                    f"download of {download.url} broke off after {part.stat().st_size:,} bytes "
+                    f"({type(error).__name__}); run the same command again to resume it"
+                ) from None
+    got = part.stat().st_size
+    if total is not None and got < total:
+        raise DataError(
+            f"download of {download.url} is incomplete ({got:,} of {total:,} bytes); run the same command again "
+            f"to resume it"
+        )
+    _verify(part, download, expected_size=download.size or total)
+    part.rename(dest)
+    return dest
+
+
+def _verify(path: Path, download: Download, *, expected_size: int | None) -> None:
+    """Size and checksum; a file that fails is removed so the next run downloads it afresh."""
+    size = path.stat().st_size
+    if expected_size is not None and size != expected_size:
+        path.unlink()
+        raise DataError(
+            f"{download.url}: got {size:,} bytes, expected {expected_size:,}; the file was removed, run again"
+        )
+    if download.sha256 is not None:
+        digest = sha256_file(path)
+        if digest != download.sha256:
+            path.unlink()
+            raise DataError(
+                f"{download.url}: sha256 {digest} does not match the expected {download.sha256}; the file was "
+                f"removed, run again to download it afresh (or pass a trusted local copy with --source)"
+            )
+
 
 
 @dataclass
@@ -144,7 +240,7 @@ def locate(
     to pass a local copy (when a download fails); `what` names the expected source in the missing-files message."""
     wanted = list(dict.fromkeys(needed))
     found = SourceFiles(origin=source or " ".join(download.url for download in downloads))
-    if source is None or is_url(source):
+    if source is None or re.match(r"^(https?|ftp|file)://", source):
         if source is not None:
             downloads = [Download(url=source, filename=Path(source.split("?")[0]).name or "download")]
         for download in downloads:

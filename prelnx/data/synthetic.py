@@ -1,9 +1,20 @@
-"""The offline synthetic translation task: generated from a seed, binarized for fairseq, cached.
+"""The offline tasks: generated from a seed, binarized for fairseq, cached (prelnx.data.output.build_cached).
 
-A "sentence" is a sequence of pseudo-words drawn from a Zipf distribution over a source vocabulary. Its
+Translation: a "sentence" is a sequence of pseudo-words drawn from a Zipf distribution over a source vocabulary. Its
 "translation" maps every source word to its own target word (a fixed random bijection) and swaps each
 neighbouring pair of words (local reordering), so the model must learn a lexicon and a reordering rule,
 as in real translation, but with nothing to download. The same settings always give the same files.
+
+The text for task: masked_lm: each pair written as one line, `source words = target words`. A masked word is
+predictable only through its counterpart across `=` and the lexicon, so the encoder must learn dependencies across
+positions, as BERT does on natural text. Binarized with fairseq's `--only-source`.
+
+The pairs for `prelnx finetune` (task: sentence_prediction), in fairseq's GLUE layout (examples/roberta/
+README.glue.md, preprocess_GLUE_tasks.sh): `input0/` and `input1/` (first and second sentences) binarized with the
+*pre-training* dict.txt (`--srcdict`), `label/` with its own dictionary; each holds train and valid splits. Is the
+second sentence the translation of the first (label 1) or of another sentence (label 0)? Paraphrase detection like
+MRPC, decided by the lexicon the masked-LM pre-training had to learn, on new sentences drawn after the pre-training
+text's (same generator, seed).
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from prelnx.data.binarize import binarize
@@ -20,6 +31,8 @@ from prelnx.data.textio import write_lines
 
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
+PARTS = ("input0", "input1", "label")  # of the fine-tuning pairs
+TRAIN_PAIRS, VALID_PAIRS = 2000, 500
 
 
 @dataclass(frozen=True)
@@ -68,7 +81,7 @@ def generate_pairs(task: SyntheticTask) -> dict[str, list[tuple[str, str]]]:
 
 
 def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
-    """Generate and binarize the task into `out_dir` unless it is there (prelnx.data.output.build_cached)."""
+    """Generate and binarize the translation task into `out_dir` unless it is there."""
 
     def build(staging: Path) -> dict:
         pairs = generate_pairs(task)
@@ -79,3 +92,66 @@ def prepare_synthetic(task: SyntheticTask, out_dir: Path) -> Path:
         return {"dataset": "synthetic", "task": asdict(task), "lines": {split: len(p) for split, p in pairs.items()}}
 
     return build_cached(out_dir, {"task": asdict(task)}, build)
+
+
+def prepare_synthetic_text(task: SyntheticTask, out_dir: Path) -> Path:
+    """Generate and binarize the masked_lm text into `out_dir` unless it is there."""
+    identity = {"dataset": "synthetic-text", "task": asdict(task)}
+
+    def build(staging: Path) -> dict:
+        pairs = generate_pairs(task)  # the test split is not used by masked_lm
+        lines = {split: [f"{src} = {tgt}" for src, tgt in pairs[split]] for split in ("train", "valid")}
+        for split, split_lines in lines.items():
+            write_lines(staging / "text" / f"{split}.txt", split_lines)
+        binarize(staging / "text", staging, source_lang="txt", target_lang="txt", splits=list(lines), monolingual=True)
+        return {**identity, "lines": {split: len(split_lines) for split, split_lines in lines.items()}}
+
+    return build_cached(out_dir, identity, build)
+
+
+def pairs_problem(folder: Path, *, generated: bool) -> str | None:
+    """Why `folder` cannot be fine-tuned on (not in the GLUE layout, damaged), or None."""
+    from prelnx.data.check import DataDamaged, check_monolingual
+
+    if generated and not (folder / "manifest.json").is_file():
+        return None  # generated on demand
+    missing = [f"{part}/{name}" for part in PARTS for name in ("dict.txt", "train.idx", "valid.idx")
+               if not (folder / part / name).is_file() and not (part == "input1" and not (folder / part).is_dir())]  # fmt: skip
+    if missing:
+        return (f"data.path: {folder} is not sentence-pair data for fine-tuning (missing {', '.join(missing[:4])}). "
+                f"Expected fairseq's GLUE layout: input0/, input1/ (optional) binarized with the pre-training "
+                f"dict.txt, label/ (docs/studies.md, 'BERT pre-training without warm-up').")  # fmt: skip
+    try:
+        for part in PARTS:
+            if (folder / part).is_dir():
+                check_monolingual(folder / part)
+    except DataDamaged as error:
+        return str(error)
+    return None
+
+
+def prepare_synthetic_pairs(task: SyntheticTask, dictionary: Path, out_dir: Path) -> Path:
+    """Generate and binarize the pair task into `out_dir` unless it is there."""
+    manifest = {"dataset": "synthetic-pairs", "task": asdict(task), "train": TRAIN_PAIRS, "valid": VALID_PAIRS}
+
+    def build(staging: Path) -> dict:
+        extended = replace(task, train_pairs=task.train_pairs + TRAIN_PAIRS + VALID_PAIRS)
+        fresh = generate_pairs(extended)["train"][task.train_pairs:]  # after the pre-training text's sentences
+        rng = random.Random(task.seed + 1)
+        lines: dict[str, dict[str, list[str]]] = {}  # split -> part -> lines: first sentence, second sentence, label
+        for split, pairs in {"train": fresh[:TRAIN_PAIRS], "valid": fresh[TRAIN_PAIRS:]}.items():
+            lines[split] = {part: [] for part in PARTS}
+            for index, (source, target) in enumerate(pairs):
+                label = rng.random() < 0.5
+                other = pairs[(index + rng.randrange(1, len(pairs))) % len(pairs)][1]
+                lines[split]["input0"].append(source)
+                lines[split]["input1"].append(target if label else other)
+                lines[split]["label"].append(str(int(label)))
+        for part in PARTS:
+            for split in lines:
+                write_lines(staging / "text" / part / f"{split}.txt", lines[split][part])
+            binarize(staging / "text" / part, staging / part, source_lang="txt", target_lang="txt", splits=list(lines),
+                     monolingual=True, dictionary=None if part == "label" else dictionary)  # fmt: skip
+        return manifest
+
+    return build_cached(out_dir, manifest, build)

@@ -1,10 +1,8 @@
 """Monolingual text for task: masked_lm: `prelnx data prepare text --source FILE_OR_FOLDER [--valid-lines N]`.
 
-What a user brings: plain UTF-8 text, one sentence or one document per line (BERT's Wikipedia + BookCorpus
-are not downloadable: BookCorpus is not public), as one file or a folder of `*.txt` files (read in name order,
-recursively). Blank lines are dropped. The last `--valid-lines` lines are held out for validation. Then, as for
-translation: optional Moses tokenization and lowercasing, BPE learned on train (`--bpe-merges`) or applied
-(`--bpe-code`), and fairseq's own binarizing with `--only-source` (dict.txt, train/valid.bin/.idx).
+Plain UTF-8 text, one sentence or document per line, as one file or a folder of `*.txt` files (name order,
+recursively); blank lines dropped; the last `--valid-lines` lines held out for validation. Then as for translation
+(optional Moses steps, BPE) and fairseq's binarizing with `--only-source` (dict.txt, train/valid.bin/.idx).
 """
 
 from __future__ import annotations
@@ -16,11 +14,10 @@ from itertools import islice
 from pathlib import Path
 
 from prelnx.data import bpe
-from prelnx.data.errors import DataError
 from prelnx.data.locations import DEFAULT_VALID_LINES
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.sources import Recipe, SourceFiles
-from prelnx.data.textio import read_lines, sha256_file, write_lines
+from prelnx.data.textio import DataError, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 LANG = "txt"  # the file suffix of the text (fairseq's monolingual files carry no language)

@@ -1,4 +1,5 @@
-"""Reading and writing the line-oriented text files of a corpus: strict UTF-8, '\\n' as the only line break.
+"""Reading and writing the line-oriented text files of a corpus: strict UTF-8, '\\n' as the only line break; and
+`DataError`, the one exception of data preparation.
 
 Lines are split on '\\n' alone, as grep, sed and the Moses perl scripts do (Python's `splitlines` would
 also break on U+2028, U+0085, ... and shift a parallel corpus out of alignment). Invalid UTF-8 is an error
@@ -14,12 +15,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from prelnx.data.errors import DataError
-
 _SEG_OPEN = re.compile(r'<seg id="[0-9]*">\s*')
 _SEG_CLOSE = re.compile(r"\s*</seg>\s*")
 _DOC_ID = re.compile(r'<doc\b[^>]*\bdocid="([^"]*)"')
 _SEG_ID = re.compile(r'<seg id="?([^">]*)"?')
+
+
+class DataError(ValueError):
+    """Bad input data, a missing file or download, an unwritable output folder: one clear message (what to do)."""
 
 
 def _open_binary(path: Path) -> BinaryIO:

@@ -1,18 +1,7 @@
-"""WMT14 English->German, following fairseq's examples/translation/prepare-wmt14en2de.sh (--icml17) and the paper.
-
-- train: europarl-v7, commoncrawl, news-commentary-v9 (about 4.5M pairs): normalize-punctuation.perl,
-  remove-non-printing-char.perl, tokenizer.perl -a (aggressive hyphen splitting), no lowercasing;
-- valid: newstest2013, processed as train. The paper validates on newstest2013; fairseq's script instead
-  holds out every 100th training line;
-- test: newstest2014 from the SGML "full" files (src.en / ref.de), `<seg>` lines with ’ -> ', tokenizer.perl -a;
-- joint BPE learned on train, then train is cleaned as clean-corpus-n.perl -ratio 1.5 (1..250 BPE tokens),
-  as in the script; valid and test are not cleaned;
-- binarized with one joined dictionary (the configs share all embeddings).
-
-BPE size: fairseq's script learns 40,000 merges; the paper (after Vaswani et al. 2017) states a shared
-vocabulary of about 37K tokens. A merge count is not a vocabulary size (the vocabulary also holds the
-characters and loses fully merged symbols), so the default is fairseq's 40,000 merges, the data fairseq's
-WMT14 results are trained on; `--bpe-merges` changes it (the vocabulary it gives is dict.en.txt's length).
+"""WMT14 English->German, following fairseq's examples/translation/prepare-wmt14en2de.sh (--icml17) and the paper:
+valid newstest2013 (as the paper; fairseq's script holds out every 100th training line), test newstest2014 (SGML
+"full"), train cleaned after joint BPE, one joined dictionary. Steps and the BPE size (fairseq's 40,000 merges, not
+the paper's ~37K vocabulary): docs/data.md, 'The steps'.
 """
 
 from __future__ import annotations
@@ -22,9 +11,8 @@ from functools import partial
 from pathlib import Path
 
 from prelnx.data import bpe, moses
-from prelnx.data.fetch import Download
 from prelnx.data.output import text_path, tok_path
-from prelnx.data.sources import Recipe, SourceFiles, locate
+from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 

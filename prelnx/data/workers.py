@@ -1,8 +1,7 @@
 """Per-line text processing (Moses steps, BPE) run on `--workers` processes, in order, with a progress bar.
 
-A step is a small frozen description (picklable, hashable); each worker process builds the tokenizer or BPE
-model it describes once and reuses it for every chunk. Chunks are submitted a few at a time, so a corpus of
-millions of lines streams through in bounded memory.
+A step is a small frozen (picklable, hashable) description; each worker builds what it describes once. Chunks are
+submitted a few at a time, so a corpus of millions of lines streams through in bounded memory.
 """
 
 from __future__ import annotations

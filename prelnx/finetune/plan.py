@@ -1,4 +1,5 @@
-"""Which fine-tunings `prelnx finetune` runs: one per (pre-trained checkpoint, seed), each an ordinary run dir.
+"""The fine-tunings `prelnx finetune` runs, one after the other: one per (pre-trained checkpoint, seed), each an
+ordinary prelnx run (lock, records, resume); then the summary.
 
 A fine-tuning is a config of task: sentence_prediction: optimisation, data and epochs from `--config`, the model
 (layout, dimensions, sequence length) from the pre-trained run's config.yaml so that the weights fit. Runs live
@@ -10,13 +11,17 @@ checkpoint that moved on (best, last) gets its own folder. Each stage's folder h
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import os
+import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config, check_values
+from prelnx.finetune.summary import summarize, write_summary
 from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_checkpoints
+from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import RunConfigError, read_run_config
 
 RUN_DIR_AS = "--pretrained RUN_DIR"  # how finetune is given its pre-trained run, for --checkpoint's refusals
@@ -98,3 +103,40 @@ def plan(base: Config, pretrained_run: Path, chosen: Sequence[str | CheckpointCh
             config = finetune_config(base, pretrained, snapshot, seed, name)
             runs.append(Finetuning(checkpoint, snapshot, update, seed, run_dir, config))
     return runs
+
+
+def take_snapshot(run: Finetuning) -> None:
+    """The stage's pretrained.pt: a hard link to the checkpoint (fairseq replaces checkpoint files by renaming, so
+    the link keeps these weights), or a copy across file systems; refused if the checkpoint moved on meanwhile."""
+    if run.snapshot.is_file():
+        return
+    run.snapshot.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(run.checkpoint, run.snapshot)
+    except OSError:
+        partial = run.snapshot.with_name(run.snapshot.name + ".tmp")
+        shutil.copyfile(run.checkpoint, partial)
+        os.replace(partial, run.snapshot)
+    if checkpoint_info(run.snapshot).update != run.pretrain_update:
+        run.snapshot.unlink()
+        raise FinetunePlanError(f"{run.checkpoint} moved on past update {run.pretrain_update} while planning; run again")
+
+
+def run_all(runs: list[Finetuning], folder: Path, echo: Callable[[str], None] = print) -> int:
+    """Train every fine-tuning not yet finished; write the summary; 0 when all finished, else 1."""
+    from prelnx.launch.local import train
+    from prelnx.records.lock import RunLocked
+
+    statuses: list[RunStatus] = []
+    for index, run in enumerate(runs, 1):
+        take_snapshot(run)
+        echo(f"fine-tuning {index}/{len(runs)}: {run.checkpoint.name}, seed {run.seed} -> {run.run_dir}")
+        try:
+            statuses.append(train(run.config, run_dir=run.run_dir, echo=echo).status)
+        except RunLocked as error:
+            echo(f"skipped: {error}")
+            statuses.append(RunStatus.ELSEWHERE)
+    summary = write_summary(folder, summarize(runs))
+    echo(summary.read_text().rstrip())
+    echo(f"summary: {summary}")
+    return 0 if all(status is RunStatus.FINISHED for status in statuses) else 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prelnx.atomic import io_reason
 from prelnx.config.errors import Refusal
 from prelnx.data.check import DataDamaged
-from prelnx.data.errors import DataError
+from prelnx.data.textio import DataError
 from prelnx.records.lock import RunLocked
 from prelnx.records.status import EXIT_BUSY
 

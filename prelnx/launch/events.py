@@ -51,10 +51,6 @@ class RowDone:
     row: Row
     grain: Grain
 
-    @property
-    def step(self) -> int:
-        return self.grain.step(self.row)
-
 
 @dataclass(frozen=True)
 class Ended:
@@ -64,12 +60,6 @@ class Ended:
 
 Event = Started | Note | Progress | RowDone | Ended
 Listener = Callable[[Event], None]
-
-
-def describe_model(config: Config) -> str:
-    """e.g. "Pre-LN", "Pre-LN rmsnorm +qk-norm", "DeepNorm"."""
-    m = config.model
-    return LAYOUT_NAMES[m.layout] + ("" if m.norm == "layernorm" else f" {m.norm}") + (" +qk-norm" if m.qk_norm else "")
 
 
 def _number(value: Any, spec: str) -> str:
@@ -83,28 +73,27 @@ def render(event: Event) -> str:
     if isinstance(event, Progress):
         return (f"epoch {event.epoch} | update {event.update} | loss {_number(event.loss, '.3f')} | "
                 f"lr {_number(event.lr, '.3g')} | {_number(event.words_per_second, '.0f')} tok/s")  # fmt: skip
-    if isinstance(event, RowDone):
-        return render_row(event.row, event.grain)
+    if isinstance(event, RowDone):  # `epoch 3 done | updates 150 | ...`, or `update 300 done | epoch 2 | ...`
+        row = event.row
+        parts = [f"update {row['num_updates']} done | epoch {row['epoch']}" if event.grain is Grain.UPDATE
+                 else f"epoch {row['epoch']} done | updates {row['num_updates']}"]  # fmt: skip
+        for label, key, digits in (("train loss", "train_loss", 3), ("valid loss", "valid_loss", 3),
+                                   ("valid accuracy", "valid_accuracy", 1),
+                                   ("valid BLEU", "valid_bleu", 2)):  # fmt: skip
+            if (value := row.get(key)) is not None:  # a value the row does not have is left out
+                shown = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+                parts.append(f"{label} {shown}" + (" %" if key == "valid_accuracy" else ""))
+        wall = row.get("wall_seconds")
+        parts.append(f"{wall:.0f} s" if isinstance(wall, (int, float)) else "wall time not recorded")
+        return " | ".join(parts)
     if isinstance(event, Started):
-        c, s = event.config, event.config.schedule
-        return (f"{'resuming' if event.resumed_from else 'starting'} {c.name}: {describe_model(c)}, {c.optimizer.name} "
+        c, s, m = event.config, event.config.schedule, event.config.model  # the model: e.g. "Pre-LN rmsnorm +qk-norm"
+        model = (LAYOUT_NAMES[m.layout] + ("" if m.norm == "layernorm" else f" {m.norm}")
+                 + (" +qk-norm" if m.qk_norm else ""))  # fmt: skip
+        return (f"{'resuming' if event.resumed_from else 'starting'} {c.name}: {model}, {c.optimizer.name} "
                 f"lr {c.optimizer.lr:g}, warm-up {s.warmup_updates} updates, decay {s.decay}, data {event.data} -> "
                 f"{event.run_dir} (fairseq log: {event.log})"
                 + (f"; from epoch {event.resumed_from[0]}, update {event.resumed_from[1]}" if event.resumed_from else ""))  # fmt: skip
     reason = event.outcome.reason()
     return f"{event.run_dir}: {event.outcome.status}" + (f" ({reason})" if reason else "")
 
-
-def render_row(row: Row, grain: Grain) -> str:
-    """`epoch 3 done | updates 150 | ...`, or at the update grain `update 300 done | epoch 2 | ...`; a value the row
-    does not have is left out."""
-    parts = [f"update {row['num_updates']} done | epoch {row['epoch']}" if grain is Grain.UPDATE
-             else f"epoch {row['epoch']} done | updates {row['num_updates']}"]  # fmt: skip
-    for label, key, digits in (("train loss", "train_loss", 3), ("valid loss", "valid_loss", 3),
-                               ("valid accuracy", "valid_accuracy", 1), ("valid BLEU", "valid_bleu", 2)):  # fmt: skip
-        if (value := row.get(key)) is not None:
-            shown = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-            parts.append(f"{label} {shown}" + (" %" if key == "valid_accuracy" else ""))
-    wall = row.get("wall_seconds")
-    parts.append(f"{wall:.0f} s" if isinstance(wall, (int, float)) else "wall time not recorded")
-    return " | ".join(parts)

@@ -14,9 +14,8 @@ from prelnx.plugin_path import PLUGIN_DIR
 
 
 def load_plugin(argv: list[str] | None = None) -> None:
-    """Import the plugin as fairseq's --user-dir does (its parts registered once), fairseq imported as a training of
-    `argv` imports it (without the modules it never uses). Silences the notices fairseq 0.12 triggers in process
-    (Hydra's deprecations in its config conversion, torch's pin_memory note on CPU): they are about fairseq's code."""
+    """Import the plugin as fairseq's --user-dir does (registered once), fairseq as a training of `argv` imports it
+    (fairseq_entry.install); silence what fairseq 0.12 says in process (Hydra's deprecations, torch's pin_memory)."""
     import warnings
     from argparse import Namespace
 
@@ -45,8 +44,7 @@ def build_task_and_model(config: Config, save_dir: Path = Path("unused-checkpoin
 def training_cfg(config: Config, save_dir: Path = Path("unused-checkpoints")) -> Any:
     """fairseq's training cfg of the config: the argv of `prelnx train` (on CPU), parsed by fairseq in this process
     (for callers that set up the task once and build many models from it)."""
-    data = ensure_data(config)
-    argv = fairseq_argv(config, data, save_dir, cuda=False)
+    argv = fairseq_argv(config, ensure_data(config), save_dir, cuda=False)
     load_plugin(argv)
     from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf

@@ -14,54 +14,88 @@ What makes the run dir trustworthy (docs/usage.md, "Failure modes"):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.config.schema import Config
-from prelnx.launch.children import RUNNING_CHILDREN, pin, sigterm_interrupts
 from prelnx.launch.errors import RunConflict, RunIOError
 from prelnx.launch.events import Ended, Listener, Note, Started, render
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.watch import Watch, status_counts
 from prelnx.plan.data import DataNotReady, data_problem
-from prelnx.plan.launch import RunPlan, plan_run
-from prelnx.plan.rundirs import default_run_dir
+from prelnx.plan.launch import RunPlan, default_run_dir, plan_run
 from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointDamaged, checkpoint_info, resume_point
 from prelnx.records.diagnostics import reconcile_diagnostics
-from prelnx.records.identity import BUDGET_KEYS, Difference, hparams_of, saved_differences
 from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
-from prelnx.records.run_config import has_config, write_run_config
+from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved_differences, write_run_config
 from prelnx.records.status import EXIT_CODES, read_status, write_status
+from prelnx.records.tensorboard import hparams_of
+
+RUNNING_CHILDREN: set[subprocess.Popen] = set()  # a sweep stopped by SIGTERM stops them all
+
+
+def stop_children() -> None:
+    # SIGTERM, not SIGINT: a child started from a background job inherits SIGINT as ignored.
+    for child in list(RUNNING_CHILDREN):
+        if child.poll() is None:
+            child.terminate()  # a re-run leaves these alone (unless --force)
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """In the main thread, SIGTERM (kill, a scheduler's stop) raises KeyboardInterrupt inside, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def pin(pid: int, cpus: frozenset[int]) -> bool:
+    """Keep a just-started child on `cpus` (its threads and data-loader processes inherit it). Set after the start,
+    not in a preexec_fn (unsafe in a threaded sweep); False where the OS does not allow it (the child runs unpinned)."""
+    try:
+        os.sched_setaffinity(pid, cpus)
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+def core_slots(jobs: int) -> list[frozenset[int]] | None:
+    """This process's cores split into `jobs` disjoint slots (None: fewer cores than jobs, or the OS cannot tell)."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    size = len(cores) // jobs
+    return [frozenset(cores[i * size:(i + 1) * size]) for i in range(jobs)] if size else None
+
 
 
 @dataclass(frozen=True)
 class RunResult:
     run_dir: Path
-    outcome: Outcome
-
-    @property
-    def status(self) -> RunStatus:
-        return self.outcome.status
-
-    @property
-    def reason(self) -> str:
-        return self.outcome.reason()
-
-    @property
-    def update(self) -> int:
-        return self.outcome.update
+    status: RunStatus
+    update: int
+    reason: str  # the outcome's one wording
 
     @property
     def exit_code(self) -> int:
@@ -98,9 +132,7 @@ def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
                f"{lowered[0].new!r}). " if lowered else "")
             + "Use --run-dir for a new run, or --force to set the old one aside and start again."
         )  # fmt: skip
-    decay_ends = [d for d in grown if d.key == "train.max_update" and config.schedule.decay == "linear"]
-    if decay_ends:
-        d = decay_ends[0]
+    if config.schedule.decay == "linear" and (d := next((d for d in grown if d.key == "train.max_update"), None)):
         raise RunConflict(f"{run_dir}: {d}: schedule.decay linear reaches its end lr at train.max_update, so a longer "
                           f"budget would change the lr of every update already trained; train a new run (--run-dir) "
                           f"or start this one again (--force)")  # fmt: skip
@@ -164,7 +196,7 @@ def train(
             outcome = Outcome(RunStatus.of(recorded), int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
             listener(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
                           f"it again"))  # fmt: skip
-            return RunResult(run_dir, outcome)
+            return RunResult(run_dir, outcome.status, outcome.update, outcome.reason())
         if existing.extended:
             listener(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
                           f"on from the last checkpoint"))  # fmt: skip
@@ -179,7 +211,7 @@ def train(
                 old_lock.release()
         outcome = _attempt(plan, lock, listener, extra_env, on_start, cpus)
         listener(Ended(run_dir, outcome))
-        return RunResult(run_dir, outcome)
+        return RunResult(run_dir, outcome.status, outcome.update, outcome.reason())
     except RunIOError:
         raise
     except OSError as error:  # taking the lock, moving a run aside, reading its checkpoints: never a traceback
@@ -196,7 +228,6 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     notes: list[str] = []
     start = resume_point(plan.checkpoints, notes.append)  # refuses a planted checkpoint: nothing runs
     run_grain = grain.of(config)
-    hparams = hparams_of(config)
     write_run_config(run_dir, config)  # an OSError here: train's RunIOError
     write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
     reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
@@ -205,7 +236,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
                  **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
     log_path = run_dir / LOG_NAME
     diagnosed = t.diagnostics.every_updates is not None or t.diagnostics.sharpness_every_updates is not None
-    watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams,
+    watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams_of(config),
                   diagnostics if diagnosed or diagnostics else None)  # fmt: skip
     if start is not None and start.meets(t.max_epoch, t.max_update):
         for line in notes + reconciled.describe():

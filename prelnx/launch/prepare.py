@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.data.synthetic import SyntheticTask
+from prelnx.data.synthetic import SyntheticTask, prepare_synthetic, prepare_synthetic_pairs, prepare_synthetic_text
 from prelnx.plan.data import DataNotReady, data_dir, data_problem, synthetic_dir
 from prelnx.records.checkpoints import checkpoint_info
 
@@ -16,18 +16,12 @@ def ensure_data(config: Config) -> Path:
     pre-trained checkpoint: CheckpointRefused, CheckpointDamaged). Returns the folder."""
     folder = data_dir(config)
     if config.data.dataset == "synthetic" and config.task in ("masked_lm", "language_model", "sentence_prediction"):
-        from prelnx.data.monolingual import prepare_synthetic_text
-
         task = SyntheticTask(**vars(config.data.synthetic))
         text = synthetic_dir("masked_lm", task)  # fine-tuning pairs use the pre-training text's dictionary
         prepare_synthetic_text(task, text)
         if config.task == "sentence_prediction":
-            from prelnx.data.pairs import prepare_synthetic_pairs
-
             prepare_synthetic_pairs(task, text / "dict.txt", folder)
     elif config.data.dataset == "synthetic":
-        from prelnx.data.synthetic import prepare_synthetic
-
         prepare_synthetic(SyntheticTask(**vars(config.data.synthetic)), folder)
     if (problem := data_problem(config)) is not None:
         raise DataNotReady(problem)

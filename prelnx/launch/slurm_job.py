@@ -14,10 +14,9 @@ from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
-from prelnx.launch import slurm_queue
-from prelnx.launch.children import sigterm_interrupts
+from prelnx.launch import slurm_task
 from prelnx.launch.errors import SlurmUnavailable
-from prelnx.launch.local import check_before_training
+from prelnx.launch.local import check_before_training, sigterm_interrupts
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, plan_request, submitit_folder, task_config, task_env
 from prelnx.plan.launch import plan_run
@@ -51,12 +50,10 @@ def run_request(config: Config, partition: str | None = None, gpus_per_run: int 
 
 def _share(option: str, total: int | None, parts: int, shape: str, each: str) -> int | None:
     """`total` split evenly into `parts` (per task, per node); None stays None."""
-    if total is None:
-        return None
-    if total % parts:
+    if total is not None and total % parts:
         raise Refusal(f"{option} {total}: the run is {shape}, and each {each} gets the same share; give a multiple of "
                       f"{parts}")  # fmt: skip
-    return total // parts
+    return None if total is None else total // parts
 
 
 def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> Any:
@@ -117,18 +114,18 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
                 last_state = found.state
             for line in filter(_progress, tail.lines()):
                 echo(line)
-            if watcher.unanswered_s() > UNANSWERED_S:
+            if time.monotonic() - watcher.answered > UNANSWERED_S:  # squeue's last answer
                 why = (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still run "
                        f"(see squeue; logs in {Path(job.paths.folder)})")  # fmt: skip
                 return why, 1
             if found.never_starts:
-                slurm_queue.cancel(job.job_id)
+                slurm_task.cancel(job.job_id)
                 why = (f"Slurm job {job.job_id} can never start: {found.reason} (it asks {request.describe()}; see "
                        f"{RESOURCES}); cancelled")  # fmt: skip
                 return why, 2
             time.sleep(poll_s)
     except KeyboardInterrupt:
-        slurm_queue.cancel(job.job_id)
+        slurm_task.cancel(job.job_id)
         return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES[RunStatus.INTERRUPTED]
     time.sleep(poll_s)  # the last lines of the log
     for line in filter(_progress, tail.lines()):
@@ -145,7 +142,7 @@ def outcome(job: Any, state: str | None) -> tuple[str, int]:
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
             return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
         return "", int(result["exit_code"])
-    how = f"ended ({state.lower()})" if state not in (None, slurm_queue.ENDED) else "left Slurm's queue"
+    how = f"ended ({state.lower()})" if state not in (None, slurm_task.ENDED) else "left Slurm's queue"
     why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "
            f"same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
     return why, 1

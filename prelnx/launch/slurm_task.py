@@ -5,7 +5,8 @@ fairseq as its own child (the plugin's parent watch: a pid means something only 
 taken the run dir until rank 0's task has ended (`Rank0Marks`: files in the submitit folder the nodes share). They
 meet through fairseq's Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000; the CPU fix is in
 prelnx_fairseq_plugin/distributed.py). On timeout or preemption rank 0 requeues the job, which resumes as a re-run
-does. The submitting side is slurm_job.py.
+does. The submitting side is slurm_job.py. Slurm's CPUs per node and scancel are asked here; its queue, by the one
+watcher (slurm_watch.py).
 """
 
 from __future__ import annotations
@@ -21,13 +22,48 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import Config
-from prelnx.launch import slurm_queue
 from prelnx.launch.errors import error_exit
 from prelnx.plan.launch import plan_run
 from prelnx.plan.parallel import SLURM_PORT_ENV, rendezvous_port
 
 DEFAULT_TIME_MIN = 24 * 60
 GRACE_S = 30  # how long the other ranks' fairseq may outlive rank 0's task (it ends its own training meanwhile)
+
+
+def _run(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def partition_cpus(partition: str | None) -> int | None:
+    """CPUs per node of `partition` (the default partition if None), from sinfo; None if Slurm does not say."""
+    for line in (_run(["sinfo", "-h", "-o", "%P %c"] + (["-p", partition] if partition else [])) or "").splitlines():
+        name, _, cpus = line.partition(" ")
+        if partition is None and not name.endswith("*"):
+            continue
+        digits = cpus.strip().rstrip("+")
+        if digits.isdigit():
+            return int(digits)
+    return None
+
+
+DEFAULT_CPUS_CAP = 8  # the CPUs a task gets when none are asked: the partition's per node, shared, up to this
+
+
+def default_cpus_per_run(partition: str | None, tasks_per_node: int = 1) -> int:
+    """CPUs for each of `tasks_per_node` tasks: the partition's CPUs per node shared by them, up to DEFAULT_CPUS_CAP."""
+    cpus = partition_cpus(partition)
+    return max(1, min(DEFAULT_CPUS_CAP, cpus // tasks_per_node)) if cpus else DEFAULT_CPUS_CAP
+
+
+ENDED = "ENDED"  # squeue no longer lists the job: it ended (how, Slurm no longer says)
+
+
+def cancel(job_id: str) -> None:
+    _run(["scancel", str(job_id)])
 
 
 @dataclass(frozen=True)
@@ -65,7 +101,7 @@ def plan_request(config: Config, partition: str | None = None, cpus_per_task: in
     """One task per worker: train.processes (default 1) per node on train.nodes nodes; a GPU each with
     train.device: cuda. CPUs per task default to the partition's CPUs per node shared by its tasks (sinfo)."""
     tasks = config.train.processes or 1
-    cpus = cpus_per_task or slurm_queue.default_cpus_per_run(partition, tasks)
+    cpus = cpus_per_task or default_cpus_per_run(partition, tasks)
     gpus = tasks if config.train.device == "cuda" else 0
     return SlurmRequest(config.train.nodes, tasks, cpus, gpus, mem_gb, time_min or DEFAULT_TIME_MIN, partition)
 
@@ -100,12 +136,24 @@ class SlurmTrainTask:
         job = submitit.JobEnvironment()
         env = task_env(os.environ.get("SLURM_JOB_ID", job.job_id))
         marks = Rank0Marks(Path(job.paths.folder), os.environ.get("SLURM_RESTART_COUNT", "0"))
-        if job.global_rank == 0:
-            try:
-                return train_rank0(self.config, self.run_dir, env, self.force, marks)
-            finally:
-                marks.ended.touch()
-        return {"status": "worker", "reason": "", "exit_code": run_worker(self.config, self.run_dir, env, marks)}
+        if job.global_rank != 0:
+            return {"status": "worker", "reason": "", "exit_code": run_worker(self.config, self.run_dir, env, marks)}
+        from prelnx.launch.local import train  # rank 0 only
+
+        echo = functools.partial(print, flush=True)
+        try:
+            # on_start: every check has passed and the run dir is locked (an old run set aside): the other ranks start
+            # then, no earlier (they would read checkpoints of a run dir rank 0 refuses or moves away)
+            result = train(self.config, run_dir=self.run_dir, force=self.force, echo=echo, extra_env=env,
+                           on_start=marks.started.touch)  # fmt: skip
+        except Exception as error:  # known refusals become the command's message and exit code
+            if (known := error_exit(error)) is None:
+                raise
+            echo(f"error: {known[0]}")
+            return {"status": "error", "reason": known[0], "exit_code": known[1]}
+        finally:
+            marks.ended.touch()
+        return {"status": result.status, "reason": result.reason, "exit_code": result.exit_code}
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         """Timeout or preemption: the same task again, resuming (never --force again)."""
@@ -120,23 +168,6 @@ class Rank0Marks:
 
     def __init__(self, folder: Path, restart: str) -> None:
         self.started, self.ended = folder / f"rank0-started.{restart}", folder / f"rank0-ended.{restart}"
-
-
-def train_rank0(config: Config, run_dir: Path, env: dict[str, str], force: bool,
-                marks: Rank0Marks) -> dict[str, Any]:  # fmt: skip
-    from prelnx.launch.local import train
-
-    echo = functools.partial(print, flush=True)
-    try:
-        # on_start: every check has passed and the run dir is locked (an old run set aside): the other ranks start
-        # then, no earlier (they would read checkpoints of a run dir rank 0 refuses or moves away)
-        result = train(config, run_dir=run_dir, force=force, echo=echo, extra_env=env, on_start=marks.started.touch)
-    except Exception as error:  # known refusals become the command's message and exit code
-        if (known := error_exit(error)) is None:
-            raise
-        echo(f"error: {known[0]}")
-        return {"status": "error", "reason": known[0], "exit_code": known[1]}
-    return {"status": result.status, "reason": result.reason, "exit_code": result.exit_code}
 
 
 def run_worker(config: Config, run_dir: Path, env: dict[str, str], marks: Rank0Marks, poll_s: float = 0.5) -> int:

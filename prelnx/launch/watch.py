@@ -187,11 +187,10 @@ class Watch:
         extra: dict[str, Any] = {}
         rows, diagnostics = self.rows, self.diagnostics
         try:
-            if unreadable:  # nothing to reconcile against: keep what was seen, and do not call the run finished
-                if outcome.status is RunStatus.FINISHED:
-                    outcome = Outcome(RunStatus.INTERRUPTED, outcome.update, Failure.UNREADABLE_CHECKPOINT,
-                                      detail=unreadable)  # fmt: skip
-            else:
+            if unreadable and outcome.status is RunStatus.FINISHED:  # nothing to reconcile against: not finished
+                outcome = Outcome(RunStatus.INTERRUPTED, outcome.update, Failure.UNREADABLE_CHECKPOINT,
+                                  detail=unreadable)  # fmt: skip
+            elif not unreadable:  # (an unreadable checkpoint: the rows seen are kept)
                 reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info)
                 rows = reconciled.rows
                 if reconciled.lost:
@@ -238,11 +237,9 @@ def torchrun_failure(lines: list[str]) -> str | None:
     start = max((i for i, line in enumerate(lines) if "Root Cause (first observed failure)" in line), default=None)
     if start is None:
         return None
-    fields = {}
-    for line in lines[start:]:
-        found = _TORCHRUN_FIELD.match(line)
-        if found and found.group(1) not in fields:
-            fields[found.group(1)] = found.group(2).strip()
+    fields: dict[str, str] = {}
+    for found in filter(None, map(_TORCHRUN_FIELD.match, lines[start:])):
+        fields.setdefault(found.group(1), found.group(2).strip())
     rank = fields.get("rank", "?").split(" ")[0]
     code = fields.get("exitcode", "").split(" ")[0]
     if code.lstrip("-").isdigit() and int(code) < 0:

@@ -1,11 +1,13 @@
 """The fairseq arguments every task shares: dropout, optimizer and lr schedule, batching, device, checkpoints,
-logging and the validation grain."""
+logging and the validation grain; and a layout's, read from its row (prelnx/layouts.py): fairseq's own model or the
+plugin's, with the plugin options and Pre-LN flags it needs (a user's layout: `--layout-file /abs/PATH.py:CLASS`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from prelnx.config.schema import Config
+from prelnx.layouts import PAPER, VARIANT, layout
 
 EPOCH_NEVER = 1_000_000  # an epoch interval no run reaches: fairseq has no "never" for --validate-interval
 
@@ -80,3 +82,38 @@ def run_argv(config: Config, save_dir: Path, *, cuda: bool) -> list[str]:
     else:
         argv += ["--keep-last-epochs", str(t.keep_last_epochs)]
     return argv
+
+
+def uses_plugin_model(config: Config) -> bool:
+    """False for fairseq's own model (the paper's post or pre with LayerNorm, no QK-Norm), True for the plugin's."""
+    m = config.model
+    return layout(m.layout).family != PAPER or m.norm != "layernorm" or m.qk_norm
+
+
+def variant_argv(config: Config) -> list[str]:
+    """The plugin model's options for this config ([] for fairseq's own model)."""
+    m = config.model
+    if not uses_plugin_model(config):
+        return []
+    row = layout(m.layout)
+    argv = ["--norm-type", m.norm]
+    if row.file is not None:
+        argv += ["--layout-file", row.file]
+    elif row.family == VARIANT:  # DeepNorm: the plugin's --deepnorm
+        argv.append("--deepnorm")
+    elif row.scheme:  # a warm-up-free scheme (docs/warmup_free.md) or a placement (docs/placements.md)
+        argv += ["--layout-scheme", m.layout]
+        if m.layout == "admin":
+            argv += ["--admin-init", m.admin_init]
+        if m.layout == "mixln":
+            argv += ["--mixln-alpha", str(m.mixln_alpha)]
+        if m.layout in ("rezero", "rezero_postln"):
+            argv += ["--rezero-ffn-init", m.rezero_ffn_init]
+    if m.qk_norm:
+        argv.append("--qk-norm")
+    return argv
+
+
+def normalize_before_argv(config: Config, sides: tuple[str, ...]) -> list[str]:
+    """fairseq's Pre-LN flags (a norm before each sublayer, a final norm per stack) for the layouts built on it."""
+    return [f"--{side}-normalize-before" for side in sides] if layout(config.model.layout).pre_ln else []

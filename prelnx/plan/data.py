@@ -11,7 +11,7 @@ from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, longest_sentence
 from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_LANGUAGES
-from prelnx.data.synthetic import SyntheticTask
+from prelnx.data.synthetic import SyntheticTask, pairs_problem
 
 
 class DataNotReady(Refusal):
@@ -47,8 +47,6 @@ def data_problem(config: Config) -> str | None:
     """Why the config's data cannot be trained on (not prepared, damaged), or None. Generates nothing."""
     folder = data_dir(config)
     if config.task == "sentence_prediction":
-        from prelnx.data.pairs import pairs_problem
-
         return pairs_problem(folder, generated=config.data.dataset == "synthetic")
     text = config.task in ("masked_lm", "language_model")
     source, target = languages(config)

@@ -1,7 +1,6 @@
 """The fairseq arguments of BERT-style runs: fairseq's `roberta` encoder, pre-trained with `masked_lm` (Figure 5a)
-or fine-tuned with `sentence_prediction` (MRPC, RTE: Figure 5b/c). Layouts (fairseq/models/roberta/model.py):
-post = `roberta` (embedding LayerNorm, LayerNorm after each residual add); pre = `roberta_prenorm` (no embedding
-LayerNorm, LayerNorm before each sublayer and after the last layer: the paper's Figure 1b).
+or fine-tuned with `sentence_prediction` (MRPC, RTE: Figure 5b/c). Layouts (fairseq/models/roberta/model.py): post =
+`roberta`; pre = `roberta_prenorm` (no embedding LayerNorm, a final one after the last layer: Figure 1b).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""The fairseq arguments of a decoder-only language model: fairseq's `language_modeling` task, `cross_entropy`
-(next-token loss in bits per token) and `transformer_lm` (fairseq/models/transformer/transformer_decoder.py): post
-as it is, pre with --decoder-normalize-before (a final LayerNorm too: Figure 1b); the other layouts, norms and
-QK-Norm are the plugin's `prelnx_transformer_lm` (plan/layout.py). embed_dim also sets --decoder-input-dim and
+"""The fairseq arguments of a decoder-only language model: `language_modeling`, `cross_entropy` (bits per token) and
+`transformer_lm` (fairseq/models/transformer/transformer_decoder.py; pre: --decoder-normalize-before), or for the other
+layouts, norms and QK-Norm the plugin's `prelnx_transformer_lm`. embed_dim also sets --decoder-input-dim and
 --decoder-output-dim, which transformer_lm otherwise leaves at 512 whatever the width.
 """
 
@@ -10,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv, given_argv
-from prelnx.plan.layout import LM_PLUGIN_ARCH, normalize_before_argv, uses_plugin_model, variant_argv
+from prelnx.plan.common import dropout_argv, given_argv, normalize_before_argv, uses_plugin_model, variant_argv
 from prelnx.plugin_path import PLUGIN_DIR
+
+LM_PLUGIN_ARCH = "prelnx_transformer_lm"  # the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py)
 
 
 def language_model_argv(config: Config, data: Path) -> list[str]:
-    """Task, model and criterion of a language-model run."""
     m, d = config.model, config.data
     plugin = uses_plugin_model(config)
     argv = [

@@ -1,6 +1,7 @@
 """Config -> the launch of one run: the exact `fairseq-train` argv (saved as command.txt, runnable by hand), its
 workers, threads, environment and batch. `plan_run`, a pure function of the config and the environment it is given,
-is the one call every launcher makes; a task is one planner module, registered by name in TASK_PLANNERS.
+is the one call every launcher makes; a task is one planner module, registered by name in TASK_PLANNERS. Also where
+runs and sweeps go by default: runs/train/<run name> (`prelnx train`) and runs/<sweep name>, which holds its runs only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,32 @@ from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
 from prelnx.plan.language_model import language_model_argv
 from prelnx.plan.parallel import Parallel, describe_batch, resolve, with_effective_batch
 from prelnx.plan.translation import translation_argv
+
+RUNS = Path("runs")
+TRAININGS = "train"  # runs/train/: single trainings; no sweep may take this name
+
+
+def default_run_dir(config: Config, runs_root: Path = RUNS) -> Path:
+    """runs/train/<name>; a name that would leave runs/ (absolute, `..`, a backslash) is refused: give --run-dir."""
+    return runs_subdir(config.name or "run", runs_root / TRAININGS)
+
+
+def sweep_dir(name: str, runs_root: Path = RUNS) -> Path:
+    """runs/<sweep name>; runs/train/ is refused (it holds single trainings)."""
+    if Path(name).parts[:1] == (TRAININGS,):
+        raise Refusal(f"sweep name {name!r}: runs/{TRAININGS}/ holds single trainings (prelnx train); name the "
+                         f"sweep otherwise (--name) or give --out")  # fmt: skip
+    return runs_subdir(name, runs_root)
+
+
+def runs_subdir(name: str, runs_root: Path = RUNS) -> Path:
+    """runs_root/name, for a run's or a sweep's name; Refusal for a name that would leave runs_root."""
+    parts = Path(name).parts
+    if Path(name).is_absolute() or ".." in parts or "\\" in name or not parts:
+        raise Refusal(f"name: {name!r} would put the run outside {runs_root}/; use a plain name "
+                         f"(letters, digits, - _ . and / for subfolders) or give --run-dir explicitly")  # fmt: skip
+    return runs_root / name
+
 
 # How prelnx starts a fairseq program (`python -u -m <ENTRY> fairseq_cli.train ...`): fairseq's own program, less the
 # modules it never uses (prelnx/launch/fairseq_entry.py says which and why). command.txt shows the plain command.
@@ -58,8 +85,6 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> l
 
 @dataclass(frozen=True)
 class Launch:
-    """How the run's child process is started."""
-
     argv: list[str]  # fairseq-train arguments
     env: dict[str, str]  # additions to the environment
     threads: int  # torch threads per worker
@@ -105,9 +130,8 @@ class RunPlan:
 
 
 def plan_run(config: Config, run_dir: Path, env: dict[str, str] | None = None) -> RunPlan:
-    """The run of `config` in `run_dir` on this machine. `env`: the run's own environment additions (a sweep's
-    CUDA_VISIBLE_DEVICES, a Slurm task's rendezvous port). Raises a Refusal (BatchError) for a batch or worker
-    request this machine cannot meet."""
+    """The run of `config` in `run_dir` on this machine; `env`: the run's own environment additions (parallel.resolve).
+    A Refusal (BatchError) for a batch or worker request this machine cannot meet."""
     cuda = use_cuda(config)
     if config.train.precision == "bf16" and not cuda:  # refused before training, where it would train
         problem = cpu_bf16_problem()

@@ -1,11 +1,7 @@
-"""Data parallelism: how many workers a run has, how they are launched, and the batch they keep.
-
-- Several workers on one machine go through torchrun (`--standalone`: a free rendezvous port; `--max-restarts 0`:
-  one dead worker ends the group), with gloo on CPU (fairseq's `legacy_ddp`) and NCCL on GPUs.
-- Across nodes (`prelnx train --executor slurm`) the workers are one Slurm job's tasks, each running fairseq, meeting
-  through fairseq's Slurm rendezvous; only there (PRELNX_SLURM_PORT set) is train.nodes > 1 accepted.
-- With `train.effective_batch_tokens` (tokens per update over workers and accumulation), update_freq is derived
-  exactly or the config is refused with values that would work: 1, 8 or 16 GPUs run the same optimisation.
+"""Data parallelism: how many workers a run has, how they are launched (torchrun on one machine, gloo on CPU and
+NCCL on GPUs; across nodes, one Slurm job's tasks meeting through fairseq's Slurm rendezvous, the only place
+train.nodes > 1 is accepted), and the batch they keep: with `train.effective_batch_tokens`, update_freq is derived
+exactly or the config is refused with values that would work, so 1, 8 or 16 GPUs run the same optimisation.
 """
 
 from __future__ import annotations
@@ -51,7 +47,8 @@ class Parallel:
         return argv
 
     def launcher(self) -> list[str]:
-        """torchrun's arguments before the module, for several workers on this machine; [] for one or Slurm tasks."""
+        """torchrun's arguments before the module, for several workers on this machine; [] for one or Slurm tasks.
+        `--standalone`: a free rendezvous port; `--max-restarts 0`: one dead worker ends the group."""
         if self.processes == 1 or self.port is not None:
             return []
         return ["--standalone", "--nproc-per-node", str(self.processes), "--max-restarts", "0"]
@@ -61,8 +58,7 @@ class Parallel:
         return [] if self.port is None else ["--nodes", str(self.nodes), "--ntasks-per-node", str(self.processes)]
 
     def threads(self, configured: int | None) -> int:
-        """Torch threads per worker: the configured number, else a Slurm task's CPUs, else this machine's cores
-        shared by the workers."""
+        """Torch threads per worker: the configured number, else a Slurm task's CPUs, else the cores shared."""
         slurm_cpus = os.environ.get("SLURM_CPUS_PER_TASK", "")
         if self.port is not None and slurm_cpus.isdigit():
             return configured or int(slurm_cpus)
@@ -91,9 +87,8 @@ def rendezvous_port(job_id: str) -> int:
 
 
 def resolve(config: Config, cuda: bool, env: dict[str, str] | None = None) -> Parallel:
-    """The workers of this run; `env`: its own environment additions (a sweep's CUDA_VISIBLE_DEVICES, a Slurm
-    task's PRELNX_SLURM_PORT). Without train.processes: every GPU the run sees, but no more than
-    train.effective_batch_tokens allows (IWSLT14's 4096 tokens: one worker); 1 on CPU and per Slurm node."""
+    """The workers of this run; `env`: its own environment additions (CUDA_VISIBLE_DEVICES, PRELNX_SLURM_PORT).
+    Without train.processes: every GPU it sees, but no more than train.effective_batch_tokens allows; 1 on CPU."""
     t = config.train
     port = (env or {}).get(SLURM_PORT_ENV)
     if port is not None:

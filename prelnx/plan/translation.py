@@ -7,14 +7,12 @@ import json
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv, given_argv
+from prelnx.plan.common import dropout_argv, given_argv, normalize_before_argv, uses_plugin_model, variant_argv
 from prelnx.plan.data import languages
-from prelnx.plan.layout import normalize_before_argv, uses_plugin_model, variant_argv
 from prelnx.plugin_path import PLUGIN_DIR
 
 
 def translation_argv(config: Config, data: Path) -> list[str]:
-    """Task, model and criterion of a translation run."""
     m, t, b = config.model, config.train, config.eval.bleu
     source, target = languages(config)
     variant = uses_plugin_model(config)
@@ -24,7 +22,7 @@ def translation_argv(config: Config, data: Path) -> list[str]:
         "--task", "translation", "--source-lang", source, "--target-lang", target,
         "--arch", f"prelnx_{m.arch}" if variant else m.arch,
     ]  # fmt: skip
-    argv += variant_argv(config)  # the plugin's options (plan/layout.py)
+    argv += variant_argv(config)  # the plugin's options (plan/common.py)
     argv += given_argv(
         ("--encoder-layers", m.encoder_layers),
         ("--decoder-layers", m.decoder_layers),

@@ -9,9 +9,9 @@ it is drawn on its own, dashed, with an x where it stopped.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from prelnx.plots.diagnostics import plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import read_points
+from prelnx.records.results import finite, is_finite, read_points
 from prelnx.records.status import recorded_status
 
 SHORT_KEYS = {
@@ -44,7 +44,7 @@ class RunCurves:
     status: RunStatus
     arm: str = ""  # the label without the seed: runs with the same arm are drawn as one mean with a band
 
-    @property
+    @cached_property
     def grain(self) -> Grain:
         return of_run_dir(self.run_dir)
 
@@ -87,17 +87,13 @@ def collect_runs(path: Path) -> list[RunCurves]:
     return runs
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 def _points(run: RunCurves, key: str) -> list[tuple[int, float]]:
     """The run's (step, value) pairs where `key` has a finite value."""
-    return [(run.grain.step(row), float(row[key])) for row in run.rows if _finite(row.get(key))]
+    return [(run.grain.step(row), float(row[key])) for row in run.rows if is_finite(row.get(key))]
 
 
 def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path) -> list[Path]:
-    if not any(_finite(row.get(key)) for run in runs for row in run.rows):
+    if not any(is_finite(row.get(key)) for run in runs for row in run.rows):
         return []  # no run has a value: no empty figure
     from matplotlib import colormaps
     from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
@@ -142,7 +138,7 @@ OFF_SCALE = 2.0  # a loss above this many times the median of all drawn losses i
 def _keep_in_scale(ax: Any, runs: list[RunCurves], key: str) -> None:
     """A diverged run's last loss (e.g. 1.7e8 bits) would flatten every other curve: the axis stops at OFF_SCALE x
     the median loss, and each run that leaves it is marked at the top edge with its value."""
-    values = [float(row[key]) for run in runs for row in run.rows if _finite(row.get(key))]
+    values = [value for run in runs for _, value in _points(run, key)]
     cap = OFF_SCALE * statistics.median(values)
     if max(values) <= cap:
         return
@@ -165,14 +161,13 @@ def _draw_bands(ax: Any, runs: list[RunCurves], key: str) -> set[Path]:
             arms.setdefault(run.arm, []).append(run)
     drawn: set[Path] = set()
     for arm, members in arms.items():
-        with_data = [r for r in members if any(_finite(row.get(key)) for row in r.rows)]
+        with_data = [r for r in members if _points(r, key)]
         if len(with_data) < 2:
             continue
         by_step: dict[int, list[float]] = {}
         for run in with_data:
-            for row in run.rows:
-                if _finite(row.get(key)):
-                    by_step.setdefault(run.grain.step(row), []).append(float(row[key]))
+            for step, value in _points(run, key):
+                by_step.setdefault(step, []).append(value)
         steps = sorted(by_step)
         means = [statistics.fmean(by_step[s]) for s in steps]
         (line,) = ax.plot(steps, means, marker="o", markersize=3,
@@ -205,7 +200,7 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
     import numpy as np
     from matplotlib.figure import Figure
 
-    if not any(_finite(row.get("valid_bleu")) for run in runs for row in run.rows):
+    if not any(is_finite(row.get("valid_bleu")) for run in runs for row in run.rows):
         return []  # every run failed before its first validation: an empty heatmap would only mislead
     fig = Figure(figsize=(4.2 * len(groups) + 1, 3.8))
     axes = fig.subplots(1, len(groups), squeeze=False)
@@ -215,8 +210,7 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
         for i, y in enumerate(ys):
             for j, x in enumerate(xs):
                 cell = [r for r in members if r.overrides[x_key] == x and r.overrides[y_key] == y]
-                bleus = [max(v for row in r.rows if _finite(v := row.get("valid_bleu"))) for r in cell
-                         if any(_finite(row.get("valid_bleu")) for row in r.rows)]  # fmt: skip
+                bleus = [max(found) for r in cell if (found := finite(row.get("valid_bleu") for row in r.rows))]
                 if bleus:
                     grid[i, j] = statistics.fmean(bleus)
                     notes[i][j] = f"{grid[i, j]:.1f}"
@@ -239,9 +233,7 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
 
 def plot(path: Path, out: Path | None = None) -> list[Path]:
     """Write loss, bleu and lr (.png/.svg; heatmap too for a warm-up x lr grid; diagnostics for runs with
-    train.diagnostics: plots/diagnostics.py); returns the files.
-
-    A figure no run has data for is not drawn."""
+    train.diagnostics: plots/diagnostics.py); returns the files. A figure no run has data for is not drawn."""
     runs = collect_runs(path)
     out = out or path
     out.mkdir(parents=True, exist_ok=True)

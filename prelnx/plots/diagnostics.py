@@ -13,42 +13,34 @@ from typing import Any, Callable
 
 from prelnx.records.diagnostics import PER_GROUP, read_diagnostics
 from prelnx.records.outcome import RunStatus
+from prelnx.records.results import is_finite
 
 TITLES = {"grad_norm": "gradient norm", "update_ratio": "||delta w|| / ||w||", "attn_logit_max": "largest attention logit",
           "hidden_rms": "layer output RMS", "lr_lambda_c": "lr x lambda_c"}  # fmt: skip
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+SWEEP_TITLES = {"grad_norm": "total gradient norm", "update_ratio": "largest update / weight"}  # of the summary lines
 
 
 def _sharpness(row: dict[str, Any]) -> float | None:
     lam, lr = row.get("lambda_c"), row.get("lr")
-    return float(lam) * float(lr) if _finite(lam) and _finite(lr) else None
+    return float(lam) * float(lr) if is_finite(lam) and is_finite(lr) else None
+
+
+def _largest(key: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda row: max([v for v in (row.get(key) or {}).values() if is_finite(v)], default=None)
 
 
 SUMMARIES: dict[str, Callable[[dict[str, Any]], float | None]] = {
-    "grad_norm": lambda row: math.sqrt(sum(v * v for v in (row.get("grad_norm") or {}).values() if _finite(v)))
+    "grad_norm": lambda row: math.sqrt(sum(v * v for v in (row.get("grad_norm") or {}).values() if is_finite(v)))
     if row.get("grad_norm") else None,
-    "update_ratio": lambda row: max([v for v in (row.get("update_ratio") or {}).values() if _finite(v)], default=None),
-    "attn_logit_max": lambda row: max([v for v in (row.get("attn_logit_max") or {}).values() if _finite(v)], default=None),
-    "hidden_rms": lambda row: max([v for v in (row.get("hidden_rms") or {}).values() if _finite(v)], default=None),
+    **{key: _largest(key) for key in ("update_ratio", "attn_logit_max", "hidden_rms")},
     "lr_lambda_c": _sharpness,
 }  # fmt: skip
 
 
 def _series(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None]) -> tuple[list, list]:
     points = [(row["num_updates"], value(row)) for row in rows]
-    points = [(u, v) for u, v in points if v is not None and _finite(v)]
+    points = [(u, v) for u, v in points if v is not None and is_finite(v)]
     return ([u for u, _ in points], [v for _, v in points])
-
-
-def _figure(panels: int):
-    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
-
-    fig = Figure(figsize=(4.6 * panels, 4.2))
-    axes = fig.subplots(1, panels)
-    return fig, list(axes) if panels > 1 else [axes]
 
 
 def save_figure(fig: Any, out: Path, stem: str) -> list[Path]:
@@ -60,11 +52,26 @@ def save_figure(fig: Any, out: Path, stem: str) -> list[Path]:
     return files
 
 
-def run_figure(rows: list[dict[str, Any]], title: str, out: Path) -> list[Path]:
-    """One run: every group's curve per quantity, and lr x lambda_c."""
-    fig, axes = _figure(len(TITLES))
+def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:
+    """The diagnostics figure of a run (every group's curve per quantity, and lr x lambda_c), or the summary of a
+    sweep's runs (one summary line per run and quantity; plots.curves.RunCurves: run_dir, label, status); [] when
+    none recorded diagnostics."""
+    found = [(run, rows) for run in runs if (rows := read_diagnostics(run.run_dir))]
+    if not found:
+        return []
+    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
+
+    sweep = len(runs) > 1
+    fig = Figure(figsize=(4.6 * len(TITLES), 4.2))
+    axes = fig.subplots(1, len(TITLES))
     for ax, key in zip(axes, TITLES):
-        if key in PER_GROUP:
+        if sweep:
+            for run, rows in found:
+                updates, values = _series(rows, SUMMARIES[key])
+                dashed = run.status == RunStatus.DIVERGED
+                ax.plot(updates, values, linewidth=1.2, linestyle="--" if dashed else "-", label=run.label)
+        elif key in PER_GROUP:
+            rows = found[0][1]
             groups = list(dict.fromkeys(g for row in rows for g in (row.get(key) or {})))
             for group in groups:
                 updates, values = _series(rows, lambda row, g=group, k=key: (row.get(k) or {}).get(g))
@@ -72,40 +79,13 @@ def run_figure(rows: list[dict[str, Any]], title: str, out: Path) -> list[Path]:
             if groups:
                 ax.legend(fontsize=5, ncol=2)
         else:
-            updates, values = _series(rows, _sharpness)
-            ax.plot(updates, values, marker="o", markersize=3)
-            ax.axhline(2.0, color="grey", linestyle=":", linewidth=1)
-        ax.set_yscale("log")
-        ax.set_title(TITLES[key], fontsize=10)
-        ax.set_xlabel("update")
-    fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return save_figure(fig, out, "diagnostics")
-
-
-def sweep_figure(runs: list[tuple[Any, list[dict[str, Any]]]], title: str, out: Path) -> list[Path]:
-    """Several runs: one summary line per run and quantity."""
-    fig, axes = _figure(len(TITLES))
-    for ax, key in zip(axes, TITLES):
-        for run, rows in runs:
-            updates, values = _series(rows, SUMMARIES[key])
-            ax.plot(updates, values, linewidth=1.2, linestyle="--" if run.status == RunStatus.DIVERGED else "-", label=run.label)
+            ax.plot(*_series(found[0][1], _sharpness), marker="o", markersize=3)
         if key == "lr_lambda_c":
             ax.axhline(2.0, color="grey", linestyle=":", linewidth=1)
         ax.set_yscale("log")
-        ax.set_title({"grad_norm": "total gradient norm", "update_ratio": "largest update / weight",
-                      "attn_logit_max": "largest attention logit"}.get(key, TITLES[key]), fontsize=10)  # fmt: skip
+        ax.set_title((SWEEP_TITLES if sweep else TITLES).get(key, TITLES[key]), fontsize=10)
         ax.set_xlabel("update")
-    axes[0].legend(fontsize=6)
+    if sweep:
+        axes[0].legend(fontsize=6)
     fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return save_figure(fig, out, "diagnostics_summary")
-
-
-def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:
-    """The diagnostics figure of a run, or the summary of a sweep's runs (plots.curves.RunCurves: run_dir, label,
-    status); [] when none recorded diagnostics."""
-    found = [(run, rows) for run in runs if (rows := read_diagnostics(run.run_dir))]
-    if not found:
-        return []
-    if len(runs) == 1:
-        return run_figure(found[0][1], title, out)
-    return sweep_figure(found, title, out)
+    return save_figure(fig, out, "diagnostics_summary" if sweep else "diagnostics")

@@ -32,7 +32,8 @@ def _figure(**options: Any) -> Any:
 
 
 def _save(figure: Any, path: Path) -> Path:
-    """Write the PNG atomically (a reader never sees half a file)."""
+    """Lay the figure out and write the PNG atomically (a reader never sees half a file)."""
+    figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
     os.close(fd)
@@ -105,7 +106,6 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         _legend_beside(axis)
     figure.suptitle(f"FFN gradient norms at initialisation ({summary['settings']['config'] if 'settings' in summary else ''}, "
                     f"mean +- std over {len(summary['seeds'])} seeds)")  # fmt: skip
-    figure.tight_layout()
     return _save(figure, path)
 
 
@@ -124,7 +124,6 @@ def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
     axis.set_ylabel("squared norm / d")
     axis.set_title(f"Hidden-state norms at initialisation (d {summary['d']}, mean +- std over {len(summary['seeds'])} seeds)")
     axis.legend()
-    figure.tight_layout()
     return _save(figure, path)
 
 
@@ -140,5 +139,4 @@ def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
     axis.set_ylabel("spectral norm")
     axis.set_title(f"LayerNorm's Jacobian shrinks as its input grows (d {summary['d']})")
     axis.legend()
-    figure.tight_layout()
     return _save(figure, path)

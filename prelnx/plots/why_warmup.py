@@ -1,6 +1,6 @@
 """The "Why warm-up" figures of a report: per quantity, a panel per stratum (runs that share the lr schedule), every
 run a line (red failed, blue trained, dashed the held-out seed's), the predictors' early window shaded. The report
-computes the series (prelnx.report.why_warmup.SERIES); this module only draws them."""
+computes the series (prelnx.report.why_warmup.REDUCED, named by SERIES); this module only draws them."""
 
 from __future__ import annotations
 
@@ -29,13 +29,11 @@ class Panel:
 def early_window_figure(panels: list[Panel], quantity: str, out: Path, window: tuple[int, int],
                         edge: float | None = None) -> Path:  # fmt: skip
     """One quantity, a panel per stratum; returns the PNG's path."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # drawn by Agg when saved as PNG
 
     columns = min(3, len(panels)) or 1
     rows = math.ceil(len(panels) / columns) or 1
     fig = Figure(figsize=(4.4 * columns, 3.3 * rows))
-    FigureCanvasAgg(fig)
     axes = fig.subplots(rows, columns, squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         ax.axvspan(window[0], window[1], color="grey", alpha=0.12, linewidth=0)

@@ -1,9 +1,6 @@
-"""Reading fairseq checkpoints safely, choosing the one a resume may trust, and the one grammar of --checkpoint.
-Every load goes through the plugin's `safe_loading` (weights_only=True plus fairseq's allowlist; torch older than
-2.10 refused), loaded by path without importing fairseq, so checkpoints are checked before fairseq starts: a planted
-one is refused with one message, a damaged one set aside for the newest intact one. --checkpoint (evaluate, grads,
-finetune) names `best`, `last`, a file of the run dir's checkpoints/ (`checkpoint2.pt`) or a path to a .pt
-(`./model.pt`); finetune also takes `stages` and the option repeated.
+"""Reading fairseq checkpoints safely (the plugin's `safe_loading`, loaded by path before fairseq starts: a planted
+checkpoint refused with one message), choosing the one a resume may trust (a damaged one set aside for the newest
+intact one), and the one grammar of --checkpoint (`checkpoint_grammar`; finetune's also `stages`, repeated).
 """
 
 from __future__ import annotations
@@ -39,9 +36,7 @@ _LOADED: list[Any] = []  # the module once it has run and force_safe_loading() h
 
 def safe_loading() -> Any:
     """The plugin's safe_loading module, loaded by path (the package __init__ imports fairseq) under the plugin's own
-    name, so a process that also imports the plugin has one copy (one torch.load wrapper, one CheckpointRefused).
-    A sweep's threads may call at once: it runs under a lock and enters sys.modules only once it has run, so no
-    thread sees a half-executed module (tests/run/test_thread_safety.py)."""
+    name: one copy per process. Under a lock, in sys.modules only once it has run, for a sweep's threads."""
     with _SAFE_LOADING_LOCK:
         if not _LOADED:
             module = sys.modules.get(SAFE_LOADING)
@@ -57,7 +52,8 @@ def safe_loading() -> Any:
 
 
 def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
-    """The checkpoint's state, loaded safely; CheckpointRefused or CheckpointDamaged otherwise."""
+    """The checkpoint's state, loaded safely; CheckpointRefused or CheckpointDamaged otherwise (an OSError, no verdict
+    on the content, propagates)."""
     import pickle
 
     import torch
@@ -72,8 +68,6 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
         if loader.is_refusal(error):
             raise CheckpointRefused(loader.refusal_message(path, error)) from None
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint (its bytes are not a torch checkpoint)") from None
-    except OSError:
-        raise  # the file could not be read (permissions, I/O): not a verdict on its content
     except (RuntimeError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
         # a few bytes that are no zip file go to torch's legacy unpickler, which fails in many ways (IndexError...)
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
@@ -122,8 +116,7 @@ def checkpoint_grammar(many: bool = False) -> str:
 
 @dataclass(frozen=True)
 class CheckpointChoice:
-    """One --checkpoint value, parsed. `run_dir_as` is how the command is given its run dir (`prelnx evaluate
-    RUN_DIR`, `--pretrained RUN_DIR`, `--run-dir RUN_DIR`), for the refusals."""
+    """One --checkpoint value, parsed; `run_dir_as`: how the command is given its run dir (`--run-dir RUN_DIR`)."""
 
     text: str
     kind: str  # "best" | "last" | "stages" | "name" | "path"
@@ -162,8 +155,8 @@ class CheckpointChoice:
 
 def parse_checkpoints(values: Sequence[str | CheckpointChoice], *, run_dir_as: str,
                       many: bool = False) -> tuple[CheckpointChoice, ...]:  # fmt: skip
-    """The one parser of --checkpoint (finetune's with `many`: `stages`, the option repeated). It reads no file: a
-    bad value is a Refusal naming the option and the grammar; `RUN_DIR:best` answers with today's spelling."""
+    """The one parser of --checkpoint (`many`: finetune's). Reads no file; a bad value is a Refusal naming the
+    grammar; `RUN_DIR:best` answers with today's spelling."""
     if len(values) > 1 and not many:
         raise Refusal(f"--checkpoint: one checkpoint here, got {len(values)}")
     return tuple(value if isinstance(value, CheckpointChoice) else _parse(value, run_dir_as, many) for value in values)
@@ -205,19 +198,16 @@ def update_checkpoints(checkpoint_dir: Path) -> list[Path]:
     return _numbered(checkpoint_dir, r"checkpoint_\d+_(\d+)\.pt")
 
 
-def remove_partial_writes(checkpoint_dir: Path) -> list[Path]:
+def remove_partial_writes(checkpoint_dir: Path) -> None:
     """Temporary files of a save or copy that was killed; never loadable, so removed."""
-    leftovers = sorted(checkpoint_dir.glob("*.pt.tmp")) if checkpoint_dir.is_dir() else []
-    for path in leftovers:
+    for path in checkpoint_dir.glob("*.pt.tmp"):
         path.unlink(missing_ok=True)
-    return leftovers
 
 
 def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> CheckpointInfo | None:
-    """The checkpoint the resume will start from. A damaged checkpoint_last.pt is renamed `*.damaged-<time>` and
-    replaced by a copy of the newest intact epoch (or update) checkpoint (none intact: training starts again), and
-    `say` tells the user. CheckpointRefused (nothing changed) for a checkpoint safe loading refuses; OSError
-    (nothing set aside) when a file cannot be read or written."""
+    """The checkpoint the resume will start from: a damaged checkpoint_last.pt is renamed `*.damaged-<time>` and
+    replaced by a copy of the newest intact one (none: training starts again), told through `say`. CheckpointRefused
+    (nothing changed) for a checkpoint safe loading refuses; OSError when a file cannot be read or written."""
     remove_partial_writes(checkpoint_dir)
     last = checkpoint_dir / "checkpoint_last.pt"
     if not last.is_file():

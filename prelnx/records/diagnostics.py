@@ -1,19 +1,17 @@
-"""A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), in update order.
-The fairseq child logs each row as a `prelnx_diagnostics` record in train.log (prelnx_fairseq_plugin/diagnostics.py
-owns its keys); prelnx copies it as it is, appending while the run trains. Like metrics.jsonl, the file is rebuilt on
-every (re)start and at the end of every attempt, up to the last checkpoint's update (a diverged run's: up to the
-divergence), so a resumed run has each row once. TensorBoard: `scalars` (step = update) and `LAYOUT`.
+"""A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), copied as it is from the
+child's `prelnx_diagnostics` records in train.log (prelnx_fairseq_plugin/diagnostics.py owns its keys); rebuilt like
+metrics.jsonl up to the last checkpoint's update. TensorBoard: `scalars` (step = update) and `LAYOUT`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
+from prelnx.records.results import is_finite
 
 FILE = "diagnostics.jsonl"
 _RECORD = re.compile(r"\|\s*prelnx_diagnostics\s*\|\s*(\{.*\})\s*$")  # the plugin's logger name
@@ -56,9 +54,8 @@ def append_diagnostics(run_dir: Path, row: Diagnostics) -> None:
 
 
 def reconcile_diagnostics(run_dir: Path, log_path: Path, upto: int) -> list[Diagnostics]:
-    """Rewrite diagnostics.jsonl as one row per measured update up to `upto` (the last checkpoint's update; for a
-    run that ended diverged, the divergence's): saved, else from train.log. Returns the rows. A run that never
-    recorded one (diagnostics off) gets no file."""
+    """Rewrite diagnostics.jsonl as one row per measured update up to `upto` (the last checkpoint's, or the
+    divergence's), saved, else from train.log, and return the rows; a run that never recorded one gets no file."""
     logged: dict[int, Diagnostics] = {}  # every attempt's; a later record of an update replaces the earlier
     if log_path.is_file():
         with open(log_path, errors="replace") as log:
@@ -70,20 +67,16 @@ def reconcile_diagnostics(run_dir: Path, log_path: Path, upto: int) -> list[Diag
     return rows
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def scalars(row: Diagnostics) -> list[tuple[str, float]]:
     """A row's TensorBoard scalars: (tag, value), finite values only; the step is row["num_updates"]."""
     out = []
     for key in PER_GROUP:
         for group, value in (row.get(key) or {}).items():
-            if _finite(value):
+            if is_finite(value):
                 out.append((f"diagnostics/{key}/{group}", float(value)))
     sharpness, lr = row.get("lambda_c"), row.get("lr")
-    if _finite(sharpness):
+    if is_finite(sharpness):
         out.append(("diagnostics/lambda_c", float(sharpness)))
-        if _finite(lr):
+        if is_finite(lr):
             out.append(("diagnostics/lr_lambda_c", float(lr) * float(sharpness)))
     return out

@@ -1,6 +1,5 @@
-"""A run's metrics grain: a row per epoch (TensorBoard step = epoch), or with `eval.every_updates: N` (required by
-masked_lm) a row per validation every N updates (step = update; each row carries its epoch too). Checkpoints are then
-saved at the same updates (plan.common.run_argv), so a checkpoint always sits at a row.
+"""A run's metrics grain: a row per epoch (TensorBoard step = epoch), or with `eval.every_updates: N` a row per
+validation every N updates (step = update), where checkpoints are saved too (plan.common.run_argv).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""One writer per run dir: an exclusive flock held for the life of the run, so a crash or kill -9 leaves no stale
-lock. The fairseq child and its data loaders inherit the descriptor and keep the run dir locked while any lives; they
-follow a killed prelnx within seconds, so a lock whose owner pid (written in the file) is dead is waited for (up to
-DEAD_OWNER_WAIT_S) before refusing.
+"""One writer per run dir: an exclusive flock held for the life of the run (a crash or kill -9 leaves no stale lock),
+inherited by the fairseq child and its data loaders; they follow a killed prelnx within seconds, so a lock whose owner
+pid (written in the file) is dead is waited for (up to DEAD_OWNER_WAIT_S) before refusing.
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ class RunLock:
                 pass
             os.close(fd)
 
-    def acquire(self, what: str = "run dir") -> RunLock:
+    def acquire(self) -> RunLock:
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = self._try()
         deadline = time.monotonic() + DEAD_OWNER_WAIT_S
@@ -76,10 +75,10 @@ class RunLock:
                 time.sleep(0.25)  # its training processes are ending (the kernel signals them): wait for them
                 fd = self._try()
             elif dead:
-                raise RunLocked(f"{self.folder}: this {what} is still locked by the processes of a prelnx (pid "
+                raise RunLocked(f"{self.folder}: this run dir is still locked by the processes of a prelnx (pid "
                                 f"{owner}) that has ended; find them with `fuser {self.path}` and stop them")  # fmt: skip
             else:
-                raise RunLocked(f"{self.folder}: this {what} is in use by another prelnx process (pid {owner}); "
+                raise RunLocked(f"{self.folder}: this run dir is in use by another prelnx process (pid {owner}); "
                                 f"wait for it to end, or stop it first (kill {owner})")  # fmt: skip
         try:
             os.ftruncate(fd, 0)

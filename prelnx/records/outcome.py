@@ -1,6 +1,5 @@
-"""How an attempt at a run ended, as values: the status (RunStatus), the update reached, the kind of failure, the
-divergence and where it was seen. `reason()` renders the one sentence status.json and the console show; no code
-decides anything from that sentence.
+"""How an attempt at a run ended, as values (RunStatus, update, Failure, Divergence). `reason()` renders the one
+sentence status.json and the console show; no code decides anything from that sentence.
 """
 
 from __future__ import annotations
@@ -27,12 +26,12 @@ class RunStatus(enum.StrEnum):
     @property
     def done(self) -> bool:
         """Nothing is left to train: re-running skips it and its results stand (finished, or diverged)."""
-        return self in DONE
+        return self in (RunStatus.FINISHED, RunStatus.DIVERGED)
 
     @property
     def ended(self) -> bool:
         """A sweep counts it ended for good: done, or failed (an interrupted run, stopped with its sweep, is not)."""
-        return self in DONE or self is RunStatus.FAILED
+        return self.done or self is RunStatus.FAILED
 
     @classmethod
     def of(cls, record: dict[str, object] | None) -> RunStatus:
@@ -41,9 +40,6 @@ class RunStatus(enum.StrEnum):
             return cls(str((record or {}).get("status", cls.PENDING)))
         except ValueError:
             return cls.PENDING
-
-
-DONE = frozenset({RunStatus.FINISHED, RunStatus.DIVERGED})
 
 
 class Failure(enum.Enum):

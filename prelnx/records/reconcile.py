@@ -1,7 +1,6 @@
-"""Making a run dir agree with its checkpoints, on every (re)start and at the end of every attempt.
-The checkpoints are what was trained; `train.log` is fairseq's own record (written by the child, so it survives
-prelnx's death); `metrics.jsonl` is what prelnx saw. One row is kept per epoch (or validated update) the checkpoint
-holds: prelnx's, else rebuilt from train.log, else listed as lost; later ones are dropped (fairseq trains them again).
+"""Making a run dir agree with its checkpoints (what was trained), on every (re)start and at the end of every attempt:
+one row per epoch (or validated update) the checkpoint holds, prelnx's (metrics.jsonl), else rebuilt from train.log
+(the child's, so it survives prelnx's death), else listed as lost; later ones are dropped (fairseq trains them again).
 """
 
 from __future__ import annotations

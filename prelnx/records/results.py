@@ -15,9 +15,13 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status
 
 
+def is_finite(value: Any) -> bool:
+    """A finite number (a diverged row's nan/inf is no result; bools are no numbers)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def finite(values: Iterable[Any]) -> list[float]:
-    """The finite numbers among `values` (a diverged row's nan/inf is no result; bools are no numbers)."""
-    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    return [float(v) for v in values if is_finite(v)]
 
 
 def best_and_final(rows: list[Mapping[str, Any]]) -> dict[str, Any]:

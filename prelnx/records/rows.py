@@ -44,10 +44,6 @@ def make_row(epoch: int, num_updates: int, **values: Any) -> Row:
     return {**row, **values}  # type: ignore[typeddict-item]
 
 
-def valid_values(record: dict[str, Any]) -> dict[str, Any]:
-    return {key: record.get(key) for key in VALID_FIELDS}
-
-
 def parse_record(line: str) -> tuple[str, dict[str, Any]] | None:
     """`... | valid | {"epoch": 1, ...}` -> ("valid", {...}) with numbers as floats; other lines -> None."""
     match = _RECORD.search(line)
@@ -88,7 +84,7 @@ class EpochRows:
         if kind == "valid":
             self.pending = {"epoch": int(record["epoch"]),
                             "num_updates": int(record.get("valid_num_updates", self.last_update)),
-                            **valid_values(record)}  # fmt: skip
+                            **{key: record.get(key) for key in VALID_FIELDS}}  # fmt: skip
             self.last_update = self.pending["num_updates"]
             return None
         if kind == "train":
@@ -113,9 +109,8 @@ class EpochRows:
 
 @dataclass
 class UpdateRows:
-    """Accumulates records into one row per validation (the update grain): each `valid` record ends a row with its
-    epoch and update, the mean train loss of the progress records since the previous row, and the lr logged at the
-    row's own update (else none: never an earlier update's). Epoch summaries (`train`) are no rows here."""
+    """Accumulates records into one row per `valid` record (the update grain): its epoch and update, the mean train
+    loss of the progress records since the previous row, and the lr logged at the row's own update (else none)."""
 
     last_update: int = 0
     lr_at: tuple[int, float] | None = None  # (update, lr) of the last progress record
@@ -138,11 +133,10 @@ class UpdateRows:
         lr = self.lr_at[1] if self.lr_at is not None and self.lr_at[0] == self.last_update else None
         row = make_row(int(record["epoch"]), self.last_update, lr=lr,
                        train_loss=round(sum(self.losses) / len(self.losses), 3) if self.losses else None,
-                       **valid_values(record))  # fmt: skip
+                       **{key: record.get(key) for key in VALID_FIELDS})  # fmt: skip
         self.losses = []
         return row
 
 
 def row_builder(grain: Grain, last_update: int = 0) -> EpochRows | UpdateRows:
-    """The accumulator of a run's grain."""
     return UpdateRows(last_update=last_update) if grain is Grain.UPDATE else EpochRows(last_update=last_update)

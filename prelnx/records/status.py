@@ -32,7 +32,7 @@ def recorded_status(run_dir: Path) -> RunStatus:
     return RunStatus.of(read_status(run_dir))
 
 
-def write_status(run_dir: Path, status: RunStatus, *, reason: str = "", update: int = 0, **extra: Any) -> dict[str, Any]:
+def write_status(run_dir: Path, status: RunStatus, *, reason: str = "", update: int = 0, **extra: Any) -> None:
     """Atomically; on a full disk, a terminal status is still written over the old file's blocks if it fits."""
     status = RunStatus(status)  # a plain string of a status is taken too
     record = {"status": status.value, "reason": reason, "update": update, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -43,4 +43,3 @@ def write_status(run_dir: Path, status: RunStatus, *, reason: str = "", update: 
         compact = json.dumps(record, separators=(",", ":")) + "\n"
         if status is RunStatus.RUNNING or not overwrite_in_place(run_dir / "status.json", compact):
             raise
-    return record

@@ -1,20 +1,20 @@
-"""A run's TensorBoard events, in the run dir itself so that TensorBoard names each run by its run name: scalars
-at step = epoch or update (the run's grain; diagnostics at step = update, records/diagnostics.py), HParams (the config
-and, at the end, `result.*`; its metrics are the last `valid/*` and `prelnx evaluate`'s `test/*`), and a custom-scalars
-layout (Figures 2 and 4: every run on one chart). Event files are append-only, so `rebuild` rewrites the run's own
-(RUN_EVENTS_SUFFIX) from the reconciled rows on every (re)start and at the end; `prelnx evaluate`'s files stay.
+"""A run's TensorBoard events, in the run dir itself (TensorBoard names each run by its run name): scalars at the
+run's grain, HParams (the config and, at the end, `result.*`) and a custom-scalars layout (Figures 2 and 4). Event
+files are append-only, so `rebuild` rewrites the run's own (RUN_EVENTS_SUFFIX); `prelnx evaluate`'s files stay.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.load import config_to_dict, flatten_values
+from prelnx.config.schema import Config
 from prelnx.records import diagnostics as diagnostics_rows
 from prelnx.records.grain import Grain
+from prelnx.records.results import is_finite
 
 SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr",
            "valid/accuracy": "valid_accuracy"}  # accuracy: fine-tuning (sentence_prediction) only
@@ -31,6 +31,12 @@ LAYOUT = {
 }
 
 
+def hparams_of(config: Config) -> dict[str, Any]:
+    """The config as TensorBoard hparams (scalars and strings only)."""
+    flat = flatten_values(config_to_dict(config))
+    return {key: value if isinstance(value, (int, float, str, bool)) else str(value) for key, value in flat.items()}
+
+
 class TensorBoardLog:
     """Appends a row's scalars to a new event file of the run's own, at step = epoch or update (the run's grain)."""
 
@@ -42,9 +48,8 @@ class TensorBoardLog:
 
     def row(self, row: dict[str, Any]) -> None:
         for tag, key in SCALARS.items():
-            value = row.get(key)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                self.writer.add_scalar(tag, value, global_step=self.grain.step(row))
+            if is_finite(row.get(key)):
+                self.writer.add_scalar(tag, row[key], global_step=self.grain.step(row))
         self.writer.flush()
 
     def diagnostics(self, row: dict[str, Any]) -> None:
@@ -68,11 +73,8 @@ def rebuild(run_dir: Path, rows: list[dict[str, Any]], hparams: dict[str, Any],
     log = TensorBoardLog(staging, grain)
     try:
         log.writer.add_custom_scalars(LAYOUT if diagnostics is None else LAYOUT | diagnostics_rows.LAYOUT)
-        values = dict(hparams)
-        for key in RESULTS:
-            value = (results or {}).get(key)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                values[f"result.{key}"] = float(value)
+        found = results or {}
+        values = hparams | {f"result.{key}": float(found[key]) for key in RESULTS if is_finite(found.get(key))}
         for summary in hparams_summary(values, {tag: 0.0 for tag in HPARAM_METRICS}):  # experiment, session start, end
             log.writer.file_writer.add_summary(summary)
         for row in rows:

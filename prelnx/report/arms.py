@@ -1,11 +1,7 @@
-"""A sweep's runs as the claims see them (read only through prelnx.records): each run's arm, rows and outcome, its
-seeds grouped, and per-seed samples in which a seed that failed is counted, never given a value.
-
-A run's outcome, computed once and read by every claim and report line: trained (finished with a final valid nll -
-fairseq's unsmoothed loss of the last validation - at least paper.yaml's `trained_margin_bits`, or a claim's own
-margin, below the unigram plateau); failed to train (finished not that far below, or not finite: never
-"diverged"); diverged (stopped so by prelnx, at its update); no validation row (counted and shown, in no test); not
-judged (no plateau known: a claim that needs it is "not testable"); not finished (listed apart by the report).
+"""A sweep's runs as the claims see them (read only through prelnx.records): each run's arm, rows and outcome
+(`RunState`, computed once by `run_outcome`: trained means a final valid nll at least paper.yaml's
+`trained_margin_bits`, or a claim's own margin, below the unigram plateau), its seeds grouped, and per-seed samples
+in which a seed that failed is counted, never given a value.
 """
 
 from __future__ import annotations
@@ -47,10 +43,6 @@ class RunOutcome:
     update: int | None  # diverged: the update it diverged at; else its last validation's (None: none)
     final_nll: float | None  # None: no finite one
 
-    @property
-    def failed(self) -> bool:
-        return self.state in (RunState.FAILED, RunState.DIVERGED)
-
 
 @functools.cache
 def trained_margin() -> float:
@@ -59,9 +51,7 @@ def trained_margin() -> float:
 
 
 def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
-    if not rows:
-        return None
-    value = rows[-1].get("valid_nll_loss", rows[-1].get("valid_loss"))
+    value = rows[-1].get("valid_nll_loss", rows[-1].get("valid_loss")) if rows else None
     return float(value) if is_finite(value) else None
 
 
@@ -114,25 +104,18 @@ class Arm:
         return float(value) if is_finite(value) else None
 
     def outcome(self, margin: float | None = None) -> RunOutcome:
-        """Trained / failed to train / diverged / no validation row (margin: paper.yaml's)."""
         return run_outcome(self.status, self.rows, self.plateau, margin, self.diverged_at)
 
 
 def optimizer_variant(optimizer: OptimizerConfig) -> str:
     """`adam`, `gi_adam` (GI-Adam), `adam_no_bias_correction`: runs differing only in these are never one arm."""
-    name = optimizer.name
-    if optimizer.second_moment_init == "gradient":
-        name = f"gi_{name}"
-    if not optimizer.bias_correction:
-        name = f"{name}_no_bias_correction"
-    return name
+    gi = "gi_" if optimizer.second_moment_init == "gradient" else ""
+    return f"{gi}{optimizer.name}{'' if optimizer.bias_correction else '_no_bias_correction'}"
 
 
 def _diverged_at(status: dict[str, Any]) -> int | None:
     """status.json's divergence update (`diverged_at`; the update it stopped at for older records)."""
-    if status.get("status") != "diverged":
-        return None
-    value = status.get("diverged_at", status.get("update"))
+    value = status.get("diverged_at", status.get("update")) if status.get("status") == "diverged" else None
     return int(value) if isinstance(value, int) else None
 
 
@@ -148,20 +131,12 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         if config.model.norm != "layernorm" or config.model.qk_norm:
             continue
         found = find_plateau(config, data_dir(config), sweep_dir)
-        arms.append(Arm(
-            name=name,
-            layout=config.model.layout,
-            optimizer=optimizer_variant(config.optimizer),
-            warmup=int(config.schedule.warmup_updates),
-            lr=float(config.optimizer.lr),
-            seed=int(config.train.seed),
-            results=run_results(run_dir),
-            rows=read_metrics(run_dir),
-            task=config.task,
-            plateau=None if found is None else found.bits,
-            plateau_source="" if found is None else found.source,
-            diverged_at=_diverged_at(read_status(run_dir) or {}),
-        ))  # fmt: skip
+        arms.append(Arm(name=name, layout=config.model.layout, optimizer=optimizer_variant(config.optimizer),
+                        warmup=int(config.schedule.warmup_updates), lr=float(config.optimizer.lr),
+                        seed=int(config.train.seed), results=run_results(run_dir), rows=read_metrics(run_dir),
+                        task=config.task, plateau=None if found is None else found.bits,
+                        plateau_source="" if found is None else found.source,
+                        diverged_at=_diverged_at(read_status(run_dir) or {})))  # fmt: skip
     return arms
 
 
@@ -184,21 +159,9 @@ def first_update_at(arm: Arm, target: float) -> int | None:
     return None
 
 
-def plateau(arms: list[Arm]) -> float | None:
-    values = [a.plateau for a in arms if a.plateau is not None]
-    return max(values) if values else None
-
-
 def final_nll(arm: Arm) -> float | None:
     """The run's final valid nll; None when it diverged or has no finite one."""
     return None if arm.diverged else final_nll_of(arm.rows)
-
-
-def _updates(read: list[int]) -> str:
-    if not read:
-        return ""
-    low, high = min(read), max(read)
-    return f"update {low}" if low == high else f"updates {low}-{high}"
 
 
 def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | None = None,
@@ -222,7 +185,9 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
         else:
             values.append(float(got[0]))
             read.append(int(got[1]))
-    return Sample(label, tuple(values), failed, diverged, missing, read=_updates(read), untestable=untestable,
+    low, high = min(read, default=0), max(read, default=0)
+    span = "" if not read else f"update {low}" if low == high else f"updates {low}-{high}"
+    return Sample(label, tuple(values), failed, diverged, missing, read=span, untestable=untestable,
                   diverged_at=tuple(sorted(at)), failure=failure, unjudged=unjudged)  # fmt: skip
 
 

@@ -1,9 +1,10 @@
-"""The paper's training claims (Figures 2 and 4) against a sweep's runs: each check picks its arms and compares every
-seed's final valid loss (bits per token) with paper.yaml's margin (prelnx.report.stats); arms a sweep lacks make the
-claim "not measured". A claim's premise (paper.yaml) is judged like a claim on the same runs (met, failed,
-unsettled; one seed: its point value): `trains` (Figure 2a, 2b), every seed of the arm trained at its `margin_bits`;
+"""The paper's training claims (Figures 2 and 4): each check picks its arms and compares every seed's final valid loss
+(bits) with paper.yaml's margin through prelnx.report.stats; missing arms: "not measured". A premise is judged like a
+claim on the same runs (one seed: its point value): `trains` (Figure 2a/b), every seed trained at its `margin_bits`;
 `fails_or_worse` (Figure 5a), Post-LN with warm-up at Pre-LN's lr diverges in every seed or ends `margin_bits` worse.
-"""
+The BERT claim (Section 4, Figure 5a) on masked-LM runs: per Pre-LN lr, Pre-LN without warm-up's valid loss at the
+paper's fraction (500k / 700k) of the best Post-LN-with-warm-up arm's updates against Post-LN's final one; beside it
+the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,18 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, longest_warmup, loss_sample, pick
+from prelnx.paper import figure5a_fraction
+from prelnx.records.outcome import RunStatus
+from prelnx.report.arms import (
+    NO_PLATEAU,
+    Arm,
+    RunState,
+    describe_arm,
+    first_update_at,
+    longest_warmup,
+    loss_sample,
+    pick,
+)
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
 
@@ -64,7 +76,7 @@ def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]
     if at_larger[0].lr <= at_own[0].lr:
         return Premise(statement, PremiseState.FAILED, f"this lr is not above Post-LN's own ({at_own[0].lr:g}): "
                        "Post-LN with warm-up trains there by construction")  # fmt: skip
-    if all(a.outcome().failed for a in at_larger):
+    if all(a.outcome().state in (RunState.FAILED, RunState.DIVERGED) for a in at_larger):
         kinds = sorted({a.outcome().state.value for a in at_larger})
         note = f"{describe_arm(at_larger[0])}: all {len(at_larger)} seeds failed ({', '.join(kinds)})"
         return Premise(statement, PremiseState.MET, note)
@@ -73,7 +85,7 @@ def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]
     return Premise(statement, premise_state(comparison), "Post-LN with warm-up, this lr against its own", comparison)
 
 
-def _case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
+def loss_case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
           premise: Premise | None = None, at_update: float | None = None) -> Case:  # fmt: skip
     sample_a = loss_sample(describe_arm(a[0]), a, at_update=at_update)
     sample_b = loss_sample(describe_arm(b[0]), b)
@@ -95,7 +107,7 @@ def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutc
         without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
         with_ = longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
         if without and with_:
-            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
+            outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
     return outcome
 
 
@@ -108,7 +120,7 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     small = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[0])
     if not large or not small:
         return not_measured(spec["id"], f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and {lrs[-1]:g}")
-    case = _case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]),
+    case = loss_case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]),
                  _edge_premise(arms, spec))  # fmt: skip
     return ClaimOutcome(spec["id"], [case])
 
@@ -120,7 +132,7 @@ def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutco
         with_ = longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
         premise = trains(spec["premise"], with_) if "premise" in spec and with_ else None
         if without and with_:
-            outcome.cases.append(_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
+            outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
         elif premise is not None:  # a premise sweep: SGD with warm-up only, to choose the lr
             outcome.premises.append(premise)
     if not outcome.cases and outcome.premises:
@@ -149,7 +161,7 @@ def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> Claim
     pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms)
     if not pre or not post:
         return not_measured(spec["id"])
-    case = _case("against the best Post-LN with warm-up", pre, post, below(spec["margin_bits"]))
+    case = loss_case("against the best Post-LN with warm-up", pre, post, below(spec["margin_bits"]))
     return ClaimOutcome(spec["id"], [case])
 
 
@@ -161,11 +173,11 @@ def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcom
     validated = [int(a.rows[-1]["num_updates"]) for a in post if a.rows]
     if not validated:  # every Post-LN seed diverged before its first validation: no update count to take a share of
         label = "Pre-LN's final against Post-LN's (Post-LN never validated)"
-        return ClaimOutcome(spec["id"], [_case(label, pre, post, below(spec["margin_bits"]))])
+        return ClaimOutcome(spec["id"], [loss_case(label, pre, post, below(spec["margin_bits"]))])
     post_updates = max(validated)
     at = spec["fraction"] * post_updates
     label = f"Pre-LN at update ≤ {at:.0f} ({spec['fraction']:.0%} of Post-LN's {post_updates}) against Post-LN's final"
-    case = _case(label, pre, post, below(spec["margin_bits"]), at_update=at)
+    case = loss_case(label, pre, post, below(spec["margin_bits"]), at_update=at)
     return ClaimOutcome(spec["id"], [case])
 
 
@@ -179,8 +191,8 @@ def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) ->
     post = [a for a in post if a.lr == lr] or [a for a in post if a.lr == max(p.lr for p in post)]
     margin = spec["margin_bits"]
     return ClaimOutcome(spec["id"], [
-        _case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin)),
-        _case("layout (Adam, no warm-up)", post, adam, above(margin)),
+        loss_case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin)),
+        loss_case("layout (Adam, no warm-up)", post, adam, above(margin)),
     ])  # fmt: skip
 
 
@@ -191,4 +203,62 @@ TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] 
     "preln_without_warmup_matches": preln_without_warmup_matches,
     "preln_converges_faster": preln_converges_faster,
     "layout_matters_more_than_optimizer": layout_matters_more_than_optimizer,
+}
+
+
+# The BERT claim (Figure 5a), on the masked-LM runs.
+PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/paper.yaml, figure5a)
+
+
+def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, float, int, int | None]:
+    """(fraction, Post-LN's final loss, Post-LN's updates, Pre-LN's updates to reach it); None if never reached."""
+    target = statistics.fmean(a.rows[-1]["valid_loss"] for a in post)
+    post_updates = max(int(a.rows[-1]["num_updates"]) for a in post)
+    reached = [first_update_at(a, target) for a in pre]
+    if any(update is None for update in reached):
+        return None, target, post_updates, None
+    pre_updates = max(update for update in reached if update is not None)
+    return pre_updates / post_updates, target, post_updates, pre_updates
+
+
+def _masked_lm(arms: list[Arm], **criteria: object) -> list[Arm]:
+    return [a for a in pick(arms, task="masked_lm", **criteria) if a.rows or a.diverged]
+
+
+def _fraction_note(lr: float, pre: list[Arm], post: list[Arm]) -> str:
+    fraction, target, post_updates, pre_updates = fraction_of_updates([a for a in pre if a.rows], post)
+    if fraction is not None:
+        return (f"Pre-LN lr {lr:g} reaches Post-LN's final valid loss {target:.3f} ({post_updates} updates) after "
+                f"{pre_updates}: fraction **{fraction:.2f}** (paper {PAPER_FRACTION:.2f})")  # fmt: skip
+    reverse, pre_final, _, post_at = fraction_of_updates(post, [a for a in pre if a.rows and a.final() is not None]) \
+        if any(a.final() is not None for a in pre) else (None, 0.0, 0, None)  # fmt: skip
+    behind = "" if reverse is None else f"; Post-LN reached Pre-LN's final {pre_final:.3f} after {post_at} of its updates"
+    return f"Pre-LN lr {lr:g}: never reached Post-LN's final valid loss {target:.3f} ({post_updates} updates){behind}"
+
+
+def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    """Per Pre-LN lr (the paper's Pre-LN runs at 3x Post-LN's lr; a sweep may try others): a case and the fraction."""
+    posts = [a for a in _masked_lm(arms, layout="post") if a.warmup > 0]
+    pres = _masked_lm(arms, layout="pre", warmup=0)
+    finished_posts = [a for a in posts if a.status == RunStatus.FINISHED and a.final() is not None]
+    if not pres or not finished_posts:
+        return not_measured(spec["id"], "needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN without")
+    by_lr = [[a for a in finished_posts if a.lr == lr] for lr in dict.fromkeys(a.lr for a in finished_posts)]
+    post = min(by_lr, key=lambda group: statistics.fmean(a.final() or 0.0 for a in group))
+    post_updates = max(int(a.rows[-1]["num_updates"]) for a in post)
+    at = PAPER_FRACTION * post_updates
+    outcome = ClaimOutcome(spec["id"])
+    for lr in sorted({a.lr for a in pres}, reverse=True):
+        group = [a for a in pres if a.lr == lr]
+        at_lr = [a for a in posts if a.lr == lr]
+        premise = fails_or_worse(spec["premise"], at_lr, post) if "premise" in spec else None
+        comparison = compare("valid loss (bits)", loss_sample(f"{describe_arm(group[0])} at update ≤ {at:.0f}", group, at_update=at),
+                             loss_sample(f"{describe_arm(post[0])} final", post), below(spec["margin_bits"]))  # fmt: skip
+        outcome.cases.append(Case(f"Pre-LN lr {lr:g}", comparison, premise))
+        outcome.notes.append(_fraction_note(lr, group, post))
+    return outcome
+
+
+BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
+    "bert_preln_fewer_updates": preln_fewer_updates,
 }

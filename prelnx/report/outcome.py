@@ -1,10 +1,7 @@
 """A claim's outcome as typed values: its premise, its cases (one comparison each, e.g. one per lr) and its verdict.
-
 A failed premise makes its case not testable; an unchecked or unsettled one turns "does not hold" into inconclusive.
-A claim: not measured without cases, not testable without a testable case; else it does not hold if a testable case
-does not, holds if every one holds (intersection-union: no correction), else inconclusive. "Does not hold" is
-existential: with several testable cases each must survive Holm's step-down (`ClaimOutcome.judged`, p <= 0.05).
-"""
+A claim holds if every testable case holds (intersection-union: no correction); "does not hold" is existential: each
+such case must survive Holm's step-down over the testable ones (`ClaimOutcome.judged`, p <= 0.05)."""
 
 from __future__ import annotations
 
@@ -54,11 +51,6 @@ class Judged:
     case: Case
     verdict: Verdict
     holm_p: float | None = None
-
-    @property
-    def corrected(self) -> bool:
-        """Its 95 % interval says "does not hold", the Holm-adjusted one does not."""
-        return self.case.verdict is Verdict.DOES_NOT_HOLD and self.verdict is not Verdict.DOES_NOT_HOLD
 
 
 @dataclass

@@ -1,11 +1,8 @@
-"""The norm placements on the decoder-only language model (issue 32): each placement's `lm_claims` (prelnx/methods.yaml)
-checked on a language-model sweep. Only what valid losses and failed runs decide is checked (a claim on hidden states
-or gradients has kind `not_testable_here`). Kinds besides the warm-up-free methods' (prelnx.report.warmup_free):
-- lr_sensitivity: per warm-up setting, each seed's |final loss at the largest lr - at the smallest| (failed at
-  either: a failure), the method's minus Pre-LN's, below `margin_bits`;
-- fewer_failures: every run of the layout by its outcome (at the claim's own `trained_margin_bits` if it has one)
-  against Pre-LN's, by Fisher's exact test (stats.compare_counts); premise: Pre-LN fails at least once.
-"""
+"""The norm placements on the decoder-only language model (issue 32): each placement's `lm_claims` (methods.yaml) on a
+language-model sweep, only what valid losses and failed runs decide (else kind `not_testable_here`). Kinds besides
+prelnx.report.warmup_free's: lr_sensitivity (per warm-up setting, each seed's |final loss at the largest lr - at the
+smallest|, failed at either: a failure, the method's minus Pre-LN's below `margin_bits`); fewer_failures (every run
+by its outcome against Pre-LN's, Fisher's exact test: stats.compare_counts; premise: Pre-LN fails at least once)."""
 
 from __future__ import annotations
 
@@ -13,21 +10,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from prelnx.paper import methods_data
 from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, outcome_sample, pick
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
+from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
-from prelnx.report.warmup_free import MethodClaims
+from prelnx.report.warmup_free import MethodClaims, method_names, ranking
 
 TASK = "language_model"
-
-
-def lm_arms(arms: list[Arm]) -> list[Arm]:
-    return [a for a in arms if a.task == TASK]
-
-
-def _lrs(arms: list[Arm], layout: str) -> list[float]:
-    return sorted({a.lr for a in pick(arms, layout=layout)})
 
 
 def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -> Sample:
@@ -35,9 +26,7 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
     low, high = (pick(arms, layout=layout, warmup=warmup, lr=lr) for lr in lrs)
     by_seed = {a.seed: a for a in low}
     values, failed, diverged, missing, untestable, unjudged = [], 0, 0, 0, "", 0
-    for arm in sorted(high, key=lambda a: a.seed):
-        if arm.seed not in by_seed:
-            continue
+    for arm in sorted((a for a in high if a.seed in by_seed), key=lambda a: a.seed):
         states = [a.outcome().state for a in (by_seed[arm.seed], arm)]
         if RunState.NOT_JUDGED in states:
             untestable, unjudged = NO_PLATEAU, unjudged + 1
@@ -54,7 +43,7 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
 
 def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at two lrs")
-    lrs = [lr for lr in _lrs(arms, layout) if lr in _lrs(arms, "pre")]
+    lrs = sorted({a.lr for a in pick(arms, layout=layout)} & {a.lr for a in pick(arms, layout="pre")})
     if len(lrs) < 2:
         return outcome
     pair = (lrs[0], lrs[-1])
@@ -104,7 +93,7 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
 
 def check_placements(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:
     """Each method with `lm_claims` the sweep's language-model runs have: its spec (`claims`: them) and outcomes."""
-    lm = lm_arms(arms)
+    lm = [a for a in arms if a.task == TASK]
     layouts = {a.layout for a in lm}
     return [MethodClaims({**m, "claims": m["lm_claims"]},
                          {c["id"]: CHECKS[c["kind"]](lm, m["layout"], c) for c in m["lm_claims"]})
@@ -121,16 +110,11 @@ PLACEMENTS_INTRO = [
 
 
 def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any) -> list[str]:
-    """The report's section for a language-model sweep (none: no section)."""
-    from prelnx.paper import methods_data
-    from prelnx.report.render import method_claims_table, ranking_table
-    from prelnx.report.warmup_free import method_names, ranking
-
-    lm = lm_arms(arms)
-    if not lm:
+    """The report's section for a language-model sweep's arms (none: no section)."""
+    if not arms:
         return []
     methods = methods_data()
-    rows = ranking(lm, method_names(methods), task=TASK)
+    rows = ranking(arms, method_names(methods), task=TASK)
     return ["## Norm placements on the language model", "", *PLACEMENTS_INTRO, "",
-            "### The placements' authors' claims", "", *method_claims_table(check_placements(lm, methods)), "",
+            "### The placements' authors' claims", "", *method_claims_table(check_placements(arms, methods)), "",
             "### Ranking by final valid loss", "", *ranking_table(rows), ""]  # fmt: skip

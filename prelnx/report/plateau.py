@@ -1,11 +1,8 @@
 """The unigram plateau: the loss (bits per token) of a model that learned only the target side's word frequencies,
-the line below which a run counts as trained (prelnx.report.arms). Found from, in this order: the sweep's own copy
-of the target dictionary (`<sweep dir>/data/<dict name>`, committed with a study's raw data so that a report
-rebuilds to the same bytes anywhere); fairseq's dictionary in the run's data folder (`dict.<target>.txt`, `dict.txt`
-for the monolingual tasks); the binarized training set there, read in fairseq's mmap format
-(fairseq/data/indexed_dataset.py, MMapIndexedDataset) with numpy, without importing fairseq (12 s). None found: no
-plateau, and a claim that needs to know whether a run trained says "not testable" and why.
-"""
+the line below which a run counts as trained (prelnx.report.arms). Found from, in this order: the sweep's own copy of
+the target dictionary (`<sweep dir>/data/<dict name>`, so that a report rebuilds to the same bytes anywhere); fairseq's
+dictionary in the run's data folder; the binarized training set there, read in fairseq's mmap format
+(fairseq/data/indexed_dataset.py, MMapIndexedDataset) with numpy, without importing fairseq (12 s). None: no plateau."""
 
 from __future__ import annotations
 
@@ -68,13 +65,6 @@ def dictionary_name(config: Config) -> str:
     return "dict.txt" if config.task in MONOLINGUAL else f"dict.{config.data.target_lang or 'tgt'}.txt"
 
 
-def train_stem(config: Config, folder: Path) -> Path:
-    if config.task in MONOLINGUAL:
-        return folder / "train"
-    src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
-    return folder / f"train.{src}-{tgt}.{tgt}"
-
-
 def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | None = None) -> Plateau | None:
     """The run's unigram plateau from the first source that has it (the module's docstring), or None."""
     name = dictionary_name(config)
@@ -84,7 +74,8 @@ def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | Non
         return None
     if (bits := dictionary_entropy(data_folder / name)) is not None:
         return Plateau(bits, name)
-    stem = train_stem(config, data_folder)
+    src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
+    stem = data_folder / ("train" if config.task in MONOLINGUAL else f"train.{src}-{tgt}.{tgt}")
     if (bits := binarized_entropy(stem)) is not None:
         return Plateau(bits, f"the binarized training set's tokens ({stem.name}.bin)")
     return None

@@ -1,10 +1,8 @@
 """Does a run-level quantity predict which runs fail, within runs that share a learning-rate schedule, on seeds it was
-not fitted on? (issue 38; the protocol is configs/sweeps/why_warmup_strata.yaml's header.) A `Unit` is a run; a pair
-is (failing, trained) of one stratum and seed. The direction is fitted on the fit seeds, the AUC scored on the test
-seeds (a tie 1/2), its interval a percentile bootstrap over the arms within each stratum (refitting each time),
-paired with a baseline predictor (the schedule's own lr); `_decide` gives the verdict, with a permutation p (values
-shuffled within each held-out block) that keeps two concordant pairs (p = 1/4) from holding.
-"""
+not fitted on? (issue 38; protocol: configs/sweeps/why_warmup_strata.yaml's header.) A `Unit` is a run; a pair is
+(failing, trained) of one stratum and seed. The direction is fitted on the fit seeds, the AUC scored on the test seeds
+(a tie 1/2), its interval a percentile bootstrap over the arms within each stratum, paired with the schedule-only
+baseline; `_decide`'s permutation p keeps two concordant pairs (p = 1/4) from holding."""
 
 from __future__ import annotations
 
@@ -70,9 +68,7 @@ class _Block:
 
 def _scores(values: np.ndarray) -> np.ndarray:
     """concordance[i, j] = 1 when values[i] > values[j], 1/2 when equal (inf == inf included), 0 when smaller."""
-    greater = values[:, None] > values[None, :]
-    equal = values[:, None] == values[None, :]
-    return greater + 0.5 * equal
+    return (values[:, None] > values[None, :]) + 0.5 * (values[:, None] == values[None, :])
 
 
 def _blocks(units: Sequence[Unit], protocol: Protocol) -> dict[str, _Block]:
@@ -83,11 +79,9 @@ def _blocks(units: Sequence[Unit], protocol: Protocol) -> dict[str, _Block]:
         values = np.array([u.value for u in runs], dtype=float)
         failed = np.array([u.failed for u in runs])
         seeds = np.array([u.seed for u in runs])
-        same_seed = seeds[:, None] == seeds[None, :]
-        pair = (failed[:, None] & ~failed[None, :] & same_seed).astype(float)
-        fit = np.isin(seeds, list(protocol.fit_seeds))
-        test = np.isin(seeds, list(protocol.test_seeds))
-        fit_pair, test_pair = pair * fit[:, None], pair * test[:, None]
+        pair = (failed[:, None] & ~failed[None, :] & (seeds[:, None] == seeds[None, :])).astype(float)
+        fit_pair = pair * np.isin(seeds, list(protocol.fit_seeds))[:, None]
+        test_pair = pair * np.isin(seeds, list(protocol.test_seeds))[:, None]
         score = _scores(values)
         blocks[stratum] = _Block(np.array([arms.index(u.arm) for u in runs]), len(arms), score * fit_pair, fit_pair,
                                  score * test_pair, test_pair)  # fmt: skip

@@ -9,7 +9,7 @@ from typing import Any
 
 from prelnx.layouts import display_name
 from prelnx.report.arms import Arm, RunState, describe_arm, seed_groups
-from prelnx.report.outcome import ClaimOutcome, Judged, Premise, PremiseState
+from prelnx.report.outcome import ClaimOutcome, Judged, PremiseState
 from prelnx.report.plateau import is_finite
 from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict, counts_text
 from prelnx.report.warmup_free import MethodClaims, RankRow
@@ -27,15 +27,10 @@ def _seeds(sample: Sample) -> str:
     text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
     if not sample.failed and not sample.missing and not sample.unjudged:
         return text
-    parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}"]
-    if sample.failed - sample.diverged:
-        parts.append(f"{sample.failed - sample.diverged} {sample.failure}")
-    if sample.diverged:
-        parts.append(f"{sample.diverged} diverged{_at_updates(sample.diverged_at)}")
-    if sample.missing:
-        parts.append(f"{sample.missing} no validation row")
-    if sample.unjudged:
-        parts.append(f"{sample.unjudged} not judged (no unigram plateau)")
+    others = ((sample.failed - sample.diverged, sample.failure),
+              (sample.diverged, f"diverged{_at_updates(sample.diverged_at)}"),
+              (sample.missing, "no validation row"), (sample.unjudged, "not judged (no unigram plateau)"))  # fmt: skip
+    parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}", *(f"{k} {w}" for k, w in others if k)]
     return f"{text}: {', '.join(parts)}"
 
 
@@ -111,7 +106,7 @@ def verdict_text(outcome: ClaimOutcome) -> str:
     if any(c.premise is not None and c.premise.state in (PremiseState.UNSETTLED, PremiseState.UNCHECKED)
            and c.comparison.verdict is Verdict.DOES_NOT_HOLD for c in open_cases):  # fmt: skip
         reasons.append("does not hold, but its premise is not settled")
-    if corrected := [j for j in judged if j.corrected]:
+    if corrected := [j for j in judged if j.case.verdict is Verdict.DOES_NOT_HOLD and j.verdict is not j.case.verdict]:
         reasons.append(f"does not hold at 95 % in {len(corrected)} case(s), not after Holm's step-down over "
                        f"{sum(j.holm_p is not None for j in judged)}")  # fmt: skip
     return f"inconclusive ({'; '.join(reasons)})" if reasons else "inconclusive"
@@ -130,14 +125,14 @@ def _case_lines(outcome: ClaimOutcome) -> list[str]:
     return [_case_line(judged) for judged in outcome.judged()] if outcome.cases else [outcome.missing]
 
 
-def premise_measured(premise: Premise) -> str:
-    c = premise.comparison
-    return premise.note if c is None else f"{premise.note}: {comparison_text(c, short=c.b is None)}"
-
-
 def _premise_lines(outcome: ClaimOutcome) -> list[str]:
-    premises = [p for p in [case.premise for case in outcome.cases] + outcome.premises if p is not None]
-    return list(dict.fromkeys(f"{p.statement} **{p.state.value}**: {premise_measured(p)}" for p in premises))
+    lines = []
+    for p in [case.premise for case in outcome.cases] + outcome.premises:
+        if p is not None:
+            c = p.comparison
+            measured = p.note if c is None else f"{p.note}: {comparison_text(c, short=c.b is None)}"
+            lines.append(f"{p.statement} **{p.state.value}**: {measured}")
+    return list(dict.fromkeys(lines))
 
 
 def claims_table(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome]) -> list[str]:
@@ -198,10 +193,6 @@ def arms_table(arms: list[Arm]) -> list[str]:
     return lines
 
 
-def _interval(row: RankRow) -> str:
-    return "- (< 2 trained seeds)" if row.low is None else f"[{row.low:.2f}, {row.high:.2f}]"
-
-
 def _to_target(row: RankRow) -> str:
     if row.target is None:
         return "- (no Post-LN with warm-up at this lr)"
@@ -219,8 +210,9 @@ def ranking_table(rows: list[RankRow]) -> list[str]:
     for rank, row in enumerate(rows, start=1):
         sd = f" ± {row.sample.sd:.2f}" if row.sample.sd is not None else ""
         target = f"{row.target:.2f}" if row.target is not None else "-"
+        interval = "- (< 2 trained seeds)" if row.low is None else f"[{row.low:.2f}, {row.high:.2f}]"
         lines.append(f"| {rank} | {row.method} | {row.optimizer} | {row.warmup or 'none'} | {row.lr:g} | "
-                     f"{f'{row.sample.mean:.2f}' if row.sample.values else '-'}{sd} | {_interval(row)} | {row.sample.n} | {_seeds(row.sample)} | "
+                     f"{f'{row.sample.mean:.2f}' if row.sample.values else '-'}{sd} | {interval} | {row.sample.n} | {_seeds(row.sample)} | "
                      f"{target} | {_to_target(row)} |")  # fmt: skip
     return lines
 

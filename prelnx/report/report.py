@@ -20,13 +20,12 @@ from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.report.arms import load_arms, trained_margin
-from prelnx.report.bert_claims import BERT_CHECKS
-from prelnx.report.claims import TRAINING_CHECKS
-from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
+from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
 from prelnx.report.placements import placements_section
 from prelnx.report.render import arms_table, claims_table, claims_text, method_claims_table, ranking_table
 from prelnx.report.stats import POWER, Verdict
+from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.report.warmup_free import (
     METHOD_LAYOUTS,
     check_methods,
@@ -37,7 +36,7 @@ from prelnx.report.warmup_free import (
     user_methods,
 )
 from prelnx.report.why_warmup_section import why_warmup_section
-from prelnx.sweep.summary import summarize
+from prelnx.sweep.execute import summarize
 
 
 class ReportError(Refusal):
@@ -159,9 +158,8 @@ def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: lis
 
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
                  echo: Any = None, sweep_label: str | None = None) -> Path:  # fmt: skip
-    """Write `out` (markdown) and its PNG figures into `<out stem>_figures/` next to it. `echo` (when given) gets
-    the claims as text, line by line. `sweep_label`: the sweep's folder as the report names it (default: relative
-    to the report), so that a report rebuilt elsewhere says the same bytes."""
+    """Write `out` (markdown) and its PNGs into `<out stem>_figures/` beside it; `echo` gets the claims as text lines.
+    `sweep_label`: the sweep's folder as named (default: relative to the report, the same bytes anywhere)."""
     check_report_inputs(sweep_dir, grads_dir)
     claims = paper_data()
     report_dir = out.parent

@@ -1,14 +1,9 @@
 """The verdict engine: the one path every claim's comparison goes through (`compare`), the seeds a claim would need
-(80 % power, by simulation) and Holm's step-down over a claim's cases.
-
-A claim puts a quantity (two arms' difference, or one arm's level) in a `region`. Each arm is a Sample: the values of
-the seeds that have the quantity and the counts of those that failed - nothing is imputed. Failure counts: Fisher's
-exact test, one-sided at 0.025 each way (a failed run is worse than any trained one, so a significant count decides
-"a is worse" or "a is no worse"; "within" does not hold either way). Quality: Welch's t 95 % interval (one-sample t
-for one arm; >= 2 seeds per arm), widened by the grain K on each side; holds inside the region, does not hold
-outside, inconclusive when it straddles (with the seeds that would decide it) or has no spread. Combined: a
-significant failure count decides; else the quality - inconclusive when an arm has < 2 seeds with the quantity
-(not testable when neither has any) or the failure counts lean against the quality's verdict.
+(80 % power, by simulation) and Holm's step-down over a claim's cases. A claim puts a quantity (two arms'
+difference, or one arm's level) in a `region`; each arm is a Sample whose failed seeds are counted, never imputed.
+A significant failure count (Fisher's exact test, one-sided at 0.025) decides; else the trained seeds' Welch (or
+one-sample) t 95 % interval, widened by the grain: holds inside the region, does not hold outside, inconclusive when
+it straddles, has no spread, an arm has < 2 seeds or the counts lean the other way (the report's legend has it all).
 """
 
 from __future__ import annotations
@@ -69,12 +64,10 @@ class Sample:
 
     @property
     def failure_share(self) -> float:
-        """failed / (failed + measured); 0 with neither."""
         return self.failed / max(1, self.failed + self.measured)
 
     @property
     def dead(self) -> bool:
-        """No seed of the arm has the quantity, and some failed."""
         return not self.values and self.failed > 0
 
     @property

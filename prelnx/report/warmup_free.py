@@ -1,10 +1,8 @@
-"""The warm-up-free benchmark (issue 24) as typed values: the methods ranked by final valid loss (failed seeds
-counted first, then the trained seeds' mean with its 95 % t interval) and by updates to a target loss (Post-LN with
-its longest warm-up's mean final valid loss at the same optimizer and lr; as coarse as `eval.every_updates`), and
-each method's authors' claims (prelnx/methods.yaml) checked like the paper's, per optimizer and lr. "Converges
-faster" is measured as ReZero's paper does: updates to a target stated in methods.yaml before the runs, a ratio
-tested against the paper's number, not by its sign. "Trains deeper" is never measured: the benchmark has one depth.
-"""
+"""The warm-up-free benchmark (issue 24; docs/warmup_free.md) as typed values: the methods ranked by final valid loss
+(failed seeds first, then the trained seeds' mean with its 95 % t interval) and by updates to a target loss (Post-LN
+with its longest warm-up's mean at the same optimizer and lr), and each method's authors' claims (methods.yaml)
+checked like the paper's, per optimizer and lr. "Converges faster" is ReZero's paper's measure: updates to a target
+fixed in methods.yaml, a ratio tested against the paper's number. "Trains deeper" is never measured: one depth."""
 
 from __future__ import annotations
 
@@ -28,10 +26,10 @@ from prelnx.report.arms import (
     pick,
     seed_groups,
 )
+from prelnx.report.claims import loss_case
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
-LOSS = "final valid loss (bits)"
 METHOD_LAYOUTS = names(WARMUP_FREE) + names(VARIANT)  # any of them in a sweep: the report's section (prelnx.layouts)
 
 
@@ -69,8 +67,7 @@ def has_methods(arms: list[Arm]) -> bool:
 
 
 def user_methods(arms: list[Arm]) -> list[dict[str, Any]]:
-    """The translation arms' user layouts whose files declare claims, as methods.yaml entries (a file that no
-    longer loads declares nothing)."""
+    """The translation arms' user layouts whose files declare claims (and still load), as methods.yaml entries."""
     methods = []
     for value in dict.fromkeys(a.layout for a in arms if a.task == "translation" and is_file_spec(a.layout)):
         try:
@@ -90,7 +87,6 @@ def method_names(methods: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _settings(arms: list[Arm], layout: str) -> list[tuple[str, float]]:
-    """The (optimizer, lr) pairs the layout trained at, in order."""
     return sorted({(a.optimizer, a.lr) for a in pick(arms, layout=layout)})
 
 
@@ -114,26 +110,21 @@ def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
         rows.append(RankRow(name, names.get(name, name), optimizer, warmup, lr, sample, low, high,
                             target, reached))  # fmt: skip
-    def key(r: RankRow) -> tuple:
-        return (r.sample.failure_share, r.sample.mean if r.sample.values else math.inf, r.layout, r.warmup, r.lr)
-
-    return sorted(rows, key=key)
+    return sorted(rows, key=lambda r: (r.sample.failure_share, r.sample.mean if r.sample.values else math.inf,
+                                       r.layout, r.warmup, r.lr))  # fmt: skip
 
 
 MARKERS = "osD^vP*X"  # one per lr
 
 
 def plot_ranking(rows: list[RankRow], path: Path) -> Path:
-    """The ranking's figure (matplotlib's object API, drawn by Agg, PNG): one line per method (per method and optimizer when a method ran with several, e.g. T-Fixup's Adam and RAdam
-    readings), ordered by its best arm's mean; within it one marker per arm: the lr's shape, filled with warm-up and
-    hollow without; the bar is the 95 % t interval (none with one seed)."""
+    """The ranking's figure (PNG): one line per method (and optimizer, when a method ran with several: T-Fixup's Adam
+    and RAdam), best arm first; one marker per arm, the lr's shape, filled with warm-up; bars: 95 % t intervals."""
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root to DEBUG
     from matplotlib.figure import Figure  # the object API, no pyplot: a sweep reports from threads
 
-    optimizers: dict[str, set[str]] = {}
-    for r in rows:
-        optimizers.setdefault(r.method, set()).add(r.optimizer)
-    line = {id(r): r.method if len(optimizers[r.method]) == 1 else f"{r.method} ({r.optimizer})" for r in rows}
+    several = {r.method for r in rows if any(o.method == r.method and o.optimizer != r.optimizer for o in rows)}
+    line = {id(r): f"{r.method} ({r.optimizer})" if r.method in several else r.method for r in rows}
     methods = list(dict.fromkeys(line[id(r)] for r in rows))  # rows are ranked: first appearance is the best arm
     lrs = sorted({r.lr for r in rows})
     arms = sorted({(r.warmup > 0, r.lr) for r in rows}, key=lambda k: (not k[0], k[1]))
@@ -174,9 +165,7 @@ def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any],
     for optimizer, lr in _settings(arms, layout):
         a, b = pair(optimizer, lr)
         if a and b:
-            comparison = compare(LOSS, loss_sample(describe_arm(a[0]), a), loss_sample(describe_arm(b[0]), b),
-                                 below(spec["margin_bits"]))  # fmt: skip
-            outcome.cases.append(Case(f"{optimizer} lr {lr:g}", comparison))
+            outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"])))
     return outcome
 
 
@@ -221,9 +210,8 @@ def validation_grain(arms: list[Arm]) -> int:
 
 
 def log_grain(update: float, grain: int) -> float:
-    """The resolution of ln(updates) read on validations `grain` updates apart: the seed reached the target at an
-    update in [max(1, u - grain + 1), u] (the validation before it was above), so its log is known to
-    ln(u / max(1, u - grain + 1)) - large when u is a few validations in, ln(u) at the first."""
+    """The resolution of ln(updates) read on validations `grain` updates apart: a seed that reached the target at
+    validation u did so in [max(1, u - grain + 1), u], so its log is known to ln(u / max(1, u - grain + 1))."""
     update = max(1.0, update)
     return math.log(update / max(1.0, update - grain + 1))
 
@@ -231,7 +219,7 @@ def log_grain(update: float, grain: int) -> float:
 def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) -> Sample:
     """ln(first validation update at or below `target`) per trained seed that reached it; a seed that never did,
     failed to train or diverged is counted as a failure; the grain is the widest log resolution of its seeds."""
-    reached = lambda arm: (u, u) if (u := first_update_at(arm, target)) is not None else None  # noqa: E731
+    reached = lambda arm: (u, u) if (u := first_update_at(arm, target)) is not None else None
     sample = outcome_sample(label, group, reached, failure="did not reach the target")
     logs = tuple(math.log(max(1.0, u)) for u in sample.values)
     resolution = max((log_grain(u, grain) for u in sample.values), default=0.0)
@@ -245,10 +233,9 @@ def ratio_band(spec: dict[str, Any]) -> tuple[float, float]:
 
 
 def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    """Updates to methods.yaml's fixed `target_loss_bits`, as ReZero's paper measures "56 % faster to 1.2 BPB": the
-    method without warm-up's updates over Post-LN with warm-up's, against 1 / `speedup` within `margin_factor` either
-    way - the difference of the arms' mean ln(updates) through prelnx.report.stats.compare, widened by log_grain.
-    Premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: unsettled)."""
+    """ReZero's "56 % faster to 1.2 BPB": the method without warm-up's updates to methods.yaml's `target_loss_bits`
+    over Post-LN with warm-up's (mean ln(updates), widened by log_grain) against 1 / `speedup` within `margin_factor`;
+    premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: unsettled)."""
     target = float(spec["target_loss_bits"])
     metric = f"updates to valid loss {target:g} bits, ratio"
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} without warm-up and "
@@ -260,23 +247,17 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Clai
         grain = validation_grain(method + post)
         a = log_updates_sample(describe_arm(method[0]), method, target, grain)
         b = log_updates_sample(describe_arm(post[0]), post, target, grain)
-        comparison = compare(metric, a, b, ratio_band(spec))
         label = f"{optimizer} lr {lr:g}, updates to {target:g} bits (validations every {grain} updates)"
-        outcome.cases.append(Case(label, comparison, _reaches_target(b, target)))
+        state = PremiseState.FAILED if not b.measured else PremiseState.UNSETTLED if b.failed else PremiseState.MET
+        premise = Premise(f"Post-LN with warm-up reaches the target valid loss ({target:g} bits)", state,
+                          f"{b.measured}/{b.n} seeds reached it")  # fmt: skip
+        outcome.cases.append(Case(label, compare(metric, a, b, ratio_band(spec)), premise))
     if outcome.cases:
         low, high = (math.exp(v) for v in ratio_band(spec))
         outcome.notes.append(f"the paper's ratio: 1/{float(spec['speedup']):g} = {1 / float(spec['speedup']):.2f} "
                              f"(\"{float(spec['speedup']) - 1:.0%} faster\"), claimed within a factor "
                              f"{float(spec['margin_factor']):g} of it: [{low:.2f}, {high:.2f}]")  # fmt: skip
     return outcome
-
-
-def _reaches_target(post: Sample, target: float) -> Premise:
-    statement = f"Post-LN with warm-up reaches the target valid loss ({target:g} bits)"
-    note = f"{post.measured}/{post.n} seeds reached it"
-    state = (PremiseState.FAILED if not post.measured else
-             PremiseState.UNSETTLED if post.failed else PremiseState.MET)  # fmt: skip
-    return Premise(statement, state, note)
 
 
 def trains_deeper(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:

@@ -1,10 +1,7 @@
-"""The explanations of warm-up decided on one sweep's runs (issues 31 and 38; configs/sweeps/why_warmup_strata.yaml):
-methods.yaml's `why_warmup` claims, written before the runs, on a quantity of each run (QUANTITY_NAMES). This module
-decides the `arm_difference` claims (arm a minus arm b over seeds, per lr, premise: Post-LN with Adam fails there
-without warm-up) and gives each run its stratum (`schedule_key`). "X trains where Y fails" does not hold when X
-never trained either (>= 2 seeds) while the premise holds: "two dead arms decide nothing" is for claims of how much
-better, this one is of training.
-"""
+"""The explanations of warm-up on one sweep's runs (issues 31 and 38; configs/sweeps/why_warmup_strata.yaml): the
+`arm_difference` claims of methods.yaml's `why_warmup` (arm a minus arm b over seeds, per lr; premise: Post-LN with
+Adam fails there without warm-up) and each run's stratum (`schedule_key`). "X trains where Y fails" does not hold when
+X never trained either (>= 2 seeds) while the premise holds: it is a claim of training, not of how much better."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from typing import Any
 import yaml
 
 from prelnx.records.diagnostics import read_diagnostics
-from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick, plateau
+from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick
 from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
 from prelnx.report.plateau import is_finite
@@ -64,12 +61,6 @@ def lr_sharpness(row: Row) -> float | None:
     return math.inf if "rises at every step" in note else None
 
 
-SERIES: dict[str, Callable[[Row], float | None]] = {
-    "grad_norm (decoder's last FFN)": last_ffn_grad, "median update / weight": median_update_ratio,
-    "largest attention logit": max_attention_logit, "lr x lambda_c": lr_sharpness,
-}  # fmt: skip
-
-
 # quantity -> (its per-row series, whether it is read as log10, the reduction over the updates read)
 REDUCED: dict[str, tuple[Callable[[Row], float | None], bool, Callable[[list[float]], float]]] = {
     "last_grad_log10": (last_ffn_grad, True, statistics.fmean),
@@ -78,6 +69,8 @@ REDUCED: dict[str, tuple[Callable[[Row], float | None], bool, Callable[[list[flo
     "lr_sharpness_max": (lr_sharpness, False, max),
     "early_lr": (lambda row: float(row["lr"]) if is_finite(row.get("lr")) else None, False, statistics.fmean),
 }
+SERIES = {"last_grad_log10": "grad_norm (decoder's last FFN)", "update_ratio_log10": "median update / weight",
+          "attn_logit_max": "largest attention logit", "lr_sharpness_max": "lr x lambda_c"}  # the figures' series
 
 
 def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> float | None:
@@ -106,7 +99,7 @@ class Study:
 
     @property
     def plateau(self) -> float | None:
-        return plateau(self.arms)
+        return max((a.plateau for a in self.arms if a.plateau is not None), default=None)
 
     def failed(self, arm: Arm) -> bool:
         nll = final_nll(arm)
@@ -179,9 +172,8 @@ def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str
     if not fails or study.plateau is None:
         why = "no unigram plateau (dictionary not here)" if study.plateau is None else "the sweep lacks this arm"
         return Premise(statement, PremiseState.UNCHECKED, why)
-    region = above(-study.margin)
     values = tuple(nll - study.plateau if (nll := final_nll(a)) is not None else 0.0 for a in fails)
-    c = compare("final valid nll minus the plateau", Sample(describe_arm(fails[0]), values), None, region)
+    c = compare("final valid nll minus the plateau", Sample(describe_arm(fails[0]), values), None, above(-study.margin))
     state = premise_state(c)
     interval = "" if c.one_seed else f" [95 % CI {c.low:+.2f}, {c.high:+.2f}]"
     note = (f"{arm_label(spec['fails'], lr, names)} fails: final nll minus the plateau ({study.plateau:.2f}) "

@@ -19,6 +19,7 @@ from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
     OPTIMIZER_NAMES,
     QUANTITY_NAMES,
+    REDUCED,
     SERIES,
     ExplanationVerdict,
     Study,
@@ -37,10 +38,6 @@ class PredictiveVerdict:
     explanation: dict[str, Any]
     claim: dict[str, Any]
     prediction: Prediction | None  # None: no run has the quantity in the window
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.prediction.verdict if self.prediction else Verdict.NOT_MEASURED
 
 
 def protocol(spec: dict[str, Any]) -> Protocol:
@@ -79,12 +76,6 @@ def check_predictions(study: Study, spec: dict[str, Any]) -> list[PredictiveVerd
     return verdicts
 
 
-def baseline_prediction(study: Study, spec: dict[str, Any]) -> Prediction | None:
-    """The schedule-only predictor scored as an explanation would be (its own row of the ranking)."""
-    runs = units(study, BASELINE, list(spec["prediction"]["window"]))
-    return predict(runs, runs, protocol(spec)) if runs else None
-
-
 def ranked(verdicts: list[PredictiveVerdict]) -> list[PredictiveVerdict]:
     """By held-out AUC, best first (not measured / no AUC last)."""
     return sorted(verdicts, key=lambda v: -(v.prediction.auc if v.prediction and v.prediction.auc is not None
@@ -107,8 +98,6 @@ def strata_table(study: Study, spec: dict[str, Any]) -> list[str]:
     return lines
 
 
-SERIES_OF = {"last_grad_log10": "grad_norm (decoder's last FFN)", "update_ratio_log10": "median update / weight",
-             "attn_logit_max": "largest attention logit", "lr_sharpness_max": "lr x lambda_c"}  # fmt: skip
 INTRO = [
     "Each explanation of why Post-LN needs warm-up names a quantity that should be large early in the runs that go",
     "on to fail (prelnx/methods.yaml, `why_warmup`, written before the runs; docs/why_warmup.md). A run *failed* when",
@@ -189,14 +178,8 @@ def separation_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
             f"- not told apart at this scale (intervals overlap): {'; '.join(together) if together else 'none'}"]
 
 
-def withdrawn_lines(spec: dict[str, Any]) -> list[str]:
-    return [f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, confounded by "
-            f"warm-up) is withdrawn; re-decided above as `{claim['id']}`."
-            for explanation in spec["explanations"] for claim in explanation["claims"] if claim.get("replaces")]
-
-
-def _panel_runs(study: Study, stratum: str, series: str, last: int, test: set[int]) -> tuple[RunSeries, ...]:
-    value, runs = SERIES[series], []
+def _panel_runs(study: Study, stratum: str, quantity: str, last: int, test: set[int]) -> tuple[RunSeries, ...]:
+    value, runs = REDUCED[quantity][0], []
     for arm in study.arms:
         if study.schedules.get(arm.name) != stratum or not arm.status.done:
             continue
@@ -216,8 +199,8 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
                       and a.status.done}) == 2]  # fmt: skip
     lines = [(f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
              f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn."), ""]  # fmt: skip
-    for index, (quantity, series) in enumerate(SERIES_OF.items()):
-        panels = [Panel(stratum_label(s), _panel_runs(study, s, series, 2 * window[1], test)) for s in strata]
+    for index, (quantity, series) in enumerate(SERIES.items()):
+        panels = [Panel(stratum_label(s), _panel_runs(study, s, quantity, 2 * window[1], test)) for s in strata]
         panels = [p for p in panels if any(r.updates for r in p.runs)]
         if panels:
             edge = 2.0 if quantity == "lr_sharpness_max" else None
@@ -246,7 +229,8 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     study = load_study(sweep_dir, arms, trained_margin())
     if not any(study.rows.values()):  # no run recorded diagnostics
         return []
-    predictions, baseline = check_predictions(study, spec), baseline_prediction(study, spec)
+    predictions, runs = check_predictions(study, spec), units(study, BASELINE, list(spec["prediction"]["window"]))
+    baseline = predict(runs, runs, protocol(spec)) if runs else None  # the schedule alone, its own ranking row
     verdicts = check_explanations(study, spec, layout_names())
     if echo is not None:
         for v in ranked(predictions):
@@ -263,7 +247,9 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
              *predictions_table(predictions, baseline), "", "What this study can and cannot separate:", "",
              *separation_lines(predictions), "", "### Arm claims (arms of one schedule, over seeds)", "",
              *claims_table(verdicts), ""]  # fmt: skip
-    if withdrawn := withdrawn_lines(spec):
+    if withdrawn := [f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, confounded "
+                     f"by warm-up) is withdrawn; re-decided above as `{claim['id']}`." for explanation in
+                     spec["explanations"] for claim in explanation["claims"] if claim.get("replaces")]:  # fmt: skip
         lines += ["### Withdrawn claims", "", *withdrawn, ""]
     lines += ["### Runs by outcome", "", *outcomes_table(study), ""]
     if shown := figures(study, spec, figures_dir, report_dir):

@@ -1,9 +1,8 @@
-"""The choices a protocol makes after its premise sweep, made by code from the rule committed with the sweep.
+"""The choices a protocol makes after its premise sweep, by code, from the rule its sweep's YAML header states
+(configs/sweeps/cpu_multi30k_sgd_premise.yaml: sgd_lr; configs/sweeps/bert_cpu.yaml: bert_scale).
 
-Each rule reads the premise sweep's runs (through prelnx.report.arms, as the report does) and returns a Choice: the
-rule in words (the one the sweep's YAML header states: configs/sweeps/cpu_multi30k_sgd_premise.yaml for sgd_lr,
-configs/sweeps/bert_cpu.yaml for bert_scale), what it chose and why, and how the next stage's sweep spec changes.
-The reproduction saves each Choice in its stage folder (choice.json) and the report shows it.
+Each reads the premise runs through prelnx.report.arms and returns a Choice (the rule in words, what it chose and
+why, how the next stage's spec changes), saved as the stage's choice.json and shown in the report.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The compute a stage will take, before it runs.
 
-- The work of a run: its updates (train.max_update, or train.max_epoch x the updates of one epoch, from the
-  binarized data's token count, or the synthetic task's settings) x the tokens per update, weighted by the model's
-  cost per token (the weights each token meets: attention and FFN matrices, and the output projection).
-- demo and cpu: that work at this machine's measured pace. The probe trains the demo's model (configs/demo/base.yaml)
-  for a few forward+backward steps on one thread in this process and counts target tokens per second (fairseq's
-  wps); a run's speed is the probe's scaled by the cost-per-token ratio, times the cores the runs share. Validation
-  (BLEU decoding) and each fairseq start-up come on top (STARTUP_S per run).
+- A run's work: its updates (train.max_update, or max_epoch x one epoch's updates from the data's token count) x
+  tokens per update, weighted by the model's cost per token (the attention, FFN and output matrices a token meets).
+- demo, cpu: at this machine's pace, probed by training the demo's model (configs/demo/base.yaml) a few steps on one
+  thread here (target tokens/s, fairseq's wps), scaled by cost per token and the cores the runs share; each fairseq
+  start-up (STARTUP_S) and validation come on top.
 - paper: GPU-hours on PAPER_GPU at an assumed throughput (GPU_WPS, its source stated), scaled the same way.
 """
 
@@ -22,9 +20,8 @@ from prelnx.config.schema import Config
 from prelnx.machine import usable_cores
 
 STARTUP_S = 8.0  # a fairseq training process's start-up and first validation, seconds on this kind of CPU
-# fairseq's issue 940 (myleott, 2019): transformer_wmt_en_de on 4 x V100 without --fp16, "more than ~73k wps": about
-# 18k target words/s per V100 in fp32 at that model's cost per token (TRANSFORMER_BASE below). An assumption, not a
-# measurement of this project: the plan says so.
+# fairseq's issue 940 (myleott, 2019): transformer_wmt_en_de on 4 x V100 fp32, "more than ~73k wps": ~18k target
+# words/s per V100 at TRANSFORMER_BASE's cost per token. An assumption, not measured here: the plan says so.
 GPU_WPS = 18_000.0
 GPU_SOURCE = "fairseq issue 940: ~73k wps on 4 x V100 fp32, transformer_wmt_en_de"
 TRANSFORMER_BASE = {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048}
@@ -84,9 +81,8 @@ def _idx_tokens(index: Path) -> int | None:
         return None
 
 
-# A dataset's epoch when it is not prepared here (the plan comes before the data): training pairs of its standard
-# preparation (fairseq's prepare-iwslt14.sh: 160,239), times target tokens per pair after BPE, an assumption (about
-# 25) that the prepared data replaces by its count.
+# A dataset's epoch while it is not prepared here: the training pairs of fairseq's prepare-iwslt14.sh (160,239) x
+# an assumed ~25 target tokens per pair after BPE; the prepared data's own count replaces it.
 ASSUMED_EPOCH = {"iwslt14": (160_239, 25)}
 
 

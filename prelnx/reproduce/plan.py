@@ -1,9 +1,8 @@
 """A scale's stages as they would run here: each stage's runs, its data check and its compute estimate.
 
-Pure: reads configs, data folders and a reproduction's earlier markers (stages/<stage>.json, <stage>/choice.json);
-writes nothing (the CPU probe generates the demo's synthetic data into its cache if it is not there yet).
-A stage whose data is missing refuses the whole plan (PlanError, naming the command that prepares it), unless the
-stage's data is one a user brings (a corpus): then that stage is planned as not run, with the reason.
+Pure: reads configs, data and a reproduction's markers (stages/<stage>.json, <stage>/choice.json); writes nothing
+(but the CPU probe's synthetic data cache). Missing data refuses the whole plan (PlanError, naming what prepares
+it), unless a user brings it (a corpus): that stage is then planned as not run, with the reason.
 """
 
 from __future__ import annotations
@@ -136,12 +135,18 @@ def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: st
     return spec
 
 
-def _lacks(sp: StagePlan, problem: str) -> None:
-    sp.missing.append(problem + (f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""))
+def _lacks(sp: StagePlan, *problems: str | None) -> None:
+    """The stage's data problems: a user-brought corpus's make it not run; others refuse the plan (what prepares it)."""
+    found = [problem for problem in problems if problem]
+    if found and sp.stage.optional_data:
+        sp.not_run = f"needs {sp.stage.optional_data}: " + "; ".join(found)
+    else:
+        prepare = f" Prepare it with: {sp.stage.prepare}" if sp.stage.prepare else ""
+        sp.missing += [problem + prepare for problem in found]
 
 
 def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: str) -> None:
-    from prelnx.sweep.preflight import data_problems, launch_problems
+    from prelnx.sweep.execute import data_problems, launch_problems
 
     spec = stage_spec(sp.stage, seeds, out, scale)
     points = expand(spec)
@@ -149,12 +154,7 @@ def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: 
     sp.work = [estimate.work(config) for config in sp.configs]
     if scale == "cpu":
         sp.precision = "%s (%s)" % cpu_precision(sp.configs)
-    found = data_problems(points) + launch_problems(points)
-    if found and sp.stage.optional_data:
-        sp.not_run = f"needs {sp.stage.optional_data}: " + "; ".join(found)
-    else:
-        for problem in found:
-            _lacks(sp, problem)
+    _lacks(sp, *data_problems(points), *launch_problems(points))
     if sp.stage.choose:
         sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
                    if not (out / sp.stage.name / "choice.json").is_file() else "choice made (choice.json)")  # fmt: skip
@@ -165,8 +165,7 @@ def grad_study(stage: Stage) -> tuple[Config, Any]:
     from prelnx.analysis.grads.study import GradStudy
 
     config, _ = load_config(stage.source, list(stage.set))
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in stage.options.items()}
-    return config, GradStudy.from_options(config, **options)
+    return config, GradStudy.from_options(config, **stage.options)
 
 
 def _grads_plan(sp: StagePlan) -> None:
@@ -174,9 +173,7 @@ def _grads_plan(sp: StagePlan) -> None:
 
     config, study = grad_study(sp.stage)
     sp.runs = [f"{', '.join(study.layouts)} x depths {', '.join(map(str, study.depths))} x {len(study.seeds)} seeds"]
-    problem = data_problem(config)
-    if problem:
-        _lacks(sp, problem)
+    _lacks(sp, data_problem(config))
     for depth in study.depths:
         sized = load_config(sp.stage.source, [*sp.stage.set, f"model.encoder_layers={depth}",
                                               f"model.decoder_layers={depth}"])[0]  # fmt: skip
@@ -199,13 +196,10 @@ def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan]) -> None:
     # the fine-tuning model is the pre-trained one
     trained = dataclasses.replace(config, model=pretrained.configs[0].model) if pretrained.configs else config
     sp.work = [estimate.work(trained)] * (len(pretrained.runs) * per_run * seeds)
-    problem = data_problem(config)
     if pretrained.not_run:
         sp.not_run = f"its pre-training (stage {pretrained.stage.name}) is not run"
-    elif problem and sp.stage.optional_data:
-        sp.not_run = f"needs {sp.stage.optional_data}: {problem}"
-    elif problem:
-        _lacks(sp, problem)
+    else:
+        _lacks(sp, data_problem(config))
 
 
 def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: tuple[int, ...] | None = None,
@@ -243,13 +237,13 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
             pace += (". Data not prepared here: an epoch of " + ", ".join(
                 f"{name} assumed {pairs:,} pairs x ~{per} target tokens" for name, (pairs, per)
                 in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
-        return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
-    probe = probe or estimate.probe()
-    pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} "
-            f"runs at a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")  # fmt: skip
-    for sp in plans.values():
-        if sp.work:
-            sp.seconds = estimate.cpu_seconds(sp.work, probe, jobs if sp.stage.kind in ("sweep", "configs") else 1)
+    else:
+        probe = probe or estimate.probe()
+        pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} runs at "
+                f"a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")
+        for sp in plans.values():
+            if sp.work:
+                sp.seconds = estimate.cpu_seconds(sp.work, probe, jobs if sp.stage.kind in ("sweep", "configs") else 1)
     return Plan(scale, out, executor, jobs, seeds, list(plans.values()), pace)
 
 

@@ -1,10 +1,7 @@
 """Running a reproduction: each stage in order through the functions behind `prelnx theory`, `grads`, `sweep`,
-`evaluate`, `finetune`; a complete stage is marked (stages/<stage>.json) and skipped when the reproduction is run
-again; a stage whose `after` stages are not complete waits for the next attempt. Each sweep stage writes its own
-report as soon as it is done (as `prelnx sweep` does); the reproduction's report.md is written last (summary.py).
-
-Every sweep's progress line ends with the reproduction's stage count and ETA (`Overall`), passed to the sweep as a
-renderer of its typed progress, never found by matching its text. `prelnx status` reads the same markers.
+`evaluate`, `finetune`; a complete stage is marked (stages/<stage>.json, which `prelnx status` reads) and skipped
+next time; a stage whose `after` stages are not complete waits for the next attempt. A sweep stage writes its report
+when done, the reproduction's report.md comes last (summary.py); a sweep's progress lines end with `Overall`'s text.
 """
 
 from __future__ import annotations
@@ -76,7 +73,7 @@ def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None
 
 
 def _finished_runs(folder: Path) -> list[Path]:
-    from prelnx.sweep.summary import summarize
+    from prelnx.sweep.execute import summarize
 
     return [folder / row["run"] for row in summarize(folder) if row["status"] == RunStatus.FINISHED]
 
@@ -109,7 +106,7 @@ def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
 def _finetune(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import plan as plan_finetunings
-    from prelnx.finetune.run import run_all
+    from prelnx.finetune.plan import run_all
     from prelnx.report.report import report_after_sweep
 
     base, _ = load_config(sp.stage.source, list(sp.stage.set))

@@ -1,10 +1,8 @@
 """What each scale of `prelnx reproduce` runs: the one owner of the scale -> stages table.
 
-A scale is a list of stages over EXISTING configs; a stage only adds the overrides that make it toy-sized (`set`),
-never a copy of a config. Stages run in the order listed; `after` names the stages whose results a stage needs.
-Stage kinds, each the `prelnx <command>` it reuses: theory, grads, sweep, configs (several training configs trained
-side by side as one sweep), evaluate (on each finished run of the stages in `of`), finetune (on each finished run
-of `pretrained`).
+A scale is a list of stages, in order, over EXISTING configs (a stage adds only toy-size overrides, `set`). Kinds,
+each the `prelnx <command>` it reuses: theory, grads, sweep, configs (several training configs as one sweep),
+evaluate (each finished run of the stages in `of`), finetune (each finished run of `pretrained`).
 """
 
 from __future__ import annotations
@@ -69,7 +67,7 @@ SCALES: dict[str, list[Stage]] = {
     "demo": [
         Stage("theory", "theory", "Section 3.3 (Lemmas 1-2)", options={"d": 128, "layers": 6, "seeds": 3}),
         Stage("grads", "grads", "Figure 3", "grads/figure3_synthetic.yaml",
-              options={"quick": True, "depths": [6, 10], "max_tokens": 512}),
+              options={"quick": True, "depths": (6, 10), "max_tokens": 512}),
         *_nmt(TOY_NMT, ""),
         *_bert(TOY_BERT_PREMISE, TOY_BERT, ("train.max_update=30", "train.max_epoch=2"), 1),
     ],

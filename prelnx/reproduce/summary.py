@@ -27,11 +27,10 @@ TOY = {
 
 def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
     from prelnx.report.arms import load_arms
-    from prelnx.report.bert_claims import BERT_CHECKS
-    from prelnx.report.claims import TRAINING_CHECKS
-    from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
+    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
     from prelnx.report.outcome import not_measured
     from prelnx.report.report import check_claims
+    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
@@ -67,7 +66,7 @@ def _theory_rows(out: Path) -> list[str]:
 
 def _test_bleu(out: Path, stage: Stage) -> list[str]:
     """The evaluate stage: each run's test BLEU, read from the sweeps it evaluated."""
-    from prelnx.sweep.summary import summarize
+    from prelnx.sweep.execute import summarize
 
     rows = [(name, row) for name in stage.options["of"] if (out / name / "sweep.json").is_file()
             for row in summarize(out / name)]  # fmt: skip
@@ -112,10 +111,8 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
 
 
 def machine_lines() -> list[str]:
-    from prelnx.machine import FAIRSEQ, cpu_bf16_flags, installed, may_have_gpu
+    from prelnx.machine import FAIRSEQ, cpu_bf16_flags, cpu_name, installed, may_have_gpu
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
-                if line.startswith("model name")), platform.processor() or platform.machine())  # fmt: skip
     flags = cpu_bf16_flags()
     gpu = "none"
     if may_have_gpu():
@@ -124,7 +121,7 @@ def machine_lines() -> list[str]:
         gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) or "none"
     versions = [f"{name} {installed(*distributions)[0]}" for name, distributions
                 in (("prelnx", ("prelnx",)), ("fairseq", FAIRSEQ), ("torch", ("torch",)), ("numpy", ("numpy",)))]
-    return [f"- CPU: {cpu}, {usable_cores()} usable cores; native bf16: {', '.join(flags) if flags else 'no'}",
+    return [f"- CPU: {cpu_name()}, {usable_cores()} usable cores; native bf16: {', '.join(flags) if flags else 'no'}",
             f"- GPU: {gpu}", f"- {', '.join(versions)}; Python {platform.python_version()}",
             f"- load average when the report was written: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]  # fmt: skip
 

@@ -1,9 +1,17 @@
-"""Running a sweep: expand the spec, save it, execute the points, keep the summary current (the report that ends
-`prelnx sweep` is written by the report, above: report/report.py's `report_after_sweep`)."""
+"""Running a sweep: expand the spec, check it, save it, execute the points, keep the summary current (the report that
+ends `prelnx sweep` is written by the report, above: report/report.py's `report_after_sweep`). summary.csv and
+summary.md are read only through the records (records/results.py).
+
+Before anything runs every point's data and batch are checked, and schedules that are probably a mistake warned of,
+in one message for all points (a problem shared by several listed once, with how many): a sweep without its data
+stops with exit code 2 and creates nothing, instead of failing point after point."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,17 +20,116 @@ import yaml
 
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
-from prelnx.plan.rundirs import sweep_dir
+from prelnx.config.load import ConfigError
+from prelnx.config.schema import schedule_warnings
+from prelnx.launch.prepare import ensure_data
+from prelnx.plan.data import data_dir, data_problem
+from prelnx.plan.launch import plan_run, sweep_dir
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import SUMMARY_LOCK
+from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_points, sweep_rows
 from prelnx.sweep.executors import run_local, run_submitit
-from prelnx.sweep.preflight import check_points, prepare_generated_data, warnings
 from prelnx.sweep.progress import Snapshot, showing_also
 from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
-from prelnx.sweep.summary import summarize
 
 EXECUTORS = ("local", "slurm", "submitit-local")
+
+# `update`: the last update trained (status.json); the last row's update is the same for an ended run
+RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "best_valid_bleu", "epochs",
+                  "wall_seconds"]  # fmt: skip
+TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx evaluate` ran
+
+
+def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per run: its overrides, then its results. Also (re)writes summary.csv and summary.md."""
+    keys = list(dict.fromkeys(key for point in read_points(sweep_dir) for key in point["overrides"]))
+    rows = sweep_rows(sweep_dir)
+    columns = ["run", *keys, *RESULT_COLUMNS]
+    if any(row["test_bleu_tokenized"] is not None for row in rows):
+        columns += TEST_COLUMNS
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(sweep_dir / "summary.csv", buffer.getvalue())
+    write_text_atomic(sweep_dir / "summary.md", _markdown(rows, columns))
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e-2 else f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def _markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        cells = [_cell(row.get(c)) for c in columns]
+        if row.get("status") == RunStatus.DIVERGED and row.get("update") is not None:
+            cells[columns.index("status")] = f"diverged (update {row['update']})"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _grouped(found: dict[str, list[str]]) -> list[str]:
+    lines = []
+    for message, names in found.items():
+        which = names[0] if len(names) == 1 else f"{len(names)} runs: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}"
+        lines.append(f"{message} ({which})")
+    return lines
+
+
+def data_problems(points: list[SweepPoint]) -> list[str]:
+    found: dict[str, list[str]] = defaultdict(list)
+    checked: dict[tuple, str | None] = {}
+    for point in points:
+        data = point.config.data
+        key = (data.dataset, str(data.path), data.source_lang, data.target_lang)
+        if key not in checked:
+            checked[key] = data_problem(point.config)
+        if checked[key] is not None:
+            found[checked[key]].append(point.name)
+    return _grouped(found)
+
+
+def warnings(points: list[SweepPoint]) -> list[str]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for point in points:
+        for warning in schedule_warnings(point.config):
+            found[warning].append(point.name)
+    return _grouped(found)
+
+
+def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ignore[no-untyped-def]
+    """Generate the synthetic task once, before the runs start side by side (not once per run, racing)."""
+    done: set[Path] = set()
+    for point in points:
+        folder = data_dir(point.config)
+        if point.config.data.dataset == "synthetic" and folder not in done:
+            if not (folder / "manifest.json").is_file():
+                echo(f"generating the synthetic task into {folder}")
+            ensure_data(point.config)
+            done.add(folder)
+
+
+def launch_problems(points: list[SweepPoint]) -> list[str]:
+    """Each point's workers and batch on this machine (train.processes, effective_batch_tokens, nodes)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for point in points:
+        try:
+            plan_run(point.config, Path(point.name))
+        except ValueError as error:
+            found[str(error)].append(point.name)
+    return _grouped(found)
+
+
+def check_points(points: list[SweepPoint]) -> None:
+    """ConfigError listing every data, worker and batch problem of the sweep; nothing is created."""
+    if problems := data_problems(points) + launch_problems(points):
+        raise ConfigError("the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))
 
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
@@ -42,10 +149,9 @@ def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> li
 
 
 def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
-    sweep_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(sweep_dir / "sweep.yaml", yaml.safe_dump(spec.to_dict(), sort_keys=False))
     index = {"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points]}
-    write_text_atomic(sweep_dir / "sweep.json", json.dumps(index, indent=2) + "\n")
+    write_text_atomic(sweep_dir / SWEEP_INDEX, json.dumps(index, indent=2) + "\n")
 
 
 def run_sweep(

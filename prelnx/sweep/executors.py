@@ -5,6 +5,7 @@ skips finished and diverged runs and resumes partial ones from their checkpoints
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
 import time
@@ -15,12 +16,10 @@ from typing import Any
 
 from prelnx.atomic import io_reason
 from prelnx.config.schema import Config
-from prelnx.launch import slurm_queue
-from prelnx.launch.children import core_slots, sigterm_interrupts, stop_children
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
-from prelnx.launch.local import train
-from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, SlurmRequest
+from prelnx.launch.local import core_slots, sigterm_interrupts, stop_children, train
+from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, ENDED, SlurmRequest, cancel, default_cpus_per_run
 from prelnx.machine import may_have_gpu, usable_cores
 from prelnx.plan.launch import with_threads
 from prelnx.plan.parallel import visible_gpus
@@ -48,7 +47,6 @@ def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, st
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
         reason = io_reason(error, run_dir) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         with contextlib.suppress(OSError):  # a full disk: the sweep's own output says it
-            run_dir.mkdir(parents=True, exist_ok=True)
             write_status(run_dir, RunStatus.FAILED, reason=reason)
         on_event(Note(f"{run_dir}: failed ({reason})"))
         return RunStatus.FAILED
@@ -69,7 +67,9 @@ def run_local(
     threads = max(1, usable_cores() // jobs)
     slots_cores = core_slots(jobs) if pin_cores else None
     gpus = visible_gpus() if may_have_gpu() else 0  # torch imported only where a GPU may be
-    per_job = max(1, gpus // jobs) if gpus else 0
+    per_job = max(1, gpus // jobs) if gpus else 0  # each slot's GPUs
+    envs = [{"CUDA_VISIBLE_DEVICES": ",".join(str((slot * per_job) % gpus + i) for i in range(per_job))} if per_job
+            else {} for slot in range(jobs)]  # fmt: skip
     slots: queue.Queue[int] = queue.Queue()
     for slot in range(jobs):
         slots.put(slot)  # a job's GPUs and cores
@@ -77,15 +77,20 @@ def run_local(
     statuses: dict[str, RunStatus] = {}
     progress = SweepProgress(points)
 
+    def listen(name: str, event: Event) -> None:
+        """A run's events in the sweep: all but its progress records; rows with the sweep's progress."""
+        if isinstance(event, Progress):
+            return
+        line = render(event)
+        if isinstance(event, RowDone):
+            line += f" || {progress.row_done(name, event.grain.step(event.row))}"
+        echo(f"[{name}] {line}")
+
     def work(point: SweepPoint, picked_up: bool = False) -> RunStatus:
         slot = slots.get()
         try:
-            env = {}
-            if per_job:
-                first = (slot * per_job) % gpus
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(first + i) for i in range(per_job))
             status = run_one(with_threads(point.config, threads), sweep_dir / point.name,
-                             on_event=_sweep_listener(point.name, progress, echo), env=env,
+                             on_event=functools.partial(listen, point.name), env=envs[slot],
                              force=force and not picked_up, cpus=slots_cores[slot] if slots_cores else None)  # fmt: skip
         finally:
             slots.put(slot)
@@ -120,27 +125,13 @@ def run_local(
     return statuses
 
 
-def _sweep_listener(name: str, progress: SweepProgress, echo: Callable[[str], None]) -> Listener:
-    """A run's events in a sweep: all but its progress records; rows with the sweep's progress."""
-
-    def listen(event: Event) -> None:
-        if isinstance(event, Progress):
-            return
-        line = render(event)
-        if isinstance(event, RowDone):
-            line += f" || {progress.row_done(name, event.step)}"
-        echo(f"[{name}] {line}")
-
-    return listen
-
-
 def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> RunStatus:
     """The status of a run whose Slurm job ended without returning: the run's own terminal status if it wrote one,
     else `failed` with why (the update it had reached is kept)."""
     recorded = read_status(run_dir) or {}
     if RunStatus.of(recorded).done:
         return RunStatus.of(recorded)
-    how = f"ended ({state.lower()})" if state not in (None, slurm_queue.ENDED) else "left Slurm's queue"
+    how = f"ended ({state.lower()})" if state not in (None, ENDED) else "left Slurm's queue"
     write_status(run_dir, RunStatus.FAILED, update=int(recorded.get("update", 0)),
                  reason=f"Slurm job {job_id} {how} before the run returned (cancelled, killed, out of memory?); "
                         f"run the sweep again to resume")  # fmt: skip
@@ -172,7 +163,7 @@ def sweep_request(options: dict[str, Any], cluster: str | None, runs: int, cuda:
     if options.get("cpus_per_run"):
         cpus = int(options["cpus_per_run"])
     elif cluster is None:
-        cpus = slurm_queue.default_cpus_per_run(options.get("partition"))
+        cpus = default_cpus_per_run(options.get("partition"))
     else:
         cpus = max(1, usable_cores() // runs)
     mem = options.get("mem_gb_per_run")
@@ -225,7 +216,7 @@ def run_submitit(
                     write_status(run_dir, RunStatus.FAILED, reason=f"submitit job {job.job_id}: {error}")
                     status = RunStatus.FAILED
             elif found is not None and found.never_starts:
-                slurm_queue.cancel(job.job_id)
+                cancel(job.job_id)
                 status, why = RunStatus.FAILED, (f"Slurm job {job.job_id} can never start: {found.reason} (it asks "
                                                  f"{request.describe()}; see --cpus-per-run, --mem-gb-per-run, "
                                                  f"--partition)")  # fmt: skip

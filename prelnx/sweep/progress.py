@@ -1,19 +1,18 @@
-"""Progress over a whole sweep: runs done / total, epochs (or updates: the runs' grain) done / planned, and an ETA.
-
-Fed the runs' RowDone events and final statuses. The pace is the work's: the steps trained after each run's first
-row (which also holds fairseq's start-up, and for a resumed run everything before it) over the time since the
-sweep's first row (prelnx/eta.py's rule). The line is also a typed `Snapshot`, for whoever shows more beside it (a
-reproduction's stages): `showing_also(render)` around a sweep ends every progress line with ` || render(snapshot)`.
+"""Progress over a whole sweep, fed the runs' RowDone events and final statuses: runs done / total, epochs (or
+updates: the runs' grain) done / planned, and an ETA. The pace is the steps trained after each run's first row (which
+also holds fairseq's start-up, and for a resumed run everything before it) over the time since the sweep's first row
+(prelnx/eta.py's rule). `showing_also(render)` around a sweep ends every line with ` || render(snapshot)` (a
+reproduction's stages beside it), from the typed `Snapshot`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from prelnx.eta import duration
@@ -37,8 +36,7 @@ class Snapshot:
     statuses: tuple[tuple[str, int], ...]
 
 
-_ALSO: contextvars.ContextVar[Callable[[Snapshot], str] | None] = contextvars.ContextVar("sweep_progress_also",
-                                                                                         default=None)
+_ALSO: ContextVar[Callable[[Snapshot], str] | None] = ContextVar("sweep_progress_also", default=None)
 
 
 @contextlib.contextmanager

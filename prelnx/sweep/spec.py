@@ -112,7 +112,7 @@ def _slurm_section(path: Path, slurm: Any) -> dict[str, Any]:
 def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
     """`--grid KEY=V1,V2 --set KEY=V` on a training config (overrides.py: the values' syntax). Named like a training of
     it, `/` as `-`, plus `-grid` (runs/demo-postln_warmup-grid): sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never
-    share a folder, nor sit inside another sweep's (plan/rundirs.py: the naming rule)."""
+    share a folder, nor sit inside another sweep's (plan/launch.py: the naming rule)."""
     try:
         pairs = [parse_grid(text) for text in grid]
         overrides = dict(parse_set(text) for text in fixed)
@@ -134,8 +134,7 @@ def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None
     spec.fixed.update(extra.fixed)
     if grid:
         spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
-    if name:
-        spec.name = name
+    spec.name = name or spec.name
     return spec
 
 
@@ -194,11 +193,6 @@ def name_keys(assignments: list[dict[str, Any]]) -> list[str]:
     return varying
 
 
-def config_value(config: Config, dotted: str) -> Any:
-    value = operator.attrgetter(dotted)(config)
-    return list(value) if isinstance(value, tuple) else value
-
-
 def point_config(spec: SweepSpec, overrides: dict[str, Any]) -> Config:
     """A point's config: the spec's base, its `set:` and the point's grid values (a ConfigError when invalid)."""
     values = {key: (value, f"sweep {spec.name}: set") for key, value in spec.fixed.items()}
@@ -226,7 +220,8 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
         raise ConfigError("invalid sweep:\n" + "\n".join(problems))
     # Every point records every swept key, typed by the schema ("1e-3", a YAML 1.1 string, becomes 0.001).
     keys = list(dict.fromkeys(key for point in assignments for key in point))
-    typed = [{key: config_value(config, key) for key in keys} for config in configs]
+    typed = [{key: operator.attrgetter(key)(config) for key in keys} for config in configs]
+    typed = [{key: list(v) if isinstance(v, tuple) else v for key, v in point.items()} for point in typed]
     varying = name_keys(typed)
     names = [run_name(overrides, varying) for overrides in typed]
     if len(set(names)) != len(names):

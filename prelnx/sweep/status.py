@@ -8,6 +8,7 @@ is probed: taking one for an instant could make a starting training refuse its o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -23,10 +24,10 @@ from prelnx.records import grain
 from prelnx.records.lock import owner_alive
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import read_points
+from prelnx.records.results import SWEEP_INDEX, read_points
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
-from prelnx.sweep.spec import SweepSpec, load_spec, point_config
+from prelnx.sweep.spec import load_spec, point_config
 
 ACTIVE_S = 300.0  # a run whose owner is not a process here (a Slurm node's) is running while its log moves
 
@@ -52,11 +53,8 @@ class RunState:
 
 
 def _last(rows: list[dict[str, Any]], key: str) -> float | None:
-    for row in reversed(rows):
-        value = row.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            return float(value)
-    return None
+    finite = (float(v) for row in reversed(rows) if isinstance(v := row.get(key), (int, float)) and math.isfinite(v))
+    return next(finite, None)
 
 
 def _recently_active(run_dir: Path) -> bool:
@@ -101,49 +99,37 @@ def is_run_dir(path: Path) -> bool:
 
 
 def is_sweep_dir(path: Path) -> bool:
-    return (path / "sweep.json").is_file()
+    return (path / SWEEP_INDEX).is_file()
 
 
 def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunState]:
     """Every run of the sweep, in its order (those not started yet `pending`, with the budget of their config from
     sweep.yaml and the run's grid point)."""
     spec = None
-    try:
+    with contextlib.suppress(Refusal, OSError):  # a spec whose base moved: its pending runs' budgets are unknown ("?")
         spec = load_spec(sweep_dir / "sweep.yaml") if (sweep_dir / "sweep.yaml").is_file() else None
-    except (Refusal, OSError):  # a spec whose base moved: its pending runs' budgets are unknown ("?")
-        pass
     states, configs = [], []
     for point in read_points(sweep_dir):
         run_dir = sweep_dir / point["name"]
-        config = read_run_config(run_dir) if has_config(run_dir) else _point_config(spec, point)
+        config = read_run_config(run_dir) if has_config(run_dir) else None
+        if config is None and spec is not None:  # not started: the spec's base, its `set:` and the point's grid values
+            with contextlib.suppress(Refusal, OSError):
+                config = point_config(spec, point.get("overrides", {}))
         states.append(run_state(run_dir, prefix + point["name"], config))
         configs.append(config)
-    return [_with_epoch_size(state, config, states, configs) for state, config in zip(states, configs)]
-
-
-def _point_config(spec: SweepSpec | None, point: dict[str, Any]) -> Config | None:
-    """A sweep run's config before its run dir holds one: the spec's base, its `set:` and the point's grid values."""
-    try:
-        return None if spec is None else point_config(spec, point.get("overrides", {}))
-    except (Refusal, OSError):
-        return None
+    # a pending run's epoch budget gets its size in updates from a run of the same batches that trained
+    trained = [(_batches(c), s.updates_per_epoch) for s, c in zip(states, configs) if s.updates_per_epoch and c]
+    for i, (state, config) in enumerate(zip(states, configs)):
+        if state.status is RunStatus.PENDING and state.unit == "epoch" and config is not None:
+            size = next((n for batches, n in trained if batches == _batches(config)), None)
+            states[i] = dataclasses.replace(state, updates_per_epoch=size)
+    return states
 
 
 def _batches(config: Config) -> tuple[Any, ...]:
     """What an epoch's update count depends on: the data and how it is batched (not lr, warm-up, layout or seed)."""
     t = config.train
     return (config.task, config.data, t.max_tokens, t.update_freq, t.effective_batch_tokens, t.processes, t.nodes)
-
-
-def _with_epoch_size(state: RunState, config: Config | None, states: list[RunState],
-                     configs: list[Config | None]) -> RunState:  # fmt: skip
-    """A pending run's epoch budget with its size in updates, from a run of the same sweep and batches that trained."""
-    if state.status is not RunStatus.PENDING or state.unit != "epoch" or config is None:
-        return state
-    for other, other_config in zip(states, configs):
-        if other.updates_per_epoch and other_config is not None and _batches(other_config) == _batches(config):
-            return dataclasses.replace(state, updates_per_epoch=other.updates_per_epoch)
-    return state
 
 
 def eta_seconds(states: list[RunState]) -> float | None:

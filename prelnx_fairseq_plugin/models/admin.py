@@ -18,11 +18,10 @@ w_i is set at initialisation so that no sublayer's output dominates its sum (`mo
 The profile is taken when the model is built, on a fixed synthetic batch (PROFILE_BATCH tokens of the model's own
 vocabulary from a private generator, dropout inside `fork_rng`), so every worker computes the same w; w is a
 parameter (`admin_w`) saved in every checkpoint, and its values are logged (the authors' `profile.ratio.init` file
-and prelnx's fix: docs/warmup_free.md). fc1 and fc2 are re-drawn with `xavier_uniform_` and bias 0, as
-Transformer-Clinic's `Linear` helper builds them (fairseq/fairseq/modules/transformer_layer.py at commit
-70f72b708ab074db5ca3726494e3263516041159; fairseq 0.12 keeps torch's Kaiming-uniform default); the attention
-projections keep fairseq's init, which is the authors'. The profiling pass runs in training mode, as the
-reference's `not_initialized = ... and self.training` (same file) requires.
+and prelnx's fix: docs/warmup_free.md). fc1 and fc2 are re-drawn as Transformer-Clinic's `Linear` helper builds
+them (`xavier_ffn_`), the attention projections keep fairseq's init, which is the authors', and the profiling pass
+runs in training mode, as the reference's `not_initialized = ... and self.training` requires (both in
+fairseq/fairseq/modules/transformer_layer.py at commit 70f72b708ab074db5ca3726494e3263516041159).
 """
 
 from __future__ import annotations
@@ -35,19 +34,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from .schemes import LayoutScheme, register, stack_layers, sublayer_count
+from .schemes import LayoutScheme, register, stack_layers, sublayer_count, xavier_ffn_
 
 logger = logging.getLogger(__name__)
 
 ADMIN_INITS = ("profile", "closed_form")
 PROFILE_BATCH = (16, 32)  # sentences x tokens of the profiling pass: about an IWSLT14 batch's sentence length
 PROFILE_SEED = 12345  # the profiling batch's and dropout's private seed: the same w in every worker of a run
-
-
-def closed_form_w(residual_sublayers: int) -> float:
-    """admin-torch's w for a stack of n residual sublayers: sqrt((n + 1) / ln(n + 1) - 1)."""
-    n = residual_sublayers
-    return math.sqrt((n + 1) / math.log(n + 1) - 1)
 
 
 @dataclass
@@ -71,13 +64,12 @@ class Admin(LayoutScheme):
             raise ValueError(f"--admin-init: unknown {self.init!r}; allowed: {', '.join(ADMIN_INITS)}")
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
-        for linear in (layer.fc1, layer.fc2):  # Transformer-Clinic's `Linear`: Xavier-uniform weight, zero bias
-            nn.init.xavier_uniform_(linear.weight)
-            nn.init.zeros_(linear.bias)
+        xavier_ffn_(layer)
         count = sublayer_count(layer)
         layer.admin_w = nn.Parameter(torch.ones(count, layer.embed_dim))
-        if self.init == "closed_form":
-            layer.admin_w.data.fill_(closed_form_w(count * stack_layers(cfg, side)))
+        if self.init == "closed_form":  # admin-torch's w for a stack of n residual sublayers
+            n = count * stack_layers(cfg, side)
+            layer.admin_w.data.fill_(math.sqrt((n + 1) / math.log(n + 1) - 1))
         layer.admin_profile = None  # a _Profile only during the profiling pass
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:

@@ -27,22 +27,17 @@ from .schemes import LayoutScheme, register, stack_layers, sublayer_count
 B2T_RESCALE = True  # the authors' code's rescaling_init (see the docstring)
 
 
-def rescaling_init_(layer: nn.Module, layers: int) -> None:
-    """The authors' `rescaling_init`: every non-LayerNorm weight of the layer x layers^(-1/2)."""
-    norms = {id(p) for module in layer.modules() if is_layer_norm(module) for p in module.parameters()}
-    for name, parameter in layer.named_parameters():
-        if name.endswith("weight") and id(parameter) not in norms:
-            parameter.data.mul_(layers ** -0.5)
-
-
 @register
 class B2T(LayoutScheme):
     name = "b2t"
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         layer.b2t_last_sublayer = sublayer_count(layer) - 1
-        if B2T_RESCALE:
-            rescaling_init_(layer, stack_layers(cfg, side))
+        if B2T_RESCALE:  # the authors' `rescaling_init`: every non-LayerNorm weight of the layer x N^(-1/2)
+            norms = {id(p) for module in layer.modules() if is_layer_norm(module) for p in module.parameters()}
+            for name, parameter in layer.named_parameters():
+                if name.endswith("weight") and id(parameter) not in norms:
+                    parameter.data.mul_(stack_layers(cfg, side) ** -0.5)
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         if index == layer.b2t_last_sublayer:

@@ -15,25 +15,16 @@ for the encoder instead; we follow the paper's table and pseudocode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from torch import nn
 
 
-@dataclass(frozen=True)
-class DeepNormCoefficients:
-    alpha: float  # residual weight: LN(alpha * x + f(x))
-    beta: float  # xavier_normal_ gain of v_proj, out_proj, fc1, fc2
-
-
-def encoder_coefficients(encoder_layers: int, decoder_layers: int) -> DeepNormCoefficients:
-    depth = (encoder_layers**4 * decoder_layers) ** (1 / 16)
-    return DeepNormCoefficients(alpha=0.81 * depth, beta=0.87 / depth)
-
-
-def decoder_coefficients(encoder_layers: int, decoder_layers: int) -> DeepNormCoefficients:
-    del encoder_layers  # the decoder's coefficients depend on M only
-    return DeepNormCoefficients(alpha=(3 * decoder_layers) ** 0.25, beta=(12 * decoder_layers) ** -0.25)
+def deepnorm_coefficients(side: str, encoder_layers: int, decoder_layers: int) -> tuple[float, float]:
+    """(alpha, beta) of the table above: the residual weight in LN(alpha * x + f(x)), and the xavier_normal_ gain of
+    v_proj, out_proj, fc1 and fc2 (the decoder's depend on M only)."""
+    if side == "encoder":
+        depth = (encoder_layers**4 * decoder_layers) ** (1 / 16)
+        return 0.81 * depth, 0.87 / depth
+    return (3 * decoder_layers) ** 0.25, (12 * decoder_layers) ** -0.25
 
 
 SCALED_BY_BETA = ("v_proj", "out_proj")  # inside each attention

@@ -28,11 +28,6 @@ def _depth_scaled(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch
     return output * module.depth_scale
 
 
-def depth_scale(layer_number: int) -> float:
-    """1 / sqrt(l), l counted from 1."""
-    return layer_number ** -0.5
-
-
 @register
 class LayerNormScaling(LayoutScheme):
     name = "lnscale"
@@ -40,5 +35,5 @@ class LayerNormScaling(LayoutScheme):
     def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
         for number, layer in enumerate(stack.layers, start=1):
             for norm in input_norms(layer):
-                norm.depth_scale = depth_scale(number)
+                norm.depth_scale = number**-0.5  # 1 / sqrt(l), l counted from 1
                 norm.register_forward_hook(_depth_scaled)

@@ -17,7 +17,7 @@ from fairseq import utils
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import nn
 
-from .deepnorm import DeepNormCoefficients, decoder_coefficients, deepnorm_init_, encoder_coefficients
+from .deepnorm import deepnorm_coefficients, deepnorm_init_
 from .norms import DYT_DEFAULT_ALPHA, make_norm, replace_layer_norms
 from .qk_norm_attention import QKNormMultiheadAttention
 from .schemes import LayoutScheme, make_scheme
@@ -50,14 +50,15 @@ class NormVariant:
             replace_layer_norms(root, self.norm)
 
 
-def _apply_variant(layer: nn.Module, variant: NormVariant, deepnorm: DeepNormCoefficients | None, cfg: Any,
-                   side: str) -> None:  # fmt: skip
+def _apply_variant(layer: nn.Module, cfg: Any, side: str) -> None:
     """What both layer kinds do once fairseq has built them: swap the norms, set alpha, re-initialise for DeepNorm,
     let a scheme add its parameters and init."""
+    variant = NormVariant.of(cfg)
     variant.swap_norms(layer)
-    layer.residual_alpha = deepnorm.alpha if deepnorm is not None else 1.0
-    if deepnorm is not None:
-        deepnorm_init_(layer, deepnorm.beta)
+    layer.residual_alpha = 1.0
+    if variant.deepnorm:
+        layer.residual_alpha, beta = deepnorm_coefficients(side, cfg.encoder.layers, cfg.decoder.layers)
+        deepnorm_init_(layer, beta)
     layer.scheme = make_scheme(cfg)
     if layer.scheme is not None:
         layer.scheme.build_layer(layer, cfg, side)
@@ -103,9 +104,7 @@ def _qk_attention(layer: nn.Module, embed_dim: int, cfg: Any, heads: int, **kwar
 class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
     def __init__(self, cfg: Any, return_fc: bool = False) -> None:
         super().__init__(cfg, return_fc=return_fc)
-        self.variant = NormVariant.of(cfg)
-        deepnorm = encoder_coefficients(cfg.encoder.layers, cfg.decoder.layers) if self.variant.deepnorm else None
-        _apply_variant(self, self.variant, deepnorm, cfg, "encoder")
+        _apply_variant(self, cfg, "encoder")
 
     def build_self_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
         if not NormVariant.of(cfg).qk_norm:
@@ -117,9 +116,7 @@ class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
 class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
     def __init__(self, cfg: Any, no_encoder_attn: bool = False, add_bias_kv: bool = False, add_zero_attn: bool = False):
         super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
-        self.variant = NormVariant.of(cfg)
-        deepnorm = decoder_coefficients(cfg.encoder.layers, cfg.decoder.layers) if self.variant.deepnorm else None
-        _apply_variant(self, self.variant, deepnorm, cfg, "decoder")
+        _apply_variant(self, cfg, "decoder")
 
     def build_self_attention(self, embed_dim: int, cfg: Any, add_bias_kv: bool = False, add_zero_attn: bool = False):
         if not NormVariant.of(cfg).qk_norm:

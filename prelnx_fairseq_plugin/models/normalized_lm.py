@@ -1,9 +1,8 @@
 """`--arch prelnx_transformer_lm`: fairseq's decoder-only `transformer_lm` with the plugin's norms and placements.
 
 For `--task language_modeling`: fairseq's `TransformerLanguageModel` (same dataclass and defaults) whose decoder is
-the plugin's `NormalizedTransformerDecoder` without cross-attention. Besides transformer_lm's options it takes
---norm-type, --dyt-init-alpha, --qk-norm, --layout-scheme (the placements whose row of prelnx/layouts.py has the
-language-model task), --layout-file and --mixln-alpha, as `normalized_transformer`; e.g. Peri-LN:
+the plugin's `NormalizedTransformerDecoder` without cross-attention; its options are `NormalizedLMConfig`'s (the
+placements: those whose row of prelnx/layouts.py has the language-model task), e.g. Peri-LN:
 `--arch prelnx_transformer_lm --decoder-normalize-before --layout-scheme peri`. With every option at its default
 the model is fairseq's `transformer_lm`, weight for weight for the same seed. fairseq's other LM presets go through
 `base_lm_architecture`, which forces decoder_normalize_before, so no Post-LN-based placement could be built on them.

@@ -1,22 +1,12 @@
 """`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm, QK-Norm, or a layout scheme.
 
-The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse) `TransformerModel` and adds:
-
-  --norm-type {layernorm,rmsnorm,dyt}   the module in place of every LayerNorm (layers, final norms, embedding norm)
-  --dyt-init-alpha A                    DyT's initial alpha (0.5, the DyT paper's default)
-  --deepnorm                            Post-LN with residual alpha * x + f(x) and DeepNet's beta-scaled init
-  --qk-norm                             queries and keys normalised per head (with --norm-type's module)
-  --layout-scheme NAME                  a warm-up-free scheme or a norm placement (`schemes.SCHEMES`)
-  --layout-file /abs/PATH.py:CLASS      a user's own scheme (docs/your_layout.md), in place of --layout-scheme
-  --admin-init {profile,closed_form}    Admin's w: a profiling pass at initialisation, or admin-torch's formula
-  --mixln-alpha A                       Mix-LN: the share of Post-LN layers at the bottom of each stack (0.25)
-  --rezero-ffn-init {xavier,torch}      ReZero's FFN init
-
-Where the norms sit is fairseq's --encoder/--decoder-normalize-before. DeepNorm refuses Pre-LN and DyT (its alpha
-up-weights a residual stream that only a statistical norm brings back to scale). What a scheme is built on and the
-options it is defined with are its row of prelnx/layouts.py, checked by prelnx's config. Each of fairseq's presets
-exists as prelnx_<preset>; with every option at its default the model is fairseq's transformer, module for module.
-The formulas are in the docstrings of the modules of this folder; the decoder-only model is `normalized_lm`.
+The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse) `TransformerModel`; its options
+are `add_args`' below. Where the norms sit is fairseq's --encoder/--decoder-normalize-before. DeepNorm refuses
+Pre-LN and DyT (its alpha up-weights a residual stream that only a statistical norm brings back to scale). What a
+scheme is built on and the options it is defined with are its row of prelnx/layouts.py, checked by prelnx's config.
+Each of fairseq's presets exists as prelnx_<preset>; with every option at its default the model is fairseq's
+transformer, module for module. The formulas are in the docstrings of the modules of this folder; the decoder-only
+model is `normalized_lm`.
 """
 
 from __future__ import annotations
@@ -58,7 +48,6 @@ def _wrap_layer(layer: nn.Module, cfg: Any) -> nn.Module:
 class NormalizedTransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg: Any, dictionary: Any, embed_tokens: nn.Embedding, return_fc: bool = False) -> None:
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        NormVariant.of(cfg).swap_norms(self)  # layer_norm (Pre-LN), layernorm_embedding
         build_stack(self, cfg, "encoder")
 
     def build_encoder_layer(self, cfg: Any) -> nn.Module:
@@ -68,7 +57,6 @@ class NormalizedTransformerEncoder(TransformerEncoderBase):
 class NormalizedTransformerDecoder(TransformerDecoderBase):
     def __init__(self, cfg: Any, dictionary: Any, embed_tokens: nn.Embedding, no_encoder_attn: bool = False) -> None:
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
-        NormVariant.of(cfg).swap_norms(self)  # layer_norm (Pre-LN), layernorm_embedding
         build_stack(self, cfg, "decoder")
 
     def build_decoder_layer(self, cfg: Any, no_encoder_attn: bool = False) -> nn.Module:
@@ -76,7 +64,8 @@ class NormalizedTransformerDecoder(TransformerDecoderBase):
 
 
 def build_stack(stack: nn.Module, cfg: Any, side: str) -> None:
-    """The scheme's final norm and its changes that depend on a layer's place in the stack, once fairseq has built it."""
+    """Once fairseq has built the stack: its norms swapped, the scheme's final norm and its changes by layer place."""
+    NormVariant.of(cfg).swap_norms(stack)  # layer_norm (Pre-LN), layernorm_embedding
     scheme = make_scheme(cfg)
     if scheme is not None:
         stack.layer_norm = scheme.final_norm(stack, cfg, side, stack.layer_norm)

@@ -26,25 +26,17 @@ from .norms import make_norm
 from .schemes import LayoutScheme, register, stack_norm_type, sublayer_count
 
 
-def add_output_norms(layer: nn.Module, cfg: Any) -> None:
-    """One --norm-type norm per residual sublayer on F's output (`output_norms`), and fairseq's residual dropout
-    moved after it (`branch_dropout`; `dropout_module` becomes the identity)."""
-    layer.output_norms = nn.ModuleList(make_norm(stack_norm_type(cfg), layer.embed_dim) for _ in range(sublayer_count(layer)))
-    layer.branch_dropout = layer.dropout_module
-    layer.dropout_module = nn.Identity()
-
-
-def normed_branch(layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-    """residual + Dropout(Norm_out(F)): x is F's output (its dropout moved here by `add_output_norms`)."""
-    return residual + layer.branch_dropout(layer.output_norms[index](x))
-
-
 @register
 class PeriLN(LayoutScheme):
     name = "peri"
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
-        add_output_norms(layer, cfg)
+        """One --norm-type norm per residual sublayer on F's output (`output_norms`), and fairseq's residual dropout
+        moved after it (`branch_dropout`; `dropout_module` becomes the identity)."""
+        layer.output_norms = nn.ModuleList(make_norm(stack_norm_type(cfg), layer.embed_dim)
+                                           for _ in range(sublayer_count(layer)))  # fmt: skip
+        layer.branch_dropout = layer.dropout_module
+        layer.dropout_module = nn.Identity()
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return normed_branch(layer, index, x, residual)
+        return residual + layer.branch_dropout(layer.output_norms[index](x))  # x: F's output, its dropout moved here

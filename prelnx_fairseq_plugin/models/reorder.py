@@ -8,7 +8,7 @@ Reference read: Hugging Face transformers, src/transformers/models/olmo2/modular
 post_feedforward_layernorm on the sublayers' outputs, before the adds) and `Olmo2Model`'s final norm. OLMo 2's
 QK-norm is the separate --qk-norm here, so the two changes can be measured apart.
 Here: fairseq's Pre-LN layer whose input norms become the identity, plus Peri-LN's output norms and moved dropout
-(`peri.add_output_norms`). Deviations, outside the placement: --norm-type's norm (OLMo 2's is RMSNorm); --qk-norm
+(a `PeriLN` subclass). Deviations, outside the placement: --norm-type's norm (OLMo 2's is RMSNorm); --qk-norm
 per head (OLMo 2's over all heads); fairseq's attention, ReLU FFN, positions and init.
 """
 
@@ -16,22 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import nn
 
-from .peri import add_output_norms, normed_branch
-from .schemes import INPUT_NORMS, LayoutScheme, register
+from .peri import PeriLN
+from .schemes import INPUT_NORMS, register
 
 
 @register
-class Reorder(LayoutScheme):
+class Reorder(PeriLN):
     name = "reorder"
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         for name in INPUT_NORMS:  # by name: a --qk-norm attention's own head norms stay
             if getattr(layer, name, None) is not None:
                 setattr(layer, name, nn.Identity())
-        add_output_norms(layer, cfg)
-
-    def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return normed_branch(layer, index, x, residual)
+        super().build_layer(layer, cfg, side)

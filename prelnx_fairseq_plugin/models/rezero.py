@@ -30,16 +30,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .schemes import LayoutScheme, drop_layer_norms, register
+from .schemes import LayoutScheme, drop_layer_norms, register, xavier_ffn_
 
 REZERO_FFN_INITS = ("xavier", "torch")  # Transformer-Clinic's `Linear` (the default), majumderb/rezero's nn.Linear
-
-
-def xavier_ffn_(layer: nn.Module) -> None:
-    """Transformer-Clinic's `Linear` for fc1 and fc2: xavier_uniform_ weight, zero bias."""
-    for linear in (layer.fc1, layer.fc2):
-        nn.init.xavier_uniform_(linear.weight)
-        nn.init.zeros_(linear.bias)
 
 
 @register

@@ -2,24 +2,10 @@
 
 A shipped scheme is one published recipe in its own module, with its formula and sources; it registers itself here
 when imported, against its row of prelnx/layouts.py (a scheme without a row is refused; the row's flags become the
-class's). A user's scheme is a `LayoutScheme` subclass in a file of theirs (docs/your_layout.md,
-examples/gated_preln.py); its class attributes are its row. A scheme acts at fairseq's own seams (the defaults
-leave fairseq's layer as it is):
-
-  build_layer(layer, cfg, side)   once fairseq has built an encoder or decoder layer: add parameters (a layer's
-                                  norms: `self.make_norm(dim)`), drop the LayerNorms, rescale the initial weights
-  residual(layer, i, x, residual) fairseq's `residual_connection(x, residual)` of sublayer i of the layer
-                                  (encoder: 0 self-attention, 1 FFN; decoder: 0 self-attention, 1 cross-attention,
-                                  2 FFN); x is the sublayer's output after dropout, residual its input;
-                                  `layer.layer_input` is the layer's own input
-  final_norm(stack, cfg, side, norm)  the stack's final norm: fairseq's (a module under Pre-LN, None under
-                                  Post-LN) or what replaces it (None: no final norm)
-  build_stack(stack, cfg, side)   once the stack and its layers are built: what depends on a layer's place
-  build_model(model, args)        once the whole model is built (embeddings, a profiling forward pass)
-
-A scheme is built on Post-LN (`pre_ln` false) or on fairseq's Pre-LN (--encoder/--decoder-normalize-before);
-prelnx's config checks the row's flags once (prelnx/config/schema.py's layout_problems), and the plugin builds what
-it is given.
+class's). A user's scheme is a `LayoutScheme` subclass in a file of theirs, whose class attributes are its row. A
+scheme acts at fairseq's own seams, the hooks below (their table: docs/your_layout.md); the defaults leave fairseq's
+layer as it is. It is built on Post-LN (`pre_ln` false) or on fairseq's Pre-LN; prelnx's config checks the row's
+flags once (prelnx/config/schema.py's layout_problems), and the plugin builds what it is given.
 """
 
 from __future__ import annotations
@@ -74,6 +60,8 @@ class LayoutScheme:
         final_norm."""
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        """fairseq's residual_connection of sublayer `index` (encoder: 0 self-attention, 1 FFN; decoder: 0, 1 cross-
+        attention, 2 FFN): x its output after dropout, residual its input, `layer.layer_input` the layer's input."""
         return residual + x
 
     def build_model(self, model: nn.Module, args: Any) -> None:
@@ -121,6 +109,14 @@ def sublayer_count(layer: nn.Module) -> int:
 def stack_layers(cfg: Any, side: str) -> int:
     """N, the number of layers of the encoder or decoder the layer belongs to."""
     return int(cfg.encoder.layers if side == "encoder" else cfg.decoder.layers)
+
+
+def xavier_ffn_(layer: nn.Module) -> None:
+    """fc1 and fc2 re-drawn as Transformer-Clinic's and T-Fixup's fairseq `Linear` helper draws them:
+    xavier_uniform_ weight, zero bias (fairseq 0.12 keeps torch's Kaiming-uniform default)."""
+    for linear in (layer.fc1, layer.fc2):
+        nn.init.xavier_uniform_(linear.weight)
+        nn.init.zeros_(linear.bias)
 
 
 def drop_layer_norms(layer: nn.Module) -> None:

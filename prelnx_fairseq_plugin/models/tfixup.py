@@ -29,15 +29,10 @@ from typing import Any
 
 from torch import nn
 
-from .schemes import LayoutScheme, drop_layer_norms, register, stack_layers
+from .schemes import LayoutScheme, drop_layer_norms, register, stack_layers, xavier_ffn_
 
 ENCODER_GAIN = 0.67  # x N^(-1/4)
 DECODER_DEPTH_FACTOR = 9  # (9M)^(-1/4)
-
-
-def layer_scale(side: str, layers: int) -> float:
-    """The factor on a layer's fc1, fc2, out_proj and v_proj weights."""
-    return ENCODER_GAIN * layers ** -0.25 if side == "encoder" else (DECODER_DEPTH_FACTOR * layers) ** -0.25
 
 
 def embedding_scale(layers: int) -> float:
@@ -50,11 +45,11 @@ class TFixup(LayoutScheme):
     name = "tfixup"
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
+        layers = stack_layers(cfg, side)
         drop_layer_norms(layer)
-        scale = layer_scale(side, stack_layers(cfg, side))
+        scale = ENCODER_GAIN * layers ** -0.25 if side == "encoder" else (DECODER_DEPTH_FACTOR * layers) ** -0.25
+        xavier_ffn_(layer)
         for linear in (layer.fc1, layer.fc2):
-            nn.init.xavier_uniform_(linear.weight)
-            nn.init.zeros_(linear.bias)
             linear.weight.data.mul_(scale)
         for name in ("self_attn", "encoder_attn"):
             attention = getattr(layer, name, None)

@@ -34,10 +34,13 @@ def second_moment_gradient(state: dict, grad: torch.Tensor) -> None:
     state["exp_avg_sq"] = grad.detach().float().pow(2) if grad.dtype in (torch.float16, torch.bfloat16) else grad.detach().pow(2)
 
 
-def betas_of(betas: Any) -> tuple[float, float]:
+def adam_options(cfg: Any) -> dict[str, Any]:
+    """--lr, --adam-betas (a tuple, or fairseq's string of one), --adam-eps and --weight-decay as torch's keywords."""
+    betas = cfg.adam_betas
     if isinstance(betas, str):
         betas = tuple(float(b) for b in betas.strip("()[] ").split(","))
-    return (float(betas[0]), float(betas[1]))
+    return {"lr": cfg.lr[0] if isinstance(cfg.lr, Collection) else cfg.lr, "betas": (float(betas[0]), float(betas[1])),
+            "eps": cfg.adam_eps, "weight_decay": cfg.weight_decay}  # fmt: skip
 
 
 @dataclass
@@ -111,11 +114,5 @@ class FairseqAdamMoments(FairseqOptimizer):
 
     @property
     def optimizer_config(self):
-        return {
-            "lr": self.cfg.lr[0] if isinstance(self.cfg.lr, Collection) else self.cfg.lr,
-            "betas": betas_of(self.cfg.adam_betas),
-            "eps": self.cfg.adam_eps,
-            "weight_decay": self.cfg.weight_decay,
-            "second_moment_init": str(self.cfg.second_moment_init),
-            "bias_correction": not self.cfg.no_bias_correction,
-        }
+        return {**adam_options(self.cfg), "second_moment_init": str(self.cfg.second_moment_init),
+                "bias_correction": not self.cfg.no_bias_correction}  # fmt: skip

@@ -15,7 +15,6 @@ rho_inf = 2 / (1 - beta2) - 1), where the rectification is undefined:
 without warm-up (Admin's recipe: lr 3e-4 from update 1), not under a 6000-update warm-up.
 """
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, List
 
@@ -25,7 +24,7 @@ from omegaconf import II
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.optim import FairseqOptimizer, register_optimizer
 
-from .adam_moments import SECOND_MOMENT_INITS, betas_of, second_moment_gradient
+from .adam_moments import SECOND_MOMENT_INITS, adam_options, second_moment_gradient
 
 RADAM_FIRST_STEPS = ChoiceEnum(["momentum", "decay_only"])  # torch's / T-Fixup's, Transformer-Clinic's (docstring)
 RECTIFIED_ABOVE = 5.0  # rho_t above which RAdam's adaptive, rectified step is taken (torch's test)
@@ -59,12 +58,7 @@ class RAdam(FairseqOptimizer):
 
     @property
     def optimizer_config(self):
-        return {
-            "lr": self.cfg.lr[0] if isinstance(self.cfg.lr, Collection) else self.cfg.lr,
-            "betas": betas_of(self.cfg.adam_betas),
-            "eps": self.cfg.adam_eps,
-            "weight_decay": self.cfg.weight_decay,
-        }
+        return adam_options(self.cfg)
 
     @property
     def supports_flat_params(self):

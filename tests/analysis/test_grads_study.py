@@ -12,8 +12,9 @@ import yaml
 import prelnx.analysis.grads as grads_package
 from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy
 from prelnx.analysis.grads.summary import paper_figure3, per_layer_stats, report_lines, summarize
-from prelnx.analysis.grads.workers import memory_per_worker, preset_dims
-from prelnx.commands.parsing import parse_depths, parse_layouts, parse_seeds
+from prelnx.analysis.grads.run import memory_per_worker, preset_dims
+from prelnx.commands.grads import parse_depths, parse_layouts
+from prelnx.commands.options import parse_seeds
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 

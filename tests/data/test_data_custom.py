@@ -180,7 +180,7 @@ def test_option_mistakes(corpus, tmp_path):
 
 def test_custom_options_make_a_corpus_only_when_given(tmp_path):
     from prelnx.data.custom import corpus_from_options
-    from prelnx.data.errors import DataError
+    from prelnx.data.textio import DataError
 
     none = {"train": (None, None), "valid": (None, None), "test": (None, None)}
     assert corpus_from_options(none, dataset="iwslt14") is None

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from prelnx.data import iwslt14
-from prelnx.data.errors import DataError
-from prelnx.data.fetch import Download, fetch
-from prelnx.data.sources import locate
+from prelnx.data.sources import Download, fetch, locate
+from prelnx.data.textio import DataError
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 

@@ -29,7 +29,7 @@ def test_every_row_speaks_the_schemas_vocabulary():
 
 
 def test_a_new_row_is_read_by_the_checks_the_plan_and_the_plots(monkeypatch):
-    from prelnx.plan.layout import normalize_before_argv, variant_argv
+    from prelnx.plan.common import normalize_before_argv, variant_argv
     from prelnx.plots.gradients import colour
 
     monkeypatch.setitem(LAYOUTS, "toy", Layout("toy", "Toy-LN", PLACEMENT, TRANSLATION, ("rmsnorm",), False, True, "black"))

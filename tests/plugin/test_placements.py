@@ -1,7 +1,7 @@
 """The norm placements of issue 32 (Peri-LN, OLMo 2's reordered norm, Mix-LN, ResiDual, LayerNorm Scaling), each
 checked at initialisation on its defining property, on models built as `prelnx train` builds them (the config's
 fairseq argv, the plugin, `task.build_model`) and on the decoder-only `prelnx_transformer_lm` built from the same
-plan functions (plan/layout.py); the sublayers are recomputed by hand from raw tensors (tests/plugin/recompute.py),
+plan functions (plan/common.py); the sublayers are recomputed by hand from raw tensors (tests/plugin/recompute.py),
 so a norm in the wrong place, a missing one or a wrong scale fails. Every layout's stacks in eval and training mode,
 decoders with cross-attention included: test_recompute.py. Their trainings, a resume and the gradient study's hidden-state
 RMS: test_placements_training.py.
@@ -20,7 +20,8 @@ from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig, check_values
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
 from prelnx.layouts import LAYOUTS
-from prelnx.plan.layout import LM_PLUGIN_ARCH, normalize_before_argv, variant_argv
+from prelnx.plan.common import normalize_before_argv, variant_argv
+from prelnx.plan.language_model import LM_PLUGIN_ARCH
 from tests.plugin import recompute
 
 PLACEMENTS = ("peri", "reorder", "mixln", "residual", "lnscale")
@@ -33,7 +34,7 @@ def build(tiny_config_file, **model):
 
 
 def build_lm(tmp_path, *, seed=1, arch=LM_PLUGIN_ARCH, plain=False, **model):
-    """A decoder-only model as fairseq-train builds it from the argv plan/layout.py gives for these model keys."""
+    """A decoder-only model as fairseq-train builds it from the argv plan/common.py gives for these model keys."""
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 

@@ -18,7 +18,8 @@ import yaml
 from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
-from prelnx.plan.layout import LM_PLUGIN_ARCH, normalize_before_argv, variant_argv
+from prelnx.plan.common import normalize_before_argv, variant_argv
+from prelnx.plan.language_model import LM_PLUGIN_ARCH
 from tests.conftest import TINY
 from tests.plugin import recompute
 from tests.plugin.recompute import ACTIVATION_DROPOUT, DIM, DROPOUT, FFN, HEADS
@@ -41,7 +42,7 @@ def translation_model(folder, layout: str):
 
 
 def language_model(folder, layout: str, seed: int = 1, **model):
-    """The decoder-only model as fairseq-train builds it from the argv plan/layout.py gives for these model keys."""
+    """The decoder-only model as fairseq-train builds it from the argv plan/common.py gives for these model keys."""
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 

@@ -15,7 +15,7 @@ from prelnx.analysis.grads.summary import csv_text
 from prelnx.paper import methods_data, paper_data
 from prelnx.report.arms import load_arms
 from prelnx.report.claims import preln_converges_faster, preln_without_warmup_matches
-from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
+from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.report.outcome import Case, ClaimOutcome
 from prelnx.report.placements import check_placements
 from prelnx.report.render import claims_table, verdict_text

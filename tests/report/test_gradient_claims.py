@@ -11,7 +11,7 @@ import yaml
 from prelnx.analysis.grads.study import model_code
 from prelnx.analysis.grads.summary import csv_text
 from prelnx.config.load import load_config
-from prelnx.report.gradient_claims import GRADIENT_CHECKS, load_gradient_summary
+from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.paper import paper_data
 from prelnx.report.render import claims_table
 from prelnx.report.stats import Verdict

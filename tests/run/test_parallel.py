@@ -54,7 +54,7 @@ def test_a_sweeps_gpu_slice_and_the_effective_batch_set_the_default_workers():
 
 
 def test_a_sweep_whose_batch_cannot_be_kept_stops_before_anything_is_created(tiny_config_file):
-    from prelnx.sweep.preflight import check_points
+    from prelnx.sweep.execute import check_points
     from prelnx.sweep.spec import expand, resolve_spec
 
     points = expand(resolve_spec(tiny_config_file(), ["optimizer.lr=0.001,0.002"],
@@ -84,7 +84,7 @@ def test_slurm_tasks_are_the_workers_when_a_task_of_prelnx_train_executor_slurm_
 
 
 def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
-    from prelnx.launch import slurm_queue as slurm
+    from prelnx.launch import slurm_task as slurm
     from prelnx.launch import slurm_task as slurm_train
 
     config, _ = load_config(tiny_config_file(train={"nodes": 3, "processes": 2, "threads": None}))
@@ -162,7 +162,7 @@ def test_the_other_ranks_start_nothing_when_rank_0_ends_without_starting(tiny_co
 
 
 def test_a_sweep_point_across_several_nodes_is_refused_before_anything_is_created(tiny_config_file):
-    from prelnx.sweep.preflight import check_points
+    from prelnx.sweep.execute import check_points
     from prelnx.sweep.spec import expand, resolve_spec
 
     points = expand(resolve_spec(tiny_config_file(), ["optimizer.lr=0.001,0.002"], ["train.nodes=2"], None))

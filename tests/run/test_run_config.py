@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from prelnx.config.load import load_config
 from prelnx.records.grain import Grain, of_run_dir
-from prelnx.records.identity import saved_differences
-from prelnx.records.run_config import RunConfigError, read_run_config, write_run_config
+from prelnx.records.run_config import RunConfigError, read_run_config, saved_differences, write_run_config
 from tests.bert.conftest import TINY_MLM
 from tests.helpers import config_writer
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from prelnx.config.schema import Config, EvalConfig, TrainConfig
 from prelnx.records.status import write_status
+from prelnx.sweep.execute import summarize
 from prelnx.sweep.progress import SweepProgress
-from prelnx.sweep.summary import summarize
 
 
 # progress.py ------------------------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ def test_a_pinned_child_stays_on_its_slot_of_cores():
 
     import pytest
 
-    from prelnx.launch.children import core_slots, pin
+    from prelnx.launch.local import core_slots, pin
 
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:

@@ -37,10 +37,10 @@ def test_a_misspelt_key_is_named_with_a_suggestion(tiny_config_file):
 
 
 def test_trainings_and_sweeps_never_land_in_each_others_folders(tmp_path, monkeypatch):
-    """The naming rule (plan/rundirs.py): `prelnx train` -> runs/train/<run name>, `prelnx sweep` -> runs/<sweep>,
+    """The naming rule (plan/launch.py): `prelnx train` -> runs/train/<run name>, `prelnx sweep` -> runs/<sweep>,
     a --grid sweep flattened so that it is never inside another sweep's folder."""
     from prelnx.config.load import load_config
-    from prelnx.plan.rundirs import default_run_dir, sweep_dir
+    from prelnx.plan.launch import default_run_dir, sweep_dir
     from prelnx.sweep.execute import plan_sweep
 
     monkeypatch.chdir(tmp_path)

@@ -35,8 +35,7 @@ class Worker:
         if key not in self.cfgs:
             from fairseq import tasks
 
-            with warnings.catch_warnings():  # fairseq's own use of hydra's deprecated API warns at every call
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):  # fairseq's use of hydra's deprecated API warns each call
                 cfg = training_cfg(model_variant(self.config, layout, depth, seed))
             if self.task is None:  # the task (data, dictionaries) does not depend on layout, depth or seed
                 self.task = tasks.setup_task(cfg.task)
@@ -47,8 +46,7 @@ class Worker:
     def fresh_model(self, spec: ModelSpec) -> Any:
         """What `build_task_and_model` returns for this variant: seeded with the seed, then `task.build_model`."""
         cfg = self.fairseq_cfg(spec.layout, spec.depth, spec.seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             return build_model(self.task, cfg, seed=spec.seed)
 
     def checkpoint_model(self, spec: ModelSpec) -> Any:
@@ -77,8 +75,7 @@ class Worker:
                 epoch=1,
                 disable_iterator_cache=True,  # the cached iterator would ignore the seed
             )
-            with warnings.catch_warnings():  # torch warns that pin_memory does nothing without a GPU
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):  # torch warns that pin_memory does nothing without a GPU
                 batches = iterator.next_epoch_itr(shuffle=True)
                 samples = [sample for _, sample in zip(range(self.batches), batches)]
             if len(samples) < self.batches:
@@ -108,8 +105,7 @@ class Worker:
             torch.manual_seed(spec.seed * 1000 + index)  # the same dropout draws for every model of the seed
             model.zero_grad(set_to_none=True)
             before = time.perf_counter()
-            with warnings.catch_warnings():  # torch's deprecation warning about fairseq's attention masks
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):  # torch deprecates fairseq's attention masks
                 loss, sample_size, _ = self.criterion(model, sample)
                 loss.backward()
             fwdbwd += time.perf_counter() - before
@@ -125,27 +121,28 @@ class Worker:
         return ModelResult(spec, norms, tokens, built - start, loaded - built, fwdbwd, hidden_rms=hidden)
 
 
+def _layers(model: Any) -> list[tuple[str, int, Any]]:
+    """(side, layer number from 1, layer) of every encoder and decoder layer."""
+    stacks = (("encoder", model.encoder.layers), ("decoder", model.decoder.layers))
+    return [(side, index, layer) for side, stack in stacks for index, layer in enumerate(stack, start=1)]
+
+
 def output_rms_hooks(model: Any, sums: dict[tuple[str, int], float]) -> list[Any]:
     """Forward hooks adding the RMS of each encoder and decoder layer's output to sums[(side, layer from 1)]."""
     handles = []
-    for side, stack in (("encoder", model.encoder.layers), ("decoder", model.decoder.layers)):
-        for index, layer in enumerate(stack, start=1):
-            def hook(module: Any, inputs: Any, output: Any, key: tuple[str, int] = (side, index)) -> None:
-                x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
-                sums[key] = sums.get(key, 0.0) + float(x.detach().float().pow(2).mean().sqrt())
+    for side, index, layer in _layers(model):
+        def hook(module: Any, inputs: Any, output: Any, key: tuple[str, int] = (side, index)) -> None:
+            x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
+            sums[key] = sums.get(key, 0.0) + float(x.detach().float().pow(2).mean().sqrt())
 
-            handles.append(layer.register_forward_hook(hook))
+        handles.append(layer.register_forward_hook(hook))
     return handles
 
 
 def ffn_weights(model: Any) -> dict[tuple[str, int, str], Any]:
     """(side, layer from 1, W1|W2) -> the FFN weight parameter of every encoder and decoder layer."""
-    found = {}
-    for side, stack in (("encoder", model.encoder.layers), ("decoder", model.decoder.layers)):
-        for index, layer in enumerate(stack, start=1):
-            for name, module in WEIGHTS.items():
-                found[(side, index, name)] = getattr(layer, module).weight
-    return found
+    return {(side, index, name): getattr(layer, module).weight for side, index, layer in _layers(model)
+            for name, module in WEIGHTS.items()}  # fmt: skip
 
 
 def load_checkpoint_model(path: Path, task: Any) -> tuple[Any, str, int]:

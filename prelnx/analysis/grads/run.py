@@ -1,19 +1,140 @@
-"""The whole gradient study: check it, plan the models, measure them in the pool, write the CSVs and the summary."""
+"""The whole gradient study: check it, plan the models, measure them in a pool of workers (how many processes, how
+many threads each), write the CSVs and the summary."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import time
 from pathlib import Path
 from typing import Callable
 
 from prelnx.analysis.grads.measure import Worker, load_checkpoint_model
-from prelnx.analysis.grads.study import GradStudy, StudyOutcome, check_study, model_code, plan_models
+from prelnx.analysis.grads.study import (GradStudy, ModelResult, ModelSpec, StudyOutcome, check_study, model_code,
+                                        plan_models)  # fmt: skip
 from prelnx.analysis.grads.summary import HIDDEN_COLUMNS, csv_text, hidden_rows, hidden_summary, result_rows, summarize, timing_summary
-from prelnx.analysis.grads.workers import plan_workers, quiet_fairseq_logging, run_models
 from prelnx.atomic import write_text_atomic
+from prelnx.config.schema import Config
+from prelnx.eta import Eta
 from prelnx.launch.inprocess import load_plugin
 from prelnx.launch.prepare import ensure_data
+from prelnx.machine import usable_cores
+from prelnx.quiet import quiet_fairseq_logging
+
+# (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.
+FALLBACK_DIMS = (1024, 4096)
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel says are available (MemAvailable), or None where /proc/meminfo is not there."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def preset_dims(arch: str) -> tuple[int, int]:
+    """(embed dim, FFN dim) of a fairseq preset, from its registered architecture function (fairseq imported here)."""
+    from argparse import Namespace
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    if arch not in ARCH_CONFIG_REGISTRY:
+        return FALLBACK_DIMS
+    args = Namespace()
+    try:
+        ARCH_CONFIG_REGISTRY[arch](args)  # sets every dimension the preset has a default for
+    except Exception:  # noqa: BLE001 - an arch function that needs more than an empty namespace: the fallback
+        return FALLBACK_DIMS
+    embed, ffn = getattr(args, "encoder_embed_dim", None), getattr(args, "encoder_ffn_embed_dim", None)
+    return (embed, ffn) if isinstance(embed, int) and isinstance(ffn, int) else FALLBACK_DIMS
+
+
+def memory_per_worker(config: Config, depth: int, tokens: int) -> float:
+    """Peak bytes of one worker measuring one model: the process, plus the activations kept for backward
+    (calibrated on the Figure-3 model: 14-14 layers, d 512, FFN 1024, 4096 tokens peaked at 5.3 GB resident)."""
+    d, ffn = config.model.embed_dim, config.model.ffn_dim
+    if d is None or ffn is None:
+        preset_d, preset_ffn = preset_dims(config.model.arch)
+        d, ffn = d or preset_d, ffn or preset_ffn
+    return 0.8e9 + 80.0 * tokens * d * 2 * depth * (1 + ffn / d) / 3
+
+
+def plan_workers(study: GradStudy, specs: list[ModelSpec]) -> tuple[int, int]:
+    """(worker processes, torch threads each).
+
+    One single-threaded process per core rather than every core on one model: the models are independent, so side by
+    side they keep every core busy through what torch does not parallelise (building a model, small ops), and each
+    process has its own RNG (threads would share the global one that fairseq seeds and dropout draws from). Fewer
+    workers when the available memory would not hold that many of the largest model's activations.
+    """
+    cores = usable_cores()
+    workers = study.workers or max(1, min(cores, len(specs)))
+    if study.workers is None:
+        memory = available_memory()
+        if memory is not None:
+            largest = memory_per_worker(study.config, max(spec.depth for spec in specs), study.tokens_per_batch())
+            workers = max(1, min(workers, int(0.8 * memory // largest)))
+    threads = study.threads or max(1, cores // workers)
+    return workers, threads
+
+
+_WORKER: Worker | None = None
+
+
+def _start_worker(config: Config, batches: int, max_tokens: int, threads: int) -> None:
+    import torch
+
+    global _WORKER
+    torch.set_num_threads(threads)
+    load_plugin()  # a no-op in a forked worker; a spawned one imports fairseq here
+    quiet_fairseq_logging()
+    _WORKER = Worker(config, batches, max_tokens)
+
+
+def _measure_in_worker(spec: ModelSpec) -> ModelResult:
+    assert _WORKER is not None
+    return _WORKER.measure(spec)
+
+
+def run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: int, echo: Callable[[str], None]) -> list[ModelResult]:
+    """Measure every model, in this process (one worker) or in a pool; echo a progress line per model."""
+    max_tokens = study.tokens_per_batch()
+    start = time.perf_counter()
+    results: list[ModelResult] = []
+
+    eta = Eta(sum(spec.depth for spec in specs))  # a model's cost grows with its layers
+
+    def report(result: ModelResult) -> None:
+        results.append(result)
+        eta.add(result.spec.depth)
+        last = result.norms[("decoder", result.spec.depth, "W2")]
+        echo(f"[{len(results)}/{len(specs)}] {result.spec.label()}: last-layer W2 grad {last:.3f} "
+             f"(fwd+bwd {result.fwdbwd_s:.1f} s, build {result.build_s:.1f} s; {time.perf_counter() - start:.0f} s elapsed"
+             + (f", {eta.text()})" if len(results) < len(specs) else ")"))  # fmt: skip
+
+    if workers == 1:
+        import torch
+
+        previous = torch.get_num_threads()
+        try:
+            _start_worker(study.config, study.batches, max_tokens, threads)
+            for spec in specs:
+                report(_measure_in_worker(spec))
+        finally:
+            torch.set_num_threads(previous)
+        return results
+    # fork: the workers inherit the imported fairseq and the registered plugin (no import per worker). Safe with one
+    # thread per worker even if this process already used OpenMP; with more threads, spawn is the safe choice.
+    method = "fork" if threads == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    with context.Pool(workers, _start_worker, (study.config, study.batches, max_tokens, threads), maxtasksperchild=None) as pool:
+        for result in pool.imap_unordered(_measure_in_worker, specs, chunksize=1):
+            report(result)
+    return results
 
 
 def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = print, plots: bool = True) -> StudyOutcome:

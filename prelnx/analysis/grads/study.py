@@ -73,30 +73,14 @@ class GradStudy:
     threads: int | None = None  # torch threads per worker; None: cores // workers
 
     @classmethod
-    def from_options(
-        cls,
-        config: Config,
-        *,
-        layouts: tuple[str, ...] | None = None,
-        depths: tuple[int, ...] | None = None,
-        seeds: tuple[int, ...] | None = None,
-        batches: int | None = None,
-        max_tokens: int | None = None,
-        checkpoint: Path | None = None,
-        workers: int | None = None,
-        threads: int | None = None,
-        quick: bool = False,
-    ) -> GradStudy:
-        """The study of `prelnx grads`' options: None takes the default, or with `quick` the QUICK preset's value."""
-        defaults: dict[str, Any] = {"layouts": cls.layouts, "depths": cls.depths, "seeds": cls.seeds,
-                                    "batches": cls.batches, "max_tokens": cls.max_tokens}  # fmt: skip
-        if quick:
-            defaults.update(depths=QUICK["depths"], seeds=tuple(range(1, QUICK["seeds"] + 1)), batches=QUICK["batches"],
-                            max_tokens=QUICK["max_tokens"])  # fmt: skip
-        given = {"layouts": layouts, "depths": depths, "seeds": seeds, "batches": batches, "max_tokens": max_tokens}
-        chosen = {key: defaults[key] if value is None else value for key, value in given.items()}
-        chosen["layouts"] = tuple(absolute_spec(name) for name in chosen["layouts"])  # a user's file, from anywhere
-        return cls(config, **chosen, checkpoint=checkpoint, workers=workers, threads=threads)
+    def from_options(cls, config: Config, *, quick: bool = False, **given: Any) -> GradStudy:
+        """The study of `prelnx grads`' options (the fields'): None takes the default, or with `quick` the QUICK
+        preset's value."""
+        preset = {"depths": QUICK["depths"], "seeds": tuple(range(1, QUICK["seeds"] + 1)), "batches": QUICK["batches"],
+                  "max_tokens": QUICK["max_tokens"]} if quick else {}  # fmt: skip
+        study = cls(config, **{**preset, **{key: value for key, value in given.items() if value is not None}})
+        study.layouts = tuple(absolute_spec(name) for name in study.layouts)  # a user's file, from anywhere
+        return study
 
     def tokens_per_batch(self) -> int:
         return self.max_tokens or self.config.train.max_tokens
@@ -124,9 +108,9 @@ def check_study(study: GradStudy) -> None:
         value = getattr(study, name)
         if value is not None and value < 1:
             raise GradsError(f"--{name.replace('_', '-')}: must be >= 1, got {value}")
-    if study.checkpoint is not None and not Path(study.checkpoint).is_file():
-        raise GradsError(f"--checkpoint: {study.checkpoint}: no such file")
     if study.checkpoint is not None:
+        if not Path(study.checkpoint).is_file():
+            raise GradsError(f"--checkpoint: {study.checkpoint}: no such file")
         from prelnx.records.checkpoints import load_checkpoint
 
         try:

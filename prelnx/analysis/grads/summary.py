@@ -10,11 +10,11 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-
 from prelnx.analysis.grads.study import LAYOUTS, WEIGHTS, ModelResult
 
 CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm")
 HIDDEN_COLUMNS = ("layout", "depth", "seed", "side", "layer", "rms")  # hidden.csv: each layer's output RMS at init
+LAYER_KEYS = ("layout", "depth", "side", "layer", "weight")  # a per-layer statistic's group (hidden.csv's: no weight)
 
 
 def paper_figure3() -> dict[str, Any]:
@@ -48,26 +48,21 @@ def hidden_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
 
 def hidden_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per layer mean/std over seeds, and per layout and depth the last layer's RMS over the first's."""
-    groups: dict[tuple[str, int, str, int], list[float]] = {}
-    for row in rows:
-        groups.setdefault((row["layout"], row["depth"], row["side"], row["layer"]), []).append(row["rms"])
-    stats = {key: _mean_std(values) for key, values in sorted(groups.items())}
+    stats = _stats_by(rows, LAYER_KEYS[:-1], "rms")
     growth = {
         f"{layout} {depth} {side}": _ratio(stats[(layout, depth, side, depth)]["mean"], stats[(layout, depth, side, 1)]["mean"])
         for (layout, depth, side, layer) in stats if layer == 1 and (layout, depth, side, depth) in stats
     }  # fmt: skip
-    return {"per_layer": [{"layout": layout, "depth": depth, "side": side, "layer": layer, **values}
-                          for (layout, depth, side, layer), values in stats.items()],
-            "last_over_first_layer": growth}  # fmt: skip
+    return {"per_layer": _entries(stats, LAYER_KEYS[:-1]), "last_over_first_layer": growth}
 
 
 def csv_text(rows: list[dict[str, Any]], columns: tuple[str, ...] = CSV_COLUMNS) -> str:
-    """grads.csv (or hidden.csv, columns=HIDDEN_COLUMNS): the measured value, the last column, to 6 digits."""
+    """grads.csv (or hidden.csv, theory's CSVs: their columns), every float to 6 digits."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({**row, columns[-1]: f"{row[columns[-1]]:.6g}"})
+        writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()})
     return buffer.getvalue()
 
 
@@ -91,12 +86,22 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else math.nan
 
 
+def _stats_by(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple, dict[str, float]]:
+    """The rows' `keys` values -> mean/std/n of `value` over seeds, in key order."""
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[key] for key in keys), []).append(row[value])
+    return {key: _mean_std(values) for key, values in sorted(groups.items())}
+
+
+def _entries(stats: dict[tuple, dict[str, float]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The summary's list form of `_stats_by`: one dict per group, its keys then its statistics."""
+    return [{**dict(zip(keys, key)), **values} for key, values in stats.items()]
+
+
 def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int, str], dict[str, float]]:
     """(layout, depth, side, layer, weight) -> mean/std/n over seeds."""
-    groups: dict[tuple[str, int, str, int, str], list[float]] = {}
-    for row in rows:
-        groups.setdefault((row["layout"], row["depth"], row["side"], row["layer"], row["weight"]), []).append(row["grad_norm"])
-    return {key: _mean_std(values) for key, values in sorted(groups.items())}
+    return _stats_by(rows, LAYER_KEYS, "grad_norm")
 
 
 def bars_depth(depths: Iterable[int]) -> int:
@@ -133,17 +138,11 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
         },
         "growth_depth": shown,
         "growth_last_over_first_layer": growth,
-        "per_layer": [
-            {"layout": layout, "depth": depth, "side": side, "layer": layer, "weight": weight, **values}
-            for (layout, depth, side, layer, weight), values in stats.items()
-        ],
+        "per_layer": _entries(stats, LAYER_KEYS),
         "paper": paper_figure3(),
     }
     if checkpoint_rows:
-        summary["checkpoint"] = [
-            {"layout": layout, "depth": depth, "side": side, "layer": layer, "weight": weight, **values}
-            for (layout, depth, side, layer, weight), values in per_layer_stats(checkpoint_rows).items()
-        ]
+        summary["checkpoint"] = _entries(per_layer_stats(checkpoint_rows), LAYER_KEYS)
     return summary
 
 
