@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
+from prelnx.records.run_config import has_config, read_run_config
 from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick
 from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
@@ -130,12 +130,8 @@ def stratum_label(key: str) -> str:
 
 
 def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
-    schedules = {}
-    for arm in arms:
-        try:
-            schedules[arm.name] = schedule_key(yaml.safe_load((sweep_dir / arm.name / "config.yaml").read_text()))
-        except (OSError, yaml.YAMLError, TypeError, ValueError):  # a run without its config has no stratum
-            continue
+    schedules = {a.name: schedule_key(config_to_dict(read_run_config(sweep_dir / a.name))) for a in arms
+                 if has_config(sweep_dir / a.name)}  # a run without its config has no stratum
     return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules)
 
 

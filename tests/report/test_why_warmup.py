@@ -218,7 +218,7 @@ def test_the_report_ranks_the_predictors_and_draws_the_early_window(tmp_path):
     assert "### Each explanation as a predictor of failure, ranked" in section
     assert "| baseline: the schedule alone |" in section and "bootstrap over **arms**" in section
     assert "`failing_runs_overshoot_first` (issue 31" in section and "withdrawn" in section
-    assert "| lr 0.001, 60 warm-up updates | Post-LN Adam, Pre-LN Adam | 6 | 0 / 6 | no |" in section
+    assert "| lr 0.001, 60 warm-up updates, decay constant | Post-LN Adam, Pre-LN Adam | 6 | 0 / 6 | no |" in section
     figures = sorted((tmp_path / "out" / "why_figures").glob("why_warmup_*.png"))
     assert len(figures) == 4 and all(f.stat().st_size > 10_000 for f in figures)
     assert all(f"({f.parent.name}/{f.name})" in section for f in figures)
