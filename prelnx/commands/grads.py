@@ -76,7 +76,8 @@ def parse_layouts(text: str) -> tuple[str, ...]:
     layouts = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [layout for layout in layouts if layout not in STUDY_LAYOUTS]
     if unknown or not layouts:
-        raise GradsError(f"--layouts: unknown layout {', '.join(unknown) or repr(text)}; allowed: {', '.join(STUDY_LAYOUTS)} (e.g. post,pre)")
+        raise GradsError(f"--layouts: unknown layout {', '.join(unknown) or repr(text)}; "
+                         f"allowed: {', '.join(STUDY_LAYOUTS)} (e.g. post,pre)")
     return tuple(dict.fromkeys(layouts))
 
 
