@@ -38,6 +38,7 @@ from prelnx.plan.launch import RunPlan, default_run_dir, plan_run
 from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointDamaged, checkpoint_info, resume_point
 from prelnx.records.diagnostics import reconcile_diagnostics
+from prelnx.records.machine_record import record_machine
 from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
@@ -230,6 +231,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     run_grain = grain.of(config)
     write_run_config(run_dir, config)  # an OSError here: train's RunIOError
     write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
+    record_machine(run_dir, t.device)  # the CPU this attempt trains on (studies pool seeds across machines)
     reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
     diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
     write_status(run_dir, RunStatus.RUNNING, update=start.update if start else 0,

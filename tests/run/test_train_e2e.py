@@ -12,6 +12,8 @@ from prelnx.records.metrics import read_metrics
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info
+from prelnx.records.machine_record import read_machines
+from prelnx.machine import cpu_name
 from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, scalar_steps, stop_after_an_epoch
 
 pytestmark = pytest.mark.slow
@@ -38,6 +40,8 @@ def test_two_epochs_write_metrics_tensorboard_and_status(tiny_run, tiny_config_f
     assert command.splitlines()[1].startswith("MKL_NUM_THREADS=1 OMP_NUM_THREADS=1 fairseq-train ")
     assert "--lr-scheduler warmup_decay" in command and "--user-dir" in command
     assert (run_dir / "checkpoints" / "checkpoint_last.pt").is_file()
+    [machine] = read_machines(run_dir)  # the CPU it trained on, for studies that pool seeds across machines
+    assert machine.cpu == cpu_name() and machine.device == config.train.device and machine.cores >= 1
 
     # A finished run is not retrained; a different config on the same run dir is refused.
     again = train(config, run_dir=run_dir, echo=lambda line: None)
@@ -72,6 +76,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path)
     assert rows[-1]["num_updates"] == pytest.approx(len(epochs) * updates_per_epoch, abs=2)
     assert "Loaded checkpoint" in (run_dir / "train.log").read_text()
     assert scalar_steps(run_dir, "valid/loss") == epochs
+    assert len(read_machines(run_dir)) == 2  # one machine entry per attempt
 
 
 def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
