@@ -64,9 +64,15 @@ def final_wps(log: str) -> float | None:
     return float(values[-1]) if values else None
 
 
+def command_line(command_file: str) -> str:
+    """The plain command of a command.txt: its one line that is not a `#` comment (the batch's make-up is one)."""
+    [line] = [line for line in command_file.splitlines() if line.strip() and not line.startswith("#")]
+    return line
+
+
 def plain(command: str, save_dir: Path, launcher: list[str] | None = None) -> tuple[int, str, float]:
     """command.txt's fairseq-train (or under `launcher`) with its checkpoints in save_dir: exit code, log, seconds."""
-    env_part, _, fairseq_part = command.partition(" fairseq-train ")
+    env_part, _, fairseq_part = command_line(command).partition(" fairseq-train ")
     argv = shlex.split(fairseq_part)
     argv[argv.index("--save-dir") + 1] = str(save_dir)
     env = dict(os.environ, **dict(item.split("=", 1) for item in shlex.split(env_part)))
@@ -76,10 +82,22 @@ def plain(command: str, save_dir: Path, launcher: list[str] | None = None) -> tu
     return done.returncode, done.stdout + done.stderr, time.monotonic() - started
 
 
-def gpu_checks(updates: int, work: Path) -> list[Result]:
-    results, wps = [], {}
+class Printed(list):
+    """The checks' results, each printed as it comes (a check that outlives its time limit leaves the earlier ones)."""
+
+    def append(self, result: Result) -> None:
+        print(f"{'ok  ' if result.ok else 'FAIL'} {result.name}: {result.detail}", flush=True)
+        super().append(result)
+
+
+def gpu_checks(updates: int, work: Path, quick: bool = False) -> list[Result]:
+    """Every check; `quick`: Pre-LN's fp32 and bf16 trainings, plain fp32 and the evaluation only."""
+    results, wps = Printed(), {}
+    precisions = ("fp32", "bf16") if quick else PRECISIONS
     for layout, config in LAYOUTS.items():
-        for precision in PRECISIONS:
+        if quick and layout != "pre":
+            continue
+        for precision in precisions:
             run_dir = work / f"{layout}-{precision}"
             sets = run_sets(updates) + ["train.device=cuda", f"train.precision={precision}"]
             started = time.monotonic()
@@ -92,7 +110,7 @@ def gpu_checks(updates: int, work: Path) -> list[Result]:
                       else f"exit {done.returncode}: {(done.stderr or log).strip()[-300:]}")  # fmt: skip
             results.append(Result(f"train/{layout}/{precision}", ok, detail,
                                   {"wps": wps[layout, precision], "seconds": round(seconds, 1)}))  # fmt: skip
-    for precision in PRECISIONS:
+    for precision in precisions[:1] if quick else PRECISIONS:
         run_dir = work / f"pre-{precision}"
         if not (run_dir / "command.txt").exists():
             results.append(Result(f"plain/pre/{precision}", False, "no command.txt (the prelnx run failed)"))
@@ -103,8 +121,9 @@ def gpu_checks(updates: int, work: Path) -> list[Result]:
         ratio = ours / plain_wps if ok else None
         detail = f"plain {plain_wps:.0f} wps, prelnx/plain {ratio:.3f}" if ok else f"exit {code}: {log.strip()[-300:]}"
         results.append(Result(f"plain/pre/{precision}", ok, detail, {"wps": plain_wps, "ratio": ratio}))
-    results.append(sweep_check(updates, work))
-    results.append(torchrun_check(work))
+    if not quick:
+        results.append(sweep_check(updates, work))
+        results.append(torchrun_check(work))
     results.append(evaluate_check(work))
     return results
 
@@ -199,6 +218,8 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="check the plan only; train nothing")
     parser.add_argument("--updates", type=int, default=300, help="updates per training run")
     parser.add_argument("--out", type=Path, default=Path("gpu_check.json"))
+    parser.add_argument("--quick", action="store_true",
+                        help="Pre-LN fp32 and bf16, plain fp32 and evaluate only (a short device lease)")
     args = parser.parse_args()
     import torch
 
@@ -208,9 +229,12 @@ def main() -> int:
           flush=True)  # fmt: skip
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpu_check.") as folder:
-        results = (plan_checks if dry_run else gpu_checks)(args.updates, Path(folder))
-    for result in results:
-        print(f"{'ok  ' if result.ok else 'FAIL'} {result.name}: {result.detail}")
+        if dry_run:
+            results = plan_checks(args.updates, Path(folder))
+            for result in results:
+                print(f"{'ok  ' if result.ok else 'FAIL'} {result.name}: {result.detail}")
+        else:
+            results = gpu_checks(args.updates, Path(folder), args.quick)
     report = {"gpu": gpu, "dry_run": dry_run, "updates": args.updates, "seconds": round(time.monotonic() - started, 1),
               "torch": torch.__version__, "checks": [vars(result) for result in results]}  # fmt: skip
     args.out.write_text(json.dumps(report, indent=2) + "\n")
