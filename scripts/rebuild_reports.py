@@ -31,7 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path("docs/results")
 MANIFEST = RESULTS / "withdrawn.yaml"
-RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "diagnostics.jsonl", "eval/test.json")
+RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "machine.json", "diagnostics.jsonl", "eval/test.json")
 COMPRESS_ABOVE = 1_000_000  # bytes: a diagnostics.jsonl above this is kept as .gz
 
 
@@ -57,6 +57,12 @@ STUDIES = {
     "bert_cpu_premise_d128": Study(
         "configs/sweeps/bert_cpu_premise_d128.yaml", "docs/results/bert_cpu_premise_d128.md",
         "BERT CPU study, stage 1: the premise sweep at d 128 (configs/sweeps/bert_cpu.yaml's protocol)"),
+    "cpu_multi30k_sgd_premise2": Study(
+        "configs/sweeps/cpu_multi30k_sgd_premise2.yaml", "docs/results/cpu_multi30k_sgd_premise2.md",
+        "The paper at CPU scale, study A0: Figure 2b's premise, stage 2 (docs/protocols/paper_cpu.md)"),
+    "cpu_multi30k": Study("configs/sweeps/cpu_multi30k.yaml", "docs/results/cpu_multi30k.md",
+                          "The paper at CPU scale, study A: Figures 2a, 2b and 4 on Multi30k De-En "
+                          "(docs/protocols/paper_cpu.md)"),
     "gated_preln": Study("examples/gated_preln_sweep.yaml", "docs/results/gated_preln.md",
                          "Your own layout: Gated Pre-LN against Post-LN and Pre-LN, with and without warm-up "
                          "(the demo task; docs/your_layout.md)"),
