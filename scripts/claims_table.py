@@ -116,7 +116,7 @@ def _checked(report: Path, rows: list[str], root: Path) -> None:
                          ".venv/bin/python scripts/rebuild_reports.py")  # fmt: skip
     if stale := [row for row in rows if row not in report.read_text().splitlines()]:
         raise SystemExit(f"{where}: its claims table differs from the engine's on its committed raw data "
-                         f"({len(stale)} claim row(s)); rebuild it: .venv/bin/python scripts/rebuild_reports.py")  # fmt: skip
+                         f"({len(stale)} claim row(s)); rebuild it: .venv/bin/python scripts/rebuild_reports.py")
 
 
 def _measured(outcome: Any) -> bool:
@@ -164,7 +164,12 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
 def analysis_rows(root: Path = ROOT) -> list[Row]:
     """Figure 3 from committed `prelnx grads` outputs, Lemma 1 from committed `prelnx theory` outputs."""
     from prelnx.paper import paper_data  # noqa: PLC0415
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, check_theory, load_gradient_summary, load_theory_summary  # noqa: PLC0415
+    from prelnx.report.theory_claims import (  # noqa: PLC0415
+        GRADIENT_CHECKS,
+        check_theory,
+        load_gradient_summary,
+        load_theory_summary,
+    )
 
     claims, found = paper_data(), []
     for folder in sorted(p for p in (root / "docs" / "results").iterdir() if p.is_dir()):
