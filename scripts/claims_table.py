@@ -65,11 +65,11 @@ def _arm_seeds(sample: Any) -> str:
     return f"{sample.n}" + (f" ({', '.join(why)})" if why else "")
 
 
-def _seeds(outcome: Any) -> str:
-    """Per case, each arm's seeds (`3 vs 3 (1 failed to train)`); a one-arm case: `10`."""
-    if not outcome.cases:  # a premise sweep: the premises' arms
-        premises = [p.comparison.a for p in outcome.premises if p.comparison is not None]
-        return "; ".join(dict.fromkeys(f"{s.n} per arm" for s in premises)) or "-"
+def _seeds(outcome: Any, study_seeds: str) -> str:
+    """Per case, each arm's seeds (`3 vs 3 (1 failed to train)`); a one-arm case: `10`; no case (a premise sweep):
+    `study_seeds`, the seeds per arm of the study."""
+    if not outcome.cases:
+        return study_seeds
     parts = []
     for judged in outcome.judged()[:MAX_CASES]:
         c = judged.case.comparison
@@ -126,18 +126,19 @@ def _measured(outcome: Any) -> bool:
     return outcome.verdict is not Verdict.NOT_MEASURED or bool(outcome.premises)
 
 
-def _rows(claims: list[dict[str, Any]], outcomes: dict[str, Any], scale: str, source: str) -> list[Row]:
+def _rows(claims: list[dict[str, Any]], outcomes: dict[str, Any], scale: str, source: str,
+          study_seeds: str = "-") -> list[Row]:  # fmt: skip
     from prelnx.report.render import verdict_text  # noqa: PLC0415
 
     return [Row(c["id"], c["source"], verdict_text(outcomes[c["id"]]), _interval(outcomes[c["id"]]),
-                _seeds(outcomes[c["id"]]), scale, source)
+                _seeds(outcomes[c["id"]], study_seeds), scale, source)
             for c in claims if c["id"] in outcomes and _measured(outcomes[c["id"]])]  # fmt: skip
 
 
 def sweep_rows(root: Path = ROOT) -> list[Row]:
     """Every committed sweep study's training and BERT claims, decided from its raw data, checked against its report."""
     from prelnx.paper import paper_data  # noqa: PLC0415
-    from prelnx.report.arms import load_arms  # noqa: PLC0415
+    from prelnx.report.arms import load_arms, seed_groups  # noqa: PLC0415
     from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS  # noqa: PLC0415
     from prelnx.report.render import claims_table  # noqa: PLC0415
 
@@ -150,11 +151,12 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
             if not arms:
                 continue
             scale = _sweep_scale(folder, arms)
+            per_arm = " or ".join(sorted({str(len(group)) for group in seed_groups(arms).values()}, key=int))
             bert = [a for a in arms if a.task == "masked_lm"]
             trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
             for kind, checks, group in (("training", TRAINING_CHECKS, trained), ("bert", BERT_CHECKS, bert)):
                 outcomes = {c["id"]: checks[c["id"]](group, c) for c in claims[kind]} if group else {}
-                kept = _rows(claims[kind], outcomes, scale, report.relative_to(root).as_posix())
+                kept = _rows(claims[kind], outcomes, scale, report.relative_to(root).as_posix(), f"{per_arm} per arm")
                 ids = {row.claim for row in kept}
                 _checked(report, [claims_table([c], outcomes)[2] for c in claims[kind] if c["id"] in ids], root)
                 found += kept

@@ -103,3 +103,12 @@ def test_a_committed_theory_output_decides_lemma_1(table, tmp_path):
     grows = rows[1]  # 4 layers and the slope: 5 cases, 3 shown
     assert grows.interval.count("<br>") == 3 and grows.interval.endswith("and 2 more cases (in the report)")
     assert rows[0].verdict in ("holds", "does not hold") or rows[0].verdict.startswith("inconclusive")
+
+
+def test_a_premise_sweep_shows_its_premise_not_a_verdict(committed):
+    """The committed SGD premise sweep has no arm without warm-up: Figure 2b's claim is "not measured" there, shown
+    with the premise it checked (failed at every lr), never left out as if no study had looked."""
+    premise = [row for row in committed if row.report == "docs/results/cpu_multi30k_sgd_premise.md"]
+    assert [(row.claim, row.verdict, row.seeds) for row in premise] == [
+        ("postln_sgd_needs_warmup", "not measured", "1 per arm")]
+    assert premise[0].interval == "premise failed at 5 of 5 arms"
