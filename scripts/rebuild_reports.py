@@ -5,11 +5,11 @@
     .venv/bin/python scripts/rebuild_reports.py --collect runs/demo --study demo   # keep a sweep's raw data
 
 A study's raw data is what its report is computed from, copied out of the sweep's run dirs by `--collect` into
-docs/results/<study>/runs/: sweep.json, and per run status.json, metrics.jsonl, config.yaml (MIGRATIONS applied),
-diagnostics.jsonl (gzip-compressed when over 1 MB) and eval/test.json where present, plus the target dictionary the unigram plateau
-is read from (data/, prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes come out on any
-machine. STUDIES below is the one table of study -> sweep config, report, title; a study is rebuilt when its raw
-data folder exists. Every committed report is one of them: the reports whose run dirs were never kept were withdrawn
+docs/results/<study>/runs/: sweep.json, and per done run the files of prelnx/records/raw_data.py (RUN_FILES:
+status, metrics, config, machine, diagnostics gzip-compressed when over 1 MB, test BLEU), plus the target dictionary
+the unigram plateau is read from (data/, prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes
+come out on any machine. STUDIES below is the one table of study -> sweep config, report, title; a study is rebuilt
+when its raw data folder exists. Every committed report is one of them: the reports whose run dirs were never kept were withdrawn
 and are listed in docs/results/withdrawn.yaml with the config and command that re-run each
 (tests/report/test_rebuild.py checks both).
 """
@@ -31,8 +31,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path("docs/results")
 MANIFEST = RESULTS / "withdrawn.yaml"
-RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "machine.json", "diagnostics.jsonl", "eval/test.json")
-COMPRESS_ABOVE = 1_000_000  # bytes: a diagnostics.jsonl above this is kept as .gz
 
 
 class Study(NamedTuple):
@@ -101,17 +99,6 @@ def rebuild(study: str, root: Path = ROOT, out: Path | None = None) -> Path:
             return write_report(sweep_dir, out, title=spec.title, sweep_label=label)
 
 
-# config.yaml as today's reader (prelnx/records/run_config.py) accepts it, each change meaning what the old value
-# meant: eval.bleu.compound_split was null (off unless WMT14) before 3d9837e made it a plain bool, off by default.
-MIGRATIONS = (("    compound_split: null\n", "    compound_split: false\n"),)
-
-
-def migrated(text: str) -> str:
-    for old, new in MIGRATIONS:
-        text = text.replace(old, new)
-    return text
-
-
 def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = None) -> Path:
     """Copy the files a report is computed from out of a sweep folder into docs/results/<study>/runs/. `strip`: a
     folder the sweep ran in that held a copy of this repository (e.g. a `git archive` of the commit it ran), taken
@@ -121,6 +108,7 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
     def portable(text: str) -> str:
         return text.replace(strip.rstrip("/") + "/", "") if strip else text
 
+    from prelnx.records.raw_data import keep_run  # noqa: PLC0415
     from prelnx.report.arms import load_arms  # noqa: PLC0415
     from prelnx.report.plateau import dictionary_name  # noqa: PLC0415
 
@@ -129,19 +117,8 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     (dest / "sweep.json").write_text(portable((sweep_dir / "sweep.json").read_text()))
-    for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:
-        for name in RUN_FILES:
-            source = sweep_dir / point["name"] / name
-            if not source.is_file():
-                continue
-            target = dest / point["name"] / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if name == "config.yaml":
-                target.write_text(portable(migrated(source.read_text())))
-            elif source.stat().st_size > COMPRESS_ABOVE:
-                target.with_name(target.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
-            else:
-                shutil.copyfile(source, target)
+    for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:  # done runs only: others re-run
+        keep_run(sweep_dir / point["name"], dest / point["name"], portable)
     from prelnx.plan.data import data_dir  # noqa: PLC0415
     from prelnx.records.run_config import read_run_config  # noqa: PLC0415
 
