@@ -1,5 +1,5 @@
 """The choices a protocol makes after its premise sweep, by code, from the rule its sweep's YAML header states
-(configs/sweeps/cpu_multi30k_sgd_premise.yaml: sgd_lr; configs/sweeps/bert_cpu.yaml: bert_scale).
+(configs/sweeps/cpu_multi30k_sgd_premise2.yaml: sgd_lr; configs/sweeps/bert_cpu.yaml: bert_scale).
 
 Each reads the premise runs through prelnx.report.arms and returns a Choice (the rule in words, what it chose and
 why, how the next stage's spec changes), saved as the stage's choice.json and shown in the report.
@@ -29,10 +29,14 @@ class Choice:
 
     def apply(self, spec: SweepSpec) -> SweepSpec:
         spec = copy.deepcopy(spec)
-        if self.sgd_lr is not None:
+        if self.sgd_lr is not None:  # an SGD grid's lr; in a grid whose arms are zipped, the SGD arms' lrs
             for grid in spec.grids:
-                if grid.get("optimizer.name") == ["sgd"]:
+                names = grid.get("optimizer.name", [])
+                if names == ["sgd"]:
                     grid["optimizer.lr"] = [self.sgd_lr]
+                elif "sgd" in names and len(grid.get("optimizer.lr", [])) == len(names):
+                    grid["optimizer.lr"] = [self.sgd_lr if name == "sgd" else lr
+                                            for name, lr in zip(names, grid["optimizer.lr"])]  # fmt: skip
         if self.grids is not None:
             spec.fixed.update(self.scale or {})
             spec.grids = self.grids

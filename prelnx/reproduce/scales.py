@@ -41,7 +41,7 @@ _CPU_STUDY = "bash scripts/prepare_cpu_study.sh   (Multi30k De-En, 8k pairs; doc
 
 def _nmt(set_: tuple[str, ...], prepare: str) -> list[Stage]:
     return [
-        Stage("nmt_premise", "sweep", "Figure 2b premise (SGD's lr)", "sweeps/cpu_multi30k_sgd_premise.yaml",
+        Stage("nmt_premise", "sweep", "Figure 2b premise (SGD's lr)", "sweeps/cpu_multi30k_sgd_premise2.yaml",
               set=set_, prepare=prepare),
         Stage("nmt", "sweep", "Figures 2a, 2b, 4", "sweeps/cpu_multi30k.yaml", after=("nmt_premise",), set=set_,
               choose="sgd_lr", seeds_grid=True, prepare=prepare),
@@ -71,10 +71,10 @@ SCALES: dict[str, list[Stage]] = {
         *_nmt(TOY_NMT, ""),
         *_bert(TOY_BERT_PREMISE, TOY_BERT, ("train.max_update=30", "train.max_epoch=2"), 1),
     ],
-    # the shipped CPU studies as committed (hours on 2 cores; Multi30k must be prepared)
+    # the shipped CPU studies as committed (hours on 2 cores; Multi30k must be prepared): docs/protocols/paper_cpu.md
     "cpu": [
         Stage("theory", "theory", "Section 3.3 (Lemmas 1-2)", options={"d": 512, "layers": 12, "seeds": 10}),
-        Stage("grads", "grads", "Figure 3", "grads/figure3_synthetic.yaml", options={}),
+        Stage("grads", "grads", "Figure 3", "grads/figure3_multi30k.yaml", options={}, prepare=_CPU_STUDY),
         *_nmt((), _CPU_STUDY),
         *_bert((), (), (), 3),
     ],
