@@ -33,7 +33,7 @@ class Unit:
     seed: int
     failed: bool
     value: float
-    worse: tuple[int, float] = (0, 0.0)  # the continuous outcome, larger = worse: (0, final nll), (1, -divergence update)
+    worse: tuple[int, float] = (0, 0.0)  # continuous outcome, larger = worse: (0, final nll), (1, -divergence update)
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,8 @@ def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
 
 
 def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[Factors],
-            protocol: Protocol, fit_auc: float | None, p_value: float, units: Sequence[Unit]) -> tuple[Verdict, str]:  # fmt: skip
+            protocol: Protocol, fit_auc: float | None, p_value: float,
+            units: Sequence[Unit]) -> tuple[Verdict, str]:  # fmt: skip
     need = protocol.min_cells
     if not informative:
         return Verdict.NOT_TESTABLE, (f"with this design: no cell (runs sharing every factor but the seed) holds "

@@ -124,13 +124,13 @@ INTRO = [
     "*cell* is every factor the design fixes per run but the seed (layout, optimizer, lr schedule, any other key that",
     "varies): the baseline is the cell itself, so a pair (failing run, trained run) never crosses a cell, and a",
     "quantity that is a function of the layout or the schedule ties every pair (AUC 0.5, the baseline's). The",
-    "direction is fitted on seeds {fit}; the held-out AUC is scored on seeds {test}' within-cell pairs (1 = every pair",
-    "ordered right). The interval is a 95 % bootstrap over **cells** (a cell carries all its seeds); the permutation",
-    "p permutes the outcomes among each held-out cell's runs, exact when the assignments can be enumerated. holds: the",
-    "interval of AUC minus the baseline lies above 0 in the claimed direction and p < 0.05; does not hold: at or",
-    "below 0 (or above it the other way round); inconclusive: otherwise; not testable: fewer than {need} informative",
-    "cells (held-out runs of both outcomes in one cell), and *with this design* when no cell holds both outcomes.",
-    "The C-index beside it is the same held-out score on the continuous outcome (descriptive).",
+    "direction is fitted on seeds {fit}; the held-out AUC is scored on the within-cell pairs of seeds {test} (1 =",
+    "every pair ordered right). The interval is a 95 % bootstrap over **cells** (a cell carries all its seeds); the",
+    "permutation p permutes the outcomes among each held-out cell's runs, exact when the assignments can be",
+    "enumerated. holds: the interval of AUC minus the baseline lies above 0 in the claimed direction and p < 0.05;",
+    "does not hold: at or below 0 (or above it the other way round); inconclusive: otherwise; not testable: fewer",
+    "than {need} informative cells (held-out runs of both outcomes in one cell), and *with this design* when no cell",
+    "holds both outcomes. The C-index beside it is the same held-out score on the continuous outcome (descriptive).",
 ]
 
 

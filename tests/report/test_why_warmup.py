@@ -196,7 +196,8 @@ def test_exact_permutation_p_is_the_share_of_within_cell_assignments_reaching_th
     """Checked against a brute force over every joint assignment (failure counts per cell kept)."""
     cells = {("c", "1"): [3.0, 1.0, 2.0, 0.5, 2.5], ("c", "2"): [1.0, 1.0, 4.0, 2.0]}
     failing = {("c", "1"): {0, 2}, ("c", "2"): {2}}
-    units = [Unit(cell, "s", 11 + i, i in failing[cell], v) for cell, values in cells.items() for i, v in enumerate(values)]
+    units = [Unit(cell, "s", 11 + i, i in failing[cell], v) for cell, values in cells.items()
+             for i, v in enumerate(values)]  # fmt: skip
     units += [Unit(u.cell, u.stratum, u.seed - 10, u.failed, u.value) for u in units]  # fit seeds 1-5: the same
     p = predict(units, Protocol(frozenset(range(1, 6)), frozenset(range(11, 16)), min_cells=1, resamples=200))
 
