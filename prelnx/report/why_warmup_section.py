@@ -1,7 +1,9 @@
-"""The report's "Why warm-up" section (issue 38): each explanation as a predictor of which runs fail within strata
-(a run's stratum: its whole lr schedule; methods.yaml's `why_warmup.prediction` fixes the window, seeds and bootstrap;
-prelnx.report.predict decides), ranked against the schedule-only baseline (the window's mean lr); the arm claims
-(prelnx.report.why_warmup); the strata, runs and early-window figures. Only for runs that recorded diagnostics."""
+"""The report's "Why warm-up" section (issues 38, 46, 49): each explanation as a predictor of which runs fail among
+runs of one cell (every factor fixed per run but the seed: the design's baseline; methods.yaml's
+`why_warmup.prediction` fixes the window, seeds and bootstrap, a sweep's own split under `studies`;
+prelnx.report.predict decides), ranked by held-out AUC; the runs it could not read, with why; the interventions and
+arm claims (prelnx.report.why_warmup); the cells with each seed's continuous outcome, and the early-window figures.
+Only for runs that recorded diagnostics."""
 
 from __future__ import annotations
 
