@@ -5,8 +5,8 @@ A `Unit` is a run; its *cell* is every factor fixed per run but the seed (layout
 key that varies: the design's baseline). A pair is (failing run, trained run) of one cell, so a quantity that is a
 function of the cell - a per-layout constant, the schedule - ties every pair and scores the baseline's 0.5 exactly: a
 mechanism must predict failure *within* what the design fixes. The direction is fitted on the fit seeds' pairs, the
-AUC scored on the held-out seeds' pairs (a tie 1/2); its interval is a percentile bootstrap over cells (a cell
-carries all its seeds); the permutation p permutes the outcomes among each held-out cell's runs, exact (the
+AUC scored on the held-out seeds' pairs (a tie 1/2); its interval is a percentile bootstrap over the cells that hold
+a pair (a cell carries all its seeds; a cell in no pair moves no number); the permutation p permutes the outcomes among each held-out cell's runs, exact (the
 distribution of the concordance summed over cells, by convolution) when the per-cell assignments number at most
 `exact_limit`, otherwise Monte Carlo over runs in a canonical order, so no number depends on the order runs are
 listed in. A design in which no cell holds both outcomes on the held-out seeds is "not testable with this design",
@@ -129,6 +129,8 @@ def _totals(cells: list[_Cell], weights: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _bootstrap(cells: list[_Cell], protocol: Protocol) -> np.ndarray:
     """Per resample, the held-out AUC with the cells drawn with replacement (each with all its seeds)."""
+    if not cells:
+        return np.full(protocol.resamples, np.nan)
     rng = np.random.default_rng(protocol.rng_seed)
     draws = rng.integers(0, len(cells), size=(protocol.resamples, len(cells)))
     counts = np.stack([np.bincount(row, minlength=len(cells)) for row in draws]).astype(float)
@@ -195,8 +197,10 @@ def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
     """The quantity's held-out within-cell AUC against the design baseline's (a constant per cell)."""
     units = canonical(units)
     found = _cells(units, protocol)
-    cells = list(found.values())
-    baseline = list(_cells([Unit(u.cell, u.stratum, u.seed, u.failed, 0.0, u.worse) for u in units], protocol).values())
+    paired = [cell for cell, c in found.items() if c.fit_n or c.test_n]  # a cell with no pair adds nothing, not
+    cells = [found[cell] for cell in paired]  # even a draw of the bootstrap: an unrelated cell moves no number
+    constant = _cells([Unit(u.cell, u.stratum, u.seed, u.failed, 0.0, u.worse) for u in units], protocol)
+    baseline = [constant[cell] for cell in paired]
     fit_auc, direction, auc = (float(x[0]) for x in _held_out(*_totals(cells, np.ones((1, len(cells))))))
     base_auc = float(_held_out(*_totals(baseline, np.ones((1, len(cells)))))[2][0])
     samples, base_samples = _bootstrap(cells, protocol), _bootstrap(baseline, protocol)
@@ -209,8 +213,8 @@ def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
     base = None if math.isnan(base_auc) else base_auc
     difference = None if auc_ is None or base is None else auc_ - base
     p_value, exact = permutation_p(cells, int(direction), protocol) if direction and informative else (1.0, True)
-    cont_n = sum(c.cont_n for c in cells)
-    continuous = None if not cont_n or not direction else sum(c.cont_c for c in cells) / cont_n
+    cont_n = sum(c.cont_n for c in found.values())
+    continuous = None if not cont_n or not direction else sum(c.cont_c for c in found.values()) / cont_n
     continuous = continuous if continuous is None or direction > 0 else 1 - continuous
     verdict, why = _decide(int(direction), difference, diff_low, diff_high, informative, protocol, fit, p_value,
                            units)  # fmt: skip

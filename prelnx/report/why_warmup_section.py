@@ -61,7 +61,8 @@ def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], l
             excluded.append((arm.name, "no config.yaml: no cell"))
         elif value is None or math.isnan(value):
             when = f"diverged at update {arm.diverged_at}, " if arm.diverged else ""
-            excluded.append((arm.name, f"{when}no {QUANTITY_NAMES.get(quantity, quantity)} measured in updates "
+            what = "no" if value is None else "a NaN"
+            excluded.append((arm.name, f"{when}{what} {QUANTITY_NAMES.get(quantity, quantity)} measured in updates "
                                        f"{window[0]}-{window[1]}"))  # fmt: skip
         else:
             found.append(Unit(study.cells[arm.name], study.schedules[arm.name], arm.seed, study.failed(arm), value,

@@ -246,6 +246,20 @@ def test_run_order_changes_no_number_and_a_per_cell_constant_never_holds(design,
         assert first.verdict is not Verdict.HOLDS and first.auc in (None, 0.5)
 
 
+@settings(max_examples=30, deadline=None)
+@given(designs(), st.lists(st.floats(-5, 5), min_size=6, max_size=6), st.booleans())
+def test_a_cell_that_holds_no_pair_moves_no_number(design, values, failing):
+    """A cell whose runs all fail, or all train (an unrelated arm added to the sweep), changes no verdict, AUC,
+    interval or p: it is in no pair and in no bootstrap draw."""
+    units, _ = design
+    extra = [Unit((("model.layout", "other"), ("optimizer.lr", "9")), "lr 9", seed, failing, v)
+             for seed, v in zip(range(1, 7), values)]  # fmt: skip
+    before, after = predict(units, RULES), predict(units + extra, RULES)
+    keep = ("fit_auc", "direction", "auc", "low", "high", "difference", "diff_low", "diff_high", "informative",
+            "pairs", "p_value", "verdict", "why")  # fmt: skip
+    assert repr([getattr(before, k) for k in keep]) == repr([getattr(after, k) for k in keep])
+
+
 def test_shuffling_sweep_json_changes_no_printed_number(tmp_path, monkeypatch):
     """Issue 46 finding 3: the same runs listed in another order printed p = 0.046 ... 0.064 at 0999619."""
     import prelnx.report.why_warmup_section as section
