@@ -52,6 +52,7 @@ class Prediction:
     """One quantity's held-out prediction beside the design baseline's, with the verdict and why."""
 
     fit_auc: float | None  # on the fit seeds' within-cell pairs (None: no pair)
+    fit_pairs: int
     direction: int  # fitted: +1, -1, 0 (none)
     auc: float | None  # held-out
     low: float
@@ -218,7 +219,8 @@ def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
     continuous = continuous if continuous is None or direction > 0 else 1 - continuous
     verdict, why = _decide(int(direction), difference, diff_low, diff_high, informative, protocol, fit, p_value,
                            units)  # fmt: skip
-    return Prediction(fit, int(direction), auc_, low, high, base, difference, diff_low, diff_high, informative, pairs,
+    fit_pairs = sum(c.fit_n for c in cells)
+    return Prediction(fit, fit_pairs, int(direction), auc_, low, high, base, difference, diff_low, diff_high, informative, pairs,
                       len(units), p_value, exact, continuous, verdict, why)  # fmt: skip
 
 

@@ -134,7 +134,8 @@ class Study:
         if arm.diverged:
             return 1, -float(arm.diverged_at if arm.diverged_at is not None else 0)
         nll = final_nll(arm)
-        return (0, nll) if nll is not None else (1, 0.0)
+        last = float(arm.rows[-1].get("num_updates", 0)) if arm.rows else 0.0
+        return (0, nll) if nll is not None else (1, -last)  # no finite nll: as if it diverged at its last row
 
     def arm(self, spec: dict[str, Any], lr: float, warmup: int | None = None) -> list[Arm]:
         runs = pick(self.arms, layout=spec["layout"], optimizer=spec["optimizer"], lr=lr)

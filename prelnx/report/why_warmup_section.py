@@ -158,7 +158,8 @@ def _auc(p: Prediction) -> str:
 
 def _fit(p: Prediction) -> str:
     direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
-    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction})"
+    pairs = f"{p.fit_pairs} pair{'s' if p.fit_pairs != 1 else ''}"
+    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction}; {pairs})"
 
 
 def _prediction_text(v: PredictiveVerdict) -> str:
@@ -167,7 +168,7 @@ def _prediction_text(v: PredictiveVerdict) -> str:
 
 
 def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
-    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction) | held-out AUC [95 % CI] | "
+    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC [95 % CI] | "
               "minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous | runs "
               "read / excluded | verdict |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, v in enumerate(ranked(verdicts), start=1):

@@ -172,6 +172,7 @@ def test_a_quantity_that_predicts_failure_within_cells_holds_with_its_exact_perm
         p = verdicts[claim].prediction
         assert p.verdict is Verdict.HOLDS, (claim, p)
         assert p.auc == 1.0 and p.fit_auc == 1.0 and p.direction == 1 and p.diff_low > 0 and p.pairs == 12
+        assert p.fit_pairs == 4 + 3 + 4  # seeds 1-4: cells of 2x2, 3x1 and 2x2 failing x trained runs
         assert p.exact and p.p_value == pytest.approx(1 / 6**3)  # each cell: 1 of C(4, 2) assignments reaches it
         assert p.continuous == 1.0 and p.runs == 32
 
