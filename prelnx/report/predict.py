@@ -1,16 +1,16 @@
 """Does a run-level quantity predict which runs fail, among runs that share every factor the design fixes per run, on
 seeds it was not fitted on? (issues 38, 46 finding 3, 49; protocol: configs/sweeps/why_warmup_edge.yaml's header.)
 
-A `Unit` is a run; its *cell* is every factor fixed per run but the seed (layout, optimizer, lr schedule and any other
-key that varies: the design's baseline). A pair is (failing run, trained run) of one cell, so a quantity that is a
-function of the cell - a per-layout constant, the schedule - ties every pair and scores the baseline's 0.5 exactly: a
-mechanism must predict failure *within* what the design fixes. The direction is fitted on the fit seeds' pairs, the
-AUC scored on the held-out seeds' pairs (a tie 1/2); its interval is a percentile bootstrap over the cells that hold
-a pair (a cell carries all its seeds; a cell in no pair moves no number); the permutation p permutes the outcomes among each held-out cell's runs, exact (the
-distribution of the concordance summed over cells, by convolution) when the per-cell assignments number at most
-`exact_limit`, otherwise Monte Carlo over runs in a canonical order, so no number depends on the order runs are
-listed in. A design in which no cell holds both outcomes on the held-out seeds is "not testable with this design",
-naming what sets the outcome instead (`design_note`)."""
+A `Unit` is a run; its *cell* is every factor fixed per run but the seed (layout, optimizer, lr schedule and any
+other key that varies: the design's baseline). A pair is (failing run, trained run) of one cell, so a quantity that
+is a function of the cell - a per-layout constant, the schedule - ties every pair and scores the baseline's 0.5
+exactly: a mechanism must predict failure *within* what the design fixes. The direction is fitted on the fit seeds'
+pairs, the AUC scored on the held-out seeds' pairs (a tie 1/2); its interval is a percentile bootstrap over the cells
+that hold a pair (a cell carries all its seeds; a cell in no pair moves no number); the permutation p permutes the
+outcomes among each held-out cell's runs, exact (the distribution of the concordance summed over cells, by
+convolution) when the per-cell assignments number at most `exact_limit`, otherwise Monte Carlo over runs in a
+canonical order, so no number depends on the order runs are listed in. A design in which no cell holds both outcomes
+on the held-out seeds is "not testable with this design", naming what sets the outcome instead (`design_note`)."""
 
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ def design_note(units: Sequence[Unit], protocol: Protocol) -> str:
         for a, b in itertools.product(bad - good, good - bad):
             setters |= {k for (k, v), (_, w) in zip(a, b) if v != w}
     if setters:
-        notes.append(f"in every stratum holding both outcomes on the held-out seeds the outcome is set by the cell "
+        notes.append(f"in each stratum holding both outcomes on the held-out seeds the outcome is set by the cell "
                      f"({', '.join(sorted(setters))}): any quantity that differs with it would 'predict' failure")
     return "; ".join(notes) or "no stratum holds both outcomes on the held-out seeds"
 
@@ -219,9 +219,8 @@ def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
     continuous = continuous if continuous is None or direction > 0 else 1 - continuous
     verdict, why = _decide(int(direction), difference, diff_low, diff_high, informative, protocol, fit, p_value,
                            units)  # fmt: skip
-    fit_pairs = sum(c.fit_n for c in cells)
-    return Prediction(fit, fit_pairs, int(direction), auc_, low, high, base, difference, diff_low, diff_high, informative, pairs,
-                      len(units), p_value, exact, continuous, verdict, why)  # fmt: skip
+    return Prediction(fit, sum(c.fit_n for c in cells), int(direction), auc_, low, high, base, difference, diff_low,
+                      diff_high, informative, pairs, len(units), p_value, exact, continuous, verdict, why)  # fmt: skip
 
 
 def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[Factors],

@@ -168,9 +168,9 @@ def _prediction_text(v: PredictiveVerdict) -> str:
 
 
 def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
-    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC [95 % CI] | "
-              "minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous | runs "
-              "read / excluded | verdict |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC "
+              "[95 % CI] | minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous "
+              "| runs read / excluded | verdict |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, v in enumerate(ranked(verdicts), start=1):
         p, quantity = v.prediction, QUANTITY_NAMES.get(v.claim["quantity"], v.claim["quantity"])
         head = f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | {quantity} |"
