@@ -1,11 +1,20 @@
-"""Does a run-level quantity predict which runs fail, within runs that share a learning-rate schedule, on seeds it was
-not fitted on? (issue 38; protocol: configs/sweeps/why_warmup_strata.yaml's header.) A `Unit` is a run; a pair is
-(failing, trained) of one stratum and seed. The direction is fitted on the fit seeds, the AUC scored on the test seeds
-(a tie 1/2), its interval a percentile bootstrap over the arms within each stratum, paired with the schedule-only
-baseline; `_decide`'s permutation p keeps two concordant pairs (p = 1/4) from holding."""
+"""Does a run-level quantity predict which runs fail, among runs that share every factor the design fixes per run, on
+seeds it was not fitted on? (issues 38, 46 finding 3, 49; protocol: configs/sweeps/why_warmup_edge.yaml's header.)
+
+A `Unit` is a run; its *cell* is every factor fixed per run but the seed (layout, optimizer, lr schedule and any
+other key that varies: the design's baseline). A pair is (failing run, trained run) of one cell, so a quantity that
+is a function of the cell - a per-layout constant, the schedule - ties every pair and scores the baseline's 0.5
+exactly: a mechanism must predict failure *within* what the design fixes. The direction is fitted on the fit seeds'
+pairs, the AUC scored on the held-out seeds' pairs (a tie 1/2); its interval is a percentile bootstrap over the cells
+that hold a pair (a cell carries all its seeds; a cell in no pair moves no number); the permutation p permutes the
+outcomes among each held-out cell's runs, exact (the distribution of the concordance summed over cells, by
+convolution) when the per-cell assignments number at most `exact_limit`, otherwise Monte Carlo over runs in a
+canonical order, so no number depends on the order runs are listed in. A design in which no cell holds both outcomes
+on the held-out seeds is "not testable with this design", naming what sets the outcome instead (`design_note`)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,117 +23,119 @@ import numpy as np
 
 from prelnx.report.stats import LEVEL, Verdict
 
+Factors = tuple[tuple[str, str], ...]  # (config key, value) for every key that varies between the study's cells
+
 
 @dataclass(frozen=True)
 class Unit:
-    stratum: str
-    arm: str
+    cell: Factors  # every factor fixed per run but the seed: pairs never cross it
+    stratum: str  # the lr schedule in words (reported; the design note groups cells by it)
     seed: int
     failed: bool
     value: float
+    worse: tuple[int, float] = (0, 0.0)  # continuous outcome, larger = worse: (0, final nll), (1, -divergence update)
 
 
 @dataclass(frozen=True)
 class Protocol:
     fit_seeds: frozenset[int]
     test_seeds: frozenset[int]
-    min_strata: int = 2
-    resamples: int = 2000
+    min_cells: int = 2  # informative cells (held-out runs of both outcomes) a verdict needs
+    resamples: int = 2000  # the bootstrap's, and the Monte Carlo permutations'
     rng_seed: int = 0
     claimed_direction: int = 1  # +1: a larger value predicts failure
+    exact_limit: int = 100_000  # outcome assignments the exact permutation p enumerates at most
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """One quantity's held-out prediction, beside the baseline's, with the verdict and why."""
+    """One quantity's held-out prediction beside the design baseline's, with the verdict and why."""
 
-    fit_auc: float | None  # on the fit seeds' pairs (None: no pair)
+    fit_auc: float | None  # on the fit seeds' within-cell pairs (None: no pair)
+    fit_pairs: int
     direction: int  # fitted: +1, -1, 0 (none)
     auc: float | None  # held-out
     low: float
     high: float
-    baseline_auc: float | None
+    baseline_auc: float | None  # every factor fixed per run: 0.5 by construction (computed, not assumed)
     difference: float | None  # auc - baseline_auc
     diff_low: float
     diff_high: float
-    informative: list[str]  # strata whose test-seed runs hold both outcomes
+    informative: list[Factors]  # cells whose held-out runs hold both outcomes
     pairs: int  # held-out pairs
-    p_value: float  # permutation p of the held-out AUC (values permuted within each held-out block); 1: no direction
+    runs: int  # runs read (every cell, fit and held-out seeds)
+    p_value: float  # permutation p of the held-out AUC; 1: no direction
+    exact: bool  # the p enumerated every assignment (else Monte Carlo)
+    continuous: float | None  # held-out C-index on the continuous outcome (descriptive: the verdict uses failure)
     verdict: Verdict
     why: str
 
 
-@dataclass
-class _Block:
-    """One stratum's runs: pair scores (i failing, j trained, same seed) for fit and test, and each run's arm."""
-
-    arm_index: np.ndarray  # run -> index of its arm in the stratum
-    arms: int
-    fit_score: np.ndarray  # n x n: concordance of value_i > value_j on fit pairs, 0 elsewhere
-    fit_pair: np.ndarray  # n x n: 1 on fit pairs
-    test_score: np.ndarray
-    test_pair: np.ndarray
+def canonical(units: Sequence[Unit]) -> list[Unit]:
+    """The units in one order whatever order they came in: by cell, seed, then the rest."""
+    return sorted(units, key=lambda u: (u.cell, u.seed, u.stratum, u.failed, u.value, u.worse))
 
 
-def _scores(values: np.ndarray) -> np.ndarray:
-    """concordance[i, j] = 1 when values[i] > values[j], 1/2 when equal (inf == inf included), 0 when smaller."""
-    return (values[:, None] > values[None, :]) + 0.5 * (values[:, None] == values[None, :])
+def _concordance(values: np.ndarray, bad: np.ndarray, good: np.ndarray) -> float:
+    """Sum over pairs (i in bad, j in good) of [v_i > v_j] + 1/2 [v_i == v_j] (inf == inf a tie)."""
+    a, b = values[bad][:, None], values[good][None, :]
+    return float((a > b).sum() + 0.5 * (a == b).sum())
 
 
-def _blocks(units: Sequence[Unit], protocol: Protocol) -> dict[str, _Block]:
-    blocks = {}
-    for stratum in dict.fromkeys(u.stratum for u in units):
-        runs = [u for u in units if u.stratum == stratum]
-        arms = list(dict.fromkeys(u.arm for u in runs))
-        values = np.array([u.value for u in runs], dtype=float)
-        failed = np.array([u.failed for u in runs])
-        seeds = np.array([u.seed for u in runs])
-        pair = (failed[:, None] & ~failed[None, :] & (seeds[:, None] == seeds[None, :])).astype(float)
-        fit_pair = pair * np.isin(seeds, list(protocol.fit_seeds))[:, None]
-        test_pair = pair * np.isin(seeds, list(protocol.test_seeds))[:, None]
-        score = _scores(values)
-        blocks[stratum] = _Block(np.array([arms.index(u.arm) for u in runs]), len(arms), score * fit_pair, fit_pair,
-                                 score * test_pair, test_pair)  # fmt: skip
-    return blocks
+@dataclass(frozen=True)
+class _Cell:
+    fit_c: float  # concordant (larger value fails) fit pairs, ties 1/2
+    fit_n: int
+    test_c: float
+    test_n: int
+    cont_c: float  # held-out pairs of unequal continuous outcome: larger value is the worse run
+    cont_n: int
+    test_values: np.ndarray
+    test_failed: np.ndarray
 
 
-def _weighted(blocks: dict[str, _Block], weights: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Per resample: fit concordance, fit pairs, test concordance, test pairs over strata (a pair weighs w_i w_j)."""
-    totals = [0.0, 0.0, 0.0, 0.0]
-    for stratum, block in blocks.items():
-        w = weights[stratum]  # resamples x runs
-        for k, matrix in enumerate((block.fit_score, block.fit_pair, block.test_score, block.test_pair)):
-            totals[k] = totals[k] + np.einsum("bi,ij,bj->b", w, matrix, w)
-    return tuple(np.asarray(t, dtype=float) for t in totals)
+def _cells(units: Sequence[Unit], protocol: Protocol) -> dict[Factors, _Cell]:
+    cells = {}
+    for cell in sorted({u.cell for u in units}):
+        runs = [u for u in units if u.cell == cell]
+        sums = []
+        for seeds in (protocol.fit_seeds, protocol.test_seeds):
+            chosen = [u for u in runs if u.seed in seeds]
+            values = np.array([u.value for u in chosen], dtype=float)
+            failed = np.array([u.failed for u in chosen], dtype=bool)
+            sums.append((_concordance(values, failed, ~failed), int(failed.sum() * (~failed).sum()), values, failed))
+        held = [u for u in runs if u.seed in protocol.test_seeds]
+        worse = [(a.value, b.value) for a in held for b in held if a.worse > b.worse]  # (worse run's, better run's)
+        cont_c = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in worse)
+        cells[cell] = _Cell(sums[0][0], sums[0][1], sums[1][0], sums[1][1], cont_c, len(worse), sums[1][2],
+                            sums[1][3])  # fmt: skip
+    return cells
 
 
-def _held_out(fit_c: np.ndarray, fit_n: np.ndarray, test_c: np.ndarray, test_n: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Direction fitted on the fit pairs, AUC on the test pairs (NaN where a resample has no test pair)."""
+def _held_out(fit_c, fit_n, test_c, test_n):  # noqa: ANN001, ANN202 - arrays of resamples (or of one)
+    """Direction fitted on the fit pairs, AUC on the test pairs (NaN where there is no test pair)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         fit_auc = np.where(fit_n > 0, fit_c / np.where(fit_n > 0, fit_n, 1), np.nan)
-        direction = np.where(np.isnan(fit_auc), 0, np.sign(np.round(fit_auc - 0.5, 12)))
         raw = np.where(test_n > 0, test_c / np.where(test_n > 0, test_n, 1), np.nan)
+    direction = np.where(np.isnan(fit_auc), 0, np.sign(np.round(fit_auc - 0.5, 12)))
     auc = np.where(direction > 0, raw, np.where(direction < 0, 1 - raw, np.where(np.isnan(raw), np.nan, 0.5)))
     return fit_auc, direction, auc
 
 
-def _point(blocks: dict[str, _Block]) -> tuple[float | None, int, float | None, int]:
-    ones = {s: np.ones((1, len(b.arm_index))) for s, b in blocks.items()}
-    fit_c, fit_n, test_c, test_n = _weighted(blocks, ones)
-    fit_auc, direction, auc = _held_out(fit_c, fit_n, test_c, test_n)
-    return (None if np.isnan(fit_auc[0]) else float(fit_auc[0]), int(direction[0]),
-            None if np.isnan(auc[0]) else float(auc[0]), int(test_n[0]))  # fmt: skip
+def _totals(cells: list[_Cell], weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per row of weights (resamples x cells): fit concordance, fit pairs, test concordance, test pairs."""
+    columns = np.array([[c.fit_c, c.fit_n, c.test_c, c.test_n] for c in cells], dtype=float).reshape(-1, 4)
+    return tuple(weights @ columns[:, k] for k in range(4))
 
 
-def _resampled(blocks: dict[str, _Block], protocol: Protocol) -> np.ndarray:
-    """Per resample, the held-out AUC; the arms of each stratum drawn with replacement (fixed seed)."""
+def _bootstrap(cells: list[_Cell], protocol: Protocol) -> np.ndarray:
+    """Per resample, the held-out AUC with the cells drawn with replacement (each with all its seeds)."""
+    if not cells:
+        return np.full(protocol.resamples, np.nan)
     rng = np.random.default_rng(protocol.rng_seed)
-    weights = {}
-    for stratum, block in blocks.items():
-        draws = rng.integers(0, block.arms, size=(protocol.resamples, block.arms))
-        counts = np.stack([np.bincount(row, minlength=block.arms) for row in draws])  # resamples x arms
-        weights[stratum] = counts[:, block.arm_index].astype(float)
-    return _held_out(*_weighted(blocks, weights))[2]
+    draws = rng.integers(0, len(cells), size=(protocol.resamples, len(cells)))
+    counts = np.stack([np.bincount(row, minlength=len(cells)) for row in draws]).astype(float)
+    return _held_out(*_totals(cells, counts))[2]
 
 
 def _interval(values: np.ndarray) -> tuple[float, float]:
@@ -135,64 +146,106 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
     return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
 
 
-def _permutation_p(units: Sequence[Unit], protocol: Protocol, direction: int, observed: float | None) -> float:
-    """(1 + count) / (1 + permutations) of the value shufflings within each held-out block reaching the AUC."""
-    if direction == 0 or observed is None:
-        return 1.0
-    blocks = []
-    for key in dict.fromkeys((u.stratum, u.seed) for u in units if u.seed in protocol.test_seeds):
-        runs = [u for u in units if (u.stratum, u.seed) == key]
-        failed = np.array([u.failed for u in runs])
-        if failed.any() and not failed.all():
-            blocks.append((np.array([u.value for u in runs], dtype=float), failed))
-    pairs = sum(int(f.sum() * (~f).sum()) for _, f in blocks)
-    rng = np.random.default_rng(protocol.rng_seed + 1)
+def permutation_p(cells: list[_Cell], direction: int, protocol: Protocol) -> tuple[float, bool]:
+    """P(summed held-out concordance >= observed) when the outcomes are permuted among each informative held-out
+    cell's runs (failure counts per cell kept), and whether it is exact. Written here, not scipy.stats.permutation_test:
+    that permutes across all observations, not within blocks, and enumerates the joint assignments rather than
+    convolving the blocks' distributions. Concordance is counted in halves (integers) so no float tie is lost."""
+    blocks = [(c.test_values * direction, c.test_failed) for c in cells if 0 < c.test_failed.sum() < len(c.test_failed)]
+    observed = sum(round(2 * _concordance(v, f, ~f)) for v, f in blocks)
+    if sum(math.comb(len(f), int(f.sum())) for _, f in blocks) <= protocol.exact_limit:
+        total = np.ones(1)  # distribution of the summed doubled concordance, counts per value
+        for values, failed in blocks:
+            n, k = len(failed), int(failed.sum())
+            counts = np.zeros(2 * k * (n - k) + 1)
+            for chosen in itertools.combinations(range(n), k):
+                mask = np.zeros(n, dtype=bool)
+                mask[list(chosen)] = True
+                counts[round(2 * _concordance(values, mask, ~mask))] += 1
+            total = np.convolve(total, counts)
+        return float(total[observed:].sum() / total.sum()), True
+    rng = np.random.default_rng(protocol.rng_seed + 1)  # the blocks come from canonically sorted units
     reached = 0
     for _ in range(protocol.resamples):
-        concordant = sum(float(_scores(rng.permutation(v))[np.ix_(f, ~f)].sum()) for v, f in blocks)
-        auc = concordant / pairs if direction > 0 else 1 - concordant / pairs
-        reached += auc >= observed - 1e-12
-    return (1 + reached) / (1 + protocol.resamples)
+        drawn = 0
+        for values, failed in blocks:
+            mask = rng.permutation(failed)
+            drawn += round(2 * _concordance(values, mask, ~mask))
+        reached += drawn >= observed
+    return (1 + reached) / (1 + protocol.resamples), False
 
 
-def predict(units: Sequence[Unit], baseline: Sequence[Unit], protocol: Protocol) -> Prediction:
-    """The quantity's held-out within-stratum AUC against the baseline's (same runs, the baseline's values)."""
-    blocks, base_blocks = _blocks(units, protocol), _blocks(baseline, protocol)
-    fit_auc, direction, auc, pairs = _point(blocks)
-    base_auc = _point(base_blocks)[2]
-    samples, base_samples = _resampled(blocks, protocol), _resampled(base_blocks, protocol)
+def design_note(units: Sequence[Unit], protocol: Protocol) -> str:
+    """Why no cell decides: the held-out seeds per cell, and the factors that set the outcome in each stratum that
+    holds both outcomes (keys whose values differ between its failing and its trained cells)."""
+    held = [u for u in units if u.seed in protocol.test_seeds]
+    per_cell = {c: [u for u in held if u.cell == c] for c in {u.cell for u in held}}
+    most = max((len(v) for v in per_cell.values()), default=0)
+    notes = [] if most >= 2 else [f"each cell has {most} held-out seed(s), and a within-cell pair needs 2"]
+    setters: set[str] = set()
+    for stratum in sorted({u.stratum for u in held}):
+        runs = [u for u in held if u.stratum == stratum]
+        bad, good = {u.cell for u in runs if u.failed}, {u.cell for u in runs if not u.failed}
+        for a, b in itertools.product(bad - good, good - bad):
+            setters |= {k for (k, v), (_, w) in zip(a, b) if v != w}
+    if setters:
+        notes.append(f"in each stratum holding both outcomes on the held-out seeds the outcome is set by the cell "
+                     f"({', '.join(sorted(setters))}): any quantity that differs with it would 'predict' failure")
+    return "; ".join(notes) or "no stratum holds both outcomes on the held-out seeds"
+
+
+def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
+    """The quantity's held-out within-cell AUC against the design baseline's (a constant per cell)."""
+    units = canonical(units)
+    found = _cells(units, protocol)
+    paired = [cell for cell, c in found.items() if c.fit_n or c.test_n]  # a cell with no pair adds nothing, not
+    cells = [found[cell] for cell in paired]  # even a draw of the bootstrap: an unrelated cell moves no number
+    constant = _cells([Unit(u.cell, u.stratum, u.seed, u.failed, 0.0, u.worse) for u in units], protocol)
+    baseline = [constant[cell] for cell in paired]
+    fit_auc, direction, auc = (float(x[0]) for x in _held_out(*_totals(cells, np.ones((1, len(cells))))))
+    base_auc = float(_held_out(*_totals(baseline, np.ones((1, len(cells)))))[2][0])
+    samples, base_samples = _bootstrap(cells, protocol), _bootstrap(baseline, protocol)
     low, high = _interval(samples)
     diff_low, diff_high = _interval(samples - base_samples)
-    informative = [s for s in dict.fromkeys(u.stratum for u in units)
-                   if {u.failed for u in units if u.stratum == s and u.seed in protocol.test_seeds} == {True, False}]
-    difference = None if auc is None or base_auc is None else auc - base_auc
-    p_value = _permutation_p(units, protocol, direction, auc) if informative else 1.0
-    verdict, why = _decide(direction, difference, diff_low, diff_high, informative, protocol, fit_auc, p_value)
-    return Prediction(fit_auc, direction, auc, low, high, base_auc, difference, diff_low, diff_high, informative,
-                      pairs, p_value, verdict, why)  # fmt: skip
+    informative = [cell for cell, c in found.items() if c.test_n > 0]
+    pairs = sum(c.test_n for c in cells)
+    fit = None if math.isnan(fit_auc) else fit_auc
+    auc_ = None if math.isnan(auc) else auc
+    base = None if math.isnan(base_auc) else base_auc
+    difference = None if auc_ is None or base is None else auc_ - base
+    p_value, exact = permutation_p(cells, int(direction), protocol) if direction and informative else (1.0, True)
+    cont_n = sum(c.cont_n for c in found.values())
+    continuous = None if not cont_n or not direction else sum(c.cont_c for c in found.values()) / cont_n
+    continuous = continuous if continuous is None or direction > 0 else 1 - continuous
+    verdict, why = _decide(int(direction), difference, diff_low, diff_high, informative, protocol, fit, p_value,
+                           units)  # fmt: skip
+    return Prediction(fit, sum(c.fit_n for c in cells), int(direction), auc_, low, high, base, difference, diff_low,
+                      diff_high, informative, pairs, len(units), p_value, exact, continuous, verdict, why)  # fmt: skip
 
 
-def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[str],
-            protocol: Protocol, fit_auc: float | None, p_value: float) -> tuple[Verdict, str]:  # fmt: skip
-    need = protocol.min_strata
+def _decide(direction: int, difference: float | None, low: float, high: float, informative: list[Factors],
+            protocol: Protocol, fit_auc: float | None, p_value: float,
+            units: Sequence[Unit]) -> tuple[Verdict, str]:  # fmt: skip
+    need = protocol.min_cells
+    if not informative:
+        return Verdict.NOT_TESTABLE, (f"with this design: no cell (runs sharing every factor but the seed) holds "
+                                      f"both outcomes on the held-out seeds; {design_note(units, protocol)}")
     if len(informative) < need or difference is None:
-        strata = "stratum" if len(informative) == 1 else "strata"
-        return Verdict.NOT_TESTABLE, (f"{len(informative)} informative {strata} (held-out runs of both outcomes in "
-                                      f"one schedule); it needs >= {need}: strata where, in the held-out seed, some "
-                                      "arms fail and some train would decide it")  # fmt: skip
+        return Verdict.NOT_TESTABLE, (f"{len(informative)} informative cell(s) (held-out runs of both outcomes "
+                                      f"sharing every factor but the seed); a verdict needs >= {need}")  # fmt: skip
     if fit_auc is None:
-        return Verdict.NOT_TESTABLE, "the fit seeds hold no failing-trained pair to fit a direction on"
+        return Verdict.NOT_TESTABLE, "the fit seeds hold no within-cell failing-trained pair to fit a direction on"
     if high <= 0:
         tie = direction == 0 and low == high == 0
-        return Verdict.DOES_NOT_HOLD, ("it ties the schedule-only baseline: within every stratum its values order no "
-                                       "pair" if tie else "no better than the schedule alone on the held-out seed")
+        return Verdict.DOES_NOT_HOLD, ("it ties the design baseline: within every cell its values order no pair"
+                                       if tie else "no better than the design baseline on the held-out seeds")
     if low > 0 and p_value >= 1 - LEVEL:
-        return Verdict.INCONCLUSIVE, (f"above the baseline over arms, but the permutation p = {p_value:.2f}: too few "
+        return Verdict.INCONCLUSIVE, (f"above the baseline over cells, but the permutation p = {p_value:.3g}: too few "
                                       "held-out pairs to tell it from chance")  # fmt: skip
     if low > 0 and direction == protocol.claimed_direction:
-        return Verdict.HOLDS, (f"beats the schedule-only baseline on the held-out seed, in the claimed direction "
-                               f"(permutation p = {p_value:.3f})")  # fmt: skip
+        return Verdict.HOLDS, (f"predicts failure within cells on the held-out seeds, in the claimed direction "
+                               f"(permutation p = {p_value:.3g})")  # fmt: skip
     if low > 0:
-        return Verdict.DOES_NOT_HOLD, (f"it predicts failure on the held-out seed, but the other way round "
-                                       f"(permutation p = {p_value:.3f})")  # fmt: skip
-    return Verdict.INCONCLUSIVE, "the interval over arms straddles the baseline"
+        return Verdict.DOES_NOT_HOLD, (f"it predicts failure within cells on the held-out seeds, but the other way "
+                                       f"round (permutation p = {p_value:.3g})")  # fmt: skip
+    return Verdict.INCONCLUSIVE, "the interval over cells straddles the baseline"

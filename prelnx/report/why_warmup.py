@@ -1,10 +1,12 @@
-"""The explanations of warm-up on one sweep's runs (issues 31 and 38; configs/sweeps/why_warmup_strata.yaml): the
-`arm_difference` claims of methods.yaml's `why_warmup` (arm a minus arm b over seeds, per lr; premise: Post-LN with
-Adam fails there without warm-up) and each run's stratum (`schedule_key`). "X trains where Y fails" does not hold when
+"""The explanations of warm-up on one sweep's runs (issues 31, 38, 49; configs/sweeps/why_warmup_edge.yaml): the
+`arm_difference` claims of methods.yaml's `why_warmup` (arm a minus arm b over seeds, per lr and warm-up; premise:
+Post-LN with Adam fails there without warm-up), each run's stratum (`schedule_key`) and cell (`cell_factors`: every
+factor fixed per run but the seed) and its continuous outcome (`worse`). "X trains where Y fails" does not hold when
 X never trained either (>= 2 seeds) while the premise holds: it is a claim of training, not of how much better."""
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Callable
@@ -14,6 +16,7 @@ from typing import Any
 
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
+from prelnx.records.results import SWEEP_INDEX
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick
 from prelnx.report.claims import premise_state
@@ -88,6 +91,25 @@ def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> f
     return reduce(values) if values else None
 
 
+# Config keys that cannot change what is trained (issue 46's rule), left out of a run's cell. Written here until
+# the verdict engine's arm table (prelnx/report/arms.py, issue 46) owns it: the run's name and seed, threads and
+# loader workers, logging, checkpoint keeping, evaluation, and the diagnostics (tested not to change a weight).
+NOT_TRAINING = ("name", "train.seed", "train.threads", "train.num_workers", "train.log_interval",
+                "train.keep_last_epochs", "train.keep_every_updates", "train.diagnostics.", "eval.")  # fmt: skip
+
+
+def cell_factors(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Every config key that can change what is trained, flattened (`optimizer.lr`), its value as text."""
+    found: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            found.update(cell_factors(value, f"{name}."))
+        elif not any(name == k or (k.endswith(".") and name.startswith(k)) for k in NOT_TRAINING):
+            found[name] = repr(value)
+    return found
+
+
 @dataclass
 class Study:
     """The sweep's runs with their diagnostics rows, and what decides whether a run failed."""
@@ -96,6 +118,8 @@ class Study:
     rows: dict[str, list[Row]]
     margin: float  # trained_margin_bits
     schedules: dict[str, str] = field(default_factory=dict)  # run -> its whole lr schedule in words (its stratum)
+    cells: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # run -> the keys that vary, values
+    sweep: str = ""  # the sweep's name (sweep.json): its entry in methods.yaml's prediction.studies, if any
 
     @property
     def plateau(self) -> float | None:
@@ -105,9 +129,17 @@ class Study:
         nll = final_nll(arm)
         return nll is None or (self.plateau is not None and nll > self.plateau - self.margin)
 
-    def arm(self, spec: dict[str, Any], lr: float) -> list[Arm]:
+    def worse(self, arm: Arm) -> tuple[int, float]:
+        """The continuous outcome, larger = worse: (0, final valid nll); diverged: (1, -its update), earlier worse."""
+        if arm.diverged:
+            return 1, -float(arm.diverged_at if arm.diverged_at is not None else 0)
+        nll = final_nll(arm)
+        last = float(arm.rows[-1].get("num_updates", 0)) if arm.rows else 0.0
+        return (0, nll) if nll is not None else (1, -last)  # no finite nll: as if it diverged at its last row
+
+    def arm(self, spec: dict[str, Any], lr: float, warmup: int | None = None) -> list[Arm]:
         runs = pick(self.arms, layout=spec["layout"], optimizer=spec["optimizer"], lr=lr)
-        return [a for a in runs if (a.warmup > 0) == bool(spec["warmup"])]
+        return [a for a in runs if (a.warmup > 0) == bool(spec["warmup"]) and warmup in (None, a.warmup)]
 
 
 def schedule_key(config: dict[str, Any]) -> str:
@@ -130,9 +162,16 @@ def stratum_label(key: str) -> str:
 
 
 def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
-    schedules = {a.name: schedule_key(config_to_dict(read_run_config(sweep_dir / a.name))) for a in arms
-                 if has_config(sweep_dir / a.name)}  # a run without its config has no stratum
-    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules)
+    configs = {a.name: config_to_dict(read_run_config(sweep_dir / a.name)) for a in arms
+               if has_config(sweep_dir / a.name)}  # a run without its config has no stratum and no cell
+    schedules = {name: schedule_key(config) for name, config in configs.items()}
+    factors = {name: cell_factors(config) for name, config in configs.items()}
+    keys = sorted({k for f in factors.values() for k in f})
+    varied = [k for k in keys if len({f.get(k) for f in factors.values()}) > 1]
+    cells = {name: tuple((k, f.get(k, "-")) for k in varied) for name, f in factors.items()}
+    index = sweep_dir / SWEEP_INDEX
+    sweep = str(json.loads(index.read_text()).get("name", "")) if index.is_file() else ""
+    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules, cells, sweep)
 
 
 def arm_name(layout: str, optimizer: str) -> str:
@@ -140,9 +179,9 @@ def arm_name(layout: str, optimizer: str) -> str:
     return f"{layout_names().get(layout, layout)} {OPTIMIZER_NAMES.get(optimizer, optimizer)}"
 
 
-def arm_label(spec: dict[str, Any], lr: float, names: dict[str, str]) -> str:
+def arm_label(spec: dict[str, Any], lr: float, names: dict[str, str], warmup_updates: int | None = None) -> str:
     layout = names.get(spec["layout"], spec["layout"])
-    warmup = "with warm-up" if spec["warmup"] else "no warm-up"
+    warmup = (f"{warmup_updates} warm-up" if warmup_updates else "with warm-up") if spec["warmup"] else "no warm-up"
     return f"{layout} {OPTIMIZER_NAMES.get(spec['optimizer'], spec['optimizer'])} lr {lr:g}, {warmup}"
 
 
@@ -189,14 +228,15 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], na
     outcome = ClaimOutcome(claim["id"], missing="not measured: the sweep has no runs of these arms")
     region = above(claim["margin"]) if claim["side"] == "above" else below(claim["margin"])
     override = None
-    for lr in sorted({a.lr for a in study.arms}):
-        a, b = study.arm(claim["a"], lr), study.arm(claim["b"], lr)
-        sa = _sample(study, arm_label(claim["a"], lr, names), a, claim["quantity"], claim.get("updates"))
-        sb = _sample(study, arm_label(claim["b"], lr, names), b, claim["quantity"], claim.get("updates"))
+    for lr, warmup in sorted({(a.lr, a.warmup) for a in study.arms}):  # warm-up lengths are never pooled
+        a, b = study.arm(claim["a"], lr, warmup), study.arm(claim["b"], lr, warmup)
+        sa = _sample(study, arm_label(claim["a"], lr, names, warmup), a, claim["quantity"], claim.get("updates"))
+        sb = _sample(study, arm_label(claim["b"], lr, names, warmup), b, claim["quantity"], claim.get("updates"))
         if not sa.n or not sb.n:
             continue
         premise = _premise(study, spec["premise"], lr, names) if claim["quantity"] == "final_loss" else None
-        outcome.cases.append(Case(f"lr {lr:g}", compare(QUANTITY_NAMES[claim["quantity"]], sa, sb, region), premise))
+        case = f"lr {lr:g}" + (f", {warmup} warm-up updates" if warmup else "")
+        outcome.cases.append(Case(case, compare(QUANTITY_NAMES[claim["quantity"]], sa, sb, region), premise))
         never_trained = sb.n >= 2 and not any(not study.failed(r) for r in b)
         if premise is not None and premise.state is PremiseState.MET and never_trained:
             why = (f"at lr {lr:g} {sb.label} failed in every seed too (none ended more than {study.margin:g} bit "

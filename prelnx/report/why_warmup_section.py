@@ -1,10 +1,13 @@
-"""The report's "Why warm-up" section (issue 38): each explanation as a predictor of which runs fail within strata
-(a run's stratum: its whole lr schedule; methods.yaml's `why_warmup.prediction` fixes the window, seeds and bootstrap;
-prelnx.report.predict decides), ranked against the schedule-only baseline (the window's mean lr); the arm claims
-(prelnx.report.why_warmup); the strata, runs and early-window figures. Only for runs that recorded diagnostics."""
+"""The report's "Why warm-up" section (issues 38, 46, 49): each explanation as a predictor of which runs fail among
+runs of one cell (every factor fixed per run but the seed: the design's baseline; methods.yaml's
+`why_warmup.prediction` fixes the window, seeds and bootstrap, a sweep's own split under `studies`;
+prelnx.report.predict decides), ranked by held-out AUC; the runs it could not read, with why; the interventions and
+arm claims (prelnx.report.why_warmup); the cells with each seed's continuous outcome, and the early-window figures.
+Only for runs that recorded diagnostics."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,12 +15,11 @@ from typing import Any
 
 from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
-from prelnx.report.arms import Arm, final_nll, layout_names, seed_groups, trained_margin
+from prelnx.report.arms import Arm, final_nll, layout_names, trained_margin
 from prelnx.report.predict import Prediction, Protocol, Unit, predict
 from prelnx.report.render import _case_lines, _premise_lines, verdict_text
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
-    OPTIMIZER_NAMES,
     QUANTITY_NAMES,
     REDUCED,
     SERIES,
@@ -30,7 +32,6 @@ from prelnx.report.why_warmup import (
     stratum_label,
 )
 
-BASELINE = "early_lr"
 
 
 @dataclass(frozen=True)
@@ -38,79 +39,101 @@ class PredictiveVerdict:
     explanation: dict[str, Any]
     claim: dict[str, Any]
     prediction: Prediction | None  # None: no run has the quantity in the window
+    excluded: tuple[tuple[str, str], ...] = ()  # (run, why) of the runs the prediction could not read
 
 
-def protocol(spec: dict[str, Any]) -> Protocol:
-    p = spec["prediction"]
-    return Protocol(frozenset(p["fit_seeds"]), frozenset(p["test_seeds"]), int(p["min_strata"]),
+def protocol(spec: dict[str, Any], sweep: str = "") -> Protocol:
+    """methods.yaml's `why_warmup.prediction`, with the sweep's own entry under `studies` where it has one."""
+    p = {**spec["prediction"], **(spec["prediction"].get("studies") or {}).get(sweep, {})}
+    return Protocol(frozenset(p["fit_seeds"]), frozenset(p["test_seeds"]), int(p.get("min_cells", p["min_strata"])),
                     int(p["resamples"]), int(p.get("rng_seed", 0)))  # fmt: skip
 
 
-def units(study: Study, quantity: str, window: list[int]) -> list[Unit]:
-    """One Unit per finished (or diverged) run that has a stratum and the quantity in the window."""
-    found = []
+def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], list[tuple[str, str]]]:
+    """One Unit per finished or diverged run with a cell and the quantity in the window (a run that diverged inside
+    the window is read up to its divergence); every other run that ended, with why it could not be read."""
+    found, excluded = [], []
     for arm in study.arms:
-        if not arm.status.done or arm.name not in study.schedules:
+        if not arm.status.done:
             continue
         value = run_quantity(quantity, study.rows.get(arm.name, []), window)
-        if value is None or math.isnan(value):
-            continue
-        found.append(Unit(study.schedules[arm.name], arm_name(arm.layout, arm.optimizer), arm.seed, study.failed(arm),
-                          value))  # fmt: skip
-    return found
+        if arm.name not in study.cells:
+            excluded.append((arm.name, "no config.yaml: no cell"))
+        elif value is None or math.isnan(value):
+            when = f"diverged at update {arm.diverged_at}, " if arm.diverged else ""
+            what = "no" if value is None else "a NaN"
+            excluded.append((arm.name, f"{when}{what} {QUANTITY_NAMES.get(quantity, quantity)} measured in updates "
+                                       f"{window[0]}-{window[1]}"))  # fmt: skip
+        else:
+            found.append(Unit(study.cells[arm.name], study.schedules[arm.name], arm.seed, study.failed(arm), value,
+                              study.worse(arm)))  # fmt: skip
+    return found, excluded
 
 
-def check_predictions(study: Study, spec: dict[str, Any]) -> list[PredictiveVerdict]:
-    """Every `predicts_failure` claim against the baseline on the same runs (their early lr as the value)."""
+def check_predictions(study: Study, spec: dict[str, Any], rules: Protocol) -> list[PredictiveVerdict]:
+    """Every `predicts_failure` claim, decided within cells against the design baseline."""
     window = list(spec["prediction"]["window"])
-    rules = protocol(spec)
-    lr_of = {(u.stratum, u.arm, u.seed): u.value for u in units(study, BASELINE, window)}
     verdicts = []
     for explanation in spec["explanations"]:
         for claim in explanation["claims"]:
-            if claim["kind"] != "predicts_failure":
-                continue
-            runs = [u for u in units(study, claim["quantity"], window) if (u.stratum, u.arm, u.seed) in lr_of]
-            baseline = [Unit(u.stratum, u.arm, u.seed, u.failed, lr_of[(u.stratum, u.arm, u.seed)]) for u in runs]
-            verdicts.append(PredictiveVerdict(explanation, claim, predict(runs, baseline, rules) if runs else None))
+            if claim["kind"] == "predicts_failure":
+                runs, excluded = units(study, claim["quantity"], window)
+                verdicts.append(PredictiveVerdict(explanation, claim, predict(runs, rules) if runs else None,
+                                                  tuple(excluded)))  # fmt: skip
     return verdicts
 
 
 def ranked(verdicts: list[PredictiveVerdict]) -> list[PredictiveVerdict]:
-    """By held-out AUC, best first (not measured / no AUC last)."""
-    return sorted(verdicts, key=lambda v: -(v.prediction.auc if v.prediction and v.prediction.auc is not None
-                                            else -1.0))  # fmt: skip
+    """By held-out AUC, best first (not measured / no AUC last; ties by claim id, never by run order)."""
+    return sorted(verdicts, key=lambda v: (-(v.prediction.auc if v.prediction and v.prediction.auc is not None
+                                             else -1.0), v.claim["id"]))  # fmt: skip
 
 
-def strata_table(study: Study, spec: dict[str, Any]) -> list[str]:
-    """Per stratum: its arms' runs, how many failed per seed, and whether its held-out seed is informative."""
-    runs = units(study, BASELINE, list(spec["prediction"]["window"]))
-    test = set(spec["prediction"]["test_seeds"])
-    lines = ["| stratum (lr schedule) | arms | runs | failed / trained | held-out seed informative |",
-             "|---|---|---|---|---|"]  # fmt: skip
-    for stratum in dict.fromkeys(u.stratum for u in runs):
-        group = [u for u in runs if u.stratum == stratum]
-        arms = list(dict.fromkeys(u.arm for u in group))
-        failed = sum(u.failed for u in group)
-        held = {u.failed for u in group if u.seed in test}
-        lines.append(f"| {stratum_label(stratum)} | {', '.join(arms)} | {len(group)} | {failed} / "
-                     f"{len(group) - failed} | {'yes' if held == {True, False} else 'no'} |")  # fmt: skip
+def cell_label(cell: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{key.rsplit('.', 1)[-1]} {value.strip(chr(39))}" for key, value in cell) or "one cell"
+
+
+def _seed_outcome(study: Study, arm: Arm, test: frozenset[int]) -> str:
+    nll = final_nll(arm)
+    text = (f"diverged at {arm.diverged_at}" if arm.diverged else f"{nll:.2f}" if nll is not None else "no nll")
+    mark = "**" if study.failed(arm) else ""
+    return f"s{arm.seed}{'*' if arm.seed in test else ''}: {mark}{text}{mark}"
+
+
+def cells_table(study: Study, rules: Protocol) -> list[str]:
+    """Per cell (every factor but the seed): each seed's continuous outcome, failures, and whether its held-out
+    seeds hold both outcomes (a within-cell held-out pair)."""
+    lines = ["| stratum (lr schedule) | cell (the keys that vary) | failed / trained | final valid nll per seed (bold: "
+             "failed; *: held out) | held-out seeds hold both outcomes |", "|---|---|---|---|---|"]  # fmt: skip
+    done = sorted((a for a in study.arms if a.status.done and a.name in study.cells),
+                  key=lambda a: (study.schedules[a.name], study.cells[a.name], a.seed))  # fmt: skip
+    for (stratum, cell), group in itertools.groupby(done, key=lambda a: (study.schedules[a.name], study.cells[a.name])):
+        group = list(group)
+        failed = sum(study.failed(a) for a in group)
+        held = {study.failed(a) for a in group if a.seed in rules.test_seeds}
+        seeds = ", ".join(_seed_outcome(study, a, rules.test_seeds) for a in group)
+        lines.append(f"| {stratum_label(stratum)} | {cell_label(cell)} | {failed} / {len(group) - failed} | {seeds} | "
+                     f"{'yes' if held == {True, False} else 'no'} |")  # fmt: skip
     return lines
 
 
 INTRO = [
     "Each explanation of why Post-LN needs warm-up names a quantity that should be large early in the runs that go",
     "on to fail (prelnx/methods.yaml, `why_warmup`, written before the runs; docs/why_warmup.md). A run *failed* when",
-    "it diverged or its final valid nll is not {margin:g} bit below the unigram plateau ({plateau}). Each quantity is",
-    "read only in the early window, updates {w0}-{w1}, and decided as a predictor of failure *within strata*: runs",
-    "that share the whole lr schedule (peak lr, warm-up, decay), so that a quantity that merely tracks the schedule",
-    "predicts nothing. Pairs (failing run, trained run) never cross a stratum or a seed. The direction is fitted on",
-    "seeds {fit}; the held-out AUC is scored on seed(s) {test} (1 = every held-out pair ordered right, 0.5 = chance).",
-    "The interval is a 95 % bootstrap over **arms** within strata (an arm, layout x optimizer, carries all its seeds:",
-    "the unit is the arm, not the run). The baseline is the schedule alone (the window's mean lr, 0.5 within a stratum",
-    "by construction). holds: the interval of AUC minus baseline lies above 0, in the claimed direction; does not",
-    "hold: at or below 0 (or above it the other way round); inconclusive: it straddles 0; not testable: fewer than",
-    "{need} informative strata (held-out runs of both outcomes in one schedule).",
+    "it diverged or its final valid nll is not {margin:g} bit below the unigram plateau ({plateau}); the continuous",
+    "outcome (final valid nll; a diverged run is worse than any that finished, an earlier divergence worse) is shown",
+    "beside it, and the verdict uses the binary one. Each quantity is read only in the early window, updates {w0}-{w1}",
+    "(a run that diverged there up to its divergence; a run with no measurement there is listed as excluded). A",
+    "*cell* is every factor the design fixes per run but the seed (layout, optimizer, lr schedule, any other key that",
+    "varies): the baseline is the cell itself, so a pair (failing run, trained run) never crosses a cell, and a",
+    "quantity that is a function of the layout or the schedule ties every pair (AUC 0.5, the baseline's). The",
+    "direction is fitted on seeds {fit}; the held-out AUC is scored on the within-cell pairs of seeds {test} (1 =",
+    "every pair ordered right). The interval is a 95 % bootstrap over **cells** (a cell carries all its seeds); the",
+    "permutation p permutes the outcomes among each held-out cell's runs, exact when the assignments can be",
+    "enumerated. holds: the interval of AUC minus the baseline lies above 0 in the claimed direction and p < 0.05;",
+    "does not hold: at or below 0 (or above it the other way round); inconclusive: otherwise; not testable: fewer",
+    "than {need} informative cells (held-out runs of both outcomes in one cell), and *with this design* when no cell",
+    "holds both outcomes. The C-index beside it is the same held-out score on the continuous outcome (descriptive).",
 ]
 
 
@@ -135,7 +158,8 @@ def _auc(p: Prediction) -> str:
 
 def _fit(p: Prediction) -> str:
     direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
-    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction})"
+    pairs = f"{p.fit_pairs} pair{'s' if p.fit_pairs != 1 else ''}"
+    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction}; {pairs})"
 
 
 def _prediction_text(v: PredictiveVerdict) -> str:
@@ -143,23 +167,31 @@ def _prediction_text(v: PredictiveVerdict) -> str:
     return "not measured (no run has it in the window)" if p is None else f"{p.verdict.value} ({p.why})"
 
 
-def predictions_table(verdicts: list[PredictiveVerdict], baseline: Prediction | None) -> list[str]:
-    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC, seeds 1-2 (direction) | held-out AUC "
-             "[95 % CI] | minus baseline [95 % CI] | informative strata / pairs | verdict |"),
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
+    lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC "
+              "[95 % CI] | minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous "
+              "| runs read / excluded | verdict |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, v in enumerate(ranked(verdicts), start=1):
         p, quantity = v.prediction, QUANTITY_NAMES.get(v.claim["quantity"], v.claim["quantity"])
         head = f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | {quantity} |"
         if p is None:
-            lines.append(f"{head} - | - | - | - | **not measured** |")
+            lines.append(f"{head} - | - | - | - | - | - | 0 / {len(v.excluded)} | **not measured** |")
             continue
         diff = "-" if p.difference is None else f"{p.difference:+.2f} [{p.diff_low:+.2f}, {p.diff_high:+.2f}]"
-        lines.append(f"{head} {_fit(p)} | {_auc(p)} | {diff} | {len(p.informative)} / {p.pairs} | "
-                     f"**{_prediction_text(v)}** |")  # fmt: skip
-    if baseline is not None:
-        lines.append(f"| - | baseline: the schedule alone | - | {QUANTITY_NAMES['early_lr']} | {_fit(baseline)} | "
-                     f"{_auc(baseline)} | - | {len(baseline.informative)} / {baseline.pairs} | - |")  # fmt: skip
+        pv = "-" if not p.pairs or not p.direction else f"{p.p_value:.3g} ({'exact' if p.exact else 'Monte Carlo'})"
+        cont = "-" if p.continuous is None else f"{p.continuous:.2f}"
+        lines.append(f"{head} {_fit(p)} | {_auc(p)} | {diff} | {len(p.informative)} / {p.pairs} | {pv} | {cont} | "
+                     f"{p.runs} / {len(v.excluded)} | **{_prediction_text(v)}** |")  # fmt: skip
     return lines
+
+
+def excluded_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
+    """Each run a prediction could not read, once, with why and the claims it is missing from."""
+    why: dict[tuple[str, str], list[str]] = {}
+    for v in verdicts:
+        for run, reason in v.excluded:
+            why.setdefault((run, reason), []).append(v.claim["id"])
+    return [f"- {run}: {reason} (not in {', '.join(claims)})" for (run, reason), claims in sorted(why.items())]
 
 
 def separation_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
@@ -209,28 +241,14 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
     return lines if len(lines) > 2 else []
 
 
-def outcomes_table(study: Study) -> list[str]:
-    lines = ["| arm | seeds | failed | final valid nll per seed |", "|---|---|---|---|"]
-    for group in seed_groups(study.arms).values():
-        done = [a for a in group if a.status.done]
-        finals = ", ".join("diverged" if a.diverged else f"{nll:.2f}" if (nll := final_nll(a)) is not None else "-"
-                           for a in done)  # fmt: skip
-        first: Arm = group[0]
-        warmup = f"{first.warmup} warm-up" if first.warmup else "no warm-up"
-        name = f"{layout_names().get(first.layout, first.layout)}, {OPTIMIZER_NAMES.get(first.optimizer, first.optimizer)}"
-        lines.append(f"| {name}, lr {first.lr:g}, {warmup} | {len(done)} | {sum(study.failed(a) for a in done)} | "
-                     f"{finals} |")  # fmt: skip
-    return lines
-
-
 def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, report_dir: Path,
                        echo: Any = None) -> list[str]:  # fmt: skip
     spec = explanations_data()
     study = load_study(sweep_dir, arms, trained_margin())
     if not any(study.rows.values()):  # no run recorded diagnostics
         return []
-    predictions, runs = check_predictions(study, spec), units(study, BASELINE, list(spec["prediction"]["window"]))
-    baseline = predict(runs, runs, protocol(spec)) if runs else None  # the schedule alone, its own ranking row
+    rules = protocol(spec, study.sweep)
+    predictions = check_predictions(study, spec, rules)
     verdicts = check_explanations(study, spec, layout_names())
     if echo is not None:
         for v in ranked(predictions):
@@ -240,18 +258,20 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     p = spec["prediction"]
     plateau = f"{study.plateau:.2f} bits" if study.plateau is not None else "unknown: the dictionary is not here"
     words = {"margin": study.margin, "plateau": plateau, "w0": p["window"][0], "w1": p["window"][1],
-             "fit": ", ".join(map(str, p["fit_seeds"])), "test": ", ".join(map(str, p["test_seeds"])),
-             "need": p["min_strata"]}  # fmt: skip
-    lines = ["## Why warm-up", "", *[line.format(**words) for line in INTRO], "", "### Strata", "",
-             *strata_table(study, spec), "", "### Each explanation as a predictor of failure, ranked", "",
-             *predictions_table(predictions, baseline), "", "What this study can and cannot separate:", "",
-             *separation_lines(predictions), "", "### Arm claims (arms of one schedule, over seeds)", "",
-             *claims_table(verdicts), ""]  # fmt: skip
+             "fit": ", ".join(map(str, sorted(rules.fit_seeds))), "test": ", ".join(map(str, sorted(rules.test_seeds))),
+             "need": rules.min_cells}  # fmt: skip
+    lines = ["## Why warm-up", "", *[line.format(**words) for line in INTRO], "",
+             "### Cells (runs sharing every factor but the seed)", "", *cells_table(study, rules), "",
+             "### Each explanation as a predictor of failure within cells, ranked", "",
+             *predictions_table(predictions), ""]  # fmt: skip
+    if excluded := excluded_lines(predictions):
+        lines += ["Runs a predictor could not read (counted in the cells above, not in its AUC):", "", *excluded, ""]
+    lines += ["What this study can and cannot separate:", "", *separation_lines(predictions), "",
+              "### Interventions and arm claims (arms of one schedule, over seeds)", "", *claims_table(verdicts), ""]
     if withdrawn := [f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, confounded "
                      f"by warm-up) is withdrawn; re-decided above as `{claim['id']}`." for explanation in
                      spec["explanations"] for claim in explanation["claims"] if claim.get("replaces")]:  # fmt: skip
         lines += ["### Withdrawn claims", "", *withdrawn, ""]
-    lines += ["### Runs by outcome", "", *outcomes_table(study), ""]
     if shown := figures(study, spec, figures_dir, report_dir):
         lines += ["### The quantities in the early window, failing and trained runs of one stratum", "", *shown]
     return lines
