@@ -45,7 +45,7 @@ class PredictiveVerdict:
 def protocol(spec: dict[str, Any], sweep: str = "") -> Protocol:
     """methods.yaml's `why_warmup.prediction`, with the sweep's own entry under `studies` where it has one."""
     p = {**spec["prediction"], **(spec["prediction"].get("studies") or {}).get(sweep, {})}
-    return Protocol(frozenset(p["fit_seeds"]), frozenset(p["test_seeds"]), int(p.get("min_cells", p["min_strata"])),
+    return Protocol(frozenset(p["fit_seeds"]), frozenset(p["test_seeds"]), int(p["min_cells"]),
                     int(p["resamples"]), int(p.get("rng_seed", 0)))  # fmt: skip
 
 
