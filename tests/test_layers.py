@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
 
 # Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
 LAYERS: list[set[str]] = [
+    {"exits"},  # the exit-code table and Refusal: what every other module may raise or return
     {"atomic", "quiet", "plugin_path", "paper", "eta", "machine", "layouts"},  # helpers, the paper's numbers, the layout table: know nothing of prelnx
     {"data"},  # datasets: never reads a config, never trains
     {"config"},  # the YAML vocabulary: never touches a run

@@ -4,11 +4,8 @@ a Slurm job reports of an error: its message and exit code, as `prelnx train` wo
 from __future__ import annotations
 
 from prelnx.atomic import io_reason
-from prelnx.config.errors import Refusal
-from prelnx.data.check import DataDamaged
-from prelnx.data.textio import DataError
+from prelnx.exits import Exit, Refusal
 from prelnx.records.lock import RunLocked
-from prelnx.records.status import EXIT_BUSY
 
 
 class RunConflict(Refusal):
@@ -26,14 +23,12 @@ class SlurmUnavailable(Refusal):
 def error_exit(error: BaseException) -> tuple[str, int] | None:
     """The message and exit code of an error that stops a run before it trains; None for others."""
     if isinstance(error, RunLocked):
-        return str(error), EXIT_BUSY
+        return str(error), Exit.BUSY
     if isinstance(error, RunIOError):
-        return str(error.strerror), 1
+        return str(error.strerror), Exit.FAILED
     if isinstance(error, OSError):  # e.g. --run-dir under a file
-        return io_reason(error), 1
+        return io_reason(error), Exit.FAILED
     if isinstance(error, Refusal):
         return str(error), error.exit_code
-    if isinstance(error, (DataDamaged, DataError)):  # data/ sits below config/: its refusals are its own classes
-        return str(error), 2
     return None  # a bug: raised, its traceback in the job's log
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import io_reason, write_text_atomic
+from prelnx.exits import STATUS_EXIT
 from prelnx.config.schema import Config
 from prelnx.launch.errors import RunConflict, RunIOError
 from prelnx.launch.events import Ended, Listener, Note, Started, render
@@ -43,7 +44,7 @@ from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
 from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved_differences, write_run_config
-from prelnx.records.status import EXIT_CODES, read_status, write_status
+from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
 
 RUNNING_CHILDREN: set[subprocess.Popen] = set()  # a sweep stopped by SIGTERM stops them all
@@ -99,7 +100,7 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 1)
+        return STATUS_EXIT[self.status]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import io_reason
+from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
@@ -181,7 +182,7 @@ class Watch:
         unreadable = ""
         try:
             info = checkpoint_info(last) if last.is_file() else None
-        except (ValueError, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
+        except (Refusal, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
             info, unreadable = None, str(error)
             self.listener(Note(f"warning: {error}"))
         extra: dict[str, Any] = {}
