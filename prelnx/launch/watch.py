@@ -184,7 +184,7 @@ class Watch:
             info = checkpoint_info(last) if last.is_file() else None
         except (Refusal, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
             info, unreadable = None, str(error)
-            self.listener(Note(f"warning: {error}"))
+            self.listener(Note(str(error), warning=True))
         extra: dict[str, Any] = {}
         rows, diagnostics = self.rows, self.diagnostics
         try:
@@ -218,7 +218,7 @@ class Watch:
             write_status(run_dir, outcome.status, update=outcome.update, **outcome.record(),
                          **status_counts(self.grain, rows, info), **best_and_final(rows), **extra)  # fmt: skip
         except OSError as error:
-            self.listener(Note(f"warning: status.json could not be written ({io_reason(error, run_dir)})"))
+            self.listener(Note(f"status.json could not be written ({io_reason(error, run_dir)})", warning=True))
         return outcome
 
 

@@ -120,3 +120,15 @@ def test_a_gpu_asked_for_where_torch_sees_none_is_a_refusal(monkeypatch):
         assert "train.device: cuda" in str(error)
     else:
         raise AssertionError("no refusal")
+
+
+def test_a_trainings_warning_goes_to_stderr_and_the_rest_to_stdout(capsys):
+    """A warning is a typed Note (warning=True), rendered `warning: ...` on stderr; other notes go through echo."""
+    from prelnx.launch.events import Note, render
+    from prelnx.launch.local import _console
+
+    _console(Note("checkpoint_last.pt is damaged", warning=True), print)
+    _console(Note("runs/x: already finished at update 6"), print)
+    out, err = capsys.readouterr()
+    assert err == "warning: checkpoint_last.pt is damaged\n" and out == "runs/x: already finished at update 6\n"
+    assert render(Note("x")) == "x"
