@@ -18,19 +18,12 @@ from prelnx.exits import Exit, Refusal
 
 
 def refusal(error: BaseException) -> tuple[str, int] | None:
-    """The one line and exit code of an error that is not a bug; None for a bug."""
-    if isinstance(error, Refusal):
+    """The one line and exit code of an error that is not a bug; None for a bug (launch/errors.py owns the rule)."""
+    if isinstance(error, Refusal):  # the common case, without importing launch
         return str(error), error.exit_code
-    from prelnx.records.lock import RunLocked  # records.lock's, not (yet) a Refusal; imported once an error happened
+    from prelnx.launch.errors import error_exit
 
-    if isinstance(error, RunLocked):
-        return str(error), Exit.BUSY
-    if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
-        from prelnx.atomic import io_reason
-
-        # without a file name the reason is already whole (launch's RunIOError names the run dir in it)
-        return (io_reason(error) if error.filename or not error.strerror else error.strerror), Exit.FAILED
-    return None
+    return error_exit(error)
 
 
 def fail(message: object, code: int) -> NoReturn:

@@ -21,14 +21,14 @@ class SlurmUnavailable(Refusal):
 
 
 def error_exit(error: BaseException) -> tuple[str, int] | None:
-    """The message and exit code of an error that stops a run before it trains; None for others."""
-    if isinstance(error, RunLocked):
-        return str(error), Exit.BUSY
-    if isinstance(error, RunIOError):
-        return str(error.strerror), Exit.FAILED
-    if isinstance(error, OSError):  # e.g. --run-dir under a file
-        return io_reason(error), Exit.FAILED
+    """The one line and exit code of an error that is not a bug (every command's, through commands/errors.py, and
+    rank 0's of a Slurm job); None for a bug."""
     if isinstance(error, Refusal):
         return str(error), error.exit_code
-    return None  # a bug: raised, its traceback in the job's log
+    if isinstance(error, RunLocked):  # records.lock's, not (yet) a Refusal
+        return str(error), Exit.BUSY
+    if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
+        # without a file name the reason is already whole (RunIOError names the run dir in it)
+        return (io_reason(error) if error.filename or not error.strerror else error.strerror), Exit.FAILED
+    return None  # a bug
 
