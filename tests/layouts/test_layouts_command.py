@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -34,18 +35,36 @@ def test_new_refuses_a_shipped_name_or_an_existing_file(tmp_path):
     assert again.exit_code == 2 and "--force" in again.output
 
 
-def test_a_new_layout_file_trains_as_written(tmp_path, tiny_config_file, monkeypatch):
-    """The written file is a layout row (`show`) and a model that trains: a tiny real training, its learned branch
-    scales saved in the checkpoint beside fairseq's Pre-LN final norm."""
+def _new(tmp_path, monkeypatch) -> str:
     monkeypatch.chdir(tmp_path)
     written = runner.invoke(app, ["layouts", "new", "scaled_preln"])
     assert written.exit_code == 0 and "scaled_preln.py:ScaledPreln" in written.output, written.output
-    shown = json.loads(runner.invoke(app, ["layouts", "show", "./scaled_preln.py:ScaledPreln", "--json"]).output)
-    assert shown["display"] == "Scaled preln" and shown["pre_ln"] and shown["file"].endswith("scaled_preln.py:ScaledPreln")
+    return "./scaled_preln.py:ScaledPreln"
+
+
+def test_a_new_layout_file_is_a_row_and_builds_as_written(tmp_path, tiny_config_file, monkeypatch):
+    """The written file is a layout row (`show`) and the model the plan builds from it has its hooks' parameters."""
+    from prelnx.config.load import load_config
+    from prelnx.launch.inprocess import build_task_and_model
+
+    spec = _new(tmp_path, monkeypatch)
+    shown = json.loads(runner.invoke(app, ["layouts", "show", spec, "--json"]).output)
+    assert shown["display"] == "Scaled preln" and shown["pre_ln"] and shown["file"].endswith(spec[1:])
+    config, _ = load_config(tiny_config_file(), [f"model.layout={spec}"])
+    _, _, model = build_task_and_model(config)
+    assert [tuple(layer.branch_scales.shape) for layer in (*model.encoder.layers, *model.decoder.layers)] == [
+        (2,), (2,), (3,), (3,)]  # one scale per sublayer: self-attention, (cross-attention,) FFN
+    assert model.encoder.layers[0].normalize_before and model.decoder.layer_norm is not None  # pre_ln = True
+
+
+@pytest.mark.slow
+def test_a_new_layout_file_trains_as_written(tmp_path, tiny_config_file, monkeypatch):
+    """A tiny real training of the file as written: its branch scales learned, saved beside Pre-LN's final norms."""
+    spec = _new(tmp_path, monkeypatch)
     config = tiny_config_file(train={"max_epoch": 1, "max_update": 6})
     run_dir = tmp_path / "run"
     trained = runner.invoke(app, ["train", "--config", str(config), "--run-dir", str(run_dir),
-                                  "--set", "model.layout=./scaled_preln.py:ScaledPreln"])  # fmt: skip
+                                  "--set", f"model.layout={spec}"])  # fmt: skip
     assert trained.exit_code == 0, trained.output + (run_dir / "train.log").read_text()[-2000:]
     state = torch.load(run_dir / "checkpoints" / "checkpoint_last.pt", map_location="cpu", weights_only=False)["model"]
     scales = {key: value for key, value in state.items() if key.endswith("branch_scales")}
