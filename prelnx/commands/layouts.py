@@ -81,4 +81,5 @@ def new_command(
         raise Refusal(f"{target}: exists; give another NAME or --out, or --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {target}: model.layout: {target}:{cls}")
+    spec = target if target.is_absolute() or str(target).startswith(".") else f"./{target}"
+    typer.echo(f"wrote {target}: model.layout: {spec}:{cls}")
