@@ -49,7 +49,8 @@ SHORT_HELP = {
     "env": "Versions, CPU, GPUs and Slurm here: the lines a bug report needs.",
     "layouts": "The layouts: list them, show one, start a file of yours.",
 }
-GROUPS = ("data", "configs", "layouts")  # groups of commands: prelnx.commands.<group>:<group>_app; the rest <name>_command
+# groups of commands: prelnx.commands.<group>:<group>_app; the rest <name>_command
+GROUPS = ("data", "configs", "layouts")
 
 
 def build_app(only: str | None = None) -> typer.Typer:

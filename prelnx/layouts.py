@@ -292,8 +292,8 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
 
 
 # ---- a starting file: `prelnx layouts new NAME` ------------------------------------------------------------------
-STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says what each hook
-does). As written it is Pre-LN with one learned scale per residual branch, 1 at initialisation: edit the hooks.
+STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says
+what each hook does). As written it is Pre-LN with one learned scale per residual branch, 1 at initialisation.
 
     prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls}
 """

@@ -22,8 +22,9 @@ def _constraints() -> dict[str, str]:
 
 def test_every_dependency_is_pinned_in_the_constraints_that_ci_and_setup_install_with():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    # less fairseq-fixed: the source build where ve-fairseq has no wheel
     wanted = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["test"]
-              if "platform_machine != 'x86_64'" not in r}  # fairseq-fixed: the source build where ve-fairseq has no wheel
+              if "platform_machine != 'x86_64'" not in r}
     pinned = _constraints()
     assert wanted - {"torch"} <= set(pinned), f"not in constraints.txt: {sorted(wanted - {'torch'} - set(pinned))}"
     assert "torch" not in pinned  # setup.sh installs torch itself (the CPU build, or the user's CUDA build kept)

@@ -65,7 +65,7 @@ def show_command(
 @layouts_app.command("new", short_help="Write a starting layout file of yours, NAME.py, that trains as it is.")
 @handled
 def new_command(
-    name: Annotated[str, typer.Argument(help="Its name: a Python identifier no shipped layout has (e.g. gated_preln).")],
+    name: Annotated[str, typer.Argument(help="A Python identifier no shipped layout has (e.g. gated_preln).")],
     out: Annotated[Path, options.out("The folder to write NAME.py in.")] = Path("."),
     force: Annotated[bool, options.force("Replace NAME.py if it exists.")] = False,
 ) -> None:

@@ -11,7 +11,8 @@ from typing import Literal
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
-from prelnx.layouts import ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError, absolute_spec, layout
+from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
+                            absolute_spec, layout)
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
 ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
@@ -54,7 +55,7 @@ class ModelConfig:
     # layouts rezero / rezero_postln: the FFN's init, xavier (Transformer-Clinic's Linear helper, zero bias, 70f72b7)
     # or torch (majumderb/rezero's nn.Linear default)
     rezero_ffn_init: Literal["xavier", "torch"] = "xavier"
-    norm: Literal[ALL_NORMS] = "layernorm"  # layouts.py owns the names  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
+    norm: Literal[ALL_NORMS] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta); layouts.py
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset (masked_lm: roberta_base), resized by the fields below
     encoder_layers: int | None = None

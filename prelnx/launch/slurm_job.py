@@ -139,7 +139,8 @@ def outcome(job: Any, state: str | None) -> tuple[str, int]:
         try:
             result = rank0.result()
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
-            return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", Exit.FAILED
+            why = f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}"
+            return why, Exit.FAILED
         return "", int(result["exit_code"])
     how = f"ended ({state.lower()})" if state not in (None, slurm_task.ENDED) else "left Slurm's queue"
     why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "

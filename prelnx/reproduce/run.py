@@ -182,7 +182,8 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
               seeds: tuple[int, ...] | None = None, slurm: dict[str, Any] | None = None,
               dry_run: bool = False, echo: Echo = print) -> int:  # fmt: skip
     """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
-    Returns the exit code: FINISHED every stage complete (or a dry run), FAILED a stage incomplete or waiting. Raises PlanError
+    Returns the exit code: FINISHED every stage complete (or a dry run), FAILED a stage incomplete or waiting.
+    Raises PlanError
     (exit 2) when the scale cannot run here."""
     from prelnx.machine import may_have_gpu
     from prelnx.quiet import kept_logging

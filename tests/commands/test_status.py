@@ -60,9 +60,11 @@ def test_a_finished_run_and_a_sweep_with_a_diverged_run(tiny_config_file, tmp_pa
     assert nothing.exit_code == 2 and "not a run dir" in nothing.output
     as_json = runner.invoke(app, ["status", str(out), "--json"])  # the same facts, unrendered
     record = json.loads(as_json.stdout)
-    assert as_json.exit_code == record["exit_code"] == 3 and record["kind"] == "sweep" and record["outcome"] == "diverged"
+    assert as_json.exit_code == record["exit_code"] == 3
+    assert (record["kind"], record["outcome"]) == ("sweep", "diverged")
     by_name = {run["run"]: run for run in record["runs"]}
-    assert by_name[diverged]["diverged_at"] == statuses[diverged]["diverged_at"] and by_name[finished]["status"] == "finished"
+    assert by_name[diverged]["diverged_at"] == statuses[diverged]["diverged_at"]
+    assert by_name[finished]["status"] == "finished"
     assert by_name[finished]["valid_loss"] == metrics[-1]["valid_loss"] and record["eta_seconds"] is None
 
 
