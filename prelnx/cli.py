@@ -47,8 +47,10 @@ SHORT_HELP = {
     "configs": "The shipped configs: list them, show one resolved, copy one.",
     "status": "Where a run, a sweep or a reproduction stands: a table, an ETA.",
     "env": "Versions, CPU, GPUs and Slurm here: the lines a bug report needs.",
+    "layouts": "The layouts: list them, show one, start a file of yours.",
 }
-GROUPS = ("data", "configs")  # groups of commands: prelnx.commands.<group>:<group>_app; the rest <name>_command
+# groups of commands: prelnx.commands.<group>:<group>_app; the rest <name>_command
+GROUPS = ("data", "configs", "layouts")
 
 
 def build_app(only: str | None = None) -> typer.Typer:

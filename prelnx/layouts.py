@@ -3,7 +3,8 @@ shipped layout is one row here plus one plugin file (prelnx_fairseq_plugin/model
 
 A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md), a subclass of the plugin's LayoutScheme, is loaded
 here at config validation (thread-safe: sweeps validate in threads) and its class attributes become one more row;
-the plugin loads it (`--layout-file`) the same way. Standard library only: the plugin reads this table too.
+the plugin loads it (`--layout-file`) the same way. Standard library and prelnx/exits.py only: the plugin reads
+this table too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
+
+from prelnx.exits import Refusal
 
 # Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
@@ -114,7 +117,7 @@ def names(family: str | None = None, task: str | None = None) -> tuple[str, ...]
     return tuple(n for n, row in LAYOUTS.items() if family in (None, row.family) and task in (None, *row.tasks))
 
 
-class LayoutFileError(ValueError):
+class LayoutFileError(Refusal):
     """A user's layout file that cannot be a layout; the message names the file and what is wrong, in one line."""
 
 
@@ -286,3 +289,43 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
         seen.add(claim["id"])
         checked.append({"source": "its layout file", "paper": "-", **claim})
     return tuple(checked)
+
+
+# ---- a starting file: `prelnx layouts new NAME` ------------------------------------------------------------------
+STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says
+what each hook does). As written it is Pre-LN with one learned scale per residual branch, 1 at initialisation.
+
+    prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls}
+"""
+
+import torch
+from torch import nn
+
+from prelnx_fairseq_plugin.models.schemes import LayoutScheme, sublayer_count
+
+
+class {cls}(LayoutScheme):
+    name = "{name}"  # its model.layout name in tables; not a shipped layout's
+    display_name = "{display}"  # in figures and report arms
+    pre_ln = True  # built on fairseq's Pre-LN (input norms, a final norm per stack); False: Post-LN
+    norm_types = ("layernorm", "rmsnorm", "dyt")  # the model.norm values it is defined with
+    allows_qk_norm = True
+    language_model = True  # also task: language_model (the decoder-only model)
+    reference = ""  # where its formula comes from: a paper, a repository at a commit
+
+    def build_layer(self, layer, cfg, side):
+        layer.branch_scales = nn.Parameter(torch.ones(sublayer_count(layer)))
+
+    def residual(self, layer, index, x, residual):
+        return residual + layer.branch_scales[index] * x
+'''
+
+
+def starting_file(name: str) -> tuple[str, str]:
+    """(class name, text) of a new layout file named `name` (an identifier no shipped layout has)."""
+    if not name.isidentifier() or name in LAYOUTS:
+        raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
+                              f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
+    cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"
+    display = " ".join(part for part in name.split("_") if part).capitalize() or name
+    return cls, STARTING_FILE.format(name=name, cls=cls, display=display)

@@ -37,6 +37,6 @@ else
   fi
 fi
 
-step 3 "prelnx and its dependencies (fairseq, sacrebleu, tensorboard, ...)"
-"${pip[@]}" -e '.[test]'
+step 3 "prelnx and its dependencies (fairseq, sacrebleu, tensorboard, ...), at the versions of constraints.txt"
+"${pip[@]}" -e '.[test]' -c constraints.txt
 echo "[setup done, ${SECONDS} s] activate with: source .venv/bin/activate"

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
 
 # Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
 LAYERS: list[set[str]] = [
+    {"exits"},  # the exit-code table and Refusal: what every other module may raise or return
     {"atomic", "quiet", "plugin_path", "paper", "eta", "machine", "layouts"},  # helpers, the paper's numbers, the layout table: know nothing of prelnx
     {"data"},  # datasets: never reads a config, never trains
     {"config"},  # the YAML vocabulary: never touches a run
@@ -137,3 +138,34 @@ def test_no_module_is_too_long(module):
     if not path.is_file():
         path = PACKAGE.parent / module.replace(".", "/") / "__init__.py"
     assert len(path.read_text().splitlines()) <= 350, f"{path}: over 350 lines; split it by job"
+
+
+PLUGIN = PACKAGE.parent / "prelnx_fairseq_plugin"
+# Besides the standard library: fairseq, torch, and two libraries fairseq itself imports on every start (its
+# dataclass configs' omegaconf, numpy); of prelnx, the bottom layers only (nothing that starts a process).
+PLUGIN_MAY_IMPORT = {"fairseq", "torch", "omegaconf", "numpy", "prelnx_fairseq_plugin"}
+BOTTOM = {f"prelnx.{name}" for layer in LAYERS[:2] for name in layer}
+
+
+def test_the_plugin_imports_only_fairseq_torch_and_prelnxs_bottom_layer():
+    """`fairseq-train --user-dir` loads the plugin in fairseq's process (../shared/DESIGN.md): it may read the run-dir
+    formats and the layout table, never a module that plans, launches or reports."""
+    import sys
+
+    found = []
+    for path in sorted(PLUGIN.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top == "prelnx":
+                    if not any(name == ok or name.startswith(ok + ".") for ok in BOTTOM):
+                        found.append(f"{path.relative_to(PLUGIN.parent)} imports {name}")
+                elif top not in sys.stdlib_module_names and top not in PLUGIN_MAY_IMPORT:
+                    found.append(f"{path.relative_to(PLUGIN.parent)} imports {name}")
+    assert not found, "\n".join(found)

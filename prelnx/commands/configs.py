@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated
@@ -35,12 +36,16 @@ def _kind(path: Path) -> str:
 
 @configs_app.command("list", short_help="Every shipped config: its name, task and purpose.")
 @handled
-def list_command() -> None:
+def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Every shipped config: the name --config takes, its task (or `sweep of <task>`), and its purpose (the first
     line of its header)."""
     from prelnx.config.shipped import shipped_configs
 
-    rows = [("name", "task", "purpose"), *((item.name, _kind(item.path), item.purpose) for item in shipped_configs())]
+    found = [(item.name, _kind(item.path), item.purpose) for item in shipped_configs()]
+    if as_json:
+        typer.echo(json.dumps([dict(zip(("name", "task", "purpose"), row)) for row in found], indent=2))
+        return
+    rows = [("name", "task", "purpose"), *found]
     width, kinds = (max(len(row[column]) for row in rows) for column in (0, 1))
     for name, kind, purpose in rows:
         typer.echo(f"{name:<{width}}  {kind:<{kinds}}  {purpose}")

@@ -11,19 +11,11 @@ import typer
 
 from prelnx.commands import options
 from prelnx.commands.errors import handled
-from prelnx.data.locations import DEFAULT_VALID_LINES
+from prelnx.data.locations import DEFAULT_VALID_LINES, Dataset
 
 data_app = options.command_group(
     "Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.")
 data_app.callback()(lambda: None)  # a group, though it holds one command: `prelnx data prepare`
-
-
-class Dataset(str, Enum):
-    iwslt14 = "iwslt14"
-    wmt14 = "wmt14"
-    multi30k = "multi30k"
-    custom = "custom"
-    text = "text"
 
 
 def _command_line(ctx: typer.Context) -> str:

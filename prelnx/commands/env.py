@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
 import subprocess
 import sys
+from typing import Annotated
 
 import typer
+
+from prelnx.commands import options
 
 
 def _slurm() -> str:
@@ -50,10 +54,13 @@ def environment() -> list[tuple[str, str]]:
     return rows
 
 
-def env_command() -> None:
+def env_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Print prelnx's, Python's, torch's, fairseq's and CUDA's versions, the CPU (usable cores, native bf16), the GPUs
     and Slurm: paste them into a bug report."""
     rows = environment()
+    if as_json:
+        typer.echo(json.dumps(dict(rows), indent=2))
+        return
     width = max(len(what) for what, _ in rows)
     for what, value in rows:
         typer.echo(f"- {what + ':':<{width + 1}} {value}")

@@ -1,55 +1,29 @@
 """The one handler of errors for every command: a refusal is one `error:` line and its exit code; anything else that
 escapes a command is a bug in prelnx, and says so with where it happened.
 
-Exit codes: 2 bad input (a `config.errors.Refusal`), before anything trains; 1 a file not written or read (`OSError`)
-or a failed generation; 4 the run dir in use (`records.status.EXIT_BUSY`); 130 interrupted (the same command
-resumes); 70 (`BUG`, sysexits' EX_SOFTWARE) a bug: never 1 or 2, so that it never reads as a failed run or bad input.
+Exit codes are prelnx/exits.py's one table: a `Refusal` exits with its own code (bad input, 2, unless it names
+another), a file not written or read (`OSError`) FAILED, the run dir in use BUSY, Ctrl-C INTERRUPTED, a bug BUG.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import traceback
 from typing import Any, Callable, NoReturn
 
 import click
 import typer
 
-from prelnx.config.errors import Refusal
-
-BUG = 70
-INTERRUPTED = 130
-
-# module:class -> exit code of the errors that stop a command and are not a Refusal (imported once one happened)
-_OTHER_REFUSALS: dict[str, int | None] = {
-    "prelnx.data.textio:DataError": 2,
-    "prelnx.data.check:DataDamaged": 2,
-    "prelnx.evaluate.evaluate:GenerationError": 1,
-    "prelnx.records.lock:RunLocked": None,  # records.status.EXIT_BUSY, read from its owner
-}
-
-
-def _class(target: str) -> type:
-    module, name = target.split(":")
-    return getattr(importlib.import_module(module), name)
+from prelnx.exits import Exit, Refusal
 
 
 def refusal(error: BaseException) -> tuple[str, int] | None:
-    """The one line and exit code of an error that is not a bug; None for a bug."""
-    if isinstance(error, Refusal):
+    """The one line and exit code of an error that is not a bug; None for a bug (launch/errors.py owns the rule)."""
+    if isinstance(error, Refusal):  # the common case, without importing launch
         return str(error), error.exit_code
-    for target, code in _OTHER_REFUSALS.items():
-        if isinstance(error, _class(target)):
-            from prelnx.records.status import EXIT_BUSY
+    from prelnx.launch.errors import error_exit
 
-            return str(error), EXIT_BUSY if code is None else code
-    if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
-        from prelnx.atomic import io_reason
-
-        # without a file name the reason is already whole (launch's RunIOError names the run dir in it)
-        return (io_reason(error) if error.filename or not error.strerror else error.strerror), 1
-    return None
+    return error_exit(error)
 
 
 def fail(message: object, code: int) -> NoReturn:
@@ -69,7 +43,7 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except KeyboardInterrupt:
             typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
-            raise typer.Exit(INTERRUPTED) from None
+            raise typer.Exit(Exit.INTERRUPTED) from None
         except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
             known = refusal(error)
             if known is not None:
@@ -81,6 +55,6 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             typer.echo("".join(traceback.format_exception(error)).rstrip("\n"), err=True)
             typer.echo(f"error: this is a bug in prelnx ({type(error).__name__}: {error}) at {where}; please report "
                        f"it with the traceback above and the output of `prelnx env`", err=True)  # fmt: skip
-            raise typer.Exit(BUG) from None
+            raise typer.Exit(Exit.BUG) from None
 
     return run

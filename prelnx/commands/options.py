@@ -47,8 +47,9 @@ def force(help: str) -> Any:
     return typer.Option("--force", metavar="", help=help)
 
 
-def executor(choices: tuple[str, ...], help: str = "Where training runs") -> Any:
-    return typer.Option("--executor", help=f"{help}: {', '.join(choices)}.")
+def executor(choices: tuple[str, ...] = (), help: str = "Where training runs") -> Any:
+    """--executor: its choices are its type's (an Enum: launch.Executor), else `choices`, listed in its help."""
+    return typer.Option("--executor", help=help + (f": {', '.join(choices)}." if choices else "."))
 
 
 def partition(help: str = "Slurm: the partition [default: Slurm's default partition].") -> Any:
@@ -109,3 +110,7 @@ def checkpoint(help: str, many: bool = False, default: str | None = None) -> Any
 
 def flag(name: str, help: str) -> Any:  # any other on/off option
     return typer.Option(name, metavar="", help=help)
+
+
+def json_flag() -> Any:  # --json: the same facts as one JSON object on stdout, for scripts
+    return typer.Option("--json", metavar="", help="Print one JSON object (the same facts, unrendered) instead.")

@@ -8,12 +8,13 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.sweep.execute import EXECUTORS
+from prelnx.launch import Executor
+from prelnx.reproduce.scales import Scale
 
 
 def reproduce_command(
-    scale: Annotated[str, typer.Option("--scale", help="demo (every stage at toy size, offline, ~25 min on 2 cores), cpu (the shipped CPU studies, hours; Multi30k prepared), paper (the paper's configs on GPUs; IWSLT14 prepared).")],
-    executor: Annotated[str, options.executor(EXECUTORS, "Where the sweeps' runs train")] = "local",
+    scale: Annotated[Scale, typer.Option("--scale", help="demo (every stage at toy size, offline, ~25 min on 2 cores), cpu (the shipped CPU studies, hours; Multi30k prepared), paper (the paper's configs on GPUs; IWSLT14 prepared).")],
+    executor: Annotated[Executor, options.executor(help="Where the sweeps' runs train")] = Executor.LOCAL,
     jobs: Annotated[int, options.jobs("Runs at a time (local executor); CPU threads are split between them.")] = 2,
     seeds: Annotated[Optional[str], options.seeds("The seeds of each arm of the arms sweeps [default: demo 1; cpu, paper: each sweep's own]")] = None,
     out: Annotated[Optional[Path], options.out("The reproduction's folder [default: runs/reproduce-<scale>].")] = None,
@@ -37,5 +38,5 @@ def reproduce_command(
 
     slurm = {key: value for key, value in {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run,
              "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run}.items() if value is not None}  # fmt: skip
-    raise typer.Exit(reproduce(scale, out, executor=executor, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds else None,
+    raise typer.Exit(reproduce(scale.value, out, executor=executor.value, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds else None,
                                slurm=slurm, dry_run=dry_run, echo=typer.echo))  # fmt: skip

@@ -1,7 +1,9 @@
-"""`prelnx status PATH`: where a run, a sweep or a reproduction stands, as one table (redrawn with --watch)."""
+"""`prelnx status PATH`: where a run, a sweep or a reproduction stands, as one table (redrawn with --watch) or JSON."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -9,43 +11,67 @@ from typing import Annotated
 import typer
 
 from prelnx.commands import options
+from prelnx.exits import Exit, exit_for
 
 
-def _lines(path: Path) -> tuple[list[str], int]:
+def _states(path: Path) -> tuple[str, list[str], list]:  # type: ignore[type-arg]
+    """What PATH is (run, sweep, reproduction), the lines above its table, and its runs' states."""
     from prelnx.config.errors import Refusal
     from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
-    from prelnx.sweep.status import exit_code, is_run_dir, is_sweep_dir, run_state, sweep_states, table
+    from prelnx.sweep.status import is_run_dir, is_sweep_dir, run_state, sweep_states
 
     if is_reproduction(path):
-        head, states = [f"reproduction {path}", *stage_lines(path)], reproduction_states(path)
-    elif is_sweep_dir(path):
-        head, states = [f"sweep {path}"], sweep_states(path)
-    elif is_run_dir(path):
-        head, states = [f"run {path}"], [run_state(path)]
-    else:
-        raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a "
-                      f"reproduction (stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
-    return [*head, *table(states)], exit_code(states)
+        return "reproduction", stage_lines(path), reproduction_states(path)
+    if is_sweep_dir(path):
+        return "sweep", [], sweep_states(path)
+    if is_run_dir(path):
+        return "run", [], [run_state(path)]
+    raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a "
+                  f"reproduction (stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
+
+
+def status_json(path: Path) -> tuple[str, Exit]:
+    """One JSON object: what PATH is, its runs' states (the table's columns, unrendered), the ETA and the exit code."""
+    from prelnx.sweep.status import eta_seconds
+
+    kind, _, states = _states(path)
+    code = exit_for(state.status for state in states)
+    runs = [dataclasses.asdict(state) for state in states]
+    record = {"path": str(path), "kind": kind, "runs": runs, "eta_seconds": eta_seconds(states),
+              "exit_code": int(code), "outcome": code.name.lower()}  # fmt: skip
+    return json.dumps(record, indent=2), code
+
+
+def status_lines(path: Path) -> tuple[list[str], Exit]:
+    from prelnx.sweep.status import table
+
+    kind, head, states = _states(path)
+    return [f"{kind} {path}", *head, *table(states)], exit_for(state.status for state in states)
 
 
 def status_command(
     path: Annotated[Path, typer.Argument(help="A run dir, a sweep folder or a reproduction's folder.", exists=True, file_okay=False)],
     watch: Annotated[bool, options.flag("--watch", "Redraw the table every --every seconds until no run is running (Ctrl-C stops).")] = False,
     every: Annotated[float, typer.Option("--every", min=0.5, help="Seconds between two redraws of --watch.")] = 5.0,
+    as_json: Annotated[bool, options.json_flag()] = False,
 ) -> None:
     """One table of every run (status, epoch or update of its budget, last validation loss and BLEU, where it
     diverged, why it failed), the totals and an ETA for what is left. A sweep's run not started yet shows its budget
     from its config (an epoch budget with its updates once a run of the same batches has trained an epoch). Reads the
     records only: safe beside a running sweep.
 
-    Exit codes: 0 every run finished, 1 some diverged, failed, were interrupted or never started (and none is
-    running), 3 some are still running.
+    Exit code: that of the run most in need of attention (docs/usage.md, "Exit codes"): 5 some still running,
+    4 held by another process, 1 failed, 130 interrupted or not started, 3 diverged, 0 all finished.
     """
+    if as_json:
+        text, code = status_json(path)
+        typer.echo(text)
+        raise typer.Exit(code)
     while True:
-        lines, code = _lines(path)
+        lines, code = status_lines(path)
         if watch:
             typer.echo("\033[2J\033[H", nl=False)  # clear the terminal, then the table from its top
         typer.echo("\n".join(lines))
-        if not watch or code != 3:
+        if not watch or code is not Exit.RUNNING:
             raise typer.Exit(code)
         time.sleep(every)

@@ -12,11 +12,10 @@ from prelnx.commands.errors import fail
 from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schema import schedule_warnings
+from prelnx.launch import RunExecutor
 from prelnx.launch.local import check_before_training, train
 from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm
 from prelnx.plan.launch import default_run_dir, plan_run
-
-EXECUTORS = ("local", "slurm")
 
 
 def train_command(
@@ -25,7 +24,7 @@ def train_command(
     run_dir: Annotated[Optional[Path], options.run_dir("Where the run's files go [default: runs/train/<config name>].")] = None,
     dry_run: Annotated[bool, options.dry_run("Print the resolved config and the fairseq-train command; train nothing.")] = False,
     force: Annotated[bool, options.force("Train again even if the run dir holds a finished or different run (the old one is renamed, not deleted).")] = False,
-    executor: Annotated[str, options.executor(EXECUTORS, "Where the run trains (slurm: one job of train.nodes x train.processes tasks, one worker each)")] = "local",
+    executor: Annotated[RunExecutor, options.executor(help="Where the run trains (slurm: one job of train.nodes x train.processes tasks, one worker each)")] = RunExecutor.LOCAL,
     partition: Annotated[Optional[str], options.partition()] = None,
     gpus_per_run: Annotated[Optional[int], options.slurm_per_run(GPUS_DEFAULT)["gpus_per_run"]] = None,
     cpus_per_run: Annotated[Optional[int], options.slurm_per_run(GPUS_DEFAULT)["cpus_per_run"]] = None,
@@ -52,8 +51,6 @@ def train_command(
             return
         message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
     else:
-        if executor not in EXECUTORS:
-            raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
         slurm = {"--partition": partition, "--gpus-per-run": gpus_per_run, "--cpus-per-run": cpus_per_run,
                  "--mem-gb-per-run": mem_gb_per_run, "--time-min": time_min}
         given = [name for name, value in slurm.items() if value is not None]

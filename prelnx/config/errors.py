@@ -1,12 +1,6 @@
-"""Refusal, the one error type of bad input: a problem the user can fix, rendered by `cli` as one `error:` line and
-its `exit_code`. Every folder above raises it or a subclass (data/ has its own DataError, which commands/errors.py
-maps); anything else reaching the handler is a bug. A ValueError, so code that records a bad value still catches it.
-"""
+"""Refusal, the one error type of a command that stops on purpose, is owned by the bottom layer (prelnx/exits.py, with
+the exit-code table); it is named here too because config/ is where most folders have always imported it from."""
 
-from __future__ import annotations
+from prelnx.exits import Refusal
 
-
-class Refusal(ValueError):
-    """Bad input or a state that stops a command before it does its work; the message says what would be valid."""
-
-    exit_code = 2
+__all__ = ["Refusal"]

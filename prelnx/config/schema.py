@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
+from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
-from prelnx.layouts import LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError, absolute_spec, layout
+from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
+                            absolute_spec, layout)
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
 ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
@@ -25,7 +27,7 @@ LAYOUT_NAMES = DisplayNames()
 
 @dataclass
 class DataConfig:
-    dataset: Literal["synthetic", "iwslt14", "wmt14", "multi30k", "custom"] = "synthetic"
+    dataset: Literal[TRAINED] = "synthetic"  # data/locations.py owns the names
     # Folder of binarized data (dict.*.txt, *.bin/*.idx); for synthetic, its cache (default: a folder named after the
     # task's settings in $PRELNX_DATA_HOME or ~/.cache/prelnx)
     path: str | None = None
@@ -53,7 +55,7 @@ class ModelConfig:
     # layouts rezero / rezero_postln: the FFN's init, xavier (Transformer-Clinic's Linear helper, zero bias, 70f72b7)
     # or torch (majumderb/rezero's nn.Linear default)
     rezero_ffn_init: Literal["xavier", "torch"] = "xavier"
-    norm: Literal["layernorm", "rmsnorm", "dyt"] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta)
+    norm: Literal[ALL_NORMS] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta); layouts.py
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset (masked_lm: roberta_base), resized by the fields below
     encoder_layers: int | None = None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from prelnx.exits import Refusal
+
 MAGIC = b"MMIDIDX\x00\x00"
 # fairseq.data.indexed_dataset._code_to_dtype
 DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float64, 8: np.uint16,
@@ -20,7 +22,7 @@ HEADER_BYTES = len(MAGIC) + 8 + 1 + 8  # magic, version, token type code, senten
 SPECIAL_SYMBOLS = 4  # fairseq's Dictionary: <s>, <pad>, </s>, <unk> come before the file's entries
 
 
-class DataDamaged(ValueError):
+class DataDamaged(Refusal):
     """A binarized split that fairseq would fail on; the message names the file."""
 
 

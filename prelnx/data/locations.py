@@ -1,8 +1,24 @@
-"""Where prepared (binarized) datasets live by default, shared by `prelnx data prepare` and `prelnx train`."""
+"""The datasets' names (those a config trains on, those `prelnx data prepare` prepares) and where prepared
+(binarized) datasets live by default, shared by `prelnx data prepare` and `prelnx train`."""
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
+
+# The data.dataset values a config trains on (synthetic: generated offline; custom: a prepared folder of yours).
+TRAINED: tuple[str, ...] = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
+
+
+class Dataset(enum.StrEnum):
+    """What `prelnx data prepare` prepares (its DATASET argument's choices)."""
+
+    iwslt14 = "iwslt14"
+    wmt14 = "wmt14"
+    multi30k = "multi30k"
+    custom = "custom"
+    text = "text"  # monolingual text, for task: masked_lm
+
 
 # Folders relative to the working directory, named as fairseq's own recipes name them.
 DEFAULT_DATA_DIRS: dict[str, Path] = {

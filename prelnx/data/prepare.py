@@ -12,13 +12,13 @@ from prelnx.data import iwslt14, multi30k, text, wmt14
 from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus
 from prelnx.data.custom import recipe as custom_recipe
-from prelnx.data.locations import DEFAULT_DATA_DIRS
+from prelnx.data.locations import DEFAULT_DATA_DIRS, Dataset
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.sources import Recipe
 from prelnx.data.textio import DataError
 from prelnx.data.workers import Workers
 
-DATASETS = ("iwslt14", "wmt14", "multi30k", "custom", "text")
+DATASETS = tuple(Dataset)
 _RECIPES = {"iwslt14": iwslt14.recipe, "wmt14": wmt14.recipe, "multi30k": multi30k.recipe}
 
 

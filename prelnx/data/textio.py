@@ -15,13 +15,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from prelnx.exits import Refusal
+
 _SEG_OPEN = re.compile(r'<seg id="[0-9]*">\s*')
 _SEG_CLOSE = re.compile(r"\s*</seg>\s*")
 _DOC_ID = re.compile(r'<doc\b[^>]*\bdocid="([^"]*)"')
 _SEG_ID = re.compile(r'<seg id="?([^">]*)"?')
 
 
-class DataError(ValueError):
+class DataError(Refusal):
     """Bad input data, a missing file or download, an unwritable output folder: one clear message (what to do)."""
 
 

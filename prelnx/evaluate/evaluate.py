@@ -17,7 +17,7 @@ from typing import Any
 import sacrebleu
 
 from prelnx.atomic import write_text_atomic
-from prelnx.config.errors import Refusal
+from prelnx.exits import Exit, Refusal
 from prelnx.data.check import sentence_count
 from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
@@ -73,8 +73,8 @@ def score(hypotheses: list[str], references: list[str], *, target_lang: str | No
     return BleuScores(round(tokenized.score, 2), round(detok.score, 2), str(metric.get_signature()))
 
 
-class GenerationError(RuntimeError):
-    pass
+class GenerationError(Refusal):
+    exit_code = Exit.FAILED  # fairseq-generate failed: not bad input
 
 
 def generate(plan: dict[str, Any], batch_size: int) -> tuple[list[str], list[str]]:
@@ -131,7 +131,7 @@ def _check_loadable(path: Path) -> None:
 
     try:
         load_checkpoint(path, mmap=True)
-    except ValueError as error:  # CheckpointRefused, CheckpointDamaged
+    except Refusal as error:  # CheckpointRefused, CheckpointDamaged
         raise EvaluationError(str(error)) from None
 
 

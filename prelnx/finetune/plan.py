@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Exit, Refusal, exit_for
 from prelnx.config.schema import Config, check_values
 from prelnx.finetune.summary import summarize, write_summary
 from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_checkpoints
@@ -122,8 +122,8 @@ def take_snapshot(run: Finetuning) -> None:
         raise FinetunePlanError(f"{run.checkpoint} moved on past update {run.pretrain_update} while planning; run again")
 
 
-def run_all(runs: list[Finetuning], folder: Path, echo: Callable[[str], None] = print) -> int:
-    """Train every fine-tuning not yet finished; write the summary; 0 when all finished, else 1."""
+def run_all(runs: list[Finetuning], folder: Path, echo: Callable[[str], None] = print) -> Exit:
+    """Train every fine-tuning not yet finished; write the summary; the exit code of their statuses (exits.py)."""
     from prelnx.launch.local import train
     from prelnx.records.lock import RunLocked
 
@@ -139,4 +139,4 @@ def run_all(runs: list[Finetuning], folder: Path, echo: Callable[[str], None] = 
     summary = write_summary(folder, summarize(runs))
     echo(summary.read_text().rstrip())
     echo(f"summary: {summary}")
-    return 0 if all(status is RunStatus.FINISHED for status in statuses) else 1
+    return exit_for(statuses)

@@ -4,11 +4,8 @@ a Slurm job reports of an error: its message and exit code, as `prelnx train` wo
 from __future__ import annotations
 
 from prelnx.atomic import io_reason
-from prelnx.config.errors import Refusal
-from prelnx.data.check import DataDamaged
-from prelnx.data.textio import DataError
+from prelnx.exits import Exit, Refusal
 from prelnx.records.lock import RunLocked
-from prelnx.records.status import EXIT_BUSY
 
 
 class RunConflict(Refusal):
@@ -24,16 +21,14 @@ class SlurmUnavailable(Refusal):
 
 
 def error_exit(error: BaseException) -> tuple[str, int] | None:
-    """The message and exit code of an error that stops a run before it trains; None for others."""
-    if isinstance(error, RunLocked):
-        return str(error), EXIT_BUSY
-    if isinstance(error, RunIOError):
-        return str(error.strerror), 1
-    if isinstance(error, OSError):  # e.g. --run-dir under a file
-        return io_reason(error), 1
+    """The one line and exit code of an error that is not a bug (every command's, through commands/errors.py, and
+    rank 0's of a Slurm job); None for a bug."""
     if isinstance(error, Refusal):
         return str(error), error.exit_code
-    if isinstance(error, (DataDamaged, DataError)):  # data/ sits below config/: its refusals are its own classes
-        return str(error), 2
-    return None  # a bug: raised, its traceback in the job's log
+    if isinstance(error, RunLocked):  # records.lock's, not (yet) a Refusal
+        return str(error), Exit.BUSY
+    if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
+        # without a file name the reason is already whole (RunIOError names the run dir in it)
+        return (io_reason(error) if error.filename or not error.strerror else error.strerror), Exit.FAILED
+    return None  # a bug
 

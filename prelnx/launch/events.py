@@ -28,9 +28,11 @@ class Started:
 
 @dataclass(frozen=True)
 class Note:
-    """Something the user should know (a reconciliation, a damaged checkpoint set aside, a run already done)."""
+    """Something the user should know (a reconciliation, a damaged checkpoint set aside, a run already done); a
+    warning goes to stderr where the console shows it."""
 
     text: str
+    warning: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def _number(value: Any, spec: str) -> str:
 def render(event: Event) -> str:
     """The console line of an event."""
     if isinstance(event, Note):
-        return event.text
+        return f"warning: {event.text}" if event.warning else event.text
     if isinstance(event, Progress):
         return (f"epoch {event.epoch} | update {event.update} | loss {_number(event.loss, '.3f')} | "
                 f"lr {_number(event.lr, '.3g')} | {_number(event.words_per_second, '.0f')} tok/s")  # fmt: skip

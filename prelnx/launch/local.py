@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import io_reason, write_text_atomic
+from prelnx.exits import STATUS_EXIT
 from prelnx.config.schema import Config
 from prelnx.launch.errors import RunConflict, RunIOError
-from prelnx.launch.events import Ended, Listener, Note, Started, render
+from prelnx.launch.events import Ended, Event, Listener, Note, Started, render
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.watch import Watch, status_counts
 from prelnx.plan.data import DataNotReady, data_problem
@@ -44,7 +45,7 @@ from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
 from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved_differences, write_run_config
-from prelnx.records.status import EXIT_CODES, read_status, write_status
+from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
 
 RUNNING_CHILDREN: set[subprocess.Popen] = set()  # a sweep stopped by SIGTERM stops them all
@@ -91,6 +92,14 @@ def core_slots(jobs: int) -> list[frozenset[int]] | None:
 
 
 
+def _console(event: Event, echo: Callable[[str], None]) -> None:
+    """An event's line on the console: a warning on stderr, the rest through `echo`."""
+    if isinstance(event, Note) and event.warning:
+        print(render(event), file=sys.stderr, flush=True)
+    else:
+        echo(render(event))
+
+
 @dataclass(frozen=True)
 class RunResult:
     run_dir: Path
@@ -100,7 +109,7 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 1)
+        return STATUS_EXIT[self.status]
 
 
 @dataclass(frozen=True)
@@ -183,7 +192,7 @@ def train(
     only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start`: called once every check has passed and the run dir is
     locked, just before fairseq starts (Slurm's rank 0); `cpus`: the cores of the run's processes (a pinned sweep job).
     """
-    listener = on_event or (lambda event: (echo or print)(render(event)))
+    listener = on_event or (lambda event: _console(event, echo or print))
     plan = plan_run(config, run_dir or default_run_dir(config), extra_env)
     run_dir = plan.run_dir
     check_run_dir(run_dir, plan.config, force)

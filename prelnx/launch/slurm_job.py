@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.errors import Refusal
+from prelnx.exits import Exit
 from prelnx.config.schema import Config
 from prelnx.launch import slurm_task
 from prelnx.launch.errors import SlurmUnavailable
@@ -21,8 +22,6 @@ from prelnx.launch.prepare import ensure_data
 from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, plan_request, submitit_folder, task_config, task_env
 from prelnx.plan.launch import plan_run
 from prelnx.records.lock import RunLocked, is_locked
-from prelnx.records.outcome import RunStatus
-from prelnx.records.status import EXIT_CODES
 
 UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
 GPUS_DEFAULT = "one per worker with train.device: cuda (train.nodes x train.processes), else 0"  # plan_request's
@@ -117,16 +116,16 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
             if time.monotonic() - watcher.answered > UNANSWERED_S:  # squeue's last answer
                 why = (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still run "
                        f"(see squeue; logs in {Path(job.paths.folder)})")  # fmt: skip
-                return why, 1
+                return why, Exit.FAILED
             if found.never_starts:
                 slurm_task.cancel(job.job_id)
                 why = (f"Slurm job {job.job_id} can never start: {found.reason} (it asks {request.describe()}; see "
                        f"{RESOURCES}); cancelled")  # fmt: skip
-                return why, 2
+                return why, Exit.BAD_INPUT
             time.sleep(poll_s)
     except KeyboardInterrupt:
         slurm_task.cancel(job.job_id)
-        return f"cancelled Slurm job {job.job_id}; run the same command again to resume", EXIT_CODES[RunStatus.INTERRUPTED]
+        return f"cancelled Slurm job {job.job_id}; run the same command again to resume", Exit.INTERRUPTED
     time.sleep(poll_s)  # the last lines of the log
     for line in filter(_progress, tail.lines()):
         echo(line)
@@ -140,12 +139,13 @@ def outcome(job: Any, state: str | None) -> tuple[str, int]:
         try:
             result = rank0.result()
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
-            return f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}", 1
+            why = f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}"
+            return why, Exit.FAILED
         return "", int(result["exit_code"])
     how = f"ended ({state.lower()})" if state not in (None, slurm_task.ENDED) else "left Slurm's queue"
     why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "
            f"same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
-    return why, 1
+    return why, Exit.FAILED
 
 
 def last_error(trace: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import io_reason
+from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
@@ -181,9 +182,9 @@ class Watch:
         unreadable = ""
         try:
             info = checkpoint_info(last) if last.is_file() else None
-        except (ValueError, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
+        except (Refusal, OSError) as error:  # damaged, refused or unreadable: the next start deals with it
             info, unreadable = None, str(error)
-            self.listener(Note(f"warning: {error}"))
+            self.listener(Note(str(error), warning=True))
         extra: dict[str, Any] = {}
         rows, diagnostics = self.rows, self.diagnostics
         try:
@@ -217,7 +218,7 @@ class Watch:
             write_status(run_dir, outcome.status, update=outcome.update, **outcome.record(),
                          **status_counts(self.grain, rows, info), **best_and_final(rows), **extra)  # fmt: skip
         except OSError as error:
-            self.listener(Note(f"warning: status.json could not be written ({io_reason(error, run_dir)})"))
+            self.listener(Note(f"status.json could not be written ({io_reason(error, run_dir)})", warning=True))
         return outcome
 
 

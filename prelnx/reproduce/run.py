@@ -16,6 +16,7 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
+from prelnx.exits import Exit
 from prelnx.records.outcome import RunStatus
 from prelnx.reproduce.plan import Plan, StagePlan, complete, grad_study, marker, stage_spec
 from prelnx.sweep.status import RunState, is_sweep_dir, sweep_states
@@ -181,7 +182,8 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
               seeds: tuple[int, ...] | None = None, slurm: dict[str, Any] | None = None,
               dry_run: bool = False, echo: Echo = print) -> int:  # fmt: skip
     """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
-    Returns the exit code: 0 every stage complete (or a dry run), 1 a stage incomplete or waiting. Raises PlanError
+    Returns the exit code: FINISHED every stage complete (or a dry run), FAILED a stage incomplete or waiting.
+    Raises PlanError
     (exit 2) when the scale cannot run here."""
     from prelnx.machine import may_have_gpu
     from prelnx.quiet import kept_logging
@@ -209,7 +211,7 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
             raise PlanError("--scale paper trains on GPUs and this machine has none: plan it with --dry-run, or "
                             "submit it with --executor slurm")  # fmt: skip
     if dry_run:
-        return 0
+        return Exit.FINISHED
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     write_text_atomic(out / "plan.txt", "\n".join(lines) + f"\n\nload average at the start: {load}\n")
     outcome = run_stages(the_plan, echo)
@@ -218,7 +220,7 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     left = {name: state for name, state in outcome.items() if state != "complete"}
     if left:
         echo("not complete: " + ", ".join(f"{name} ({state})" for name, state in left.items()))
-    return 1 if any(state in ("incomplete", "waiting") for state in left.values()) else 0
+    return Exit.FAILED if any(state in ("incomplete", "waiting") for state in left.values()) else Exit.FINISHED
 
 
 def is_reproduction(path: Path) -> bool:

@@ -7,6 +7,7 @@ evaluate (each finished run of the stages in `of`), finetune (each finished run 
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +99,9 @@ CLAIM_STAGES = {"training": ("nmt", "fig2", "fig4"), "bert": ("bert",), "gradien
 
 # What the paper's GPU-scale stages assume (estimate.py), stated where the plan prints them.
 PAPER_GPU = "NVIDIA V100"
+
+
+Scale = enum.StrEnum("Scale", {name.upper(): name for name in SCALES})  # --scale's choices, from the one table
 
 
 def stages(scale: str) -> list[Stage]:

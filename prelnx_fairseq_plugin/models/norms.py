@@ -19,7 +19,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-NORM_TYPES: tuple[str, ...] = ("layernorm", "rmsnorm", "dyt")
+from prelnx.layouts import ALL_NORMS as NORM_TYPES  # the one owner of the norms' names (the layout table's)
+
 DYT_DEFAULT_ALPHA = 0.5  # the DyT paper's default alpha0 (its code's alpha_init_value; it tunes alpha0 for LLMs)
 
 

@@ -164,7 +164,6 @@ def test_the_figure3_numbers_come_from_paper_yaml():
 
 
 def test_preset_dims_come_from_fairseq_architectures():
-    pytest.importorskip("fairseq")
     assert preset_dims("transformer_iwslt_de_en") == (512, 1024)
     assert preset_dims("transformer") == (512, 2048) and preset_dims("transformer_wmt_en_de") == (512, 2048)
     assert preset_dims("transformer_vaswani_wmt_en_de_big") == (1024, 4096)

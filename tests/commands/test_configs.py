@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 from typer.testing import CliRunner
 
@@ -32,6 +34,11 @@ def test_configs_list_names_every_shipped_config_with_its_task_and_purpose(tmp_p
     assert rows["iwslt_preln"][0] == "translation" and "headline run" in rows["iwslt_preln"][1]
     assert rows["bert/base"][0] == "masked_lm"
     assert rows["sweeps/demo"][0] == "sweep" and rows["sweeps/demo"][1].startswith("of translation")
+    as_json = runner.invoke(app, ["configs", "list", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    listed = {row["name"]: row for row in json.loads(as_json.output)}  # the same rows, unrendered
+    assert set(listed) == shipped and listed["sweeps/demo"]["task"] == "sweep of translation"
+    assert listed["iwslt_preln"]["task"] == "translation" and listed["iwslt_preln"]["purpose"] == rows["iwslt_preln"][1]
 
 
 def test_configs_show_resolves_the_base_chain(tmp_path, monkeypatch):

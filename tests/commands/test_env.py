@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 from importlib.metadata import version
 
@@ -25,3 +26,5 @@ def test_env_prints_the_versions_the_cpu_and_its_bf16_the_gpus_and_slurm():
     flags = cpu_bf16_flags()
     assert lines["CPU native bf16"] == (", ".join(flags) if flags else "none (train.precision: bf16 refused)")
     assert "GPUs" in lines and "Slurm" in lines
+    as_json = CliRunner().invoke(app, ["env", "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output) == lines  # the same facts, one JSON object

@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from prelnx.cli import app
-from prelnx.commands.errors import BUG
+from prelnx.exits import Exit
 
 runner = CliRunner()
 
@@ -24,7 +24,7 @@ def test_an_unexpected_error_inside_a_command_is_reported_as_a_bug_with_its_loca
 
     monkeypatch.setattr(plan, "plan", broken_plan)
     result = runner.invoke(app, ["reproduce", "--scale", "demo", "--dry-run", "--out", str(tmp_path / "r")])
-    assert result.exit_code == BUG == 70, result.output
+    assert result.exit_code == Exit.BUG == 70, result.output
     assert "this is a bug in prelnx (ValueError: invalid literal for int()" in result.output
     assert "test_errors.py" in result.output and "in broken_plan" in result.output  # where it happened
     assert "Traceback (most recent call last)" in result.output
@@ -34,9 +34,12 @@ def test_an_unexpected_error_inside_a_command_is_reported_as_a_bug_with_its_loca
 def test_a_refusal_stays_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("optimizer: {lr: -1}\n")
-    result = runner.invoke(app, ["reproduce", "--scale", "huge", "--dry-run"])
+    result = runner.invoke(app, ["reproduce", "--scale", "demo", "--seeds", "0", "--dry-run"])
     assert result.exit_code == 2 and result.output.strip().splitlines() == [
-        "error: --scale huge: allowed: demo, cpu, paper"], result.output
+        "error: --seeds: need at least 1 seed, got 0"], result.output
+    # a closed choice is its Enum's: click names the option and every valid value, before the command runs
+    result = runner.invoke(app, ["reproduce", "--scale", "huge", "--dry-run"])
+    assert result.exit_code == 2 and "'--scale'" in result.output and "'demo', 'cpu', 'paper'" in result.output
     result = runner.invoke(app, ["sweep", "--config", str(bad), "--grid", "train.seed=1,2", "--dry-run"])
     assert result.exit_code == 2 and "bug" not in result.output and "Traceback" not in result.output, result.output
 
@@ -64,9 +67,9 @@ def test_an_interrupt_exits_130_and_says_how_to_resume(monkeypatch, tmp_path):
 
 def test_the_installed_entry_point_has_the_same_handler(tmp_path):
     """`prelnx` as a user runs it (cli.main builds only the command it runs): the same line and code."""
-    done = subprocess.run([sys.executable, "-m", "prelnx.cli", "reproduce", "--scale", "huge", "--dry-run"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)  # fmt: skip
-    assert done.returncode == 2 and done.stderr.strip() == "error: --scale huge: allowed: demo, cpu, paper", done.stderr
+    done = subprocess.run([sys.executable, "-m", "prelnx.cli", "reproduce", "--scale", "demo", "--seeds", "0",
+                           "--dry-run"], capture_output=True, text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.strip() == "error: --seeds: need at least 1 seed, got 0", done.stderr
 
 
 def test_an_old_option_spelling_names_the_new_one(tmp_path):
@@ -78,31 +81,26 @@ def test_an_old_option_spelling_names_the_new_one(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_every_listed_refusal_is_a_class_that_exists():
-    """A refusal renamed or moved would silently become a 'bug': the handler's list names real classes only."""
-    from prelnx.commands.errors import _OTHER_REFUSALS, _class
+def test_the_folders_refusals_are_refusals():
+    """Every folder raises a Refusal (data/ and the layout table too, through the bottom layer's exits.py), so the
+    handler and rank 0 of a Slurm job render it alike, with its exit code; a plain ValueError is a bug."""
+    import importlib
 
-    for target in _OTHER_REFUSALS:
-        kind = _class(target)
-        assert isinstance(kind, type) and issubclass(kind, Exception), target
-
-
-def test_the_folders_refusals_are_refusals_and_not_listed_twice():
-    """Each folder above config/ raises a Refusal (so the handler and rank 0 of a Slurm job render it alike, exit 2);
-    the handler's list keeps only what cannot be one (data/ sits below config/)."""
-    from prelnx.commands.errors import _OTHER_REFUSALS, _class, refusal
+    from prelnx.commands.errors import refusal
     from prelnx.config.errors import Refusal
     from prelnx.launch.errors import error_exit
 
     targets = ("prelnx.plan.data:DataNotReady", "prelnx.plan.parallel:BatchError",
                "prelnx.records.checkpoints:CheckpointRefused", "prelnx.records.checkpoints:CheckpointDamaged",
                "prelnx.launch.errors:RunConflict", "prelnx.launch.errors:SlurmUnavailable",
-               "prelnx.evaluate.evaluate:EvaluationError",
+               "prelnx.evaluate.evaluate:EvaluationError", "prelnx.data.textio:DataError",
+               "prelnx.data.check:DataDamaged", "prelnx.layouts:LayoutFileError",
                "prelnx.finetune.plan:FinetunePlanError", "prelnx.analysis.grads.study:GradsError",
                "prelnx.analysis.theory:TheoryError", "prelnx.report.report:ReportError")  # fmt: skip
     for target in targets:
-        kind = _class(target)
-        assert isinstance(kind, type) and issubclass(kind, Refusal) and target not in _OTHER_REFUSALS, target
+        module, name = target.split(":")
+        kind = getattr(importlib.import_module(module), name)
+        assert isinstance(kind, type) and issubclass(kind, Refusal), target
         assert refusal(kind("why")) == error_exit(kind("why")) == ("why", 2), target
     assert error_exit(ValueError("a bug")) is None and refusal(ValueError("a bug")) is None
 
@@ -122,3 +120,15 @@ def test_a_gpu_asked_for_where_torch_sees_none_is_a_refusal(monkeypatch):
         assert "train.device: cuda" in str(error)
     else:
         raise AssertionError("no refusal")
+
+
+def test_a_trainings_warning_goes_to_stderr_and_the_rest_to_stdout(capsys):
+    """A warning is a typed Note (warning=True), rendered `warning: ...` on stderr; other notes go through echo."""
+    from prelnx.launch.events import Note, render
+    from prelnx.launch.local import _console
+
+    _console(Note("checkpoint_last.pt is damaged", warning=True), print)
+    _console(Note("runs/x: already finished at update 6"), print)
+    out, err = capsys.readouterr()
+    assert err == "warning: checkpoint_last.pt is damaged\n" and out == "runs/x: already finished at update 6\n"
+    assert render(Note("x")) == "x"

@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from prelnx.cli import app
+from prelnx.exits import Exit
 from tests.helpers import FAR_EPOCHS, run_until_it_trains_past
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ def test_a_finished_run_and_a_sweep_with_a_diverged_run(tiny_config_file, tmp_pa
     assert swept.exit_code == 0, swept.output
 
     result = runner.invoke(app, ["status", str(out)])
-    assert result.exit_code == 1, result.output  # a diverged run: not every run finished
+    assert result.exit_code == Exit.DIVERGED == 3, result.output  # a diverged run, none failed or left to train
     rows = _table(result.output)
     metrics = [json.loads(line) for line in (out / finished / "metrics.jsonl").read_text().splitlines()]
     assert rows[finished][:3] == ["finished", f"epoch 1/1 (update {statuses[finished]['update']})",
@@ -57,6 +58,14 @@ def test_a_finished_run_and_a_sweep_with_a_diverged_run(tiny_config_file, tmp_pa
     assert alone.exit_code == 0 and "1 run(s): 1 finished" in alone.output, alone.output
     nothing = runner.invoke(app, ["status", str(tmp_path)])
     assert nothing.exit_code == 2 and "not a run dir" in nothing.output
+    as_json = runner.invoke(app, ["status", str(out), "--json"])  # the same facts, unrendered
+    record = json.loads(as_json.stdout)
+    assert as_json.exit_code == record["exit_code"] == 3
+    assert (record["kind"], record["outcome"]) == ("sweep", "diverged")
+    by_name = {run["run"]: run for run in record["runs"]}
+    assert by_name[diverged]["diverged_at"] == statuses[diverged]["diverged_at"]
+    assert by_name[finished]["status"] == "finished"
+    assert by_name[finished]["valid_loss"] == metrics[-1]["valid_loss"] and record["eta_seconds"] is None
 
 
 def test_a_run_still_training_then_stopped(tiny_config_file, tmp_path):
@@ -72,10 +81,10 @@ def test_a_run_still_training_then_stopped(tiny_config_file, tmp_path):
     run_until_it_trains_past([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir",
                               str(run_dir)], run_dir, 1, tmp_path / "train.log", stop=read_status_then_stop)  # fmt: skip
     running = seen["running"]
-    assert running.returncode == 3, running.stdout + running.stderr
+    assert running.returncode == Exit.RUNNING == 5, running.stdout + running.stderr  # not 3, a diverged run's
     (row,) = _table(running.stdout).values()
     assert row[0] == "running" and row[1].startswith("epoch ") and row[1].split()[1].endswith(f"/{FAR_EPOCHS}")
     assert "left: " in running.stdout and "ETA " in running.stdout and "ETA unknown" not in running.stdout
 
     stopped = runner.invoke(app, ["status", str(run_dir)])
-    assert stopped.exit_code == 1 and "interrupted" in stopped.output, stopped.output
+    assert stopped.exit_code == Exit.INTERRUPTED and "interrupted" in stopped.output, stopped.output

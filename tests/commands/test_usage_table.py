@@ -10,7 +10,8 @@ from pathlib import Path
 DOC = Path(__file__).resolve().parents[2] / "docs" / "usage.md"
 BEGIN, END = "<!-- options-table begin (tests/commands/test_usage_table.py) -->", "<!-- options-table end -->"
 ORDER = ["train", "sweep", "reproduce", "status", "evaluate", "finetune", "grads", "theory", "plot", "report",
-         "data prepare", "configs list", "configs show", "configs copy", "env"]  # fmt: skip
+         "data prepare", "configs list", "configs show", "configs copy", "layouts list", "layouts show", "layouts new",
+         "env"]  # fmt: skip
 
 
 def table() -> str:

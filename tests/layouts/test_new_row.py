@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import REPO, TINY
+
+pytestmark = pytest.mark.slow  # a tiny real training, a gradient study and a plot, in a copy of the package
 
 ROW = '    Layout("halfres", "Half-residual", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, False, "black"),\n'
 SCHEME = '''"""Half-residual: Post-LN whose residual branch is halved, x_{i+1} = LN(x_i + F_i(x_i) / 2) (a test's layout)."""

@@ -1,6 +1,7 @@
 """A researcher's own placement in one file (examples/gated_preln.py), named by a config in an empty folder outside
 the checkout: it trains, sweeps, runs the gradient study and is reported; a bad file is one line and exit 2 before
-anything is created. Every command is prelnx's CLI in a child process whose working directory is that folder."""
+anything is created. Every command is prelnx's CLI in a child process whose working directory is that folder (the
+bad files' refusals but one: the same app in this process, in that folder). The trainings are in the slow tier."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
+from prelnx.cli import app
 
 from tests.conftest import REPO, TINY
 
@@ -42,6 +46,7 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # a real training (sweep, gradient study) in a child process
 def test_the_example_trains_with_its_gates_learned(folder):
     done = prelnx(folder, "train", "-c", "tiny.yaml")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -58,6 +63,7 @@ def test_the_example_trains_with_its_gates_learned(folder):
     assert "decoder.layer_norm.weight" in model  # Pre-LN's final norm (pre_ln = True)
 
 
+@pytest.mark.slow  # a real training (sweep, gradient study) in a child process
 def test_the_example_sweeps_against_pre_ln_and_is_reported(folder):
     done = prelnx(folder, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--jobs", "2",
                   "--name", "mine")  # fmt: skip
@@ -70,6 +76,7 @@ def test_the_example_sweeps_against_pre_ln_and_is_reported(folder):
     assert "Gated Pre-LN" in report  # an arm of its own, by its class's display_name (report.arms.layout_names)
 
 
+@pytest.mark.slow  # a real training (sweep, gradient study) in a child process
 def test_the_gradient_study_measures_the_example(folder):
     done = prelnx(folder, "grads", "-c", "tiny.yaml", "--layouts", f"pre,{SPEC}", "--depths", "2", "--seeds", "2",
                   "--max-tokens", "256", "--jobs", "1", "--threads", "1", "-o", "grads")  # fmt: skip
@@ -104,17 +111,22 @@ BAD_FILES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
-def test_a_bad_layout_file_is_one_line_and_exit_2_with_nothing_created(tmp_path, case):
+def test_a_bad_layout_file_is_one_line_and_exit_2_with_nothing_created(tmp_path, case, monkeypatch):
     source, words = BAD_FILES[case]
     if source is not None:
         (tmp_path / "gated_preln.py").write_text(source)
     write_config(tmp_path)
     before = sorted(tmp_path.rglob("*"))
-    done = prelnx(tmp_path, "train", "-c", "tiny.yaml")
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
-    named = [line for line in (done.stdout + done.stderr).splitlines() if "gated_preln.py" in line]
-    assert len(named) == 1 and words in named[0] and "model.layout" in named[0], done.stdout + done.stderr
+    if case == "missing":  # the installed entry point, in a child process in that folder
+        done = prelnx(tmp_path, "train", "-c", "tiny.yaml")
+        code, output = done.returncode, done.stdout + done.stderr
+    else:  # the same app and handler in this process (a child's start costs seconds of fairseq imports per case)
+        monkeypatch.chdir(tmp_path)
+        done = CliRunner().invoke(app, ["train", "-c", "tiny.yaml"])
+        code, output = done.exit_code, done.output
+    assert code == 2 and "Traceback" not in output, output
+    named = [line for line in output.splitlines() if "gated_preln.py" in line]
+    assert len(named) == 1 and words in named[0] and "model.layout" in named[0], output
     assert sorted(tmp_path.rglob("*")) == before  # no run dir, no data, no __pycache__
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from prelnx.config.load import load_config
+from prelnx.exits import Refusal
 from prelnx.plan.parallel import BatchError, Parallel, derive_update_freq, with_effective_batch
 
 
@@ -69,7 +70,7 @@ def test_slurm_tasks_are_the_workers_when_a_task_of_prelnx_train_executor_slurm_
 
     assert rendezvous_port("1234") == 21234 and rendezvous_port("41234") == 21234 and rendezvous_port("77_3") == 20077
     config, _ = load_config(tiny_config_file(train={"nodes": 2, "processes": 2, "effective_batch_tokens": 4096}))
-    with pytest.raises(ValueError, match=r"train.nodes: 2 .*`prelnx train --executor slurm`"):
+    with pytest.raises(Refusal, match=r"train.nodes: 2 .*`prelnx train --executor slurm`"):
         resolve(config, cuda=False)  # on this machine, or in a sweep: refused, naming the key and the way
     env = {SLURM_PORT_ENV: "21234"}
     slurm = resolve(config, cuda=False, env=env)
@@ -129,7 +130,7 @@ def test_fairseqs_slurm_rendezvous_on_cpu_uses_one_device_and_the_tasks_ranks(mo
     assert distributed._infer_slurm_init(cfg, None) is True
     assert (cfg.distributed_init_method, cfg.distributed_rank, cfg.device_id) == ("tcp://nodeA:21234", 3, 0)
     cfg.distributed_world_size = 2
-    with pytest.raises(ValueError, match="this Slurm step has 4 tasks"):
+    with pytest.raises(ValueError, match="this Slurm step has 4 tasks"):  # the plugin's, in fairseq's process
         distributed._infer_slurm_init(cfg, None)
     monkeypatch.delenv("SLURM_PROCID")
     assert distributed._infer_slurm_init(cfg, None) is False  # not a Slurm task: fairseq goes on as without Slurm

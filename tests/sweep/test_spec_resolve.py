@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from prelnx.config.load import ConfigError
+from prelnx.exits import Refusal
 from prelnx.sweep.spec import expand, resolve_spec
 
 
@@ -53,7 +54,7 @@ def test_trainings_and_sweeps_never_land_in_each_others_folders(tmp_path, monkey
     for a in folders:
         for b in folders:
             assert a == b or not a.is_relative_to(b), (a, b)
-    with pytest.raises(ValueError, match="runs/train/ holds single trainings"):
+    with pytest.raises(Refusal, match="runs/train/ holds single trainings"):
         sweep_dir("train")
 
 

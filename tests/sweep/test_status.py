@@ -43,7 +43,7 @@ def test_a_pending_runs_budget_is_its_configs(tiny_config_file, tmp_path):
     updates = _sweep(tiny_config_file(), tmp_path / "u", ["optimizer.lr=0.001,0.002"], ["train.max_update=40"])
     assert set(_progress(tmp_path / "u").values()) == {"update 0/40"} and len(updates) == 2
     result = runner.invoke(app, ["status", str(tmp_path / "u")])
-    assert result.exit_code == 1 and "?" not in result.output and "update 0/40" in result.output, result.output
+    assert result.exit_code == 130 and "?" not in result.output and "update 0/40" in result.output, result.output
 
 
 def test_a_sweep_whose_base_moved_still_shows_its_runs(tiny_config_file, tmp_path):

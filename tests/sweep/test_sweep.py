@@ -150,7 +150,6 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
 
 
 def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):
-    pytest.importorskip("submitit")
     spec = spec_from_command_line(tiny_config_file(train={"max_epoch": 1}), ["train.seed=1,2"], [], "sub")
     rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local", echo=lambda line: None)
     assert [row["status"] for row in rows] == ["finished", "finished"]

@@ -115,7 +115,7 @@ def check_study(study: GradStudy) -> None:
 
         try:
             load_checkpoint(Path(study.checkpoint), mmap=True)  # refused or damaged: one message, nothing runs
-        except ValueError as error:
+        except Refusal as error:
             raise GradsError(f"--checkpoint: {error}") from None
     problems = {
         f"layout {layout}: {key}: {message}"

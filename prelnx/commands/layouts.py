@@ -1,0 +1,85 @@
+"""`prelnx layouts list | show NAME | new NAME`: the layout table (prelnx/layouts.py) and a starting file of yours."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from prelnx.commands import options
+from prelnx.commands.errors import handled
+
+layouts_app = options.command_group("The layouts prelnx trains: list them, show one, start a file of yours.")
+
+
+def layout_rows(value: str | None = None) -> list[dict[str, Any]]:
+    """Every shipped layout's row (or the one of `value`: a name, or a user's PATH.py:CLASS), as plain values."""
+    from prelnx.config.errors import Refusal
+    from prelnx.layouts import LAYOUTS, layout
+
+    if value is None:
+        return [dataclasses.asdict(row) for row in LAYOUTS.values()]
+    try:
+        return [dataclasses.asdict(layout(value))]
+    except KeyError:
+        raise Refusal(f"layout {value!r}: not a shipped layout ({', '.join(LAYOUTS)}) nor a file of yours "
+                      f"(PATH.py:CLASS)") from None  # fmt: skip
+
+
+@layouts_app.command("list", short_help="Every shipped layout: name, family, tasks, norms.")
+@handled
+def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
+    """Every shipped layout: the name model.layout takes, its display name, family, the tasks and model.norm values it
+    is defined with, and whether it is built on Pre-LN. A layout file of yours is one more (prelnx layouts new)."""
+    rows = layout_rows()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    cells = [("name", "display", "family", "pre-LN", "norms", "tasks"),
+             *((r["name"], r["display"], r["family"], "yes" if r["pre_ln"] else "no", ",".join(r["norms"]),
+                ",".join(r["tasks"])) for r in rows)]  # fmt: skip
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]) - 1)]
+    for row in cells:
+        typer.echo("  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+
+
+@layouts_app.command("show", short_help="One layout's row: a shipped name, or PATH.py:CLASS of yours.")
+@handled
+def show_command(
+    name: Annotated[str, typer.Argument(help="A shipped layout's name (prelnx layouts list) or PATH.py:CLASS.")],
+    as_json: Annotated[bool, options.json_flag()] = False,
+) -> None:
+    """One layout's row of the table, as the config's checks, the planner, the plugin and the report read it."""
+    (row,) = layout_rows(name)
+    if as_json:
+        typer.echo(json.dumps(row, indent=2))
+        return
+    for key, value in row.items():
+        shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+        typer.echo(f"{key + ':':<10} {shown if shown not in (None, '', ()) else '-'}")
+
+
+@layouts_app.command("new", short_help="Write a starting layout file of yours, NAME.py, that trains as it is.")
+@handled
+def new_command(
+    name: Annotated[str, typer.Argument(help="A Python identifier no shipped layout has (e.g. gated_preln).")],
+    out: Annotated[Path, options.out("The folder to write NAME.py in.")] = Path("."),
+    force: Annotated[bool, options.force("Replace NAME.py if it exists.")] = False,
+) -> None:
+    """Write NAME.py: a subclass of the plugin's LayoutScheme (Pre-LN with a learned scale per residual branch) whose
+    hooks you edit (docs/your_layout.md); it trains as written: `prelnx train -c CONFIG --set
+    model.layout=./NAME.py:CLASS`."""
+    from prelnx.config.errors import Refusal
+    from prelnx.layouts import starting_file
+
+    cls, text = starting_file(name)
+    target = out / f"{name}.py"
+    if target.exists() and not force:
+        raise Refusal(f"{target}: exists; give another NAME or --out, or --force to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    spec = target if target.is_absolute() or str(target).startswith(".") else f"./{target}"
+    typer.echo(f"wrote {target}: model.layout: {spec}:{cls}")
