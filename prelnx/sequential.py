@@ -69,6 +69,7 @@ class ClaimLook:
     verdict: str  # the verdict's value at this look (the report's words for it: holds, inconclusive, ...)
     arms: tuple[str, ...] = ()  # the sweep's arm names the claim reads
     runs: int = 0  # runs (every seed of those arms) it was decided on
+    look: int = 0  # the look (0-based) of this state: for a frozen claim, the look that decided it
 
 
 @dataclass(frozen=True)
