@@ -14,12 +14,13 @@ from prelnx.commands import options
 def _lines(path: Path) -> tuple[list[str], int]:
     from prelnx.config.errors import Refusal
     from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
+    from prelnx.sweep.looks import look_lines
     from prelnx.sweep.status import exit_code, is_run_dir, is_sweep_dir, run_state, sweep_states, table
 
     if is_reproduction(path):
         head, states = [f"reproduction {path}", *stage_lines(path)], reproduction_states(path)
     elif is_sweep_dir(path):
-        head, states = [f"sweep {path}"], sweep_states(path)
+        head, states = [f"sweep {path}", *look_lines(path)], sweep_states(path)  # a sequential sweep: its look
     elif is_run_dir(path):
         head, states = [f"run {path}"], [run_state(path)]
     else:
@@ -35,7 +36,8 @@ def status_command(
 ) -> None:
     """One table of every run (status, epoch or update of its budget, last validation loss and BLEU, where it
     diverged, why it failed), the totals and an ETA for what is left. A sweep's run not started yet shows its budget
-    from its config (an epoch budget with its updates once a run of the same batches has trained an epoch). Reads the
+    from its config (an epoch budget with its updates once a run of the same batches has trained an epoch); a
+    sequential sweep shows its look, each claim's state and the claims each arm still gets seeds for. Reads the
     records only: safe beside a running sweep.
 
     Exit codes: 0 every run finished, 1 some diverged, failed, were interrupted or never started (and none is
