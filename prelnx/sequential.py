@@ -207,14 +207,13 @@ def t_to_z(statistic: float, df: float) -> float:
     return float(scipy_stats.norm.isf(scipy_stats.t.sf(statistic, df)))
 
 
-def futile(z_sides: tuple[float, float], plan: SeedPlan, look: int) -> bool:
-    """Non-binding futility: at a look before the last, neither side's conditional power (z of each side at this
-    look) reaches plan.futility; the boundary the last look must cross is the plan's own."""
+def reachable(z: float, plan: SeedPlan, look: int) -> bool:
+    """Non-binding futility for one side: its conditional power (z: the side's statistic at look `look`, on the z
+    scale) to cross the last look's boundary reaches plan.futility; always at the last look or with futility 0."""
     if look >= len(plan.looks) - 1 or plan.futility <= 0:
-        return False
+        return True
     final = float(scipy_stats.norm.isf(plan.nominal(len(plan.looks) - 1)))
-    t = plan.fractions[look]
-    return all(conditional_power(z, t, final) < plan.futility for z in z_sides)
+    return conditional_power(z, plan.fractions[look], final) >= plan.futility
 
 
 def most_runs(plan: SeedPlan, arms: int) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy import optimize
 
-from prelnx.sequential import SeedPlan, boundaries, conditional_power, crossing_probabilities, futile, problems
+from prelnx.sequential import SeedPlan, boundaries, conditional_power, crossing_probabilities, problems, reachable
 
 FIVE = tuple(k / 5 for k in range(1, 6))
 THREE = (1 / 3, 2 / 3, 1.0)
@@ -55,10 +55,10 @@ def test_conditional_power_and_futility():
     assert conditional_power(0.0, 0.5, 1.96) < 0.01
     assert conditional_power(2.5, 0.5, 1.96) > 0.9
     plan = SeedPlan((4, 6, 8))
-    assert futile((0.0, 0.1), plan, 0)  # an estimate at the margin after half the seeds: neither side reachable
-    assert not futile((0.0, 1.8), plan, 0)
-    assert not futile((0.0, 0.0), plan, 2)  # the last look decides or leaves it inconclusive, never "futile"
-    assert not futile((0.0, 0.0), SeedPlan((4, 6, 8), futility=0.0), 0)
+    assert not reachable(0.1, plan, 0)  # an estimate at the margin after half the seeds
+    assert reachable(1.8, plan, 0)
+    assert reachable(0.0, plan, 2)  # the last look decides or leaves it inconclusive, never "futile"
+    assert reachable(0.0, SeedPlan((4, 6, 8), futility=0.0), 0)
 
 
 @pytest.mark.parametrize(("plan", "fragment"), [

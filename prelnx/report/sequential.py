@@ -28,7 +28,7 @@ from prelnx.report.outcome import Case, ClaimOutcome
 from prelnx.report.placements import check_placements
 from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
 from prelnx.report.warmup_free import check_methods, has_methods, user_methods
-from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, conditional_power, t_to_z
+from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, reachable, t_to_z
 
 DECIDED = (Verdict.HOLDS, Verdict.DOES_NOT_HOLD, Verdict.NOT_TESTABLE)
 
@@ -95,14 +95,12 @@ def side_z(c: Comparison) -> tuple[float, float] | None:
     return None
 
 
-def futile(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
-    """(holds unreachable, does not hold unreachable) for one undecided case, by conditional power."""
+def unreachable(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
+    """(holds out of reach, does not hold out of reach) for one undecided case (prelnx.sequential.reachable)."""
     z = side_z(case.comparison)
-    if z is None or look >= len(plan.looks) - 1 or plan.futility <= 0:
+    if z is None:
         return False, False
-    final = float(scipy_stats.norm.isf(plan.nominal(len(plan.looks) - 1)))
-    t = plan.fractions[look]
-    return conditional_power(z[0], t, final) < plan.futility, conditional_power(z[1], t, final) < plan.futility
+    return not reachable(z[0], plan, look), not reachable(z[1], plan, look)
 
 
 def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[ClaimState, Verdict]:
@@ -113,7 +111,7 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
     if verdict in DECIDED:
         return ClaimState.DECIDED, verdict
     open_cases = [c for c, v in zip(outcome.cases, verdicts) if v is Verdict.INCONCLUSIVE]
-    reach = [futile(case, plan, look) for case in open_cases]
+    reach = [unreachable(case, plan, look) for case in open_cases]
     no_holds = any(h for h, _ in reach)  # every case must hold
     no_dnh = all(d for _, d in reach)  # one case not holding is enough
     return (ClaimState.FUTILE if reach and no_holds and no_dnh else ClaimState.OPEN), verdict
