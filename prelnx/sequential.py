@@ -216,6 +216,18 @@ def reachable(z: float, plan: SeedPlan, look: int) -> bool:
     return conditional_power(z, plan.fractions[look], final) >= plan.futility
 
 
+def fixed_seeds(plan: SeedPlan, power: float = 0.8) -> float:
+    """Seeds per arm of the fixed design with the plan's power (normal theory): the drift theta at which the plan's
+    boundaries are crossed with `power` at its last look's n_K, then n_K ((z_{1-alpha} + z_power) / theta)^2 - the
+    plan's maximum over its inflation factor (Jennison & Turnbull section 2.6)."""
+    if not plan.sequential:
+        return float(plan.looks[0])
+    bounds = boundaries(plan.fractions, ALPHA, plan.method)
+    theta = optimize.brentq(lambda d: sum(crossing_probabilities(plan.fractions, bounds, d)) - power, 0.0, 20.0)
+    fixed = float(scipy_stats.norm.isf(ALPHA) + scipy_stats.norm.ppf(power))
+    return plan.looks[-1] * (fixed / theta) ** 2
+
+
 def most_runs(plan: SeedPlan, arms: int) -> int:
     """The most the plan can cost: every arm to the last look."""
     return plan.looks[-1] * arms

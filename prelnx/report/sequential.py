@@ -28,7 +28,8 @@ from prelnx.report.outcome import Case, ClaimOutcome
 from prelnx.report.placements import check_placements
 from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
 from prelnx.report.warmup_free import check_methods, has_methods, user_methods
-from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, reachable, t_to_z
+from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, fixed_seeds, reachable, t_to_z
+from prelnx.sweep.looks import read_state
 
 DECIDED = (Verdict.HOLDS, Verdict.DOES_NOT_HOLD, Verdict.NOT_TESTABLE)
 
@@ -157,3 +158,21 @@ def decide_look(sweep_dir: Path, groups: dict[str, tuple[str, ...]], plan: SeedP
         runs = sum(1 for a in arms if wanted[a.name] in reads[claim])
         decided.append(ClaimLook(claim, state, verdict.value, tuple(reads[claim]), runs, look))
     return decided
+
+
+def how_decided(sweep_dir: Path, power: float = 0.8) -> list[str]:
+    """The report's lines for a sequential sweep (looks.json): each claim at the look that decided it, its runs, and
+    what a fixed design with the plan's power would have spent on its arms ([]: not a sequential sweep)."""
+    state = read_state(sweep_dir)
+    if state is None:
+        return []
+    plan = SeedPlan(state.looks, state.method)
+    fixed = math.ceil(fixed_seeds(plan, power) - 1e-9)
+    lines = [f"Seeds were added look by look ({', '.join(map(str, plan.looks))} seeds per arm, {plan.method} "
+             f"spending; docs/sequential.md). A fixed design with the plan's {100 * power:.0f} % power: {fixed} "
+             "seeds per arm.", ""]  # fmt: skip
+    for claim in state.claims.values():
+        where = f"look {claim.look + 1} of {len(plan.looks)} ({plan.looks[claim.look]} seeds per arm)"
+        lines.append(f"- {claim.claim}: {claim.state.value} at {where}: {claim.verdict}, on {claim.runs} runs of "
+                     f"{len(claim.arms)} arm(s); a fixed design: {fixed * len(claim.arms)} runs")  # fmt: skip
+    return lines

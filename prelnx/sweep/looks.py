@@ -34,6 +34,7 @@ class LookState:
 
     look: int = 0  # the current look (0-based)
     looks: tuple[int, ...] = ()  # the plan's seeds per arm
+    method: str = "obrien-fleming"  # the plan's spending function
     claims: dict[str, ClaimLook] = field(default_factory=dict)  # each claim's latest (or frozen) state
     running: dict[str, list[str]] = field(default_factory=dict)  # arm -> the open claims that give it this look's seeds
     done: bool = False
@@ -51,7 +52,7 @@ def read_state(sweep_dir: Path) -> LookState | None:
     data = json.loads(path.read_text())
     claims = {c: ClaimLook(v["claim"], ClaimState(v["state"]), v["verdict"], tuple(v["arms"]), v["runs"], v.get("look", 0))
               for c, v in data["claims"].items()}  # fmt: skip
-    return LookState(data["look"], tuple(data["looks"]), claims, data["running"], data["done"])
+    return LookState(data["look"], tuple(data["looks"]), data["method"], claims, data["running"], data["done"])
 
 
 def new_seeds(plan: SeedPlan, look: int) -> tuple[int, ...]:
@@ -95,7 +96,7 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
     """Run the plan look by look; `register` records the runs scheduled so far (the sweep's index), `run_points`
     trains runs (finished ones are skipped by the executor)."""
     earlier = read_state(sweep_dir)  # a former attempt's: what it froze stays frozen at its look
-    state = LookState(looks=plan.looks)
+    state = LookState(looks=plan.looks, method=plan.method)
     active = [arm.name for arm in arms]
     scheduled: list[SweepPoint] = []
     for look in range(len(plan.looks)):

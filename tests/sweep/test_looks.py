@@ -110,3 +110,14 @@ def test_dry_run_lines_of_a_plan(tmp_path, tiny_config_file):
     assert lines[-2].startswith("first look: 12 runs: post_w0_seed-1, post_w4000_seed-1, pre_w0_seed-1,")
     assert lines[-1] == "at most: 24 runs (3 arms x 8 seeds)"
     assert not (tmp_path / LOOKS_FILE).exists()
+
+
+def test_the_report_lines_say_how_each_claim_was_decided(tmp_path, tiny_config_file):
+    from prelnx.report.sequential import how_decided
+
+    _, _, sweep_dir = run(tmp_path, tiny_config_file, "sweep")
+    lines = how_decided(sweep_dir)
+    assert lines[0].endswith("A fixed design with the plan's 80 % power: 8 seeds per arm.")
+    assert ("- postln_adam_needs_warmup: decided at look 1 of 3 (4 seeds per arm): holds, on 8 runs of 2 arm(s); "
+            "a fixed design: 16 runs") in lines  # fmt: skip
+    assert how_decided(tmp_path) == []
