@@ -1,4 +1,4 @@
-"""Sequential seed plans: the looks a sweep may stop at and the error control that survives looking (docs/sequential.md).
+"""Sequential seed plans: the looks a sweep may stop at, and error control that survives looking (docs/sequential.md).
 
 A plan names its looks (seeds per arm at each: 4, 6, 8), an alpha-spending function and a futility rule. Each side of
 a claim ("holds", "does not hold") is a one-sided test at ALPHA = 0.025, the level the fixed design's 95 % interval

@@ -157,8 +157,8 @@ def main() -> None:
         started = time.perf_counter()
         t = simulate(scenario, plan, args.sweeps, args.seed + i)
         for side, attr in (("holds", "holds"), ("does not hold", "not_holds")):
-            print(f"{scenario.name:52} {side:14} {rate(getattr(t['plan'], attr), args.sweeps):22} "
-                  f"{rate(getattr(t['fixed'], attr), args.sweeps):22} {rate(getattr(t['naive'], attr), args.sweeps):22}")
+            plan_, fixed, naive = (rate(getattr(t[key], attr), args.sweeps) for key in ("plan", "fixed", "naive"))
+            print(f"{scenario.name:52} {side:14} {plan_:22} {fixed:22} {naive:22}")
         print(f"{'':52} {'(seconds)':14} {time.perf_counter() - started:.0f}")
     print("\n2. Runs (two arms) against a fixed design with the same power:")
     total_plan = total_fixed = 0.0
@@ -169,9 +169,9 @@ def main() -> None:
             fixed_n, power = plan.looks[-1], float("nan")
         else:
             power = (t.holds if scenario.expected is Verdict.HOLDS else t.not_holds) / args.sweeps
+            reps = max(200, args.sweeps // 5)
             fixed_n = next((n for n in range(2, 3 * plan.looks[-1] + 1)
-                            if fixed_power(scenario, n, max(200, args.sweeps // 5), args.seed + 200 + n) >= power - 0.01),
-                           3 * plan.looks[-1])  # fmt: skip
+                            if fixed_power(scenario, n, reps, args.seed + 200 + n) >= power - 0.01), 3 * plan.looks[-1])
         total_plan, total_fixed = total_plan + mean_runs, total_fixed + 2 * fixed_n
         print(f"{scenario.name:52} power {power:.3f}  plan {mean_runs:5.2f} runs  fixed {2 * fixed_n:3d} runs "
               f"(n = {fixed_n})  ratio {mean_runs / (2 * fixed_n):.2f}")

@@ -48,7 +48,8 @@ def sweep_command(
     look's seeds only to the arms an undecided claim reads (docs/sequential.md); looks.json and `prelnx status`
     show the look.
     """
-    spec = resolve_spec(find_config(config), grid or [], set_ or [], name, options.parse_seeds(seeds) if seeds else None)
+    listed = options.parse_seeds(seeds) if seeds else None
+    spec = resolve_spec(find_config(config), grid or [], set_ or [], name, listed)
     sweep_dir, points = plan_sweep(spec, out)
     if dry_run:
         if spec.armed:

@@ -50,7 +50,7 @@ def read_state(sweep_dir: Path) -> LookState | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
-    claims = {c: ClaimLook(v["claim"], ClaimState(v["state"]), v["verdict"], tuple(v["arms"]), v["runs"], v.get("look", 0))
+    claims = {c: ClaimLook(v["claim"], ClaimState(v["state"]), v["verdict"], tuple(v["arms"]), v["runs"], v["look"])
               for c, v in data["claims"].items()}  # fmt: skip
     return LookState(data["look"], tuple(data["looks"]), data["method"], claims, data["running"], data["done"])
 
