@@ -18,12 +18,13 @@ def _states(path: Path) -> tuple[str, list[str], list]:  # type: ignore[type-arg
     """What PATH is (run, sweep, reproduction), the lines above its table, and its runs' states."""
     from prelnx.config.errors import Refusal
     from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
+    from prelnx.sweep.looks import look_lines
     from prelnx.sweep.status import is_run_dir, is_sweep_dir, run_state, sweep_states
 
     if is_reproduction(path):
         return "reproduction", stage_lines(path), reproduction_states(path)
     if is_sweep_dir(path):
-        return "sweep", [], sweep_states(path)
+        return "sweep", look_lines(path), sweep_states(path)  # a sequential sweep: its look
     if is_run_dir(path):
         return "run", [], [run_state(path)]
     raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a "
@@ -57,7 +58,8 @@ def status_command(
 ) -> None:
     """One table of every run (status, epoch or update of its budget, last validation loss and BLEU, where it
     diverged, why it failed), the totals and an ETA for what is left. A sweep's run not started yet shows its budget
-    from its config (an epoch budget with its updates once a run of the same batches has trained an epoch). Reads the
+    from its config (an epoch budget with its updates once a run of the same batches has trained an epoch); a
+    sequential sweep shows its look, each claim's state and the claims each arm still gets seeds for. Reads the
     records only: safe beside a running sweep.
 
     Exit code: that of the run most in need of attention (docs/usage.md, "Exit codes"): 5 some still running,

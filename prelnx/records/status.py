@@ -12,11 +12,6 @@ from typing import Any
 from prelnx.atomic import overwrite_in_place, write_text_atomic
 from prelnx.records.outcome import RunStatus
 
-# Exit codes of `prelnx train`, by final status (2 is a bad config or command line, before anything runs;
-# a full disk or another I/O error is `failed`, 1, with the path in the reason).
-EXIT_CODES: dict[RunStatus, int] = {RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.DIVERGED: 3,
-                                    RunStatus.INTERRUPTED: 130}  # fmt: skip
-EXIT_BUSY = 4  # the run dir is locked by another prelnx process; nothing was done
 
 
 def read_status(run_dir: Path) -> dict[str, Any] | None:

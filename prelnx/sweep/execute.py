@@ -25,12 +25,16 @@ from prelnx.config.schema import schedule_warnings
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
+from prelnx.records.raw_data import restore_runs
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_points, sweep_rows
+from prelnx.sequential import SeedPlan
 from prelnx.sweep.executors import run_local, run_submitit
+from prelnx.sweep.looks import Decider, run_looks
 from prelnx.sweep.progress import Snapshot, showing_also
-from prelnx.sweep.spec import SweepPoint, SweepSpec, expand
+from prelnx.sweep.seeds import fixed_plan
+from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs, expand, expand_arms
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 
@@ -133,7 +137,16 @@ def check_points(points: list[SweepPoint]) -> None:
 
 
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
+    """The folder and every run the sweep may train (an armed spec: every arm to its plan's last look)."""
+    if spec.armed:
+        arms = expand_arms(spec)
+        return out or sweep_dir(spec.name), arm_runs(spec, arms, seed_plan(spec, arms).order)
     return out or sweep_dir(spec.name), expand(spec)
+
+
+def seed_plan(spec: SweepSpec, arms: list[SweepPoint]) -> SeedPlan:
+    """The spec's plan; arms without `seeds:` have the base's seed alone."""
+    return spec.plan or fixed_plan((arms[0].config.train.seed,))
 
 
 def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -150,8 +163,15 @@ def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> li
 
 def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
     write_text_atomic(sweep_dir / "sweep.yaml", yaml.safe_dump(spec.to_dict(), sort_keys=False))
-    index = {"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points]}
-    write_text_atomic(sweep_dir / SWEEP_INDEX, json.dumps(index, indent=2) + "\n")
+    save_index(sweep_dir, spec, points)
+
+
+def save_index(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
+    """sweep.json's runs (a sequential sweep's grow look by look); its other keys are kept."""
+    path = sweep_dir / SWEEP_INDEX
+    index = json.loads(path.read_text()) if path.is_file() else {}
+    index.update({"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points]})
+    write_text_atomic(path, json.dumps(index, indent=2) + "\n")
 
 
 def run_sweep(
@@ -166,9 +186,14 @@ def run_sweep(
     force: bool = False,
     pin_cores: bool = False,
     progress_also: Callable[[Snapshot], str] | None = None,
+    decide: Decider | None = None,
+    raw_data: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends;
-    `progress_also` renders what the sweep's progress lines end with (a reproduction's own progress)."""
+    `progress_also` renders what the sweep's progress lines end with (a reproduction's own progress). A sequential
+    plan runs look by look (sweep/looks.py), its claims decided by `decide` (the report's, passed from above).
+    `raw_data`: a study's committed raw data (docs/results/<study>/runs): its done runs are put back into the sweep
+    folder first, so that only what is missing trains (records/raw_data.py)."""
     if executor not in EXECUTORS:
         raise Refusal(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     if force and executor != "local":
@@ -177,9 +202,20 @@ def run_sweep(
     check_points(points)  # before anything is created
     for warning in warnings(points):
         echo(f"warning: {warning}")
-    save_spec(sweep_dir, spec, points)
+    arms = expand_arms(spec) if spec.armed else []
+    plan = seed_plan(spec, arms) if arms else None
+    if plan is not None and plan.sequential and decide is None:
+        raise Refusal(f"sweep {spec.name}: a sequential seeds: plan needs the claims' decider (prelnx sweep passes it)")
+    sequential = plan is not None and plan.sequential and decide is not None
+    save_spec(sweep_dir, spec, arm_runs(spec, arms, plan.seeds_at(0)) if sequential else points)
+    if raw_data is not None:
+        if not raw_data.is_dir():
+            raise Refusal(f"--raw-data {raw_data}: no such folder (a study's committed raw data, docs/results/<study>/runs)")
+        restored = restore_runs(raw_data, sweep_dir, [point.name for point in points])
+        echo(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
     prepare_generated_data(points, echo)
-    echo(f"sweep {spec.name}: {len(points)} runs in {sweep_dir} ({executor}, {jobs} at a time)")
+    echo(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}, "
+         f"{jobs} at a time)")  # fmt: skip
 
     def on_done(point: SweepPoint, status: RunStatus) -> None:
         if after_run is not None and status is RunStatus.FINISHED:
@@ -187,15 +223,25 @@ def run_sweep(
         summarize_locked(sweep_dir)
 
     statuses: dict[str, RunStatus] = {}
-    try:
+
+    def run_points(points: list[SweepPoint]) -> None:
         if executor == "local":
             with showing_also(progress_also):
-                statuses = run_local(points, sweep_dir, jobs, on_done, echo, force=force, pin_cores=pin_cores)
+                statuses.update(run_local(points, sweep_dir, jobs, on_done, echo, force=force, pin_cores=pin_cores))
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
-            statuses = run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done, echo)
+            statuses.update(run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done,
+                                         echo))  # fmt: skip
+
+    try:
+        if sequential:
+            assert plan is not None and decide is not None
+            run_looks(spec, sweep_dir, arms, plan, decide, run_points,
+                      lambda scheduled: save_index(sweep_dir, spec, scheduled), echo)  # fmt: skip
+        else:
+            run_points(points)
     finally:
         rows = summarize_locked(sweep_dir)
     echo((sweep_dir / "summary.md").read_text())

@@ -10,10 +10,17 @@ A spec file (YAML):
       optimizer.lr: [5.0e-4, 1.0e-3]
     zip: [[optimizer.name, optimizer.lr]]  # keys that vary together (one axis) instead of as a product
     exclude: [{schedule.warmup_updates: 500, optimizer.lr: 1.0e-3}]   # points to leave out
+    arms: {nowarmup: {schedule.warmup_updates: 0}}   # named arms (crossed with grid:); sweep/seeds.py
+    seeds: {looks: [4, 6, 8]}            # the seed policy: a list, or a sequential plan (docs/sequential.md)
+
+With `arms:` or `seeds:` every grid point (times every named arm) is an arm, the engine's unit (every key but the
+seed), and its runs are `<arm>_seed-<s>`; without them a grid that sweeps train.seed is the fixed policy it always was.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import itertools
 import operator
 import re
@@ -26,8 +33,10 @@ from prelnx.config.overrides import OverrideError, parse_grid, parse_set
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.layouts import absolute_spec, is_file_spec
+from prelnx.sequential import SeedPlan
+from prelnx.sweep.seeds import SEED_KEY, fixed_plan, parse_arms, parse_seeds, seed_run_name
 
-SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm"}
+SPEC_KEYS = {"name", "base", "set", "grid", "zip", "exclude", "slurm", "arms", "seeds"}
 LAYOUT_KEY = "model.layout"
 # What a spec's slurm: may set (prelnx sweep's flags of the same names win; executors.sweep_request reads them)
 SLURM_KEYS = {"partition": str, "job_name": str, "cpus_per_run": int, "gpus_per_run": int, "mem_gb_per_run": int,
@@ -50,19 +59,32 @@ class SweepSpec:
     zipped: list[list[str]] = field(default_factory=list)
     exclude: list[dict[str, Any]] = field(default_factory=list)
     slurm: dict[str, Any] = field(default_factory=dict)
+    arms: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> overrides
+    plan: SeedPlan | None = None  # None: an old spec (a grid, train.seed in it or not)
+
+    @property
+    def armed(self) -> bool:
+        """Runs are arms times the plan's seeds (else every grid point is one run, as before issue 47)."""
+        return self.plan is not None or bool(self.arms)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "base": str(self.base.resolve()), "set": self.fixed, "grid": self.grids,
+        data = {"name": self.name, "base": str(self.base.resolve()), "set": self.fixed, "grid": self.grids,
                 "zip": self.zipped, "exclude": self.exclude, "slurm": self.slurm}  # fmt: skip
+        if self.arms:
+            data["arms"] = self.arms
+        if self.plan is not None:
+            data["seeds"] = {"looks": list(self.plan.looks), "method": self.plan.method,
+                             "futility": self.plan.futility, "seeds": list(self.plan.order)}  # fmt: skip
+        return data
 
 
 def is_sweep_file(path: Path) -> bool:
-    """A sweep spec has a `grid:`; anything else is a training config."""
+    """A sweep spec has a `grid:` or `arms:`; anything else is a training config."""
     try:
         data = read_yaml(path)
     except YamlInputError:
         return False
-    return isinstance(data, dict) and "grid" in data
+    return isinstance(data, dict) and ("grid" in data or "arms" in data)
 
 
 def load_spec(path: Path) -> SweepSpec:
@@ -89,9 +111,17 @@ def load_spec(path: Path) -> SweepSpec:
     fixed = dict(data.get("set") or {})
     if isinstance(fixed.get(LAYOUT_KEY), str):
         fixed[LAYOUT_KEY] = absolute_spec(fixed[LAYOUT_KEY], path.parent)
-    return SweepSpec(str(data.get("name") or path.stem), base, fixed, grids,
+    arms = parse_arms(path, data["arms"]) if "arms" in data else {}
+    for overrides in arms.values():
+        if isinstance(overrides.get(LAYOUT_KEY), str):
+            overrides[LAYOUT_KEY] = absolute_spec(overrides[LAYOUT_KEY], path.parent)
+    plan = parse_seeds(path, data["seeds"]) if "seeds" in data else None
+    if (plan is not None or arms) and (SEED_KEY in fixed or any(SEED_KEY in grid for grid in grids)):
+        raise ConfigError(f"{path}: {SEED_KEY} in grid:/set: and arms:/seeds: in one spec; with arms, the seeds are "
+                          f"seeds: (a list, or looks)")  # fmt: skip
+    return SweepSpec(str(data.get("name") or path.stem), base, fixed, [g for g in grids if g],
                      zipped=[list(group) for group in data.get("zip") or []], exclude=list(data.get("exclude") or []),
-                     slurm=_slurm_section(path, data.get("slurm") or {}))  # fmt: skip
+                     slurm=_slurm_section(path, data.get("slurm") or {}), arms=arms, plan=plan)  # fmt: skip
 
 
 def _slurm_section(path: Path, slurm: Any) -> dict[str, Any]:
@@ -124,16 +154,24 @@ def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: 
     return SweepSpec(name or f"{default_run_name(base).replace('/', '-')}-grid", base, overrides, [dict(pairs)])
 
 
-def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
-    """The sweep `prelnx sweep --config PATH [--grid ...] [--set ...] [--name ...]` runs: PATH is a sweep spec (it has
-    `grid:`) or a training config; --grid values are crossed with every grid of the spec, --set applies to all."""
+def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None,
+                 seeds: tuple[int, ...] | None = None) -> SweepSpec:  # fmt: skip
+    """The sweep `prelnx sweep --config PATH [--grid ...] [--set ...] [--name ...] [--seeds ...]` runs: PATH is a
+    sweep spec (it has `grid:` or `arms:`) or a training config; --grid values are crossed with every grid of the
+    spec, --set applies to all. --seeds wins over the spec: with arms or seeds: it replaces the plan by that fixed
+    list; on an old spec (or a training config) it is a train.seed grid axis, as it always was."""
     if not is_sweep_file(path):
-        return spec_from_command_line(path, grid, fixed, name)
+        seed_axis = [f"{SEED_KEY}={','.join(map(str, seeds))}"] if seeds else []
+        return spec_from_command_line(path, [*grid, *seed_axis], fixed, name)
     spec = load_spec(path)
+    if seeds and spec.armed:
+        spec.plan = fixed_plan(seeds)
+    elif seeds:
+        grid = [*grid, f"{SEED_KEY}={','.join(map(str, seeds))}"]
     extra = spec_from_command_line(path, grid, fixed, name)
     spec.fixed.update(extra.fixed)
     if grid:
-        spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
+        spec.grids = [{**g, **extra.grids[0]} for g in spec.grids or [{}]]
     spec.name = name or spec.name
     return spec
 
@@ -229,3 +267,51 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     for name, config in zip(names, configs):
         config.name = f"{spec.name}/{name}"
     return [SweepPoint(name, overrides, config) for name, overrides, config in zip(names, typed, configs)]
+
+
+def _identity(config: Config) -> str:
+    """What makes two configs one arm: everything but the run's name and seed."""
+    data = dataclasses.asdict(config)
+    data.pop("name", None)
+    data["train"].pop("seed", None)
+    return repr(data)
+
+
+def expand_arms(spec: SweepSpec) -> list[SweepPoint]:
+    """Every arm of an armed spec (grid points times named arms), its seed still the base's: named by the grid's run
+    name and the arm's name; two names for one config refused."""
+    grid_points = expand(dataclasses.replace(spec, arms={}, plan=None)) if spec.grids else []
+    crossed = [(p.name if len(grid_points) > 1 else "", p.overrides) for p in grid_points] or [("", {})]
+    arms: list[SweepPoint] = []
+    problems: list[str] = []
+    for grid_name, grid_values in crossed:
+        for arm, overrides in (spec.arms or {"": {}}).items():
+            name = "_".join(part for part in (grid_name, arm) if part) or "base"
+            try:
+                config = point_config(spec, {**grid_values, **overrides})
+            except ConfigError as error:
+                problems.append(f"arm {name}: {error}")
+                continue
+            typed = {key: operator.attrgetter(key)(config) for key in {**grid_values, **overrides}}
+            arms.append(SweepPoint(name, {k: list(v) if isinstance(v, tuple) else v for k, v in typed.items()}, config))
+    if problems:
+        raise ConfigError("invalid sweep:\n" + "\n".join(problems))
+    seen: dict[str, str] = {}
+    for arm in arms:
+        if (other := seen.setdefault(_identity(arm.config), arm.name)) != arm.name:
+            raise ConfigError(f"sweep {spec.name}: arms {other} and {arm.name} are one config (they differ only in "
+                              f"their names); give each arm one name")  # fmt: skip
+    return arms
+
+
+def arm_runs(spec: SweepSpec, arms: list[SweepPoint], seeds: tuple[int, ...]) -> list[SweepPoint]:
+    """Each arm's runs at these seeds, seed by seed (every arm's first seed first)."""
+    points = []
+    for seed in seeds:
+        for arm in arms:
+            config = copy.deepcopy(arm.config)
+            config.train.seed = seed
+            name = seed_run_name(arm.name, seed)
+            config.name = f"{spec.name}/{name}"
+            points.append(SweepPoint(name, {**arm.overrides, SEED_KEY: seed}, config))
+    return points

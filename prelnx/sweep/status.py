@@ -143,13 +143,6 @@ def eta_seconds(states: list[RunState]) -> float | None:
     return pace * left / max(1, sum(state.status == RunStatus.RUNNING for state in states))
 
 
-def exit_code(states: list[RunState]) -> int:
-    """0 every run finished, 3 some still running, 1 otherwise (diverged, failed, interrupted or never started)."""
-    if any(state.status == RunStatus.RUNNING for state in states):
-        return 3
-    return 0 if states and all(state.status == RunStatus.FINISHED for state in states) else 1
-
-
 def _number(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 

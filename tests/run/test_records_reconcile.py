@@ -15,7 +15,8 @@ from prelnx.data.check import DataDamaged, check_binarized, check_split, sentenc
 from prelnx.records.lock import RunLock, RunLocked, is_locked, owner_alive
 from prelnx.records.reconcile import reconcile_rows, rows_from_log
 from prelnx.records.rows import EpochRows, is_bad_loss, parse_record
-from prelnx.records.status import EXIT_CODES, read_status, write_status
+from prelnx.exits import STATUS_EXIT
+from prelnx.records.status import read_status, write_status
 
 
 def record(kind: str, **values) -> str:
@@ -66,7 +67,8 @@ def test_status_round_trip_and_exit_codes(tmp_path):
     write_status(tmp_path, "diverged", reason="nan", update=7, epochs=2)
     status = read_status(tmp_path)
     assert status["status"] == "diverged" and status["update"] == 7 and status["epochs"] == 2
-    assert EXIT_CODES == {"finished": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+    assert {s: int(STATUS_EXIT[s]) for s in ("finished", "failed", "diverged", "interrupted", "running")} == {
+        "finished": 0, "failed": 1, "diverged": 3, "interrupted": 130, "running": 5}
     (tmp_path / "status.json").write_text("{broken")
     assert read_status(tmp_path) is None
 

@@ -11,7 +11,8 @@ from prelnx.config.load import load_config
 from prelnx.launch.local import check_run_dir
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.run_config import write_run_config
-from prelnx.records.status import EXIT_CODES, read_status, recorded_status, write_status
+from prelnx.exits import STATUS_EXIT
+from prelnx.records.status import read_status, recorded_status, write_status
 from prelnx.sweep.executors import _ended_without_result
 
 RECORDED = [RunStatus.RUNNING, RunStatus.FINISHED, RunStatus.DIVERGED, RunStatus.FAILED, RunStatus.INTERRUPTED]
@@ -31,7 +32,7 @@ def test_a_run_is_done_when_it_finished_or_diverged_and_every_reader_agrees(stat
     assert check_run_dir(run_dir, config, force=False).done is done  # a re-run of prelnx train skips it
     kept = _ended_without_result("13_0", None, run_dir)  # its Slurm job ended without returning
     assert kept is (status if done else RunStatus.FAILED) and (read_status(run_dir)["update"] == 20)
-    assert (status in EXIT_CODES) is (status is not RunStatus.RUNNING)
+    assert status.value in STATUS_EXIT  # every status has its exit code in the one table (prelnx/exits.py)
 
 
 def test_a_run_without_a_status_or_with_one_no_prelnx_wrote_is_pending(tmp_path):

@@ -1,0 +1,178 @@
+"""The claims at a look of a sequential sweep (docs/sequential.md): the engine's own outcome (stats.compare, the cases,
+the premises), each case kept only where its evidence also clears the look's nominal level (prelnx.sequential), Holm's
+step-down over a claim's cases with each step's boundaries at its own alpha / (k - i) (Maurer & Bretz 2013, Stat.
+Biopharm. Res. 5:311: Holm with group-sequential boundaries), and the non-binding futility rule.
+
+Every nominal level of a plan is at most the fixed design's 0.025, so the look's verdict is the engine's verdict
+made stricter, never a verdict the engine would not give: a quality verdict stands when the Welch (or one-sample) t
+interval at 1 - 2 p_k, widened by the grain, still lies on its side; a verdict of the failure counts when Fisher's
+one-sided p is at most p_k. A premise is read as the engine reads it (it makes a claim testable; it is not tested).
+
+`decide_look` is the sweep's injected decider (sweep/looks.py's `Decider`): every claim the sweep's arms make -
+paper.yaml's, methods.yaml's and each user layout file's - at one look, reading only the runs of that look, with the
+sweep's arms each claim reads (the arms whose removal changes the claim's outcome).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+from scipy import stats as scipy_stats
+
+from prelnx.paper import methods_data, paper_data
+from prelnx.report.arms import Arm, load_arms
+from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+from prelnx.report.outcome import Case, ClaimOutcome
+from prelnx.report.placements import check_placements
+from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
+from prelnx.report.warmup_free import check_methods, has_methods, user_methods
+from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, fixed_seeds, reachable, t_to_z
+from prelnx.sweep.looks import read_state
+
+DECIDED = (Verdict.HOLDS, Verdict.DOES_NOT_HOLD, Verdict.NOT_TESTABLE)
+
+
+def by_counts(c: Comparison) -> bool:
+    """The failure counts decided (compare's first two exits: their p at most 0.025)."""
+    return c.failures_p is not None and c.failures_p <= ALPHA_ONE_SIDED and c.verdict in (Verdict.HOLDS,
+                                                                                         Verdict.DOES_NOT_HOLD)
+
+
+def at_level(c: Comparison, alpha: float) -> Verdict:
+    """The comparison's verdict kept where it clears a one-sided `alpha` <= 0.025, else inconclusive."""
+    if c.verdict not in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
+        return c.verdict
+    if by_counts(c):
+        return c.verdict if c.failures_p is not None and c.failures_p <= alpha else Verdict.INCONCLUSIVE
+    if c.se is None or c.df is None or not c.se:
+        return Verdict.INCONCLUSIVE
+    low, high = c.interval(1 - 2 * alpha)
+    lo, hi = c.region
+    kept = (lo < low and high < hi) if c.verdict is Verdict.HOLDS else (high <= lo or low >= hi)
+    return c.verdict if kept else Verdict.INCONCLUSIVE
+
+
+def case_verdicts(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> list[Verdict]:
+    """Each case at the look; "does not hold" by Holm's step-down with boundaries at alpha / (k - i)."""
+    cases = [dataclasses.replace(case, comparison=dataclasses.replace(
+        case.comparison, verdict=at_level(case.comparison, plan.nominal(look)))) for case in outcome.cases]  # fmt: skip
+    verdicts = [case.verdict for case in cases]
+    testable = [i for i, v in enumerate(verdicts) if v is not Verdict.NOT_TESTABLE]
+    if len(testable) < 2:
+        return verdicts
+    ordered = sorted(testable, key=lambda i: cases[i].comparison.p_outside)
+    for rank, i in enumerate(ordered):
+        if cases[i].comparison.p_outside / 2 > plan.nominal(look, ALPHA / (len(ordered) - rank)):
+            for j in ordered[rank:]:  # the step-down stops: no later case may be "does not hold"
+                verdicts[j] = Verdict.INCONCLUSIVE if verdicts[j] is Verdict.DOES_NOT_HOLD else verdicts[j]
+            break
+    return verdicts
+
+
+def claim_verdict(verdicts: list[Verdict]) -> Verdict:
+    """As ClaimOutcome.verdict: holds when every testable case holds, does not hold when one does not."""
+    if not verdicts:
+        return Verdict.NOT_MEASURED
+    testable = [v for v in verdicts if v is not Verdict.NOT_TESTABLE]
+    if not testable:
+        return Verdict.NOT_TESTABLE
+    if Verdict.DOES_NOT_HOLD in testable:
+        return Verdict.DOES_NOT_HOLD
+    return Verdict.HOLDS if all(v is Verdict.HOLDS for v in testable) else Verdict.INCONCLUSIVE
+
+
+def side_z(c: Comparison) -> tuple[float, float] | None:
+    """The z (significance-level scale) of "holds" and of "does not hold" at this look; None: no spread to read."""
+    if c.se and c.df:
+        lo, hi, e, g = c.region[0], c.region[1], c.estimate, c.grain
+        inside = min(e - g - lo, hi - e - g)
+        outside = max(lo - e, e - hi) - g
+        return t_to_z(inside / c.se, c.df), t_to_z(outside / c.se, c.df)
+    if c.failures_p is not None:  # counts alone: the leading side's evidence, for either side
+        z = float(scipy_stats.norm.isf(min(max(c.failures_p, 1e-300), 1.0)))
+        return z, z
+    return None
+
+
+def unreachable(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
+    """(holds out of reach, does not hold out of reach) for one undecided case (prelnx.sequential.reachable)."""
+    z = side_z(case.comparison)
+    if z is None:
+        return False, False
+    return not reachable(z[0], plan, look), not reachable(z[1], plan, look)
+
+
+def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[ClaimState, Verdict]:
+    verdicts = case_verdicts(outcome, plan, look)
+    verdict = claim_verdict(verdicts)
+    if verdict is Verdict.NOT_MEASURED:
+        return ClaimState.NOT_MEASURED, verdict
+    if verdict in DECIDED:
+        return ClaimState.DECIDED, verdict
+    open_cases = [c for c, v in zip(outcome.cases, verdicts) if v is Verdict.INCONCLUSIVE]
+    reach = [unreachable(case, plan, look) for case in open_cases]
+    no_holds = any(h for h, _ in reach)  # every case must hold
+    no_dnh = all(d for _, d in reach)  # one case not holding is enough
+    return (ClaimState.FUTILE if reach and no_holds and no_dnh else ClaimState.OPEN), verdict
+
+
+def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
+    """Every claim the report decides from these runs: paper.yaml's, methods.yaml's, each user layout file's."""
+    claims = paper_data()
+    translation = [a for a in arms if a.task == "translation"]
+    lm = [a for a in arms if a.task == "language_model"]
+    bert_only = bool(arms) and not translation and not lm
+    checks, listed = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
+    chosen = arms if bert_only else (translation or lm)
+    outcomes = {c["id"]: checks[c["id"]](chosen, c) for c in listed if c["id"] in checks}
+    if has_methods(translation):
+        for method in check_methods(translation, methods_data() + user_methods(translation)):
+            outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
+                             for key, value in method.outcomes.items()})
+    for method in check_placements(lm, methods_data()):
+        outcomes.update({f"{method.spec['layout']}#{key}": value for key, value in method.outcomes.items()})
+    return outcomes
+
+
+def _fingerprint(outcome: ClaimOutcome) -> tuple:
+    return tuple((c.label, c.comparison.verdict, c.comparison.estimate if not math.isnan(c.comparison.estimate)
+                  else None, c.comparison.a, c.comparison.b) for c in outcome.cases)  # fmt: skip
+
+
+def decide_look(sweep_dir: Path, groups: dict[str, tuple[str, ...]], plan: SeedPlan, look: int) -> list[ClaimLook]:
+    """The sweep's decider: each claim's state at this look, the arms it reads, the runs it was decided on."""
+    wanted = {run: arm for arm, runs in groups.items() for run in runs}
+    arms = [a for a in load_arms(sweep_dir) if a.name in wanted]
+    outcomes = all_outcomes(arms)
+    reads: dict[str, list[str]] = {claim: [] for claim in outcomes}
+    for arm in groups:  # the arms a claim reads: removing one changes its outcome
+        without = all_outcomes([a for a in arms if wanted[a.name] != arm])
+        for claim, outcome in outcomes.items():
+            if claim not in without or _fingerprint(without[claim]) != _fingerprint(outcome):
+                reads[claim].append(arm)
+    decided = []
+    for claim, outcome in outcomes.items():
+        state, verdict = claim_state(outcome, plan, look)
+        runs = sum(1 for a in arms if wanted[a.name] in reads[claim])
+        decided.append(ClaimLook(claim, state, verdict.value, tuple(reads[claim]), runs, look))
+    return decided
+
+
+def how_decided(sweep_dir: Path, power: float = 0.8) -> list[str]:
+    """The report's lines for a sequential sweep (looks.json): each claim at the look that decided it, its runs, and
+    what a fixed design with the plan's power would have spent on its arms ([]: not a sequential sweep)."""
+    state = read_state(sweep_dir)
+    if state is None:
+        return []
+    plan = SeedPlan(state.looks, state.method)
+    fixed = math.ceil(fixed_seeds(plan, power) - 1e-9)
+    lines = [f"Seeds were added look by look ({', '.join(map(str, plan.looks))} seeds per arm, {plan.method} "
+             f"spending; docs/sequential.md). A fixed design with the plan's {100 * power:.0f} % power: {fixed} "
+             "seeds per arm.", ""]  # fmt: skip
+    for claim in state.claims.values():
+        where = f"look {claim.look + 1} of {len(plan.looks)} ({plan.looks[claim.look]} seeds per arm)"
+        lines.append(f"- {claim.claim}: {claim.state.value} at {where}: {claim.verdict}, on {claim.runs} runs of "
+                     f"{len(claim.arms)} arm(s); a fixed design: {fixed * len(claim.arms)} runs")  # fmt: skip
+    return lines
