@@ -29,14 +29,13 @@ class Choice:
 
     def apply(self, spec: SweepSpec) -> SweepSpec:
         spec = copy.deepcopy(spec)
-        if self.sgd_lr is not None:  # an SGD grid's lr; in a grid whose arms are zipped, the SGD arms' lrs
+        if self.sgd_lr is not None:  # the SGD arms' lr: named arms, or an SGD grid's
+            for overrides in spec.arms.values():
+                if overrides.get("optimizer.name") == "sgd":
+                    overrides["optimizer.lr"] = self.sgd_lr
             for grid in spec.grids:
-                names = grid.get("optimizer.name", [])
-                if names == ["sgd"]:
+                if grid.get("optimizer.name") == ["sgd"]:
                     grid["optimizer.lr"] = [self.sgd_lr]
-                elif "sgd" in names and len(grid.get("optimizer.lr", [])) == len(names):
-                    grid["optimizer.lr"] = [self.sgd_lr if name == "sgd" else lr
-                                            for name, lr in zip(names, grid["optimizer.lr"])]  # fmt: skip
         if self.grids is not None:
             spec.fixed.update(self.scale or {})
             spec.grids = self.grids

@@ -21,7 +21,7 @@ from prelnx.eta import duration
 from prelnx.machine import usable_cores
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
-from prelnx.sweep.spec import SweepSpec, expand, resolve_spec
+from prelnx.sweep.spec import SweepSpec, resolve_spec
 
 DEFAULT_SEEDS: dict[str, tuple[int, ...] | None] = {"demo": (1,), "cpu": None, "paper": None}  # None: each sweep's own
 
@@ -104,6 +104,8 @@ def cpu_precision(configs: list[Config]) -> tuple[str, str]:
     the stage is at least IWSLT14-sized, fp32 otherwise."""
     from prelnx.machine import cpu_bf16_flags
 
+    if not configs:
+        return "fp32", "no runs"
     sizes = [estimate.model_sizes(config) for config in configs]
     small = [s for s in sizes if any(s[key] < value for key, value in BF16_FROM.items())]
     if small:
@@ -114,20 +116,38 @@ def cpu_precision(configs: list[Config]) -> tuple[str, str]:
     return "bf16", f"native {', '.join(flags)} and IWSLT14-sized models"
 
 
+def _looks(spec: SweepSpec) -> list[str]:
+    """A sequential stage's looks (docs/sequential.md): seeds per arm and level at each, the first look's runs."""
+    plan = spec.plan
+    if plan is None or not plan.sequential:
+        return []
+    levels = ", ".join(f"{n} seeds ({plan.nominal(k):.4f})" for k, n in enumerate(plan.looks))
+    return [f"looks ({plan.method} spending, one-sided level per side): {levels}; later looks add seeds only to "
+            f"the arms an undecided claim reads"]
+
+
+def sweep_points(spec: SweepSpec) -> list:  # type: ignore[type-arg]
+    """Every run a stage's sweep may train: sweep/execute.py's own expansion (named arms to their last look)."""
+    from prelnx.sweep.execute import plan_sweep
+
+    return plan_sweep(spec, Path("."))[1]
+
+
 def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: str = "") -> SweepSpec:
     """The sweep a sweep or configs stage runs: its config, the stage's toy-size overrides, --seeds, and the choice
     an earlier premise stage made (when made)."""
     from prelnx.reproduce.choose import Choice
 
-    grid = [f"train.seed={','.join(str(s) for s in seeds)}"] if seeds and stage.seeds_grid else []
+    listed = seeds if seeds and stage.seeds_grid else None  # --seeds: a seed axis, or an armed spec's fixed plan
     if stage.kind == "configs":
+        grid = [f"train.seed={','.join(str(s) for s in listed)}"] if listed else []
         spec = configs_spec(stage.name, stage.sources)
         extra = resolve_spec(find_config(stage.sources[0]), grid, list(stage.set), stage.name)
         spec.fixed.update(extra.fixed)
         spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
     else:
-        spec = resolve_spec(find_config(stage.source), grid, list(stage.set), stage.name)
-    if scale == "cpu" and cpu_precision([p.config for p in expand(spec)])[0] == "bf16":
+        spec = resolve_spec(find_config(stage.source), [], list(stage.set), stage.name, listed)
+    if scale == "cpu" and cpu_precision([p.config for p in sweep_points(spec)])[0] == "bf16":
         spec.fixed["train.precision"] = "bf16"
     saved = out / stage.name / "choice.json"
     if stage.choose and saved.is_file():
@@ -149,7 +169,7 @@ def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: 
     from prelnx.sweep.execute import data_problems, launch_problems
 
     spec = stage_spec(sp.stage, seeds, out, scale)
-    points = expand(spec)
+    points = sweep_points(spec)  # an armed spec: every arm to its plan's last look (the most it can cost)
     sp.spec, sp.runs, sp.configs = spec, [p.name for p in points], [p.config for p in points]
     sp.work = [estimate.work(config) for config in sp.configs]
     if scale == "cpu":
@@ -272,7 +292,9 @@ def plan_lines(p: Plan) -> list[str]:
         if s.set:
             lines.append(f"      set: {' '.join(s.set)}")
         if sp.spec is not None:
-            lines.append(f"      {len(sp.runs)} runs: {', '.join(sp.runs[:6])}{', ...' if len(sp.runs) > 6 else ''}")
+            most = "at most " if sp.spec.plan is not None and sp.spec.plan.sequential else ""
+            lines.append(f"      {most}{len(sp.runs)} runs: {', '.join(sp.runs[:6])}{', ...' if len(sp.runs) > 6 else ''}")
+            lines += [f"      {line}" for line in _looks(sp.spec)]
             lines.append(f"      precision: {sp.precision or ', '.join(sorted({c.train.precision for c in sp.configs}))}")
         else:
             lines += [f"      {run}" for run in sp.runs]

@@ -62,13 +62,15 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
 
 def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None) -> bool:
     from prelnx.report.report import report_after_sweep
+    from prelnx.report.sequential import decide_look
     from prelnx.sweep.execute import run_sweep
 
     _choose(sp, plan)
     spec = stage_spec(sp.stage, plan.seeds, plan.out, plan.scale)
     folder = plan.out / sp.stage.name
     rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo, slurm_options=plan.slurm,
-                     progress_also=(lambda _: overall.text()) if overall else None)  # the sweep's lines end with it
+                     progress_also=(lambda _: overall.text()) if overall else None,  # the sweep's lines end with it
+                     decide=decide_look)  # a sequential seeds: plan's looks, decided as prelnx sweep decides them
     report_after_sweep(folder, echo)
     return all(RunStatus(row["status"]).done for row in rows)
 

@@ -192,7 +192,6 @@ def test_sgd_lr_is_chosen_by_the_committed_rule(tmp_path, tiny_config_file):
     assert choice.sgd_lr == 0.3 and "no lr meets the premise" in choice.outcome
     # applied to the arms sweep: its SGD grids take the lr, the Adam grids are untouched
     spec = choice.apply(resolve_spec(find_config("sweeps/cpu_multi30k.yaml"), [], [], None))
-    [grid] = spec.grids  # the arms zipped (study A of docs/protocols/paper_cpu.md): only the SGD arms' lr changes
-    lrs = dict(zip(range(len(grid["optimizer.lr"])), zip(grid["optimizer.name"], grid["optimizer.lr"])))
-    assert [lr for name, lr in lrs.values() if name == "sgd"] == [0.3, 0.3]
-    assert [lr for name, lr in lrs.values() if name != "sgd"] == [5.0e-4] * 3 + [1.0e-3] * 5
+    arms = spec.arms  # study A's named arms (docs/protocols/paper_cpu.md): only the SGD arms' lr changes
+    assert [a["optimizer.lr"] for a in arms.values() if a["optimizer.name"] == "sgd"] == [0.3, 0.3]
+    assert [a["optimizer.lr"] for a in arms.values() if a["optimizer.name"] != "sgd"] == [5.0e-4] * 3 + [1.0e-3] * 5
