@@ -19,6 +19,7 @@ from prelnx.plots.curves import plot
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
+from prelnx.report.machines import machines_section
 from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
@@ -207,6 +208,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]
         lines.append("")
+    lines += machines_section(sweep_dir)  # the CPU kinds its seeds trained on (machine.json), each kind's mean
     lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only else
               "## Curves (validation loss per update)" if lm else "## Curves (Figures 2 and 4 style)", ""]  # fmt: skip
     for name in ("loss", "bleu", "lr", "heatmap"):
