@@ -134,6 +134,18 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
     return dest
 
 
+def keep_in_progress(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
+    """A study whose look is not complete yet: its done runs' files into docs/results/<study>/in_progress/ (no
+    report: an interim look publishes no verdict, docs/sequential.md), so that the next session, on any machine,
+    resumes it with `prelnx sweep --config <its config> --raw-data docs/results/<study>/in_progress`."""
+    from prelnx.records.raw_data import keep_run  # noqa: PLC0415
+
+    dest = root / RESULTS / study / "in_progress"
+    for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:
+        keep_run(sweep_dir / point["name"], dest / point["name"])
+    return dest
+
+
 def withdrawn(root: Path = ROOT) -> list[dict[str, str]]:
     """docs/results/withdrawn.yaml: the reports withdrawn because their raw data was never kept, each with its config
     and the command that re-runs it."""
@@ -144,12 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--study", choices=sorted(STUDIES), help="only this study")
     parser.add_argument("--collect", type=Path, metavar="SWEEP_DIR", help="keep this sweep's raw data for --study")
+    parser.add_argument("--in-progress", action="store_true", help="with --collect: the study's look is not complete: "
+                        "keep its done runs in docs/results/<study>/in_progress/ (resumable, no report)")
     parser.add_argument("--strip", metavar="FOLDER", help="with --collect: the repository copy the sweep ran in, "
                         "taken off its paths (a user's layout file then named relative to the repository)")
     args = parser.parse_args(argv)
     if args.collect:
         if not args.study:
             parser.error("--collect needs --study")
+        if args.in_progress:
+            print(f"in progress (no report): {keep_in_progress(args.collect, args.study)}")
+            return 0
         print(f"raw data: {collect(args.collect, args.study, strip=args.strip)}")
     for study in [args.study] if args.study else with_raw_data():
         print(f"{study}: {rebuild(study).relative_to(ROOT)}")
