@@ -72,7 +72,8 @@ def _arm_text(s: Sample) -> str:
 def _test_text(c: Comparison) -> str:
     """`; test: Welch's t over the trained seeds; failures 2/3 vs 0/3, Fisher's exact test (one-sided) p = 0.2`."""
     tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test and c.low is not None]  # an interval was computed
-    tests = [f"{t}, on ln(updates)" if c.a.log else t for t in tests]
+    tests = [f"{t.replace('the trained seeds', 'the seeds that reached it')}, on ln(updates)" if c.a.log else t
+             for t in tests]  # a ratio of updates to a target reads every seed that reached it, whatever its class
     if c.failures_p is not None and c.b is not None:
         tests.append(f"{counts_text(c.a, c.b)}, Fisher's exact test (one-sided) p = {c.failures_p:.3g}")
     return f"; test: {'; '.join(tests)}" if tests else ""

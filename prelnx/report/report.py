@@ -94,10 +94,12 @@ WARMUP_FREE_INTRO = [
     "speed-up within methods.yaml's factor - the ratio of the arms' geometric means, its 95 % interval Welch's t on",
     "the seeds' ln(updates), widened by the validation grain's resolution on the log scale (a seed reaching it at",
     "update u of validations K apart is known to ln(u / (u - K + 1))); a seed that never reaches it is counted, not",
-    "given a count. Then every arm ranked by its mean final valid loss over its trained seeds (a seed that failed",
-    "counted, never given a loss) with its 95 % t interval, and how many of its seeds reached the target loss -",
-    "Post-LN with warm-up's mean final valid loss at the same optimizer and lr - after how many updates (the first",
-    "validation at or below it).",
+    "given a count. A seed counts for what its own curve did: one that reached the target reached it, whatever its",
+    "final loss or outcome class (trained, failed to train, diverged), which is shown beside it and never read in",
+    "its place; a failed seed's loss still never enters a quality comparison. Then every arm ranked by its mean",
+    "final valid loss over its trained seeds (a seed that failed counted, never given a loss) with its 95 % t",
+    "interval, and how many of its seeds reached the target loss - Post-LN with warm-up's mean final valid loss at",
+    "the same optimizer and lr - after how many updates (the first validation at or below it).",
 ]
 
 

@@ -6,7 +6,6 @@ fixed in methods.yaml, a ratio tested against the paper's number. "Trains deeper
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Callable
@@ -18,11 +17,11 @@ from typing import Any
 from prelnx.layouts import VARIANT, WARMUP_FREE, LayoutFileError, display_name, is_file_spec, layout, names
 from prelnx.report.arms import (
     Arm,
+    RunState,
     describe_arm,
     first_update_at,
     longest_warmup,
     loss_sample,
-    outcome_sample,
     pick,
     seed_groups,
 )
@@ -217,13 +216,38 @@ def log_grain(update: float, grain: int) -> float:
 
 
 def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) -> Sample:
-    """ln(first validation update at or below `target`) per trained seed that reached it; a seed that never did,
-    failed to train or diverged is counted as a failure; the grain is the widest log resolution of its seeds."""
-    reached = lambda arm: (u, u) if (u := first_update_at(arm, target)) is not None else None
-    sample = outcome_sample(label, group, reached, failure="did not reach the target")
-    logs = tuple(math.log(max(1.0, u)) for u in sample.values)
-    resolution = max((log_grain(u, grain) for u in sample.values), default=0.0)
-    return dataclasses.replace(sample, values=logs, grain=resolution, log=True)
+    """ln(first validation update at or below `target`) per seed whose own curve reached it, whatever its outcome
+    class (a seed that reached the target and then ended above the trained threshold, or diverged later, reached it);
+    a seed whose curve never did is counted as not reaching it (diverged ones among them with their update); a seed
+    with no validation row is missing. The grain is the widest log resolution of the seeds that reached it."""
+    logs, at, failed, diverged, missing, updates = [], [], 0, 0, 0, []
+    for arm in group:
+        if (update := first_update_at(arm, target)) is not None:
+            logs.append(math.log(max(1.0, update)))
+            updates.append(update)
+        elif not arm.rows and not arm.diverged:
+            missing += 1
+        else:
+            failed += 1
+            if arm.diverged:
+                diverged += 1
+                at += [arm.outcome().update] if arm.outcome().update is not None else []
+    low, high = min(updates, default=0), max(updates, default=0)
+    span = "" if not updates else f"update {low}" if low == high else f"updates {low}-{high}"
+    resolution = max((log_grain(u, grain) for u in updates), default=0.0)
+    return Sample(label, tuple(logs), failed, diverged, missing, grain=resolution, read=span,
+                  diverged_at=tuple(sorted(at)), failure="did not reach the target", log=True)  # fmt: skip
+
+
+def classes_note(groups: list[list[Arm]]) -> str:
+    """`outcome class of the seeds (...): ReZero ...: 3 trained; Post-LN ...: 2 trained, 1 failed to train`."""
+    parts = []
+    for group in groups:
+        states = [a.outcome().state for a in group]
+        counts = ", ".join(f"{states.count(s)} {s.value}" for s in RunState if s in states)
+        parts.append(f"{describe_arm(group[0])}: {counts}")
+    return ("outcome class of the seeds, a separate column (a seed that reached the target reached it, whatever its "
+            "final loss): " + "; ".join(parts))
 
 
 def ratio_band(spec: dict[str, Any]) -> tuple[float, float]:
@@ -235,11 +259,13 @@ def ratio_band(spec: dict[str, Any]) -> tuple[float, float]:
 def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     """ReZero's "56 % faster to 1.2 BPB": the method without warm-up's updates to methods.yaml's `target_loss_bits`
     over Post-LN with warm-up's (mean ln(updates), widened by log_grain) against 1 / `speedup` within `margin_factor`;
-    premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: unsettled)."""
+    premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: unsettled). A seed counts
+    for what its curve did (log_updates_sample); its outcome class is a note beside it, never the reading."""
     target = float(spec["target_loss_bits"])
     metric = f"updates to valid loss {target:g} bits, ratio"
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} without warm-up and "
                            "Post-LN with warm-up at one lr")  # fmt: skip
+    classes = []
     for optimizer, lr in _settings(arms, layout):
         method, post = _arm(arms, layout, optimizer, lr, False), _arm(arms, "post", optimizer, lr, True)
         if not method or not post:
@@ -252,11 +278,13 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Clai
         premise = Premise(f"Post-LN with warm-up reaches the target valid loss ({target:g} bits)", state,
                           f"{b.measured}/{b.n} seeds reached it")  # fmt: skip
         outcome.cases.append(Case(label, compare(metric, a, b, ratio_band(spec)), premise))
+        classes.append(classes_note([method, post]))
     if outcome.cases:
         low, high = (math.exp(v) for v in ratio_band(spec))
         outcome.notes.append(f"the paper's ratio: 1/{float(spec['speedup']):g} = {1 / float(spec['speedup']):.2f} "
                              f"(\"{float(spec['speedup']) - 1:.0%} faster\"), claimed within a factor "
                              f"{float(spec['margin_factor']):g} of it: [{low:.2f}, {high:.2f}]")  # fmt: skip
+    outcome.notes += classes
     return outcome
 
 
