@@ -109,6 +109,17 @@ LAYOUTS: dict[str, Layout] = _rows(
 )  # fmt: skip
 
 
+# A layout's recipe: keys outside model.layout its authors set with it (a claim comparing layouts compares recipes
+# where a sweep sets these per layout; prelnx/report/arms.py, docs/verdicts.md).
+RECIPE_KEYS: dict[str, tuple[str, ...]] = {
+    "tfixup": ("train.clip_norm",),  # the authors' fairseq defaults --clip-norm to 25 (docs/warmup_free.md)
+    "admin": ("model.admin_init",),
+    "rezero": ("model.rezero_ffn_init",),
+    "rezero_postln": ("model.rezero_ffn_init",),
+    "mixln": ("model.mixln_alpha",),
+}
+
+
 def names(family: str | None = None, task: str | None = None) -> tuple[str, ...]:
     """The shipped layouts' names, in the table's order (of one family, or defined for one task)."""
     return tuple(n for n, row in LAYOUTS.items() if family in (None, row.family) and task in (None, *row.tasks))

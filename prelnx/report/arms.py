@@ -6,6 +6,7 @@ in which a seed that failed is counted, never given a value.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from enum import Enum
@@ -13,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import OptimizerConfig
-from prelnx.layouts import DisplayNames
+from prelnx.layouts import RECIPE_KEYS, DisplayNames
 from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points, run_results
-from prelnx.records.run_config import has_config, read_run_config
+from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.records.status import read_status
 from prelnx.report.plateau import find_plateau, is_finite
 from prelnx.report.stats import Sample
@@ -90,6 +91,14 @@ class Arm:
     plateau: float | None = None  # unigram plateau, bits per token (None: no dictionary or data here)
     plateau_source: str = ""  # what it was computed from (prelnx.report.plateau)
     diverged_at: int | None = None  # status.json's divergence update
+    values: dict[str, str] = dataclasses.field(default_factory=dict)  # its arm's keys (records.run_config.arm_values)
+    context: tuple[tuple[str, str], ...] = ()  # its arm's keys outside the claims' factors (set by load_arms)
+    context_label: str = ""  # those of them that differ in the sweep, in words ("" when every run shares them)
+
+    @property
+    def key(self) -> tuple:
+        """Its arm: every key that can change what is trained, except the seed (one arm, one seed number once)."""
+        return (self.task, self.layout, self.optimizer, self.warmup, self.lr, tuple(sorted(self.values.items())))
 
     @property
     def status(self) -> RunStatus:
@@ -136,13 +145,51 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
                         seed=int(config.train.seed), results=run_results(run_dir), rows=read_metrics(run_dir),
                         task=config.task, plateau=None if found is None else found.bits,
                         plateau_source="" if found is None else found.source,
-                        diverged_at=_diverged_at(read_status(run_dir) or {})))  # fmt: skip
+                        diverged_at=_diverged_at(read_status(run_dir) or {}), values=arm_values(config)))  # fmt: skip
+    return with_contexts(arms)
+
+
+# The claims' own factors (docs/verdicts.md): a claim compares arms that differ in these only. A layout's recipe
+# keys (prelnx.layouts.RECIPE_KEYS: T-Fixup's authors clip gradients at 25) belong to the layout where the sweep sets
+# them per layout (one value for every run of each layout); else they are an arm's context like any other key.
+FACTOR_KEYS = ("task", "model.layout", "optimizer.lr")
+FACTOR_PREFIXES = ("schedule.", "optimizer.")  # the warm-up (the schedule it is part of) and the optimizer
+
+
+def with_contexts(arms: list[Arm]) -> list[Arm]:
+    """Each run's context (its arm's keys outside the claims' factors) and, when the sweep's runs differ in it, the
+    differing keys in words (`model.encoder_layers 12`): runs in different contexts are never compared."""
+    recipe = {key for a in arms for key in RECIPE_KEYS.get(a.layout, ())}
+    per_layout = {k for k in recipe if all(len({a.values.get(k) for a in arms if a.layout == lay}) == 1
+                                           for lay in {a.layout for a in arms})}  # fmt: skip
+    for arm in arms:
+        arm.context = tuple((k, v) for k, v in sorted(arm.values.items())
+                            if k not in FACTOR_KEYS and not k.startswith(FACTOR_PREFIXES) and k not in per_layout)  # fmt: skip
+    differing = sorted({k for a in arms for k, v in a.context if any(dict(b.context).get(k) != v for b in arms)})
+    for arm in arms:
+        found = dict(arm.context)
+        arm.context_label = ", ".join(f"{k} {_shown(found.get(k))}" for k in differing)
     return arms
 
 
+def _shown(value: str | None) -> str:
+    return "-" if value is None else value.strip('"')
+
+
+def differing_keys(arms: list[Arm]) -> list[str]:
+    """The context keys in which these runs differ (what keeps them from being compared)."""
+    return sorted({k for a in arms for k, v in a.context if any(dict(b.context).get(k) != v for b in arms)})
+
+
 def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
-    """Every seed of one arm that finished (with or without a validation row) or diverged."""
-    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.status.done]
+    """Every seed of one arm that finished (with or without a validation row) or diverged; a seed number once per
+    arm (a second run of the same arm and seed, under another name, is left out: the first in the sweep's order)."""
+    found, seen = [], set()
+    for arm in arms:
+        if all(getattr(arm, k) == v for k, v in criteria.items()) and arm.status.done and (arm.key, arm.seed) not in seen:
+            seen.add((arm.key, arm.seed))
+            found.append(arm)
+    return found
 
 
 def longest_warmup(arms: list[Arm], **criteria: Any) -> list[Arm]:
@@ -213,12 +260,13 @@ def describe_arm(arm: Arm) -> str:
     layout = layout_names().get(arm.layout, arm.layout)
     warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
     optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
-    return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}"
+    context = f" ({arm.context_label})" if arm.context_label else ""
+    return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}{context}"
 
 
 def seed_groups(arms: list[Arm]) -> dict[tuple, list[Arm]]:
     """Runs grouped by arm (everything but the seed), in the sweep's order."""
     groups: dict[tuple, list[Arm]] = {}
     for arm in arms:
-        groups.setdefault((arm.task, arm.layout, arm.optimizer, arm.warmup, arm.lr), []).append(arm)
+        groups.setdefault(arm.key, []).append(arm)
     return groups

@@ -25,7 +25,8 @@ from prelnx.report.arms import (
     pick,
     seed_groups,
 )
-from prelnx.report.claims import loss_case
+from prelnx.report.claims import comparator_trained, loss_case
+from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
@@ -99,13 +100,14 @@ def target_loss(arms: list[Arm], optimizer: str, lr: float) -> float | None:
 def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -> list[RankRow]:
     """Every arm of the task that trained, ranked by its mean final valid loss (best first)."""
     rows = []
-    for (arm_task, name, optimizer, warmup, lr), group in seed_groups(arms).items():
+    for group in seed_groups(arms).values():
         group = pick(group)
-        if arm_task != task or not group:
+        if not group or group[0].task != task:
             continue
+        name, optimizer, warmup, lr = group[0].layout, group[0].optimizer, group[0].warmup, group[0].lr
         sample = loss_sample(describe_arm(group[0]), group)
         low, high = t_interval(sample)[1:] if sample.measured > 1 else (None, None)
-        target = target_loss(arms, optimizer, lr)
+        target = target_loss([a for a in arms if a.context == group[0].context], optimizer, lr)
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
         rows.append(RankRow(name, names.get(name, name), optimizer, warmup, lr, sample, low, high,
                             target, reached))  # fmt: skip
@@ -159,12 +161,15 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
 
 
 def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any],
-                 pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str) -> ClaimOutcome:  # fmt: skip
+                 pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str,
+                 premise: Callable[[list[Arm]], Premise] | None = None) -> ClaimOutcome:  # fmt: skip
+    """One case per (optimizer, lr) both arms ran at; `premise`: read on the comparator (b) of each case."""
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {needs}")
     for optimizer, lr in _settings(arms, layout):
         a, b = pair(optimizer, lr)
         if a and b:
-            outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"])))
+            outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"]),
+                                           premise(b) if premise else None))  # fmt: skip
     return outcome
 
 
@@ -192,7 +197,7 @@ def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
     baseline = spec.get("postln_optimizer")
     return _per_setting(arms, layout, spec,
                         lambda o, lr: (_arm(arms, layout, o, lr, warmup), _arm(arms, "post", baseline or o, lr, True)),
-                        needs)  # fmt: skip
+                        needs, comparator_trained)  # "matches X" needs X to have trained  # fmt: skip
 
 
 def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
@@ -300,6 +305,7 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
     "converges_faster": converges_faster,
     "trains_deeper": trains_deeper,
 }
+CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
 def check_methods(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:

@@ -31,7 +31,7 @@ class Sweep:
         run.mkdir()
         # a config the run-dir reader accepts (prelnx.records.run_config): a stop, the language model's preset
         config = {"task": self.task, "model": {"layout": layout}, "optimizer": {"name": optimizer, "lr": lr},
-                  "schedule": {"warmup_updates": warmup}, "train": {"seed": seed, "max_epoch": max(1, len(losses))},
+                  "schedule": {"warmup_updates": warmup}, "train": {"seed": seed, "max_epoch": 100},  # one budget: runs of one arm alike
                   "data": {"path": str(self.data) if self.data else None, "target_lang": "en"}}
         if self.task == "language_model":
             config["model"]["arch"] = "transformer_lm"
