@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import inspect
 import logging
+import math
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -38,6 +39,17 @@ CLAIM_KINDS: dict[str, tuple[str, ...]] = {
     "matches_postln": ("margin_bits",),  # the layout (arm: no_warmup, or warmup) minus Post-LN with warm-up
     "beats_preln": ("margin_bits",),  # with warm-up minus Pre-LN with warm-up
     "converges_faster": ("target_loss_bits", "speedup", "margin_factor"),  # updates to a loss, a ratio claim
+}
+
+
+# Each number a claim kind needs: (the bound it must exceed, the rule in words). Checked when a config naming the
+# file is validated (one line naming the file and the claim, exit 2), so a report never meets a claim it cannot
+# decide: a zero margin_factor or speedup divides by zero, a factor below 1 inverts the band, inf claims nothing.
+NUMBER_RULES: dict[str, tuple[float, str]] = {
+    "margin_bits": (0.0, "a finite number > 0 (bits)"),
+    "target_loss_bits": (0.0, "a finite number > 0 (bits)"),
+    "speedup": (0.0, "a finite number > 0 (the baseline's updates over the method's)"),
+    "margin_factor": (1.0, "a finite number > 1 (the band ratio / factor to ratio x factor, ordered and not empty)"),
 }
 
 
@@ -289,9 +301,9 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
         if not isinstance(claim.get("claim"), str) or not claim["claim"]:
             raise LayoutFileError(f"{where} ({claim['id']}): 'claim': the claim in words")
         for key in CLAIM_KINDS[kind]:
-            value = claim.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-                raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', a number >= 0, got {value!r}")
+            value, (low, words) = claim.get(key), NUMBER_RULES[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= low:
+                raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', {words}, got {value!r}")
         if kind == "matches_postln" and claim.get("arm", "no_warmup") not in ("no_warmup", "warmup"):
             raise LayoutFileError(f"{where} ({claim['id']}): 'arm' is no_warmup or warmup, got {claim['arm']!r}")
         seen.add(claim["id"])

@@ -16,6 +16,8 @@ from prelnx.report.placements import check_placements
 from prelnx.report.render import method_claims_table
 from prelnx.report.stats import Verdict
 from prelnx.report.warmup_free import check_methods
+from tests.layouts.test_user_layout import prelnx, write_config
+from tests.layouts.test_user_claims import EXAMPLE
 from tests.report.runs import Sweep, write_dictionary
 
 
@@ -176,3 +178,31 @@ def test_finding_4_matches_a_comparator_needs_the_comparator_to_have_trained(tmp
     outcome = TRAINING_CHECKS["preln_without_warmup_matches"](load_arms(sweep.save()),
                                                               TRAINING["preln_without_warmup_matches"])  # fmt: skip
     assert outcome.cases[0].premise.state.value == "failed" and outcome.verdict is Verdict.NOT_TESTABLE
+
+
+# Finding 4: a layout file's numbers are checked when the config is validated.
+
+BAD_NUMBERS = {
+    "zero margin": ('"kind": "no_warmup", "margin_bits": 0', "'margin_bits', a finite number > 0"),
+    "inf margin": ('"kind": "no_warmup", "margin_bits": float("inf")', "'margin_bits', a finite number > 0"),
+    "factor below 1": ('"kind": "converges_faster", "target_loss_bits": 6.5, "speedup": 1.56, "margin_factor": 0.9',
+                       "'margin_factor', a finite number > 1"),
+    "zero speedup": ('"kind": "converges_faster", "target_loss_bits": 6.5, "speedup": 0, "margin_factor": 1.25',
+                     "'speedup', a finite number > 0"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_NUMBERS))
+def test_finding_4_a_layout_files_claim_numbers_are_refused_at_config_validation(tmp_path, case):
+    """0, inf, a factor below 1 (an inverted band) and a zero speed-up (a ZeroDivisionError in `prelnx report`, exit
+    70) were accepted; now `prelnx train` refuses the config in one line naming the file and the claim, exit 2."""
+    numbers, words = BAD_NUMBERS[case]
+    claim = f'{{"id": "bad", "claim": "x", {numbers}}}'
+    source = EXAMPLE.read_text().replace("    claims = (\n", f"    claims = ({claim},)\n    _unused = (\n", 1)
+    (tmp_path / "gated_preln.py").write_text(source)
+    write_config(tmp_path)
+    done = prelnx(tmp_path, "train", "-c", "tiny.yaml")
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if "gated_preln.py" in line]
+    assert lines and "GatedPreLN.claims[0] (bad)" in lines[0] and words in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
