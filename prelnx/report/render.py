@@ -25,11 +25,12 @@ def _at_updates(updates: list[int] | tuple[int, ...]) -> str:
 def _seeds(sample: Sample) -> str:
     """`3 seeds` or `3 seeds: 1 trained, 1 failed to train, 1 diverged (update 24), 1 no validation row`."""
     text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
-    if not sample.failed and not sample.missing and not sample.unjudged:
+    if not sample.failed and not sample.missing and not sample.unjudged and not sample.no_value:
         return text
     others = ((sample.failed - sample.diverged, sample.failure),
               (sample.diverged, f"diverged{_at_updates(sample.diverged_at)}"),
-              (sample.missing, "no validation row"), (sample.unjudged, "not judged (no unigram plateau)"))  # fmt: skip
+              (sample.missing, "no validation row"), (sample.unjudged, "not judged (no unigram plateau)"),
+              (len(sample.no_value), f"no value ({', '.join(sorted(set(sample.no_value)))})"))  # fmt: skip
     parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}", *(f"{k} {w}" for k, w in others if k)]
     return f"{text}: {', '.join(parts)}"
 

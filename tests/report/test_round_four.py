@@ -15,6 +15,7 @@ from prelnx.report.claims import TRAINING_CHECKS
 from prelnx.report.placements import check_placements
 from prelnx.report.render import method_claims_table
 from prelnx.report.stats import Verdict
+from prelnx.report.theory_claims import check_theory, judge
 from prelnx.report.warmup_free import check_methods
 from tests.layouts.test_user_layout import prelnx, write_config
 from tests.layouts.test_user_claims import EXAMPLE
@@ -206,3 +207,23 @@ def test_finding_4_a_layout_files_claim_numbers_are_refused_at_config_validation
     lines = [line for line in done.stderr.splitlines() if "gated_preln.py" in line]
     assert lines and "GatedPreLN.claims[0] (bad)" in lines[0] and words in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+# Finding 5: any value can be inf, nan or missing: "no value" with its reason, never a crash.
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_finding_5_a_lemma_1_seed_with_no_number_is_no_value_never_a_crash(bad):
+    """A Lemma 1 seed whose norm is inf (or nan) crashed `prelnx theory` (AttributeError: 'float' object has no
+    attribute 'numerator'); it is now a seed with no value, named, and no verdict rests on the seeds left."""
+    rows = [{"seed": seed, "layer": layer, "post": 1.5 + 0.01 * seed, "pre": 1.6 + 1.1 * layer + 0.01 * seed}
+            for seed in range(1, 6) for layer in range(1, 5)]  # fmt: skip
+    rows[0]["post"] = rows[0]["pre"] = bad
+    outcomes = check_theory({"d": 512, "rows": rows})
+    post = outcomes["postln_hidden_norm_three_halves"]
+    (case,) = post.cases
+    assert case.comparison.a.no_value == (str(bad),) and case.comparison.a.n == 5
+    assert post.verdict is Verdict.INCONCLUSIVE and "1 of 5 seeds" in case.comparison.reason
+    assert outcomes["preln_hidden_norm_grows_linearly"].verdict is Verdict.INCONCLUSIVE
+    _, lines = judge({"d": 512, "rows": rows})
+    assert any(f"no value ({bad})" in line for line in lines)
