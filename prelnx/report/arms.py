@@ -51,8 +51,15 @@ def trained_margin() -> float:
     return float(paper_data()["trained_margin_bits"])
 
 
+def nll_of(row: dict[str, Any]) -> Any:
+    """A validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the criterion logs no nll (the key
+    absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
+    value = row.get("valid_nll_loss")
+    return row.get("valid_loss") if value is None else value
+
+
 def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
-    value = rows[-1].get("valid_nll_loss", rows[-1].get("valid_loss")) if rows else None
+    value = nll_of(rows[-1]) if rows else None
     return float(value) if is_finite(value) else None
 
 

@@ -69,7 +69,15 @@ CLAIMS_INTRO = [
     "existential conclusion: Holm's step-down over the claim's testable cases - their p-values of \"does not",
     "hold\" sorted, the i-th smallest times (k - i), the running maximum taken - and a case's \"does not hold\"",
     "stands when that adjusted p, printed beside it, is at most 0.05. Losses are fairseq's validation loss in bits",
-    "per (masked) token.",
+    "per (masked) token; a run's valid nll is fairseq's `valid_nll_loss` where its criterion logs one (translation's",
+    "label-smoothed cross-entropy), else its valid loss - the nll itself, in bits: the language-model and masked-LM",
+    "criteria (cross_entropy, masked_lm) log no nll_loss. An arm is one config: every key that can change what is",
+    "trained, except the seed (docs/verdicts.md has the table of the keys that cannot); a claim compares arms that",
+    "differ only in its own factors (layout, warm-up and schedule, optimizer, lr), else it is not measured, naming",
+    "the key. A seed counts for what its own curve did (a target reached, a loss at an update); its outcome class",
+    "(trained, failed to train, diverged) is shown beside it, and for a quality comparison a failed seed's loss",
+    "never enters Welch's t - it is counted by the exact test. A value that is not a finite number is no value,",
+    "named, and keeps the claim from a verdict on the other seeds.",
 ]
 
 

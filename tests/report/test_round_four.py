@@ -227,3 +227,22 @@ def test_finding_5_a_lemma_1_seed_with_no_number_is_no_value_never_a_crash(bad):
     assert outcomes["preln_hidden_norm_grows_linearly"].verdict is Verdict.INCONCLUSIVE
     _, lines = judge({"d": 512, "rows": rows})
     assert any(f"no value ({bad})" in line for line in lines)
+
+
+@pytest.mark.parametrize("task", ["language_model", "masked_lm"])
+def test_finding_5_lm_and_masked_lm_runs_read_their_nll_from_the_loss_their_criterion_logs(tmp_path, task):
+    """fairseq's cross_entropy and masked_lm criteria log no nll_loss: the row stores valid_nll_loss null, and runs
+    1.4-2.1 bits below the plateau were "failed to train"; their valid loss is the nll in bits."""
+    import json
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "dict.txt").write_text("".join(f"w{i} 10\n" for i in range(316)))  # plateau 8.30 bits
+    sweep = Sweep(tmp_path / "lm", tmp_path / "data", task=task)
+    for seed, final in enumerate((6.2, 6.5, 6.9), start=1):
+        extra = {"model.arch": "roberta_base", "eval.every_updates": 10} if task == "masked_lm" else None
+        run = sweep.folder / sweep.run("pre", 0, [8.0, final], seed=seed, extra=extra)
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        (run / "metrics.jsonl").write_text("".join(json.dumps({**r, "valid_nll_loss": None}) + "\n" for r in rows))
+    arms = load_arms(sweep.save())
+    assert [a.outcome().state.value for a in arms] == ["trained"] * 3
+    assert [a.outcome().final_nll for a in arms] == [6.2, 6.5, 6.9]
