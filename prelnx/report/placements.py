@@ -113,11 +113,13 @@ PLACEMENTS_INTRO = [
 ]
 
 
-def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any) -> list[str]:
-    """The report's section for a language-model sweep's arms (none: no section)."""
+def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any,
+                       methods: list[dict[str, Any]] | None = None) -> list[str]:  # fmt: skip
+    """The report's section for a language-model sweep's arms (none: no section); `methods`: methods.yaml's as
+    frozen in sweep.json (default: as the file reads now)."""
     if not arms:
         return []
-    methods = methods_data()
+    methods = methods_data() if methods is None else methods
     rows = ranking(arms, method_names(methods), task=TASK)
     return ["## Norm placements on the language model", "", *PLACEMENTS_INTRO, "",
             "### The placements' authors' claims", "", *method_claims_table(check_placements(arms, methods)), "",

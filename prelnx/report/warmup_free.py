@@ -66,18 +66,20 @@ def has_methods(arms: list[Arm]) -> bool:
     return any(a.layout in METHOD_LAYOUTS and a.task == "translation" for a in arms) or bool(user_methods(arms))
 
 
-def user_methods(arms: list[Arm]) -> list[dict[str, Any]]:
-    """The translation arms' user layouts whose files declare claims (and still load), as methods.yaml entries."""
+def user_methods(arms: list[Arm], frozen: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """The translation arms' user layouts whose files declare claims (and still load), as methods.yaml entries; with
+    `frozen` (sweep.json's record, prelnx.records.frozen_claims) each file's claims as frozen at the sweep's start."""
     methods = []
     for value in dict.fromkeys(a.layout for a in arms if a.task == "translation" and is_file_spec(a.layout)):
         try:
             row = layout(value)
         except (KeyError, LayoutFileError):
             continue
-        if row.claims:
+        claims = row.claims if frozen is None else frozen.get(value, ())
+        if claims:
             code = row.reference.repo if row.reference else value
             methods.append({"layout": value, "cite": row.display, "code": code,  # ids kept apart from methods.yaml's
-                            "claims": [{**claim, "id": f"{value}#{claim['id']}"} for claim in row.claims]})
+                            "claims": [{**claim, "id": f"{value}#{claim['id']}"} for claim in claims]})
     return methods
 
 

@@ -25,6 +25,7 @@ from prelnx.config.schema import schedule_warnings
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
+from prelnx.records.frozen_claims import CLAIMS_KEY, frozen_claims
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_points, sweep_rows
@@ -150,7 +151,8 @@ def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> li
 
 def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
     write_text_atomic(sweep_dir / "sweep.yaml", yaml.safe_dump(spec.to_dict(), sort_keys=False))
-    index = {"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points]}
+    index = {"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points],
+             CLAIMS_KEY: frozen_claims(sweep_dir, (p.config.model.layout for p in points))}  # issue 46
     write_text_atomic(sweep_dir / SWEEP_INDEX, json.dumps(index, indent=2) + "\n")
 
 

@@ -246,3 +246,47 @@ def test_finding_5_lm_and_masked_lm_runs_read_their_nll_from_the_loss_their_crit
     arms = load_arms(sweep.save())
     assert [a.outcome().state.value for a in arms] == ["trained"] * 3
     assert [a.outcome().final_nll for a in arms] == [6.2, 6.5, 6.9]
+
+
+# Finding 4: the claims are frozen into sweep.json when the sweep starts; the report decides from the record.
+
+
+def test_finding_4_the_report_decides_from_the_claims_frozen_at_the_sweeps_start(tmp_path):
+    """A layout file's margin edited after the runs (0.5 -> 5 bits) decided them (was: "does not hold" at 0.5,
+    "holds" at 5, read when the report ran); now the report decides from sweep.json's record and lists the change."""
+    import json
+
+    from prelnx.records.frozen_claims import CLAIMS_KEY, current_claims
+    from prelnx.report.report import write_report
+    from tests.layouts.test_user_claims import _sweep as gated_sweep
+
+    folder = gated_sweep(tmp_path, [5.2, 5.3, 5.25])  # without warm-up 1.2 bits worse: "needs no warm-up" fails
+    spec = f"{tmp_path / 'gated_preln.py'}:GatedPreLN"
+    index = json.loads((folder / "sweep.json").read_text())
+    (folder / "sweep.json").write_text(json.dumps({**index, CLAIMS_KEY: current_claims([spec, "post"])}))
+    source = (tmp_path / "gated_preln.py").read_text()
+    edited = source.replace('"kind": "no_warmup", "margin_bits": 0.5', '"kind": "no_warmup", "margin_bits": 5', 1)
+    assert edited != source
+    (tmp_path / "gated_preln.py").write_text(edited)
+    report = write_report(folder, tmp_path / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| **Gated Pre-LN**") and "needs no" in line)
+    assert row.endswith("| **does not hold** |") and "claimed < +0.50" in row, row
+    assert f"- changed: {spec}#gated_preln_no_warmup: margin_bits 0.5 -> 5" in report
+
+
+def test_finding_4_a_sweep_freezes_its_claims_once_and_a_resumed_sweep_keeps_them(tmp_path, monkeypatch):
+    import json
+
+    from prelnx.config.schema import Config
+    from prelnx.records.frozen_claims import CLAIMS_KEY
+    from prelnx.sweep.execute import save_spec
+    from prelnx.sweep.spec import SweepPoint, SweepSpec
+
+    spec, points = SweepSpec("s", tmp_path / "base.yaml"), [SweepPoint("a", {}, Config())]
+    save_spec(tmp_path, spec, points)
+    record = json.loads((tmp_path / "sweep.json").read_text())[CLAIMS_KEY]
+    assert record["paper"]["training"][0]["id"] == "postln_adam_needs_warmup" and record["methods"]
+    record["paper"]["training"][0]["margin_bits"] = 0.25  # as if paper.yaml had said 0.25 when the sweep started
+    (tmp_path / "sweep.json").write_text(json.dumps({"name": "s", "runs": [], CLAIMS_KEY: record}))
+    save_spec(tmp_path, spec, points)  # resumed: the record it started with stays
+    assert json.loads((tmp_path / "sweep.json").read_text())[CLAIMS_KEY]["paper"]["training"][0]["margin_bits"] == 0.25
