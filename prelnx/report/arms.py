@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import OptimizerConfig
 from prelnx.layouts import RECIPE_KEYS, DisplayNames
 from prelnx.paper import paper_data
@@ -21,7 +22,7 @@ from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points, run_results
 from prelnx.records.run_config import arm_values, has_config, read_run_config
-from prelnx.records.status import read_status
+from prelnx.records.status import format_problem, read_status
 from prelnx.report.plateau import find_plateau, is_finite
 from prelnx.report.stats import Sample
 
@@ -143,6 +144,8 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         run_dir = sweep_dir / name
         if not has_config(run_dir):
             continue
+        if problem := format_problem(run_dir):
+            raise Refusal(problem)
         config = read_run_config(run_dir)
         if config.model.norm != "layernorm" or config.model.qk_norm:
             continue

@@ -6,6 +6,7 @@ nll = loss - 0.3 unless given, so a seed trained when its final nll is <= 7.30 (
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -290,3 +291,45 @@ def test_finding_4_a_sweep_freezes_its_claims_once_and_a_resumed_sweep_keeps_the
     (tmp_path / "sweep.json").write_text(json.dumps({"name": "s", "runs": [], CLAIMS_KEY: record}))
     save_spec(tmp_path, spec, points)  # resumed: the record it started with stays
     assert json.loads((tmp_path / "sweep.json").read_text())[CLAIMS_KEY]["paper"]["training"][0]["margin_bits"] == 0.25
+
+
+# Raw data keeps its meaning: every reader reads every committed run-dir format.
+
+COMMITTED = sorted(p.parent for p in (Path(__file__).resolve().parents[2] / "docs" / "results").glob("*/runs/sweep.json"))
+
+
+@pytest.mark.parametrize("raw", COMMITTED, ids=[p.parent.name for p in COMMITTED])
+def test_every_reader_reads_every_committed_run_dir_format(raw, tmp_path):
+    """Each committed study's runs (format 1: status.json without `format`) read by the arms, the per-run rows and
+    the outcome the report judges them by; a run dir stamped with today's format reads the same."""
+    import gzip
+    import json
+    import shutil
+
+    from prelnx.records.results import sweep_rows
+    from prelnx.records.status import FORMAT_VERSION, format_version, read_status
+
+    sweep = shutil.copytree(raw, tmp_path / raw.parent.name)
+    for packed in sweep.rglob("*.gz"):
+        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+    versions = {format_version(read_status(d)) for d in sweep.iterdir() if (d / "status.json").is_file()}
+    assert versions and versions <= set(range(1, FORMAT_VERSION + 1))
+    before = [(a.name, a.key, a.outcome()) for a in load_arms(sweep)]
+    rows = sweep_rows(sweep)
+    assert len(rows) == len(json.loads((sweep / "sweep.json").read_text())["runs"])
+    for run in (d for d in sweep.iterdir() if (d / "status.json").is_file()):
+        record = json.loads((run / "status.json").read_text())
+        (run / "status.json").write_text(json.dumps({**record, "format": FORMAT_VERSION}))
+    assert [(a.name, a.key, a.outcome()) for a in load_arms(sweep)] == before
+
+
+def test_a_run_dir_of_a_newer_format_is_refused_by_name(tmp_path):
+    import json
+
+    from prelnx.config.errors import Refusal
+
+    sweep = _sweep(tmp_path)
+    run = sweep.folder / sweep.run("pre", 0, [7.0, 6.0])
+    (run / "status.json").write_text(json.dumps({"status": "finished", "update": 20, "format": 99}))
+    with pytest.raises(Refusal, match="run-dir format 99, newer than this prelnx reads"):
+        load_arms(sweep.save())
