@@ -159,23 +159,42 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
     return with_contexts(arms)
 
 
-# The claims' own factors (docs/verdicts.md): a claim compares arms that differ in these only. A layout's recipe
-# keys (prelnx.layouts.RECIPE_KEYS: T-Fixup's authors clip gradients at 25) belong to the layout where the sweep sets
-# them per layout (one value for every run of each layout); else they are an arm's context like any other key.
-FACTOR_KEYS = ("task", "model.layout", "optimizer.lr")
-FACTOR_PREFIXES = ("schedule.", "optimizer.")  # the warm-up (the schedule it is part of) and the optimizer
+# The claims' own factors (docs/verdicts.md): a claim compares arms that differ in these only - the task, the layout,
+# the lr and the warm-up length, and with them the keys that belong to a factor where the sweep sets them per value of
+# it: the rest of the schedule per warm-up length (a sweep pairs warm-up 0 with a constant lr and warm-up 80 with
+# inverse_sqrt from 80), the rest of the optimizer per optimizer (SGD's momentum), a layout's recipe keys per layout
+# (prelnx.layouts.RECIPE_KEYS: T-Fixup's authors clip gradients at 25). Set otherwise (a decay or weight-decay study),
+# such a key is part of the context like any other: runs in different contexts are never compared.
+FACTOR_KEYS = ("task", "model.layout", "optimizer.lr", "schedule.warmup_updates")
+
+
+def _factor_of(key: str) -> str | None:
+    """The Arm attribute whose values a key may belong to (None: never a factor's)."""
+    if key.startswith("schedule."):
+        return "warmup"
+    if key.startswith("optimizer."):
+        return "optimizer"
+    return "layout" if any(key in keys for keys in RECIPE_KEYS.values()) else None
 
 
 def with_contexts(arms: list[Arm]) -> list[Arm]:
     """Each run's context (its arm's keys outside the claims' factors) and, when the sweep's runs differ in it, the
     differing keys in words (`model.encoder_layers 12`): runs in different contexts are never compared."""
-    recipe = {key for a in arms for key in RECIPE_KEYS.get(a.layout, ())}
-    per_layout = {k for k in recipe if all(len({a.values.get(k) for a in arms if a.layout == lay}) == 1
-                                           for lay in {a.layout for a in arms})}  # fmt: skip
+    def belongs(key: str) -> bool:
+        factor = _factor_of(key)
+        if key in FACTOR_KEYS or factor is None:
+            return key in FACTOR_KEYS
+        if factor == "layout" and not any(key in RECIPE_KEYS.get(a.layout, ()) for a in arms):
+            return False
+        per_value: dict[Any, set[str | None]] = {}
+        for arm in arms:
+            per_value.setdefault(getattr(arm, factor), set()).add(arm.values.get(key))
+        return all(len(found) == 1 for found in per_value.values())
+
+    factor_keys = {k for a in arms for k in a.values if belongs(k)}
     for arm in arms:
-        arm.context = tuple((k, v) for k, v in sorted(arm.values.items())
-                            if k not in FACTOR_KEYS and not k.startswith(FACTOR_PREFIXES) and k not in per_layout)  # fmt: skip
-    differing = sorted({k for a in arms for k, v in a.context if any(dict(b.context).get(k) != v for b in arms)})
+        arm.context = tuple((k, v) for k, v in sorted(arm.values.items()) if k not in factor_keys)
+    differing = differing_keys(arms)
     for arm in arms:
         found = dict(arm.context)
         arm.context_label = ", ".join(f"{k} {_shown(found.get(k))}" for k in differing)

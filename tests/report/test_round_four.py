@@ -333,3 +333,17 @@ def test_a_run_dir_of_a_newer_format_is_refused_by_name(tmp_path):
     (run / "status.json").write_text(json.dumps({"status": "finished", "update": 20, "format": 99}))
     with pytest.raises(Refusal, match="run-dir format 99, newer than this prelnx reads"):
         load_arms(sweep.save())
+
+
+def test_finding_2_a_key_of_a_factor_set_apart_from_it_is_context_never_pooled(tmp_path):
+    """optimizer.weight_decay varied within Adam (a weight-decay study) is not "the optimizer": the two Post-LN arms
+    are other contexts, never one arm of 6 seeds; schedule keys set per warm-up length (warm-up 0: constant; 120:
+    inverse_sqrt) stay the warm-up's."""
+    sweep = _sweep(tmp_path)
+    sweep.seeds("pre", 0, [6.00, 6.05, 6.10], extra={"schedule.decay": "constant"})
+    sweep.seeds("post", 120, [6.02, 6.04, 6.09], extra={"schedule.decay": "inverse_sqrt"})
+    sweep.seeds("post", 120, [7.2, 7.3, 7.25], extra={"schedule.decay": "inverse_sqrt", "optimizer.weight_decay": 0.1})
+    arms = load_arms(sweep.save())
+    outcome = TRAINING_CHECKS["preln_without_warmup_matches"](arms, TRAINING["preln_without_warmup_matches"])
+    assert [c.comparison.b.n for c in outcome.cases] == [3] and outcome.verdict is Verdict.HOLDS
+    assert {a.context_label for a in arms} == {"optimizer.weight_decay 0.0", "optimizer.weight_decay 0.1"}
