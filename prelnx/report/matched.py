@@ -30,7 +30,7 @@ def decide(check: Callable[..., ClaimOutcome], arms: list[Arm], *args: Any) -> C
     outcomes = [(group[0].context_label, check(group, *args)) for group in parts]
     merged = dataclasses.replace(outcomes[0][1], cases=[], notes=[], premises=[])
     for label, outcome in outcomes:
-        merged.cases += [dataclasses.replace(c, label=f"{label}: {c.label}") for c in outcome.cases]
+        merged.cases += [dataclasses.replace(c, label=f"{label}: {c.label}", family=label) for c in outcome.cases]
         merged.notes += [f"{label}: {note}" for note in outcome.notes]
         merged.premises += outcome.premises
     if not merged.cases:
