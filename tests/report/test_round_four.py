@@ -347,3 +347,12 @@ def test_finding_2_a_key_of_a_factor_set_apart_from_it_is_context_never_pooled(t
     outcome = TRAINING_CHECKS["preln_without_warmup_matches"](arms, TRAINING["preln_without_warmup_matches"])
     assert [c.comparison.b.n for c in outcome.cases] == [3] and outcome.verdict is Verdict.HOLDS
     assert {a.context_label for a in arms} == {"optimizer.weight_decay 0.0", "optimizer.weight_decay 0.1"}
+
+
+def test_docs_verdicts_lists_exactly_the_keys_that_cannot_change_training():
+    from prelnx.records.run_config import NOT_TRAINING_KEYS, NOT_TRAINING_PREFIXES
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text()
+    table = text.split("<!-- not-training-keys begin -->")[1].split("<!-- not-training-keys end -->")[0]
+    listed = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    assert listed == set(NOT_TRAINING_KEYS) | {f"{prefix}*" for prefix in NOT_TRAINING_PREFIXES}
