@@ -267,16 +267,22 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
                   diverged_at=tuple(sorted(at)), failure=failure, unjudged=unjudged)  # fmt: skip
 
 
-def loss_at(arm: Arm, at_update: float | None) -> tuple[float, int] | None:
-    """The seed's valid loss - the final one, or the last at or before `at_update` - and the update it was read at."""
+def loss_at(arm: Arm, at_update: float | None, after: bool = False) -> tuple[float, int] | None:
+    """The seed's valid loss - the final one, or the last at or before `at_update` (`after`: the first at or after
+    it) - and the update it was read at."""
+    if after and at_update is not None:
+        rows = [r for r in arm.rows if r.get("num_updates", 0) >= at_update and is_finite(r.get("valid_loss"))]
+        return (float(rows[0]["valid_loss"]), int(rows[0].get("num_updates", 0))) if rows else None
     rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
     rows = [r for r in rows if is_finite(r.get("valid_loss"))]
     return (float(rows[-1]["valid_loss"]), int(rows[-1].get("num_updates", 0))) if rows else None
 
 
-def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None) -> Sample:
-    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted."""
-    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update), margin)
+def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None,
+                after: bool = False) -> Sample:  # fmt: skip
+    """The trained seeds' valid loss (final, or the last at or before `at_update`; `after`: the first at or after
+    it), the failed seeds counted."""
+    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after), margin)
 
 
 def layout_names() -> DisplayNames:

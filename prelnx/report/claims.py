@@ -8,6 +8,7 @@ the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -88,9 +89,19 @@ def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]
 
 def loss_case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
           premise: Premise | None = None, at_update: float | None = None) -> Case:  # fmt: skip
-    sample_a = loss_sample(describe_arm(a[0]), a, at_update=at_update)
+    """a's loss (final, or at `at_update`) minus b's final loss. Read at an update between validations, the
+    verdict must survive both reads - the validation before it and the one after: a decided verdict the other read
+    does not share is inconclusive, both reads named."""
     sample_b = loss_sample(describe_arm(b[0]), b)
-    return Case(label, compare(LOSS, sample_a, sample_b, region), premise)
+    before = compare(LOSS, loss_sample(describe_arm(a[0]), a, at_update=at_update), sample_b, region)
+    if at_update is None or before.verdict not in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
+        return Case(label, before, premise)
+    after = compare(LOSS, loss_sample(describe_arm(a[0]), a, at_update=at_update, after=True), sample_b, region)
+    if after.verdict is before.verdict or after.a.read == before.a.read:
+        return Case(label, before, premise)
+    why = (f"update {at_update:.0f} lies between validations: read at {before.a.read} it {before.verdict.value}, at "
+           f"{after.a.read or 'no later validation'} it {after.verdict.value}")  # fmt: skip
+    return Case(label, dataclasses.replace(before, verdict=Verdict.INCONCLUSIVE, reason=why, p_outside=1.0), premise)
 
 
 def _edge_premise(arms: list[Arm], spec: dict[str, Any], lr: float) -> Premise | None:

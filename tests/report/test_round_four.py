@@ -356,3 +356,19 @@ def test_docs_verdicts_lists_exactly_the_keys_that_cannot_change_training():
     table = text.split("<!-- not-training-keys begin -->")[1].split("<!-- not-training-keys end -->")[0]
     listed = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
     assert listed == set(NOT_TRAINING_KEYS) | {f"{prefix}*" for prefix in NOT_TRAINING_PREFIXES}
+
+
+def test_finding_5_a_claim_read_at_an_update_it_does_not_name_must_survive_both_reads(tmp_path):
+    """Pre-LN's loss at 60 % of Post-LN's 300 updates (update 180), validations every 100: read at 100 (the last
+    before) it is 0.5 bit above Post-LN's final ("does not hold"), at 200 0.5 below ("holds"). The engine read
+    update 100 alone and said "does not hold"; the named update lies between them: inconclusive, both reads named."""
+    sweep = _sweep(tmp_path)
+    for seed, d in enumerate((0.0, 0.02, -0.02), start=1):
+        sweep.run("pre", 0, [6.5 + d, 5.5 + d, 5.0 + d], seed=seed, every=100)
+        sweep.run("post", 120, [9.0, 7.0, 6.0 - d], seed=seed, every=100)
+    outcome = TRAINING_CHECKS["preln_converges_faster"](load_arms(sweep.save()), TRAINING["preln_converges_faster"])
+    (case,) = outcome.cases
+    assert case.comparison.a.read == "update 100" and case.comparison.quality is Verdict.DOES_NOT_HOLD
+    assert outcome.verdict is Verdict.INCONCLUSIVE
+    assert "update 180 lies between validations: read at update 100 it does not hold, at update 200 it holds" in (
+        case.comparison.reason)
