@@ -302,7 +302,8 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
             raise LayoutFileError(f"{where} ({claim['id']}): 'claim': the claim in words")
         for key in CLAIM_KINDS[kind]:
             value, (low, words) = claim.get(key), NUMBER_RULES[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= low:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value <= low:
                 raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', {words}, got {value!r}")
         if kind == "matches_postln" and claim.get("arm", "no_warmup") not in ("no_warmup", "warmup"):
             raise LayoutFileError(f"{where} ({claim['id']}): 'arm' is no_warmup or warmup, got {claim['arm']!r}")

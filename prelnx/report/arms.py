@@ -53,8 +53,8 @@ def trained_margin() -> float:
 
 
 def nll_of(row: dict[str, Any]) -> Any:
-    """A validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the criterion logs no nll (the key
-    absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
+    """A validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the criterion
+    logs no nll (the key absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
     value = row.get("valid_nll_loss")
     return row.get("valid_loss") if value is None else value
 
@@ -215,7 +215,8 @@ def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
     arm (a second run of the same arm and seed, under another name, is left out: the first in the sweep's order)."""
     found, seen = [], set()
     for arm in arms:
-        if all(getattr(arm, k) == v for k, v in criteria.items()) and arm.status.done and (arm.key, arm.seed) not in seen:
+        wanted = all(getattr(arm, k) == v for k, v in criteria.items()) and arm.status.done
+        if wanted and (arm.key, arm.seed) not in seen:
             seen.add((arm.key, arm.seed))
             found.append(arm)
     return found

@@ -66,14 +66,16 @@ def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at one warm-up "
                            "and lr")  # fmt: skip
     said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
-    settings = sorted({(a.warmup, a.lr) for a in pick(arms, layout=layout)} & {(a.warmup, a.lr) for a in pick(arms, layout="pre")})
+    settings = sorted({(a.warmup, a.lr) for a in pick(arms, layout=layout)}
+                      & {(a.warmup, a.lr) for a in pick(arms, layout="pre")})  # fmt: skip
     for warmup, lr in settings:
         mine, pre = pick(arms, layout=layout, warmup=warmup, lr=lr), pick(arms, layout="pre", warmup=warmup, lr=lr)
         method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
         base = dataclasses.replace(outcome_sample(describe_arm(pre[0]), pre, lambda arm: (0.0, 0), margin), read="")
         state = PremiseState.MET if base.failed else PremiseState.FAILED
         premise = Premise("Pre-LN fails in at least one seed at this warm-up and lr", state,
-                          f"Pre-LN failed {base.failed}/{base.failed + base.measured}; {describe_arm(mine[0]).split(' lr ')[0]} "
+                          f"Pre-LN failed {base.failed}/{base.failed + base.measured}; "
+                          f"{describe_arm(mine[0]).split(' lr ')[0]} "
                           f"{method.failed}/{method.failed + method.measured}{said}")  # fmt: skip
         label = f"{warmup or 'no'} warm-up, lr {lr:g}"
         outcome.cases.append(Case(label, compare_counts("failed runs", method, base), premise))

@@ -138,9 +138,10 @@ def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path,
 def _frozen_lines(frozen: dict[str, Any], arms: list[Any]) -> list[str]:
     """What the record says: the claims are decided as frozen at the sweep's start, and each changed since."""
     changed = changed_claims(frozen, current_claims(a.layout for a in arms))
-    lines = ["Every claim below is decided as `sweep.json` froze it when the sweep started (paper.yaml's, methods.yaml's",
-             "and each layout file's, with their margins)" + (", and none has changed since." if not changed else
-             ". Changed since, and not used here (a new sweep decides the new wording):"), ""]  # fmt: skip
+    lines = ["Every claim below is decided as `sweep.json` froze it when the sweep started (paper.yaml's, "
+             "methods.yaml's", "and each layout file's, with their margins)"
+             + (", and none has changed since." if not changed else
+                ". Changed since, and not used here (a new sweep decides the new wording):"), ""]  # fmt: skip
     return lines + ([*(f"- changed: {line}" for line in changed), ""] if changed else [])
 
 

@@ -227,8 +227,8 @@ def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float
     comparison = _compare(metric, a, b, region)
     lacking = [s for s in (a, b) if s is not None and s.no_value]
     if lacking and comparison.verdict in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
-        why = "; ".join(f"{len(s.no_value)} of {s.n} seeds of {s.label} have no value ({', '.join(sorted(set(s.no_value)))})"
-                        for s in lacking)  # fmt: skip
+        why = "; ".join(f"{len(s.no_value)} of {s.n} seeds of {s.label} have no value "
+                        f"({', '.join(sorted(set(s.no_value)))})" for s in lacking)  # fmt: skip
         return dataclasses.replace(comparison, verdict=Verdict.INCONCLUSIVE, reason=why, p_outside=1.0)
     return comparison
 

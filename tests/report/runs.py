@@ -34,7 +34,8 @@ class Sweep:
         run.mkdir()
         # a config the run-dir reader accepts (prelnx.records.run_config): a stop, the language model's preset
         config = {"task": self.task, "model": {"layout": layout}, "optimizer": {"name": optimizer, "lr": lr},
-                  "schedule": {"warmup_updates": warmup}, "train": {"seed": seed, "max_epoch": 100},  # one budget: runs of one arm alike
+                  "schedule": {"warmup_updates": warmup},
+                  "train": {"seed": seed, "max_epoch": 100},  # one budget for all: the budget is an arm key
                   "data": {"path": str(self.data) if self.data else None, "target_lang": "en"}}
         for key, value in (extra or {}).items():
             section, _, leaf = key.rpartition(".")

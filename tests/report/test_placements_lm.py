@@ -81,4 +81,5 @@ def test_a_run_stalled_just_under_the_plateau_counts_as_a_failure(tmp_path):
     sweep.run("pre", 50, [8.4, 8.1, 8.0], seed=4, lr=3e-3, nll=[8.4, 8.1, 8.0])  # 0.3 bits under the plateau: stalled
     outcome = {cid: o for m in check_placements(load_arms(sweep.save()), methods_data()) for cid, o in m.outcomes.items()}
     case = outcome["reorder_fewer_failures"].cases[1]
-    assert case.premise.state.value == "met" and "Pre-LN failed 1/4; Reordered norm (OLMo 2) adam 1/3" in case.premise.note
+    assert case.premise.state.value == "met"
+    assert "Pre-LN failed 1/4; Reordered norm (OLMo 2) adam 1/3" in case.premise.note

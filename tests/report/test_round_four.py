@@ -295,7 +295,8 @@ def test_finding_4_a_sweep_freezes_its_claims_once_and_a_resumed_sweep_keeps_the
 
 # Raw data keeps its meaning: every reader reads every committed run-dir format.
 
-COMMITTED = sorted(p.parent for p in (Path(__file__).resolve().parents[2] / "docs" / "results").glob("*/runs/sweep.json"))
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+COMMITTED = sorted(p.parent for p in RESULTS.glob("*/runs/sweep.json"))
 
 
 @pytest.mark.parametrize("raw", COMMITTED, ids=[p.parent.name for p in COMMITTED])
