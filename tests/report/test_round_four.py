@@ -373,3 +373,15 @@ def test_finding_5_a_claim_read_at_an_update_it_does_not_name_must_survive_both_
     assert outcome.verdict is Verdict.INCONCLUSIVE
     assert "update 180 lies between validations: read at update 100 it does not hold, at update 200 it holds" in (
         case.comparison.reason)
+
+
+def test_finding_2_layout_against_optimizer_compares_arms_at_one_lr_only(tmp_path):
+    """Pre-LN RAdam at lr 1e-3, Pre-LN Adam and Post-LN Adam only at 5e-4: the arms differ in lr - not measured (was:
+    compared anyway, falling back to the other lr)."""
+    sweep = _sweep(tmp_path)
+    sweep.seeds("pre", 0, [6.00, 6.05, 6.10], optimizer="radam")
+    sweep.seeds("pre", 0, [6.00, 6.05, 6.10], lr=5e-4)
+    sweep.seeds("post", 0, [7.40, 7.45, 7.50], lr=5e-4)
+    spec = next(c for c in paper_data()["training"] if c["id"] == "layout_matters_more_than_optimizer")
+    outcome = TRAINING_CHECKS["layout_matters_more_than_optimizer"](load_arms(sweep.save()), spec)
+    assert outcome.verdict is Verdict.NOT_MEASURED and "at one lr" in outcome.missing
