@@ -42,11 +42,12 @@ CLAIM_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Each number a claim kind needs: (the bound it must exceed, the rule in words). Checked when a config naming the
-# file is validated (one line naming the file and the claim, exit 2), so a report never meets a claim it cannot
-# decide: a zero margin_factor or speedup divides by zero, a factor below 1 inverts the band, inf claims nothing.
+# Each number a claim kind needs: (the smallest value it may take, the rule in words; a bound in the words' ">" is
+# excluded). Checked when a config naming the file is validated (one line naming the file and the claim, exit 2), so
+# a report never meets a claim it cannot decide: a zero margin_factor or speedup divides by zero, a factor below 1
+# inverts the band, inf claims nothing. A margin of 0 bits is a sign claim ("strictly better"; paper.yaml has one).
 NUMBER_RULES: dict[str, tuple[float, str]] = {
-    "margin_bits": (0.0, "a finite number > 0 (bits)"),
+    "margin_bits": (0.0, "a finite number >= 0 (bits)"),
     "target_loss_bits": (0.0, "a finite number > 0 (bits)"),
     "speedup": (0.0, "a finite number > 0 (the baseline's updates over the method's)"),
     "margin_factor": (1.0, "a finite number > 1 (the band ratio / factor to ratio x factor, ordered and not empty)"),
@@ -303,7 +304,7 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
         for key in CLAIM_KINDS[kind]:
             value, (low, words) = claim.get(key), NUMBER_RULES[key]
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if not number or not math.isfinite(value) or value <= low:
+            if not number or not math.isfinite(value) or value < low or (value == low and ">=" not in words):
                 raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', {words}, got {value!r}")
         if kind == "matches_postln" and claim.get("arm", "no_warmup") not in ("no_warmup", "warmup"):
             raise LayoutFileError(f"{where} ({claim['id']}): 'arm' is no_warmup or warmup, got {claim['arm']!r}")

@@ -185,8 +185,9 @@ def test_finding_4_matches_a_comparator_needs_the_comparator_to_have_trained(tmp
 # Finding 4: a layout file's numbers are checked when the config is validated.
 
 BAD_NUMBERS = {
-    "zero margin": ('"kind": "no_warmup", "margin_bits": 0', "'margin_bits', a finite number > 0"),
-    "inf margin": ('"kind": "no_warmup", "margin_bits": float("inf")', "'margin_bits', a finite number > 0"),
+    "inf margin": ('"kind": "no_warmup", "margin_bits": float("inf")', "'margin_bits', a finite number >= 0"),
+    "factor of 1": ('"kind": "converges_faster", "target_loss_bits": 6.5, "speedup": 1.56, "margin_factor": 1',
+                    "'margin_factor', a finite number > 1"),
     "factor below 1": ('"kind": "converges_faster", "target_loss_bits": 6.5, "speedup": 1.56, "margin_factor": 0.9',
                        "'margin_factor', a finite number > 1"),
     "zero speedup": ('"kind": "converges_faster", "target_loss_bits": 6.5, "speedup": 0, "margin_factor": 1.25',
@@ -196,8 +197,9 @@ BAD_NUMBERS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_NUMBERS))
 def test_finding_4_a_layout_files_claim_numbers_are_refused_at_config_validation(tmp_path, case):
-    """0, inf, a factor below 1 (an inverted band) and a zero speed-up (a ZeroDivisionError in `prelnx report`, exit
-    70) were accepted; now `prelnx train` refuses the config in one line naming the file and the claim, exit 2."""
+    """inf, a factor of 1 (an empty band) or below (an inverted one) and a zero speed-up (a ZeroDivisionError in
+    `prelnx report`, exit 70) were accepted; now `prelnx train` refuses the config in one line naming the file and the
+    claim, exit 2. (A margin of 0 bits stays valid: a sign claim, "strictly better".)"""
     numbers, words = BAD_NUMBERS[case]
     claim = f'{{"id": "bad", "claim": "x", {numbers}}}'
     source = EXAMPLE.read_text().replace("    claims = (\n", f"    claims = ({claim},)\n    _unused = (\n", 1)
