@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import inspect
 import logging
+import math
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -41,6 +42,18 @@ CLAIM_KINDS: dict[str, tuple[str, ...]] = {
     "matches_postln": ("margin_bits",),  # the layout (arm: no_warmup, or warmup) minus Post-LN with warm-up
     "beats_preln": ("margin_bits",),  # with warm-up minus Pre-LN with warm-up
     "converges_faster": ("target_loss_bits", "speedup", "margin_factor"),  # updates to a loss, a ratio claim
+}
+
+
+# Each number a claim kind needs: (the smallest value it may take, the rule in words; a bound in the words' ">" is
+# excluded). Checked when a config naming the file is validated (one line naming the file and the claim, exit 2), so
+# a report never meets a claim it cannot decide: a zero margin_factor or speedup divides by zero, a factor below 1
+# inverts the band, inf claims nothing. A margin of 0 bits is a sign claim ("strictly better"; paper.yaml has one).
+NUMBER_RULES: dict[str, tuple[float, str]] = {
+    "margin_bits": (0.0, "a finite number >= 0 (bits)"),
+    "target_loss_bits": (0.0, "a finite number > 0 (bits)"),
+    "speedup": (0.0, "a finite number > 0 (the baseline's updates over the method's)"),
+    "margin_factor": (1.0, "a finite number > 1 (the band ratio / factor to ratio x factor, ordered and not empty)"),
 }
 
 
@@ -110,6 +123,17 @@ LAYOUTS: dict[str, Layout] = _rows(
            Reference("lmsdss/LayerNorm-Scaling", "peft_pretraining/modeling_llama.py",
                      "3ac54dde961b04780b152bc8b38b71b2f8e1c16a")),
 )  # fmt: skip
+
+
+# A layout's recipe: keys outside model.layout its authors set with it (a claim comparing layouts compares recipes
+# where a sweep sets these per layout; prelnx/report/arms.py, docs/verdicts.md).
+RECIPE_KEYS: dict[str, tuple[str, ...]] = {
+    "tfixup": ("train.clip_norm",),  # the authors' fairseq defaults --clip-norm to 25 (docs/warmup_free.md)
+    "admin": ("model.admin_init",),
+    "rezero": ("model.rezero_ffn_init",),
+    "rezero_postln": ("model.rezero_ffn_init",),
+    "mixln": ("model.mixln_alpha",),
+}
 
 
 def names(family: str | None = None, task: str | None = None) -> tuple[str, ...]:
@@ -281,51 +305,12 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
         if not isinstance(claim.get("claim"), str) or not claim["claim"]:
             raise LayoutFileError(f"{where} ({claim['id']}): 'claim': the claim in words")
         for key in CLAIM_KINDS[kind]:
-            value = claim.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-                raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', a number >= 0, got {value!r}")
+            value, (low, words) = claim.get(key), NUMBER_RULES[key]
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value < low or (value == low and ">=" not in words):
+                raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', {words}, got {value!r}")
         if kind == "matches_postln" and claim.get("arm", "no_warmup") not in ("no_warmup", "warmup"):
             raise LayoutFileError(f"{where} ({claim['id']}): 'arm' is no_warmup or warmup, got {claim['arm']!r}")
         seen.add(claim["id"])
         checked.append({"source": "its layout file", "paper": "-", **claim})
     return tuple(checked)
-
-
-# ---- a starting file: `prelnx layouts new NAME` ------------------------------------------------------------------
-STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says
-what each hook does). As written it is Pre-LN with one learned scale per residual branch, 1 at initialisation.
-
-    prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls}
-"""
-
-import torch
-from torch import nn
-
-from prelnx_fairseq_plugin.models.schemes import LayoutScheme, sublayer_count
-
-
-class {cls}(LayoutScheme):
-    name = "{name}"  # its model.layout name in tables; not a shipped layout's
-    display_name = "{display}"  # in figures and report arms
-    pre_ln = True  # built on fairseq's Pre-LN (input norms, a final norm per stack); False: Post-LN
-    norm_types = ("layernorm", "rmsnorm", "dyt")  # the model.norm values it is defined with
-    allows_qk_norm = True
-    language_model = True  # also task: language_model (the decoder-only model)
-    reference = ""  # where its formula comes from: a paper, a repository at a commit
-
-    def build_layer(self, layer, cfg, side):
-        layer.branch_scales = nn.Parameter(torch.ones(sublayer_count(layer)))
-
-    def residual(self, layer, index, x, residual):
-        return residual + layer.branch_scales[index] * x
-'''
-
-
-def starting_file(name: str) -> tuple[str, str]:
-    """(class name, text) of a new layout file named `name` (an identifier no shipped layout has)."""
-    if not name.isidentifier() or name in LAYOUTS:
-        raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
-                              f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
-    cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"
-    display = " ".join(part for part in name.split("_") if part).capitalize() or name
-    return cls, STARTING_FILE.format(name=name, cls=cls, display=display)

@@ -18,10 +18,9 @@ _BASE_LINE = re.compile(r"^base:[^\n#]*", re.MULTILINE)
 
 
 def _is_spec(path: Path) -> bool:
-    from prelnx.config.strict_yaml import read_yaml
+    from prelnx.sweep.spec import is_sweep_file  # the one rule: a spec has grid: or arms:
 
-    data = read_yaml(path, None, "a config or a sweep spec")
-    return isinstance(data, dict) and "grid" in data
+    return is_sweep_file(path)
 
 
 def _kind(path: Path) -> str:

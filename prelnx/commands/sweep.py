@@ -38,7 +38,7 @@ def sweep_command(
     array_parallelism: Annotated[Optional[int], typer.Option("--array-parallelism", help="Slurm: jobs of the array running at once.")] = None,
     evaluate: Annotated[bool, options.flag("--evaluate", "Evaluate each finished run on its test split (prelnx evaluate).")] = False,
     force: Annotated[bool, options.force("Train every point again, finished ones included (each old run is renamed, not deleted).")] = False,
-    raw_data: Annotated[Optional[Path], typer.Option("--raw-data", help="A study's committed raw data (docs/results/<study>/runs): its finished, diverged and failed runs are put back into the sweep folder first, so only the missing runs train (a study resumed on another machine).")] = None,
+    raw_data: Annotated[Optional[Path], typer.Option("--raw-data", help="A study's committed raw data (docs/results/<study>/in_progress or runs): its finished, diverged and failed runs are put back into the sweep folder first, so only the missing runs train (a study resumed on another machine).")] = None,
     dry_run: Annotated[bool, options.dry_run("List the runs and their overrides (a sequential plan: its looks, the first look's runs and the most it can cost), and check they can start; train nothing.")] = False,
 ) -> None:
     """Train every point of a grid (warm-up x lr x optimizer x layout x seed), locally or on a Slurm cluster.

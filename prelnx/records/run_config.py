@@ -6,6 +6,7 @@ whether a run dir holds the run of a config: the saved config minus the keys tha
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,3 +80,24 @@ def saved_differences(run_dir: Path, config: Config) -> list[Difference] | None:
     ignored = EXECUTION_KEYS | (BATCH_KEYS if config.train.effective_batch_tokens is not None else set())
     keys = sorted((set(old) | set(new)) - ignored)
     return [Difference(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
+
+
+# THE key table of an arm (docs/verdicts.md): the keys that cannot change what is trained. Two runs whose configs
+# differ only in these are seeds of one arm (the seed itself is the seed); any other key (model, optimizer, schedule,
+# data content, budget, precision, device, the loss ceiling that calls a run diverged) makes another arm. Borderline,
+# decided: data.path (a machine's folder; the data's content is data.dataset, its languages and synthetic task),
+# eval.* (the validation cadence and BLEU decoding change what is read, not what is trained; a quantity read on a
+# grain carries the grain), train.keep_* (which checkpoints are kept). BATCH_KEYS are the arm's unless
+# train.effective_batch_tokens fixes the batch per update (then they only spread it over workers).
+NOT_TRAINING_KEYS = frozenset({"name", "train.seed", "data.path", "train.threads", "train.num_workers",
+                               "train.log_interval", "train.keep_every_updates", "train.keep_last_epochs"})
+NOT_TRAINING_PREFIXES = ("train.diagnostics.", "eval.")  # every key under these (diagnostics only read the training)
+
+
+def arm_values(config: Config) -> dict[str, str]:
+    """The config's keys that can change what is trained (all but NOT_TRAINING_KEYS), each value as canonical JSON:
+    equal dicts are one arm."""
+    flat = flatten_values(config_to_dict(config))
+    ignored = NOT_TRAINING_KEYS | (BATCH_KEYS if config.train.effective_batch_tokens is not None else set())
+    return {key: json.dumps(value, sort_keys=True) for key, value in sorted(flat.items())
+            if key not in ignored and not key.startswith(NOT_TRAINING_PREFIXES)}

@@ -1,5 +1,5 @@
-"""`status.json`, written atomically: the run's RunStatus, `reason`, the last `update` seen and, for a run that
-ended, the outcome's values (`failure`, `diverged_at`: records/outcome.py).
+"""`status.json`, written atomically: the run's RunStatus, `reason`, the last `update` seen, the run-dir `format`
+and, for a run that ended, the outcome's values (`failure`, `diverged_at`: records/outcome.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,29 @@ from typing import Any
 from prelnx.atomic import overwrite_in_place, write_text_atomic
 from prelnx.records.outcome import RunStatus
 
+
+
+# The run-dir format (status.json's `format`). Every reader reads every version ever committed (tests/report/
+# test_round_four.py reads each committed study's runs): 1, the run dirs before issue 46 (no `format` key);
+# 2, status.json carries `format` - the files and their meanings are otherwise version 1's (metrics rows keep
+# valid_nll_loss null where the criterion logs no nll: cross_entropy, masked_lm). A newer version than this
+# prelnx knows is refused by name (`format_problem`), never read as an older one.
+FORMAT_VERSION = 2
+
+
+def format_version(record: dict[str, Any] | None) -> int:
+    """The format of a run dir from its status.json record (1: none recorded, a run dir from before issue 46)."""
+    value = (record or {}).get("format", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def format_problem(run_dir: Path) -> str | None:
+    """Why this prelnx cannot read the run dir (a format newer than FORMAT_VERSION), or None."""
+    version = format_version(read_status(run_dir))
+    if version <= FORMAT_VERSION:
+        return None
+    return (f"{run_dir / 'status.json'}: run-dir format {version}, newer than this prelnx reads ({FORMAT_VERSION}); "
+            "update prelnx to report it")
 
 
 def read_status(run_dir: Path) -> dict[str, Any] | None:
@@ -31,7 +54,7 @@ def write_status(run_dir: Path, status: RunStatus, *, reason: str = "", update: 
     """Atomically; on a full disk, a terminal status is still written over the old file's blocks if it fits."""
     status = RunStatus(status)  # a plain string of a status is taken too
     record = {"status": status.value, "reason": reason, "update": update, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-              **extra}  # fmt: skip
+              "format": FORMAT_VERSION, **extra}  # fmt: skip
     try:
         write_text_atomic(run_dir / "status.json", json.dumps(record, indent=2) + "\n")
     except OSError:

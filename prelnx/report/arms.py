@@ -6,21 +6,23 @@ in which a seed that failed is counted, never given a value.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.errors import Refusal
 from prelnx.config.schema import OptimizerConfig
-from prelnx.layouts import DisplayNames
+from prelnx.layouts import RECIPE_KEYS, DisplayNames
 from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import read_points, run_results
-from prelnx.records.run_config import has_config, read_run_config
-from prelnx.records.status import read_status
+from prelnx.records.run_config import arm_values, has_config, read_run_config
+from prelnx.records.status import format_problem, read_status
 from prelnx.report.plateau import find_plateau, is_finite
 from prelnx.report.stats import Sample
 
@@ -50,8 +52,15 @@ def trained_margin() -> float:
     return float(paper_data()["trained_margin_bits"])
 
 
+def nll_of(row: dict[str, Any]) -> Any:
+    """A validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the criterion
+    logs no nll (the key absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
+    value = row.get("valid_nll_loss")
+    return row.get("valid_loss") if value is None else value
+
+
 def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
-    value = rows[-1].get("valid_nll_loss", rows[-1].get("valid_loss")) if rows else None
+    value = nll_of(rows[-1]) if rows else None
     return float(value) if is_finite(value) else None
 
 
@@ -90,6 +99,14 @@ class Arm:
     plateau: float | None = None  # unigram plateau, bits per token (None: no dictionary or data here)
     plateau_source: str = ""  # what it was computed from (prelnx.report.plateau)
     diverged_at: int | None = None  # status.json's divergence update
+    values: dict[str, str] = dataclasses.field(default_factory=dict)  # its arm's keys (records.run_config.arm_values)
+    context: tuple[tuple[str, str], ...] = ()  # its arm's keys outside the claims' factors (set by load_arms)
+    context_label: str = ""  # those of them that differ in the sweep, in words ("" when every run shares them)
+
+    @property
+    def key(self) -> tuple:
+        """Its arm: every key that can change what is trained, except the seed (one arm, one seed number once)."""
+        return (self.task, self.layout, self.optimizer, self.warmup, self.lr, tuple(sorted(self.values.items())))
 
     @property
     def status(self) -> RunStatus:
@@ -127,6 +144,8 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         run_dir = sweep_dir / name
         if not has_config(run_dir):
             continue
+        if problem := format_problem(run_dir):
+            raise Refusal(problem)
         config = read_run_config(run_dir)
         if config.model.norm != "layernorm" or config.model.qk_norm:
             continue
@@ -136,13 +155,71 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
                         seed=int(config.train.seed), results=run_results(run_dir), rows=read_metrics(run_dir),
                         task=config.task, plateau=None if found is None else found.bits,
                         plateau_source="" if found is None else found.source,
-                        diverged_at=_diverged_at(read_status(run_dir) or {})))  # fmt: skip
+                        diverged_at=_diverged_at(read_status(run_dir) or {}), values=arm_values(config)))  # fmt: skip
+    return with_contexts(arms)
+
+
+# The claims' own factors (docs/verdicts.md): a claim compares arms that differ in these only - the task, the layout,
+# the lr and the warm-up length, and with them the keys that belong to a factor where the sweep sets them per value of
+# it: the rest of the schedule per warm-up length (a sweep pairs warm-up 0 with a constant lr and warm-up 80 with
+# inverse_sqrt from 80), the rest of the optimizer per optimizer (SGD's momentum), a layout's recipe keys per layout
+# (prelnx.layouts.RECIPE_KEYS: T-Fixup's authors clip gradients at 25). Set otherwise (a decay or weight-decay study),
+# such a key is part of the context like any other: runs in different contexts are never compared.
+FACTOR_KEYS = ("task", "model.layout", "optimizer.lr", "schedule.warmup_updates")
+
+
+def _factor_of(key: str) -> str | None:
+    """The Arm attribute whose values a key may belong to (None: never a factor's)."""
+    if key.startswith("schedule."):
+        return "warmup"
+    if key.startswith("optimizer."):
+        return "optimizer"
+    return "layout" if any(key in keys for keys in RECIPE_KEYS.values()) else None
+
+
+def with_contexts(arms: list[Arm]) -> list[Arm]:
+    """Each run's context (its arm's keys outside the claims' factors) and, when the sweep's runs differ in it, the
+    differing keys in words (`model.encoder_layers 12`): runs in different contexts are never compared."""
+    def belongs(key: str) -> bool:
+        factor = _factor_of(key)
+        if key in FACTOR_KEYS or factor is None:
+            return key in FACTOR_KEYS
+        if factor == "layout" and not any(key in RECIPE_KEYS.get(a.layout, ()) for a in arms):
+            return False
+        per_value: dict[Any, set[str | None]] = {}
+        for arm in arms:
+            per_value.setdefault(getattr(arm, factor), set()).add(arm.values.get(key))
+        return all(len(found) == 1 for found in per_value.values())
+
+    factor_keys = {k for a in arms for k in a.values if belongs(k)}
+    for arm in arms:
+        arm.context = tuple((k, v) for k, v in sorted(arm.values.items()) if k not in factor_keys)
+    differing = differing_keys(arms)
+    for arm in arms:
+        found = dict(arm.context)
+        arm.context_label = ", ".join(f"{k} {_shown(found.get(k))}" for k in differing)
     return arms
 
 
+def _shown(value: str | None) -> str:
+    return "-" if value is None else value.strip('"')
+
+
+def differing_keys(arms: list[Arm]) -> list[str]:
+    """The context keys in which these runs differ (what keeps them from being compared)."""
+    return sorted({k for a in arms for k, v in a.context if any(dict(b.context).get(k) != v for b in arms)})
+
+
 def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:
-    """Every seed of one arm that finished (with or without a validation row) or diverged."""
-    return [a for a in arms if all(getattr(a, k) == v for k, v in criteria.items()) and a.status.done]
+    """Every seed of one arm that finished (with or without a validation row) or diverged; a seed number once per
+    arm (a second run of the same arm and seed, under another name, is left out: the first in the sweep's order)."""
+    found, seen = [], set()
+    for arm in arms:
+        wanted = all(getattr(arm, k) == v for k, v in criteria.items()) and arm.status.done
+        if wanted and (arm.key, arm.seed) not in seen:
+            seen.add((arm.key, arm.seed))
+            found.append(arm)
+    return found
 
 
 def longest_warmup(arms: list[Arm], **criteria: Any) -> list[Arm]:
@@ -191,16 +268,22 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
                   diverged_at=tuple(sorted(at)), failure=failure, unjudged=unjudged)  # fmt: skip
 
 
-def loss_at(arm: Arm, at_update: float | None) -> tuple[float, int] | None:
-    """The seed's valid loss - the final one, or the last at or before `at_update` - and the update it was read at."""
+def loss_at(arm: Arm, at_update: float | None, after: bool = False) -> tuple[float, int] | None:
+    """The seed's valid loss - the final one, or the last at or before `at_update` (`after`: the first at or after
+    it) - and the update it was read at."""
+    if after and at_update is not None:
+        rows = [r for r in arm.rows if r.get("num_updates", 0) >= at_update and is_finite(r.get("valid_loss"))]
+        return (float(rows[0]["valid_loss"]), int(rows[0].get("num_updates", 0))) if rows else None
     rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
     rows = [r for r in rows if is_finite(r.get("valid_loss"))]
     return (float(rows[-1]["valid_loss"]), int(rows[-1].get("num_updates", 0))) if rows else None
 
 
-def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None) -> Sample:
-    """The trained seeds' valid loss (final, or the last at or before `at_update`), the failed seeds counted."""
-    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update), margin)
+def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None,
+                after: bool = False) -> Sample:  # fmt: skip
+    """The trained seeds' valid loss (final, or the last at or before `at_update`; `after`: the first at or after
+    it), the failed seeds counted."""
+    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after), margin)
 
 
 def layout_names() -> DisplayNames:
@@ -213,12 +296,13 @@ def describe_arm(arm: Arm) -> str:
     layout = layout_names().get(arm.layout, arm.layout)
     warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
     optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
-    return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}"
+    context = f" ({arm.context_label})" if arm.context_label else ""
+    return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}{context}"
 
 
 def seed_groups(arms: list[Arm]) -> dict[tuple, list[Arm]]:
     """Runs grouped by arm (everything but the seed), in the sweep's order."""
     groups: dict[tuple, list[Arm]] = {}
     for arm in arms:
-        groups.setdefault((arm.task, arm.layout, arm.optimizer, arm.warmup, arm.lr), []).append(arm)
+        groups.setdefault(arm.key, []).append(arm)
     return groups

@@ -8,7 +8,7 @@ the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss).
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +24,9 @@ from prelnx.report.arms import (
     longest_warmup,
     loss_sample,
     pick,
+    trained_margin,
 )
+from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
 
@@ -87,26 +89,36 @@ def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]
 
 def loss_case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float],
           premise: Premise | None = None, at_update: float | None = None) -> Case:  # fmt: skip
-    sample_a = loss_sample(describe_arm(a[0]), a, at_update=at_update)
+    """a's loss (final, or at `at_update`) minus b's final loss. Read at an update between validations, the
+    verdict must survive both reads - the validation before it and the one after: a decided verdict the other read
+    does not share is inconclusive, both reads named."""
     sample_b = loss_sample(describe_arm(b[0]), b)
-    return Case(label, compare(LOSS, sample_a, sample_b, region), premise)
+    before = compare(LOSS, loss_sample(describe_arm(a[0]), a, at_update=at_update), sample_b, region)
+    if at_update is None or before.verdict not in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
+        return Case(label, before, premise)
+    after = compare(LOSS, loss_sample(describe_arm(a[0]), a, at_update=at_update, after=True), sample_b, region)
+    if after.verdict is before.verdict or after.a.read == before.a.read:
+        return Case(label, before, premise)
+    why = (f"update {at_update:.0f} lies between validations: read at {before.a.read} it {before.verdict.value}, at "
+           f"{after.a.read or 'no later validation'} it {after.verdict.value}")  # fmt: skip
+    return Case(label, dataclasses.replace(before, verdict=Verdict.INCONCLUSIVE, reason=why, p_outside=1.0), premise)
 
 
-def _edge_premise(arms: list[Arm], spec: dict[str, Any]) -> Premise | None:
-    """Figure 2a: with its longest warm-up, Post-LN (Adam) trains at the largest lr of the sweep."""
-    lrs = sorted({a.lr for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0})
-    if "premise" not in spec or not lrs:
+def _edge_premise(arms: list[Arm], spec: dict[str, Any], lr: float) -> Premise | None:
+    """Figure 2a, read at the comparison's lr (and every other factor of it): with its longest warm-up, Post-LN
+    (Adam) trains at this lr - so a failure without warm-up there is the schedule's, not the lr's."""
+    if "premise" not in spec:
         return None
-    return trains(spec["premise"], longest_warmup(arms, layout="post", optimizer="adam", lr=lrs[-1]))
+    return trains(spec["premise"], longest_warmup(arms, layout="post", optimizer="adam", lr=lr))
 
 
 def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     outcome = ClaimOutcome(spec["id"])
-    premise = _edge_premise(arms, spec)
     for lr in sorted({a.lr for a in arms}):
         without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
         with_ = longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
         if without and with_:
+            premise = _edge_premise(arms, spec, lr)
             outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
     return outcome
 
@@ -121,7 +133,7 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     if not large or not small:
         return not_measured(spec["id"], f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and {lrs[-1]:g}")
     case = loss_case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]),
-                 _edge_premise(arms, spec))  # fmt: skip
+                 _edge_premise(arms, spec, lrs[-1]))  # fmt: skip
     return ClaimOutcome(spec["id"], [case])
 
 
@@ -140,16 +152,18 @@ def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutco
     return outcome
 
 
-def _best_postln_with_warmup(arms: list[Arm]) -> list[Arm]:
-    groups: dict[tuple[int, float], list[Arm]] = {}
-    for arm in pick(arms, layout="post", optimizer="adam"):
-        if arm.warmup > 0:
-            groups.setdefault((arm.warmup, arm.lr), []).append(arm)
-    def rank(group: list[Arm]) -> tuple[float, float]:  # fewest failures first, then the trained seeds' mean
-        sample = loss_sample("", group)
-        return sample.failure_share, sample.mean if sample.values else math.inf
+COMPARATOR = "The comparator trained: Post-LN with warm-up, at the lr it is compared at, trains in every seed."
 
-    return min(groups.values(), key=rank, default=[])
+
+def _postln_with_warmup(arms: list[Arm], lr: float) -> list[Arm]:
+    """The comparator, by a rule of the design, not of the outcomes (so it never changes as seeds are added): Post-LN
+    (Adam) with its longest warm-up at the lr of the Pre-LN arm it is compared with."""
+    return longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
+
+
+def comparator_trained(group: list[Arm]) -> Premise:
+    """"Matches X" needs X to have trained (trains, at paper.yaml's trained_margin_bits)."""
+    return trains({"statement": COMPARATOR, "margin_bits": trained_margin()}, group)
 
 
 def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]:
@@ -158,37 +172,43 @@ def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]
 
 
 def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms)
+    pre = _preln_without_warmup(arms)
+    post = _postln_with_warmup(arms, pre[0].lr) if pre else []
     if not pre or not post:
-        return not_measured(spec["id"])
-    case = loss_case("against the best Post-LN with warm-up", pre, post, below(spec["margin_bits"]))
+        return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
+    case = loss_case(f"against Post-LN with warm-up at lr {pre[0].lr:g}", pre, post, below(spec["margin_bits"]),
+                     comparator_trained(post))  # fmt: skip
     return ClaimOutcome(spec["id"], [case])
 
 
 def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     """Pre-LN's valid loss at the paper's fraction (9/15) of Post-LN's updates against Post-LN's final one."""
-    pre, post = _preln_without_warmup(arms), _best_postln_with_warmup(arms)
+    pre = _preln_without_warmup(arms)
+    post = _postln_with_warmup(arms, pre[0].lr) if pre else []
     if not pre or not post:
-        return not_measured(spec["id"])
+        return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
+    premise = comparator_trained(post)
     validated = [int(a.rows[-1]["num_updates"]) for a in post if a.rows]
     if not validated:  # every Post-LN seed diverged before its first validation: no update count to take a share of
         label = "Pre-LN's final against Post-LN's (Post-LN never validated)"
-        return ClaimOutcome(spec["id"], [loss_case(label, pre, post, below(spec["margin_bits"]))])
+        return ClaimOutcome(spec["id"], [loss_case(label, pre, post, below(spec["margin_bits"]), premise)])
     post_updates = max(validated)
     at = spec["fraction"] * post_updates
     label = f"Pre-LN at update ≤ {at:.0f} ({spec['fraction']:.0%} of Post-LN's {post_updates}) against Post-LN's final"
-    case = loss_case(label, pre, post, below(spec["margin_bits"]), at_update=at)
+    case = loss_case(label, pre, post, below(spec["margin_bits"]), premise, at_update=at)
     return ClaimOutcome(spec["id"], [case])
 
 
 def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    adam, radam = _preln_without_warmup(arms), _preln_without_warmup(arms, "radam")
-    post = pick(arms, layout="post", optimizer="adam", warmup=0)
+    """At Pre-LN RAdam's (largest) lr: Pre-LN Adam against RAdam, and Post-LN Adam against Pre-LN Adam - every arm at
+    that one lr (the lr is no factor of this claim: arms at other lrs are never its comparators)."""
+    radam = _preln_without_warmup(arms, "radam")
+    lr = radam[0].lr if radam else None
+    adam = pick(arms, layout="pre", optimizer="adam", warmup=0, lr=lr)
+    post = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
     if not adam or not radam or not post:
-        return not_measured(spec["id"])
-    lr = radam[0].lr
-    adam = [a for a in pick(arms, layout="pre", optimizer="adam", warmup=0) if a.lr == lr] or adam
-    post = [a for a in post if a.lr == lr] or [a for a in post if a.lr == max(p.lr for p in post)]
+        return not_measured(spec["id"], "needs Pre-LN with Adam and RAdam and Post-LN with Adam, all without warm-up, "
+                            "at one lr")  # fmt: skip
     margin = spec["margin_bits"]
     return ClaimOutcome(spec["id"], [
         loss_case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin)),
@@ -204,6 +224,7 @@ TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] 
     "preln_converges_faster": preln_converges_faster,
     "layout_matters_more_than_optimizer": layout_matters_more_than_optimizer,
 }
+TRAINING_CHECKS = {kind: matched(check) for kind, check in TRAINING_CHECKS.items()}  # each on matched arms only
 
 
 # The BERT claim (Figure 5a), on the masked-LM runs.
@@ -262,3 +283,4 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
 BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
     "bert_preln_fewer_updates": preln_fewer_updates,
 }
+BERT_CHECKS = {kind: matched(check) for kind, check in BERT_CHECKS.items()}  # each on matched arms only

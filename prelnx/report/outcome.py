@@ -1,7 +1,8 @@
 """A claim's outcome as typed values: its premise, its cases (one comparison each, e.g. one per lr) and its verdict.
 A failed premise makes its case not testable; an unchecked or unsettled one turns "does not hold" into inconclusive.
 A claim holds if every testable case holds (intersection-union: no correction); "does not hold" is existential: each
-such case must survive Holm's step-down over the testable ones (`ClaimOutcome.judged`, p <= 0.05)."""
+such case must survive Holm's step-down over the testable ones of its context (`ClaimOutcome.judged`, p <= 0.05):
+a case's verdict never moves with runs of another context."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class Case:
     label: str
     comparison: Comparison
     premise: Premise | None = None
+    family: str = ""  # its context (prelnx.report.matched): Holm runs within one, so other contexts move no case
 
     @property
     def verdict(self) -> Verdict:
@@ -64,13 +66,15 @@ class ClaimOutcome:
     def judged(self) -> list[Judged]:
         """Each case's verdict within the claim: Holm over the testable cases for "does not hold"."""
         judged = [Judged(case, case.verdict) for case in self.cases]
-        testable = [i for i, case in enumerate(self.cases) if case.verdict is not Verdict.NOT_TESTABLE]
-        if len(testable) < 2:
-            return judged
-        for i, p in zip(testable, holm([self.cases[i].comparison.p_outside for i in testable])):
-            case = self.cases[i]
-            kept = case.verdict is not Verdict.DOES_NOT_HOLD or p <= 1 - LEVEL
-            judged[i] = Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, p)
+        for family in dict.fromkeys(case.family for case in self.cases):
+            testable = [i for i, case in enumerate(self.cases)
+                        if case.family == family and case.verdict is not Verdict.NOT_TESTABLE]  # fmt: skip
+            if len(testable) < 2:
+                continue
+            for i, p in zip(testable, holm([self.cases[i].comparison.p_outside for i in testable])):
+                case = self.cases[i]
+                kept = case.verdict is not Verdict.DOES_NOT_HOLD or p <= 1 - LEVEL
+                judged[i] = Judged(case, case.verdict if kept else Verdict.INCONCLUSIVE, p)
         return judged
 
     @property

@@ -1,8 +1,9 @@
 """The norm placements on the decoder-only language model (issue 32): each placement's `lm_claims` (methods.yaml) on a
 language-model sweep, only what valid losses and failed runs decide (else kind `not_testable_here`). Kinds besides
 prelnx.report.warmup_free's: lr_sensitivity (per warm-up setting, each seed's |final loss at the largest lr - at the
-smallest|, failed at either: a failure, the method's minus Pre-LN's below `margin_bits`); fewer_failures (every run
-by its outcome against Pre-LN's, Fisher's exact test: stats.compare_counts; premise: Pre-LN fails at least once)."""
+smallest|, failed at either: a failure, the method's minus Pre-LN's below `margin_bits`); fewer_failures (per warm-up
+and lr, the method's seeds by outcome against Pre-LN's there, Fisher's exact test: stats.compare_counts, Holm over
+the cases; premise per case: Pre-LN fails at least once there)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from prelnx.paper import methods_data
 from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, outcome_sample, pick
+from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts
@@ -56,25 +58,28 @@ def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
     return outcome
 
 
-def _failures(arms: list[Arm], layout: str, margin: float | None) -> Sample:
-    """Every run of the layout by its outcome: trained runs as values (0), failed runs counted."""
-    runs = pick(arms, layout=layout)
-    label = f"{describe_arm(runs[0]).split(' lr ')[0]}, every run" if runs else layout
-    return dataclasses.replace(outcome_sample(label, runs, lambda arm: (0.0, 0), margin), read="", diverged_at=())
-
-
 def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
+    """Failure counts of matched arms: the layout against Pre-LN at one warm-up and lr, one case each (Holm over
+    them for "does not hold", every case for "holds"); premise per case: Pre-LN fails in at least one of its seeds
+    there (else there is nothing to fail less than)."""
     margin = spec.get("trained_margin_bits")
-    method, pre = _failures(arms, layout, margin), _failures(arms, "pre", margin)
-    if not method.n or not pre.n:
-        return not_measured(spec["id"], f"not measured: the sweep has no {layout} or no Pre-LN runs")
-    state = PremiseState.MET if pre.failed else PremiseState.FAILED
+    outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at one warm-up "
+                           "and lr")  # fmt: skip
     said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
-    premise = Premise("Pre-LN fails in at least one run of the sweep", state,
-                      f"Pre-LN failed {pre.failed}/{pre.failed + pre.measured} runs; {layout} "
-                      f"{method.failed}/{method.failed + method.measured}{said}")  # fmt: skip
-    comparison = compare_counts("failed runs", method, pre)
-    return ClaimOutcome(spec["id"], [Case("every lr, warm-up and seed", comparison, premise)])
+    settings = sorted({(a.warmup, a.lr) for a in pick(arms, layout=layout)}
+                      & {(a.warmup, a.lr) for a in pick(arms, layout="pre")})  # fmt: skip
+    for warmup, lr in settings:
+        mine, pre = pick(arms, layout=layout, warmup=warmup, lr=lr), pick(arms, layout="pre", warmup=warmup, lr=lr)
+        method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
+        base = dataclasses.replace(outcome_sample(describe_arm(pre[0]), pre, lambda arm: (0.0, 0), margin), read="")
+        state = PremiseState.MET if base.failed else PremiseState.FAILED
+        premise = Premise("Pre-LN fails in at least one seed at this warm-up and lr", state,
+                          f"Pre-LN failed {base.failed}/{base.failed + base.measured}; "
+                          f"{describe_arm(mine[0]).split(' lr ')[0]} "
+                          f"{method.failed}/{method.failed + method.measured}{said}")  # fmt: skip
+        label = f"{warmup or 'no'} warm-up, lr {lr:g}"
+        outcome.cases.append(Case(label, compare_counts("failed runs", method, base), premise))
+    return outcome
 
 
 def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
@@ -89,6 +94,7 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
     "fewer_failures": fewer_failures,
     "not_testable_here": not_testable_here,
 }
+CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
 def check_placements(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:
@@ -109,11 +115,13 @@ PLACEMENTS_INTRO = [
 ]
 
 
-def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any) -> list[str]:
-    """The report's section for a language-model sweep's arms (none: no section)."""
+def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any,
+                       methods: list[dict[str, Any]] | None = None) -> list[str]:  # fmt: skip
+    """The report's section for a language-model sweep's arms (none: no section); `methods`: methods.yaml's as
+    frozen in sweep.json (default: as the file reads now)."""
     if not arms:
         return []
-    methods = methods_data()
+    methods = methods_data() if methods is None else methods
     rows = ranking(arms, method_names(methods), task=TASK)
     return ["## Norm placements on the language model", "", *PLACEMENTS_INTRO, "",
             "### The placements' authors' claims", "", *method_claims_table(check_placements(arms, methods)), "",

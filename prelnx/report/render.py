@@ -25,11 +25,12 @@ def _at_updates(updates: list[int] | tuple[int, ...]) -> str:
 def _seeds(sample: Sample) -> str:
     """`3 seeds` or `3 seeds: 1 trained, 1 failed to train, 1 diverged (update 24), 1 no validation row`."""
     text = f"{sample.n} seed{'s' if sample.n != 1 else ''}"
-    if not sample.failed and not sample.missing and not sample.unjudged:
+    if not sample.failed and not sample.missing and not sample.unjudged and not sample.no_value:
         return text
     others = ((sample.failed - sample.diverged, sample.failure),
               (sample.diverged, f"diverged{_at_updates(sample.diverged_at)}"),
-              (sample.missing, "no validation row"), (sample.unjudged, "not judged (no unigram plateau)"))  # fmt: skip
+              (sample.missing, "no validation row"), (sample.unjudged, "not judged (no unigram plateau)"),
+              (len(sample.no_value), f"no value ({', '.join(sorted(set(sample.no_value)))})"))  # fmt: skip
     parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}", *(f"{k} {w}" for k, w in others if k)]
     return f"{text}: {', '.join(parts)}"
 
@@ -72,7 +73,8 @@ def _arm_text(s: Sample) -> str:
 def _test_text(c: Comparison) -> str:
     """`; test: Welch's t over the trained seeds; failures 2/3 vs 0/3, Fisher's exact test (one-sided) p = 0.2`."""
     tests = [t for t in (WELCH, ONE_SAMPLE) if t in c.test and c.low is not None]  # an interval was computed
-    tests = [f"{t}, on ln(updates)" if c.a.log else t for t in tests]
+    tests = [f"{t.replace('the trained seeds', 'the seeds that reached it')}, on ln(updates)" if c.a.log else t
+             for t in tests]  # a ratio of updates to a target reads every seed that reached it, whatever its class
     if c.failures_p is not None and c.b is not None:
         tests.append(f"{counts_text(c.a, c.b)}, Fisher's exact test (one-sided) p = {c.failures_p:.3g}")
     return f"; test: {'; '.join(tests)}" if tests else ""

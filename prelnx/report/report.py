@@ -17,6 +17,7 @@ from prelnx.finetune.summary import format_mean
 from prelnx.paper import methods_data, paper_data
 from prelnx.plots.curves import plot
 from prelnx.records.lock import held
+from prelnx.records.frozen_claims import changed_claims, current_claims, read_frozen
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.report.machines import machines_section
@@ -70,7 +71,15 @@ CLAIMS_INTRO = [
     "existential conclusion: Holm's step-down over the claim's testable cases - their p-values of \"does not",
     "hold\" sorted, the i-th smallest times (k - i), the running maximum taken - and a case's \"does not hold\"",
     "stands when that adjusted p, printed beside it, is at most 0.05. Losses are fairseq's validation loss in bits",
-    "per (masked) token.",
+    "per (masked) token; a run's valid nll is fairseq's `valid_nll_loss` where its criterion logs one (translation's",
+    "label-smoothed cross-entropy), else its valid loss - the nll itself, in bits: the language-model and masked-LM",
+    "criteria (cross_entropy, masked_lm) log no nll_loss. An arm is one config: every key that can change what is",
+    "trained, except the seed (docs/verdicts.md has the table of the keys that cannot); a claim compares arms that",
+    "differ only in its own factors (layout, warm-up and schedule, optimizer, lr), else it is not measured, naming",
+    "the key. A seed counts for what its own curve did (a target reached, a loss at an update); its outcome class",
+    "(trained, failed to train, diverged) is shown beside it, and for a quality comparison a failed seed's loss",
+    "never enters Welch's t - it is counted by the exact test. A value that is not a finite number is no value,",
+    "named, and keeps the claim from a verdict on the other seeds.",
 ]
 
 
@@ -95,18 +104,25 @@ WARMUP_FREE_INTRO = [
     "speed-up within methods.yaml's factor - the ratio of the arms' geometric means, its 95 % interval Welch's t on",
     "the seeds' ln(updates), widened by the validation grain's resolution on the log scale (a seed reaching it at",
     "update u of validations K apart is known to ln(u / (u - K + 1))); a seed that never reaches it is counted, not",
-    "given a count. Then every arm ranked by its mean final valid loss over its trained seeds (a seed that failed",
-    "counted, never given a loss) with its 95 % t interval, and how many of its seeds reached the target loss -",
-    "Post-LN with warm-up's mean final valid loss at the same optimizer and lr - after how many updates (the first",
-    "validation at or below it).",
+    "given a count. A seed counts for what its own curve did: one that reached the target reached it, whatever its",
+    "final loss or outcome class (trained, failed to train, diverged), which is shown beside it and never read in",
+    "its place; a failed seed's loss still never enters a quality comparison. Then every arm ranked by its mean",
+    "final valid loss over its trained seeds (a seed that failed counted, never given a loss) with its 95 % t",
+    "interval, and how many of its seeds reached the target loss - Post-LN with warm-up's mean final valid loss at",
+    "the same optimizer and lr - after how many updates (the first validation at or below it).",
 ]
 
 
-def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -> list[str]:
-    """Admin, T-Fixup, ReZero, B2T, DeepNorm beside Post-LN and Pre-LN (issue 24); none in the sweep: no section."""
+def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path,
+                         frozen: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
+    """Admin, T-Fixup, ReZero, B2T, DeepNorm beside Post-LN and Pre-LN (issue 24); none in the sweep: no section.
+    `frozen`: the claims as sweep.json froze them (prelnx.records.frozen_claims); None: as the files read now."""
     if not has_methods(arms):
         return []
-    methods = methods_data() + user_methods(arms)  # a user's layout file's own claims too (docs/your_layout.md)
+    if frozen is None:
+        methods = methods_data() + user_methods(arms)  # a user's layout file's own claims too (docs/your_layout.md)
+    else:
+        methods = frozen["methods"] + user_methods(arms, frozen["layout_files"])
     rows = ranking(arms, method_names(methods))
     title, claims = "## Warm-up-free methods", "### The methods' authors' claims"
     if not any(a.layout in METHOD_LAYOUTS for a in arms):  # the paper's layouts and a user's: its file's claims
@@ -118,6 +134,16 @@ def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path) -
         figure = plot_ranking(rows, figures_dir / "warmup_free.png")
         lines += [f"![warmup_free]({figure.relative_to(report_dir).as_posix()})", ""]
     return lines
+
+
+def _frozen_lines(frozen: dict[str, Any], arms: list[Any]) -> list[str]:
+    """What the record says: the claims are decided as frozen at the sweep's start, and each changed since."""
+    changed = changed_claims(frozen, current_claims(a.layout for a in arms))
+    lines = ["Every claim below is decided as `sweep.json` froze it when the sweep started (paper.yaml's, "
+             "methods.yaml's", "and each layout file's, with their margins)"
+             + (", and none has changed since." if not changed else
+                ". Changed since, and not used here (a new sweep decides the new wording):"), ""]  # fmt: skip
+    return lines + ([*(f"- changed: {line}" for line in changed), ""] if changed else [])
 
 
 def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
@@ -162,7 +188,8 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     """Write `out` (markdown) and its PNGs into `<out stem>_figures/` beside it; `echo` gets the claims as text lines.
     `sweep_label`: the sweep's folder as named (default: relative to the report, the same bytes anywhere)."""
     check_report_inputs(sweep_dir, grads_dir)
-    claims = paper_data()
+    frozen = read_frozen(sweep_dir)  # the claims as the sweep started (None: a sweep older than the record)
+    claims = paper_data() if frozen is None else {**paper_data(), **frozen["paper"]}
     report_dir = out.parent
     figures_dir = report_dir / f"{out.stem}_figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -195,11 +222,13 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     lines += [f"Sweep {name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "
               + ", ".join(f"{s} {sum(r['status'] == s for r in rows)}" for s in sorted({r['status'] for r in rows})), ""]  # fmt: skip
     lines += ["## The paper's claims at this scale", "", *CLAIMS_INTRO, ""]
+    if frozen is not None:
+        lines += _frozen_lines(frozen, arms)
     lines += claims_table(claim_list, outcomes) + [""]
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
-    lines += _warmup_free_section(translation, figures_dir, report_dir)
-    lines += placements_section(lm, figures_dir, report_dir)  # the norm placements' claims (issue 32)
+    lines += _warmup_free_section(translation, figures_dir, report_dir, frozen)
+    lines += placements_section(lm, figures_dir, report_dir, frozen and frozen["methods"])  # issue 32's claims
     lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, echo)  # runs with diagnostics only
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(arms) + ["", "Per seed:", ""]

@@ -8,6 +8,7 @@ it straddles, has no spread, an arm has < 2 seeds or the counts lean the other w
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ class Sample:
     failure: str = "failed to train"  # what `failed` counts, in words
     unjudged: int = 0  # finished seeds whose training cannot be judged (no plateau): counted, in no test
     log: bool = False  # natural logs (a ratio claim): two arms' difference is a log ratio, `grain` the logs' resolution
+    no_value: tuple[str, ...] = ()  # seeds whose quantity is not a number (inf, nan): each one's reason; in no test
 
     @property
     def measured(self) -> int:
@@ -60,7 +62,7 @@ class Sample:
     @property
     def n(self) -> int:
         """Every seed of the arm: measured, failed, without a validation row, not judged."""
-        return len(self.values) + self.failed + self.missing + self.unjudged
+        return len(self.values) + self.failed + self.missing + self.unjudged + len(self.no_value)
 
     @property
     def failure_share(self) -> float:
@@ -208,8 +210,30 @@ def counts_text(a: Sample, b: Sample) -> str:
     return f"failures {a.failed}/{a.failed + a.measured} vs {b.failed}/{b.failed + b.measured}"
 
 
+def finite_only(sample: Sample) -> Sample:
+    """The sample with each value that is not a finite number (inf, nan) moved to `no_value`, its reason kept: a
+    seed with no number is counted and shown, never a crash (statistics' exact sums refuse inf) nor a value."""
+    bad = tuple(v for v in sample.values if not math.isfinite(v))
+    if not bad:
+        return sample
+    return dataclasses.replace(sample, values=tuple(v for v in sample.values if math.isfinite(v)),
+                               no_value=sample.no_value + tuple(f"{v}" for v in bad))  # fmt: skip
+
+
 def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float]) -> Comparison:
-    """The one path: the verdict by the rule in this module's docstring."""
+    """The one path: the verdict by the rule in this module's docstring. A seed with no value (`finite_only`) keeps
+    the verdict from holding or not holding: at most inconclusive, with the seeds it lacks named."""
+    a, b = finite_only(a), finite_only(b) if b is not None else None
+    comparison = _compare(metric, a, b, region)
+    lacking = [s for s in (a, b) if s is not None and s.no_value]
+    if lacking and comparison.verdict in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
+        why = "; ".join(f"{len(s.no_value)} of {s.n} seeds of {s.label} have no value "
+                        f"({', '.join(sorted(set(s.no_value)))})" for s in lacking)  # fmt: skip
+        return dataclasses.replace(comparison, verdict=Verdict.INCONCLUSIVE, reason=why, p_outside=1.0)
+    return comparison
+
+
+def _compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float]) -> Comparison:
     grain = max(a.grain, b.grain if b is not None else 0.0)
     estimate = a.mean - (b.mean if b is not None else 0.0)
     base = {"metric": metric, "a": a, "b": b, "region": region, "estimate": estimate, "grain": grain}

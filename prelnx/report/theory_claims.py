@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +42,7 @@ def _norms(summary: dict[str, Any], layout: str, depth: int, layer: int) -> dict
 
 def _ratio(label: str, top: dict[int, float], bottom: dict[int, float]) -> Sample:
     seeds = sorted(set(top) & set(bottom))
-    return Sample(label, tuple(top[s] / bottom[s] for s in seeds))
+    return Sample(label, tuple(top[s] / bottom[s] if bottom[s] else math.nan for s in seeds))  # 0: no value
 
 
 def _depth_ratio(summary: dict[str, Any], layout: str) -> Sample:
@@ -176,13 +177,17 @@ def preln_hidden_norm_grows_linearly(summary: dict[str, Any], spec: dict[str, An
         region = (intercept + low * layer, intercept + high * layer)
         outcome.cases.append(Case(f"layer {layer}", compare(NORM, sample, None, region)))
     if len(layers) > 1:
-        slopes = tuple(statistics.linear_regression(layers, [by_layer[layer]["pre"] for layer in layers]).slope
-                       for by_layer in seeds.values())
+        slopes = tuple(_slope(layers, [by_layer[layer]["pre"] for layer in layers]) for by_layer in seeds.values())
         sample = Sample(f"Pre-LN ‖x_l‖²/d, least-squares slope over layers {layers[0]}-{layers[-1]}", slopes)
         outcome.cases.append(Case("grows linearly", compare(GROWTH, sample, None, (low, high))))
     else:
         outcome.notes.append("one layer: no growth per layer to measure")
     return outcome
+
+
+def _slope(layers: list[int], values: list[float]) -> float:
+    """The least-squares slope; nan (a seed with no value, stats.finite_only) when a layer's value is not finite."""
+    return statistics.linear_regression(layers, values).slope if all(map(math.isfinite, values)) else math.nan
 
 
 THEORY_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutcome]] = {

@@ -6,7 +6,6 @@ fixed in methods.yaml, a ratio tested against the paper's number. "Trains deeper
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Callable
@@ -18,15 +17,16 @@ from typing import Any
 from prelnx.layouts import VARIANT, WARMUP_FREE, LayoutFileError, display_name, is_file_spec, layout, names
 from prelnx.report.arms import (
     Arm,
+    RunState,
     describe_arm,
     first_update_at,
     longest_warmup,
     loss_sample,
-    outcome_sample,
     pick,
     seed_groups,
 )
-from prelnx.report.claims import loss_case
+from prelnx.report.claims import comparator_trained, loss_case
+from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
@@ -66,18 +66,20 @@ def has_methods(arms: list[Arm]) -> bool:
     return any(a.layout in METHOD_LAYOUTS and a.task == "translation" for a in arms) or bool(user_methods(arms))
 
 
-def user_methods(arms: list[Arm]) -> list[dict[str, Any]]:
-    """The translation arms' user layouts whose files declare claims (and still load), as methods.yaml entries."""
+def user_methods(arms: list[Arm], frozen: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """The translation arms' user layouts whose files declare claims (and still load), as methods.yaml entries; with
+    `frozen` (sweep.json's record, prelnx.records.frozen_claims) each file's claims as frozen at the sweep's start."""
     methods = []
     for value in dict.fromkeys(a.layout for a in arms if a.task == "translation" and is_file_spec(a.layout)):
         try:
             row = layout(value)
         except (KeyError, LayoutFileError):
             continue
-        if row.claims:
+        claims = row.claims if frozen is None else frozen.get(value, ())
+        if claims:
             code = row.reference.repo if row.reference else value
             methods.append({"layout": value, "cite": row.display, "code": code,  # ids kept apart from methods.yaml's
-                            "claims": [{**claim, "id": f"{value}#{claim['id']}"} for claim in row.claims]})
+                            "claims": [{**claim, "id": f"{value}#{claim['id']}"} for claim in claims]})
     return methods
 
 
@@ -100,13 +102,14 @@ def target_loss(arms: list[Arm], optimizer: str, lr: float) -> float | None:
 def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -> list[RankRow]:
     """Every arm of the task that trained, ranked by its mean final valid loss (best first)."""
     rows = []
-    for (arm_task, name, optimizer, warmup, lr), group in seed_groups(arms).items():
+    for group in seed_groups(arms).values():
         group = pick(group)
-        if arm_task != task or not group:
+        if not group or group[0].task != task:
             continue
+        name, optimizer, warmup, lr = group[0].layout, group[0].optimizer, group[0].warmup, group[0].lr
         sample = loss_sample(describe_arm(group[0]), group)
         low, high = t_interval(sample)[1:] if sample.measured > 1 else (None, None)
-        target = target_loss(arms, optimizer, lr)
+        target = target_loss([a for a in arms if a.context == group[0].context], optimizer, lr)
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
         rows.append(RankRow(name, names.get(name, name), optimizer, warmup, lr, sample, low, high,
                             target, reached))  # fmt: skip
@@ -160,12 +163,15 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
 
 
 def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any],
-                 pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str) -> ClaimOutcome:  # fmt: skip
+                 pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str,
+                 premise: Callable[[list[Arm]], Premise] | None = None) -> ClaimOutcome:  # fmt: skip
+    """One case per (optimizer, lr) both arms ran at; `premise`: read on the comparator (b) of each case."""
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {needs}")
     for optimizer, lr in _settings(arms, layout):
         a, b = pair(optimizer, lr)
         if a and b:
-            outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"])))
+            outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"]),
+                                           premise(b) if premise else None))  # fmt: skip
     return outcome
 
 
@@ -193,7 +199,7 @@ def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
     baseline = spec.get("postln_optimizer")
     return _per_setting(arms, layout, spec,
                         lambda o, lr: (_arm(arms, layout, o, lr, warmup), _arm(arms, "post", baseline or o, lr, True)),
-                        needs)  # fmt: skip
+                        needs, comparator_trained)  # "matches X" needs X to have trained  # fmt: skip
 
 
 def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
@@ -217,13 +223,38 @@ def log_grain(update: float, grain: int) -> float:
 
 
 def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) -> Sample:
-    """ln(first validation update at or below `target`) per trained seed that reached it; a seed that never did,
-    failed to train or diverged is counted as a failure; the grain is the widest log resolution of its seeds."""
-    reached = lambda arm: (u, u) if (u := first_update_at(arm, target)) is not None else None
-    sample = outcome_sample(label, group, reached, failure="did not reach the target")
-    logs = tuple(math.log(max(1.0, u)) for u in sample.values)
-    resolution = max((log_grain(u, grain) for u in sample.values), default=0.0)
-    return dataclasses.replace(sample, values=logs, grain=resolution, log=True)
+    """ln(first validation update at or below `target`) per seed whose own curve reached it, whatever its outcome
+    class (a seed that reached the target and then ended above the trained threshold, or diverged later, reached it);
+    a seed whose curve never did is counted as not reaching it (diverged ones among them with their update); a seed
+    with no validation row is missing. The grain is the widest log resolution of the seeds that reached it."""
+    logs, at, failed, diverged, missing, updates = [], [], 0, 0, 0, []
+    for arm in group:
+        if (update := first_update_at(arm, target)) is not None:
+            logs.append(math.log(max(1.0, update)))
+            updates.append(update)
+        elif not arm.rows and not arm.diverged:
+            missing += 1
+        else:
+            failed += 1
+            if arm.diverged:
+                diverged += 1
+                at += [arm.outcome().update] if arm.outcome().update is not None else []
+    low, high = min(updates, default=0), max(updates, default=0)
+    span = "" if not updates else f"update {low}" if low == high else f"updates {low}-{high}"
+    resolution = max((log_grain(u, grain) for u in updates), default=0.0)
+    return Sample(label, tuple(logs), failed, diverged, missing, grain=resolution, read=span,
+                  diverged_at=tuple(sorted(at)), failure="did not reach the target", log=True)  # fmt: skip
+
+
+def classes_note(groups: list[list[Arm]]) -> str:
+    """`outcome class of the seeds (...): ReZero ...: 3 trained; Post-LN ...: 2 trained, 1 failed to train`."""
+    parts = []
+    for group in groups:
+        states = [a.outcome().state for a in group]
+        counts = ", ".join(f"{states.count(s)} {s.value}" for s in RunState if s in states)
+        parts.append(f"{describe_arm(group[0])}: {counts}")
+    return ("outcome class of the seeds, a separate column (a seed that reached the target reached it, whatever its "
+            "final loss): " + "; ".join(parts))
 
 
 def ratio_band(spec: dict[str, Any]) -> tuple[float, float]:
@@ -235,11 +266,13 @@ def ratio_band(spec: dict[str, Any]) -> tuple[float, float]:
 def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     """ReZero's "56 % faster to 1.2 BPB": the method without warm-up's updates to methods.yaml's `target_loss_bits`
     over Post-LN with warm-up's (mean ln(updates), widened by log_grain) against 1 / `speedup` within `margin_factor`;
-    premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: unsettled)."""
+    premise: Post-LN with warm-up reaches the target (in no seed: not testable; in some: unsettled). A seed counts
+    for what its curve did (log_updates_sample); its outcome class is a note beside it, never the reading."""
     target = float(spec["target_loss_bits"])
     metric = f"updates to valid loss {target:g} bits, ratio"
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} without warm-up and "
                            "Post-LN with warm-up at one lr")  # fmt: skip
+    classes = []
     for optimizer, lr in _settings(arms, layout):
         method, post = _arm(arms, layout, optimizer, lr, False), _arm(arms, "post", optimizer, lr, True)
         if not method or not post:
@@ -252,11 +285,13 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Clai
         premise = Premise(f"Post-LN with warm-up reaches the target valid loss ({target:g} bits)", state,
                           f"{b.measured}/{b.n} seeds reached it")  # fmt: skip
         outcome.cases.append(Case(label, compare(metric, a, b, ratio_band(spec)), premise))
+        classes.append(classes_note([method, post]))
     if outcome.cases:
         low, high = (math.exp(v) for v in ratio_band(spec))
         outcome.notes.append(f"the paper's ratio: 1/{float(spec['speedup']):g} = {1 / float(spec['speedup']):.2f} "
                              f"(\"{float(spec['speedup']) - 1:.0%} faster\"), claimed within a factor "
                              f"{float(spec['margin_factor']):g} of it: [{low:.2f}, {high:.2f}]")  # fmt: skip
+    outcome.notes += classes
     return outcome
 
 
@@ -272,6 +307,7 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
     "converges_faster": converges_faster,
     "trains_deeper": trains_deeper,
 }
+CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
 def check_methods(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:

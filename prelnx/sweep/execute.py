@@ -25,6 +25,7 @@ from prelnx.config.schema import schedule_warnings
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
+from prelnx.records.frozen_claims import CLAIMS_KEY, frozen_claims
 from prelnx.records.raw_data import restore_runs
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
@@ -167,10 +168,12 @@ def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> Non
 
 
 def save_index(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
-    """sweep.json's runs (a sequential sweep's grow look by look); its other keys are kept."""
+    """sweep.json's runs (a sequential sweep's grow look by look); its other keys are kept, the claims it is judged
+    on frozen when it first starts (issue 46: a resumed sweep keeps them)."""
     path = sweep_dir / SWEEP_INDEX
     index = json.loads(path.read_text()) if path.is_file() else {}
-    index.update({"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points]})
+    index.update({"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points],
+                  CLAIMS_KEY: frozen_claims(sweep_dir, (p.config.model.layout for p in points))})  # fmt: skip
     write_text_atomic(path, json.dumps(index, indent=2) + "\n")
 
 
@@ -210,7 +213,7 @@ def run_sweep(
     save_spec(sweep_dir, spec, arm_runs(spec, arms, plan.seeds_at(0)) if sequential else points)
     if raw_data is not None:
         if not raw_data.is_dir():
-            raise Refusal(f"--raw-data {raw_data}: no such folder (a study's committed raw data, docs/results/<study>/runs)")
+            raise Refusal(f"--raw-data {raw_data}: no such folder (a study's committed raw data, docs/results/<study>/in_progress or runs)")
         restored = restore_runs(raw_data, sweep_dir, [point.name for point in points])
         echo(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
     prepare_generated_data(points, echo)

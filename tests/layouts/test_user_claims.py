@@ -57,7 +57,7 @@ def test_a_claim_the_runs_contradict_does_not_hold(tmp_path):
 
 BAD_CLAIMS = {
     "kind": ('{"id": "a", "kind": "faster", "claim": "x"}', "kind 'faster'; one of no_warmup, matches_postln"),
-    "number": ('{"id": "a", "kind": "no_warmup", "claim": "x"}', "no_warmup needs 'margin_bits', a number >= 0"),
+    "number": ('{"id": "a", "kind": "no_warmup", "claim": "x"}', "no_warmup needs 'margin_bits', a finite number >= 0"),
     "id": ('{"id": "a", "kind": "no_warmup", "claim": "x", "margin_bits": 1}, '
            '{"id": "a", "kind": "no_warmup", "claim": "y", "margin_bits": 1}', "id 'a' is used twice"),
     "words": ('{"id": "a", "kind": "no_warmup", "margin_bits": 1}', "'claim': the claim in words"),

@@ -25,14 +25,21 @@ class Sweep:
         folder.mkdir(parents=True, exist_ok=True)
 
     def run(self, layout: str, warmup: int, losses: list[float], *, optimizer: str = "adam", lr: float = 1e-3,
-            seed: int = 1, status: str = "finished", every: int = 10, nll: list[float] | None = None) -> str:
+            seed: int = 1, status: str = "finished", every: int = 10, nll: list[float] | None = None,
+            extra: dict[str, object] | None = None, suffix: str = "") -> str:
+        """`extra`: more config keys, dotted (`{"model.encoder_layers": 12}`); `suffix` to the run's name."""
         name = f"{layout.rpartition(':')[2] or layout}_{optimizer}_w{warmup}_lr{lr:g}_s{seed}"  # a file's: its class
+        name += suffix + "".join(f"_{k.rpartition('.')[2]}{v}" for k, v in (extra or {}).items())
         run = self.folder / name
         run.mkdir()
         # a config the run-dir reader accepts (prelnx.records.run_config): a stop, the language model's preset
         config = {"task": self.task, "model": {"layout": layout}, "optimizer": {"name": optimizer, "lr": lr},
-                  "schedule": {"warmup_updates": warmup}, "train": {"seed": seed, "max_epoch": max(1, len(losses))},
+                  "schedule": {"warmup_updates": warmup},
+                  "train": {"seed": seed, "max_epoch": 100},  # one budget for all: the budget is an arm key
                   "data": {"path": str(self.data) if self.data else None, "target_lang": "en"}}
+        for key, value in (extra or {}).items():
+            section, _, leaf = key.rpartition(".")
+            config.setdefault(section, {})[leaf] = value
         if self.task == "language_model":
             config["model"]["arch"] = "transformer_lm"
             config["data"].pop("target_lang")
@@ -43,7 +50,8 @@ class Sweep:
         update = rows[-1]["num_updates"] if rows else (every // 2 if status == "diverged" else 0)
         (run / "status.json").write_text(json.dumps({"status": status, "update": update, "reason": ""}))
         self.points.append({"name": name, "overrides": {"model.layout": layout, "optimizer.name": optimizer,
-                            "schedule.warmup_updates": warmup, "optimizer.lr": lr, "train.seed": seed}})
+                            "schedule.warmup_updates": warmup, "optimizer.lr": lr, "train.seed": seed,
+                                          **(extra or {})}})
         return name
 
     def seeds(self, layout: str, warmup: int, finals: list[float], **kwargs) -> None:

@@ -39,7 +39,8 @@ def test_a_sweep_whose_runs_all_diverged_is_reported_as_not_testable(tiny_config
     result = CliRunner().invoke(app, ["report", str(sweep_dir), "--out", str(tmp_path / "r"), "--name", "dead"])
     assert result.exit_code == 0, result.output
     printed = result.output.splitlines()
-    verdict = printed[next(i for i, line in enumerate(printed) if line.startswith(MATCHES)) + 2]
+    start = next(i for i, line in enumerate(printed) if line.startswith(MATCHES))
+    verdict = next(line for line in printed[start:] if line.startswith("  verdict: "))  # after the case and premise
     assert verdict.startswith("  verdict: not testable at this scale (neither arm trained"), result.output
     verdicts = [line.removeprefix("  verdict: ") for line in printed if line.startswith("  verdict: ")]
     assert verdicts and all(v.startswith(("not testable", "not measured")) for v in verdicts), verdicts

@@ -189,8 +189,8 @@ def test_converges_faster_is_the_papers_ratio_of_updates_to_the_fixed_target(tmp
     text = comparison_text(c)
     assert (" / Post-LN adam lr 0.001, 80 warm-up at updates 250-260: geometric mean 256.6 (3 seeds) = 0.64 "
             "[95 % CI") in text
-    assert "claimed in [0.51, 0.80]" in text and "Welch's t over the trained seeds, on ln(updates)" in text
-    assert outcome.notes == ['the paper\'s ratio: 1/1.56 = 0.64 ("56% faster"), claimed within a factor 1.25 of it: '
+    assert "claimed in [0.51, 0.80]" in text and "Welch's t over the seeds that reached it, on ln(updates)" in text
+    assert outcome.notes[:1] == ['the paper\'s ratio: 1/1.56 = 0.64 ("56% faster"), claimed within a factor 1.25 of it: '
                              '[0.51, 0.80]']  # fmt: skip
 
 
