@@ -1,7 +1,7 @@
 """The explanations of warm-up on one sweep's runs (issues 31, 38, 49; configs/sweeps/why_warmup_edge.yaml): the
 `arm_difference` claims of methods.yaml's `why_warmup` (arm a minus arm b over seeds, per lr and warm-up; premise:
-Post-LN with Adam fails there without warm-up), each run's stratum (`schedule_key`) and cell (`cell_factors`: every
-factor fixed per run but the seed) and its continuous outcome (`worse`). "X trains where Y fails" does not hold when
+Post-LN with Adam fails there without warm-up), each run's stratum (`schedule_key`) and cell (every factor fixed
+per run but the seed: records.run_config.arm_values, the one table of keys that cannot change training) and its continuous outcome (`worse`). "X trains where Y fails" does not hold when
 X never trained either (>= 2 seeds) while the premise holds: it is a claim of training, not of how much better."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
 from prelnx.records.results import SWEEP_INDEX
-from prelnx.records.run_config import has_config, read_run_config
+from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick
 from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
@@ -91,25 +91,6 @@ def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> f
     return reduce(values) if values else None
 
 
-# Config keys that cannot change what is trained (issue 46's rule), left out of a run's cell. Written here until
-# the verdict engine's arm table (prelnx/report/arms.py, issue 46) owns it: the run's name and seed, threads and
-# loader workers, logging, checkpoint keeping, evaluation, and the diagnostics (tested not to change a weight).
-NOT_TRAINING = ("name", "train.seed", "train.threads", "train.num_workers", "train.log_interval",
-                "train.keep_last_epochs", "train.keep_every_updates", "train.diagnostics.", "eval.")  # fmt: skip
-
-
-def cell_factors(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Every config key that can change what is trained, flattened (`optimizer.lr`), its value as text."""
-    found: dict[str, str] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            found.update(cell_factors(value, f"{name}."))
-        elif not any(name == k or (k.endswith(".") and name.startswith(k)) for k in NOT_TRAINING):
-            found[name] = repr(value)
-    return found
-
-
 @dataclass
 class Study:
     """The sweep's runs with their diagnostics rows, and what decides whether a run failed."""
@@ -162,10 +143,11 @@ def stratum_label(key: str) -> str:
 
 
 def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
-    configs = {a.name: config_to_dict(read_run_config(sweep_dir / a.name)) for a in arms
-               if has_config(sweep_dir / a.name)}  # a run without its config has no stratum and no cell
-    schedules = {name: schedule_key(config) for name, config in configs.items()}
-    factors = {name: cell_factors(config) for name, config in configs.items()}
+    read = {a.name: read_run_config(sweep_dir / a.name) for a in arms
+            if has_config(sweep_dir / a.name)}  # a run without its config has no stratum and no cell
+    schedules = {name: schedule_key(config_to_dict(config)) for name, config in read.items()}
+    factors = {name: {k: repr(json.loads(v)) for k, v in arm_values(config).items()}  # every training key but the
+               for name, config in read.items()}  # seed (the one table of keys that cannot change training)
     keys = sorted({k for f in factors.values() for k in f})
     varied = [k for k in keys if len({f.get(k) for f in factors.values()}) > 1]
     cells = {name: tuple((k, f.get(k, "-")) for k in varied) for name, f in factors.items()}

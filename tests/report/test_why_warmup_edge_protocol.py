@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from prelnx.config.load import config_to_dict
-from prelnx.report.why_warmup import cell_factors
+from prelnx.records.run_config import arm_values
 from prelnx.sweep.spec import expand, load_spec
 
 SWEEPS = Path(__file__).resolve().parents[2] / "configs" / "sweeps"
@@ -44,7 +44,7 @@ def test_the_edge_study_expands_to_its_protocols_cells_seed_by_seed():
 
 def test_a_cell_is_every_training_key_but_the_seed():
     points = expand(load_spec(SWEEPS / "why_warmup_edge.yaml"))
-    factors = [cell_factors(config_to_dict(p.config)) for p in points]
+    factors = [arm_values(p.config) for p in points]  # the one table of keys that cannot change training
     assert "train.seed" not in factors[0] and "train.threads" not in factors[0] and "name" not in factors[0]
     assert not any(k.startswith(("eval.", "train.diagnostics.")) for k in factors[0])
     assert "optimizer.betas" in factors[0] and "model.dropout" in factors[0]
