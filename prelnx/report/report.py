@@ -21,6 +21,7 @@ from prelnx.records.frozen_claims import changed_claims, current_claims, read_fr
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.report.machines import machines_section
+from prelnx.report.sequential import how_decided
 from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
 from prelnx.report.outcome import ClaimOutcome, not_measured
@@ -237,6 +238,8 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]
         lines.append("")
+    decided = how_decided(sweep_dir)  # a sequential sweep (looks.json): the look that decided each claim
+    lines += ["## How each claim was decided", "", *decided, ""] if decided else []
     lines += machines_section(sweep_dir)  # the CPU kinds its seeds trained on (machine.json), each kind's mean
     lines += ["## Curves (Figure 5a style: validation loss per update)" if bert_only else
               "## Curves (validation loss per update)" if lm else "## Curves (Figures 2 and 4 style)", ""]  # fmt: skip
