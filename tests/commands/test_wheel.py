@@ -96,4 +96,5 @@ def test_the_demo_sweep_trains_its_first_updates_from_an_empty_folder(installed,
     # sweep's lines late); either way status counts what the run dirs hold and exits by it
     totals = re.search(r"run\(s\): .*?(\d+) finished", status.stdout)
     finished = int(totals.group(1)) if totals else 0
-    assert finished >= 1 and status.returncode == (0 if finished == 3 else 1), status.stdout + status.stderr
+    # the one exit table (prelnx/exits.py): 0 all finished, 130 some interrupted or never started
+    assert finished >= 1 and status.returncode == (0 if finished == 3 else 130), status.stdout + status.stderr
