@@ -68,6 +68,7 @@ class Layout:
     reference: Reference | None = None
     file: str | None = None  # a user's layout: the absolute PATH.py:CLASS the plugin loads (--layout-file)
     claims: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)  # a user's file's claims (CLAIM_KINDS)
+    options: tuple[Option, ...] = ()  # its own model.<key> options (a user's: its class's `options`)
 
     @property
     def scheme(self) -> bool:
@@ -75,11 +76,98 @@ class Layout:
         return self.family in (WARMUP_FREE, PLACEMENT)
 
 
+# ---- a layout's options (Layout API v1): declared once, on the layout --------------------------------------------
+@dataclass(frozen=True)
+class Option:
+    """One option of a layout: its config key `model.<key>`, default (whose type is the option's: bool, int, float
+    or str), the allowed values (`choices`, or a closed range `low`..`high` for a number) and help. This one
+    declaration drives the config's check (option_values), the plan's argument (--layout-options, JSON) and the
+    plugin's value (LayoutScheme.option)."""
+
+    key: str
+    default: bool | int | float | str
+    help: str
+    choices: tuple[Any, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+    def allowed(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[type(self.default)]
+        bounds = f" in [{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}]"
+        return kind + (bounds if (self.low, self.high) != (None, None) else "")
+
+    def coerce(self, value: Any) -> Any:
+        """The value as the option's type, or ValueError naming what is allowed."""
+        kind = type(self.default)
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        ok = isinstance(value, kind) and (kind is bool) == isinstance(value, bool) and value == value
+        if ok and self.choices:
+            ok = value in self.choices
+        if ok and self.low is not None:
+            ok = value >= self.low
+        if ok and self.high is not None:
+            ok = value <= self.high
+        if not ok:
+            raise ValueError(f"expected {self.allowed()}, got {value!r}")
+        return value
+
+
+def option_values(row: Layout | type, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The option values of a layout (its row, or a plugin scheme's class: its `options`) from `given` (model.<key> -> value; the rest its defaults; keys it does not
+    declare dropped), and (key, problem) pairs naming each bad value and what is allowed."""
+    values, problems, name = {}, [], getattr(row, "display", "") or getattr(row, "display_name", "") or row.name
+    for option in row.options:
+        try:
+            values[option.key] = option.coerce(given.get(option.key, option.default))
+        except ValueError as error:  # kept as given: the config with a problem is refused
+            values[option.key] = given[option.key]
+            problems.append((f"model.{option.key}", f"{error} (layout {name}: {option.help})"))
+    return values, problems
+
+
+def option_keys(value: str | None) -> set[str]:
+    """Every key a model.<key> option may have under layout `value`: the shipped layouts' (a run dir's config holds
+    them all) and a user file's own; a file that does not load adds none (model.layout's check says why)."""
+    keys = {option.key for row in LAYOUTS.values() for option in row.options}
+    try:
+        return keys | ({o.key for o in layout(value).options} if isinstance(value, str) else set())
+    except (KeyError, LayoutFileError):
+        return keys
+
+
+def _declared_options(path: str, cls: type) -> tuple[Option, ...]:
+    """A user class's `options`, checked: Options with identifier keys, distinct, their defaults allowed."""
+    declared = tuple(getattr(cls, "options", ()) or ())
+    for option in declared:
+        if not isinstance(option, Option) or not option.key.isidentifier():
+            raise LayoutFileError(f"{path}: {cls.__name__}.options: each an Option(key, default, help, ...) "
+                                  f"(prelnx.layouts.Option) with an identifier key, got {option!r}")  # fmt: skip
+        try:
+            option.coerce(option.default)
+        except (ValueError, KeyError):
+            raise LayoutFileError(f"{path}: {cls.__name__}.options: {option.key}'s default {option.default!r} is not "
+                                  f"allowed: a bool, int, float or str within its choices/range") from None  # fmt: skip
+    if len({o.key for o in declared}) < len(declared):
+        raise LayoutFileError(f"{path}: {cls.__name__}.options: a key is declared twice")
+    return declared
+# ---- end of a layout's options -----------------------------------------------------------------------------------
+
+
 def _rows(*rows: Layout) -> dict[str, Layout]:
     return {row.name: row for row in rows}
 
 
 FAIRSEQ = Reference("facebookresearch/fairseq", "fairseq/modules/transformer_layer.py", "v0.12.3 (ve-fairseq 0.12.3)")
+ADMIN_INIT = Option("admin_init", "profile", "Admin's w: a profiling forward pass at initialisation (profile, the "
+                    "paper's) or sqrt((n+1)/ln(n+1) - 1) for n sublayers (closed_form, microsoft/admin-torch)",
+                    choices=("profile", "closed_form"))  # fmt: skip
+REZERO_FFN_INIT = Option("rezero_ffn_init", "xavier", "ReZero's FFN init: xavier (Transformer-Clinic's Linear, zero "
+                         "bias, 70f72b7) or torch (majumderb/rezero's nn.Linear)", choices=("xavier", "torch"))
+MIXLN_ALPHA = Option("mixln_alpha", 0.25, "Mix-LN's share of Post-LN layers at the bottom of each stack (floor(alpha "
+                     "L) of L; the paper's 0.25)", low=0.0, high=1.0)  # fmt: skip
 CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
                    "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
 LAYOUTS: dict[str, Layout] = _rows(
@@ -87,12 +175,12 @@ LAYOUTS: dict[str, Layout] = _rows(
     Layout("pre", "Pre-LN", PAPER, ALL_TASKS, ALL_NORMS, True, True, "tab:blue", FAIRSEQ),
     Layout("deepnorm", "DeepNorm", VARIANT, TRANSLATION, STATISTICAL, True, False, "tab:purple",
            Reference("microsoft/torchscale", "the paper's Table of alpha, beta (arXiv:2203.00555, Section 2)")),
-    Layout("admin", "Admin", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:red", CLINIC),
+    Layout("admin", "Admin", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:red", CLINIC, options=(ADMIN_INIT,)),
     Layout("tfixup", "T-Fixup", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:brown",
            Reference("layer6ai-labs/T-Fixup", "fairseq/modules/transformer_layer.py",
                      "b17e166d9f60671a92c3f39e24c9b8c93995e5a3")),
-    Layout("rezero", "ReZero", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:gray", CLINIC),
-    Layout("rezero_postln", "ReZero (Post-LN)", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:cyan", CLINIC),
+    Layout("rezero", "ReZero", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:gray", CLINIC, options=(REZERO_FFN_INIT,)),
+    Layout("rezero_postln", "ReZero (Post-LN)", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:cyan", CLINIC, options=(REZERO_FFN_INIT,)),
     Layout("b2t", "B2T", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:olive",
            Reference("takase/b2t_connection", "fairseq/modules/transformer_layer.py",
                      "4d80167fe2d58c1a4dc93545bb319c252dfc36e4")),
@@ -103,7 +191,7 @@ LAYOUTS: dict[str, Layout] = _rows(
            Reference("huggingface/transformers", "src/transformers/models/olmo2/modular_olmo2.py",
                      "46474e6759e4160bb54fb49fd0a8fdd71d5ac933")),
     Layout("mixln", "Mix-LN", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "navy",
-           Reference("pixeli99/MixLN", "peft_pretraining/modeling_llama.py", "ff458269dff837f1900025fb7cc864b404b9c7e6")),
+           Reference("pixeli99/MixLN", "peft_pretraining/modeling_llama.py", "ff458269dff837f1900025fb7cc864b404b9c7e6"), options=(MIXLN_ALPHA,)),
     Layout("residual", "ResiDual", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, False, "magenta",
            Reference("microsoft/ResiDual", "resi_dual/resi_dual_layers.py", "8682f7510be105a0caf5b98a021e712f44f90ace")),
     Layout("lnscale", "LayerNorm Scaling", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "darkgoldenrod",
@@ -260,7 +348,7 @@ def user_layout(spec: str) -> Layout:
     reference = Reference(str(getattr(cls, "reference", "") or path))
     return Layout(spec, display, PLACEMENT, tasks, norms, bool(getattr(cls, "allows_qk_norm", False)),
                   bool(getattr(cls, "pre_ln", False)), str(getattr(cls, "colour", "") or USER_COLOUR), reference, spec,
-                  _claims(path, cls))  # fmt: skip
+                  _claims(path, cls), _declared_options(path, cls))  # fmt: skip
 
 
 def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
