@@ -53,11 +53,15 @@ def show_command(
     as_json: Annotated[bool, options.json_flag()] = False,
 ) -> None:
     """One layout's row of the table, as the config's checks, the planner, the plugin and the report read it."""
+    from prelnx.layouts import Option
+
     (row,) = layout_rows(name)
     if as_json:
         typer.echo(json.dumps(row, indent=2))
         return
     for key, value in row.items():
+        if key == "options":  # model.<key>: default; allowed; help
+            value = [f"model.{o['key']} (default {o['default']!r}; {Option(**o).allowed()}): {o['help']}" for o in value]
         shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
         typer.echo(f"{key + ':':<10} {shown if shown not in (None, '', ()) else '-'}")
 

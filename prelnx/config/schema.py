@@ -333,7 +333,7 @@ def _placement_problems(m: ModelConfig) -> list[tuple[str, str]]:
     """The placements' own checks (docs/placements.md; an option's range is its declaration's): a Mix-LN with no
     Post-LN layer (floor(alpha L), the plugin's mixln.post_ln_layers, is 0)."""
     problems, alpha = [], m.options.get("mixln_alpha")
-    if m.layout == "mixln" and alpha is not None:
+    if m.layout == "mixln" and isinstance(alpha, float):  # a value of another type is refused by its declaration
         for key in ("encoder_layers", "decoder_layers"):
             layers = getattr(m, key)
             if layers is not None and layers >= 1 and math.floor(alpha * layers + 1e-9) == 0:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from prelnx.layouts import LAYOUTS, Option, load_class, option_values
+from prelnx.layouts import LAYOUTS, Option, load_class, option_values  # Option: for a user's file to import
 
 from .norms import make_norm, replace_layer_norms
 
