@@ -3,8 +3,8 @@ shipped layout is one row here plus one plugin file (prelnx_fairseq_plugin/model
 
 A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md), a subclass of the plugin's LayoutScheme, is loaded
 here at config validation (thread-safe: sweeps validate in threads) and its class attributes become one more row;
-the plugin loads it (`--layout-file`) the same way. Standard library and prelnx/exits.py only: the plugin reads
-this table too.
+the plugin loads it (`--layout-file`) the same way. A layout's options: prelnx/layout_options.py. Standard library,
+prelnx/exits.py and prelnx/layout_options.py only: the plugin reads this table too.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from prelnx.exits import Refusal
+from prelnx.layout_options import Option, declared_options, option_values  # noqa: F401 (option_values: its API)
 
 # Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
@@ -75,85 +76,6 @@ class Layout:
         """Built by the plugin as a --layout-scheme (or a --layout-file): not fairseq's own Post-/Pre-LN, not DeepNorm."""
         return self.family in (WARMUP_FREE, PLACEMENT)
 
-
-# ---- a layout's options (Layout API v1): declared once, on the layout --------------------------------------------
-@dataclass(frozen=True)
-class Option:
-    """One option of a layout: its config key `model.<key>`, default (whose type is the option's: bool, int, float
-    or str), the allowed values (`choices`, or a closed range `low`..`high` for a number) and help. This one
-    declaration drives the config's check (option_values), the plan's argument (--layout-options, JSON) and the
-    plugin's value (LayoutScheme.option)."""
-
-    key: str
-    default: bool | int | float | str
-    help: str
-    choices: tuple[Any, ...] = ()
-    low: float | None = None
-    high: float | None = None
-
-    def allowed(self) -> str:
-        if self.choices:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[type(self.default)]
-        bounds = f" in [{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}]"
-        return kind + (bounds if (self.low, self.high) != (None, None) else "")
-
-    def coerce(self, value: Any) -> Any:
-        """The value as the option's type, or ValueError naming what is allowed."""
-        kind = type(self.default)
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        ok = isinstance(value, kind) and (kind is bool) == isinstance(value, bool) and value == value
-        if ok and self.choices:
-            ok = value in self.choices
-        if ok and self.low is not None:
-            ok = value >= self.low
-        if ok and self.high is not None:
-            ok = value <= self.high
-        if not ok:
-            raise ValueError(f"expected {self.allowed()}, got {value!r}")
-        return value
-
-
-def option_values(row: Layout | type, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The option values of a layout (its row, or a plugin scheme's class: its `options`) from `given` (model.<key> -> value; the rest its defaults; keys it does not
-    declare dropped), and (key, problem) pairs naming each bad value and what is allowed."""
-    values, problems, name = {}, [], getattr(row, "display", "") or getattr(row, "display_name", "") or row.name
-    for option in row.options:
-        try:
-            values[option.key] = option.coerce(given.get(option.key, option.default))
-        except ValueError as error:  # kept as given: the config with a problem is refused
-            values[option.key] = given[option.key]
-            problems.append((f"model.{option.key}", f"{error} (layout {name}: {option.help})"))
-    return values, problems
-
-
-def option_keys(value: str | None) -> set[str]:
-    """Every key a model.<key> option may have under layout `value`: the shipped layouts' (a run dir's config holds
-    them all) and a user file's own; a file that does not load adds none (model.layout's check says why)."""
-    keys = {option.key for row in LAYOUTS.values() for option in row.options}
-    try:
-        return keys | ({o.key for o in layout(value).options} if isinstance(value, str) else set())
-    except (KeyError, LayoutFileError):
-        return keys
-
-
-def _declared_options(path: str, cls: type) -> tuple[Option, ...]:
-    """A user class's `options`, checked: Options with identifier keys, distinct, their defaults allowed."""
-    declared = tuple(getattr(cls, "options", ()) or ())
-    for option in declared:
-        if not isinstance(option, Option) or not option.key.isidentifier():
-            raise LayoutFileError(f"{path}: {cls.__name__}.options: each an Option(key, default, help, ...) "
-                                  f"(prelnx.layouts.Option) with an identifier key, got {option!r}")  # fmt: skip
-        try:
-            option.coerce(option.default)
-        except (ValueError, KeyError):
-            raise LayoutFileError(f"{path}: {cls.__name__}.options: {option.key}'s default {option.default!r} is not "
-                                  f"allowed: a bool, int, float or str within its choices/range") from None  # fmt: skip
-    if len({o.key for o in declared}) < len(declared):
-        raise LayoutFileError(f"{path}: {cls.__name__}.options: a key is declared twice")
-    return declared
-# ---- end of a layout's options -----------------------------------------------------------------------------------
 
 
 def _rows(*rows: Layout) -> dict[str, Layout]:
@@ -215,7 +137,9 @@ def is_file_spec(layout: str) -> bool:
 
 
 def absolute_spec(layout: str, root: Path | None = None) -> str:
-    """A user's `PATH.py:CLASS` with PATH made absolute (relative to `root`, default the working directory)."""
+    """A user's `PATH.py:CLASS` with PATH made absolute. THE rule for a relative PATH (docs/your_layout.md): `root`
+    is the folder of the file that names it (a config, its base:, a sweep spec), None (the working directory) where
+    the command line names it (--set, --grid, --layouts)."""
     if not is_file_spec(layout):
         return layout
     path, sep, cls = layout.rpartition(":") if layout.rpartition(":")[2].isidentifier() else (layout, "", "")
@@ -225,6 +149,16 @@ def absolute_spec(layout: str, root: Path | None = None) -> str:
 def layout(value: str) -> Layout:
     """The row of a model.layout value (a user's file is loaded and checked); KeyError or LayoutFileError if none."""
     return user_layout(value) if is_file_spec(value) else LAYOUTS[value]
+
+
+def option_keys(value: str | None) -> set[str]:
+    """Every key a model.<key> option may have under layout `value`: the shipped layouts' (a run dir's config holds
+    them all) and a user file's own; a file that does not load adds none (model.layout's check says why)."""
+    keys = {option.key for row in LAYOUTS.values() for option in row.options}
+    try:
+        return keys | ({o.key for o in layout(value).options} if isinstance(value, str) else set())
+    except (KeyError, LayoutFileError):
+        return keys
 
 
 def display_name(value: str) -> str:
@@ -348,7 +282,14 @@ def user_layout(spec: str) -> Layout:
     reference = Reference(str(getattr(cls, "reference", "") or path))
     return Layout(spec, display, PLACEMENT, tasks, norms, bool(getattr(cls, "allows_qk_norm", False)),
                   bool(getattr(cls, "pre_ln", False)), str(getattr(cls, "colour", "") or USER_COLOUR), reference, spec,
-                  _claims(path, cls), _declared_options(path, cls))  # fmt: skip
+                  _claims(path, cls), _options(path, cls))  # fmt: skip
+
+
+def _options(path: str, cls: type) -> tuple[Option, ...]:
+    try:
+        return declared_options(cls)
+    except ValueError as error:
+        raise LayoutFileError(f"{path}: {cls.__name__}.options: {error}") from None
 
 
 def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
@@ -377,46 +318,3 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
         seen.add(claim["id"])
         checked.append({"source": "its layout file", "paper": "-", **claim})
     return tuple(checked)
-
-
-# ---- a starting file: `prelnx layouts new NAME` ------------------------------------------------------------------
-STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says
-what each hook does). As written it is Pre-LN with one learned scale per residual branch, model.init_scale (1) at
-initialisation: an option of the layout, declared in `options` (checked by the config, read with self.option).
-
-    prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls} --set model.init_scale=0.5
-"""
-
-import torch
-from torch import nn
-
-from prelnx_fairseq_plugin.models.schemes import LayoutScheme, Option, sublayer_count
-
-
-class {cls}(LayoutScheme):
-    name = "{name}"  # its model.layout name in tables; not a shipped layout's
-    display_name = "{display}"  # in figures and report arms
-    pre_ln = True  # built on fairseq's Pre-LN (input norms, a final norm per stack); False: Post-LN
-    norm_types = ("layernorm", "rmsnorm", "dyt")  # the model.norm values it is defined with
-    allows_qk_norm = True
-    language_model = True  # also task: language_model (the decoder-only model)
-    reference = ""  # where its formula comes from: a paper, a repository at a commit
-    # model.<key> options of this layout: Option(key, default, help, choices=(...) or low=/high=)
-    options = (Option("init_scale", 1.0, "each residual branch's scale at initialisation", low=0.0),)
-
-    def build_layer(self, layer, cfg, side):
-        layer.branch_scales = nn.Parameter(torch.full((sublayer_count(layer),), self.option("init_scale")))
-
-    def residual(self, layer, index, x, residual):
-        return residual + layer.branch_scales[index] * x
-'''
-
-
-def starting_file(name: str) -> tuple[str, str]:
-    """(class name, text) of a new layout file named `name` (an identifier no shipped layout has)."""
-    if not name.isidentifier() or name in LAYOUTS:
-        raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
-                              f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
-    cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"
-    display = " ".join(part for part in name.split("_") if part).capitalize() or name
-    return cls, STARTING_FILE.format(name=name, cls=cls, display=display)

@@ -77,7 +77,6 @@ def new_command(
     hooks you edit (docs/your_layout.md); it trains as written: `prelnx train -c CONFIG --set
     model.layout=./NAME.py:CLASS`."""
     from prelnx.config.errors import Refusal
-    from prelnx.layouts import starting_file
 
     cls, text = starting_file(name)
     target = out / f"{name}.py"
@@ -87,3 +86,48 @@ def new_command(
     target.write_text(text, encoding="utf-8")
     spec = target if target.is_absolute() or str(target).startswith(".") else f"./{target}"
     typer.echo(f"wrote {target}: model.layout: {spec}:{cls}")
+
+
+# A starting file, `prelnx layouts new NAME`: trains as written (tests/layouts/test_layouts_command.py).
+STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says
+what each hook does). As written it is Pre-LN with one learned scale per residual branch, model.init_scale (1) at
+initialisation: an option of the layout, declared in `options` (checked by the config, read with self.option).
+
+    prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls} --set model.init_scale=0.5
+"""
+
+import torch
+from torch import nn
+
+from prelnx_fairseq_plugin.models.schemes import LayoutScheme, Option, sublayer_count
+
+
+class {cls}(LayoutScheme):
+    name = "{name}"  # its model.layout name in tables; not a shipped layout's
+    display_name = "{display}"  # in figures and report arms
+    pre_ln = True  # built on fairseq's Pre-LN (input norms, a final norm per stack); False: Post-LN
+    norm_types = ("layernorm", "rmsnorm", "dyt")  # the model.norm values it is defined with
+    allows_qk_norm = True
+    language_model = True  # also task: language_model (the decoder-only model)
+    reference = ""  # where its formula comes from: a paper, a repository at a commit
+    # model.<key> options of this layout: Option(key, default, help, choices=(...) or low=/high=)
+    options = (Option("init_scale", 1.0, "each residual branch's scale at initialisation", low=0.0),)
+
+    def build_layer(self, layer, cfg, side):
+        layer.branch_scales = nn.Parameter(torch.full((sublayer_count(layer),), self.option("init_scale")))
+
+    def residual(self, layer, index, x, residual):
+        return residual + layer.branch_scales[index] * x
+'''
+
+
+def starting_file(name: str) -> tuple[str, str]:
+    """(class name, text) of a new layout file named `name` (an identifier no shipped layout has)."""
+    from prelnx.layouts import LAYOUTS, LayoutFileError
+
+    if not name.isidentifier() or name in LAYOUTS:
+        raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
+                              f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
+    cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"
+    display = " ".join(part for part in name.split("_") if part).capitalize() or name
+    return cls, STARTING_FILE.format(name=name, cls=cls, display=display)
