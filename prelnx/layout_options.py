@@ -47,9 +47,11 @@ class Option:
 
 
 def option_values(row: Any, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The option values of a layout (its row, or a plugin scheme's class: its `options`) from `given` (model.<key> -> value; the rest its defaults; keys it does not
-    declare dropped), and (key, problem) pairs naming each bad value and what is allowed."""
-    values, problems, name = {}, [], getattr(row, "display", "") or getattr(row, "display_name", "") or row.name
+    """The option values of a layout (its row, or a plugin scheme's class: its `options`) from `given` (model.<key>
+    -> value; the rest its defaults; keys it does not declare dropped), and (key, problem) pairs naming each bad
+    value and what is allowed."""
+    values, problems = {}, []
+    name = getattr(row, "display", "") or getattr(row, "display_name", "") or getattr(row, "__name__", row.name)
     for option in row.options:
         try:
             values[option.key] = option.coerce(given.get(option.key, option.default))

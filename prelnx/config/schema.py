@@ -47,7 +47,7 @@ class ModelConfig:
     # Where the norm sits: a name of the layout table (prelnx/layouts.py; docs/warmup_free.md, docs/placements.md)
     # or your own, PATH.py:CLASS (a LayoutScheme subclass, docs/your_layout.md; PATH made absolute).
     layout: str = "post"
-    # The layout's own options, model.<key> in a config (a layout declares them: prelnx/layouts.py's Option; the
+    # The layout's own options, model.<key> in a config (a layout declares them: prelnx/layout_options.py's Option; the
     # loader fills in their defaults and checks them): mixln_alpha, admin_init, rezero_ffn_init, a user file's own.
     options: dict[str, Any] = field(default_factory=dict)
     norm: Literal[ALL_NORMS] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta); layouts.py
