@@ -3,8 +3,8 @@ shipped layout is one row here plus one plugin file (prelnx_fairseq_plugin/model
 
 A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md), a subclass of the plugin's LayoutScheme, is loaded
 here at config validation (thread-safe: sweeps validate in threads) and its class attributes become one more row;
-the plugin loads it (`--layout-file`) the same way. Standard library and prelnx/exits.py only: the plugin reads
-this table too.
+the plugin loads it (`--layout-file`) the same way. A layout's options: prelnx/layout_options.py. Standard library,
+prelnx/exits.py and prelnx/layout_options.py only: the plugin reads this table too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from prelnx.exits import Refusal
+from prelnx.layout_options import Option, declared_options, option_values  # noqa: F401 (option_values: its API)
 
 # Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
@@ -81,6 +82,7 @@ class Layout:
     reference: Reference | None = None
     file: str | None = None  # a user's layout: the absolute PATH.py:CLASS the plugin loads (--layout-file)
     claims: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)  # a user's file's claims (CLAIM_KINDS)
+    options: tuple[Option, ...] = ()  # its own model.<key> options (a user's: its class's `options`)
 
     @property
     def scheme(self) -> bool:
@@ -88,11 +90,19 @@ class Layout:
         return self.family in (WARMUP_FREE, PLACEMENT)
 
 
+
 def _rows(*rows: Layout) -> dict[str, Layout]:
     return {row.name: row for row in rows}
 
 
 FAIRSEQ = Reference("facebookresearch/fairseq", "fairseq/modules/transformer_layer.py", "v0.12.3 (ve-fairseq 0.12.3)")
+ADMIN_INIT = Option("admin_init", "profile", "Admin's w: a profiling forward pass at initialisation (profile, the "
+                    "paper's) or sqrt((n+1)/ln(n+1) - 1) for n sublayers (closed_form, microsoft/admin-torch)",
+                    choices=("profile", "closed_form"))  # fmt: skip
+REZERO_FFN_INIT = Option("rezero_ffn_init", "xavier", "ReZero's FFN init: xavier (Transformer-Clinic's Linear, zero "
+                         "bias, 70f72b7) or torch (majumderb/rezero's nn.Linear)", choices=("xavier", "torch"))
+MIXLN_ALPHA = Option("mixln_alpha", 0.25, "Mix-LN's share of Post-LN layers at the bottom of each stack (floor(alpha "
+                     "L) of L; the paper's 0.25)", low=0.0, high=1.0)  # fmt: skip
 CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
                    "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
 LAYOUTS: dict[str, Layout] = _rows(
@@ -100,12 +110,14 @@ LAYOUTS: dict[str, Layout] = _rows(
     Layout("pre", "Pre-LN", PAPER, ALL_TASKS, ALL_NORMS, True, True, "tab:blue", FAIRSEQ),
     Layout("deepnorm", "DeepNorm", VARIANT, TRANSLATION, STATISTICAL, True, False, "tab:purple",
            Reference("microsoft/torchscale", "the paper's Table of alpha, beta (arXiv:2203.00555, Section 2)")),
-    Layout("admin", "Admin", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:red", CLINIC),
+    Layout("admin", "Admin", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:red", CLINIC, options=(ADMIN_INIT,)),
     Layout("tfixup", "T-Fixup", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:brown",
            Reference("layer6ai-labs/T-Fixup", "fairseq/modules/transformer_layer.py",
                      "b17e166d9f60671a92c3f39e24c9b8c93995e5a3")),
-    Layout("rezero", "ReZero", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:gray", CLINIC),
-    Layout("rezero_postln", "ReZero (Post-LN)", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:cyan", CLINIC),
+    Layout("rezero", "ReZero", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:gray", CLINIC,
+           options=(REZERO_FFN_INIT,)),
+    Layout("rezero_postln", "ReZero (Post-LN)", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:cyan", CLINIC,
+           options=(REZERO_FFN_INIT,)),
     Layout("b2t", "B2T", WARMUP_FREE, TRANSLATION, LAYERNORM, False, False, "tab:olive",
            Reference("takase/b2t_connection", "fairseq/modules/transformer_layer.py",
                      "4d80167fe2d58c1a4dc93545bb319c252dfc36e4")),
@@ -116,7 +128,8 @@ LAYOUTS: dict[str, Layout] = _rows(
            Reference("huggingface/transformers", "src/transformers/models/olmo2/modular_olmo2.py",
                      "46474e6759e4160bb54fb49fd0a8fdd71d5ac933")),
     Layout("mixln", "Mix-LN", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "navy",
-           Reference("pixeli99/MixLN", "peft_pretraining/modeling_llama.py", "ff458269dff837f1900025fb7cc864b404b9c7e6")),
+           Reference("pixeli99/MixLN", "peft_pretraining/modeling_llama.py", "ff458269dff837f1900025fb7cc864b404b9c7e6"),
+           options=(MIXLN_ALPHA,)),
     Layout("residual", "ResiDual", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, False, "magenta",
            Reference("microsoft/ResiDual", "resi_dual/resi_dual_layers.py", "8682f7510be105a0caf5b98a021e712f44f90ace")),
     Layout("lnscale", "LayerNorm Scaling", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "darkgoldenrod",
@@ -151,7 +164,9 @@ def is_file_spec(layout: str) -> bool:
 
 
 def absolute_spec(layout: str, root: Path | None = None) -> str:
-    """A user's `PATH.py:CLASS` with PATH made absolute (relative to `root`, default the working directory)."""
+    """A user's `PATH.py:CLASS` with PATH made absolute. THE rule for a relative PATH (docs/your_layout.md): `root`
+    is the folder of the file that names it (a config, its base:, a sweep spec), None (the working directory) where
+    the command line names it (--set, --grid, --layouts)."""
     if not is_file_spec(layout):
         return layout
     path, sep, cls = layout.rpartition(":") if layout.rpartition(":")[2].isidentifier() else (layout, "", "")
@@ -161,6 +176,16 @@ def absolute_spec(layout: str, root: Path | None = None) -> str:
 def layout(value: str) -> Layout:
     """The row of a model.layout value (a user's file is loaded and checked); KeyError or LayoutFileError if none."""
     return user_layout(value) if is_file_spec(value) else LAYOUTS[value]
+
+
+def option_keys(value: str | None) -> set[str]:
+    """Every key a model.<key> option may have under layout `value`: the shipped layouts' (a run dir's config holds
+    them all) and a user file's own; a file that does not load adds none (model.layout's check says why)."""
+    keys = {option.key for row in LAYOUTS.values() for option in row.options}
+    try:
+        return keys | ({o.key for o in layout(value).options} if isinstance(value, str) else set())
+    except (KeyError, LayoutFileError):
+        return keys
 
 
 def display_name(value: str) -> str:
@@ -284,7 +309,14 @@ def user_layout(spec: str) -> Layout:
     reference = Reference(str(getattr(cls, "reference", "") or path))
     return Layout(spec, display, PLACEMENT, tasks, norms, bool(getattr(cls, "allows_qk_norm", False)),
                   bool(getattr(cls, "pre_ln", False)), str(getattr(cls, "colour", "") or USER_COLOUR), reference, spec,
-                  _claims(path, cls))  # fmt: skip
+                  _claims(path, cls), _options(path, cls))  # fmt: skip
+
+
+def _options(path: str, cls: type) -> tuple[Option, ...]:
+    try:
+        return declared_options(cls)
+    except ValueError as error:
+        raise LayoutFileError(f"{path}: {cls.__name__}.options: {error}") from None
 
 
 def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
 
 # Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
 LAYERS: list[set[str]] = [
-    {"exits"},  # the exit-code table and Refusal: what every other module may raise or return
+    {"exits", "layout_options"},  # the exit-code table and Refusal, a layout's Option: what every module may raise or declare
     {"atomic", "quiet", "plugin_path", "paper", "eta", "machine", "layouts", "sequential"},  # helpers, the paper's numbers, the layout table, the sequential boundaries: know nothing of prelnx
     {"data"},  # datasets: never reads a config, never trains
     {"config"},  # the YAML vocabulary: never touches a run

@@ -53,11 +53,15 @@ def show_command(
     as_json: Annotated[bool, options.json_flag()] = False,
 ) -> None:
     """One layout's row of the table, as the config's checks, the planner, the plugin and the report read it."""
+    from prelnx.layouts import Option
+
     (row,) = layout_rows(name)
     if as_json:
         typer.echo(json.dumps(row, indent=2))
         return
     for key, value in row.items():
+        if key == "options":  # model.<key>: default; allowed; help
+            value = [f"model.{o['key']} (default {o['default']!r}; {Option(**o).allowed()}): {o['help']}" for o in value]
         shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
         typer.echo(f"{key + ':':<10} {shown if shown not in (None, '', ()) else '-'}")
 
@@ -84,17 +88,18 @@ def new_command(
     typer.echo(f"wrote {target}: model.layout: {spec}:{cls}")
 
 
-# ---- a starting file: `prelnx layouts new NAME` ------------------------------------------------------------------
+# A starting file, `prelnx layouts new NAME`: trains as written (tests/layouts/test_layouts_command.py).
 STARTING_FILE = '''"""{display}: a layout of yours (written by `prelnx layouts new {name}`; docs/your_layout.md says
-what each hook does). As written it is Pre-LN with one learned scale per residual branch, 1 at initialisation.
+what each hook does). As written it is Pre-LN with one learned scale per residual branch, model.init_scale (1) at
+initialisation: an option of the layout, declared in `options` (checked by the config, read with self.option).
 
-    prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls}
+    prelnx train -c demo/preln_nowarmup --set model.layout=./{name}.py:{cls} --set model.init_scale=0.5
 """
 
 import torch
 from torch import nn
 
-from prelnx_fairseq_plugin.models.schemes import LayoutScheme, sublayer_count
+from prelnx_fairseq_plugin.models.schemes import LayoutScheme, Option, sublayer_count
 
 
 class {cls}(LayoutScheme):
@@ -105,9 +110,11 @@ class {cls}(LayoutScheme):
     allows_qk_norm = True
     language_model = True  # also task: language_model (the decoder-only model)
     reference = ""  # where its formula comes from: a paper, a repository at a commit
+    # model.<key> options of this layout: Option(key, default, help, choices=(...) or low=/high=)
+    options = (Option("init_scale", 1.0, "each residual branch's scale at initialisation", low=0.0),)
 
     def build_layer(self, layer, cfg, side):
-        layer.branch_scales = nn.Parameter(torch.ones(sublayer_count(layer)))
+        layer.branch_scales = nn.Parameter(torch.full((sublayer_count(layer),), self.option("init_scale")))
 
     def residual(self, layer, index, x, residual):
         return residual + layer.branch_scales[index] * x

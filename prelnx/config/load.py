@@ -23,7 +23,7 @@ from prelnx.config.overrides import OverrideError, parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.shipped import CHECKOUT_CONFIGS, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
-from prelnx.layouts import absolute_spec
+from prelnx.layouts import absolute_spec, option_keys
 
 CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the installed package's, or the checkout's
 
@@ -275,7 +275,11 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     sections = {key.rsplit(".", 1)[0] for key in leaves if "." in key}
     problems: list[str] = []
     values: dict[str, Any] = {}
+    options = option_keys(flat.get("model.layout", (None, ""))[0])  # model.<key> a layout declares (layouts.Option)
     for key, (value, source) in flat.items():
+        if key.startswith("model.") and key[6:] in options:
+            values.setdefault("model.options", {})[key[6:]] = value  # typed and checked by its declaration
+            continue
         if key not in leaves:
             if key in sections and value in ({}, None):
                 continue  # an empty section
@@ -316,8 +320,10 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:
-    """Plain dict for YAML/JSON (tuples become lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(config)))
+    """Plain dict for YAML/JSON (tuples become lists; the layout's options as model.<key>, as a config writes them)."""
+    data = json.loads(json.dumps(dataclasses.asdict(config)))
+    data["model"].update(data["model"].pop("options"))
+    return data
 
 
 def dump_config(config: Config, task_keys_only: bool = False) -> str:

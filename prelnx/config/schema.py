@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
-                            absolute_spec, layout)
+                            absolute_spec, layout, option_values)
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
 ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
@@ -47,14 +47,9 @@ class ModelConfig:
     # Where the norm sits: a name of the layout table (prelnx/layouts.py; docs/warmup_free.md, docs/placements.md)
     # or your own, PATH.py:CLASS (a LayoutScheme subclass, docs/your_layout.md; PATH made absolute).
     layout: str = "post"
-    # layout mixln: the share of Post-LN layers at the bottom of each stack (floor(alpha L) of L; the paper's 0.25)
-    mixln_alpha: float = 0.25
-    # layout admin: w from a profiling forward pass at initialisation (profile, the paper's Admin) or
-    # sqrt((n+1)/ln(n+1) - 1) for n residual sublayers per stack (closed_form, microsoft/admin-torch)
-    admin_init: Literal["profile", "closed_form"] = "profile"
-    # layouts rezero / rezero_postln: the FFN's init, xavier (Transformer-Clinic's Linear helper, zero bias, 70f72b7)
-    # or torch (majumderb/rezero's nn.Linear default)
-    rezero_ffn_init: Literal["xavier", "torch"] = "xavier"
+    # The layout's own options, model.<key> in a config (a layout declares them: prelnx/layout_options.py's Option; the
+    # loader fills in their defaults and checks them): mixln_alpha, admin_init, rezero_ffn_init, a user file's own.
+    options: dict[str, Any] = field(default_factory=dict)
     norm: Literal[ALL_NORMS] = "layernorm"  # the normalisation module (dyt: gamma*tanh(alpha*x)+beta); layouts.py
     qk_norm: bool = False  # normalise queries and keys (per head) before the attention dot product
     arch: str = "transformer_iwslt_de_en"  # a fairseq preset (masked_lm: roberta_base), resized by the fields below
@@ -71,6 +66,10 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         self.layout = absolute_spec(self.layout)  # a user's file is run from wherever the run starts
+        try:  # its declared options, defaults filled in (a bad value is kept for layout_problems to name)
+            self.options = option_values(layout(self.layout), self.options)[0]
+        except (KeyError, LayoutFileError):
+            pass  # layout_problems names the layout
 
 
 @dataclass
@@ -316,7 +315,7 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
         shipped = ", ".join(repr(name) for name in LAYOUTS)
         return [("model.layout", (f"expected one of {shipped}, got {m.layout!r} (or a file of yours, PATH.py:CLASS: "
                                  f"docs/your_layout.md)"))]  # fmt: skip
-    problems = []
+    problems = option_values(row, m.options)[1]
     if task not in row.tasks:
         allowed = ", ".join(name for name, other in LAYOUTS.items() if task in other.tasks)
         problems.append(("model.layout", (f"task: {task} has layouts {allowed} ({row.display if row.file else m.layout} is "
@@ -331,16 +330,14 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
 
 
 def _placement_problems(m: ModelConfig) -> list[tuple[str, str]]:
-    """The placements' own checks (docs/placements.md): mixln_alpha, and a Mix-LN with no Post-LN layer (floor(alpha
-    L), the plugin's mixln.post_ln_layers, is 0)."""
-    problems = []
-    if not 0.0 <= m.mixln_alpha <= 1.0:
-        problems.append(("model.mixln_alpha", f"must be in [0, 1], got {m.mixln_alpha}"))
-    elif m.layout == "mixln":
+    """The placements' own checks (docs/placements.md; an option's range is its declaration's): a Mix-LN with no
+    Post-LN layer (floor(alpha L), the plugin's mixln.post_ln_layers, is 0)."""
+    problems, alpha = [], m.options.get("mixln_alpha")
+    if m.layout == "mixln" and isinstance(alpha, float):  # a value of another type is refused by its declaration
         for key in ("encoder_layers", "decoder_layers"):
             layers = getattr(m, key)
-            if layers is not None and layers >= 1 and math.floor(m.mixln_alpha * layers + 1e-9) == 0:
-                problems.append((f"model.{key}", (f"layout: mixln with mixln_alpha {m.mixln_alpha} has no Post-LN layer "
+            if layers is not None and layers >= 1 and math.floor(alpha * layers + 1e-9) == 0:
+                problems.append((f"model.{key}", (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer "
                                  f"in {layers} layers (floor(alpha L) = 0: it would be Pre-LN); use more layers or a "
                                  f"larger model.mixln_alpha")))  # fmt: skip
     return problems

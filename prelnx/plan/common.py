@@ -4,6 +4,7 @@ plugin's, with the plugin options and Pre-LN flags it needs (a user's layout: `-
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from prelnx.config.schema import Config
@@ -103,12 +104,8 @@ def variant_argv(config: Config) -> list[str]:
         argv.append("--deepnorm")
     elif row.scheme:  # a warm-up-free scheme (docs/warmup_free.md) or a placement (docs/placements.md)
         argv += ["--layout-scheme", m.layout]
-        if m.layout == "admin":
-            argv += ["--admin-init", m.admin_init]
-        if m.layout == "mixln":
-            argv += ["--mixln-alpha", str(m.mixln_alpha)]
-        if m.layout in ("rezero", "rezero_postln"):
-            argv += ["--rezero-ffn-init", m.rezero_ffn_init]
+    if row.options:  # its declared options' values (layouts.Option), read by the plugin's LayoutScheme.option
+        argv += ["--layout-options", json.dumps(m.options, sort_keys=True)]
     if m.qk_norm:
         argv.append("--qk-norm")
     return argv

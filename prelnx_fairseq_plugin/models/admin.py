@@ -38,7 +38,6 @@ from .schemes import LayoutScheme, register, stack_layers, sublayer_count, xavie
 
 logger = logging.getLogger(__name__)
 
-ADMIN_INITS = ("profile", "closed_form")
 PROFILE_BATCH = (16, 32)  # sentences x tokens of the profiling pass: about an IWSLT14 batch's sentence length
 PROFILE_SEED = 12345  # the profiling batch's and dropout's private seed: the same w in every worker of a run
 
@@ -56,12 +55,8 @@ class Admin(LayoutScheme):
     name = "admin"
 
     def __init__(self, args: Any) -> None:
-        from fairseq import utils
-
         super().__init__(args)
-        self.init = str(utils.safe_getattr(args, "admin_init", None) or "profile")
-        if self.init not in ADMIN_INITS:
-            raise ValueError(f"--admin-init: unknown {self.init!r}; allowed: {', '.join(ADMIN_INITS)}")
+        self.init = self.option("admin_init")  # declared on its row (prelnx/layouts.py ADMIN_INIT)
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         xavier_ffn_(layer)

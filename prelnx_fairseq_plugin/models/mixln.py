@@ -5,7 +5,7 @@ the stack ends with a final norm:
   layer l < floor(alpha L)   x_{i+1} = LN(x_i + F_i(x_i))           (Post-LN)
   layer l >= floor(alpha L)  x_{i+1} = x_i + F_i(LN(x_i))           (Pre-LN)        (l counted from 0)
 
-alpha = --mixln-alpha (model.mixln_alpha), 0.25 the paper's value.
+alpha = model.mixln_alpha (--layout-options; declared as prelnx/layouts.py MIXLN_ALPHA), 0.25 the paper's value.
 
 Reference read: pixeli99/MixLN at commit ff458269dff837f1900025fb7cc864b404b9c7e6,
 peft_pretraining/modeling_llama.py: NORM_TYPE=post_pre builds `LlamaDecoderLayer(config, layer_index)` as Post-LN
@@ -25,8 +25,6 @@ from torch import nn
 
 from .schemes import LayoutScheme, register
 
-MIXLN_DEFAULT_ALPHA = 0.25  # the paper's share of Post-LN layers
-
 
 def post_ln_layers(alpha: float, layers: int) -> int:
     """floor(alpha L), the number of Post-LN layers at the bottom of a stack of L (a hair of slack for 0.29 x 100)."""
@@ -37,15 +35,7 @@ def post_ln_layers(alpha: float, layers: int) -> int:
 class MixLN(LayoutScheme):
     name = "mixln"
 
-    def __init__(self, args: Any) -> None:
-        from fairseq import utils
-
-        super().__init__(args)
-        alpha = utils.safe_getattr(args, "mixln_alpha", None)
-        self.alpha = MIXLN_DEFAULT_ALPHA if alpha is None else float(alpha)
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"--mixln-alpha: must be in [0, 1], got {self.alpha}")
-
     def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
-        for layer in list(stack.layers)[: post_ln_layers(self.alpha, len(stack.layers))]:
+        alpha = self.option("mixln_alpha")  # declared on its row (prelnx/layouts.py MIXLN_ALPHA: [0, 1], 0.25)
+        for layer in list(stack.layers)[: post_ln_layers(alpha, len(stack.layers))]:
             layer.normalize_before = False

@@ -24,7 +24,6 @@ from fairseq.models.transformer_lm import (
     TransformerLanguageModelConfig,
 )
 
-from .mixln import MIXLN_DEFAULT_ALPHA
 from .normalized_transformer import NormalizedTransformerDecoder, check_variant
 from .norms import DYT_DEFAULT_ALPHA
 from .schemes import NO_SCHEME
@@ -41,7 +40,7 @@ class NormalizedLMConfig(TransformerLanguageModelConfig):
     layout_scheme: str = field(default=NO_SCHEME, metadata={"help": "a norm placement: peri, reorder, mixln, "
                                                                      "residual, lnscale (none: Post-/Pre-LN)"})
     layout_file: str = field(default="", metadata={"help": "a user's own scheme, /abs/PATH.py:CLASS"})
-    mixln_alpha: float = field(default=MIXLN_DEFAULT_ALPHA, metadata={"help": "Mix-LN: share of Post-LN layers"})
+    layout_options: str = field(default="{}", metadata={"help": "the layout's declared options, JSON (layouts.Option)"})
 
 
 def _namespace(cfg: Any) -> Namespace:

@@ -20,9 +20,6 @@ from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
-from .admin import ADMIN_INITS
-from .mixln import MIXLN_DEFAULT_ALPHA
-from .rezero import REZERO_FFN_INITS
 from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
@@ -100,9 +97,7 @@ class NormalizedTransformerModel(TransformerModel):
         parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")
         parser.add_argument("--layout-scheme", choices=(NO_SCHEME, *SCHEMES), help="a warm-up-free scheme or a placement")
         parser.add_argument("--layout-file", metavar="PATH.py:CLASS", help="a user's own scheme (docs/your_layout.md)")
-        parser.add_argument("--admin-init", choices=ADMIN_INITS, help="Admin's w: profiling pass or closed form")
-        parser.add_argument("--mixln-alpha", type=float, metavar="A", help="Mix-LN: share of Post-LN layers (0.25)")
-        parser.add_argument("--rezero-ffn-init", choices=REZERO_FFN_INITS, help="ReZero's FFN: xavier (Clinic) or torch")
+        parser.add_argument("--layout-options", metavar="JSON", help="the layout's declared options (layouts.Option)")
 
     @classmethod
     def build_model(cls, args: Any, task: Any) -> NormalizedTransformerModel:
@@ -126,8 +121,7 @@ class NormalizedTransformerModel(TransformerModel):
 def variant_defaults(args: Any) -> None:
     """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
     for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
-                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("layout_file", ""), ("admin_init", ADMIN_INITS[0]),
-                          ("mixln_alpha", MIXLN_DEFAULT_ALPHA), ("rezero_ffn_init", REZERO_FFN_INITS[0])):  # fmt: skip
+                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("layout_file", ""), ("layout_options", "{}")):
         if getattr(args, name, None) is None:
             setattr(args, name, default)
 

@@ -12,7 +12,7 @@ product as the authors' order). `rezero` replaces the LayerNorms by nn.Identity 
 `rezero_postln` is Transformer-Clinic's layer for an `--init-type` that contains "rezero" but is not "rezero"
 (it adds `rezero_weight` and keeps the norms): at initialisation each layer is LN2(LN1(x)) (decoder LN3(LN2(LN1(x)))).
 
-FFN initialisation (`--rezero-ffn-init`, REZERO_FFN_INITS; both forms):
+FFN initialisation (model.rezero_ffn_init, declared as prelnx/layouts.py REZERO_FFN_INIT; both forms):
   xavier   the default: Transformer-Clinic's layers (fairseq/fairseq/modules/transformer_layer.py at commit
            70f72b708ab074db5ca3726494e3263516041159, lines 91-92 and 436-437) build fc1/fc2 with the file's `Linear`
            helper (line 688: xavier_uniform_ weight, bias 0), rezero included; every shipped ReZero config follows it.
@@ -32,7 +32,6 @@ from torch import nn
 
 from .schemes import LayoutScheme, drop_layer_norms, register, xavier_ffn_
 
-REZERO_FFN_INITS = ("xavier", "torch")  # Transformer-Clinic's `Linear` (the default), majumderb/rezero's nn.Linear
 
 
 @register
@@ -41,12 +40,8 @@ class ReZero(LayoutScheme):
     keeps_layer_norms = False
 
     def __init__(self, args: Any) -> None:
-        from fairseq import utils
-
         super().__init__(args)
-        self.ffn_init = str(utils.safe_getattr(args, "rezero_ffn_init", None) or REZERO_FFN_INITS[0])
-        if self.ffn_init not in REZERO_FFN_INITS:
-            raise ValueError(f"--rezero-ffn-init: unknown {self.ffn_init!r}; allowed: {', '.join(REZERO_FFN_INITS)}")
+        self.ffn_init = self.option("rezero_ffn_init")  # declared on its row (prelnx/layouts.py REZERO_FFN_INIT)
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         if not self.keeps_layer_norms:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from prelnx.layouts import LAYOUTS, load_class
+from prelnx.layouts import LAYOUTS, Option, load_class, option_values  # Option: for a user's file to import
 
 from .norms import make_norm, replace_layer_norms
 
@@ -39,9 +39,24 @@ class LayoutScheme:
     # prelnx.layouts.CLAIM_KINDS' kinds, e.g. {"id": "mine_no_warmup", "kind": "no_warmup", "claim": "...",
     # "margin_bits": 0.5}, decided as methods.yaml's claims are
     claims: ClassVar[tuple[dict[str, Any], ...]] = ()
+    # Its options, model.<key> in a config: Option(key, default, help, choices=... or low=/high=) from
+    # prelnx.layouts; checked by the config and read with self.option(key) (a shipped scheme: its row's, by register)
+    options: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, args: Any) -> None:
+        import json
+
+        from fairseq import utils
+
         self.args = args
+        given = json.loads(utils.safe_getattr(args, "layout_options", None) or "{}")
+        self.values, problems = option_values(type(self), given)
+        if problems:  # the config checked it; a command line of one's own may not have
+            raise ValueError("--layout-options: " + "; ".join(f"{key}: {message}" for key, message in problems))
+
+    def option(self, key: str) -> Any:
+        """The value of one of its declared options (its default unless --layout-options sets it)."""
+        return self.values[key]
 
     def make_norm(self, dim: int) -> nn.Module:
         """A norm of the model's --norm-type (LayerNorm, RMSNorm or DyT) of size dim, as the layer's own norms."""
@@ -77,6 +92,7 @@ def register(scheme: type[LayoutScheme]) -> type[LayoutScheme]:
         raise ValueError(f"scheme {scheme.name!r} is registered twice")
     scheme.pre_ln, scheme.norm_types, scheme.allows_qk_norm = row.pre_ln, row.norms, row.qk_norm
     scheme.language_model, scheme.display_name, scheme.colour = "language_model" in row.tasks, row.display, row.colour
+    scheme.options = row.options
     SCHEMES[scheme.name] = scheme
     return scheme
 

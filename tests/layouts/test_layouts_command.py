@@ -59,15 +59,18 @@ def test_a_new_layout_file_is_a_row_and_builds_as_written(tmp_path, tiny_config_
 
 @pytest.mark.slow
 def test_a_new_layout_file_trains_as_written(tmp_path, tiny_config_file, monkeypatch):
-    """A tiny real training of the file as written: its branch scales learned, saved beside Pre-LN's final norms."""
+    """A tiny real training of the file as written, with its declared option set (model.init_scale 0.5): its branch
+    scales start there and learn, saved beside Pre-LN's final norms."""
     spec = _new(tmp_path, monkeypatch)
     config = tiny_config_file(train={"max_epoch": 1, "max_update": 6})
     run_dir = tmp_path / "run"
     trained = runner.invoke(app, ["train", "--config", str(config), "--run-dir", str(run_dir),
-                                  "--set", f"model.layout={spec}"])  # fmt: skip
+                                  "--set", f"model.layout={spec}", "--set", "model.init_scale=0.5"])  # fmt: skip
     assert trained.exit_code == 0, trained.output + (run_dir / "train.log").read_text()[-2000:]
     state = torch.load(run_dir / "checkpoints" / "checkpoint_last.pt", map_location="cpu", weights_only=False)["model"]
     scales = {key: value for key, value in state.items() if key.endswith("branch_scales")}
     assert len(scales) == 4 and {tuple(v.shape) for v in scales.values()} == {(2,), (3,)}  # 2 encoder, 2 decoder layers
-    assert any(not torch.equal(v, torch.ones_like(v)) for v in scales.values())  # they trained
+    assert any(not torch.equal(v, torch.full_like(v, 0.5)) for v in scales.values())  # they trained
+    assert all(torch.allclose(v, torch.full_like(v, 0.5), atol=0.05) for v in scales.values())  # from 0.5, not 1
+    assert """--layout-options '{"init_scale": 0.5}'""" in (run_dir / "command.txt").read_text()
     assert "encoder.layer_norm.weight" in state and "decoder.layer_norm.weight" in state  # pre_ln: the final norms

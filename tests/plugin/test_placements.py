@@ -10,6 +10,7 @@ RMS: test_placements_training.py.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -19,7 +20,7 @@ import torch.nn.functional as F
 from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig, check_values
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
-from prelnx.layouts import LAYOUTS
+from prelnx.layouts import LAYOUTS, option_keys
 from prelnx.plan.common import normalize_before_argv, variant_argv
 from prelnx.plan.language_model import LM_PLUGIN_ARCH
 from tests.plugin import recompute
@@ -42,7 +43,9 @@ def build_lm(tmp_path, *, seed=1, arch=LM_PLUGIN_ARCH, plain=False, **model):
 
     load_plugin()
     (tmp_path / "dict.txt").write_text("".join(f"w{i} 1\n" for i in range(40)))
-    config = Config(model=dataclasses.replace(ModelConfig(), **model))
+    declared = {key: model[key] for key in option_keys(model.get("layout")) if key in model}  # model.<option>
+    fields = {key: value for key, value in model.items() if key not in declared}
+    config = Config(model=dataclasses.replace(ModelConfig(), **fields, options=declared))
     layout = [] if plain else [*variant_argv(config), *normalize_before_argv(config, ("decoder",))]
     argv = [str(tmp_path), "--user-dir", str(PLUGIN_DIR), "--task", "language_modeling", "--arch", arch, *layout,
             "--decoder-layers", str(model.get("decoder_layers", 3)), "--decoder-embed-dim", str(DIM),
@@ -291,7 +294,8 @@ def build_lm_plain(tmp_path, extra):
      ({"layout": "mixln", "mixln_alpha": 1.5}, "model.mixln_alpha")],
 )  # fmt: skip
 def test_config_errors_name_the_key(model, key):
-    config = Config(model=dataclasses.replace(ModelConfig(), **model))
+    declared = {key: model.pop(key) for key in option_keys(model["layout"]) if key in model}
+    config = Config(model=dataclasses.replace(ModelConfig(), **model, options=declared))
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_epoch=1))
     assert key in {problem_key for problem_key, _ in check_values(config)}
 
@@ -304,4 +308,6 @@ def test_the_translation_argv_of_each_placement(tiny_config_file, tmp_path):
         argv = translation_argv(config, tmp_path)
         assert argv[argv.index("--layout-scheme") + 1] == layout
         assert ("--encoder-normalize-before" in argv) == LAYOUTS[layout].pre_ln
-        assert ("--mixln-alpha" in argv) == (layout == "mixln")
+        assert ("--layout-options" in argv) == (layout == "mixln")  # the one placement that declares an option
+        if layout == "mixln":
+            assert json.loads(argv[argv.index("--layout-options") + 1]) == {"mixln_alpha": 0.5}

@@ -160,7 +160,7 @@ def test_rezero_postln_layers_are_layernorm_of_x_at_initialisation(tiny_config_f
 
 
 def test_rezero_torch_ffn_init_keeps_majumderb_rezeros_nn_linear(tiny_config_file):
-    """`--rezero-ffn-init torch` (majumderb/rezero's RZTXEncoderLayer builds its FFN with nn.Linear): the FFN stays
+    """`rezero_ffn_init: torch` (majumderb/rezero's RZTXEncoderLayer builds its FFN with nn.Linear): the FFN stays
     as fairseq drew it; the default re-draws it as Clinic's."""
     from argparse import Namespace
 
@@ -169,17 +169,17 @@ def test_rezero_torch_ffn_init_keeps_majumderb_rezeros_nn_linear(tiny_config_fil
     cfg, _, model = built(tiny_config_file, layout="post")
     layer = model.encoder.layers[0]
     drawn = [p.detach().clone() for p in (layer.fc1.weight, layer.fc1.bias)]
-    ReZero(Namespace(rezero_ffn_init="torch")).build_layer(layer, cfg.model, "encoder")
+    ReZero(Namespace(layout_options='{"rezero_ffn_init": "torch"}')).build_layer(layer, cfg.model, "encoder")
     assert torch.equal(layer.fc1.weight, drawn[0]) and torch.equal(layer.fc1.bias, drawn[1])
     assert torch.count_nonzero(layer.fc1.bias) > 0
     ReZero(Namespace()).build_layer(model.encoder.layers[1], cfg.model, "encoder")
     assert torch.count_nonzero(model.encoder.layers[1].fc1.bias) == 0
-    with pytest.raises(ValueError, match="--rezero-ffn-init"):
-        ReZero(Namespace(rezero_ffn_init="kaiming"))
+    with pytest.raises(ValueError, match="rezero_ffn_init: expected one of 'xavier', 'torch', got 'kaiming'"):
+        ReZero(Namespace(layout_options='{"rezero_ffn_init": "kaiming"}'))
 
 
 def test_model_rezero_ffn_init_torch_reaches_the_model_through_the_plan(tiny_config_file):
-    """model.rezero_ffn_init: torch (majumderb/rezero's nn.Linear) is planned as --rezero-ffn-init and built: fc1 keeps
+    """model.rezero_ffn_init: torch (majumderb/rezero's nn.Linear) is planned as --layout-options and built: fc1 keeps
     a non-zero bias; the default (xavier, Transformer-Clinic's) zeroes it."""
     _, _, torch_init = built(tiny_config_file, layout="rezero", rezero_ffn_init="torch")
     assert all(torch.count_nonzero(layer.fc1.bias) > 0 for layer in torch_init.encoder.layers)
@@ -272,7 +272,7 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
 
     _interrupt_twice(config, run_dir)
     command = (run_dir / "command.txt").read_text()
-    assert "torchrun" in command and "--layout-scheme admin --admin-init profile" in command
+    assert "torchrun" in command and """--layout-scheme admin --layout-options '{"admin_init": "profile"}'""" in command
     assert "Admin profile" in (run_dir / "train.log").read_text()  # the profile is in the run dir's log
 
     result = evaluate(run_dir, beam=1, checkpoint="last")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from prelnx.config.load import load_config
+from prelnx.config.load import config_to_dict, load_config
 from prelnx.launch.inprocess import build_model, build_task_and_model, training_cfg
 from prelnx.launch.local import train
 from prelnx.plan.launch import plan_run
@@ -31,7 +31,7 @@ def admin_model(request, tiny_config_file):
     """Admin with admin_iwslt14.yaml's model section (dropout 0.3 / 0.1 / 0.1) on tiny data: at its own dims
     (transformer_iwslt_de_en's, slow) or at the tiny config's (4-3 layers, d 32, FFN 64; the quick tier)."""
     recipe, _ = load_config(RECIPES / "admin_iwslt14.yaml")
-    model = dataclasses.asdict(recipe.model)
+    model = config_to_dict(recipe)["model"]  # its options as model.<key>, as a config names them
     if request.param == "tiny":
         model.update(arch="transformer", encoder_layers=4, decoder_layers=3, embed_dim=32, ffn_dim=64, attention_heads=2)
     config, _ = load_config(tiny_config_file(model=model))

@@ -1,0 +1,117 @@
+"""A layout's options (prelnx.layouts.Option) are declared once, on the layout: Mix-LN's on its row, a user's in its
+file. The one declaration fills the config's default, refuses a bad value in one line naming the key and what is
+allowed, is what the plan passes fairseq (--layout-options) and what the plugin's scheme reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from prelnx.cli import app
+from prelnx.config.load import ConfigError, config_from_dict, config_to_dict, load_config
+from prelnx.layouts import LAYOUTS, MIXLN_ALPHA
+from prelnx.plan.common import variant_argv
+
+runner = CliRunner()
+
+
+def planned_options(config) -> dict | None:
+    argv = variant_argv(config)
+    return json.loads(argv[argv.index("--layout-options") + 1]) if "--layout-options" in argv else None
+
+
+def test_mixlns_option_is_declared_on_its_row_and_drives_default_check_and_argv(tiny_config_file):
+    assert LAYOUTS["mixln"].options == (MIXLN_ALPHA,) and (MIXLN_ALPHA.low, MIXLN_ALPHA.high) == (0.0, 1.0)
+    default, _ = load_config(tiny_config_file(model={"layout": "mixln", "encoder_layers": 4, "decoder_layers": 4}))
+    assert default.model.options == {"mixln_alpha": 0.25} and planned_options(default) == {"mixln_alpha": 0.25}
+    half, _ = load_config(tiny_config_file(model={"layout": "mixln"}), ["model.mixln_alpha=0.5"])
+    assert planned_options(half) == {"mixln_alpha": 0.5}
+    assert config_to_dict(half)["model"]["mixln_alpha"] == 0.5  # written as the config names it
+    assert config_from_dict(config_to_dict(half), "run").model.options == {"mixln_alpha": 0.5}
+    with pytest.raises(ConfigError) as refused:
+        load_config(tiny_config_file(model={"layout": "mixln"}), ["model.mixln_alpha=1.5"])
+    (line,) = [line for line in str(refused.value).splitlines() if "mixln_alpha" in line]
+    assert "--set model.mixln_alpha=1.5: model.mixln_alpha: expected a number in [0.0, 1.0], got 1.5" in line
+    with pytest.raises(ConfigError, match="model.mixln_alpha: expected a number in .0.0, 1.0., got 'half'"):
+        load_config(tiny_config_file(model={"layout": "mixln", "mixln_alpha": "half"}))
+    # another layout does not take it (a run dir's old config.yaml holds every shipped option: still read)
+    pre, _ = load_config(tiny_config_file(model={"layout": "pre", "mixln_alpha": 0.5, "admin_init": "profile"}))
+    assert pre.model.options == {} and planned_options(pre) is None
+    admin, _ = load_config(tiny_config_file(model={"layout": "admin"}), ["model.admin_init=closed_form"])
+    assert planned_options(admin) == {"admin_init": "closed_form"}
+    with pytest.raises(ConfigError, match="model.admin_init: expected one of 'profile', 'closed_form', got 'guess'"):
+        load_config(tiny_config_file(model={"layout": "admin", "admin_init": "guess"}))
+
+
+def test_the_plugin_reads_the_declared_value_and_refuses_another(tiny_config_file):
+    """The planned value reaches the model: Mix-LN with alpha 0.5 of 4 layers has 2 Post-LN layers (0.25: 1)."""
+    from prelnx.launch.inprocess import build_task_and_model
+
+    for alpha, post in ((0.5, 2), (0.25, 1)):
+        config, _ = load_config(tiny_config_file(model={"layout": "mixln", "encoder_layers": 4, "decoder_layers": 4}),
+                                [f"model.mixln_alpha={alpha}"])  # fmt: skip
+        _, _, model = build_task_and_model(config)
+        assert [layer.normalize_before for layer in model.encoder.layers] == [False] * post + [True] * (4 - post)
+    from argparse import Namespace
+
+    from prelnx_fairseq_plugin.models.mixln import MixLN
+
+    with pytest.raises(ValueError, match=r"--layout-options: model.mixln_alpha: expected a number in \[0.0, 1.0\]"):
+        MixLN(Namespace(layout_options='{"mixln_alpha": 2}'))
+
+
+OPTIONED = '''
+import torch
+from torch import nn
+
+from prelnx_fairseq_plugin.models.schemes import LayoutScheme, Option
+
+
+class Offset(LayoutScheme):
+    pre_ln = True
+    options = (Option("offset", 0.0, "added to every residual branch's output", low=-1.0, high=1.0),
+               Option("where", "both", "which residuals", choices=("both", "ffn")))
+
+    def build_layer(self, layer, cfg, side):
+        layer.register_buffer("offset", torch.tensor(self.option("offset")))
+
+    def residual(self, layer, index, x, residual):
+        return residual + x + layer.offset
+'''
+
+
+def test_a_user_files_option_is_checked_planned_and_built(tmp_path, tiny_config_file, monkeypatch):
+    from prelnx.launch.inprocess import build_task_and_model
+
+    (tmp_path / "offset.py").write_text(OPTIONED)
+    spec = f"{tmp_path / 'offset.py'}:Offset"
+    config, _ = load_config(tiny_config_file(model={"layout": spec, "offset": 0.5}))
+    assert config.model.options == {"offset": 0.5, "where": "both"}
+    assert planned_options(config) == {"offset": 0.5, "where": "both"}
+    _, _, model = build_task_and_model(config)
+    assert {float(layer.offset) for layer in (*model.encoder.layers, *model.decoder.layers)} == {0.5}
+    shown = runner.invoke(app, ["layouts", "show", spec])
+    assert "model.offset (default 0.0; a number in [-1.0, 1.0]): added to" in shown.output, shown.output
+    # a bad value: exit 2, one line naming the key and what is allowed, no traceback
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["train", "-c", str(tiny_config_file(model={"layout": spec})), "--set",
+                               "model.where=attention", "--dry-run"])  # fmt: skip
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    (line,) = [line for line in done.output.splitlines() if "model.where" in line]
+    assert "model.where: expected one of 'both', 'ffn', got 'attention'" in line
+    # a key no layout declares is still an unknown key
+    with pytest.raises(ConfigError, match="model.ofset: unknown key"):
+        load_config(tiny_config_file(model={"layout": spec, "ofset": 0.5}))
+
+
+def test_a_bad_declaration_is_one_line_naming_the_file(tmp_path):
+    from prelnx.layouts import LayoutFileError, user_layout
+
+    bad = OPTIONED.replace('"both", "which residuals"', '"all", "which residuals"')
+    (tmp_path / "offset.py").write_text(bad)
+    with pytest.raises(LayoutFileError) as refused:
+        user_layout(f"{tmp_path / 'offset.py'}:Offset")
+    assert "\n" not in str(refused.value) and "Offset.options: where's default 'all' is not allowed" in str(refused.value)
