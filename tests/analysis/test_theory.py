@@ -1,9 +1,10 @@
 """The paper's mean-field checks: hidden-state norms inside its bounds, LayerNorm's Jacobian ~ sqrt(d) / ||x||.
 
-Measured at d 512, 12 layers, seeds 1-10 (seeded, so these numbers do not change between runs):
-- Post-LN ||x^(post,5)||^2 / d, mean over seeds per layer: 1.447-1.539 (std over seeds 0.03-0.12); paper: 3/2.
-- Pre-LN ||x_l||^2 / d: 1.63 at layer 1 (bounds [1.5, 2.5]) to 14.07 at layer 12 (bounds [7, 19]).
-- ||J_LN(x)||_2 / (sqrt(d) / ||x||): 0.9999-1.0106 over every seed and scale.
+Measured at d 512, 12 layers, seeds 1-4 (seeded, so these numbers do not change between runs; the study with
+seeds 1-10 is committed in docs/results/theory_lemma1/):
+- Post-LN ||x^(post,5)||^2 / d, mean over seeds per layer: 1.468-1.567, over layers 1.509; paper: 3/2.
+- Pre-LN ||x_l||^2 / d: 1.66 at layer 1 (bounds [1.5, 2.5]) to 13.81 at layer 12 (bounds [7, 19]).
+- ||J_LN(x)||_2 / (sqrt(d) / ||x||): 0.9999-1.0028 over every seed and scale.
 The thresholds below leave several standard errors of room and fail on the mistakes that matter (measuring
 x^(post,5) after its LayerNorm gives 1.0; a Pre-LN trunk without its residual stays near 1). Lemma 1's verdicts
 (prelnx.report.theory_claims, issue 37) test the numbers with paper.yaml's margin on every seed: holds at 3/2 on the
@@ -32,18 +33,18 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    return run_theory(TheorySettings(d=512, layers=12, seeds=tuple(range(1, 11))), echo=lambda line: None, judge=judge)
+    return run_theory(TheorySettings(d=512, layers=12, seeds=(1, 2, 3, 4)), echo=lambda line: None, judge=judge)
 
 
-@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 10 seeds
+@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 4 seeds
 def test_post_ln_hidden_norm_is_three_halves_at_every_layer(summary):
     for row in summary["hidden"]:
         assert abs(row["post_mean"] - 1.5) < 0.15, row
-    assert abs(summary["post_mean_over_layers"] - 1.5) < 0.05  # measured 1.498
+    assert abs(summary["post_mean_over_layers"] - 1.5) < 0.05  # measured 1.509 (seeds 1-4)
     assert summary["verdicts"]["postln_hidden_norm_three_halves"]["verdict"] == "holds"
 
 
-@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 10 seeds
+@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 4 seeds
 def test_pre_ln_hidden_norm_grows_inside_the_papers_bounds(summary):
     means = [row["pre_mean"] for row in summary["hidden"]]
     for layer, mean in enumerate(means, start=1):
@@ -52,7 +53,7 @@ def test_pre_ln_hidden_norm_grows_inside_the_papers_bounds(summary):
     assert summary["verdicts"]["preln_hidden_norm_grows_linearly"]["verdict"] == "holds"
 
 
-@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 10 seeds
+@pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 4 seeds
 def test_layernorm_jacobian_follows_sqrt_d_over_the_input_norm(summary):
     assert 0.99 < summary["jacobian_ratio_min"] and summary["jacobian_ratio_max"] < 1.03
     rows = layernorm_jacobian_norms(256, (1.0, 2.0, 4.0, 8.0), seed=0)

@@ -1,9 +1,9 @@
-"""Issue 37's "done when" (a) on real trainings (tiny config: 2+2 layers, d 32; Post-LN 200 updates): Pre-LN at lr
-1e6 diverges (at lr 100 the tiny model ends at a finite loss of ~5e5: failed to train, not diverged)
-in every seed beside Post-LN with a 10-update warm-up that trains; "Pre-LN reaches the quality of Post-LN with
-warm-up" is decided from the failure counts or not at all - never from a loss imputed for the failures (since issue
-46: not at all, the two arms differing in lr and budget) - and adding an unrelated arm (Post-LN SGD at lr 1e-4) to
-the sweep changes no verdict."""
+"""Issue 37's "done when" (a) on real trainings (tiny config: 2+2 layers, d 32; 200 updates, BLEU off, one context
+for the compared arms): at lr 1 Pre-LN without warm-up fails to train in every seed (~70 bits: a finite loss, not a
+divergence) beside Post-LN whose 10,000-update warm-up keeps its lr at most 0.02, which trains (~2 bits below the
+4.2-bit plateau); "Pre-LN reaches the quality of Post-LN with warm-up" is decided from the failure counts or not at
+all - never from a loss imputed for the failures - and adding an unrelated arm (Post-LN SGD at lr 1e-4, 2 epochs:
+another context, so never compared) to the sweep changes no verdict."""
 
 from __future__ import annotations
 
@@ -31,19 +31,21 @@ def _verdicts(sweep_dir):
 def test_a_dead_pre_ln_arm_is_decided_by_its_failure_count_and_an_unrelated_arm_changes_nothing(tiny_config_file,
                                                                                                  tmp_path):
     spec = tmp_path / "sweep.yaml"
-    seeds = {"train.seed": [1, 2, 3]}
+    seeds = {"train.seed": [1, 2]}
+    one_context = {"train.max_epoch": [40], "eval.bleu.enabled": [False]}  # 200 updates
     spec.write_text(yaml.safe_dump({
         "name": "dead_arm", "base": str(tiny_config_file(train={"max_epoch": 2})),
-        "grid": [{"model.layout": ["pre"], "optimizer.lr": [1.0e6], "schedule.warmup_updates": [0], **seeds},
-                 {"model.layout": ["post"], "optimizer.lr": [0.003], "schedule.warmup_updates": [10],
-                  "train.max_epoch": [40], **seeds},  # 200 updates: more than 1 bit below the 4.2-bit plateau
+        "grid": [{"model.layout": ["pre"], "optimizer.lr": [1.0], "schedule.warmup_updates": [0], **one_context,
+                  **seeds},
+                 {"model.layout": ["post"], "optimizer.lr": [1.0], "schedule.warmup_updates": [10000], **one_context,
+                  **seeds},
                  {"model.layout": ["post"], "optimizer.name": ["sgd"], "optimizer.lr": [1.0e-4],
                   "schedule.warmup_updates": [0], "train.max_epoch": [2], **seeds}],
     }, sort_keys=False))  # fmt: skip
     sweep_dir = tmp_path / "with_sgd"
     rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=1, echo=lambda line: None)
     statuses = {row["run"]: row["status"] for row in rows}
-    assert len(rows) == 9 and all(s in ("finished", "diverged") for s in statuses.values()), statuses
+    assert len(rows) == 6 and set(statuses.values()) == {"finished"}, statuses
 
     # the same sweep without the unrelated SGD arm
     without = tmp_path / "without_sgd"
@@ -57,11 +59,15 @@ def test_a_dead_pre_ln_arm_is_decided_by_its_failure_count_and_an_unrelated_arm_
     with_sgd, plain = _verdicts(sweep_dir), _verdicts(without)
     assert {k: (o.verdict, [j.verdict for j in o.judged()]) for k, o in with_sgd.items()} == \
         {k: (o.verdict, [j.verdict for j in o.judged()]) for k, o in plain.items()}  # fmt: skip
-    # issue 46: Pre-LN (lr 1e6, 2 epochs) and Post-LN with warm-up (lr 0.003, 40 epochs) differ in the lr and the
-    # budget - not one comparison: the claim is not measured (never a verdict from arms that differ in more than
-    # the claim's factors), and no loss is read or imputed for the dead arm
-    outcome = with_sgd["preln_without_warmup_matches"]
-    assert outcome.cases == [] and outcome.verdict is Verdict.NOT_MEASURED
-    assert "train.max_epoch" in outcome.missing or "at its lr" in outcome.missing, outcome.missing
-    pre = [a for a in load_arms(sweep_dir) if a.layout == "pre"]
-    assert len(pre) == 3 and all(a.outcome().state.value == "diverged" for a in pre)
+    arms = load_arms(sweep_dir)
+    pre = [a for a in arms if a.layout == "pre"]
+    post = [a for a in arms if a.layout == "post" and a.optimizer == "adam"]
+    assert [a.outcome().state.value for a in pre] == ["failed to train"] * 2
+    assert [a.outcome().state.value for a in post] == ["trained"] * 2
+    (case,) = with_sgd["preln_without_warmup_matches"].cases
+    comparison = case.comparison
+    # the failures are counted (2/2 against 0/2), the dead arm is given no loss, and 2 seeds a side decide nothing
+    assert (comparison.a.measured, comparison.a.failed, comparison.b.measured, comparison.b.failed) == (0, 2, 2, 0)
+    assert comparison.failures_p is not None and comparison.estimate != comparison.estimate  # no estimate: nan
+    assert case.verdict is Verdict.INCONCLUSIVE
+

@@ -39,7 +39,7 @@ def _first_use_at_a_barrier(call: str, *, imports: str = "") -> subprocess.Compl
     return subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("repetition", range(3))
+@pytest.mark.parametrize("repetition", range(2))
 def test_safe_loading_first_loaded_by_many_threads_at_once(repetition, tmp_path):
     """The race that once recorded a finished run as failed: sys.modules held a half-executed safe_loading."""
     checkpoint = tmp_path / "checkpoint.pt"
@@ -135,7 +135,7 @@ def test_gradient_figures_drawn_by_many_threads_at_once_are_the_figure_drawn_alo
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("repetition", range(3))
+@pytest.mark.parametrize("repetition", range(2))
 def test_four_identical_runs_on_four_jobs_all_finish(repetition, tiny_config_file, tmp_path):
     """Four runs of one shape on --jobs 4 end within moments of each other, each thread reaching the records'
     first uses (checkpoint loading, TensorBoard, the summary) at once; every repetition is a fresh `prelnx sweep`
