@@ -45,3 +45,20 @@ def test_one_kind_is_one_line_and_each_attempt_is_kept(tmp_path):
     assert len(read_machines(folder / sweep.points[0]["name"])) == 2
     [line] = [line for line in machines_section(folder) if line.startswith("Every run")]
     assert line.startswith("Every run trained on one CPU kind: ")
+
+
+def test_a_run_resumed_on_another_cpu_counts_for_the_kind_that_finished_it(tmp_path):
+    sweep = Sweep(tmp_path / "sweep")
+    sweep.seeds("pre", 0, [6.0, 7.0])
+    folder = sweep.save()
+    first, second = (folder / point["name"] for point in sweep.points)
+    _on(first, "Intel Xeon", ())
+    _on(second, "Intel Xeon", ())
+    record = json.loads((first / "machine.json").read_text())  # seed 1 resumed and finished on another kind
+    later = MachineRecord("AMD EPYC", ("avx512_bf16",), 2, "cpu", "2026-12-04T19:00:00")
+    record["attempts"].append(later.__dict__ | {"bf16": ["avx512_bf16"]})
+    (first / "machine.json").write_text(json.dumps(record))
+    lines = machines_section(folder)
+    assert next(line for line in lines if line.startswith("| arm |")) == \
+        "| arm | AMD EPYC (avx512_bf16) | Intel Xeon (no native bf16) | pooled |"  # fmt: skip
+    assert next(line for line in lines if "model.layout=pre" in line).endswith("| 6.000 (1) | 7.000 (1) | 6.500 (2) |")
