@@ -61,6 +61,17 @@ STUDIES = {
     "cpu_multi30k": Study("configs/sweeps/cpu_multi30k.yaml", "docs/results/cpu_multi30k.md",
                           "The paper at CPU scale, study A: Figures 2a, 2b and 4 on Multi30k De-En "
                           "(docs/protocols/paper_cpu.md)"),
+    "cpu_multi30k_faster": Study(
+        "configs/sweeps/cpu_multi30k_faster.yaml", "docs/results/cpu_multi30k_faster.md",
+        "The paper at CPU scale, study E: Figure 4's 'converges faster' read on the validation grid "
+        "(docs/protocols/paper_cpu.md)"),
+    "why_warmup_edge_pilot": Study(
+        "configs/sweeps/why_warmup_edge_pilot.yaml", "docs/results/why_warmup_edge_pilot.md",
+        "Why warm-up, round three: the Pre-LN pilot (a pilot: it decides no claim; its rule picks the study's "
+        "Pre-LN lrs, configs/sweeps/why_warmup_edge.yaml)"),
+    "why_warmup_edge": Study(
+        "configs/sweeps/why_warmup_edge.yaml", "docs/results/why_warmup_edge.md",
+        "Why warm-up, round three: failures within one layout (configs/sweeps/why_warmup_edge.yaml's protocol)"),
     "gated_preln": Study("examples/gated_preln_sweep.yaml", "docs/results/gated_preln.md",
                          "Your own layout: Gated Pre-LN against Post-LN and Pre-LN, with and without warm-up "
                          "(the demo task; docs/your_layout.md)"),
