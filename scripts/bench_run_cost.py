@@ -200,7 +200,8 @@ def log_split(log_text: str) -> tuple[float, float, float, int]:
     if not trains:
         raise RuntimeError("no train record in the log")
     saves = sum(float(m.group(1)) for m in SAVED.finditer(log_text))
-    return (sum(float(r["train_wall"]) for r in trains), saves, float(trains[-1]["wall"]),
+    # the epoch summary's keys are prefixed: train_train_wall (its updates), train_wall (fairseq's clock); whole seconds
+    return (sum(float(r["train_train_wall"]) for r in trains), saves, float(trains[-1]["train_wall"]),
             int(trains[-1]["train_num_updates"]))
 
 
