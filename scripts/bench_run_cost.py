@@ -44,6 +44,7 @@ from prelnx.records.status import read_status
 CONFIG = "configs/cpu/multi30k_base.yaml"
 STUDY_A = ("eval.bleu.enabled=false", "eval.every_updates=23")  # configs/sweeps/cpu_multi30k.yaml's `set`
 SAVED = re.compile(r"writing took ([0-9.]+) seconds")
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|")  # fairseq's log line clock
 NOT_SPLIT = ("updates vs validation vs checkpoint save inside an interval (train.log, which says it, is not in "
              "records/raw_data.py's RUN_FILES); forward vs backward vs optimizer step (one fairseq meter, train_wall)")
 
@@ -175,37 +176,58 @@ ARMS = {  # name -> overrides on top of Study A's
 
 
 @dataclass(frozen=True)
+class LogSplit:
+    """What a train.log says of a training's time (seconds; fairseq's clocks count whole seconds)."""
+
+    updates_s: float  # the epoch summaries' train_wall: in updates (forward, backward, optimizer step)
+    saves_s: float  # checkpoint writing, as fairseq logs it
+    validation_s: float  # "begin validation" -> the `valid` record, by the log lines' clock
+    fairseq_s: float  # fairseq's own clock (from the trainer's start) at its last epoch summary
+    updates: int
+
+
+@dataclass(frozen=True)
 class Measured:
     arm: str
     wall: float  # the whole `prelnx train` process
-    updates_s: float  # fairseq's train_wall: the updates (forward, backward, optimizer step)
-    saves_s: float  # checkpoint writing, as fairseq logs it
-    fairseq_s: float  # fairseq's own clock at its last train record (integer seconds)
-    updates: int
+    log: LogSplit
     valid_losses: dict[int, float]
 
     @property
-    def validation_s(self) -> float:
-        return self.fairseq_s - self.updates_s - self.saves_s
+    def per_update(self) -> float:
+        return self.log.updates_s / self.log.updates
+
+    @property
+    def other_s(self) -> float:
+        """Inside fairseq's clock, neither updates, validation nor saves: batches between updates, epoch set-up."""
+        return self.log.fairseq_s - self.log.updates_s - self.log.saves_s - self.log.validation_s
 
     @property
     def outside_s(self) -> float:
         """Start-up (imports, data, model) and exit, outside fairseq's clock."""
-        return self.wall - self.fairseq_s
+        return self.wall - self.log.fairseq_s
 
 
-def log_split(log_text: str) -> tuple[float, float, float, int]:
-    """(seconds in updates, in checkpoint writing, fairseq's wall clock, updates) from a train.log."""
+def log_split(log_text: str) -> LogSplit:
     trains = [r for line in log_text.splitlines() if (p := parse_record(line)) and p[0] == "train" for r in [p[1]]]
     if not trains:
         raise RuntimeError("no train record in the log")
-    saves = sum(float(m.group(1)) for m in SAVED.finditer(log_text))
-    # the epoch summary's keys are prefixed: train_train_wall (its updates), train_wall (fairseq's clock); whole seconds
-    return (sum(float(r["train_train_wall"]) for r in trains), saves, float(trains[-1]["train_wall"]),
-            int(trains[-1]["train_num_updates"]))
+    validation, began = 0.0, None
+    for line in log_text.splitlines():
+        stamp = STAMP.match(line)
+        if stamp and "begin validation on" in line:
+            began = dt.datetime.fromisoformat(stamp.group(1))
+        elif stamp and began is not None and "| valid |" in line:
+            validation += (dt.datetime.fromisoformat(stamp.group(1)) - began).total_seconds()
+            began = None
+    # the epoch summary's keys are prefixed: train_train_wall (its updates), train_wall (fairseq's clock)
+    return LogSplit(sum(float(r["train_train_wall"]) for r in trains),
+                    sum(float(m.group(1)) for m in SAVED.finditer(log_text)), validation,
+                    float(trains[-1]["train_wall"]), int(trains[-1]["train_num_updates"]))  # fmt: skip
 
 
-def train_once(arm: str, run_dir: Path, updates: int, extra: list[str]) -> Measured:
+def train_once(arm: str, run_dir: Path, updates: int, extra: list[str]) -> float:
+    """Train one arm's run in `run_dir`; the whole process's wall seconds."""
     sets = [*STUDY_A, *ARMS[arm], f"train.max_update={updates}", "train.threads=1", *extra]
     argv = [sys.executable, "-m", "prelnx.cli", "train", "--config", CONFIG, "--run-dir", str(run_dir)]
     argv += [a for text in sets for a in ("--set", text)]
@@ -214,48 +236,69 @@ def train_once(arm: str, run_dir: Path, updates: int, extra: list[str]) -> Measu
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{arm}: prelnx train failed ({done.returncode})\n{done.stdout[-3000:]}")
-    updates_s, saves_s, fairseq_s, count = log_split((run_dir / "train.log").read_text())
+    return wall
+
+
+def read_measured(arm: str, run_dir: Path, wall: float) -> Measured:
     losses = {int(r["num_updates"]): r["valid_loss"] for r in read_metrics(run_dir)}
-    return Measured(arm, wall, updates_s, saves_s, fairseq_s, count, losses)
+    return Measured(arm, wall, log_split((run_dir / "train.log").read_text()), losses)
 
 
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+def show(round_: int, r: Measured) -> None:
+    print(f"  round {round_} {r.arm:<28} wall {r.wall:5.1f} s | updates {r.log.updates_s:4.0f} s ({r.per_update:.3f} "
+          f"s/update) | validation {r.log.validation_s:4.0f} s | saves {r.log.saves_s:4.1f} s | other in fairseq "
+          f"{r.other_s:4.1f} s | start-up and exit {r.outside_s:4.1f} s | valid losses {r.valid_losses}", flush=True)
 
 
-def measure(updates: int, repeats: int, extra: list[str]) -> list[Measured]:
+def measure(updates: int, repeats: int, extra: list[str]) -> Path:
+    """Train the rounds (A B C each) in a new work folder, whose walls.json keeps each run's wall seconds."""
     work = Path(tempfile.mkdtemp(prefix="bench_run_cost."))
-    results = []
+    walls: dict[str, list] = {}
     for repeat in range(repeats):
         for index, arm in enumerate(ARMS):
-            result = train_once(arm, work / f"{repeat}-{index}", updates, extra)
-            results.append(result)
-            print(f"  round {repeat + 1} {arm:<30} wall {result.wall:6.1f} s | updates {result.updates_s:5.1f} s "
-                  f"({result.updates_s / result.updates:.3f} s/update) | saves {result.saves_s:4.1f} s | validation "
-                  f"{result.validation_s:5.1f} s | outside fairseq's clock {result.outside_s:5.1f} s | valid losses "
-                  f"{result.valid_losses}", flush=True)  # fmt: skip
-    print(f"work folder {work} (delete it when done)")
-    return results
+            run_dir = work / f"{repeat}-{index}"
+            walls[run_dir.name] = [arm, train_once(arm, run_dir, updates, extra)]
+            (work / "walls.json").write_text(json.dumps(walls, indent=1))
+            show(repeat + 1, read_measured(arm, run_dir, walls[run_dir.name][1]))
+    return work
 
 
-def report_measure(results: list[Measured], updates: int) -> None:
-    by_arm = {arm: [r for r in results if r.arm == arm] for arm in ARMS}
-    a, b, c = (by_arm[arm] for arm in ARMS)
-    median = lambda rs, f: statistics.median(f(r) for r in rs)  # noqa: E731
-    print(f"\nmedians over {len(a)} rounds, {updates} updates a run:")
-    for arm, rs in by_arm.items():
-        print(f"  {arm:<30} wall {median(rs, lambda r: r.wall):6.1f} s, per update "
-              f"{median(rs, lambda r: r.updates_s / r.updates):.3f} s, validation {median(rs, lambda r: r.validation_s):5.1f} s "
-              f"over {len(rs[0].valid_losses)} validations")  # fmt: skip
-    bleu = [(rb.wall - ra.wall) / len(ra.valid_losses) for ra, rb in zip(a, b)]
-    cadence = [(ra.wall - rc.wall) / (len(ra.valid_losses) - len(rc.valid_losses)) for ra, rc in zip(a, c)]
-    print(f"  BLEU adds per validation (B - A, pair by pair, whole wall): {', '.join(f'{x:.1f}' for x in bleu)} s")
-    print(f"  one loss-only validation + save costs (A - C): {', '.join(f'{x:.1f}' for x in cadence)} s")
-    same_ab = all(ra.valid_losses == rb.valid_losses for ra, rb in zip(a, b))
-    same_c = all(rc.valid_losses.items() <= ra.valid_losses.items() for ra, rc in zip(a, c))
-    same_rounds = all(r.valid_losses == a[0].valid_losses for r in a + b)
-    print(f"  valid losses identical: BLEU on vs off {same_ab}; cadence 46 at its updates {same_c}; "
-          f"across rounds {same_rounds}")
+def reread(work: Path) -> list[list[Measured]]:
+    """The rounds of a work folder, each [A, B, C] (from walls.json and each run's train.log and metrics.jsonl)."""
+    runs = {name: read_measured(arm, work / name, wall) for name, (arm, wall) in json.loads(
+        (work / "walls.json").read_text()).items()}  # fmt: skip
+    rounds = sorted({int(name.split("-")[0]) for name in runs})
+    return [[runs[f"{r}-{i}"] for i in range(len(ARMS))] for r in rounds if all(f"{r}-{i}" in runs for i in range(3))]
+
+
+def _list(values: list[float], digits: int = 1) -> str:
+    return ", ".join(f"{v:.{digits}f}" for v in values)
+
+
+def report_measure(rounds: list[list[Measured]]) -> None:
+    """Pair by pair: what BLEU adds to a validation (B - A) and what one loss-only validation and its save cost
+    (A - C), in seconds by fairseq's clocks (the updates' noise left out) and in update-equivalents (seconds over that
+    run's seconds per update: a ratio that carries over to a machine loaded differently); the whole walls too."""
+    n = len(rounds[0][0].valid_losses)
+    gap = n - len(rounds[0][2].valid_losses)
+    bleu = [(b.log.validation_s - a.log.validation_s) / n for a, b, _ in rounds]
+    loss_only = [(a.log.validation_s + a.log.saves_s - c.log.validation_s - c.log.saves_s) / gap for a, _, c in rounds]
+    print(f"\n{len(rounds)} rounds; A validates {n} times, C {n - gap}")
+    for index, arm in enumerate(ARMS):
+        runs = [r[index] for r in rounds]
+        print(f"  {arm:<28} median wall {statistics.median(r.wall for r in runs):5.1f} s, seconds per update "
+              f"{_list([r.per_update for r in runs], 3)}, validation seconds {_list([r.log.validation_s for r in runs], 0)}")
+    print(f"  BLEU adds per validation (B - A): {_list(bleu)} s = "
+          f"{_list([x / a.per_update for x, (a, _, _) in zip(bleu, rounds)])} update-equivalents; "
+          f"whole wall per validation {_list([(b.wall - a.wall) / n for a, b, _ in rounds])} s")
+    print(f"  one loss-only validation + its save (A - C): {_list(loss_only)} s = "
+          f"{_list([x / a.per_update for x, (a, _, _) in zip(loss_only, rounds)])} update-equivalents; "
+          f"whole wall {_list([(a.wall - c.wall) / gap for a, _, c in rounds])} s")
+    same_ab = all(a.valid_losses == b.valid_losses for a, b, _ in rounds)
+    same_c = all(c.valid_losses.items() <= a.valid_losses.items() for a, _, c in rounds)
+    same_rounds = all(r.valid_losses == rounds[0][0].valid_losses for a, b, _ in rounds for r in (a, b))
+    print(f"  valid losses identical (as logged, 3 decimals): BLEU on vs off {same_ab}; C at its validated updates "
+          f"{same_c}; across rounds {same_rounds}")
 
 
 def main() -> None:
@@ -267,14 +310,25 @@ def main() -> None:
     mea.add_argument("--updates", type=int, default=46, help="train.max_update of each run (a multiple of 46)")
     mea.add_argument("--repeats", type=int, default=2, help="rounds of A B C")
     mea.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more overrides, e.g. data.path")
+    mea.add_argument("--reread", type=Path, metavar="WORK", help="no training: report a former measure's work folder")
     args = parser.parse_args()
     if args.command == "records":
         print_records(args.directory)
         return
-    print(f"CPU: {read_cpu()}; load before: {_load()}", flush=True)
-    results = measure(args.updates, args.repeats, args.set)
-    report_measure(results, args.updates)
-    print(f"load after: {_load()}")
+    if args.reread is None:
+        print(f"CPU: {read_cpu()}; load before: {_load()}", flush=True)
+        work = measure(args.updates, args.repeats, args.set)
+        print(f"load after: {_load()}; work folder {work} (delete it when done)")
+    rounds = reread(args.reread or work)
+    if args.reread is not None:
+        for number, runs in enumerate(rounds, 1):
+            for run in runs:
+                show(number, run)
+    report_measure(rounds)
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def read_cpu() -> str:

@@ -84,16 +84,22 @@ def test_records_prints_what_it_cannot_split(bench, tmp_path, capsys):
 def test_log_split_reads_fairseq_words(bench):
     log = "\n".join([
         '2026-12-05 07:45:07 | INFO | train_inner | {"epoch": 1, "num_updates": "20", "train_wall": "22", "wall": "23"}',
+        '2026-12-05 07:45:10 | INFO | fairseq_cli.train | begin validation on "valid" subset',
+        '2026-12-05 07:45:13 | INFO | valid | {"epoch": 1, "valid_loss": "8.921", "valid_num_updates": "23"}',
         "2026-12-05 07:45:14 | INFO | fairseq.checkpoint_utils | Saved checkpoint c.pt (epoch 1 @ 23 updates, "
         "score 8.9) (writing took 0.75 seconds)",
+        '2026-12-05 07:45:34 | INFO | fairseq_cli.train | begin validation on "valid" subset',
+        '2026-12-05 07:45:39 | INFO | valid | {"epoch": 1, "valid_loss": "8.758", "valid_num_updates": "46"}',
         "2026-12-05 07:45:40 | INFO | fairseq.checkpoint_utils | Saved checkpoint c.pt (epoch 1 @ 46 updates, "
         "score 8.7) (writing took 0.25 seconds)",
         '2026-12-05 07:45:40 | INFO | train | {"epoch": 1, "train_loss": "9.356", "train_num_updates": "46", '
-        '"train_train_wall": "48", "train_wall": "55"}',
+        '"train_train_wall": "40", "train_wall": "55"}',
     ])  # fmt: skip
-    assert bench.log_split(log) == (48.0, 1.0, 55.0, 46)
-    measured = bench.Measured("A", 70.0, 48.0, 1.0, 55.0, 46, {23: 8.9, 46: 8.7})
-    assert measured.validation_s == 6.0 and measured.outside_s == 15.0
+    split = bench.log_split(log)
+    assert split == bench.LogSplit(updates_s=40.0, saves_s=1.0, validation_s=8.0, fairseq_s=55.0, updates=46)
+    measured = bench.Measured("A", 70.0, split, {23: 8.921, 46: 8.758})
+    assert measured.per_update == pytest.approx(40 / 46)
+    assert measured.other_s == 6.0 and measured.outside_s == 15.0
 
 
 def test_measure_help():
