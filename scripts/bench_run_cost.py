@@ -16,9 +16,10 @@ records/raw_data.py's RUN_FILES does not keep train.log.
 `measure`: paired tiny real trainings (`prelnx train` as a subprocess, whole-process wall time, one thread each,
 serialised, arms alternated A B C A B C) of configs/cpu/multi30k_base.yaml at Study A's settings with validation
 BLEU off (A, Study A's choice), on (B, the base config's greedy BLEU) and off at half the validation cadence (C).
-From each run's train.log: the seconds in updates, in checkpoint writing, and the rest of fairseq's clock
-(validation); the rest of the process's wall is start-up and exit. Checks that the valid losses are identical
-between A and B (BLEU changes nothing trained) and at C's validated updates. Prints numbers; times are as loaded
+From each run's train.log: the seconds in updates (fairseq's train_wall), in validation (by the log lines' clock),
+in checkpoint writing and the rest of fairseq's clock; the rest of the process's wall is start-up and exit. Update-
+equivalents (seconds over the run's seconds per update) carry over to a machine loaded differently. Checks that the
+valid losses are identical between A and B (BLEU changes nothing trained) and at C's validated updates. Prints numbers; times are as loaded
 as the machine is.
 """
 
@@ -287,7 +288,8 @@ def report_measure(rounds: list[list[Measured]]) -> None:
     for index, arm in enumerate(ARMS):
         runs = [r[index] for r in rounds]
         print(f"  {arm:<28} median wall {statistics.median(r.wall for r in runs):5.1f} s, seconds per update "
-              f"{_list([r.per_update for r in runs], 3)}, validation seconds {_list([r.log.validation_s for r in runs], 0)}")
+              f"{_list([r.per_update for r in runs], 3)}, "
+              f"validation seconds {_list([r.log.validation_s for r in runs], 0)}")
     print(f"  BLEU adds per validation (B - A): {_list(bleu)} s = "
           f"{_list([x / a.per_update for x, (a, _, _) in zip(bleu, rounds)])} update-equivalents; "
           f"whole wall per validation {_list([(b.wall - a.wall) / n for a, b, _ in rounds])} s")

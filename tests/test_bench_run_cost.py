@@ -83,7 +83,7 @@ def test_records_prints_what_it_cannot_split(bench, tmp_path, capsys):
 
 def test_log_split_reads_fairseq_words(bench):
     log = "\n".join([
-        '2026-12-05 07:45:07 | INFO | train_inner | {"epoch": 1, "num_updates": "20", "train_wall": "22", "wall": "23"}',
+        '2026-12-05 07:45:07 | INFO | train_inner | {"epoch": 1, "num_updates": "20", "train_wall": "22"}',
         '2026-12-05 07:45:10 | INFO | fairseq_cli.train | begin validation on "valid" subset',
         '2026-12-05 07:45:13 | INFO | valid | {"epoch": 1, "valid_loss": "8.921", "valid_num_updates": "23"}',
         "2026-12-05 07:45:14 | INFO | fairseq.checkpoint_utils | Saved checkpoint c.pt (epoch 1 @ 23 updates, "
