@@ -19,8 +19,8 @@ BLEU off (A, Study A's choice), on (B, the base config's greedy BLEU) and off at
 From each run's train.log: the seconds in updates (fairseq's train_wall), in validation (by the log lines' clock),
 in checkpoint writing and the rest of fairseq's clock; the rest of the process's wall is start-up and exit. Update-
 equivalents (seconds over the run's seconds per update) carry over to a machine loaded differently. Checks that the
-valid losses are identical between A and B (BLEU changes nothing trained) and at C's validated updates. Prints numbers; times are as loaded
-as the machine is.
+valid losses are identical between A and B (BLEU changes nothing trained) and at C's validated updates. Prints
+numbers; times are as loaded as the machine is.
 """
 
 from __future__ import annotations
