@@ -1,0 +1,109 @@
+"""How a fairseq child ended, as typed events it reports to its parent: one line per event in its output,
+`prelnx-event {"event": ...}`. The child's entry (launch/fairseq_entry.py) reports `done` when fairseq's program
+returns and `raised` (classified by the exception's type) when it raises; a Slurm task reports what it raised. The
+parent (launch/watch.py, launch/slurm_job.py) decides a run's end state from these values, never from fairseq's
+wording; a child that died without one (SIGKILL, an OOM kill) is one the parent records as a crash.
+Standard library only: the child's entry imports it before torch and fairseq.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PREFIX = "prelnx-event "
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+class Kind(enum.StrEnum):
+    """What an exception means for the run."""
+
+    DIVERGED = "diverged"  # FloatingPointError: fairseq's stop on NaN/Inf gradients or at its minimum loss scale
+    DISK_FULL = "disk_full"  # an OSError ENOSPC/EDQUOT in the exception's chain (torch.save raises a RuntimeError)
+    OUT_OF_MEMORY = "out_of_memory"  # MemoryError, torch's OutOfMemoryError
+    FAILED = "failed"  # anything else
+
+
+@dataclass(frozen=True)
+class Done:
+    """The child's program returned: fairseq trained its budget and saved its last checkpoint."""
+
+
+@dataclass(frozen=True)
+class Raised:
+    """The child's program raised `type` (its class name) with `message`."""
+
+    type: str
+    message: str
+    kind: Kind
+    errno: int | None = None  # of the OSError in the chain (DISK_FULL)
+    path: str | None = None  # the file it names, if it names one
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", Kind(self.kind))
+
+    def describe(self) -> str:
+        """`FloatingPointError: gradients are Nan/Inf`: for people only."""
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+Event = Done | Raised
+NAMES: dict[type, str] = {Done: "done", Raised: "raised"}
+TYPES = {name: kind for kind, name in NAMES.items()}
+
+
+def _chain(error: BaseException | None) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while error is not None and error not in seen:
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
+
+
+def raised(error: BaseException) -> Raised:
+    """The event of an exception, classified by type (and an OSError's errno), never by its message."""
+    chain = _chain(error)
+    full = next((e for e in chain if isinstance(e, OSError) and e.errno in NO_SPACE), None)
+    if full is not None:
+        kind = Kind.DISK_FULL
+    elif isinstance(error, FloatingPointError):
+        kind = Kind.DIVERGED
+    elif isinstance(error, MemoryError) or any(c.__name__ == "OutOfMemoryError" for c in type(error).__mro__):
+        kind = Kind.OUT_OF_MEMORY
+    else:
+        kind = Kind.FAILED
+    path = None if full is None or full.filename is None else os.fsdecode(full.filename)
+    return Raised(type(error).__name__, str(error).strip(), kind, full.errno if full else None, path)
+
+
+def line(event: Event) -> str:
+    """The event's line (with its newline)."""
+    return PREFIX + json.dumps({"event": NAMES[type(event)], **asdict(event)}) + "\n"
+
+
+def parse(text: str) -> Event | None:
+    """The event of an output line; None for any other line (fairseq's, a line a kill cut short)."""
+    at = text.find(PREFIX)
+    if at < 0:
+        return None
+    try:
+        fields: dict[str, Any] = json.loads(text[at + len(PREFIX):])
+        return TYPES[fields.pop("event")](**fields)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def emit(event: Event) -> None:
+    """Write the event to stdout in one write (torchrun's workers share the log); a failed write (a full disk) is
+    left to the parent, which then records a crash."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(sys.stdout.fileno(), line(event).encode())
+    except (OSError, ValueError):
+        pass
