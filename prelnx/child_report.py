@@ -65,6 +65,12 @@ def _chain(error: BaseException | None) -> list[BaseException]:
     return seen
 
 
+def _torch_out_of_memory() -> type[BaseException]:
+    """torch's OutOfMemoryError (a RuntimeError) where the child has imported torch; never imports it."""
+    torch = sys.modules.get("torch")
+    return MemoryError if torch is None else torch.OutOfMemoryError  # torch >= 2.10 (pyproject's floor) has it
+
+
 def raised(error: BaseException) -> Raised:
     """The event of an exception, classified by type (and an OSError's errno), never by its message."""
     chain = _chain(error)
@@ -73,7 +79,7 @@ def raised(error: BaseException) -> Raised:
         kind = Kind.DISK_FULL
     elif isinstance(error, FloatingPointError):
         kind = Kind.DIVERGED
-    elif isinstance(error, MemoryError) or any(c.__name__ == "OutOfMemoryError" for c in type(error).__mro__):
+    elif isinstance(error, (MemoryError, _torch_out_of_memory())):
         kind = Kind.OUT_OF_MEMORY
     else:
         kind = Kind.FAILED
