@@ -72,19 +72,19 @@ def _torch_out_of_memory() -> type[BaseException]:
 
 
 def raised(error: BaseException) -> Raised:
-    """The event of an exception, classified by type (and an OSError's errno), never by its message."""
+    """The event of an exception, classified by type (and an OSError's errno), never by its message. The exceptions
+    it was raised over count too: torch.save raises a RuntimeError over a full disk's OSError, and fairseq's NaN
+    detector, re-running the step after a FloatingPointError, may raise another error over it. The event names the
+    exception that decided its kind."""
     chain = _chain(error)
-    full = next((e for e in chain if isinstance(e, OSError) and e.errno in NO_SPACE), None)
-    if full is not None:
-        kind = Kind.DISK_FULL
-    elif isinstance(error, FloatingPointError):
-        kind = Kind.DIVERGED
-    elif isinstance(error, (MemoryError, _torch_out_of_memory())):
-        kind = Kind.OUT_OF_MEMORY
-    else:
-        kind = Kind.FAILED
-    path = None if full is None or full.filename is None else os.fsdecode(full.filename)
-    return Raised(type(error).__name__, str(error).strip(), kind, full.errno if full else None, path)
+    tests = ((Kind.DISK_FULL, lambda e: isinstance(e, OSError) and e.errno in NO_SPACE),
+             (Kind.DIVERGED, lambda e: isinstance(e, FloatingPointError)),
+             (Kind.OUT_OF_MEMORY, lambda e: isinstance(e, (MemoryError, _torch_out_of_memory()))))  # fmt: skip
+    kind, cause = next(((kind, e) for kind, test in tests for e in chain if test(e)), (Kind.FAILED, error))
+    if not isinstance(cause, OSError):
+        return Raised(type(cause).__name__, str(cause).strip(), kind)
+    path = None if cause.filename is None else os.fsdecode(cause.filename)
+    return Raised(type(cause).__name__, str(cause).strip(), kind, cause.errno, path)
 
 
 def line(event: Event) -> str:

@@ -30,6 +30,11 @@ if what == "done_then_abort":  # training returned, then the interpreter dies on
     atexit.register(os.abort)
 if what == "diverged":
     raise FloatingPointError("REWORDED")
+if what == "diverged_then_raised":  # fairseq's NaN detector re-runs the step and may raise again (StopIteration)
+    try:
+        raise FloatingPointError("REWORDED")
+    except FloatingPointError:
+        next(iter(()))
 if what == "disk_full":  # a real full device; torch.save raises a RuntimeError over the OSError, as in fairseq's save
     import torch
     with open("/dev/full", "wb") as handle:
@@ -109,7 +114,7 @@ def test_an_exception_is_classified_by_its_type_and_errno_never_by_its_message()
             raise RuntimeError("file write failed")
     except RuntimeError as error:
         wrapped = child_report.raised(error)
-    assert (wrapped.type, wrapped.kind, wrapped.errno, wrapped.path) == ("RuntimeError", Kind.DISK_FULL, 28,
+    assert (wrapped.type, wrapped.kind, wrapped.errno, wrapped.path) == ("OSError", Kind.DISK_FULL, 28,
                                                                          "/disk/run/checkpoints/checkpoint1.pt.tmp")  # fmt: skip
 
 
@@ -125,9 +130,10 @@ def test_a_child_that_crashes_after_its_training_returned_is_finished_then_crash
     assert outcome.status is RunStatus.FINISHED and outcome.failure is Failure.FINISHED_THEN_CRASHED
 
 
-def test_fairseqs_floating_point_error_is_a_divergence_whatever_it_says(tmp_path):
-    code, outcome = parent_outcome(tmp_path, "diverged")
-    assert code == 1 and events_of(tmp_path / "diverged.log") == [Raised("FloatingPointError", "REWORDED", Kind.DIVERGED)]
+@pytest.mark.parametrize("what", ["diverged", "diverged_then_raised"])
+def test_fairseqs_floating_point_error_is_a_divergence_whatever_it_says_or_raises_over_it(tmp_path, what):
+    code, outcome = parent_outcome(tmp_path, what)
+    assert code == 1 and events_of(tmp_path / f"{what}.log") == [Raised("FloatingPointError", "REWORDED", Kind.DIVERGED)]
     assert outcome.status is RunStatus.DIVERGED and outcome.divergence.signal is Signal.FAIRSEQ_NAN
 
 
