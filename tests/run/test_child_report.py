@@ -183,3 +183,27 @@ def test_no_product_module_matches_fairseqs_wording_for_a_state():
     found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in files for line, text in code_strings(path)
              if any(marker in text.lower() for marker in MARKERS)]  # fmt: skip
     assert found == []
+
+
+def test_a_slurm_jobs_rank_0_error_is_read_from_the_event_its_task_reported(tmp_path):
+    """launch/slurm_job.py: rank 0's output is echoed without the event, and the error named is the event's, not a
+    line picked from submitit's trace."""
+    from types import SimpleNamespace
+
+    from prelnx.launch import slurm_job
+
+    log, event = tmp_path / "7_0_log.out", child_report.raised(KeyError("REWORDED"))
+    log.write_text("starting tiny\n" + child_report.line(event) + "submitit ERROR (x) - Submitted job triggered an exception\n")
+    echoed: list[str] = []
+    output = slurm_job.Rank0Output(log, echoed.append)
+    output.read()
+    assert echoed == ["starting tiny"] and output.raised == event
+
+    def result():  # submitit's: the task's trace, then its own words
+        raise RuntimeError("Traceback (most recent call last):\nKeyError: 'other'\nsubmitit: job failed")
+
+    paths = SimpleNamespace(stdout=log, stderr=tmp_path / "7_0_log.err", result_pickle=tmp_path / "7_0_result.pkl")
+    paths.result_pickle.write_bytes(b"")
+    job = SimpleNamespace(job_id="7", task=lambda rank: SimpleNamespace(paths=paths, result=result))
+    message, code = slurm_job.outcome(job, "COMPLETED", output.raised)
+    assert code == 1 and "rank 0 failed (KeyError: 'REWORDED')" in message, message
