@@ -65,26 +65,20 @@ def _chain(error: BaseException | None) -> list[BaseException]:
     return seen
 
 
-def _torch_out_of_memory() -> type[BaseException]:
-    """torch's OutOfMemoryError (a RuntimeError) where the child has imported torch; never imports it."""
-    torch = sys.modules.get("torch")
-    return MemoryError if torch is None else torch.OutOfMemoryError  # torch >= 2.10 (pyproject's floor) has it
-
-
 def raised(error: BaseException) -> Raised:
     """The event of an exception, classified by type (and an OSError's errno), never by its message. The exceptions
     it was raised over count too: torch.save raises a RuntimeError over a full disk's OSError, and fairseq's NaN
     detector, re-running the step after a FloatingPointError, may raise another error over it. The event names the
     exception that decided its kind."""
-    chain = _chain(error)
+    torch = sys.modules.get("torch")  # where the child has it (never imported here): its OutOfMemoryError (>= 2.10)
+    memory = (MemoryError, torch.OutOfMemoryError) if torch is not None else MemoryError
     tests = ((Kind.DISK_FULL, lambda e: isinstance(e, OSError) and e.errno in NO_SPACE),
              (Kind.DIVERGED, lambda e: isinstance(e, FloatingPointError)),
-             (Kind.OUT_OF_MEMORY, lambda e: isinstance(e, (MemoryError, _torch_out_of_memory()))))  # fmt: skip
-    kind, cause = next(((kind, e) for kind, test in tests for e in chain if test(e)), (Kind.FAILED, error))
-    if not isinstance(cause, OSError):
-        return Raised(type(cause).__name__, str(cause).strip(), kind)
-    path = None if cause.filename is None else os.fsdecode(cause.filename)
-    return Raised(type(cause).__name__, str(cause).strip(), kind, cause.errno, path)
+             (Kind.OUT_OF_MEMORY, lambda e: isinstance(e, memory)))  # fmt: skip
+    kind, cause = next(((kind, e) for kind, test in tests for e in _chain(error) if test(e)), (Kind.FAILED, error))
+    named = cause.filename if isinstance(cause, OSError) and cause.filename is not None else None
+    number = cause.errno if isinstance(cause, OSError) else None
+    return Raised(type(cause).__name__, str(cause).strip(), kind, number, None if named is None else os.fsdecode(named))
 
 
 def line(event: Event) -> str:

@@ -105,6 +105,9 @@ def test_other_lines_are_no_events():
 def test_an_exception_is_classified_by_its_type_and_errno_never_by_its_message():
     assert child_report.raised(FloatingPointError("anything")).kind is Kind.DIVERGED
     assert child_report.raised(MemoryError()).kind is Kind.OUT_OF_MEMORY
+    import torch  # its OutOfMemoryError is a RuntimeError: known by type where the child has torch
+
+    assert child_report.raised(torch.OutOfMemoryError("REWORDED")).kind is Kind.OUT_OF_MEMORY
     assert child_report.raised(RuntimeError("No space left on device")).kind is Kind.FAILED  # words are no type
     assert child_report.raised(OSError(13, "Permission denied", "/x")).kind is Kind.FAILED
     try:
