@@ -68,9 +68,13 @@ def events_of(log: Path) -> list[child_report.Event]:
     return [event for line in log.read_text().splitlines() if (event := child_report.parse(line)) is not None]
 
 
-def parent_outcome(tmp_path: Path, what: str):
-    """What the parent records of the child: its Watch follows the log as it follows fairseq's."""
+def parent_outcome(tmp_path: Path, what: str, *others: str):
+    """What the parent records of the child: its Watch follows the log as it follows fairseq's. `others`: more
+    children (torchrun's workers) whose output the same log holds after the first's."""
     code, log = run_child(tmp_path, what)
+    for other in others:
+        with open(log, "a") as shared:
+            shared.write(run_child(tmp_path, other)[1].read_text())
     seen: list[Event] = []
     watch = Watch(tmp_path / "run", Grain.EPOCH, [], seen.append, None, {})
     (tmp_path / "run").mkdir(exist_ok=True)
@@ -137,6 +141,13 @@ def test_a_child_that_crashes_after_its_training_returned_is_finished_then_crash
 def test_fairseqs_floating_point_error_is_a_divergence_whatever_it_says_or_raises_over_it(tmp_path, what):
     code, outcome = parent_outcome(tmp_path, what)
     assert code == 1 and events_of(tmp_path / f"{what}.log") == [Raised("FloatingPointError", "REWORDED", Kind.DIVERGED)]
+    assert outcome.status is RunStatus.DIVERGED and outcome.divergence.signal is Signal.FAIRSEQ_NAN
+
+
+@pytest.mark.parametrize("workers", [("failed", "diverged"), ("diverged", "failed")])
+def test_one_workers_divergence_decides_over_the_errors_it_causes_in_the_others(tmp_path, workers):
+    code, outcome = parent_outcome(tmp_path, *workers)
+    assert [event.kind for event in events_of(tmp_path / f"{workers[0]}.log")] == [Kind(w) for w in workers]
     assert outcome.status is RunStatus.DIVERGED and outcome.divergence.signal is Signal.FAIRSEQ_NAN
 
 
