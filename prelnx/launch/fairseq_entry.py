@@ -5,8 +5,9 @@ uses. Why: `import fairseq` imports every task and criterion, and two import sci
 `sentence_prediction_adapters.py`), 1.0 s of every fairseq start on 2 idle cores (about 3x more on AVX2-only
 machines), more than a tiny training takes (scripts/bench_startup.py, docs/benchmarks.md). The criterion is kept when
 the command names it (`prelnx finetune`). The skipped modules become empty modules that register nothing; the rest is
-fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). Standard library only: it runs before
-torch and fairseq.
+fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). It also reports how the program
+ended as typed events (prelnx/child_report.py): `done` when it returns, `raised` (classified by the exception's type)
+when it raises, which it then re-raises. Standard library only: it runs before torch and fairseq.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import importlib.machinery
 import runpy
 import sys
 from collections.abc import Iterable
+
+from prelnx import child_report
 
 # module -> the task/criterion name whose presence in the command keeps it (None: no command prelnx plans needs it)
 UNUSED: dict[str, str | None] = {
@@ -68,7 +71,12 @@ def main() -> None:
     program, args = sys.argv[1], sys.argv[2:]
     install(args)
     sys.argv = [program, *args]
-    runpy.run_module(program, run_name="__main__", alter_sys=True)
+    try:
+        runpy.run_module(program, run_name="__main__", alter_sys=True)
+    except Exception as error:  # not SystemExit (an argument error, already said) nor a signal's KeyboardInterrupt
+        child_report.emit(child_report.raised(error))
+        raise
+    child_report.emit(child_report.Done())
 
 
 if __name__ == "__main__":

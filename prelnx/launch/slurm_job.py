@@ -6,12 +6,12 @@ and return the run's exit code. What the tasks do is in launch/slurm_task.py.
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prelnx import child_report
 from prelnx.config.errors import Refusal
 from prelnx.exits import Exit
 from prelnx.config.schema import Config
@@ -92,8 +92,19 @@ class LogTail:
         return complete
 
 
-def _progress(line: str) -> bool:
-    return bool(line.strip()) and not line.startswith("submitit ")
+class Rank0Output:
+    """Rank 0's new lines, echoed (not submitit's own, nor the events its task reports); the last error it reported
+    (prelnx/child_report.py), kept."""
+
+    def __init__(self, path: Path, echo: Callable[[str], None]) -> None:
+        self.tail, self.echo, self.raised = LogTail(path), echo, None
+
+    def read(self) -> None:
+        for line in self.tail.lines():
+            if isinstance(event := child_report.parse(line), child_report.Raised):
+                self.raised = event
+            elif event is None and line.strip() and not line.startswith("submitit "):
+                self.echo(line)
 
 
 def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 1.0,
@@ -103,7 +114,7 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
     from prelnx.launch.slurm_watch import WATCHER
 
     watcher = watcher or WATCHER
-    tail = LogTail(Path(job.task(0).paths.stdout))
+    output = Rank0Output(Path(job.task(0).paths.stdout), echo)
     last_state = ""
     try:
         while (found := watcher.look(job.job_id)).active:  # before the log's new lines, which it may explain (running)
@@ -111,8 +122,7 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
                 waits = found.state == "PENDING" and found.reason not in ("", "None")
                 echo(f"Slurm job {job.job_id}: {found.state.lower()}" + (f" ({found.reason})" if waits else ""))
                 last_state = found.state
-            for line in filter(_progress, tail.lines()):
-                echo(line)
+            output.read()
             if time.monotonic() - watcher.answered > UNANSWERED_S:  # squeue's last answer
                 why = (f"squeue has not answered for {UNANSWERED_S // 60} min; Slurm job {job.job_id} may still run "
                        f"(see squeue; logs in {Path(job.paths.folder)})")  # fmt: skip
@@ -127,32 +137,24 @@ def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s:
         slurm_task.cancel(job.job_id)
         return f"cancelled Slurm job {job.job_id}; run the same command again to resume", Exit.INTERRUPTED
     time.sleep(poll_s)  # the last lines of the log
-    for line in filter(_progress, tail.lines()):
-        echo(line)
-    return outcome(job, found.state)
+    output.read()
+    return outcome(job, found.state, output.raised)
 
 
-def outcome(job: Any, state: str | None) -> tuple[str, int]:
-    """Rank 0's result, or why there is none."""
+def outcome(job: Any, state: str | None, raised: child_report.Raised | None = None) -> tuple[str, int]:
+    """Rank 0's result, or why there is none; `raised`: what rank 0's task reported it raised."""
     rank0 = job.task(0)  # the job itself when it has one task
     if rank0.paths.result_pickle.exists():
         try:
             result = rank0.result()
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
-            why = f"Slurm job {job.job_id}: rank 0 failed ({last_error(str(error))}); see {rank0.paths.stderr}"
-            return why, Exit.FAILED
+            said = raised.describe() if raised else (str(error).strip().splitlines() or ["no message"])[-1]
+            return f"Slurm job {job.job_id}: rank 0 failed ({said}); see {rank0.paths.stderr}", Exit.FAILED
         return "", int(result["exit_code"])
     how = f"ended ({state.lower()})" if state not in (None, slurm_task.ENDED) else "left Slurm's queue"
     why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "
            f"same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
     return why, Exit.FAILED
-
-
-def last_error(trace: str) -> str:
-    """The exception line of a Python trace (the last line that names an error), else its last line."""
-    lines = [line.strip() for line in trace.splitlines() if line.strip() and not line.startswith("-")]
-    found = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b", line)]
-    return (found or lines or ["no message"])[-1]
 
 
 def active_job(run_dir: Path) -> str | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx import child_report
 from prelnx.config.schema import Config
 from prelnx.launch.errors import error_exit
 from prelnx.plan.launch import plan_run
@@ -148,6 +149,7 @@ class SlurmTrainTask:
                            on_start=marks.started.touch)  # fmt: skip
         except Exception as error:  # known refusals become the command's message and exit code
             if (known := error_exit(error)) is None:
+                child_report.emit(child_report.raised(error))  # a bug: its type and message to the submitting side
                 raise
             echo(f"error: {known[0]}")
             return {"status": "error", "reason": known[0], "exit_code": known[1]}

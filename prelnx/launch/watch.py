@@ -1,11 +1,13 @@
 """Following a training: prelnx reads train.log as the child writes it. Each JSON record becomes an event (progress,
-a validation row, a diagnostics row: each recorded) and a divergence decision; the child's exit a typed `Outcome`.
+a validation row, a diagnostics row: each recorded) and a divergence decision; the child's own report of how it
+ended (prelnx/child_report.py: done, or what it raised, by type) and its exit code a typed `Outcome`.
 The log is a file, not a pipe: fairseq's record of every update survives if prelnx dies, and the restart rebuilds
 what prelnx missed from it (records/reconcile.py)."""
 
 from __future__ import annotations
 
 import collections
+import os
 import re
 import signal
 import subprocess
@@ -14,7 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from prelnx import child_report
 from prelnx.atomic import io_reason
+from prelnx.child_report import Kind, Raised
 from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
@@ -29,11 +33,6 @@ from prelnx.records.rows import Row, is_bad_loss, parse_record, row_builder
 from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
 
-# What fairseq's own output says (its wording, not ours): a NaN/Inf it raised on, an exception line, a full disk.
-DIVERGENCE_MARKERS = ("FloatingPointError", "Minimum loss scale reached", "gradients are Nan/Inf")
-EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b[^:]*:")
-DISK_FULL = re.compile(r"\[Errno (?:28|122)\][^:]*:\s*'?([^']*)'?|No space left on device|file write failed")
-DONE_TRAINING = "| fairseq_cli.train | done training in"
 STOP_CODES = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
 
 
@@ -53,10 +52,10 @@ class Watch:
         self.tail: collections.deque[str] = collections.deque(maxlen=60)
         self.tensorboard: TensorBoardLog | None = None
         self.divergence: Divergence | None = None  # prelnx itself stops a diverging run
-        self.fairseq_nan = False  # fairseq raised on NaN/Inf
+        self.raised: list[Raised] = []  # what the child (each worker) reported it raised
         self.stopped = False  # by the user
         self.io_failed: tuple[Failure, str] | None = None  # prelnx could not write the run dir's files
-        self.done_training = False  # fairseq logged the end of its training (its last checkpoint is saved by then)
+        self.done = False  # the child reported its training returned (its last checkpoint is saved by then)
 
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
         """Open TensorBoard (while fairseq starts up), read the log from `offset` until the child exits (or prelnx
@@ -97,11 +96,11 @@ class Watch:
                     time.sleep(0.1)
 
     def _line(self, line: str) -> None:
+        if (event := child_report.parse(line)) is not None:
+            self.done = self.done or isinstance(event, child_report.Done)
+            self.raised += [event] if isinstance(event, Raised) else []
+            return
         self.tail.append(line.rstrip("\n"))
-        if any(marker in line for marker in DIVERGENCE_MARKERS):
-            self.fairseq_nan = True  # its traceback follows
-        if DONE_TRAINING in line:
-            self.done_training = True
         try:
             if (diagnosed := parse_diagnostics(line)) is not None:
                 self._diagnostics(diagnosed)
@@ -148,30 +147,29 @@ class Watch:
             return Outcome(RunStatus.INTERRUPTED, update, Failure.STOPPED)
         if returncode == 0:
             return Outcome(RunStatus.FINISHED, update)
-        if self.done_training:  # e.g. a C++ abort while the interpreter shuts down, after the last save
+        if self.done:  # e.g. a C++ abort while the interpreter shuts down, after the last save
             return Outcome(RunStatus.FINISHED, update, Failure.FINISHED_THEN_CRASHED,
                            detail=f"code {returncode}: {self.last_error()}")  # fmt: skip
-        if self.fairseq_nan:
+        raised = self.telling()
+        if raised is not None and raised.kind is Kind.DIVERGED:
             return Outcome(RunStatus.DIVERGED, update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
-        if (disk := self.disk_full()) is not None:
-            return Outcome(RunStatus.FAILED, update, Failure.DISK_FULL, detail=disk)
+        if raised is not None and raised.kind is Kind.DISK_FULL and raised.errno is not None:
+            error = OSError(raised.errno, os.strerror(raised.errno), raised.path)
+            kind, detail = io_failure(error, self.run_dir / "checkpoints")
+            return Outcome(RunStatus.FAILED, update, kind, detail=detail)
         return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
 
-    def last_error(self) -> str:
-        """The exception a worker raised (not torchrun's summary banner), which worker torchrun saw die and how, else
-        the last line of output."""
-        lines = [line.strip() for line in self.tail]
-        errors = [line for line in lines if EXCEPTION.match(line) and "ChildFailedError" not in line]
-        shown = [line for line in lines if line and set(line) != {"="}]
-        return torchrun_failure(list(self.tail)) or (errors or shown or [""])[-1]
+    def telling(self) -> Raised | None:
+        """Of what the workers raised, the first of the kind that says most (one worker's divergence makes the
+        others' connections fail)."""
+        order = list(Kind)  # DIVERGED, DISK_FULL, OUT_OF_MEMORY, FAILED
+        return min(self.raised, key=lambda event: order.index(event.kind), default=None)
 
-    def disk_full(self) -> str | None:
-        """'no space left on device: <path>' when the child's output says its writes failed for lack of space."""
-        for line in reversed(self.tail):
-            if found := DISK_FULL.search(line):
-                path = found.group(1) if found.lastindex and found.group(1) else str(self.run_dir / "checkpoints")
-                return f"no space left on device: {path}"
-        return None
+    def last_error(self) -> str:
+        """What a worker raised, which worker torchrun saw die and how, else the last line of output."""
+        shown = [line.strip() for line in self.tail if line.strip() and set(line.strip()) != {"="}]
+        raised = self.telling()
+        return torchrun_failure(list(self.tail), raised) or (raised.describe() if raised else (shown or [""])[-1])
 
     def finish(self, plan: RunPlan, outcome: Outcome) -> Outcome:
         """Once the child has gone: reconcile with the last checkpoint and write the final status (on a full disk
@@ -232,9 +230,10 @@ def status_counts(run_grain: Grain, rows: list[Row], checkpoint: CheckpointInfo 
 _TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")
 
 
-def torchrun_failure(lines: list[str]) -> str | None:
+def torchrun_failure(lines: list[str], raised: Raised | None = None) -> str | None:
     """torchrun's "Root Cause (first observed failure)" block as one sentence: which worker ended and how (a signal by
-    its name, an exit code with the worker's own error line); None without such a block (one worker, no torchrun)."""
+    its name, an exit code with what a worker reported it raised); None without such a block (one worker, no
+    torchrun)."""
     start = max((i for i, line in enumerate(lines) if "Root Cause (first observed failure)" in line), default=None)
     if start is None:
         return None
@@ -247,5 +246,4 @@ def torchrun_failure(lines: list[str]) -> str | None:
         number = -int(code)
         name = next((s.name for s in signal.Signals if s.value == number), f"signal {number}")
         return f"worker rank {rank} was killed by signal {number} ({name}); the other workers were stopped"
-    errors = [line.strip() for line in lines[:start] if EXCEPTION.match(line.strip()) and "ChildFailedError" not in line]
-    return f"worker rank {rank} exited with code {code or '?'}" + (f": {errors[-1]}" if errors else "")
+    return f"worker rank {rank} exited with code {code or '?'}" + (f": {raised.describe()}" if raised else "")
