@@ -122,12 +122,15 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
     from prelnx.records.raw_data import keep_run  # noqa: PLC0415
     from prelnx.report.arms import load_arms  # noqa: PLC0415
     from prelnx.report.plateau import dictionary_name  # noqa: PLC0415
+    from prelnx.sweep.looks import LOOKS_FILE  # noqa: PLC0415
 
     dest = raw_dir(study, root)
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     (dest / "sweep.json").write_text(portable((sweep_dir / "sweep.json").read_text()))
+    if (sweep_dir / LOOKS_FILE).is_file():  # a sequential plan: the look that decided each claim (the report says)
+        (dest / LOOKS_FILE).write_text(portable((sweep_dir / LOOKS_FILE).read_text()))
     for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:  # done runs only: others re-run
         keep_run(sweep_dir / point["name"], dest / point["name"], portable)
     from prelnx.plan.data import data_dir  # noqa: PLC0415

@@ -173,6 +173,7 @@ def how_decided(sweep_dir: Path, power: float = 0.8) -> list[str]:
              "seeds per arm.", ""]  # fmt: skip
     for claim in state.claims.values():
         where = f"look {claim.look + 1} of {len(plan.looks)} ({plan.looks[claim.look]} seeds per arm)"
-        lines.append(f"- {claim.claim}: {claim.state.value} at {where}: {claim.verdict}, on {claim.runs} runs of "
+        state = claim.state.value.removesuffix(" at the last look")  # "undecided at the last look": said by `where`
+        lines.append(f"- {claim.claim}: {state} at {where}: {claim.verdict}, on {claim.runs} runs of "
                      f"{len(claim.arms)} arm(s); a fixed design: {fixed * len(claim.arms)} runs")  # fmt: skip
     return lines

@@ -47,3 +47,16 @@ def test_a_user_layout_is_collected_relative_to_the_repository_and_reported_by_i
     shutil.rmtree(copy)  # the copy the sweep ran in is gone, as on another machine
     report = rebuild_reports.rebuild("gated_preln", root, tmp_path / "report.md").read_text()
     assert "examples/gated_preln.py:GatedPreLN" in report and "Gated Pre-LN" in report and str(tmp_path) not in report
+
+
+def test_a_sequential_study_keeps_its_looks_and_its_report_says_how_each_claim_was_decided(tmp_path):
+    """looks.json travels with the raw data (collected from study A's committed folder, laid out as `prelnx sweep`
+    writes one): without it the rebuilt report had no "How each claim was decided" and a resume had no look."""
+    from prelnx.report.sequential import how_decided
+
+    dest = rebuild_reports.collect(rebuild_reports.raw_dir("cpu_multi30k", ROOT), "cpu_multi30k", tmp_path)
+    assert (dest / "looks.json").is_file()
+    lines = how_decided(dest)
+    assert "- postln_adam_needs_warmup: decided at look 2 of 3 (6 seeds per arm): does not hold, on 24 runs" in "\n".join(lines)
+    assert any(line.startswith("- preln_converges_faster: undecided at look 3 of 3 (8 seeds per arm)") for line in lines)
+    assert "## How each claim was decided" in (ROOT / rebuild_reports.STUDIES["cpu_multi30k"].report).read_text()
