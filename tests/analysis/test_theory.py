@@ -33,7 +33,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    return run_theory(TheorySettings(d=512, layers=12, seeds=(1, 2, 3, 4)), echo=lambda line: None, judge=judge)
+    return run_theory(TheorySettings(d=512, layers=12, seeds=(1, 2, 3, 4)), judge=judge)
 
 
 @pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 4 seeds
@@ -108,7 +108,7 @@ TINY = TheorySettings(d=128, layers=6, seeds=tuple(range(1, 7)))  # 95 % half-wi
 
 @pytest.fixture(scope="module")
 def tiny() -> dict:
-    summary = run_theory(TINY, echo=lambda line: None, plots=False)
+    summary = run_theory(TINY, plots=False)
     from prelnx.analysis.theory import hidden_state_norms
 
     rows = [{"seed": seed, **row} for seed in TINY.seeds for row in hidden_state_norms(TINY.d, TINY.layers, seed)]
