@@ -16,12 +16,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from prelnx.analysis.theory import TheorySettings, hidden_state_norms, layernorm_jacobian_norms, run_theory
-from prelnx.commands.errors import handled
-from prelnx.commands.theory import theory_command
 from prelnx.reproduce.summary import _theory_rows
 from prelnx.report.render import verdict_text
 from prelnx.report.stats import Verdict
@@ -67,13 +64,9 @@ def test_post_and_pre_share_the_draws_of_a_seed():
 
 
 def test_command_writes_tables_and_plots(tmp_path):
-    app = typer.Typer(add_completion=False)
-    app.command("theory")(handled(theory_command))  # with the one error handler, as prelnx/cli.py registers it
+    from prelnx.cli import build_app
 
-    @app.callback()
-    def _group() -> None:
-        """The command under test."""
-
+    app = build_app("theory")  # the command as `prelnx theory` runs it: its console prints the tables
     out = tmp_path / "theory"  # as prelnx reproduce's theory stage writes it
     result = runner.invoke(app, ["theory", "--hidden-size", "128", "--layers", "4", "--seeds", "3", "--out", str(out)])
     assert result.exit_code == 0, result.output
