@@ -29,7 +29,7 @@ def _group(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print prelnx's version and exit.")] = False,  # fmt: skip
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Warnings and errors only: no progress.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug lines too, and fairseq's own INFO.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug lines too, and fairseq's own INFO lines.")] = False,
 ) -> None:
     """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
     from prelnx import console
