@@ -4,6 +4,7 @@ module is imported only when it runs; `prelnx --help` and `app` (the tests' CliR
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 import threading
 from typing import Annotated, Any
@@ -27,8 +28,13 @@ def _print_version(value: bool) -> None:
 def _group(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print prelnx's version and exit.")] = False,  # fmt: skip
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Warnings and errors only: no progress.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug lines too, and fairseq's own INFO lines.")] = False,
 ) -> None:
     """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
+    from prelnx import console
+
+    console.configure(console.VERBOSE if verbose else console.QUIET if quiet else console.NORMAL)
 
 
 # The one-line summaries `prelnx --help` lists (each command's docstring is its full help): whole, where click would
@@ -85,7 +91,7 @@ def _thread_errors_in_one_line(args) -> None:  # type: ignore[no-untyped-def]
     if isinstance(args.exc_value, OSError):
         from prelnx.atomic import io_reason
 
-        sys.stderr.write(f"warning: a background write failed ({io_reason(args.exc_value)})\n")
+        logging.getLogger("prelnx").warning(f"a background write failed ({io_reason(args.exc_value)})")
         return
     sys.__excepthook__(args.exc_type, args.exc_value, args.exc_traceback)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
-import logging
 import math
 import sys
 import threading
@@ -242,18 +241,12 @@ def load_module(path: Path) -> Any:
         name = "prelnx_user_layout_" + hashlib.sha1(key[0].encode()).hexdigest()[:12]
         module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader=None, origin=key[0]))
         module.__file__ = key[0]
-        root = logging.getLogger()  # the file imports the plugin, so fairseq, which sets the root logger to DEBUG
-        level, handlers = root.level, list(root.handlers)
         try:
             exec(code, module.__dict__)
         except Exception as error:  # the user's code: whatever it raised is their file's problem, said in one line
             line = next((f.lineno for f in reversed(inspect.trace()) if f.filename == shown), None)
             where = f"line {line}: " if line else ""
             raise LayoutFileError(f"{shown}: {where}{type(error).__name__}: {error} (while importing it)") from None
-        finally:
-            for handler in [h for h in root.handlers if h not in handlers]:
-                root.removeHandler(handler)
-            root.setLevel(level)
         sys.modules[name] = module
         _MODULES[key] = module
         return module

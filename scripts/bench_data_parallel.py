@@ -40,7 +40,7 @@ def main() -> None:
         for name, overrides in arms.items():
             config, _ = load_config(args.config, overrides)
             run_dir = work / f"{name.replace(' ', '_')}_{repeat}"
-            assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+            assert train(config, run_dir=run_dir).status == "finished"
             results[name].append(wps(run_dir))
             print(f"{name} #{repeat + 1}: {results[name][-1]:.0f} words/s", flush=True)
     a, b = results.values()
@@ -52,7 +52,7 @@ def main() -> None:
 
     spec = spec_from_command_line(Path(args.config), ["train.seed=1,2"], common + ["train.processes=1"], "bench_dp_sweep")
     started = time.monotonic()
-    run_sweep(spec, out=work / "sweep", jobs=2, echo=lambda line: None)
+    run_sweep(spec, out=work / "sweep", jobs=2)
     wall = time.monotonic() - started
     per_run = [wps(work / "sweep" / name) for name in ("seed-1", "seed-2")]
     print(f"sweep --jobs 2 (two 1-worker runs x 1 thread side by side): {per_run[0]:.0f} + {per_run[1]:.0f} = "

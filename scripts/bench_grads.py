@@ -17,6 +17,7 @@ import os
 import time
 from pathlib import Path
 
+from prelnx import console
 from prelnx.analysis.grads import QUICK, GradStudy, available_cores, report_lines, run_study
 from prelnx.commands.grads import parse_depths
 from prelnx.commands.options import parse_seeds
@@ -44,6 +45,7 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="run the study again in 1 process x all cores, and compare")
     args = parser.parse_args()
 
+    console.configure()  # the study's progress lines on stdout, as `prelnx grads` prints them
     config, _ = load_config(args.config)
     study = GradStudy(
         config,
@@ -56,7 +58,7 @@ def main() -> None:
     )
     print(f"{available_cores()} cores; load average before: {load_average()}", flush=True)
     started = time.perf_counter()
-    outcome = run_study(study, args.out, echo=lambda line: print(line, flush=True))
+    outcome = run_study(study, args.out)
     total = time.perf_counter() - started
     timing = outcome.summary["timing"]
     print("\n".join(report_lines(outcome.summary)))
@@ -74,7 +76,7 @@ def main() -> None:
         serial_study = GradStudy(**{**vars(study), "workers": 1, "threads": available_cores()})
         print(f"again, in one process with {available_cores()} threads per model:", flush=True)
         started = time.perf_counter()
-        serial = run_study(serial_study, args.out / "one_process", echo=lambda line: print(line, flush=True))
+        serial = run_study(serial_study, args.out / "one_process")
         serial_total = time.perf_counter() - started
         serial_timing = serial.summary["timing"]
         print(f"1 process x {available_cores()} threads: wall {serial_total:.1f} s, fwd+bwd {serial_timing['fwdbwd_sum_s']:.1f} s, "

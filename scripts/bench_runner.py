@@ -50,7 +50,7 @@ def main() -> None:
     prelnx_wps, plain_wps = [], []
     for repeat in range(args.repeats):
         run_dir = work / f"prelnx{repeat}"
-        result = train(config, run_dir=run_dir, echo=lambda line: None)
+        result = train(config, run_dir=run_dir)
         assert result.status == "finished", result.reason
         prelnx_wps.append(final_wps((run_dir / "train.log").read_text()))
 

@@ -24,7 +24,7 @@ def timed_sweep(config: Path, updates: int, jobs: int, out: Path, pin: bool = Fa
     fixed = [f"train.max_update={updates}", "train.max_epoch=100", "eval.bleu.enabled=false", "train.keep_last_epochs=0"]
     spec = spec_from_command_line(config, ["train.seed=1,2"], fixed, f"bench_jobs{jobs}")
     started = time.monotonic()
-    rows = run_sweep(spec, out=out, jobs=jobs, echo=lambda line: None, pin_cores=pin)
+    rows = run_sweep(spec, out=out, jobs=jobs, pin_cores=pin)
     assert all(row["status"] == "finished" for row in rows), rows
     return time.monotonic() - started
 

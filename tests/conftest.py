@@ -44,6 +44,22 @@ def _private_data_home(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["PRELNX_DATA_HOME"] = str(tmp_path_factory.mktemp("data-home"))
 
 
+@pytest.fixture(autouse=True)
+def _console_as_it_was():
+    """A test that runs the CLI sets up the process's console (prelnx/console.py: a handler on the root logger, the
+    levels of prelnx's and fairseq's loggers); the next test finds logging as it was before."""
+    import logging
+
+    names = ("", "prelnx", "fairseq", "fairseq_cli")
+    before = {name: (logging.getLogger(name).level, list(logging.getLogger(name).handlers)) for name in names}
+    yield
+    for name, (level, handlers) in before.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        for handler in [h for h in logger.handlers if h not in handlers]:
+            logger.removeHandler(handler)
+
+
 @pytest.fixture
 def tiny_config_file(tmp_path: Path):
     """Write the tiny config (with optional overrides of whole sections) and return its path."""
@@ -70,7 +86,7 @@ def finished_tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("finished-tiny")
     (folder / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     config, _ = load_config(folder / "tiny.yaml")
-    result = train(config, run_dir=folder / "run", echo=lambda line: None)
+    result = train(config, run_dir=folder / "run")
     assert result.status == "finished", (folder / "run" / "train.log").read_text()[-3000:]
     return folder / "run"
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -14,6 +17,27 @@ def processes_mentioning(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+@contextlib.contextmanager
+def logged(lines: list[str] | None = None) -> Iterator[list[str]]:
+    """The console lines prelnx's loggers give while inside (a warning as `warning: ...`, as the console writes it),
+    kept in `lines`, whatever the process's console set-up (prelnx/console.py)."""
+    kept: list[str] = [] if lines is None else lines
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            kept.append(("warning: " if record.levelno >= logging.WARNING else "") + record.getMessage())
+
+    logger, handler = logging.getLogger("prelnx"), Keep()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield kept
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def scalar_steps(run_dir: Path, tag: str) -> list[int]:
@@ -31,8 +55,15 @@ def scalar_steps(run_dir: Path, tag: str) -> list[int]:
 FAR_EPOCHS = 1000
 
 
+def rendered(say):
+    """An `on_event` for `train(...)` that gives `say` each event's console line (what `prelnx train` prints)."""
+    from prelnx.launch.events import render
+
+    return lambda event: say(render(event))
+
+
 def stop_after_an_epoch(lines: list[str] | None = None, past: int = 0):
-    """An echo for `train(...)`: keeps the lines it is given in `lines`, and stops the run as Ctrl-C does at the
+    """An `on_event` for `train(...)`: keeps the console lines in `lines`, and stops the run as Ctrl-C does at the
     first validation row the run writes past epoch (or, at the update grain, update) `past` - a resume may first
     validate its checkpoint's own epoch or update again."""
 
@@ -43,7 +74,7 @@ def stop_after_an_epoch(lines: list[str] | None = None, past: int = 0):
         if len(head) == 3 and head[0] in ("epoch", "update") and head[2] == "done" and int(head[1]) > past:
             raise KeyboardInterrupt
 
-    return echo
+    return rendered(echo)
 
 
 def epochs_recorded(run_dir: Path) -> list[int]:

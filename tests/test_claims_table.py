@@ -94,7 +94,7 @@ def test_a_study_gives_its_verdict_and_a_stale_report_is_refused(table, tmp_path
 
 def test_a_committed_theory_output_decides_lemma_1(table, tmp_path):
     folder = tmp_path / "docs" / "results" / "lemma1"
-    run_theory(TheorySettings(d=64, layers=4, seeds=(1, 2, 3), scales=(1.0,)), folder, echo=lambda line: None,
+    run_theory(TheorySettings(d=64, layers=4, seeds=(1, 2, 3), scales=(1.0,)), folder,
                plots=False, judge=judge)  # fmt: skip
     rows = table.rows(tmp_path)
     assert [row.claim for row in rows] == ["postln_hidden_norm_three_halves", "preln_hidden_norm_grows_linearly"]

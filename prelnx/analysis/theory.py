@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import statistics
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from prelnx.eta import Eta
 from prelnx.paper import paper_data
 
 POST_CLAIM, PRE_CLAIM = "postln_hidden_norm_three_halves", "preln_hidden_norm_grows_linearly"  # paper.yaml ids
+log = logging.getLogger(__name__)
 Judge = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]  # summary with "rows" -> (verdicts, lines)
 
 
@@ -124,8 +126,8 @@ def summarize_hidden(rows: list[dict[str, float]]) -> list[dict[str, Any]]:
     return table
 
 
-def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Callable[[str], None] = print,
-               plots: bool = True, judge: Judge | None = None) -> dict[str, Any]:  # fmt: skip
+def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: bool = True,
+               judge: Judge | None = None) -> dict[str, Any]:
     """Both checks over every seed; prints the tables; writes CSVs, theory_summary.json and plots to out_dir if given.
     `judge` (prelnx.report.theory_claims.judge) decides Lemma 1's claims from every seed's rows: its verdicts go
     into the summary (`verdicts`) and its lines are printed."""
@@ -134,15 +136,15 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Call
                           f"layers {settings.layers}, tokens {settings.tokens}, {len(settings.seeds)} seeds")  # fmt: skip
     if not settings.scales or any(scale <= 0 for scale in settings.scales):
         raise TheoryError(f"--scales: every scale must be > 0, got {list(settings.scales)}")
-    echo(f"theory: hidden-state norms of {len(settings.seeds)} random {settings.layers}-layer networks (d {settings.d}, "
-         f"{settings.tokens} tokens), then LayerNorm's Jacobian at {len(settings.scales)} scales")  # fmt: skip
+    log.info(f"theory: hidden-state norms of {len(settings.seeds)} random {settings.layers}-layer networks (d {settings.d}, "
+             f"{settings.tokens} tokens), then LayerNorm's Jacobian at {len(settings.scales)} scales")  # fmt: skip
     hidden_rows, eta, started = [], Eta(len(settings.seeds)), time.monotonic()
     for index, seed in enumerate(settings.seeds, 1):
         hidden_rows += [{"seed": seed, **row, "pre_lower": pre_bounds(row["layer"])[0], "pre_upper": pre_bounds(row["layer"])[1]}
                         for row in hidden_state_norms(settings.d, settings.layers, seed, settings.tokens)]  # fmt: skip
         eta.add(1)
-        echo(f"  seed {seed} done ({index}/{len(settings.seeds)}; {time.monotonic() - started:.0f} s"
-             + (f", {eta.text()})" if index < len(settings.seeds) else ")"))  # fmt: skip
+        log.info(f"  seed {seed} done ({index}/{len(settings.seeds)}; {time.monotonic() - started:.0f} s"
+                 + (f", {eta.text()})" if index < len(settings.seeds) else ")"))  # fmt: skip
     jacobian_rows = [{"seed": seed, **row} for seed in settings.seeds for row in layernorm_jacobian_norms(settings.d, settings.scales, seed)]
     hidden = summarize_hidden(hidden_rows)
     ratios = [row["ratio"] for row in jacobian_rows]
@@ -162,7 +164,7 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, echo: Call
         summary["verdicts"], judged = judge({**summary, "rows": hidden_rows})
         lines += judged
     for line in lines:
-        echo(line)
+        log.info(line)
     if out_dir is not None:
         from prelnx.analysis.grads.summary import csv_text
 

@@ -82,7 +82,7 @@ def prepare_command(
     if dry_run:
         typer.echo(f"would prepare {recipe.describe()} into {target}")
         return
-    prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx), echo=typer.echo)
+    prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
     typer.echo(summary(target))
     if dataset is Dataset.text or (out is not None and out != default_out(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data

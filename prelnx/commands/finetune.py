@@ -38,5 +38,5 @@ def finetune_command(
         for run in runs:
             typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
         return
-    code = run_all(runs, folder, echo=typer.echo)
+    code = run_all(runs, folder)
     raise typer.Exit(code)

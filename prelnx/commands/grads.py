@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -53,8 +54,8 @@ def grads_command(
     resolved, _ = load_config(config, set_ or [])
     trained = choice.files(run_dir)[0] if choice else None
     if choice and not choice.in_run and run_dir is not None:  # said, not silently dropped
-        typer.echo(f"warning: --run-dir {run_dir} is not read: --checkpoint {checkpoint} is a file of its own",
-                   err=True)
+        logging.getLogger(__name__).warning(f"--run-dir {run_dir} is not read: --checkpoint {checkpoint} is a file "
+                                            f"of its own")  # fmt: skip
     study = GradStudy.from_options(resolved, layouts=parse_layouts(layouts), quick=quick,
                                    depths=parse_depths(depths) if depths else None,
                                    seeds=options.parse_seeds(seeds) if seeds else None, batches=batches,
@@ -66,7 +67,7 @@ def grads_command(
                    f"seeds {', '.join(map(str, study.seeds))}, {study.batches} batch(es) each"
                    + (f", and {study.checkpoint}" if study.checkpoint else "") + f" -> {out}")  # fmt: skip
         return
-    outcome = run_study(study, out, echo=typer.echo)
+    outcome = run_study(study, out)
     for line in report_lines(outcome.summary):
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(path) for path in outcome.files))

@@ -30,5 +30,5 @@ def report_command(
         check_report_inputs(sweep_dir, grads)
         typer.echo(f"would write {target} and its figures in {target.with_name(target.stem + '_figures')}")
         return
-    path = write_report(sweep_dir, target, grads, title, echo=typer.echo)  # the claims, then the file
+    path = write_report(sweep_dir, target, grads, title, say_claims=True)  # the claims, then the file
     typer.echo(str(path))

@@ -39,4 +39,4 @@ def reproduce_command(
     slurm = {key: value for key, value in {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run,
              "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run}.items() if value is not None}  # fmt: skip
     raise typer.Exit(reproduce(scale.value, out, executor=executor.value, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds else None,
-                               slurm=slurm, dry_run=dry_run, echo=typer.echo))  # fmt: skip
+                               slurm=slurm, dry_run=dry_run))  # fmt: skip

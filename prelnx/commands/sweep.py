@@ -3,6 +3,7 @@ seeds: plan runs look by look, its claims decided by the report's engine (passed
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -59,14 +60,14 @@ def sweep_command(
         else:
             typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))
         for warning in warnings(points):
-            typer.echo(f"warning: {warning}", err=True)
+            logging.getLogger(__name__).warning(warning)
         check_points(points)  # a dry run says whether the real one could start
         return
     slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
              "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run, "time_min": time_min,
              "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
-    rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm, echo=typer.echo,
+    rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm,
                      after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores,
                      decide=decide_look, raw_data=raw_data)  # fmt: skip
-    report_after_sweep(sweep_dir, typer.echo)
+    report_after_sweep(sweep_dir)
     raise typer.Exit(exit_for(row["status"] for row in rows))  # the one table (prelnx/exits.py): 3 if one diverged

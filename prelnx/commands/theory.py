@@ -38,6 +38,6 @@ def theory_command(
     if dry_run:
         typer.echo(f"would check {settings} -> {out or 'the terminal only'}")
         return
-    run_theory(settings, out, echo=typer.echo, judge=judge)  # Lemma 1's verdicts (report sits above analysis)
+    run_theory(settings, out, judge=judge)  # Lemma 1's verdicts (report sits above analysis)
     if out is not None:
         typer.echo(f"wrote {out}/theory_hidden.csv, theory_layernorm.csv, theory_summary.json, theory_hidden.png, theory_layernorm.png")

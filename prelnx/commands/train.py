@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -42,14 +43,14 @@ def train_command(
     """
     resolved, _ = load_config(config, set_ or [])
     for warning in schedule_warnings(resolved):
-        typer.echo(f"warning: {warning}", err=True)
+        logging.getLogger(__name__).warning(warning)
     target = run_dir or default_run_dir(resolved)
     if executor == "slurm":
         request = run_request(resolved, partition, gpus_per_run, cpus_per_run, mem_gb_per_run, time_min)
         if dry_run:
             typer.echo("\n".join(dry_run_lines(resolved, target, request, force)))
             return
-        message, code = train_on_slurm(resolved, target, request, force=force, echo=typer.echo)
+        message, code = train_on_slurm(resolved, target, request, force=force)
     else:
         slurm = {"--partition": partition, "--gpus-per-run": gpus_per_run, "--cpus-per-run": cpus_per_run,
                  "--mem-gb-per-run": mem_gb_per_run, "--time-min": time_min}
@@ -65,7 +66,7 @@ def train_command(
             for line in check_before_training(plan, force):  # refusals raise, with the real run's exit code
                 typer.echo(f"# {line}")
             return
-        message, code = "", train(resolved, run_dir=target, force=force, echo=typer.echo).exit_code
+        message, code = "", train(resolved, run_dir=target, force=force).exit_code
     if message and code == 2:
         fail(message, code)
     if message:

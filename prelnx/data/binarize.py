@@ -23,11 +23,8 @@ def binarize(
     `source_lang` text only, written as fairseq's masked_lm reads it (dict.txt, {split}.bin/.idx);
     `dictionary`: use this dictionary instead of building one (fine-tuning data must use the pre-training ids).
     """
-    from prelnx.quiet import kept_logging
-
-    with kept_logging():
-        from fairseq import options
-        from fairseq_cli import preprocess
+    from fairseq import options
+    from fairseq_cli import preprocess
 
     argv = ["--destdir", str(dest_dir), "--workers", str(workers)]
     if monolingual:  # no language: the prefixes are the files themselves, the outputs carry no suffix
@@ -43,12 +40,9 @@ def binarize(
         argv += ["--srcdict", str(dictionary)]
     args = options.get_preprocessing_parser().parse_args(argv)
     handlers_before = list(preprocess.logger.handlers)
-    propagate = preprocess.logger.propagate
-    preprocess.logger.propagate = False  # its progress goes to dest_dir/preprocess.log, not the terminal
     try:
-        preprocess.main(args)
+        preprocess.main(args)  # its progress: dest_dir/preprocess.log, and the terminal with -v (prelnx/console.py)
     finally:
-        preprocess.logger.propagate = propagate
         # fairseq adds a log-file handler per call; drop it so repeated calls in one process do not pile up.
         for handler in preprocess.logger.handlers[len(handlers_before) :]:
             handler.close()

@@ -4,8 +4,8 @@ folder, binarize it with fairseq's own preprocessing, write manifest.json, renam
 
 from __future__ import annotations
 
+import logging
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from prelnx.data import iwslt14, multi30k, text, wmt14
@@ -18,6 +18,7 @@ from prelnx.data.sources import Recipe
 from prelnx.data.textio import DataError
 from prelnx.data.workers import Workers
 
+log = logging.getLogger(__name__)
 DATASETS = tuple(Dataset)
 _RECIPES = {"iwslt14": iwslt14.recipe, "wmt14": wmt14.recipe, "multi30k": multi30k.recipe}
 
@@ -64,20 +65,19 @@ def prepare_recipe(
     workers: int | None = None,
     force: bool = False,
     command: str = "",
-    echo: Callable[[str], None] = print,
 ) -> Path:
     """Build `recipe` into `out` (unless it is already there with the same settings); returns `out`."""
     if not force and is_prepared(out, recipe.dataset, recipe.settings):
-        echo(f"{out} already holds {recipe.describe()} with these settings (manifest.json); --force prepares it again")
+        log.info(f"{out} already holds {recipe.describe()} with these settings (manifest.json); --force prepares it again")
         return out
     check_replaceable(out, force=force)
     with staged_folder(out) as staging, Workers(workers) as pool:
         work = staging / "work"
         sources = recipe.gather(work)
-        echo(f"preparing {recipe.describe()} from {sources.origin} with {pool.count} worker(s)")
+        log.info(f"preparing {recipe.describe()} from {sources.origin} with {pool.count} worker(s)")
         bpe = recipe.build(sources, staging, pool)
         shutil.rmtree(work, ignore_errors=True)
-        echo("binarizing with fairseq-preprocess")
+        log.info("binarizing with fairseq-preprocess")
         binarize(staging / "text", staging, source_lang=recipe.languages[0], target_lang=recipe.languages[1],
                  splits=recipe.splits, joined_dictionary=recipe.joined_dictionary, workers=pool.count,
                  monolingual=recipe.monolingual)  # fmt: skip

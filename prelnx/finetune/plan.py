@@ -11,9 +11,10 @@ checkpoint that moved on (best, last) gets its own folder. Each stage's folder h
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_
 from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import RunConfigError, read_run_config
 
+log = logging.getLogger(__name__)
 RUN_DIR_AS = "--pretrained RUN_DIR"  # how finetune is given its pre-trained run, for --checkpoint's refusals
 
 
@@ -122,7 +124,7 @@ def take_snapshot(run: Finetuning) -> None:
         raise FinetunePlanError(f"{run.checkpoint} moved on past update {run.pretrain_update} while planning; run again")
 
 
-def run_all(runs: list[Finetuning], folder: Path, echo: Callable[[str], None] = print) -> Exit:
+def run_all(runs: list[Finetuning], folder: Path) -> Exit:
     """Train every fine-tuning not yet finished; write the summary; the exit code of their statuses (exits.py)."""
     from prelnx.launch.local import train
     from prelnx.records.lock import RunLocked
@@ -130,13 +132,13 @@ def run_all(runs: list[Finetuning], folder: Path, echo: Callable[[str], None] = 
     statuses: list[RunStatus] = []
     for index, run in enumerate(runs, 1):
         take_snapshot(run)
-        echo(f"fine-tuning {index}/{len(runs)}: {run.checkpoint.name}, seed {run.seed} -> {run.run_dir}")
+        log.info(f"fine-tuning {index}/{len(runs)}: {run.checkpoint.name}, seed {run.seed} -> {run.run_dir}")
         try:
-            statuses.append(train(run.config, run_dir=run.run_dir, echo=echo).status)
+            statuses.append(train(run.config, run_dir=run.run_dir).status)
         except RunLocked as error:
-            echo(f"skipped: {error}")
+            log.info(f"skipped: {error}")
             statuses.append(RunStatus.ELSEWHERE)
     summary = write_summary(folder, summarize(runs))
-    echo(summary.read_text().rstrip())
-    echo(f"summary: {summary}")
+    log.info(summary.read_text().rstrip())
+    log.info(f"summary: {summary}")
     return exit_for(statuses)

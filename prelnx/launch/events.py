@@ -29,7 +29,7 @@ class Started:
 @dataclass(frozen=True)
 class Note:
     """Something the user should know (a reconciliation, a damaged checkpoint set aside, a run already done); a
-    warning goes to stderr where the console shows it."""
+    warning goes to stderr (prelnx/console.py says `warning:`)."""
 
     text: str
     warning: bool = False
@@ -71,7 +71,7 @@ def _number(value: Any, spec: str) -> str:
 def render(event: Event) -> str:
     """The console line of an event."""
     if isinstance(event, Note):
-        return f"warning: {event.text}" if event.warning else event.text
+        return event.text
     if isinstance(event, Progress):
         return (f"epoch {event.epoch} | update {event.update} | loss {_number(event.loss, '.3f')} | "
                 f"lr {_number(event.lr, '.3g')} | {_number(event.words_per_second, '.0f')} tok/s")  # fmt: skip

@@ -23,11 +23,8 @@ def load_plugin(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore", message=r".*(hydra|version_base|ConfigStore schema).*")
     warnings.filterwarnings("ignore", message=r".*'pin_memory' argument is set as true.*")
 
-    from prelnx.quiet import kept_logging
-
     fairseq_entry.install(argv or ())
-    with kept_logging():
-        from fairseq import utils
+    from fairseq import utils
 
     utils.import_user_module(Namespace(user_dir=str(PLUGIN_DIR)))
 

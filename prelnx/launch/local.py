@@ -15,6 +15,7 @@ What makes the run dir trustworthy (docs/usage.md, "Failure modes"):
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -48,6 +49,7 @@ from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved
 from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
 
+log = logging.getLogger(__name__)
 RUNNING_CHILDREN: set[subprocess.Popen] = set()  # a sweep stopped by SIGTERM stops them all
 
 
@@ -92,12 +94,9 @@ def core_slots(jobs: int) -> list[frozenset[int]] | None:
 
 
 
-def _console(event: Event, echo: Callable[[str], None]) -> None:
-    """An event's line on the console: a warning on stderr, the rest through `echo`."""
-    if isinstance(event, Note) and event.warning:
-        print(render(event), file=sys.stderr, flush=True)
-    else:
-        echo(render(event))
+def log_event(event: Event) -> None:
+    """An event's line on the console (prelnx/console.py): a warning on stderr, the rest on stdout."""
+    log.log(logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO, render(event))
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
 
 def check_before_training(plan: RunPlan, force: bool) -> list[str]:
     """`--dry-run`: every refusal the real run would make before it trains, raised as it raises them, with nothing
-    written or generated; returns what the real run would say before training."""
+    written or generated; returns what the real run would say before training (a warning: said now, on stderr)."""
     existing = check_run_dir(plan.run_dir, plan.config, force)
     if (problem := data_problem(plan.config)) is not None:
         raise DataNotReady(problem)
@@ -164,7 +163,7 @@ def check_before_training(plan: RunPlan, force: bool) -> list[str]:
         try:
             checkpoint_info(last)  # a planted checkpoint: CheckpointRefused, as the real run
         except CheckpointDamaged as error:
-            said.append(f"warning: {error}; the run would fall back to the newest intact checkpoint")
+            log.warning(f"{error}; the run would fall back to the newest intact checkpoint")
     if existing.done and existing.status is not None:
         said.append(f"{plan.run_dir}: already {existing.status['status']}; the run would train nothing (use --force "
                     f"to train it again)")  # fmt: skip
@@ -181,18 +180,16 @@ def train(
     *,
     run_dir: Path | None = None,
     force: bool = False,
-    on_event: Listener | None = None,
-    echo: Callable[[str], None] | None = None,
+    on_event: Listener = log_event,
     extra_env: dict[str, str] | None = None,
     on_start: Callable[[], Any] | None = None,
     cpus: frozenset[int] | None = None,
 ) -> RunResult:
     """Train (or resume) the run; raises before starting: RunConflict, DataNotReady, CheckpointRefused, RunLocked,
-    RunIOError, BatchError. Events go to `on_event` (default: rendered to `echo`, or printed). `extra_env`: the child's
+    RunIOError, BatchError. Events go to `on_event` (default: the console's lines). `extra_env`: the child's
     only (e.g. CUDA_VISIBLE_DEVICES from a sweep); `on_start`: called once every check has passed and the run dir is
     locked, just before fairseq starts (Slurm's rank 0); `cpus`: the cores of the run's processes (a pinned sweep job).
     """
-    listener = on_event or (lambda event: _console(event, echo or print))
     plan = plan_run(config, run_dir or default_run_dir(config), extra_env)
     run_dir = plan.run_dir
     check_run_dir(run_dir, plan.config, force)
@@ -204,23 +201,23 @@ def train(
         if existing.done and existing.status is not None:
             recorded = existing.status
             outcome = Outcome(RunStatus.of(recorded), int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
-            listener(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
+            on_event(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
                           f"it again"))  # fmt: skip
             return RunResult(run_dir, outcome.status, outcome.update, outcome.reason())
         if existing.extended:
-            listener(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
+            on_event(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
                           f"on from the last checkpoint"))  # fmt: skip
         if force and has_config(run_dir):  # --force never deletes: the old run dir is renamed with a timestamp
             old_lock = lock  # held while the old dir moves: no one can start on it meanwhile
             target = run_dir.with_name(f"{run_dir.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
             shutil.move(str(run_dir), target)
-            listener(Note(f"--force: the previous run is kept as {target}"))
+            on_event(Note(f"--force: the previous run is kept as {target}"))
             try:
                 lock = RunLock(run_dir).acquire()
             finally:
                 old_lock.release()
-        outcome = _attempt(plan, lock, listener, extra_env, on_start, cpus)
-        listener(Ended(run_dir, outcome))
+        outcome = _attempt(plan, lock, on_event, extra_env, on_start, cpus)
+        on_event(Ended(run_dir, outcome))
         return RunResult(run_dir, outcome.status, outcome.update, outcome.reason())
     except RunIOError:
         raise
@@ -235,13 +232,14 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     """One attempt at the locked run: reconcile, start fairseq (unless the budget is already trained), follow it,
     record how it ended."""
     config, run_dir, t = plan.config, plan.run_dir, plan.config.train
-    notes: list[str] = []
-    start = resume_point(plan.checkpoints, notes.append)  # refuses a planted checkpoint: nothing runs
+    notes: list[Note] = []
+    start = resume_point(plan.checkpoints, lambda text: notes.append(Note(text, warning=True)))  # refuses a planted one
     run_grain = grain.of(config)
     write_run_config(run_dir, config)  # an OSError here: train's RunIOError
     write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
     record_machine(run_dir, t.device)  # the CPU this attempt trains on (studies pool seeds across machines)
     reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
+    notes += [Note(line) for line in reconciled.describe()]
     diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
     write_status(run_dir, RunStatus.RUNNING, update=start.update if start else 0,
                  **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
@@ -250,24 +248,24 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams_of(config),
                   diagnostics if diagnosed or diagnostics else None)  # fmt: skip
     if start is not None and start.meets(t.max_epoch, t.max_update):
-        for line in notes + reconciled.describe():
-            listener(Note(line))
+        for note in notes:
+            listener(note)
         listener(Note(f"{run_dir}: the last checkpoint (epoch {start.epoch}, update {start.update}) already holds "
                       f"the whole budget; recorded finished without training more"))  # fmt: skip
         return watch.finish(plan, Outcome(RunStatus.FINISHED, start.update))
     listener(Started(config, plan.data, run_dir, log_path, (start.epoch, start.update) if start else None))
-    for line in notes + reconciled.describe():
-        listener(Note(line))
+    for note in notes:
+        listener(note)
     if on_start is not None:
         on_start()
     started_at = time.time()
-    with open(log_path, "ab") as log:
-        log.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
-        offset = log.tell()
+    with open(log_path, "ab") as out:
+        out.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        offset = out.tell()
         process = subprocess.Popen(
             plan.launch.child_argv(sys.executable),
             env={**os.environ, **plan.launch.env, **(extra_env or {}), "PRELNX_PARENT_PID": str(os.getpid())},
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
         )  # fmt: skip
     RUNNING_CHILDREN.add(process)

@@ -6,8 +6,8 @@ and return the run's exit code. What the tasks do is in launch/slurm_task.py.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, plan_request,
 from prelnx.plan.launch import plan_run
 from prelnx.records.lock import RunLocked, is_locked
 
+log = logging.getLogger(__name__)
 UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
 GPUS_DEFAULT = "one per worker with train.device: cuda (train.nodes x train.processes), else 0"  # plan_request's
 RESOURCES = "--gpus-per-run, --cpus-per-run, --mem-gb-per-run, --time-min, --partition, train.nodes, train.processes"
@@ -93,34 +94,33 @@ class LogTail:
 
 
 class Rank0Output:
-    """Rank 0's new lines, echoed (not submitit's own, nor the events its task reports); the last error it reported
+    """Rank 0's new lines, shown (not submitit's own, nor the events its task reports); the last error it reported
     (prelnx/child_report.py), kept."""
 
-    def __init__(self, path: Path, echo: Callable[[str], None]) -> None:
-        self.tail, self.echo, self.raised = LogTail(path), echo, None
+    def __init__(self, path: Path) -> None:
+        self.tail, self.raised = LogTail(path), None
 
     def read(self) -> None:
         for line in self.tail.lines():
             if isinstance(event := child_report.parse(line), child_report.Raised):
                 self.raised = event
             elif event is None and line.strip() and not line.startswith("submitit "):
-                self.echo(line)
+                log.info(line)
 
 
-def follow(job: Any, request: SlurmRequest, echo: Callable[[str], None], poll_s: float = 1.0,
-           watcher: Any = None) -> tuple[str, int]:  # fmt: skip
-    """Wait for the job, echoing rank 0's output; (closing message, exit code). Ctrl-C cancels the job. Its state
+def follow(job: Any, request: SlurmRequest, poll_s: float = 1.0, watcher: Any = None) -> tuple[str, int]:
+    """Wait for the job, showing rank 0's output; (closing message, exit code). Ctrl-C cancels the job. Its state
     comes from the one watcher (launch/slurm_watch.py), which asks Slurm at its own pace."""
     from prelnx.launch.slurm_watch import WATCHER
 
     watcher = watcher or WATCHER
-    output = Rank0Output(Path(job.task(0).paths.stdout), echo)
+    output = Rank0Output(Path(job.task(0).paths.stdout))
     last_state = ""
     try:
         while (found := watcher.look(job.job_id)).active:  # before the log's new lines, which it may explain (running)
             if found.state != last_state and found.state in ("PENDING", "RUNNING", "REQUEUED"):
                 waits = found.state == "PENDING" and found.reason not in ("", "None")
-                echo(f"Slurm job {job.job_id}: {found.state.lower()}" + (f" ({found.reason})" if waits else ""))
+                log.info(f"Slurm job {job.job_id}: {found.state.lower()}" + (f" ({found.reason})" if waits else ""))
                 last_state = found.state
             output.read()
             if time.monotonic() - watcher.answered > UNANSWERED_S:  # squeue's last answer
@@ -150,7 +150,7 @@ def outcome(job: Any, state: str | None, raised: child_report.Raised | None = No
         except Exception as error:  # noqa: BLE001 - rank 0's task raised: one line here, the trace in its log
             said = raised.describe() if raised else (str(error).strip().splitlines() or ["no message"])[-1]
             return f"Slurm job {job.job_id}: rank 0 failed ({said}); see {rank0.paths.stderr}", Exit.FAILED
-        return "", int(result["exit_code"])
+        return result["reason"] if result["status"] == "error" else "", int(result["exit_code"])  # a refusal's line
     how = f"ended ({state.lower()})" if state not in (None, slurm_task.ENDED) else "left Slurm's queue"
     why = (f"Slurm job {job.job_id} {how} before rank 0 returned; its status.json says how far it got; run the "
            f"same command again to resume (logs: {rank0.paths.stdout})")  # fmt: skip
@@ -168,8 +168,7 @@ def active_job(run_dir: Path) -> str | None:
     return next((job_id for job_id in ids if WATCHER.look(job_id).active), None)
 
 
-def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False,
-                   echo: Callable[[str], None] = print) -> tuple[str, int]:  # fmt: skip
+def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False) -> tuple[str, int]:
     """Check, submit, wait: (closing message, exit code) of the run. What stops a local `prelnx train` before it
     trains (bad batch, data not ready, a run dir in use) is raised here, before anything is submitted."""
     plan_run(config, run_dir, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
@@ -183,9 +182,9 @@ def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, forc
         raise RunLocked(f"{run_dir}: this run dir is in use by another prelnx process (on this or another machine); "
                         f"wait for it to end, or stop it first")  # fmt: skip
     job = submit(config, run_dir, request, force)
-    echo(f"submitted Slurm job {job.job_id}: {request.describe()}; logs in {submitit_folder(run_dir) / job.job_id}")
+    log.info(f"submitted Slurm job {job.job_id}: {request.describe()}; logs in {submitit_folder(run_dir) / job.job_id}")
     with sigterm_interrupts():  # SIGTERM to this process cancels the job, as Ctrl-C does
-        return follow(job, request, echo)
+        return follow(job, request)
 
 
 def dry_run_lines(config: Config, run_dir: Path, request: SlurmRequest, force: bool = False) -> list[str]:

@@ -12,7 +12,7 @@ watcher (slurm_watch.py).
 from __future__ import annotations
 
 import dataclasses
-import functools
+import logging
 import os
 import subprocess
 import sys
@@ -139,19 +139,20 @@ class SlurmTrainTask:
         marks = Rank0Marks(Path(job.paths.folder), os.environ.get("SLURM_RESTART_COUNT", "0"))
         if job.global_rank != 0:
             return {"status": "worker", "reason": "", "exit_code": run_worker(self.config, self.run_dir, env, marks)}
+        from prelnx import console
         from prelnx.launch.local import train  # rank 0 only
 
-        echo = functools.partial(print, flush=True)
+        console.configure()  # the run's lines, in the job's log (follow() shows them to the client)
         try:
             # on_start: every check has passed and the run dir is locked (an old run set aside): the other ranks start
             # then, no earlier (they would read checkpoints of a run dir rank 0 refuses or moves away)
-            result = train(self.config, run_dir=self.run_dir, force=self.force, echo=echo, extra_env=env,
+            result = train(self.config, run_dir=self.run_dir, force=self.force, extra_env=env,
                            on_start=marks.started.touch)  # fmt: skip
         except Exception as error:  # known refusals become the command's message and exit code
             if (known := error_exit(error)) is None:
                 child_report.emit(child_report.raised(error))  # a bug: its type and message to the submitting side
                 raise
-            echo(f"error: {known[0]}")
+            logging.getLogger(__name__).error(known[0])  # in the job's log; the client says it from the result
             return {"status": "error", "reason": known[0], "exit_code": known[1]}
         finally:
             marks.ended.touch()

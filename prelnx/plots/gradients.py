@@ -23,9 +23,6 @@ def colour(name: str) -> str:
 def _figure(**options: Any) -> Any:
     """A figure of matplotlib's object API: no pyplot, whose registry of open figures a sweep's or a study's threads
     would share; PNGs are drawn by Agg, and the figure is freed with its last reference (nothing to close)."""
-    import logging
-
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root logger to DEBUG
     from matplotlib.figure import Figure
 
     return Figure(**options)

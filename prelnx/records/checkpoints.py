@@ -206,7 +206,7 @@ def remove_partial_writes(checkpoint_dir: Path) -> None:
 
 def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> CheckpointInfo | None:
     """The checkpoint the resume will start from: a damaged checkpoint_last.pt is renamed `*.damaged-<time>` and
-    replaced by a copy of the newest intact one (none: training starts again), told through `say`. CheckpointRefused
+    replaced by a copy of the newest intact one (none: training starts again), warned of through `say`. CheckpointRefused
     (nothing changed) for a checkpoint safe loading refuses; OSError when a file cannot be read or written."""
     remove_partial_writes(checkpoint_dir)
     last = checkpoint_dir / "checkpoint_last.pt"
@@ -221,15 +221,15 @@ def resume_point(checkpoint_dir: Path, say: Callable[[str], None]) -> Checkpoint
         try:
             info = checkpoint_info(candidate)
         except CheckpointDamaged as error:
-            say(f"warning: {error}; skipped")
+            say(f"{error}; skipped")
             continue
         temporary = last.with_name(last.name + ".tmp")
         shutil.copyfile(candidate, temporary)  # first: a full disk here leaves checkpoint_last.pt where it was
         last.rename(aside)
         temporary.replace(last)
-        say(f"warning: {damaged}; kept as {aside.name}; resuming from {candidate.name} (epoch {info.epoch}, "
+        say(f"{damaged}; kept as {aside.name}; resuming from {candidate.name} (epoch {info.epoch}, "
             f"update {info.update}) instead")  # fmt: skip
         return CheckpointInfo(last, info.epoch, info.update, info.mid_epoch)
     last.rename(aside)
-    say(f"warning: {damaged}; kept as {aside.name}; no intact checkpoint left, so training starts again")
+    say(f"{damaged}; kept as {aside.name}; no intact checkpoint left, so training starts again")
     return None

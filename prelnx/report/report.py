@@ -5,9 +5,9 @@ the per-seed results, the curves and, when present, fine-tunings and the gradien
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ from prelnx.report.warmup_free import (
 )
 from prelnx.report.why_warmup_section import why_warmup_section
 from prelnx.sweep.execute import summarize
+
+log = logging.getLogger(__name__)
 
 
 class ReportError(Refusal):
@@ -185,8 +187,8 @@ def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: lis
 
 
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
-                 echo: Any = None, sweep_label: str | None = None) -> Path:  # fmt: skip
-    """Write `out` (markdown) and its PNGs into `<out stem>_figures/` beside it; `echo` gets the claims as text lines.
+                 say_claims: bool = False, sweep_label: str | None = None) -> Path:  # fmt: skip
+    """Write `out` (markdown) and its PNGs into `<out stem>_figures/` beside it; `say_claims`: log the claims as lines.
     `sweep_label`: the sweep's folder as named (default: relative to the report, the same bytes anywhere)."""
     check_report_inputs(sweep_dir, grads_dir)
     frozen = read_frozen(sweep_dir)  # the claims as the sweep started (None: a sweep older than the record)
@@ -211,9 +213,9 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
             if outcome.verdict is Verdict.NOT_MEASURED:
                 outcomes[claim_id] = not_measured(claim_id, f"not measured: {len(unusable)} run(s) did not finish "
                                                   f"({listed}); see 'Runs that did not finish'")  # fmt: skip
-    if echo is not None:
+    if say_claims:
         for line in claims_text(claim_list, outcomes):
-            echo(line)
+            log.info(line)
 
     # the sweep by its name (sweep.json's, which a committed copy of its runs keeps) and its folder relative to the
     # report: a committed report names no path of the machine that made it
@@ -230,7 +232,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
     lines += _warmup_free_section(translation, figures_dir, report_dir, frozen)
     lines += placements_section(lm, figures_dir, report_dir, frozen and frozen["methods"])  # issue 32's claims
-    lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, echo)  # runs with diagnostics only
+    lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, say_claims)  # runs with diagnostics only
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(arms) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]
@@ -258,16 +260,16 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
 TENSORBOARD_URL = "http://localhost:6006/#custom_scalars&_smoothingWeight=0"
 
 
-def report_after_sweep(sweep_dir: Path, echo: Callable[[str], None]) -> Path | None:
+def report_after_sweep(sweep_dir: Path) -> Path | None:
     """Every `prelnx sweep` ends with its report and its curves' command; a failing report is only a warning."""
     try:
         with held(sweep_dir / SUMMARY_LOCK):
             report = write_report(sweep_dir, sweep_dir / "report.md")
     except Exception as error:  # noqa: BLE001 - the runs are done; a report that fails must not hide them
-        echo(f"warning: the report could not be written ({type(error).__name__}: {error}); "
-             f"try `prelnx report {sweep_dir}`")  # fmt: skip
+        log.warning(f"the report could not be written ({type(error).__name__}: {error}); "
+                    f"try `prelnx report {sweep_dir}`")  # fmt: skip
         return None
-    echo(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
-    echo(f"curves: tensorboard --logdir {sweep_dir}   then open {TENSORBOARD_URL}")
-    echo('        (every run on one chart; untick "Ignore outliers in chart scaling" once: TensorBoard remembers it)')
+    log.info(f"report: {report} (claims, results, curves in {report.parent / (report.stem + '_figures')})")
+    log.info(f"curves: tensorboard --logdir {sweep_dir}   then open {TENSORBOARD_URL}")
+    log.info('        (every run on one chart; untick "Ignore outliers in chart scaling" once: TensorBoard remembers it)')
     return report

@@ -6,7 +6,6 @@ fixed in methods.yaml, a ratio tested against the paper's number. "Trains deeper
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,7 +122,6 @@ MARKERS = "osD^vP*X"  # one per lr
 def plot_ranking(rows: list[RankRow], path: Path) -> Path:
     """The ranking's figure (PNG): one line per method (and optimizer, when a method ran with several: T-Fixup's Adam
     and RAdam), best arm first; one marker per arm, the lr's shape, filled with warm-up; bars: 95 % t intervals."""
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's import may have set the root to DEBUG
     from matplotlib.figure import Figure  # the object API, no pyplot: a sweep reports from threads
 
     several = {r.method for r in rows if any(o.method == r.method and o.optimizer != r.optimizer for o in rows)}

@@ -8,6 +8,7 @@ Only for runs that recorded diagnostics."""
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from prelnx.report.why_warmup import (
     stratum_label,
 )
 
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
 
 
 def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, report_dir: Path,
-                       echo: Any = None) -> list[str]:  # fmt: skip
+                       say_claims: bool = False) -> list[str]:  # fmt: skip
     spec = explanations_data()
     study = load_study(sweep_dir, arms, trained_margin())
     if not any(study.rows.values()):  # no run recorded diagnostics
@@ -250,11 +252,11 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     rules = protocol(spec, study.sweep)
     predictions = check_predictions(study, spec, rules)
     verdicts = check_explanations(study, spec, layout_names())
-    if echo is not None:
+    if say_claims:
         for v in ranked(predictions):
-            echo(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
+            log.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
         for v in verdicts:
-            echo(f"{v.claim['claim']} ({v.explanation['cite']}): {_verdict(v)}")
+            log.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_verdict(v)}")
     p = spec["prediction"]
     plateau = f"{study.plateau:.2f} bits" if study.plateau is not None else "unknown: the dictionary is not here"
     words = {"margin": study.margin, "plateau": plateau, "w0": p["window"][0], "w1": p["window"][1],

@@ -147,16 +147,14 @@ def probe(steps: int = 4) -> Probe:
 
     from prelnx.config.load import load_config
     from prelnx.launch.inprocess import build_task_and_model
-    from prelnx.quiet import kept_logging, quiet_fairseq_logging
 
     started = time.perf_counter()
     config, _ = load_config(PROBE_CONFIG)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with kept_logging(), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # hydra's and torch's deprecation warnings about fairseq's own calls
-            quiet_fairseq_logging()
             cfg, task, model = build_task_and_model(config)
             criterion = task.build_criterion(cfg.criterion)
             task.load_dataset("train", combine=False, epoch=1)

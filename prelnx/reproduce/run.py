@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from prelnx.records.outcome import RunStatus
 from prelnx.reproduce.plan import Plan, StagePlan, complete, grad_study, marker, stage_spec
 from prelnx.sweep.status import RunState, is_sweep_dir, sweep_states
 
-Echo = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
 class Overall:
@@ -60,7 +61,7 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
     write_text_atomic(saved, json.dumps(dataclasses.asdict(choice), indent=2) + "\n")
 
 
-def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None) -> bool:
+def _sweep(sp: StagePlan, plan: Plan, overall: Overall | None = None) -> bool:
     from prelnx.report.report import report_after_sweep
     from prelnx.report.sequential import decide_look
     from prelnx.sweep.execute import run_sweep
@@ -68,10 +69,10 @@ def _sweep(sp: StagePlan, plan: Plan, echo: Echo, overall: Overall | None = None
     _choose(sp, plan)
     spec = stage_spec(sp.stage, plan.seeds, plan.out, plan.scale)
     folder = plan.out / sp.stage.name
-    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, echo=echo, slurm_options=plan.slurm,
+    rows = run_sweep(spec, out=folder, jobs=plan.jobs, executor=plan.executor, slurm_options=plan.slurm,
                      progress_also=(lambda _: overall.text()) if overall else None,  # the sweep's lines end with it
                      decide=decide_look)  # a sequential seeds: plan's looks, decided as prelnx sweep decides them
-    report_after_sweep(folder, echo)
+    report_after_sweep(folder)
     return all(RunStatus(row["status"]).done for row in rows)
 
 
@@ -81,7 +82,7 @@ def _finished_runs(folder: Path) -> list[Path]:
     return [folder / row["run"] for row in summarize(folder) if row["status"] == RunStatus.FINISHED]
 
 
-def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+def _evaluate(sp: StagePlan, plan: Plan) -> bool:
     """`prelnx evaluate` of every finished run not evaluated yet, --jobs at a time (each its own fairseq process)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -92,9 +93,9 @@ def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
         try:
             result = evaluate(run_dir, split="test")
         except Exception as error:  # noqa: BLE001 - one run that cannot be decoded must not stop the others
-            echo(f"{run_dir}: not evaluated ({type(error).__name__}: {error})")
+            log.warning(f"{run_dir}: not evaluated ({type(error).__name__}: {error})")
             return False
-        echo(f"{run_dir.name}: test BLEU {result['bleu_tokenized']:.2f} (tokenized), {result['sacrebleu']:.2f} (SacreBLEU)")
+        log.info(f"{run_dir.name}: test BLEU {result['bleu_tokenized']:.2f} (tokenized), {result['sacrebleu']:.2f} (SacreBLEU)")
         return True
 
     ok = True
@@ -102,11 +103,11 @@ def _evaluate(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
         todo = [run for run in _finished_runs(plan.out / name) if not (run / "eval" / "test.json").is_file()]
         with ThreadPoolExecutor(max_workers=max(1, plan.jobs)) as pool:
             ok = all(list(pool.map(one, todo))) and ok
-        report_after_sweep(plan.out / name, echo)  # its summary and report now show test BLEU
+        report_after_sweep(plan.out / name)  # its summary and report now show test BLEU
     return ok
 
 
-def _finetune(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+def _finetune(sp: StagePlan, plan: Plan) -> bool:
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import plan as plan_finetunings
     from prelnx.finetune.plan import run_all
@@ -119,35 +120,35 @@ def _finetune(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
     for run_dir in _finished_runs(pretrained):
         folder = run_dir / "finetune" / Path(base.name or "finetune").name
         runs = plan_finetunings(base, run_dir, list(sp.stage.options["checkpoint"]), seeds, folder)
-        codes.append(run_all(runs, folder, echo=echo))
-    report_after_sweep(pretrained, echo)  # its report now has the fine-tuning section
+        codes.append(run_all(runs, folder))
+    report_after_sweep(pretrained)  # its report now has the fine-tuning section
     return bool(codes) and not any(codes)
 
 
-def _grads(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+def _grads(sp: StagePlan, plan: Plan) -> bool:
     from prelnx.analysis.grads import run_study
 
-    run_study(grad_study(sp.stage)[1], plan.out / sp.stage.name, echo=echo)
+    run_study(grad_study(sp.stage)[1], plan.out / sp.stage.name)
     return True
 
 
-def _theory(sp: StagePlan, plan: Plan, echo: Echo) -> bool:
+def _theory(sp: StagePlan, plan: Plan) -> bool:
     from prelnx.analysis.theory import TheorySettings, run_theory
     from prelnx.report.theory_claims import judge
 
     o = sp.stage.options
     run_theory(TheorySettings(d=o["d"], layers=o["layers"], seeds=tuple(range(1, o["seeds"] + 1))),
-               plan.out / sp.stage.name, echo=echo, judge=judge)  # Lemma 1's verdicts, as `prelnx theory` writes them
+               plan.out / sp.stage.name, judge=judge)  # Lemma 1's verdicts, as `prelnx theory` writes them
     return True
 
 
-RUNNERS: dict[str, Callable[[StagePlan, Plan, Echo], bool]] = {
+RUNNERS: dict[str, Callable[[StagePlan, Plan], bool]] = {
     "theory": _theory, "grads": _grads, "sweep": _sweep, "configs": _sweep, "evaluate": _evaluate,
     "finetune": _finetune,
 }  # fmt: skip
 
 
-def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
+def run_stages(plan: Plan) -> dict[str, str]:
     """Every stage not yet complete, in order; returns stage -> complete | incomplete | waiting | not run | skipped."""
     overall = Overall(plan)
     outcome: dict[str, str] = {}
@@ -161,13 +162,13 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
         elif waiting:
             outcome[name], why = "waiting", f"waits for {', '.join(waiting)} (run again once complete)"
         if name in outcome:
-            echo(f"{head}: {why}")
+            log.info(f"{head}: {why}")
             continue
         overall.current, overall.started = name, time.monotonic()
         started = time.time()
-        echo(f"{head} ({sp.stage.figure}) || {overall.text()}")
+        log.info(f"{head} ({sp.stage.figure}) || {overall.text()}")
         runner = RUNNERS[sp.stage.kind]
-        finished = _sweep(sp, plan, echo, overall) if runner is _sweep else runner(sp, plan, echo)
+        finished = _sweep(sp, plan, overall) if runner is _sweep else runner(sp, plan)
         seconds = overall.actual[name] = time.monotonic() - overall.started
         outcome[name] = "complete" if finished else "incomplete"
         if finished:
@@ -176,19 +177,18 @@ def run_stages(plan: Plan, echo: Echo = print) -> dict[str, str]:
                                       "started": started, "runs": len(sp.runs) if sp.spec else None,
                                       "run_names": sp.runs if sp.spec else None}  # fmt: skip
             write_text_atomic(marker(plan.out, name), json.dumps(record, indent=2) + "\n")
-        echo(f"== stage {name}: {outcome[name]} in {duration(seconds)} || {overall.text()}")
+        log.info(f"== stage {name}: {outcome[name]} in {duration(seconds)} || {overall.text()}")
     return outcome
 
 
 def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", jobs: int = 2,
               seeds: tuple[int, ...] | None = None, slurm: dict[str, Any] | None = None,
-              dry_run: bool = False, echo: Echo = print) -> int:  # fmt: skip
+              dry_run: bool = False) -> int:
     """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
     Returns the exit code: FINISHED every stage complete (or a dry run), FAILED a stage incomplete or waiting.
     Raises PlanError
     (exit 2) when the scale cannot run here."""
     from prelnx.machine import may_have_gpu
-    from prelnx.quiet import kept_logging
     from prelnx.reproduce.plan import PlanError, check_argv, plan, plan_lines
     from prelnx.reproduce.summary import write_summary
     from prelnx.sweep.execute import EXECUTORS
@@ -196,19 +196,17 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     if executor not in EXECUTORS:
         raise PlanError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     out = out or Path("runs") / f"reproduce-{scale}"
-    with kept_logging():  # fairseq imported to read presets and parse argvs leaves prelnx's logging as it was
-        the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
+    the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
     the_plan.slurm = dict(slurm or {})
     lines = plan_lines(the_plan)
     for line in lines:
-        echo(line)
+        log.info(line)
     if the_plan.missing_stages:  # the whole plan is printed first; then one line, exit 2, nothing created
         raise PlanError(f"--scale {scale} cannot run here; nothing was created: the data of stage(s) "
                         f"{', '.join(the_plan.missing_stages)} is missing (MISSING DATA in the plan above: what "
                         "prepares it)")
     if scale == "paper":
-        with kept_logging():
-            echo(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")
+        log.info(f"fairseq parsed the argv of all {check_argv(the_plan)} planned trainings")
         if not dry_run and executor == "local" and not may_have_gpu():
             raise PlanError("--scale paper trains on GPUs and this machine has none: plan it with --dry-run, or "
                             "submit it with --executor slurm")  # fmt: skip
@@ -216,12 +214,12 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
         return Exit.FINISHED
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     write_text_atomic(out / "plan.txt", "\n".join(lines) + f"\n\nload average at the start: {load}\n")
-    outcome = run_stages(the_plan, echo)
+    outcome = run_stages(the_plan)
     report = write_summary(out, scale)
-    echo(f"report: {report}")
+    log.info(f"report: {report}")
     left = {name: state for name, state in outcome.items() if state != "complete"}
     if left:
-        echo("not complete: " + ", ".join(f"{name} ({state})" for name, state in left.items()))
+        log.info("not complete: " + ", ".join(f"{name} ({state})" for name, state in left.items()))
     return Exit.FAILED if any(state in ("incomplete", "waiting") for state in left.values()) else Exit.FINISHED
 
 

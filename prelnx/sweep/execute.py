@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ from prelnx.sweep.progress import Snapshot, showing_also
 from prelnx.sweep.seeds import fixed_plan
 from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs, expand, expand_arms
 
+log = logging.getLogger(__name__)
 EXECUTORS = ("local", "slurm", "submitit-local")
 
 # `update`: the last update trained (status.json); the last row's update is the same for an ended run
@@ -108,14 +110,14 @@ def warnings(points: list[SweepPoint]) -> list[str]:
     return _grouped(found)
 
 
-def prepare_generated_data(points: list[SweepPoint], echo) -> None:  # type: ignore[no-untyped-def]
+def prepare_generated_data(points: list[SweepPoint]) -> None:
     """Generate the synthetic task once, before the runs start side by side (not once per run, racing)."""
     done: set[Path] = set()
     for point in points:
         folder = data_dir(point.config)
         if point.config.data.dataset == "synthetic" and folder not in done:
             if not (folder / "manifest.json").is_file():
-                echo(f"generating the synthetic task into {folder}")
+                log.info(f"generating the synthetic task into {folder}")
             ensure_data(point.config)
             done.add(folder)
 
@@ -185,7 +187,6 @@ def run_sweep(
     executor: str = "local",
     slurm_options: dict[str, Any] | None = None,
     after_run: Callable[[Path], None] | None = None,
-    echo: Callable[[str], None] = print,
     force: bool = False,
     pin_cores: bool = False,
     progress_also: Callable[[Snapshot], str] | None = None,
@@ -204,7 +205,7 @@ def run_sweep(
     sweep_dir, points = plan_sweep(spec, out)
     check_points(points)  # before anything is created
     for warning in warnings(points):
-        echo(f"warning: {warning}")
+        log.warning(warning)
     arms = expand_arms(spec) if spec.armed else []
     plan = seed_plan(spec, arms) if arms else None
     if plan is not None and plan.sequential and decide is None:
@@ -215,9 +216,9 @@ def run_sweep(
         if not raw_data.is_dir():
             raise Refusal(f"--raw-data {raw_data}: no such folder (a study's committed raw data, docs/results/<study>/in_progress or runs)")
         restored = restore_runs(raw_data, sweep_dir, [point.name for point in points])
-        echo(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
-    prepare_generated_data(points, echo)
-    echo(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}, "
+        log.info(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
+    prepare_generated_data(points)
+    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}, "
          f"{jobs} at a time)")  # fmt: skip
 
     def on_done(point: SweepPoint, status: RunStatus) -> None:
@@ -230,27 +231,26 @@ def run_sweep(
     def run_points(points: list[SweepPoint]) -> None:
         if executor == "local":
             with showing_also(progress_also):
-                statuses.update(run_local(points, sweep_dir, jobs, on_done, echo, force=force, pin_cores=pin_cores))
+                statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores))
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
-            statuses.update(run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done,
-                                         echo))  # fmt: skip
+            statuses.update(run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done))
 
     try:
         if sequential:
             assert plan is not None and decide is not None
             run_looks(spec, sweep_dir, arms, plan, decide, run_points,
-                      lambda scheduled: save_index(sweep_dir, spec, scheduled), echo)  # fmt: skip
+                      lambda scheduled: save_index(sweep_dir, spec, scheduled))
         else:
             run_points(points)
     finally:
         rows = summarize_locked(sweep_dir)
-    echo((sweep_dir / "summary.md").read_text())
+    log.info((sweep_dir / "summary.md").read_text())
     elsewhere = sorted(name for name, status in statuses.items() if status is RunStatus.ELSEWHERE)
     if elsewhere:
-        echo(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
+        log.info(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
              f"Run the sweep again once it has ended to see them finished here.")
     return rows
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import queue
 import threading
 import time
@@ -18,7 +19,7 @@ from prelnx.atomic import io_reason
 from prelnx.config.schema import Config
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
-from prelnx.launch.local import core_slots, sigterm_interrupts, stop_children, train
+from prelnx.launch.local import core_slots, log_event, sigterm_interrupts, stop_children, train
 from prelnx.launch.slurm_task import DEFAULT_TIME_MIN, ENDED, SlurmRequest, cancel, default_cpus_per_run
 from prelnx.machine import may_have_gpu, usable_cores
 from prelnx.plan.launch import with_threads
@@ -29,6 +30,7 @@ from prelnx.records.status import read_status, write_status
 from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
+log = logging.getLogger(__name__)
 RESULT_WAIT_S = 15.0  # how long a job's result may lag behind Slurm's end of the job (submitit's own wait)
 
 
@@ -57,7 +59,6 @@ def run_local(
     sweep_dir: Path,
     jobs: int,
     on_done: Callable[[SweepPoint, RunStatus], None],
-    echo: Callable[[str], None],
     force: bool = False,
     pin_cores: bool = False,
 ) -> dict[str, RunStatus]:
@@ -78,13 +79,14 @@ def run_local(
     progress = SweepProgress(points)
 
     def listen(name: str, event: Event) -> None:
-        """A run's events in the sweep: all but its progress records; rows with the sweep's progress."""
+        """A run's events in the sweep: all but its progress records; rows with the sweep's progress; a warning on
+        stderr, as `prelnx train` says it."""
         if isinstance(event, Progress):
             return
         line = render(event)
         if isinstance(event, RowDone):
             line += f" || {progress.row_done(name, event.grain.step(event.row))}"
-        echo(f"[{name}] {line}")
+        log.log(logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO, f"[{name}] {line}")
 
     def work(point: SweepPoint, picked_up: bool = False) -> RunStatus:
         slot = slots.get()
@@ -97,7 +99,7 @@ def run_local(
         with lock:
             statuses[point.name] = status
             if status is not RunStatus.ELSEWHERE:
-                echo(f"[{point.name}] {status} || {progress.run_done(point.name, status)}")
+                log.info(f"[{point.name}] {status} || {progress.run_done(point.name, status)}")
             on_done(point, status)
         return status
 
@@ -115,7 +117,7 @@ def run_local(
     pool.shutdown(wait=True)
     waiting = [point for point in points if statuses.get(point.name) is RunStatus.ELSEWHERE]
     if waiting:
-        echo(f"waiting for {len(waiting)} run(s) {RunStatus.ELSEWHERE} to end, to pick up what they leave "
+        log.info(f"waiting for {len(waiting)} run(s) {RunStatus.ELSEWHERE} to end, to pick up what they leave "
              f"(Ctrl-C stops waiting; their own process goes on)")  # fmt: skip
     while waiting:
         time.sleep(2.0)
@@ -145,7 +147,10 @@ class SubmititRun:
         self.config, self.run_dir = config, run_dir
 
     def __call__(self) -> RunStatus:
-        return run_one(self.config, self.run_dir, on_event=lambda event: print(render(event), flush=True))
+        from prelnx import console
+
+        console.configure()  # the run's lines, in the job's log
+        return run_one(self.config, self.run_dir, on_event=log_event)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         import submitit
@@ -180,7 +185,6 @@ def run_submitit(
     cluster: str | None,
     options: dict[str, Any],
     on_done: Callable[[SweepPoint, RunStatus], None],
-    echo: Callable[[str], None],
     watcher: Any = None,
 ) -> dict[str, RunStatus]:
     """Submit the points as one job array (`cluster` None: Slurm, "local": submitit's local executor). Slurm's jobs are
@@ -195,7 +199,7 @@ def run_submitit(
         for point in points:
             config = with_threads(point.config, request.cpus_per_task)
             jobs.append((point, executor.submit(SubmititRun(config, sweep_dir / point.name))))
-    echo(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
+    log.info(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
     if cluster is None:
         from prelnx.launch.slurm_watch import WATCHER
 
@@ -221,7 +225,7 @@ def run_submitit(
                                                  f"{request.describe()}; see --cpus-per-run, --mem-gb-per-run, "
                                                  f"--partition)")  # fmt: skip
                 write_status(run_dir, status, reason=why)
-                echo(f"[{point.name}] {why}")
+                log.warning(f"[{point.name}] {why}")
             elif found is not None and not found.active:
                 # its result may reach this file system a little after Slurm ends the job (submitit waits as long)
                 if time.monotonic() - ended_at.setdefault(point.name, time.monotonic()) < RESULT_WAIT_S:
@@ -231,7 +235,7 @@ def run_submitit(
                 continue
             waiting.remove((point, job))
             statuses[point.name] = status
-            echo(f"[{point.name}] {status}")
+            log.info(f"[{point.name}] {status}")
             on_done(point, status)
         if waiting:
             time.sleep(1.0)  # a look at files; the watcher asks Slurm at its own pace

@@ -12,6 +12,7 @@ skipped, each look is decided again on that look's runs only, and what looks.jso
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ FROZEN = (ClaimState.DECIDED, ClaimState.FUTILE)
 
 # sweep dir, arm name -> the run names it has at this look, the plan, the look (0-based) -> every claim the sweep's
 # arms make, at this look (it must read only the runs named)
+log = logging.getLogger(__name__)
 Decider = Callable[[Path, dict[str, tuple[str, ...]], SeedPlan, int], list[ClaimLook]]
 
 
@@ -91,8 +93,8 @@ def still_running(state: LookState) -> dict[str, list[str]]:
 
 
 def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: SeedPlan, decide: Decider,
-              run_points: Callable[[list[SweepPoint]], None], register: Callable[[list[SweepPoint]], None],
-              echo: Callable[[str], None]) -> LookState:  # fmt: skip
+              run_points: Callable[[list[SweepPoint]], None],
+              register: Callable[[list[SweepPoint]], None]) -> LookState:  # fmt: skip
     """Run the plan look by look; `register` records the runs scheduled so far (the sweep's index), `run_points`
     trains runs (finished ones are skipped by the executor)."""
     earlier = read_state(sweep_dir)  # a former attempt's: what it froze stays frozen at its look
@@ -105,15 +107,15 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
         register(scheduled)
         state.look, state.running = look, {arm: state.running.get(arm, []) for arm in active}
         write_text_atomic(sweep_dir / LOOKS_FILE, state.to_json())
-        echo(f"look {look + 1} of {len(plan.looks)} ({plan.looks[look]} seeds per arm): {len(points)} new run(s) for "
-             f"{len(active)} arm(s)")  # fmt: skip
+        log.info(f"look {look + 1} of {len(plan.looks)} ({plan.looks[look]} seeds per arm): {len(points)} new run(s) "
+                 f"for {len(active)} arm(s)")  # fmt: skip
         run_points(points)
         groups = {arm.name: tuple(p.name for p in scheduled if p.name.startswith(f"{arm.name}_seed-")) for arm in arms}
         last = look == len(plan.looks) - 1
         merge(state, decide(sweep_dir, groups, plan, look), look, last, earlier)
         for claim in state.claims.values():
             if claim.look == look:
-                echo(f"look {look + 1}: {claim.claim}: {claim.state.value} ({claim.verdict}, {claim.runs} runs)")
+                log.info(f"look {look + 1}: {claim.claim}: {claim.state.value} ({claim.verdict}, {claim.runs} runs)")
         state.running = still_running(state)
         if last or not state.running:
             break
@@ -121,8 +123,8 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
     state.done = True
     write_text_atomic(sweep_dir / LOOKS_FILE, state.to_json())
     spent = len(scheduled)
-    echo(f"sequential sweep {spec.name}: {spent} runs of at most {most_runs(plan, len(arms))} "
-         f"({len(arms)} arms x {plan.looks[-1]} seeds)")  # fmt: skip
+    log.info(f"sequential sweep {spec.name}: {spent} runs of at most {most_runs(plan, len(arms))} "
+             f"({len(arms)} arms x {plan.looks[-1]} seeds)")  # fmt: skip
     return state
 
 

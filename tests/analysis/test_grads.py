@@ -22,8 +22,7 @@ from typer.testing import CliRunner
 from prelnx.analysis.grads.measure import Worker
 from prelnx.analysis.grads.study import ModelSpec, model_variant
 from prelnx.analysis.grads.summary import CSV_COLUMNS, read_grads_csv
-from prelnx.commands.errors import handled
-from prelnx.commands.grads import grads_command
+from prelnx.cli import build_app
 from prelnx.config.load import load_config
 from prelnx.launch.inprocess import build_task_and_model
 from tests.conftest import TINY
@@ -42,14 +41,7 @@ TOKENS = 512
 
 
 def cli() -> typer.Typer:
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command("grads")(handled(grads_command))  # with the one error handler, as prelnx/cli.py registers it
-
-    @app.callback()
-    def _group() -> None:
-        """The command under test, registered as the lead registers it in prelnx/cli.py."""
-
-    return app
+    return build_app("grads")  # the command as `prelnx grads` runs it: its console prints the progress
 
 
 runner = CliRunner()

@@ -16,12 +16,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from prelnx.analysis.theory import TheorySettings, hidden_state_norms, layernorm_jacobian_norms, run_theory
-from prelnx.commands.errors import handled
-from prelnx.commands.theory import theory_command
 from prelnx.reproduce.summary import _theory_rows
 from prelnx.report.render import verdict_text
 from prelnx.report.stats import Verdict
@@ -33,7 +30,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    return run_theory(TheorySettings(d=512, layers=12, seeds=(1, 2, 3, 4)), echo=lambda line: None, judge=judge)
+    return run_theory(TheorySettings(d=512, layers=12, seeds=(1, 2, 3, 4)), judge=judge)
 
 
 @pytest.mark.slow  # the paper-size theory run: d 512, 12 layers, 4 seeds
@@ -67,13 +64,9 @@ def test_post_and_pre_share_the_draws_of_a_seed():
 
 
 def test_command_writes_tables_and_plots(tmp_path):
-    app = typer.Typer(add_completion=False)
-    app.command("theory")(handled(theory_command))  # with the one error handler, as prelnx/cli.py registers it
+    from prelnx.cli import build_app
 
-    @app.callback()
-    def _group() -> None:
-        """The command under test."""
-
+    app = build_app("theory")  # the command as `prelnx theory` runs it: its console prints the tables
     out = tmp_path / "theory"  # as prelnx reproduce's theory stage writes it
     result = runner.invoke(app, ["theory", "--hidden-size", "128", "--layers", "4", "--seeds", "3", "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -108,7 +101,7 @@ TINY = TheorySettings(d=128, layers=6, seeds=tuple(range(1, 7)))  # 95 % half-wi
 
 @pytest.fixture(scope="module")
 def tiny() -> dict:
-    summary = run_theory(TINY, echo=lambda line: None, plots=False)
+    summary = run_theory(TINY, plots=False)
     from prelnx.analysis.theory import hidden_state_norms
 
     rows = [{"seed": seed, **row} for seed in TINY.seeds for row in hidden_state_norms(TINY.d, TINY.layers, seed)]

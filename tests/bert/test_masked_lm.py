@@ -17,7 +17,7 @@ from prelnx.plan.launch import fairseq_argv
 from prelnx.records.reconcile import reconcile_update_rows
 from prelnx.records.rows import UpdateRows
 from prelnx.launch.local import train
-from tests.helpers import scalar_steps
+from tests.helpers import rendered, scalar_steps
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def layer_norms(run_dir: Path) -> set[str]:
 def test_each_layout_trains_with_validation_rows_at_the_update_grain(mlm_config_file, tmp_path, layout):
     config, _ = load_config(mlm_config_file(model={"layout": layout}))
     run_dir = tmp_path / layout
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    result = train(config, run_dir=run_dir)
 
     assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
     rows = read_metrics(run_dir)
@@ -70,7 +70,7 @@ def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file,
         if line.startswith("update 20 done"):
             raise KeyboardInterrupt
 
-    first = train(config, run_dir=run_dir, echo=stop_after_second_validation)
+    first = train(config, run_dir=run_dir, on_event=rendered(stop_after_second_validation))
     assert first.status == "interrupted"
     # fairseq validates, then saves: stopped in between, update 20 is past the checkpoint and its row is dropped
     saved = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").update
@@ -83,7 +83,7 @@ def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file,
         if line.startswith("update ") and line.split()[2] == "done" and int(line.split()[1]) > saved + 10:
             raise KeyboardInterrupt
 
-    resumed = train(config, run_dir=run_dir, echo=stop_past_the_checkpoint)
+    resumed = train(config, run_dir=run_dir, on_event=rendered(stop_past_the_checkpoint))
     assert resumed.status == "interrupted"
     recorded = [row["num_updates"] for row in read_metrics(run_dir)]
     assert recorded == list(range(10, recorded[-1] + 1, 10)) and recorded[-1] > saved  # one row per validation
@@ -132,7 +132,7 @@ def test_rows_validated_more_often_than_logged_carry_no_stale_lr(mlm_config_file
                                             schedule={"decay": "linear", "end_lr": 0.0}))  # fmt: skip
     run_dir = tmp_path / "run"
     said: list[str] = []
-    assert train(config, run_dir=run_dir, echo=said.append).status == "finished"
+    assert train(config, run_dir=run_dir, on_event=rendered(said.append)).status == "finished"
     rows = {row["num_updates"]: row for row in read_metrics(run_dir)}
     assert sorted(rows) == [5, 10, 15, 20]
     for update in (5, 15):  # no progress record at these updates

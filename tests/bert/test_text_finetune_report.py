@@ -53,10 +53,10 @@ def test_text_is_prepared_with_bpe_and_a_masked_lm_trains_on_it(tmp_path, mlm_co
 
     too_short, _ = load_config(mlm_config_file(data={"dataset": "custom", "path": str(out), "tokens_per_sample": 8}))
     with pytest.raises(DataNotReady, match="does not fit in a sample of data.tokens_per_sample 8"):
-        train(too_short, run_dir=tmp_path / "refused", echo=lambda line: None)
+        train(too_short, run_dir=tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
     config, _ = load_config(mlm_config_file(data={"dataset": "custom", "path": str(out)}, train={"max_update": 10}))
-    result = train(config, run_dir=tmp_path / "run", echo=lambda line: None)
+    result = train(config, run_dir=tmp_path / "run")
     assert result.status == "finished", (tmp_path / "run" / "train.log").read_text()[-2000:]
     assert [row["num_updates"] for row in read_metrics(tmp_path / "run")] == [10]
 
@@ -75,7 +75,7 @@ def test_text_preparation_errors_name_the_input(tmp_path):
 def test_finetuning_with_seeds_writes_accuracies_and_an_interval(tmp_path, mlm_config_file):
     pre_config, _ = load_config(mlm_config_file(train={"max_update": 20}))
     pretrained = tmp_path / "pre"
-    assert train(pre_config, run_dir=pretrained, echo=lambda line: None).status == "finished"
+    assert train(pre_config, run_dir=pretrained).status == "finished"
     finetune = tmp_path / "ft.yaml"
     finetune.write_text(yaml.safe_dump({
         "task": "sentence_prediction", "data": {"dataset": "synthetic"}, "model": {"arch": "roberta_base"},

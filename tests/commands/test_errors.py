@@ -123,12 +123,14 @@ def test_a_gpu_asked_for_where_torch_sees_none_is_a_refusal(monkeypatch):
 
 
 def test_a_trainings_warning_goes_to_stderr_and_the_rest_to_stdout(capsys):
-    """A warning is a typed Note (warning=True), rendered `warning: ...` on stderr; other notes go through echo."""
+    """A warning is a typed Note (warning=True), said `warning: ...` on stderr by the console; other notes on stdout."""
+    from prelnx import console
     from prelnx.launch.events import Note, render
-    from prelnx.launch.local import _console
+    from prelnx.launch.local import log_event
 
-    _console(Note("checkpoint_last.pt is damaged", warning=True), print)
-    _console(Note("runs/x: already finished at update 6"), print)
+    console.configure()
+    log_event(Note("checkpoint_last.pt is damaged", warning=True))
+    log_event(Note("runs/x: already finished at update 6"))
     out, err = capsys.readouterr()
     assert err == "warning: checkpoint_last.pt is damaged\n" and out == "runs/x: already finished at update 6\n"
-    assert render(Note("x")) == "x"
+    assert render(Note("x")) == render(Note("x", warning=True)) == "x"  # the console says which is a warning

@@ -10,6 +10,7 @@ import tarfile
 import pytest
 from typer.testing import CliRunner
 
+from prelnx.cli import app
 from prelnx.commands.data import data_app
 from prelnx.data import iwslt14
 from prelnx.data.output import text_path, tok_path
@@ -105,7 +106,7 @@ def test_full_recipe_from_an_archive(tmp_path):
         assert sha256_file(out / name) == entry["sha256"], name
     assert {"dict.de.txt", "dict.en.txt", "train.de-en.de.bin", "test.de-en.en.idx"} <= set(manifest["files"])
     # the same command again finds the preparation complete and does nothing
-    again = CliRunner().invoke(data_app, args)
+    again = CliRunner().invoke(app, ["data", *args])  # the whole CLI: its console shows the line
     assert again.exit_code == 0 and "already holds iwslt14" in again.output
 
 

@@ -30,7 +30,7 @@ def trained_run(tmp_path_factory, request) -> Path:
     config_path.write_text(yaml.safe_dump({**TINY, "train": {**TINY["train"], "max_epoch": 3, "keep_last_epochs": 3}}))
     config, _ = load_config(config_path)
     run_dir = folder / "run"
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+    assert train(config, run_dir=run_dir).status == "finished"
     return run_dir
 
 

@@ -21,7 +21,7 @@ from prelnx.records.metrics import read_metrics
 from prelnx.report.report import report_after_sweep
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import load_spec
-from tests.helpers import scalar_steps, stop_after_an_epoch
+from tests.helpers import logged, scalar_steps, stop_after_an_epoch
 
 
 def norms(run_dir: Path) -> set[str]:
@@ -35,9 +35,9 @@ def test_post_and_pre_train_as_a_sweep_read_by_its_summary_plots_and_report(lm_c
     spec_file.write_text(yaml.safe_dump({"name": "lm_sweep", "base": str(lm_config_file()),
                                          "grid": {"model.layout": ["post", "pre"]}}))
     sweep_dir = tmp_path / "out"
-    lines: list[str] = []
-    rows = run_sweep(load_spec(spec_file), out=sweep_dir, jobs=2, echo=lines.append)
-    report_after_sweep(sweep_dir, lines.append)  # what `prelnx sweep` does next
+    with logged() as lines:
+        rows = run_sweep(load_spec(spec_file), out=sweep_dir, jobs=2)
+        report_after_sweep(sweep_dir)  # what `prelnx sweep` does next
     assert [row["status"] for row in rows] == ["finished", "finished"], lines
 
     for layout in ("post", "pre"):
@@ -75,7 +75,7 @@ def test_each_placement_trains_as_the_plugins_language_model(lm_config_file, tmp
     config, _ = load_config(lm_config_file(model={"layout": layout, "decoder_layers": 4 if layout == "mixln" else 2},
                                            train={"max_update": 10}, eval={"every_updates": 5}))  # fmt: skip
     run_dir = tmp_path / layout
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+    assert train(config, run_dir=run_dir).status == "finished"
     rows = read_metrics(run_dir)
     assert [row["num_updates"] for row in rows] == [5, 10] and all(math.isfinite(r["valid_loss"]) for r in rows)
     command = (run_dir / "command.txt").read_text()
@@ -89,14 +89,14 @@ def test_a_killed_run_resumes_and_keeps_one_row_per_validation(lm_config_file, t
     # a budget far beyond both stops: neither attempt can end before its stop lands, however fast the machine
     config, _ = load_config(lm_config_file(model={"layout": "residual"}, train={"max_update": 100_000}))
     run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=stop_after_an_epoch(past=10)).status == "interrupted"
+    assert train(config, run_dir=run_dir, on_event=stop_after_an_epoch(past=10)).status == "interrupted"
     saved = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").update
     assert saved >= 10 and saved % 10 == 0
     before = [row["num_updates"] for row in read_metrics(run_dir)]
     assert before == list(range(10, before[-1] + 1, 10)) and before[-1] <= saved
 
     # stopped at its second validation past the checkpoint: the first one's checkpoint is saved by then
-    resumed = train(config, run_dir=run_dir, echo=stop_after_an_epoch(past=saved + 10))
+    resumed = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(past=saved + 10))
     assert resumed.status == "interrupted"
     after = [row["num_updates"] for row in read_metrics(run_dir)]
     assert after == list(range(10, after[-1] + 1, 10)) and after[-1] >= saved + 10  # each validation once

@@ -115,7 +115,7 @@ def test_prelnx_trains_in_bf16_on_cpu_and_command_txt_reproduces_it(tiny_config_
     path = tiny_config_file(model=NO_DROPOUT, train={"max_epoch": 1, "precision": "bf16", "device": "cpu"})
     config, _ = load_config(path)
     run = tmp_path / "run"
-    assert train(config, run_dir=run, echo=lambda line: None).status == "finished"
+    assert train(config, run_dir=run).status == "finished"
     losses = [row["valid_loss"] for row in read_metrics(run)]
     assert losses and all(math.isfinite(loss) for loss in losses)
     assert_fp32_checkpoint(run / "checkpoints" / "checkpoint_last.pt")
@@ -132,7 +132,7 @@ def test_prelnx_pretrains_a_masked_lm_in_bf16_on_cpu(tmp_path):
     mlm = write_config(tmp_path / "mlm.yaml", TINY_MLM, train={"max_update": 10, "precision": "bf16", "device": "cpu"},
                        eval={"every_updates": 10})  # fmt: skip
     config, _ = load_config(mlm)
-    assert train(config, run_dir=tmp_path / "run", echo=lambda line: None).status == "finished"
+    assert train(config, run_dir=tmp_path / "run").status == "finished"
     assert all(math.isfinite(row["valid_loss"]) for row in read_metrics(tmp_path / "run"))
 
 

@@ -41,7 +41,7 @@ def test_a_tiny_training_of_each_placement_finishes_and_its_checkpoint_rebuilds_
     model = {"layout": layout, "mixln_alpha": 0.5}  # 2 layers per stack: one Post-LN layer each for Mix-LN
     config, _ = load_config(tiny_config_file(model=model, train={"max_update": 3, "max_epoch": 1}))
     run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    result = train(config, run_dir=run_dir)
     assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
     rows = read_metrics(run_dir)
     assert rows and all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
@@ -57,10 +57,10 @@ def test_a_placement_run_stopped_after_an_epoch_resumes_from_its_checkpoint(tiny
     checkpoint rebuilds the model. Validation BLEU on: beam search decodes through the two streams."""
     config, _ = load_config(tiny_config_file(model={"layout": "residual"}, train={"max_epoch": FAR_EPOCHS}))
     run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=stop_after_an_epoch()).status == "interrupted"
+    assert train(config, run_dir=run_dir, on_event=stop_after_an_epoch()).status == "interrupted"
     reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
     lines: list[str] = []
-    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached))
+    result = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines, past=reached))
     assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
     assert lines[0].startswith("resuming"), lines
     epochs = epochs_recorded(run_dir)
@@ -80,7 +80,7 @@ def test_the_gradient_study_writes_each_layers_output_rms_beside_the_gradients(t
     config, _ = load_config(tiny_config_file())
     layouts = ("post", "pre", "peri", "residual")
     study = grads.GradStudy(config, layouts=layouts, depths=(3,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
+    outcome = grads.run_study(study, tmp_path, plots=False)
     rows = read_grads_csv(tmp_path / "grads.csv")
     assert {row["layout"] for row in rows} == set(layouts)
     hidden = list(csv.DictReader((tmp_path / "hidden.csv").open()))

@@ -268,7 +268,7 @@ def test_qk_norm_holds_in_incremental_decoding(qk_model):
 def test_a_tiny_training_of_each_variant_finishes_with_a_finite_loss(tiny_config_file, tmp_path, model):
     config, _ = load_config(tiny_config_file(model=model, train={"max_update": 4, "max_epoch": 1}))
     run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    result = train(config, run_dir=run_dir)
 
     assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
     rows = read_metrics(run_dir)
@@ -288,7 +288,7 @@ def test_the_gradient_study_measures_the_variants(tiny_config_file, tmp_path):
     from prelnx.analysis import grads
     config, _ = load_config(tiny_config_file(model={"norm": "dyt", "qk_norm": True}))
     study = grads.GradStudy(config, layouts=("post", "pre"), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
+    outcome = grads.run_study(study, tmp_path, plots=False)
     for layout in ("post", "pre"):
         rows = [row for row in outcome.rows if row["layout"] == layout]
         assert len(rows) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers
@@ -301,7 +301,7 @@ def test_the_gradient_study_measures_deepnorm(tiny_config_file, tmp_path):
     assert "deepnorm" in grads.study.LAYOUTS  # the study takes every layout of the table
     config, _ = load_config(tiny_config_file())
     study = grads.GradStudy(config, layouts=("deepnorm",), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
+    outcome = grads.run_study(study, tmp_path, plots=False)
     assert len(outcome.rows) == 2 * (2 + 2)
     assert all(math.isfinite(row["grad_norm"]) and row["grad_norm"] > 0 for row in outcome.rows)
 

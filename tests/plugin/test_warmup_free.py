@@ -229,10 +229,10 @@ def _interrupt_twice(config, run_dir) -> list[str]:
     """Stopped after its first epoch, resumed, and stopped again after the next: the budget (FAR_EPOCHS) is far
     beyond both stops, so neither attempt can end before its stop lands, however fast the machine. Returns the
     second attempt's lines; asserts that it resumed and that every epoch is recorded once, finite."""
-    assert train(config, run_dir=run_dir, echo=stop_after_an_epoch()).status == "interrupted"
+    assert train(config, run_dir=run_dir, on_event=stop_after_an_epoch()).status == "interrupted"
     reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
     lines: list[str] = []
-    result = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached))
+    result = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines, past=reached))
     assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
     assert lines[0].startswith("resuming"), lines
     epochs = epochs_recorded(run_dir)
@@ -299,7 +299,7 @@ def test_the_gradient_study_measures_every_method(tiny_config_file, tmp_path):
     config, _ = load_config(tiny_config_file())
     layouts = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
     study = grads.GradStudy(config, layouts=layouts, depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, echo=lambda line: None, plots=False)
+    outcome = grads.run_study(study, tmp_path, plots=False)
     for layout in layouts:
         norms = [row["grad_norm"] for row in outcome.rows if row["layout"] == layout]
         assert len(norms) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers

@@ -12,6 +12,7 @@ from prelnx.cli import app
 from prelnx.report.report import report_after_sweep
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import load_spec
+from tests.helpers import logged
 
 pytestmark = pytest.mark.slow
 
@@ -27,12 +28,13 @@ def test_a_sweep_whose_runs_all_diverged_is_reported_as_not_testable(tiny_config
                  {"model.layout": ["post"], "schedule.warmup_updates": [2], "train.seed": [1, 2, 3]}],
         "set": {"optimizer.name": "adam", "optimizer.lr": 1.0e6},
     }, sort_keys=False))  # fmt: skip
-    sweep_dir, lines = tmp_path / "out", []
-    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=2, echo=lambda line: None)
+    sweep_dir = tmp_path / "out"
+    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=2)
     assert [row["status"] for row in rows] == ["diverged"] * 6
     assert not any(row.get("epochs") for row in rows)  # before any validation
 
-    report_after_sweep(sweep_dir, lines.append)  # what `prelnx sweep` does last
+    with logged() as lines:
+        report_after_sweep(sweep_dir)  # what `prelnx sweep` does last
     assert not any(line.startswith("warning") for line in lines), lines
     assert (sweep_dir / "report.md").is_file()
 

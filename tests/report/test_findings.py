@@ -22,6 +22,7 @@ from prelnx.report.render import claims_table, verdict_text
 from prelnx.report.report import report_after_sweep
 from prelnx.report.stats import Sample, Verdict, above, compare, holm
 from prelnx.report.warmup_free import check_methods
+from tests.helpers import logged
 from tests.report.runs import PLATEAU_WORDS, Sweep, write_dictionary
 
 TRAINING = {claim["id"]: claim for claim in paper_data()["training"]}
@@ -128,8 +129,8 @@ def test_5_a_language_model_sweep_that_all_diverged_without_a_dictionary_is_repo
     for layout in ("post", "pre", "peri"):
         for seed in (1, 2, 3):
             sweep.run(layout, 50, [], seed=seed, status="diverged")
-    lines: list[str] = []
-    assert report_after_sweep(sweep.save(), lines.append) is not None
+    with logged() as lines:
+        assert report_after_sweep(sweep.save()) is not None
     assert not any(line.startswith("warning") for line in lines), lines  # was AttributeError: ... 'numerator'
     report = (sweep.folder / "report.md").read_text()
     assert "Pre-LN without warm-up reaches the quality of Post-LN with warm-up." in report

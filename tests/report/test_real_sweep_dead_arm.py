@@ -43,7 +43,7 @@ def test_a_dead_pre_ln_arm_is_decided_by_its_failure_count_and_an_unrelated_arm_
                   "schedule.warmup_updates": [0], "train.max_epoch": [2], **seeds}],
     }, sort_keys=False))  # fmt: skip
     sweep_dir = tmp_path / "with_sgd"
-    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=1, echo=lambda line: None)
+    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=1)
     statuses = {row["run"]: row["status"] for row in rows}
     assert len(rows) == 6 and set(statuses.values()) == {"finished"}, statuses
 

@@ -14,6 +14,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from prelnx.plots.curves import _draw_bands, collect_runs, plot  # noqa: E402
 from prelnx.report.report import write_report  # noqa: E402
 from prelnx.report.stats import Verdict  # noqa: E402
+from tests.helpers import logged
 from tests.report.runs import Sweep, write_dictionary  # noqa: E402
 
 VERDICTS = "|".join(re.escape(v.value) for v in Verdict)
@@ -39,8 +40,8 @@ def study(tmp_path) -> Sweep:
 
 def test_every_claim_is_printed_with_means_interval_premise_and_verdict(tmp_path):
     sweep_dir = study(tmp_path).save()
-    printed: list[str] = []
-    report = write_report(sweep_dir, tmp_path / "out" / "report.md", echo=printed.append).read_text()
+    with logged() as printed:
+        report = write_report(sweep_dir, tmp_path / "out" / "report.md", say_claims=True).read_text()
     text = "\n".join(printed)
     # the sweep named by its name and its folder relative to the report, never by a path of this machine
     assert f"Sweep {sweep_dir.name} (folder `../{sweep_dir.relative_to(tmp_path)}`, relative to this report)" in report

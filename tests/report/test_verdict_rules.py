@@ -13,6 +13,7 @@ from prelnx.report.claims import postln_adam_needs_warmup, preln_without_warmup_
 from prelnx.report.render import claims_table, verdict_text
 from prelnx.report.report import CLAIMS_INTRO, write_report
 from prelnx.report.stats import Sample, Verdict, above, compare, holm
+from tests.helpers import logged
 from tests.report.runs import Sweep, write_dictionary
 
 SPECS = {claim["id"]: claim for claim in paper_data()["training"]}
@@ -66,8 +67,8 @@ def test_a_report_on_runs_that_all_diverged_before_validating(tmp_path):
     for seed in (1, 2, 3):
         sweep.run("pre", 0, [], seed=seed, status="diverged")
         sweep.run("post", 120, [], seed=seed, status="diverged")
-    printed: list[str] = []
-    report = write_report(sweep.save(), tmp_path / "report.md", echo=printed.append).read_text()
+    with logged() as printed:
+        report = write_report(sweep.save(), tmp_path / "report.md", say_claims=True).read_text()
     assert "| Pre-LN without warm-up reaches the quality of Post-LN with warm-up." in report
     assert printed.count("  verdict: not testable at this scale (neither arm trained: no seed of either has the "
                          "quantity)") == 2  # matches, converges faster

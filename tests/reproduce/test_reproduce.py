@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from prelnx.reproduce.plan import Plan, StagePlan, marker
 from prelnx.reproduce.run import RUNNERS, run_stages
 from prelnx.reproduce.scales import SCALES, Stage, stages
+from tests.helpers import logged
 
 
 @pytest.mark.parametrize("scale", sorted(SCALES))
@@ -123,7 +124,8 @@ def test_a_resumed_reproduction_skips_complete_stages_and_retrains_nothing(tmp_p
 
     def attempt() -> dict[str, str]:
         plans = [StagePlan(stage, runs=["seed-1"] if stage.kind == "sweep" else []) for stage in tiny]
-        return run_stages(Plan("demo", out, "local", 1, None, plans, "test"), echo=lines.append)
+        with logged(lines):
+            return run_stages(Plan("demo", out, "local", 1, None, plans, "test"))
 
     lines: list[str] = []
     assert attempt() == {"theory": "complete", "arms": "complete"}

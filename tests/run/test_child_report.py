@@ -18,6 +18,7 @@ from prelnx.launch.events import Event
 from prelnx.launch.watch import Watch
 from prelnx.records.grain import Grain
 from prelnx.records.outcome import Failure, RunStatus, Signal
+from tests.helpers import logged
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -208,10 +209,10 @@ def test_a_slurm_jobs_rank_0_error_is_read_from_the_event_its_task_reported(tmp_
 
     log, event = tmp_path / "7_0_log.out", child_report.raised(KeyError("REWORDED"))
     log.write_text("starting tiny\n" + child_report.line(event) + "submitit ERROR (x) - Submitted job triggered an exception\n")
-    echoed: list[str] = []
-    output = slurm_job.Rank0Output(log, echoed.append)
-    output.read()
-    assert echoed == ["starting tiny"] and output.raised == event
+    output = slurm_job.Rank0Output(log)
+    with logged() as shown:
+        output.read()
+    assert shown == ["starting tiny"] and output.raised == event
 
     def result():  # submitit's: the task's trace, then its own words
         raise RuntimeError("Traceback (most recent call last):\nKeyError: 'other'\nsubmitit: job failed")

@@ -36,8 +36,8 @@ def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_
               "diagnostics": {"every_updates": 1, "sharpness_every_updates": 2}}  # never change the training
     two, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "processes": 2}))
     one, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "update_freq": 2}))
-    assert train(two, run_dir=tmp_path / "two", echo=lambda line: None).status == "finished"
-    assert train(one, run_dir=tmp_path / "one", echo=lambda line: None).status == "finished"
+    assert train(two, run_dir=tmp_path / "two").status == "finished"
+    assert train(one, run_dir=tmp_path / "one").status == "finished"
 
     command = (tmp_path / "two" / "command.txt").read_text()
     assert "torchrun --standalone --nproc-per-node 2" in command and "--distributed-backend gloo" in command
@@ -66,7 +66,7 @@ def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_
 def test_the_effective_batch_is_kept_by_deriving_update_freq(tiny_config_file, tmp_path):
     config, _ = load_config(tiny_config_file(train={"max_epoch": 1, "threads": 1, "processes": 2,
                                                     "effective_batch_tokens": 2048}))  # fmt: skip
-    assert train(config, run_dir=tmp_path / "run", echo=lambda line: None).status == "finished"
+    assert train(config, run_dir=tmp_path / "run").status == "finished"
     command = (tmp_path / "run" / "command.txt").read_text()
     assert command.startswith("# batch per update: 2048 tokens = max_tokens 512 x 2 worker(s) x update_freq 2")
     assert "--update-freq 2" in command

@@ -31,7 +31,7 @@ def measured(upto: int) -> list[int]:
 def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchanged(tiny_config_file, tmp_path):
     config, _ = load_config(tiny_config_file(train=diagnosed()))
     run_dir = tmp_path / "run"
-    assert train(config, run_dir=run_dir, echo=lambda line: None).status == "finished"
+    assert train(config, run_dir=run_dir).status == "finished"
     updates = read_metrics(run_dir)[-1]["num_updates"]
     rows = read_diagnostics(run_dir)
     assert [row["num_updates"] for row in rows] == measured(updates)
@@ -61,7 +61,7 @@ def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchange
 
     # Diagnostics draw no random numbers and restore every weight: the same run without them trains identically.
     plain, _ = load_config(tiny_config_file())
-    assert train(plain, run_dir=tmp_path / "plain", echo=lambda line: None).status == "finished"
+    assert train(plain, run_dir=tmp_path / "plain").status == "finished"
     assert not (tmp_path / "plain" / FILE).exists()
     keys = ("num_updates", "train_loss", "valid_loss", "valid_bleu")
     assert [[r[k] for k in keys] for r in read_metrics(tmp_path / "plain")] == [[r[k] for k in keys] for r in read_metrics(run_dir)]
@@ -83,7 +83,7 @@ def test_a_killed_then_interrupted_run_resumed_has_each_row_once(tiny_config_fil
 
     config, _ = load_config(config_file)
     lines: list[str] = []
-    second = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines))
+    second = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines))
     assert second.status == "interrupted" and lines[0].startswith("resuming")
     checkpoint = read_status(run_dir)["checkpoint"]["update"]
     assert checkpoint >= 3 * read_metrics(run_dir)[0]["num_updates"]  # two epochs before the kill, one after

@@ -31,7 +31,7 @@ def test_plain_fairseq_imports_scikit_learn_the_control():
 def test_no_process_of_a_two_worker_training_imports_scikit_learn_or_scipy_stats(tiny_config_file, tmp_path):
     config, _ = load_config(tiny_config_file(train={"max_epoch": 1, "processes": 2}))
     run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    result = train(config, run_dir=run_dir, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert result.status == "finished", (run_dir / "train.log").read_text()[-3000:]
     names = imported((run_dir / "train.log").read_text())
     assert names.count("fairseq.tasks.translation") == 2  # both torchrun workers' imports are in the log

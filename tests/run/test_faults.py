@@ -22,7 +22,7 @@ from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.local import train
-from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past, scalar_steps
+from tests.helpers import FAR_EPOCHS, processes_mentioning, rendered, run_until_it_trains_past, scalar_steps
 
 pytestmark = pytest.mark.slow
 QUIET = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
@@ -97,7 +97,7 @@ def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_run):
     (run_dir / "status.json").write_text(json.dumps({"status": "running", "update": complete[0]["num_updates"]}))
 
     lines: list[str] = []
-    assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
+    assert train(config, run_dir=run_dir, on_event=rendered(lines.append)).status == "finished"
     assert any("rebuilt from train.log" in line for line in lines), lines
     rows = read_metrics(run_dir)
     assert [r["valid_loss"] for r in rows] == [r["valid_loss"] for r in complete]
@@ -221,7 +221,7 @@ def test_a_damaged_last_checkpoint_falls_back_to_the_newest_intact_one(tiny_run)
     last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
     (run_dir / "status.json").write_text(json.dumps({"status": "interrupted", "update": 1}))
     lines: list[str] = []
-    assert train(config, run_dir=run_dir, echo=lines.append).status == "finished"
+    assert train(config, run_dir=run_dir, on_event=rendered(lines.append)).status == "finished"
     assert any("checkpoint_last.pt" in line and "checkpoint1.pt" in line for line in lines), lines
     assert list((run_dir / "checkpoints").glob("checkpoint_last.pt.damaged-*"))
     assert_records_match_checkpoint(run_dir, 2)
@@ -281,7 +281,7 @@ def test_a_run_name_cannot_leave_the_runs_folder(tiny_config_file, tmp_path, nam
 def test_divergence_records_the_real_update(tiny_config_file, tmp_path):
     config, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}))
     run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    result = train(config, run_dir=run_dir)
     status = status_of(run_dir)
     assert result.status == "diverged" and status["update"] >= 1, status
     assert "update 0" not in status["reason"], status

@@ -17,6 +17,7 @@ from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, Signal
 from prelnx.records.rows import parse_record
 from prelnx.records.status import write_status
+from tests.helpers import rendered
 from tests.run.test_faults import small_disk  # noqa: F401 - the fixture (a small tmpfs)
 
 pytestmark = pytest.mark.slow
@@ -92,7 +93,7 @@ def test_a_checkpoint_that_holds_the_whole_budget_is_finished_without_training_m
     log_before = (run_dir / "train.log").read_text()
 
     said: list[str] = []
-    again = train(config, run_dir=run_dir, echo=said.append)
+    again = train(config, run_dir=run_dir, on_event=rendered(said.append))
 
     assert again.status == "finished" and again.update == trained.update, said
     assert checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").update == trained.update

@@ -28,7 +28,7 @@ def test_one_epoch_of_a_tiny_training_gives_the_pinned_valid_loss(tiny_config_fi
         model={"layout": layout, "dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0},
         train={"max_epoch": 1, "seed": 1, "threads": 1},
     ))  # fmt: skip
-    result = train(config, run_dir=tmp_path / "run", echo=lambda line: None)
+    result = train(config, run_dir=tmp_path / "run")
     assert result.status == "finished"
     loss = read_metrics(tmp_path / "run")[0]["valid_loss"]
     assert loss == pytest.approx(PINNED_VALID_LOSS[layout], rel=TOLERANCE), f"{layout}: valid loss {loss}"

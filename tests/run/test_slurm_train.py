@@ -20,7 +20,7 @@ from prelnx.config.load import load_config
 from prelnx.records.checkpoints import checkpoint_info, load_checkpoint
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
-from tests.helpers import FAR_EPOCHS, processes_mentioning, run_until_it_trains_past
+from tests.helpers import FAR_EPOCHS, logged, processes_mentioning, run_until_it_trains_past
 from tests.run.test_data_parallel import NO_DROPOUT, inner_losses
 from tests.slurm_cluster import slurm  # noqa: F401 (the fixture)
 
@@ -42,7 +42,7 @@ def test_two_slurm_tasks_train_exactly_as_one_process_accumulating_two_batches(s
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "submitted Slurm job" in done.stdout and "epoch 2" in done.stdout, done.stdout  # rank 0's progress
     one, _ = load_config(tiny_config_file(model=NO_DROPOUT, train={**common, "update_freq": 2}))
-    assert train(one, run_dir=tmp_path / "one", echo=lambda line: None).status == "finished"
+    assert train(one, run_dir=tmp_path / "one").status == "finished"
 
     command = (tmp_path / "two" / "command.txt").read_text()
     assert "srun --nodes 1 --ntasks-per-node 2 fairseq-train" in command and "--distributed-port" in command
@@ -170,9 +170,9 @@ def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_with
 
     monkeypatch.setenv("PATH", fake_squeue(tmp_path / "bin", [(1, ""), (0, "7|RUNNING|None\n"), (1, ""),
                                                               (0, "7|CANCELLED|None\n")]))  # fmt: skip
-    lines: list[str] = []
-    message, code = slurm_job.follow(a_job(tmp_path), SlurmRequest(1, 2, 1), lines.append, poll_s=0.01,
-                                     watcher=QueueWatcher(delay_s=0))  # fmt: skip
+    with logged() as lines:
+        message, code = slurm_job.follow(a_job(tmp_path), SlurmRequest(1, 2, 1), poll_s=0.01,
+                                         watcher=QueueWatcher(delay_s=0))  # fmt: skip
     assert lines == ["starting tiny", "Slurm job 7: running"]  # rank 0's lines, not submitit's
     assert code == 1 and "ended (cancelled) before rank 0 returned" in message
     calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
@@ -180,7 +180,7 @@ def test_waiting_survives_squeue_not_answering_and_reports_a_job_that_ended_with
 
     monkeypatch.setenv("PATH", fake_squeue(tmp_path / "bin2", [(1, "")]))  # squeue never answers
     monkeypatch.setattr(slurm_job, "UNANSWERED_S", 0.3)
-    message, code = slurm_job.follow(a_job(tmp_path, "8"), SlurmRequest(1, 1, 1), lines.append, poll_s=0.01,
+    message, code = slurm_job.follow(a_job(tmp_path, "8"), SlurmRequest(1, 1, 1), poll_s=0.01,
                                      watcher=QueueWatcher(delay_s=0))  # fmt: skip
     assert code == 1 and "squeue has not answered" in message and "Slurm job 8 may still run" in message
 

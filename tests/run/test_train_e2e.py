@@ -14,7 +14,7 @@ from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.machine_record import read_machines
 from prelnx.machine import cpu_name
-from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, scalar_steps, stop_after_an_epoch
+from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, rendered, scalar_steps, stop_after_an_epoch
 
 pytestmark = pytest.mark.slow
 
@@ -44,11 +44,11 @@ def test_two_epochs_write_metrics_tensorboard_and_status(tiny_run, tiny_config_f
     assert machine.cpu == cpu_name() and machine.device == config.train.device and machine.cores >= 1
 
     # A finished run is not retrained; a different config on the same run dir is refused.
-    again = train(config, run_dir=run_dir, echo=lambda line: None)
+    again = train(config, run_dir=run_dir)
     assert again.status == "finished" and read_metrics(run_dir) == rows
     changed, _ = load_config(tiny_config_file(optimizer={"lr": 0.001}))
     with pytest.raises(RunConflict, match="optimizer.lr"):
-        train(changed, run_dir=run_dir, echo=lambda line: None)
+        train(changed, run_dir=run_dir)
 
 
 def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path):
@@ -58,7 +58,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path)
     config, _ = load_config(tiny_config_file(train={"max_epoch": FAR_EPOCHS}))
     run_dir = tmp_path / "run"
 
-    first = train(config, run_dir=run_dir, echo=stop_after_an_epoch())
+    first = train(config, run_dir=run_dir, on_event=stop_after_an_epoch())
     assert first.status == "interrupted"
     reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt")
     rows = read_metrics(run_dir)
@@ -66,7 +66,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path)
     updates_per_epoch = rows[0]["num_updates"]
 
     lines: list[str] = []
-    second = train(config, run_dir=run_dir, echo=stop_after_an_epoch(lines, past=reached.epoch))
+    second = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines, past=reached.epoch))
     assert second.status == "interrupted"
     assert lines[0].startswith("resuming")
     rows = read_metrics(run_dir)
@@ -82,7 +82,7 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path)
 def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
     config, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}, train={"max_epoch": 2}))
     run_dir = tmp_path / "run"
-    result = train(config, run_dir=run_dir, echo=lambda line: None)
+    result = train(config, run_dir=run_dir)
     status = json.loads((run_dir / "status.json").read_text())
     assert result.status == "diverged" and status["status"] == "diverged", (run_dir / "train.log").read_text()[-2000:]
     assert result.exit_code == 3
@@ -117,7 +117,7 @@ def test_a_finished_run_trains_on_when_its_budget_grows(tiny_run, tiny_config_fi
 
     longer, _ = load_config(tiny_config_file(train={"max_epoch": 3}))
     said: list[str] = []
-    result = train(longer, run_dir=run_dir, echo=said.append)
+    result = train(longer, run_dir=run_dir, on_event=rendered(said.append))
 
     assert result.status == "finished", said
     rows = read_metrics(run_dir)

@@ -61,7 +61,7 @@ def run(tmp_path, tiny_config_file, folder, seeds=None, stop_after=None):
     write_dictionary(sweep_dir / "data", arms[0].config.data.target_lang or "tgt")  # the unigram plateau: 8.30 bits
     run_points, written = fake_training(sweep_dir, stop_after)
     state = run_looks(spec, sweep_dir, arms, spec.plan, decide_look, run_points,
-                      lambda points: save_index(sweep_dir, spec, points), lambda line: None)  # fmt: skip
+                      lambda points: save_index(sweep_dir, spec, points))
     return state, written, sweep_dir
 
 

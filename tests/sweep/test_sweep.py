@@ -20,7 +20,7 @@ from prelnx.plots.curves import plot
 from prelnx.report.report import report_after_sweep, write_report
 from prelnx.sweep.execute import run_sweep
 from prelnx.sweep.spec import expand, load_spec, spec_from_command_line
-from tests.helpers import processes_mentioning, sigint_as_in_a_terminal
+from tests.helpers import logged, processes_mentioning, sigint_as_in_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def test_bad_grid_value_is_reported_before_anything_runs(tiny_config_file, tmp_p
     # every layout of the table (prelnx/layouts.py), in its order, then the bad value (the list grows with the table)
     layouts = ", ".join(repr(name) for name in LAYOUTS)
     with pytest.raises(ConfigError, match=re.escape(f"model.layout: expected one of {layouts}, got 'sideways'")):
-        run_sweep(spec, out=tmp_path / "bad", echo=lambda line: None)
+        run_sweep(spec, out=tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
 
 
@@ -69,9 +69,9 @@ def test_divergence_is_recorded_while_the_other_runs_finish(tiny_config_file, tm
     spec = load_spec(write_spec(tmp_path, tiny_config_file(), {"optimizer.lr": [0.01, 1.0e6], "train.seed": [1, 2]},
                                 {"optimizer.name": "sgd"}))  # fmt: skip
     sweep_dir = tmp_path / "out"
-    lines: list[str] = []
-    rows = run_sweep(spec, out=sweep_dir, jobs=2, echo=lines.append)
-    report_after_sweep(sweep_dir, lines.append)  # what `prelnx sweep` does next
+    with logged() as lines:
+        rows = run_sweep(spec, out=sweep_dir, jobs=2)
+        report_after_sweep(sweep_dir)  # what `prelnx sweep` does next
 
     assert len(rows) == 4 and len([d for d in sweep_dir.iterdir() if (d / "metrics.jsonl").exists() or
                                    (d / "status.json").exists()]) == 4  # fmt: skip
@@ -97,7 +97,7 @@ def test_a_report_on_failed_runs_names_them_and_draws_no_empty_figure(tiny_confi
     spec = load_spec(write_spec(tmp_path, tiny_config_file(), {"optimizer.lr": [0.001, 0.002]},
                                 {"train.max_tokens": 4}))  # fmt: skip
     sweep_dir = tmp_path / "out"
-    rows = run_sweep(spec, out=sweep_dir, jobs=1, echo=lambda line: None)
+    rows = run_sweep(spec, out=sweep_dir, jobs=1)
     assert [row["status"] for row in rows] == ["failed", "failed"]
     report = write_report(sweep_dir, tmp_path / "report.md").read_text()
     assert "## Runs that did not finish" in report and "| lr-0.001 | failed | fairseq exited with code" in report
@@ -129,8 +129,8 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
     assert 1 <= len(finished_before) < 4
     stamps = {name: (sweep_dir / name / "metrics.jsonl").stat().st_mtime_ns for name in finished_before}
 
-    lines: list[str] = []
-    rows = run_sweep(load_spec(spec_path), out=sweep_dir, jobs=2, echo=lines.append)
+    with logged() as lines:
+        rows = run_sweep(load_spec(spec_path), out=sweep_dir, jobs=2)
     assert [row["status"] for row in rows] == ["finished"] * 4
     for name in finished_before:
         assert (sweep_dir / name / "metrics.jsonl").stat().st_mtime_ns == stamps[name]
@@ -151,7 +151,7 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
 
 def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):
     spec = spec_from_command_line(tiny_config_file(train={"max_epoch": 1}), ["train.seed=1,2"], [], "sub")
-    rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local", echo=lambda line: None)
+    rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local")
     assert [row["status"] for row in rows] == ["finished", "finished"]
     assert (tmp_path / "sub" / ".submitit").is_dir()
 

@@ -4,10 +4,10 @@ many threads each), write the CSVs and the summary."""
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import time
 from pathlib import Path
-from typing import Callable
 
 from prelnx.analysis.grads.measure import Worker, load_checkpoint_model
 from prelnx.analysis.grads.study import (GradStudy, ModelResult, ModelSpec, StudyOutcome, check_study, model_code,
@@ -19,8 +19,9 @@ from prelnx.eta import Eta
 from prelnx.launch.inprocess import load_plugin
 from prelnx.launch.prepare import ensure_data
 from prelnx.machine import usable_cores
-from prelnx.quiet import quiet_fairseq_logging
+from prelnx import console
 
+log = logging.getLogger(__name__)
 # (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.
 FALLBACK_DIMS = (1024, 4096)
 
@@ -90,8 +91,9 @@ def _start_worker(config: Config, batches: int, max_tokens: int, threads: int) -
 
     global _WORKER
     torch.set_num_threads(threads)
+    if multiprocessing.parent_process() is not None:  # a pool's worker: a console before fairseq's import sets its own
+        console.configure()
     load_plugin()  # a no-op in a forked worker; a spawned one imports fairseq here
-    quiet_fairseq_logging()
     _WORKER = Worker(config, batches, max_tokens)
 
 
@@ -100,8 +102,8 @@ def _measure_in_worker(spec: ModelSpec) -> ModelResult:
     return _WORKER.measure(spec)
 
 
-def run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: int, echo: Callable[[str], None]) -> list[ModelResult]:
-    """Measure every model, in this process (one worker) or in a pool; echo a progress line per model."""
+def run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: int) -> list[ModelResult]:
+    """Measure every model, in this process (one worker) or in a pool; a progress line per model."""
     max_tokens = study.tokens_per_batch()
     start = time.perf_counter()
     results: list[ModelResult] = []
@@ -112,9 +114,9 @@ def run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: 
         results.append(result)
         eta.add(result.spec.depth)
         last = result.norms[("decoder", result.spec.depth, "W2")]
-        echo(f"[{len(results)}/{len(specs)}] {result.spec.label()}: last-layer W2 grad {last:.3f} "
-             f"(fwd+bwd {result.fwdbwd_s:.1f} s, build {result.build_s:.1f} s; {time.perf_counter() - start:.0f} s elapsed"
-             + (f", {eta.text()})" if len(results) < len(specs) else ")"))  # fmt: skip
+        log.info(f"[{len(results)}/{len(specs)}] {result.spec.label()}: last-layer W2 grad {last:.3f} (fwd+bwd "
+                 f"{result.fwdbwd_s:.1f} s, build {result.build_s:.1f} s; {time.perf_counter() - start:.0f} s elapsed"
+                 + (f", {eta.text()})" if len(results) < len(specs) else ")"))  # fmt: skip
 
     if workers == 1:
         import torch
@@ -137,7 +139,7 @@ def run_models(study: GradStudy, specs: list[ModelSpec], workers: int, threads: 
     return results
 
 
-def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = print, plots: bool = True) -> StudyOutcome:
+def run_study(study: GradStudy, out_dir: Path, plots: bool = True) -> StudyOutcome:
     """Measure every model of the study; write grads.csv, hidden.csv (each layer's output RMS), grads_summary.json
     (and the checkpoint's), and the plots."""
     check_study(study)
@@ -147,7 +149,6 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
     from fairseq import checkpoint_utils, options, tasks  # noqa: F401
     from fairseq.dataclass import utils  # noqa: F401
 
-    quiet_fairseq_logging()
     checkpoint = None
     if study.checkpoint is not None:  # checked here, once, so that a bad file is one clear error
         probe = Worker(study.config, study.batches, study.tokens_per_batch())
@@ -157,10 +158,11 @@ def run_study(study: GradStudy, out_dir: Path, echo: Callable[[str], None] = pri
     specs = plan_models(study, checkpoint)
     workers, threads = plan_workers(study, specs)
     setup_s = time.perf_counter() - start
-    echo(f"gradient study: {len(specs)} models ({', '.join(study.layouts)} x depths {','.join(map(str, study.depths))} x "
-         f"{len(study.seeds)} seeds{' + checkpoint' if checkpoint else ''}), {study.batches} batch(es) of "
-         f"{study.tokens_per_batch()} tokens each; {workers} worker process(es) x {threads} thread(s)")  # fmt: skip
-    results = run_models(study, specs, workers, threads, echo)
+    log.info(f"gradient study: {len(specs)} models ({', '.join(study.layouts)} x depths "
+             f"{','.join(map(str, study.depths))} x {len(study.seeds)} seeds{' + checkpoint' if checkpoint else ''}), "
+             f"{study.batches} batch(es) of {study.tokens_per_batch()} tokens each; {workers} worker process(es) x "
+             f"{threads} thread(s)")  # fmt: skip
+    results = run_models(study, specs, workers, threads)
     models_s = time.perf_counter() - start - setup_s
     fresh = [r for r in results if r.spec.checkpoint is None]
     trained = [r for r in results if r.spec.checkpoint is not None]
