@@ -23,6 +23,7 @@ disagree, or it sits at its margin) has no power to match, and the fixed design 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY_RUNS = ROOT / "docs/results/cpu_multi30k/runs"
 STUDY_SPEC = ROOT / "configs/sweeps/cpu_multi30k.yaml"
 TRUTH_SEEDS, TRUTH_DRAWS, TRUTH_SHARE = 40, 200, 0.9  # a claim's correct verdict: the engine's on 40 seeds per arm
+PROGRESS = 2000  # sweeps between progress lines (stderr)
 
 
 @dataclass
@@ -223,7 +225,9 @@ def simulate_study(study: Study, sweeps: int, seed: int, reps: int) -> StudyResu
     expected = truth(study, rng)
     runs, seeds_total = 0, Counter()
     hits, stops, stop_seeds = Counter(), {c: Counter() for c in study.reads}, Counter()
-    for _ in range(sweeps):
+    for done in range(sweeps):
+        if done and done % PROGRESS == 0:
+            print(f"  ({done} sweeps: plan {runs / done:.2f} runs so far)", file=sys.stderr, flush=True)
         have, claims = sweep(study, rng)
         runs += sum(have.values())
         seeds_total.update(have)
