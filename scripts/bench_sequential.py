@@ -29,6 +29,7 @@ here: its own power simulation per inconclusive comparison would make 20,000 swe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -206,6 +207,8 @@ def main() -> None:
     parser.add_argument("--method", default="obrien-fleming")
     parser.add_argument("--futility", type=float, default=0.1)
     parser.add_argument("--part", choices=("nulls", "runs", "study", "all"), default="all")
+    parser.add_argument("--study-futility", type=float, default=None, help="part 3's futility (default: its spec's; "
+                        "0: efficacy stops only)")  # fmt: skip
     args = parser.parse_args()
     stats.seeds_needed = lambda *_, **__: None  # advice only (the docstring says why)
     plan = SeedPlan(LOOKS, args.method, args.futility)
@@ -217,6 +220,8 @@ def main() -> None:
         print_runs(plan, args.sweeps, args.seed)
     if args.part in ("study", "all"):
         study = load_study()
+        if args.study_futility is not None:
+            study.plan = dataclasses.replace(study.plan, futility=args.study_futility)
         print(f"\n3. Study A as a sequential sweep (its plan: looks {study.plan.looks}, {study.plan.method}, futility "
               f"below {study.plan.futility:g}), against a fixed design with the same power per claim:")  # fmt: skip
         for arm in study.arms.values():
