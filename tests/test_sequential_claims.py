@@ -4,6 +4,7 @@ levels, Holm with group-sequential boundaries, futility, and the decider on hand
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,28 @@ def test_the_decider_reads_only_the_runs_of_its_look(tmp_path):
     fewer = {arm: runs[:2] for arm, runs in groups.items()}
     claims = {c.claim: c for c in decide_look(folder, fewer, PLAN, 0)}
     assert claims["postln_adam_needs_warmup"].runs == 4
+
+
+
+def test_a_claim_reads_the_arm_its_premise_reads(tmp_path):
+    """Study A's first look (its committed raw data, seeds 1-4): short_warmup_large_lr's premise reads Post-LN with
+    its longest warm-up (120) at the larger lr, an arm its comparison never uses; removing that arm leaves the
+    verdict inconclusive but changes the premise, so the claim reads it (it got no seeds while the claim was open
+    when the map compared verdicts only - issue 47's study simulation found it)."""
+    import importlib.util
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("rebuild_reports", root / "scripts" / "rebuild_reports.py")
+    rebuild_reports = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rebuild_reports)
+    folder = rebuild_reports._unpacked(rebuild_reports.raw_dir("cpu_multi30k", root), tmp_path / "study_a")
+    groups: dict[str, list[str]] = {}
+    for point in json.loads((folder / "sweep.json").read_text())["runs"]:
+        arm, _, seed = point["name"].rpartition("_seed-")
+        if int(seed) <= 4:
+            groups.setdefault(arm, []).append(point["name"])
+    claims = {c.claim: c for c in decide_look(folder, {k: tuple(v) for k, v in groups.items()}, PLAN, 0)}
+    assert set(claims["short_warmup_large_lr"].arms) == {"layout-post_opt-adam_warmup-30_lr-0.0005",
+                                                         "layout-post_opt-adam_warmup-30_lr-0.001",
+                                                         "layout-post_opt-adam_warmup-120_lr-0.001"}

@@ -137,8 +137,9 @@ def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
 
 
 def _fingerprint(outcome: ClaimOutcome) -> tuple:
+    """What a claim read: each case's comparison and its premise (an arm read only by a premise is read too)."""
     return tuple((c.label, c.comparison.verdict, c.comparison.estimate if not math.isnan(c.comparison.estimate)
-                  else None, c.comparison.a, c.comparison.b) for c in outcome.cases)  # fmt: skip
+                  else None, c.comparison.a, c.comparison.b, c.premise) for c in outcome.cases)  # fmt: skip
 
 
 def decide_look(sweep_dir: Path, groups: dict[str, tuple[str, ...]], plan: SeedPlan, look: int) -> list[ClaimLook]:
