@@ -77,4 +77,7 @@ def main(sweep_dir: Path) -> None:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: scripts/demo_results.py SWEEP_DIR   (e.g. runs/demo)")
+    from prelnx import console  # fairseq's import-time INFO lines stay off, as under the CLI
+
+    console.configure()
     main(Path(sys.argv[1]))

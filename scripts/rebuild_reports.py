@@ -189,4 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
+    from prelnx import console  # fairseq's import-time INFO lines stay off, as under the CLI
+
+    console.configure()
     sys.exit(main())
