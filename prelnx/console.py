@@ -12,6 +12,9 @@ import logging
 import sys
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
+# What a command answers (theory's tables, a report's claims, reproduce's plan): on stdout at every verbosity, -q
+# included - -q takes away progress, never the result asked for.
+results = logging.getLogger("prelnx.results")
 
 
 class _Console(logging.Handler):
@@ -32,5 +35,6 @@ def configure(verbosity: int = NORMAL) -> None:
     root.addHandler(_Console())
     root.setLevel(logging.WARNING)
     logging.getLogger("prelnx").setLevel(logging.INFO - 10 * verbosity)  # QUIET: WARNING, VERBOSE: DEBUG
+    results.setLevel(logging.INFO)
     for name in ("fairseq", "fairseq_cli"):
         logging.getLogger(name).setLevel(logging.INFO if verbosity >= VERBOSE else logging.NOTSET)

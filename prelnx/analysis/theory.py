@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
+from prelnx.console import results
 from prelnx.eta import Eta
 from prelnx.paper import paper_data
 
@@ -164,7 +165,7 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: boo
         summary["verdicts"], judged = judge({**summary, "rows": hidden_rows})
         lines += judged
     for line in lines:
-        log.info(line)
+        results.info(line)
     if out_dir is not None:
         from prelnx.analysis.grads.summary import csv_text
 

@@ -13,20 +13,21 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
+from prelnx.console import results
 from prelnx.finetune.summary import format_mean
 from prelnx.paper import methods_data, paper_data
 from prelnx.plots.curves import plot
-from prelnx.records.lock import held
 from prelnx.records.frozen_claims import changed_claims, current_claims, read_frozen
+from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
-from prelnx.report.machines import machines_section
-from prelnx.report.sequential import how_decided
 from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+from prelnx.report.machines import machines_section
 from prelnx.report.outcome import ClaimOutcome, not_measured
 from prelnx.report.placements import placements_section
 from prelnx.report.render import arms_table, claims_table, claims_text, method_claims_table, ranking_table
+from prelnx.report.sequential import how_decided
 from prelnx.report.stats import POWER, Verdict
 from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.report.warmup_free import (
@@ -215,7 +216,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
                                                   f"({listed}); see 'Runs that did not finish'")  # fmt: skip
     if say_claims:
         for line in claims_text(claim_list, outcomes):
-            log.info(line)
+            results.info(line)
 
     # the sweep by its name (sweep.json's, which a committed copy of its runs keeps) and its folder relative to the
     # report: a committed report names no path of the machine that made it

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prelnx.console import results
 from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
 from prelnx.report.arms import Arm, final_nll, layout_names, trained_margin
@@ -254,9 +255,9 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     verdicts = check_explanations(study, spec, layout_names())
     if say_claims:
         for v in ranked(predictions):
-            log.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
+            results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
         for v in verdicts:
-            log.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_verdict(v)}")
+            results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_verdict(v)}")
     p = spec["prediction"]
     plateau = f"{study.plateau:.2f} bits" if study.plateau is not None else "unknown: the dictionary is not here"
     words = {"margin": study.margin, "plateau": plateau, "w0": p["window"][0], "w1": p["window"][1],

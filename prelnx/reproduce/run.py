@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
+from prelnx.console import results
 from prelnx.eta import duration
 from prelnx.exits import Exit
 from prelnx.records.outcome import RunStatus
@@ -200,7 +201,7 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     the_plan.slurm = dict(slurm or {})
     lines = plan_lines(the_plan)
     for line in lines:
-        log.info(line)
+        results.info(line)
     if the_plan.missing_stages:  # the whole plan is printed first; then one line, exit 2, nothing created
         raise PlanError(f"--scale {scale} cannot run here; nothing was created: the data of stage(s) "
                         f"{', '.join(the_plan.missing_stages)} is missing (MISSING DATA in the plan above: what "

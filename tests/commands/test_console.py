@@ -63,3 +63,14 @@ def test_verbose_shows_fairseqs_info_lines_and_the_default_only_its_warnings(cap
     assert said[console.QUIET].out == "" and said[console.NORMAL].out == "a progress line\n"
     assert said[console.VERBOSE].out == "fairseq.trainer: no existing checkpoint found\na debug line\na progress line\n"
     assert {said[v].err for v in said} == {"warning: fairseq.trainer: a fairseq warning\n"}
+
+
+def test_quiet_takes_away_progress_never_the_result_asked_for():
+    """-q on `prelnx theory` without --out: the seeds' progress goes, Lemma 1's table and verdicts stay (they are
+    the command's answer; without them -q would print nothing at all)."""
+    command = [sys.executable, "-m", "prelnx.cli", "-q", "theory", "--hidden-size", "16", "--layers", "2",
+               "--seeds", "2", "--scales", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "seed 1 done" not in done.stdout  # progress: gone under -q
+    assert "Lemma 1 decided from every seed" in done.stdout and "verdict: " in done.stdout, done.stdout
