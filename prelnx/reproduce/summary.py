@@ -12,6 +12,7 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.machine import usable_cores
+from prelnx.reproduce.choose import unchosen
 from prelnx.reproduce.plan import read_marker
 from prelnx.reproduce.scales import CLAIM_STAGES, Stage, stages
 
@@ -20,7 +21,8 @@ TOY = {
              "per arm leaves every translation claim inconclusive by construction, and a premise that fails at this "
              "size makes its claim 'not testable here'. What it shows is that every stage of the paper runs, end to "
              "end, and what each verdict would rest on."),
-    "cpu": "The shipped CPU studies (docs/results/*.md hold committed runs of them).",
+    "cpu": ("The studies of docs/protocols/paper_cpu.md, in its order (docs/results/*.md hold committed runs of "
+            "them); a study whose premise rule chooses nothing is not run, and its claim is not testable here."),
     "paper": "The paper's own configs, on GPUs.",
 }  # fmt: skip
 
@@ -44,6 +46,24 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
     checks = TRAINING_CHECKS if family == "training" else BERT_CHECKS
     task = "translation" if family == "training" else "masked_lm"
     return check_claims(claims, checks, [a for a in arms if a.task == task])
+
+
+def _not_tested(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """The family's claims when its stage was not run because its premise stage's rule chose nothing
+    (Stage.skip_unless_chosen): not testable at this scale, with the premise runs as the evidence."""
+    from prelnx.report.outcome import ClaimOutcome
+    from prelnx.reproduce.choose import Choice
+
+    for stage in stages(scale):
+        saved = out / stage.name / "choice.json"
+        if not (stage.skip_unless_chosen and stage.name in CLAIM_STAGES[family] and saved.is_file()):
+            continue
+        choice = Choice(**json.loads(saved.read_text()))
+        if not choice.chosen:
+            why = f"stage {stage.name} not run: the rule of {', '.join(stage.after)} chose nothing"
+            evidence = f"the premise runs ({', '.join(stage.after)}): " + "; ".join(choice.evidence)
+            return {c["id"]: ClaimOutcome(c["id"], missing=evidence, untestable=why) for c in claims}
+    return {}
 
 
 def _theory_rows(out: Path) -> list[str]:
@@ -134,7 +154,8 @@ def write_summary(out: Path, scale: str) -> Path:
     report = out / "report.md"
     claims = paper_data()
     families = ("training", "gradients", "bert")
-    outcomes = {k: v for family in families for k, v in _outcomes(out, family, claims[family]).items()}
+    outcomes = {k: v for family in families for k, v in {**_outcomes(out, family, claims[family]),
+                                                         **_not_tested(out, scale, family, claims[family])}.items()}
     every = [claim for family in families for claim in claims[family]]
     lines = [f"# Xiong et al. 2020 reproduced at scale `{scale}`", "",
              f"Made by `prelnx reproduce --scale {scale}` in this folder; every number below is read from the run "
@@ -158,9 +179,13 @@ def write_summary(out: Path, scale: str) -> Path:
     lines += ["## Compute used per stage", "", "Wall time of the attempt that completed each stage, against the plan's "
               "estimate (" + ("; ".join(said) or "no plan.txt") + ").", "",
               "| stage | kind | wall time | estimated before | runs |", "|---|---|---|---|---|"]  # fmt: skip
+    not_run: set[str] = set()  # a rule that chose nothing, and every stage after such a stage (run.py's outcome)
     for stage in stages(scale):
         done = read_marker(out, stage.name)
-        if done is None:
+        if done is None and (unchosen(out / stage.name) if stage.skip_unless_chosen else not_run & set(stage.after)):
+            not_run.add(stage.name)
+            lines.append(f"| {stage.name} | {stage.kind} | not run | - | - |")
+        elif done is None:
             lines.append(f"| {stage.name} | {stage.kind} | not complete | - | - |")
         else:
             lines.append(f"| {stage.name} | {stage.kind} | {duration(done['seconds'])} | "
