@@ -82,7 +82,7 @@ def test_d2_is_not_run_on_d1s_committed_runs_and_its_claim_is_not_testable(tmp_p
     assert run_stages(_cpu_bert_plan(tmp_path / "again", out / "bert_premise_d128"), echo=again.append)["bert"] == "not run"
 
 
-def _qualifying_premise(folder: Path) -> Path:
+def _qualifying_premise(folder: Path, pre_final: float = 6.0) -> Path:
     """A masked-LM premise sweep where lr 1e-2 qualifies: Pre-LN trains there (6.0 bits, plateau 8.30) and Post-LN
     with warm-up ends 1.5 bits above its best lr (7.9 vs 6.4); at 3e-3 Pre-LN stays at the plateau."""
     data = folder.parent / "data"
@@ -91,7 +91,7 @@ def _qualifying_premise(folder: Path) -> Path:
     sweep = Sweep(folder, data, task="masked_lm")
     extra = {"model.arch": "roberta_base", "eval.every_updates": 10, "model.embed_dim": 128}
     for layout, warmup, lr, final in (("post", 40, 1e-3, 6.4), ("post", 40, 3e-3, 6.6), ("post", 40, 1e-2, 7.9),
-                                      ("pre", 0, 3e-3, 8.2), ("pre", 0, 1e-2, 6.0)):  # fmt: skip
+                                      ("pre", 0, 3e-3, 8.2), ("pre", 0, 1e-2, pre_final)):  # fmt: skip
         sweep.run(layout, warmup, [8.3, final], lr=lr, extra=extra, nll=[8.3, final])
     return sweep.save()
 
@@ -108,3 +108,12 @@ def test_d2_runs_when_an_lr_of_d1_qualifies(tmp_path):
     plan = _cpu_bert_plan(tmp_path / "reproduce-cpu", premise)
     assert _not_chosen(plan.stages[1], plan) == "" and unchosen(plan.out / "bert") == ""  # it would train
     assert json.loads((plan.out / "bert" / "choice.json").read_text())["outcome"] == "bert_premise_d128: lr 0.01 (d 128)"
+
+
+def test_pre_ln_less_than_the_trained_margin_below_the_plateau_does_not_qualify(tmp_path):
+    """(ii) is paper.yaml's trained_margin_bits (1 bit below the plateau), not the premise's 0.5-bit margin."""
+    from prelnx.reproduce.choose import bert_scale
+
+    premise = _qualifying_premise(tmp_path / "premise", pre_final=7.5)  # 0.8 bits below the 8.30-bit plateau
+    choice = bert_scale([premise], [{"model.embed_dim": 128}], run_anyway=False)
+    assert not choice.chosen and choice.outcome.startswith("no lr of any premise sweep qualifies: stage 2 is not run")
