@@ -117,3 +117,21 @@ def test_pre_ln_less_than_the_trained_margin_below_the_plateau_does_not_qualify(
     premise = _qualifying_premise(tmp_path / "premise", pre_final=7.5)  # 0.8 bits below the 8.30-bit plateau
     choice = bert_scale([premise], [{"model.embed_dim": 128}], run_anyway=False)
     assert not choice.chosen and choice.outcome.startswith("no lr of any premise sweep qualifies: stage 2 is not run")
+
+
+def test_b2s_section_shows_the_verdicts_of_its_own_seeds_and_the_claims_table_reads_b(tmp_path):
+    """Study B's committed raw data stands in for B2's output: its section decides from it alone; the table of every
+    claim reads stage grads (not run here), so B2 never pools with B."""
+    import shutil
+
+    from prelnx.reproduce.summary import write_summary
+
+    shutil.copytree(ROOT / "docs" / "results" / "grads_figure3_multi30k", tmp_path / "grads_b2")
+    report = write_summary(tmp_path, "cpu").read_text()
+    table, _, sections = report.partition("## Per figure")
+    row = next(line for line in table.splitlines() if "last-layer W2 gradient norm shrinks" in line)
+    assert row.endswith("| the gradient stage has not run | - | not measured |"), row
+    b2 = sections.split("### Figure 3c, a replication (study B2) (stage `grads_b2`)")[1].split("###")[0]
+    assert "it does not pool with stage grads" in b2
+    falls = next(line for line in b2.splitlines() if "last-layer W2 gradient norm shrinks" in line)
+    assert "0.43 [95 % CI 0.37, 0.49]" in falls and "**inconclusive (~18 seeds per arm for 80 % power)**" in falls
