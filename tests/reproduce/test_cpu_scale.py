@@ -11,6 +11,7 @@ from pathlib import Path
 from prelnx.reproduce.plan import Plan, StagePlan, marker, stage_spec
 from prelnx.reproduce.run import run_stages
 from prelnx.reproduce.scales import stages
+from tests.helpers import logged
 from tests.report.runs import PLATEAU_WORDS, Sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,9 @@ def test_d2_is_not_run_on_d1s_committed_runs_and_its_claim_is_not_testable(tmp_p
     """D1 as committed: Pre-LN without warm-up ended 7.64 and 7.81 bits, neither 1 bit below the plateau."""
     from prelnx.reproduce.summary import write_summary
 
-    out, lines = tmp_path / "reproduce-cpu", []
-    outcome = run_stages(_cpu_bert_plan(out, rebuild_reports.raw_dir("bert_cpu_premise_d128")), echo=lines.append)
+    out = tmp_path / "reproduce-cpu"
+    with logged() as lines:
+        outcome = run_stages(_cpu_bert_plan(out, rebuild_reports.raw_dir("bert_cpu_premise_d128")))
     assert outcome == {"bert_premise_d128": "complete", "bert": "not run", "finetune": "not run"}, lines
     assert any("stage 2/3 bert: not run (no lr of any premise sweep qualifies: stage 2 is not run" in line
                for line in lines), lines  # fmt: skip
@@ -78,8 +80,8 @@ def test_d2_is_not_run_on_d1s_committed_runs_and_its_claim_is_not_testable(tmp_p
     assert "**not testable at this scale (stage bert not run: the rule of bert_premise_d128 chose nothing)**" in row
     assert "the premise runs (bert_premise_d128): bert_premise_d128/layout-post_warmup-40_lr-0.001: finished" in row
     assert "| bert | sweep | not run |" in report and "| finetune | finetune | not run |" in report
-    again: list[str] = []  # a later attempt reads the choice it made, and runs nothing either
-    assert run_stages(_cpu_bert_plan(tmp_path / "again", out / "bert_premise_d128"), echo=again.append)["bert"] == "not run"
+    # a later attempt reads the choice it made, and runs nothing either
+    assert run_stages(_cpu_bert_plan(tmp_path / "again", out / "bert_premise_d128"))["bert"] == "not run"
 
 
 def _qualifying_premise(folder: Path, pre_final: float = 6.0) -> Path:
@@ -120,13 +122,13 @@ def test_pre_ln_less_than_the_trained_margin_below_the_plateau_does_not_qualify(
 
 
 def test_b2s_section_shows_the_verdicts_of_its_own_seeds_and_the_claims_table_reads_b(tmp_path):
-    """Study B's committed raw data stands in for B2's output: its section decides from it alone; the table of every
-    claim reads stage grads (not run here), so B2 never pools with B."""
+    """Study B2's committed output (20 Pre-LN seeds) as the grads_b2 stage's: its section decides the Pre-LN claim
+    from it alone; the table of every claim reads stage grads (not run here), so B2 never pools with B."""
     import shutil
 
     from prelnx.reproduce.summary import write_summary
 
-    shutil.copytree(ROOT / "docs" / "results" / "grads_figure3_multi30k", tmp_path / "grads_b2")
+    shutil.copytree(ROOT / "docs" / "results" / "grads_figure3_multi30k_pre_b2", tmp_path / "grads_b2")
     report = write_summary(tmp_path, "cpu").read_text()
     table, _, sections = report.partition("## Per figure")
     row = next(line for line in table.splitlines() if "last-layer W2 gradient norm shrinks" in line)
@@ -134,4 +136,6 @@ def test_b2s_section_shows_the_verdicts_of_its_own_seeds_and_the_claims_table_re
     b2 = sections.split("### Figure 3c, a replication (study B2) (stage `grads_b2`)")[1].split("###")[0]
     assert "it does not pool with stage grads" in b2
     falls = next(line for line in b2.splitlines() if "last-layer W2 gradient norm shrinks" in line)
-    assert "0.43 [95 % CI 0.37, 0.49]" in falls and "**inconclusive (~18 seeds per arm for 80 % power)**" in falls
+    assert "0.42 [95 % CI 0.39, 0.45]" in falls and "0.65 [95 % CI 0.60, 0.69]" in falls  # as docs/results.md
+    assert falls.endswith("**does not hold** |"), falls
+    assert "Post-LN's last-layer" not in b2  # B2 measured Pre-LN only: the Post-LN claims are not its to show
