@@ -1,5 +1,5 @@
-"""The choices a protocol makes after its premise sweep, by code, from the rule its sweep's YAML header states
-(configs/sweeps/cpu_multi30k_sgd_premise2.yaml: sgd_lr; configs/sweeps/bert_cpu.yaml: bert_scale).
+"""The choices a protocol makes after its premise sweep, by code, from the rule it committed
+(configs/sweeps/cpu_multi30k_sgd_premise2.yaml: sgd_lr; bert_scale: D2's rule of docs/protocols/paper_cpu.md).
 
 Each reads the premise runs through prelnx.report.arms and returns a Choice (the rule in words, what it chose and
 why, how the next stage's spec changes), saved as the stage's choice.json and shown in the report.
