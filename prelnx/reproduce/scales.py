@@ -55,7 +55,8 @@ def _nmt(set_: tuple[str, ...], prepare: str, test_bleu: bool = True) -> list[St
 
 
 def _bert_premise_d128(set_: tuple[str, ...]) -> Stage:
-    return Stage("bert_premise_d128", "sweep", "Figure 5a premise (d 128)", "sweeps/bert_cpu_premise_d128.yaml", set=set_)
+    return Stage("bert_premise_d128", "sweep", "Figure 5a premise (d 128)", "sweeps/bert_cpu_premise_d128.yaml",
+                 set=set_)
 
 
 def _finetune(set_: tuple[str, ...], seeds: int) -> Stage:
@@ -83,16 +84,18 @@ SCALES: dict[str, list[Stage]] = {
         *_nmt(TOY_NMT, ""),
         *_bert(TOY_BERT_PREMISE, TOY_BERT, ("train.max_update=30", "train.max_epoch=2"), 1),
     ],
-    # the protocol's studies, in its order (docs/protocols/paper_cpu.md: C, B, B2, A0, A, E, D1, D2's rule; hours on
+    # the protocol's studies, in its order (docs/protocols/paper_cpu.md: C, B, B2, A0, A, E, F, D1, D2's rule; hours on
     # 2 cores; Multi30k must be prepared)
     "cpu": [
         Stage("theory", "theory", "Section 3.3 (Lemmas 1-2)", options={"d": 512, "layers": 12, "seeds": 10}),
         Stage("grads", "grads", "Figure 3", "grads/figure3_multi30k.yaml", options={}, prepare=_CPU_STUDY),
-        Stage("grads_b2", "grads", "Figure 3c, a replication (study B2)", "grads/figure3_multi30k.yaml",
+        Stage("grads_b2", "grads", "Figure 3c replicated (study B2)", "grads/figure3_multi30k.yaml",
               options={"layouts": ("pre",), "seeds": tuple(range(11, 31))}, prepare=_CPU_STUDY),
         *_nmt((), _CPU_STUDY, test_bleu=False),  # A0, A (no claim reads test BLEU: docs/reproduce.md)
-        Stage("nmt_faster", "sweep", "Figure 4, converges faster (study E)", "sweeps/cpu_multi30k_faster.yaml",
+        Stage("nmt_faster", "sweep", "Figure 4, faster (study E)", "sweeps/cpu_multi30k_faster.yaml",
               prepare=_CPU_STUDY),  # no seeds_grid: --seeds never replaces its fresh seeds 9-16
+        Stage("nmt_sgd_long", "sweep", "Figure 2b, 552 updates (study F)", "sweeps/cpu_multi30k_sgd_long.yaml",
+              prepare=_CPU_STUDY),  # A7, A8 at 552 updates, SGD's lr as its protocol fixed it (0.03); seeds 9-16
         _bert_premise_d128(()),  # D1; D2 below runs only if D1's rule chooses an lr (protocol, 2026-12-05 02:40 UTC)
         Stage("bert", "sweep", "Figure 5a", "sweeps/bert_cpu.yaml", after=("bert_premise_d128",), choose="bert_scale",
               skip_unless_chosen=True),

@@ -21,7 +21,8 @@ _spec.loader.exec_module(rebuild_reports)
 
 PROTOCOL = [  # (stage, study, after): the protocol's studies in its order
     ("theory", "C", ()), ("grads", "B", ()), ("grads_b2", "B2", ()), ("nmt_premise", "A0", ()),
-    ("nmt", "A", ("nmt_premise",)), ("nmt_faster", "E", ()), ("bert_premise_d128", "D1", ()),
+    ("nmt", "A", ("nmt_premise",)), ("nmt_faster", "E", ()), ("nmt_sgd_long", "F", ()),
+    ("bert_premise_d128", "D1", ()),
     ("bert", "D2", ("bert_premise_d128",)), ("finetune", "D2's fine-tuning", ("bert",)),
 ]  # fmt: skip
 
@@ -43,10 +44,11 @@ def test_b2_measures_pre_ln_alone_at_seeds_11_to_30_and_e_keeps_its_fresh_seeds(
     b, b2 = grad_study(cpu["grads"])[1], grad_study(cpu["grads_b2"])[1]  # what `prelnx grads` is given
     assert (b.layouts, b.seeds, b.depths) == (("post", "pre"), tuple(range(1, 11)), (6, 8, 10, 12, 14))
     assert (b2.layouts, b2.seeds, b2.depths) == (("pre",), tuple(range(11, 31)), b.depths)
-    for seeds in (None, (1, 2, 3)):  # --seeds sets study A's seeds; E's are its protocol's, 9-16, at looks 4, 6, 8
-        plan = stage_spec(cpu["nmt_faster"], seeds, tmp_path).plan
-        assert plan is not None and plan.sequential and plan.looks == (4, 6, 8)
-        assert plan.order == tuple(range(9, 17)), seeds
+    for seeds in (None, (1, 2, 3)):  # --seeds sets study A's seeds; E's and F's are their protocol's, 9-16
+        for stage in ("nmt_faster", "nmt_sgd_long"):
+            plan = stage_spec(cpu[stage], seeds, tmp_path).plan
+            assert plan is not None and plan.sequential and plan.looks == (4, 6, 8)
+            assert plan.order == tuple(range(9, 17)), (stage, seeds)
     assert stage_spec(cpu["nmt"], (1, 2, 3), tmp_path).plan.order == (1, 2, 3)
 
 
@@ -109,7 +111,8 @@ def test_d2_runs_when_an_lr_of_d1_qualifies(tmp_path):
                                                                              (["post"], [1e-2])]  # fmt: skip
     plan = _cpu_bert_plan(tmp_path / "reproduce-cpu", premise)
     assert _not_chosen(plan.stages[1], plan) == "" and unchosen(plan.out / "bert") == ""  # it would train
-    assert json.loads((plan.out / "bert" / "choice.json").read_text())["outcome"] == "bert_premise_d128: lr 0.01 (d 128)"
+    made = json.loads((plan.out / "bert" / "choice.json").read_text())
+    assert made["outcome"] == "bert_premise_d128: lr 0.01 (d 128)"
 
 
 def test_pre_ln_less_than_the_trained_margin_below_the_plateau_does_not_qualify(tmp_path):
@@ -133,7 +136,7 @@ def test_b2s_section_shows_the_verdicts_of_its_own_seeds_and_the_claims_table_re
     table, _, sections = report.partition("## Per figure")
     row = next(line for line in table.splitlines() if "last-layer W2 gradient norm shrinks" in line)
     assert row.endswith("| the gradient stage has not run | - | not measured |"), row
-    b2 = sections.split("### Figure 3c, a replication (study B2) (stage `grads_b2`)")[1].split("###")[0]
+    b2 = sections.split("### Figure 3c replicated (study B2) (stage `grads_b2`)")[1].split("###")[0]
     assert "it does not pool with stage grads" in b2
     falls = next(line for line in b2.splitlines() if "last-layer W2 gradient norm shrinks" in line)
     assert "0.42 [95 % CI 0.39, 0.45]" in falls and "0.65 [95 % CI 0.60, 0.69]" in falls  # as docs/results.md
