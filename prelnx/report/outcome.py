@@ -62,6 +62,7 @@ class ClaimOutcome:
     notes: list[str] = field(default_factory=list)  # what else was measured (e.g. Figure 5a's fraction of updates)
     missing: str = "the sweep has no runs for these arms"  # why, when there are no cases
     premises: list[Premise] = field(default_factory=list)  # checked with no case to test (a premise sweep)
+    untestable: str = ""  # no case: a protocol's premise study decided none can be tested here (why); not testable
 
     def judged(self) -> list[Judged]:
         """Each case's verdict within the claim: Holm over the testable cases for "does not hold"."""
@@ -80,7 +81,7 @@ class ClaimOutcome:
     @property
     def verdict(self) -> Verdict:
         if not self.cases:
-            return Verdict.NOT_MEASURED
+            return Verdict.NOT_TESTABLE if self.untestable else Verdict.NOT_MEASURED
         verdicts = [j.verdict for j in self.judged() if j.verdict is not Verdict.NOT_TESTABLE]
         if not verdicts:
             return Verdict.NOT_TESTABLE

@@ -96,6 +96,7 @@ def verdict_text(outcome: ClaimOutcome) -> str:
     if verdict is Verdict.NOT_TESTABLE:
         why = list(dict.fromkeys(j.case.comparison.reason for j in judged
                                  if j.case.comparison.verdict is Verdict.NOT_TESTABLE and j.case.comparison.reason))  # fmt: skip
+        why = why or ([outcome.untestable] if outcome.untestable else [])
         return f"{verdict.value} ({'; '.join(why)})" if why else verdict.value
     if verdict is not Verdict.INCONCLUSIVE:
         return verdict.value

@@ -122,8 +122,9 @@ def _looks(spec: SweepSpec) -> list[str]:
     if plan is None or not plan.sequential:
         return []
     levels = ", ".join(f"{n} seeds ({plan.nominal(k):.4f})" for k, n in enumerate(plan.looks))
-    return [f"looks ({plan.method} spending, one-sided level per side): {levels}; later looks add seeds only to "
-            f"the arms an undecided claim reads"]
+    order = f", seeds {', '.join(map(str, plan.seeds))} in this order" if plan.seeds else ""
+    return [f"looks ({plan.method} spending, one-sided level per side): {levels}{order}; later looks add seeds only "
+            f"to the arms an undecided claim reads"]
 
 
 def sweep_points(spec: SweepSpec) -> list:  # type: ignore[type-arg]
@@ -176,8 +177,14 @@ def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: 
         sp.precision = "%s (%s)" % cpu_precision(sp.configs)
     _lacks(sp, *data_problems(points), *launch_problems(points))
     if sp.stage.choose:
+        from prelnx.reproduce.choose import unchosen
+
+        made = (out / sp.stage.name / "choice.json").is_file()
         sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
-                   if not (out / sp.stage.name / "choice.json").is_file() else "choice made (choice.json)")  # fmt: skip
+                   if not made else "choice made (choice.json)")  # fmt: skip
+        if sp.stage.skip_unless_chosen:
+            sp.not_run = unchosen(out / sp.stage.name)
+            sp.note += "" if made else "; if it chooses nothing, this stage and those after it are not run"
 
 
 def grad_study(stage: Stage) -> tuple[Config, Any]:

@@ -58,8 +58,20 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
         choice = choose.sgd_lr(premises)
     else:
         by_name = {s.stage.name: s for s in plan.stages}
-        choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after])
+        choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after],
+                                   run_anyway=not sp.stage.skip_unless_chosen)
     write_text_atomic(saved, json.dumps(dataclasses.asdict(choice), indent=2) + "\n")
+
+
+def _not_chosen(sp: StagePlan, plan: Plan) -> str:
+    """Why a stage whose rule may choose nothing (Stage.skip_unless_chosen) is not run: its choice, made now from its
+    complete premise stages, chose nothing. "" when it runs."""
+    from prelnx.reproduce.choose import unchosen
+
+    if not sp.stage.skip_unless_chosen:
+        return ""
+    _choose(sp, plan)
+    return unchosen(plan.out / sp.stage.name)
 
 
 def _sweep(sp: StagePlan, plan: Plan, overall: Overall | None = None) -> bool:
@@ -156,12 +168,17 @@ def run_stages(plan: Plan) -> dict[str, str]:
     for index, sp in enumerate(plan.stages, 1):
         name, head = sp.stage.name, f"== stage {index}/{len(plan.stages)} {sp.stage.name}"
         waiting = [after for after in sp.stage.after if outcome.get(after) != "complete"]
+        skipped = [after for after in sp.stage.after if outcome.get(after) == "not run"]
         if sp.done or complete(plan.out, sp):
             outcome[name], why = "complete", "complete in an earlier attempt, skipped"
         elif sp.not_run:
             outcome[name], why = "not run", f"not run ({sp.not_run})"
+        elif skipped:
+            outcome[name], why = "not run", f"not run (stage {', '.join(skipped)} is not run)"
         elif waiting:
             outcome[name], why = "waiting", f"waits for {', '.join(waiting)} (run again once complete)"
+        elif reason := _not_chosen(sp, plan):
+            outcome[name], why = "not run", f"not run ({reason})"
         if name in outcome:
             log.info(f"{head}: {why}")
             continue

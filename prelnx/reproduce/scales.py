@@ -28,6 +28,9 @@ class Stage:
     seeds_grid: bool = False  # --seeds N sets train.seed to 1..N on every run of this stage
     optional_data: str = ""  # data a user brings (a corpus): missing, the stage is not run (said why), not refused
     prepare: str = ""  # the command that prepares this stage's data, when the data check's own words do not say it
+    # its `choose` rule may choose nothing (a protocol's premise not met): the stage is then not run, said why, nor is
+    # any stage after it, and its claims are "not testable at this scale" with the premise stage's runs as evidence
+    skip_unless_chosen: bool = False
 
 
 # The demo's translation runs: the CPU study's sweeps on the offline synthetic task, at half the width (d 64, as
@@ -40,26 +43,35 @@ TOY_BERT_PREMISE = ("train.max_update=60", "eval.every_updates=20", "train.log_i
 _CPU_STUDY = "bash scripts/prepare_cpu_study.sh   (Multi30k De-En, 8k pairs; docs/reproduce.md)"
 
 
-def _nmt(set_: tuple[str, ...], prepare: str) -> list[Stage]:
+def _nmt(set_: tuple[str, ...], prepare: str, test_bleu: bool = True) -> list[Stage]:
     return [
         Stage("nmt_premise", "sweep", "Figure 2b premise (SGD's lr)", "sweeps/cpu_multi30k_sgd_premise2.yaml",
               set=set_, prepare=prepare),
         Stage("nmt", "sweep", "Figures 2a, 2b, 4", "sweeps/cpu_multi30k.yaml", after=("nmt_premise",), set=set_,
               choose="sgd_lr", seeds_grid=True, prepare=prepare),
-        Stage("nmt_test_bleu", "evaluate", "Test BLEU of each translation arm", after=("nmt",), options={"of": ["nmt"]}),
+        *([Stage("nmt_test_bleu", "evaluate", "Test BLEU of each translation arm", after=("nmt",),
+                 options={"of": ["nmt"]})] if test_bleu else []),
     ]  # fmt: skip
+
+
+def _bert_premise_d128(set_: tuple[str, ...]) -> Stage:
+    return Stage("bert_premise_d128", "sweep", "Figure 5a premise (d 128)", "sweeps/bert_cpu_premise_d128.yaml",
+                 set=set_)
+
+
+def _finetune(set_: tuple[str, ...], seeds: int) -> Stage:
+    return Stage("finetune", "finetune", "Figures 5b/c", "bert_cpu/finetune_synthetic.yaml", after=("bert",), set=set_,
+                 options={"pretrained": "bert", "checkpoint": ["best"], "seeds": seeds})
 
 
 def _bert(premise_set: tuple[str, ...], set_: tuple[str, ...], finetune_set: tuple[str, ...], seeds: int) -> list[Stage]:
     return [
-        Stage("bert_premise_d128", "sweep", "Figure 5a premise (d 128)", "sweeps/bert_cpu_premise_d128.yaml",
-              set=premise_set),
+        _bert_premise_d128(premise_set),
         Stage("bert_premise_d256", "sweep", "Figure 5a premise (d 256)", "sweeps/bert_cpu_premise_d256.yaml",
               set=premise_set),
         Stage("bert", "sweep", "Figure 5a", "sweeps/bert_cpu.yaml", after=("bert_premise_d128", "bert_premise_d256"),
               set=set_, choose="bert_scale"),
-        Stage("finetune", "finetune", "Figures 5b/c", "bert_cpu/finetune_synthetic.yaml", after=("bert",), set=finetune_set,
-              options={"pretrained": "bert", "checkpoint": ["best"], "seeds": seeds}),
+        _finetune(finetune_set, seeds),
     ]  # fmt: skip
 
 
@@ -72,12 +84,22 @@ SCALES: dict[str, list[Stage]] = {
         *_nmt(TOY_NMT, ""),
         *_bert(TOY_BERT_PREMISE, TOY_BERT, ("train.max_update=30", "train.max_epoch=2"), 1),
     ],
-    # the shipped CPU studies as committed (hours on 2 cores; Multi30k must be prepared): docs/protocols/paper_cpu.md
+    # the protocol's studies, in its order (docs/protocols/paper_cpu.md: C, B, B2, A0, A, E, F, D1, D2's rule; hours on
+    # 2 cores; Multi30k must be prepared)
     "cpu": [
         Stage("theory", "theory", "Section 3.3 (Lemmas 1-2)", options={"d": 512, "layers": 12, "seeds": 10}),
         Stage("grads", "grads", "Figure 3", "grads/figure3_multi30k.yaml", options={}, prepare=_CPU_STUDY),
-        *_nmt((), _CPU_STUDY),
-        *_bert((), (), (), 3),
+        Stage("grads_b2", "grads", "Figure 3c replicated (study B2)", "grads/figure3_multi30k.yaml",
+              options={"layouts": ("pre",), "seeds": tuple(range(11, 31))}, prepare=_CPU_STUDY),
+        *_nmt((), _CPU_STUDY, test_bleu=False),  # A0, A (no claim reads test BLEU: docs/reproduce.md)
+        Stage("nmt_faster", "sweep", "Figure 4, faster (study E)", "sweeps/cpu_multi30k_faster.yaml",
+              prepare=_CPU_STUDY),  # no seeds_grid: --seeds never replaces its fresh seeds 9-16
+        Stage("nmt_sgd_long", "sweep", "Figure 2b, 552 updates (study F)", "sweeps/cpu_multi30k_sgd_long.yaml",
+              prepare=_CPU_STUDY),  # A7, A8 at 552 updates, SGD's lr as its protocol fixed it (0.03); seeds 9-16
+        _bert_premise_d128(()),  # D1; D2 below runs only if D1's rule chooses an lr (protocol, 2026-12-05 02:40 UTC)
+        Stage("bert", "sweep", "Figure 5a", "sweeps/bert_cpu.yaml", after=("bert_premise_d128",), choose="bert_scale",
+              skip_unless_chosen=True),
+        _finetune((), 3),
     ],
     # the paper's own configs, on GPUs (local or Slurm): planned and checked here, never run on a CPU
     "paper": [

@@ -12,6 +12,7 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.machine import usable_cores
+from prelnx.reproduce.choose import unchosen
 from prelnx.reproduce.plan import read_marker
 from prelnx.reproduce.scales import CLAIM_STAGES, Stage, stages
 
@@ -20,7 +21,8 @@ TOY = {
              "per arm leaves every translation claim inconclusive by construction, and a premise that fails at this "
              "size makes its claim 'not testable here'. What it shows is that every stage of the paper runs, end to "
              "end, and what each verdict would rest on."),
-    "cpu": "The shipped CPU studies (docs/results/*.md hold committed runs of them).",
+    "cpu": ("The studies of docs/protocols/paper_cpu.md, in its order (docs/results/*.md hold committed runs of "
+            "them); a study whose premise rule chooses nothing is not run, and its claim is not testable here."),
     "paper": "The paper's own configs, on GPUs.",
 }  # fmt: skip
 
@@ -30,20 +32,59 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
     from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
     from prelnx.report.outcome import not_measured
     from prelnx.report.report import check_claims
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
         if not folders or not (folders[0] / "grads_summary.json").is_file():
             return {c["id"]: not_measured(c["id"], "the gradient stage has not run") for c in claims}
-        summary = load_gradient_summary(folders[0])
-        return {c["id"]: GRADIENT_CHECKS[c["id"]](summary, c) for c in claims}
+        return _gradient_outcomes(folders[0], claims)
     arms = [arm for folder in folders if (folder / "sweep.json").is_file() for arm in load_arms(folder)]
     if not arms:
         return {c["id"]: not_measured(c["id"], "its stage has not run (or not here)") for c in claims}
     checks = TRAINING_CHECKS if family == "training" else BERT_CHECKS
     task = "translation" if family == "training" else "masked_lm"
     return check_claims(claims, checks, [a for a in arms if a.task == task])
+
+
+def _gradient_outcomes(folder: Path, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
+
+    summary = load_gradient_summary(folder)
+    return {c["id"]: GRADIENT_CHECKS[c["id"]](summary, c) for c in claims}
+
+
+def _replication(folder: Path) -> list[str]:
+    """A gradient stage the claims table does not read (study B2): the claims its own seeds decide, as a table."""
+    from prelnx.paper import paper_data
+    from prelnx.report.render import claims_table
+    from prelnx.report.stats import Verdict
+
+    if not (folder / "grads_summary.json").is_file() or not (folder / "grads.csv").is_file():
+        return []
+    claims = paper_data()["gradients"]
+    outcomes = _gradient_outcomes(folder, claims)
+    measured = [c for c in claims if outcomes[c["id"]].verdict is not Verdict.NOT_MEASURED]
+    return ["", f"This stage's own verdicts, on its seeds alone (a replication: it does not pool with stage "
+            f"{CLAIM_STAGES['gradients'][0]}, whose verdicts the table of every claim shows):", "",
+            *claims_table(measured, outcomes)]  # fmt: skip
+
+
+def _not_tested(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """The family's claims when its stage was not run because its premise stage's rule chose nothing
+    (Stage.skip_unless_chosen): not testable at this scale, with the premise runs as the evidence."""
+    from prelnx.report.outcome import ClaimOutcome
+    from prelnx.reproduce.choose import Choice
+
+    for stage in stages(scale):
+        saved = out / stage.name / "choice.json"
+        if not (stage.skip_unless_chosen and stage.name in CLAIM_STAGES[family] and saved.is_file()):
+            continue
+        choice = Choice(**json.loads(saved.read_text()))
+        if not choice.chosen:
+            why = f"stage {stage.name} not run: the rule of {', '.join(stage.after)} chose nothing"
+            evidence = f"the premise runs ({', '.join(stage.after)}): " + "; ".join(choice.evidence)
+            return {c["id"]: ClaimOutcome(c["id"], missing=evidence, untestable=why) for c in claims}
+    return {}
 
 
 def _theory_rows(out: Path) -> list[str]:
@@ -100,6 +141,8 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
             lines.append(f"The stage's own report: [{rel(folder / name)}]({rel(folder / name)}).")
     for png in sorted(folder.glob("*.png")) + sorted((folder / "report_figures").glob("loss.png")):
         lines.append(f"![{png.stem}]({rel(png)})")
+    if stage.kind == "grads" and stage.name not in CLAIM_STAGES["gradients"]:
+        lines += _replication(folder)
     if (folder / "summary.md").is_file():
         lines += ["", (folder / "summary.md").read_text().strip()]
     choice = folder / "choice.json"
@@ -134,7 +177,8 @@ def write_summary(out: Path, scale: str) -> Path:
     report = out / "report.md"
     claims = paper_data()
     families = ("training", "gradients", "bert")
-    outcomes = {k: v for family in families for k, v in _outcomes(out, family, claims[family]).items()}
+    outcomes = {k: v for family in families for k, v in {**_outcomes(out, family, claims[family]),
+                                                         **_not_tested(out, scale, family, claims[family])}.items()}
     every = [claim for family in families for claim in claims[family]]
     lines = [f"# Xiong et al. 2020 reproduced at scale `{scale}`", "",
              f"Made by `prelnx reproduce --scale {scale}` in this folder; every number below is read from the run "
@@ -158,9 +202,13 @@ def write_summary(out: Path, scale: str) -> Path:
     lines += ["## Compute used per stage", "", "Wall time of the attempt that completed each stage, against the plan's "
               "estimate (" + ("; ".join(said) or "no plan.txt") + ").", "",
               "| stage | kind | wall time | estimated before | runs |", "|---|---|---|---|---|"]  # fmt: skip
+    not_run: set[str] = set()  # a rule that chose nothing, and every stage after such a stage (run.py's outcome)
     for stage in stages(scale):
         done = read_marker(out, stage.name)
-        if done is None:
+        if done is None and (unchosen(out / stage.name) if stage.skip_unless_chosen else not_run & set(stage.after)):
+            not_run.add(stage.name)
+            lines.append(f"| {stage.name} | {stage.kind} | not run | - | - |")
+        elif done is None:
             lines.append(f"| {stage.name} | {stage.kind} | not complete | - | - |")
         else:
             lines.append(f"| {stage.name} | {stage.kind} | {duration(done['seconds'])} | "

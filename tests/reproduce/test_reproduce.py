@@ -101,10 +101,18 @@ def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, 
     result = CliRunner().invoke(app, ["reproduce", "--scale", "cpu", "--dry-run"])
     assert result.exit_code == 2, result.output
     plan = result.output.splitlines()
-    premise = next(i for i, line in enumerate(plan) if line.startswith(" 3. nmt_premise "))
+    premise = next(i for i, line in enumerate(plan) if line.startswith(" 4. nmt_premise "))
     marked = next(line for line in plan[premise:] if "MISSING DATA:" in line)
     assert "data.path: data-bin/multi30k-8k.de-en" in marked and "bash scripts/prepare_cpu_study.sh" in marked
-    assert "total: ~" in result.output and "the data of stage(s) grads, nmt_premise, nmt is missing" in result.output
+    assert "total: ~" in result.output
+    assert "the data of stage(s) grads, grads_b2, nmt_premise, nmt, nmt_faster, nmt_sgd_long is missing" in result.output
+    # every study of the protocol with its estimate; the sequential ones with their looks (E: its own seeds 9-16)
+    for index, stage in enumerate(stages("cpu"), 1):
+        line = next(line for line in plan if line.startswith(f"{index:2d}. {stage.name} "))
+        assert " ~" in line and (" min " in line or " h " in line or " s " in line), line
+    looks = [line for line in plan if line.strip().startswith("looks (obrien-fleming spending")]
+    assert len(looks) == 3 and all("seeds 9, 10, 11, 12, 13, 14, 15, 16 in this order" in line for line in looks[1:])
+    assert "if it chooses nothing, this stage and those after it are not run" in result.output  # D2's rule
 
 
 def test_bad_scale_is_one_error(tmp_path):
