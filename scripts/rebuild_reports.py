@@ -65,6 +65,9 @@ STUDIES = {
         "configs/sweeps/cpu_multi30k_faster.yaml", "docs/results/cpu_multi30k_faster.md",
         "The paper at CPU scale, study E: Figure 4's 'converges faster' read on the validation grid "
         "(docs/protocols/paper_cpu.md)"),
+    "cpu_multi30k_sgd_long": Study(
+        "configs/sweeps/cpu_multi30k_sgd_long.yaml", "docs/results/cpu_multi30k_sgd_long.md",
+        "The paper at CPU scale, study F: Figure 2b at 552 updates (docs/protocols/paper_cpu.md)"),
     "why_warmup_edge_pilot": Study(
         "configs/sweeps/why_warmup_edge_pilot.yaml", "docs/results/why_warmup_edge_pilot.md",
         "Why warm-up, round three: the Pre-LN pilot (a pilot: it decides no claim; its rule picks the study's "
