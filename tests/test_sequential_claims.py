@@ -74,6 +74,18 @@ def test_futility_at_the_margin_and_not_when_close():
         is ClaimState.OPEN
 
 
+def test_futility_reads_the_failure_counts_as_a_route_too():
+    """Study A's short warm-up at look 1: 2 of 4 seeds failed at the larger lr, none at the smaller (Fisher p = 0.21),
+    and the trained seeds sit at the margin, where they alone cannot reach either side by the last look. The counts
+    can (5 of 8 failed against 0 of 8 decides there): the claim stays open. Without the failures it is futile."""
+    trained = Sample("b", spread(6.96, 0.3, 4, 1))
+    at_margin = compare("loss", Sample("a", spread(7.46, 0.3, 4, 2)), trained, above(0.5))
+    assert claim_state(ClaimOutcome("x", [Case("c", at_margin)]), PLAN, 0)[0] is ClaimState.FUTILE
+    split = compare("loss", Sample("a", spread(7.46, 0.3, 2, 2), failed=2), trained, above(0.5))
+    assert split.failures_p == pytest.approx(3 / 14) and split.se  # both routes are there
+    assert claim_state(ClaimOutcome("x", [Case("c", split)]), PLAN, 0)[0] is ClaimState.OPEN
+
+
 def hand_made(tmp_path, pre_minus_post: float):
     data = tmp_path / "data"
     write_dictionary(data)  # plateau 8.30 bits: a final nll below 7.30 trained

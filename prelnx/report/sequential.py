@@ -83,25 +83,31 @@ def claim_verdict(verdicts: list[Verdict]) -> Verdict:
     return Verdict.HOLDS if all(v is Verdict.HOLDS for v in testable) else Verdict.INCONCLUSIVE
 
 
-def side_z(c: Comparison) -> tuple[float, float] | None:
-    """The z (significance-level scale) of "holds" and of "does not hold" at this look; None: no spread to read."""
+def side_z(c: Comparison) -> list[tuple[float, float]]:
+    """The z (significance-level scale) of "holds" and of "does not hold" at this look, one pair per route that can
+    decide the comparison: the trained seeds' t interval (Welch or one-sample) and the failure counts (Fisher), which
+    decide first wherever a seed failed. Empty: nothing to read. The counts' p is the leading side's, so their pair
+    gives it to both sides (conservative: a route kept open keeps seeds coming, which futility may always do)."""
+    routes = []
     if c.se and c.df:
         lo, hi, e, g = c.region[0], c.region[1], c.estimate, c.grain
         inside = min(e - g - lo, hi - e - g)
         outside = max(lo - e, e - hi) - g
-        return t_to_z(inside / c.se, c.df), t_to_z(outside / c.se, c.df)
-    if c.failures_p is not None:  # counts alone: the leading side's evidence, for either side
+        routes.append((t_to_z(inside / c.se, c.df), t_to_z(outside / c.se, c.df)))
+    if c.failures_p is not None:
         z = float(scipy_stats.norm.isf(min(max(c.failures_p, 1e-300), 1.0)))
-        return z, z
-    return None
+        routes.append((z, z))
+    return routes
 
 
 def unreachable(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
-    """(holds out of reach, does not hold out of reach) for one undecided case (prelnx.sequential.reachable)."""
-    z = side_z(case.comparison)
-    if z is None:
+    """(holds out of reach, does not hold out of reach) for one undecided case (prelnx.sequential.reachable): a side
+    is out of reach only when it is on every route that can decide the case."""
+    routes = side_z(case.comparison)
+    if not routes:
         return False, False
-    return not reachable(z[0], plan, look), not reachable(z[1], plan, look)
+    return (all(not reachable(z[0], plan, look) for z in routes),
+            all(not reachable(z[1], plan, look) for z in routes))  # fmt: skip
 
 
 def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[ClaimState, Verdict]:
