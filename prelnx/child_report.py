@@ -58,21 +58,15 @@ class Raised:
 class Stats:
     """A record fairseq's progress bar logged: `tag` as fairseq names it (`train_inner` every --log-interval updates,
     `train` at an epoch's end, the validation subset's name, e.g. `valid`; a reader skips tags it does not know),
-    `stats` its values as fairseq formatted them (`stats_of`), `step` the update fairseq logged it at."""
+    `stats` its values as fairseq formatted them (a number it formatted as text, `{:g}` or `{:.3f}`, becomes that
+    number, rounded as fairseq rounded it), `step` the update fairseq logged it at."""
 
     tag: str
     stats: dict[str, Any]
     step: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.stats, dict):
-            raise TypeError(f"stats: {self.stats!r}")
-
-
-def stats_of(tag: str, formatted: dict[str, Any], step: int | None) -> Stats:
-    """The event of fairseq's formatted record: a number it formatted as text (`{:g}`, `{:.3f}`) becomes that number,
-    rounded as fairseq rounded it; anything else stays as it is."""
-    return Stats(tag, {key: _number(value) for key, value in formatted.items()}, None if step is None else int(step))
+        object.__setattr__(self, "stats", {key: _number(value) for key, value in self.stats.items()})
 
 
 def _number(value: Any) -> Any:

@@ -96,7 +96,7 @@ def test_log_split_reads_fairseq_clock_and_the_childs_train_record(bench):
         "score 8.7) (writing took 0.25 seconds)",
         '2026-12-05 07:45:40 | INFO | train | {"epoch": 1, "train_loss": "9.356", "train_num_updates": "46", '
         '"train_train_wall": "40", "train_wall": "55"}',
-        child_report.line(child_report.stats_of("train", {"epoch": 1, "train_loss": "9.356", "train_num_updates": "46",
+        child_report.line(child_report.Stats("train", {"epoch": 1, "train_loss": "9.356", "train_num_updates": "46",
                                                           "train_train_wall": "40", "train_wall": "55"}, 46)),
     ])  # fmt: skip
     split = bench.log_split(log)

@@ -90,7 +90,7 @@ def report_stats(progress_bar) -> None:  # type: ignore[no-untyped-def]
             self.prelnx_formatted = None  # `log` formats (and logs) only every --log-interval updates
             method(self, stats, tag=tag, step=step)
             if self.prelnx_formatted is not None and progress_bar.logger.isEnabledFor(logging.INFO):
-                child_report.emit(child_report.stats_of(tag, self.prelnx_formatted, step))
+                child_report.emit(child_report.Stats(tag, self.prelnx_formatted, step))
 
         return logged
 

@@ -49,7 +49,7 @@ def plain_fairseq(argv: list[str]) -> str:
 def records(log: str, kind: str) -> list[dict]:
     """fairseq's own JSON log lines of `kind` (plain fairseq reports no prelnx events), numbers as floats."""
     found = (re.search(r"\|\s*(\w+)\s*\|\s*(\{.*\})\s*$", line) for line in log.splitlines())
-    return [child_report.stats_of(kind, json.loads(match.group(2)), None).stats
+    return [child_report.Stats(kind, json.loads(match.group(2)), None).stats
             for match in found if match and match.group(1) == kind]  # fmt: skip
 
 

@@ -26,14 +26,14 @@ def record(tag: str, **values) -> str:
     formatted = {k: v if k == "epoch" else str(v) for k, v in values.items()}
     update = values.get("num_updates", values.get(f"{tag}_num_updates"))
     return (f"2026-01-01 00:00:00 | INFO | {tag} | {json.dumps(formatted)}\n"
-            + child_report.line(child_report.stats_of(tag, formatted, update)).rstrip("\n"))
+            + child_report.line(child_report.Stats(tag, formatted, update)).rstrip("\n"))
 
 
 # records.py -------------------------------------------------------------------------------------------------------
 def test_a_record_reported_by_the_child_keeps_fairseqs_rounding_with_numbers_as_numbers():
     event = child_report.parse(record("valid", epoch=1, valid_loss=3.5, valid_num_updates=10).splitlines()[1])
     assert event == child_report.Stats("valid", {"epoch": 1, "valid_loss": 3.5, "valid_num_updates": 10.0}, 10)
-    assert child_report.stats_of("valid", {"valid_loss": "3.142", "note": "x", "ppl": "inf"}, 3).stats == {
+    assert child_report.Stats("valid", {"valid_loss": "3.142", "note": "x", "ppl": "inf"}, 3).stats == {
         "valid_loss": 3.142, "note": "x", "ppl": float("inf")}
     assert is_bad_loss(float("nan"), None) and is_bad_loss(12.0, 10.0) and not is_bad_loss(9.0, 10.0)
 
