@@ -5,9 +5,9 @@ uses. Why: `import fairseq` imports every task and criterion, and two import sci
 `sentence_prediction_adapters.py`), 1.0 s of every fairseq start on 2 idle cores (about 3x more on AVX2-only
 machines), more than a tiny training takes (scripts/bench_startup.py, docs/benchmarks.md). The criterion is kept when
 the command names it (`prelnx finetune`). The skipped modules become empty modules that register nothing; the rest is
-fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). It also reports, as typed events
-(prelnx/child_report.py), every record fairseq's progress bar logs (`stats`, see `report_stats`) and how the program
-ended: `done` when it returns, `raised` (classified by the exception's type) when it raises, which it then re-raises.
+fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). It also reports how the program ended
+as typed events (prelnx/child_report.py): `done` when it returns, `raised` (classified by the exception's type) when it
+raises, which it then re-raises (the records fairseq logs are reported by the plugin: prelnx_fairseq_plugin/stats_events.py).
 Standard library only: it runs before torch and fairseq.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
-import logging
 import runpy
 import sys
 from collections.abc import Iterable
@@ -66,65 +65,12 @@ def install(argv: Iterable[str] = ()) -> frozenset[str]:
     return _FINDER.skipped
 
 
-PROGRESS_BAR = "fairseq.logging.progress_bar"
-
-
-def report_stats(progress_bar) -> None:  # type: ignore[no-untyped-def]
-    """Make fairseq's `JsonProgressBar` (the --log-format prelnx plans) report each record it logs as a `Stats` event.
-    Wrapped at the class, around fairseq's own `log` (every --log-interval updates: `train_inner`) and `print` (an
-    epoch's `train` summary, a validation subset's record), because there the record exists as a value: the event
-    is the very dict its `_format_stats` made (fairseq's `format_stat`: `{:g}`, meters' `{:.3f}`, the `update`
-    rounded to 3 places, `print`'s `<tag>_` keys), so the rows prelnx builds from it hold what fairseq's JSON line
-    says, and nothing reads that line back. Emitted only where fairseq's progress-bar logger writes: every worker
-    builds a progress bar, but fairseq sets the other workers' loggers to WARNING (fairseq/distributed/utils.py,
-    `distributed_init`), so rank 0 alone reports."""
-    bar = progress_bar.JsonProgressBar
-    format_stats, methods = bar._format_stats, {name: getattr(bar, name) for name in ("log", "print")}
-
-    def formatting(self, stats, epoch=None, update=None):  # type: ignore[no-untyped-def]
-        self.prelnx_formatted = format_stats(self, stats, epoch=epoch, update=update)
-        return self.prelnx_formatted
-
-    def reporting(method):  # type: ignore[no-untyped-def]
-        def logged(self, stats, tag=None, step=None):  # type: ignore[no-untyped-def]
-            self.prelnx_formatted = None  # `log` formats (and logs) only every --log-interval updates
-            method(self, stats, tag=tag, step=step)
-            if self.prelnx_formatted is not None and progress_bar.logger.isEnabledFor(logging.INFO):
-                child_report.emit(child_report.Stats(tag, self.prelnx_formatted, step))
-
-        return logged
-
-    bar._format_stats = formatting
-    for name, method in methods.items():
-        setattr(bar, name, reporting(method))
-
-
-class _ReportStats(importlib.abc.MetaPathFinder):
-    """Finds fairseq's progress-bar module as the other finders do, and runs `report_stats` once it is loaded."""
-
-    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
-        if name != PROGRESS_BAR:
-            return None
-        finders = [finder for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")]
-        spec = next(filter(None, (finder.find_spec(name, path, target) for finder in finders)), None)
-        if spec is not None and spec.loader is not None:
-            load = spec.loader.exec_module
-
-            def load_and_report(module) -> None:  # type: ignore[no-untyped-def]
-                load(module)
-                report_stats(module)
-
-            spec.loader.exec_module = load_and_report  # type: ignore[method-assign]
-        return spec
-
-
 def main() -> None:
     """`python -m prelnx.launch.fairseq_entry PROGRAM ARGS...` runs PROGRAM as `python -m PROGRAM ARGS...` would."""
     if len(sys.argv) < 2:
         sys.exit("usage: python -m prelnx.launch.fairseq_entry fairseq_cli.train|fairseq_cli.generate ARGS...")
     program, args = sys.argv[1], sys.argv[2:]
     install(args)
-    sys.meta_path.insert(0, _ReportStats())  # before fairseq is imported
     sys.argv = [program, *args]
     try:
         runpy.run_module(program, run_name="__main__", alter_sys=True)

@@ -1,6 +1,6 @@
-"""A training's records come from the child's events (prelnx/child_report.py `Stats`, reported by
-launch/fairseq_entry.py from fairseq's own progress bar), never from fairseq's log lines: the session's real tiny
-training, its log split into the events and the rest, read back by the parent's Watch and by the reconciliation."""
+"""A training's records come from the child's events (prelnx/child_report.py `Stats`, reported by the plugin's
+stats_events.py from fairseq's own progress bar), never from fairseq's log lines: the session's real tiny training,
+its log split into the events and the rest, read back by the parent's Watch and by the reconciliation."""
 
 from __future__ import annotations
 
