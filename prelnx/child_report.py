@@ -1,8 +1,10 @@
-"""How a fairseq child ended, as typed events it reports to its parent: one line per event in its output,
-`prelnx-event {"event": ...}`. The child's entry (launch/fairseq_entry.py) reports `done` when fairseq's program
-returns and `raised` (classified by the exception's type) when it raises; a Slurm task reports what it raised. The
-parent (launch/watch.py, launch/slurm_job.py) decides a run's end state from these values, never from fairseq's
-wording; a child that died without one (SIGKILL, an OOM kill) is one the parent records as a crash.
+"""What a fairseq child measured and how it ended, as typed events it reports to its parent: one line per event in
+its output, `prelnx-event {"event": ...}`. The child's entry (launch/fairseq_entry.py) reports `stats` for every
+record fairseq's progress bar logs (training progress, an epoch's summary, a validation), `done` when fairseq's
+program returns and `raised` (classified by the exception's type) when it raises; a Slurm task reports what it raised.
+The parent (launch/watch.py, records/reconcile.py, launch/slurm_job.py) builds a run's rows and decides its end state
+from these values, never from fairseq's wording; a child that died without one (SIGKILL, an OOM kill) is one the
+parent records as a crash.
 Standard library only: the child's entry imports it before torch and fairseq.
 """
 
@@ -52,8 +54,30 @@ class Raised:
         return f"{self.type}: {self.message}" if self.message else self.type
 
 
-Event = Done | Raised
-NAMES: dict[type, str] = {Done: "done", Raised: "raised"}
+@dataclass(frozen=True)
+class Stats:
+    """A record fairseq's progress bar logged: `tag` as fairseq names it (`train_inner` every --log-interval updates,
+    `train` at an epoch's end, the validation subset's name, e.g. `valid`; a reader skips tags it does not know),
+    `stats` its values as fairseq formatted them (a number it formatted as text, `{:g}` or `{:.3f}`, becomes that
+    number, rounded as fairseq rounded it), `step` the update fairseq logged it at."""
+
+    tag: str
+    stats: dict[str, Any]
+    step: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stats", {key: _number(value) for key, value in self.stats.items()})
+
+
+def _number(value: Any) -> Any:
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+
+
+Event = Done | Raised | Stats
+NAMES: dict[type, str] = {Done: "done", Raised: "raised", Stats: "stats"}
 TYPES = {name: kind for kind, name in NAMES.items()}
 
 

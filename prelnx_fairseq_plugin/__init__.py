@@ -3,8 +3,8 @@
 Importing it registers the optimizers (`radam`, `prelnx_adam`), the `warmup_decay` schedule and the models
 (`--arch prelnx_<preset>`, `prelnx_transformer_lm`), and patches fairseq and torch, each in one module whose
 docstring says why: safe checkpoint loading, atomic checkpoint copies, the parent watch, CPU data parallelism,
-`--bf16` as autocast without a TPU, no torch._dynamo import, the warm-up diagnostics. It imports only fairseq and
-torch.
+`--bf16` as autocast without a TPU, no torch._dynamo import, the warm-up diagnostics, fairseq's records reported as
+typed events. Besides fairseq and torch it imports only prelnx's bottom layer (../shared/DESIGN.md).
 """
 
 from .safe_loading import force_safe_loading
@@ -14,6 +14,7 @@ from .distributed import patch_distributed
 from .bf16_autocast import enable_bf16_autocast
 from .eager_optim import skip_dynamo_import
 from .diagnostics import enable_diagnostics
+from .stats_events import report_stats
 from .optim import adam_moments, radam  # noqa: F401  (registers)
 from .lr_scheduler import warmup_decay  # noqa: F401  (registers)
 from .models import normalized_lm, normalized_transformer  # noqa: F401  (--arch prelnx_<preset>, prelnx_transformer_lm)
@@ -25,3 +26,4 @@ patch_distributed()
 enable_bf16_autocast()
 skip_dynamo_import()
 enable_diagnostics()
+report_stats()

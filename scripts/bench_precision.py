@@ -25,8 +25,8 @@ from pathlib import Path
 from prelnx.config.load import load_config
 from prelnx.machine import cpu_bf16_flags
 from prelnx.launch.prepare import ensure_data
-from prelnx.plan.launch import fairseq_argv
-from prelnx.records.rows import parse_record
+from prelnx import child_report
+from prelnx.plan.launch import fairseq_argv, fairseq_program
 
 DEMO = Path("configs/demo/preln_nowarmup.yaml")
 DIMS = {  # the demo's model (d 128, FFN 512), and the paper's IWSLT14 transformer (d 512, FFN 1024, 4 heads)
@@ -36,15 +36,18 @@ DIMS = {  # the demo's model (d 128, FFN 512), and the paper's IWSLT14 transform
 
 
 def plain_run(config_path: Path, overrides: list[str], precision: str, save_dir: Path) -> list[tuple[str, dict]]:
-    """The plain fairseq-train command of the config in `precision`, on CPU; its log records."""
+    """The plain fairseq-train command of the config in `precision`, on CPU, through prelnx's child entry (fairseq's
+    program, reporting its records as events); its records (tag, values)."""
     config, _ = load_config(config_path, [*overrides, f"train.precision={precision}", "train.device=cpu"])
     argv = fairseq_argv(config, ensure_data(config), save_dir, cuda=False)
     threads = os.environ.get("OMP_NUM_THREADS", "2")
     env = dict(os.environ, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    done = subprocess.run([sys.executable, "-m", "fairseq_cli.train", *argv], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *fairseq_program("fairseq_cli.train"), *argv], env=env, capture_output=True,
+                          text=True)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"{precision}: fairseq-train failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return [parsed for line in (done.stdout + done.stderr).splitlines() if (parsed := parse_record(line))]
+    events = map(child_report.parse, done.stdout.splitlines())
+    return [(event.tag, event.stats) for event in events if isinstance(event, child_report.Stats)]
 
 
 def load() -> str:

@@ -37,9 +37,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from prelnx import child_report
 from prelnx.records.machine_record import read_machines
 from prelnx.records.metrics import read_metrics
-from prelnx.records.rows import parse_record
 from prelnx.records.status import read_status
 
 CONFIG = "configs/cpu/multi30k_base.yaml"
@@ -210,7 +210,8 @@ class Measured:
 
 
 def log_split(log_text: str) -> LogSplit:
-    trains = [r for line in log_text.splitlines() if (p := parse_record(line)) and p[0] == "train" for r in [p[1]]]
+    events = map(child_report.parse, log_text.splitlines())  # the child's records; fairseq's clock from its lines
+    trains = [event.stats for event in events if isinstance(event, child_report.Stats) and event.tag == "train"]
     if not trains:
         raise RuntimeError("no train record in the log")
     validation, began = 0.0, None

@@ -9,7 +9,9 @@ Alternates the two (A B A B ...), each for the same number of updates, and print
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -19,14 +21,21 @@ import tempfile
 from pathlib import Path
 
 from prelnx.config.load import load_config
-from prelnx.records.rows import parse_record
 from prelnx.launch.local import train
+
+# fairseq's --log-format json line: the plain command reports no prelnx events, so a benchmark against it reads this
+FAIRSEQ_RECORD = re.compile(r"\|\s*(\w+)\s*\|\s*(\{.*\})\s*$")
+
+
+def fairseq_records(log_text: str, tag: str) -> list[dict]:
+    """The values of fairseq's own JSON log lines of `tag` (`train`, `valid`), as fairseq wrote them (strings)."""
+    found = (FAIRSEQ_RECORD.search(line) for line in log_text.splitlines())
+    return [json.loads(match.group(2)) for match in found if match and match.group(1) == tag]
 
 
 def final_wps(log_text: str) -> float:
     """Words (target tokens) per second of the last `train` (epoch) record."""
-    values = [record["train_wps"] for line in log_text.splitlines()
-              if (parsed := parse_record(line)) and parsed[0] == "train" for record in [parsed[1]]]  # fmt: skip
+    values = [record["train_wps"] for record in fairseq_records(log_text, "train")]
     if not values:
         raise RuntimeError("no train record in the log")
     return float(values[-1])

@@ -57,10 +57,9 @@ def with_sets(sets: list[str]) -> list[str]:
 
 
 def final_wps(log: str) -> float | None:
-    from prelnx.records.rows import parse_record
+    from bench_runner import fairseq_records  # scripts/ is on the path when this script runs
 
-    values = [parsed[1]["train_wps"] for line in log.splitlines()
-              if (parsed := parse_record(line)) and parsed[0] == "train" and "train_wps" in parsed[1]]  # fmt: skip
+    values = [record["train_wps"] for record in fairseq_records(log, "train") if "train_wps" in record]
     return float(values[-1]) if values else None
 
 

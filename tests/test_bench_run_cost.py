@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from prelnx import child_report
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "docs/results/cpu_multi30k/runs/layout-post_opt-adam_warmup-0_lr-0.0005_seed-1"
 
@@ -81,7 +83,7 @@ def test_records_prints_what_it_cannot_split(bench, tmp_path, capsys):
     assert "RUN_FILES" in out
 
 
-def test_log_split_reads_fairseq_words(bench):
+def test_log_split_reads_fairseq_clock_and_the_childs_train_record(bench):
     log = "\n".join([
         '2026-12-05 07:45:07 | INFO | train_inner | {"epoch": 1, "num_updates": "20", "train_wall": "22"}',
         '2026-12-05 07:45:10 | INFO | fairseq_cli.train | begin validation on "valid" subset',
@@ -94,6 +96,8 @@ def test_log_split_reads_fairseq_words(bench):
         "score 8.7) (writing took 0.25 seconds)",
         '2026-12-05 07:45:40 | INFO | train | {"epoch": 1, "train_loss": "9.356", "train_num_updates": "46", '
         '"train_train_wall": "40", "train_wall": "55"}',
+        child_report.line(child_report.Stats("train", {"epoch": 1, "train_loss": "9.356", "train_num_updates": "46",
+                                                          "train_train_wall": "40", "train_wall": "55"}, 46)),
     ])  # fmt: skip
     split = bench.log_split(log)
     assert split == bench.LogSplit(updates_s=40.0, saves_s=1.0, validation_s=8.0, fairseq_s=55.0, updates=46)

@@ -1,6 +1,7 @@
-"""Following a training: prelnx reads train.log as the child writes it. Each JSON record becomes an event (progress,
-a validation row, a diagnostics row: each recorded) and a divergence decision; the child's own report of how it
-ended (prelnx/child_report.py: done, or what it raised, by type) and its exit code a typed `Outcome`.
+"""Following a training: prelnx reads train.log as the child writes it. The child's events (prelnx/child_report.py)
+are its records: each `stats` event becomes progress, a validation row (recorded) and a divergence decision; its
+report of how it ended (done, or what it raised, by type) and its exit code a typed `Outcome`. A diagnostics
+record (the plugin's) becomes a diagnostics row; every other line is only kept, as the tail a crash is told by.
 The log is a file, not a pipe: fairseq's record of every update survives if prelnx dies, and the restart rebuilds
 what prelnx missed from it (records/reconcile.py)."""
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from prelnx import child_report
 from prelnx.atomic import io_reason
-from prelnx.child_report import Kind, Raised
+from prelnx.child_report import Kind, Raised, Stats
 from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
@@ -29,7 +30,7 @@ from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
 from prelnx.records.reconcile import LOG_NAME, reconcile_run
 from prelnx.records.results import best_and_final
-from prelnx.records.rows import Row, is_bad_loss, parse_record, row_builder
+from prelnx.records.rows import Row, is_bad_loss, row_builder
 from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
 
@@ -96,31 +97,30 @@ class Watch:
                     time.sleep(0.1)
 
     def _line(self, line: str) -> None:
-        if (event := child_report.parse(line)) is not None:
-            self.done = self.done or isinstance(event, child_report.Done)
-            self.raised += [event] if isinstance(event, Raised) else []
-            return
-        self.tail.append(line.rstrip("\n"))
+        event = child_report.parse(line)
+        self.done = self.done or isinstance(event, child_report.Done)
+        self.raised += [event] if isinstance(event, Raised) else []
+        if event is None:
+            self.tail.append(line.rstrip("\n"))
         try:
-            if (diagnosed := parse_diagnostics(line)) is not None:
+            if isinstance(event, Stats):
+                self._record(event)
+            elif event is None and (diagnosed := parse_diagnostics(line)) is not None:
                 self._diagnostics(diagnosed)
-            elif (parsed := parse_record(line)) is not None:
-                self._record(*parsed)
         except OSError as error:
             self.io_failed = io_failure(error, self.run_dir)
 
-    def _record(self, kind: str, record: dict[str, Any]) -> None:
-        if kind == "train_inner":
-            update = int(record.get("num_updates", 0))
+    def _record(self, event: Stats) -> None:
+        record, update = event.stats, self.builder.last_update if event.step is None else event.step
+        if event.tag == "train_inner":
             self.listener(Progress(int(record.get("epoch", 0)), update, record.get("loss"), record.get("lr"),
                                    record.get("wps")))  # fmt: skip
             if is_bad_loss(record.get("loss"), self.loss_ceiling):
                 self.divergence = Divergence(Signal.TRAIN_LOSS, update, record.get("loss"))
-        if kind == "valid" and is_bad_loss(record.get("valid_loss"), None):
-            update = int(record.get("valid_num_updates", self.builder.last_update))
+        if event.tag == "valid" and is_bad_loss(record.get("valid_loss"), None):
             epoch = None if self.grain is Grain.UPDATE else int(record.get("epoch", 0))
             self.divergence = Divergence(Signal.VALID_LOSS, update, record.get("valid_loss"), epoch)
-        if (row := self.builder.add(kind, record)) is not None:
+        if (row := self.builder.add(event.tag, record, event.step)) is not None:
             row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
             step = self.grain.step(row)
             self.rows = [r for r in self.rows if self.grain.step(r) != step] + [row]

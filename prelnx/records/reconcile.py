@@ -8,27 +8,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prelnx import child_report
 from prelnx.records.checkpoints import CheckpointDamaged, CheckpointInfo, CheckpointRefused, load_checkpoint
 from prelnx.records.grain import Grain
 from prelnx.records.metrics import write_metrics
-from prelnx.records.rows import EpochRows, Row, parse_record, row_builder
+from prelnx.records.rows import EpochRows, Row, row_builder
 
 LOG_NAME = "train.log"
 
 
 def rows_from_log(log_path: Path, grain: Grain = Grain.EPOCH) -> list[Row]:
-    """Rows from fairseq's JSON records in train.log (every attempt; a redone step's later row wins)."""
+    """Rows from the records the child reported in train.log (its `stats` events; every attempt; a redone step's
+    later row wins)."""
     if not log_path.is_file():
         return []
     builder = row_builder(grain)
     rows: dict[int, Row] = {}
     with open(log_path, errors="replace") as log:
         for line in log:
-            parsed = parse_record(line)
-            if parsed is None:
+            event = child_report.parse(line)
+            if not isinstance(event, child_report.Stats):
                 continue
-            row = builder.add(*parsed)
-            if row is None and parsed[0] == "valid" and isinstance(builder, EpochRows):
+            row = builder.add(event.tag, event.stats, event.step)
+            if row is None and event.tag == "valid" and isinstance(builder, EpochRows):
                 # The valid record comes before the checkpoint is saved and the train summary after it:
                 # a kill between the two leaves an epoch whose validation is known but not its train summary.
                 row = builder.pending_row()

@@ -1,19 +1,16 @@
-"""The metrics row (one type, `Row`), and turning fairseq's `--log-format json` lines into rows. fairseq prints,
-per epoch, `train_inner` records every --log-interval updates, the `valid` record, then the epoch's `train` summary:
-at the epoch grain a row is complete with the `train` summary; at the update grain each `valid` record ends a row.
+"""The metrics row (one type, `Row`), and turning the records fairseq's progress bar logged (the child's `stats`
+events, prelnx/child_report.py: a tag, its values, the update) into rows. fairseq logs, per epoch, `train_inner`
+records every --log-interval updates, the `valid` record, then the epoch's `train` summary: at the epoch grain a row
+is complete with the `train` summary; at the update grain each `valid` record ends a row. Other tags are skipped.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from prelnx.records.grain import Grain
-
-_RECORD = re.compile(r"\|\s*(train_inner|train|valid)\s*\|\s*(\{.*\})\s*$")
 
 
 class Row(TypedDict, total=False):
@@ -44,25 +41,6 @@ def make_row(epoch: int, num_updates: int, **values: Any) -> Row:
     return {**row, **values}  # type: ignore[typeddict-item]
 
 
-def parse_record(line: str) -> tuple[str, dict[str, Any]] | None:
-    """`... | valid | {"epoch": 1, ...}` -> ("valid", {...}) with numbers as floats; other lines -> None."""
-    match = _RECORD.search(line)
-    if match is None:
-        return None
-    try:
-        raw = json.loads(match.group(2))
-    except json.JSONDecodeError:
-        return None
-    return match.group(1), {key: _number(value) for key, value in raw.items()}
-
-
-def _number(value: Any) -> Any:
-    try:
-        return float(value) if isinstance(value, str) else value
-    except ValueError:
-        return value
-
-
 def is_bad_loss(value: Any, ceiling: float | None) -> bool:
     return isinstance(value, (int, float)) and (not math.isfinite(value) or (ceiling is not None and value > ceiling))
 
@@ -75,27 +53,25 @@ class EpochRows:
     last_update: int = 0
     last_lr: float | None = None
 
-    def add(self, kind: str, record: dict[str, Any]) -> Row | None:
-        """Feed one record; returns a finished row when an epoch ends."""
-        if kind == "train_inner":
-            self.last_update = int(record.get("num_updates", self.last_update))
+    def add(self, tag: str, record: dict[str, Any], step: int | None) -> Row | None:
+        """Feed one record (fairseq's tag, values and update); returns a finished row when an epoch ends."""
+        update = self.last_update if step is None else step
+        if tag == "train_inner":
+            self.last_update = update
             self.last_lr = record.get("lr", self.last_lr)
             return None
-        if kind == "valid":
-            self.pending = {"epoch": int(record["epoch"]),
-                            "num_updates": int(record.get("valid_num_updates", self.last_update)),
+        if tag == "valid":
+            self.pending = {"epoch": int(record["epoch"]), "num_updates": update,
                             **{key: record.get(key) for key in VALID_FIELDS}}  # fmt: skip
-            self.last_update = self.pending["num_updates"]
+            self.last_update = update
             return None
-        if kind == "train":
+        if tag == "train":
             epoch = int(record["epoch"])
             valid = self.pending if self.pending.get("epoch") == epoch else {}
-            row = make_row(epoch, int(record.get("train_num_updates", self.last_update)),
-                           lr=record.get("train_lr", self.last_lr), train_loss=record.get("train_loss"),
+            row = make_row(epoch, update, lr=record.get("train_lr", self.last_lr), train_loss=record.get("train_loss"),
                            train_nll_loss=record.get("train_nll_loss"),
                            **{key: valid.get(key) for key in VALID_FIELDS})  # fmt: skip
-            self.pending = {}
-            self.last_update = row["num_updates"]
+            self.pending, self.last_update = {}, update
             return row
         return None
 
@@ -116,9 +92,10 @@ class UpdateRows:
     lr_at: tuple[int, float] | None = None  # (update, lr) of the last progress record
     losses: list[float] = field(default_factory=list)
 
-    def add(self, kind: str, record: dict[str, Any]) -> Row | None:
-        if kind == "train_inner":
-            update = int(record.get("num_updates", self.last_update))
+    def add(self, tag: str, record: dict[str, Any], step: int | None) -> Row | None:
+        """Feed one record (fairseq's tag, values and update); returns a row at each validation."""
+        update = self.last_update if step is None else step
+        if tag == "train_inner":
             if update < self.last_update:
                 self.losses = []  # a later attempt redoing updates (train.log holds every attempt): not averaged in
             self.last_update = update
@@ -127,9 +104,9 @@ class UpdateRows:
             if isinstance(record.get("loss"), float):
                 self.losses.append(record["loss"])
             return None
-        if kind != "valid":
+        if tag != "valid":
             return None
-        self.last_update = int(record.get("valid_num_updates", self.last_update))
+        self.last_update = update
         lr = self.lr_at[1] if self.lr_at is not None and self.lr_at[0] == self.last_update else None
         row = make_row(int(record["epoch"]), self.last_update, lr=lr,
                        train_loss=round(sum(self.losses) / len(self.losses), 3) if self.losses else None,

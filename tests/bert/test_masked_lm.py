@@ -91,10 +91,10 @@ def test_a_stopped_run_resumes_and_keeps_one_row_per_validation(mlm_config_file,
 
 def test_update_rows_carry_accuracy_and_average_only_the_current_attempt():
     rows = UpdateRows()
-    rows.add("train_inner", {"num_updates": 5.0, "loss": 9.0, "lr": 1e-3})
-    rows.add("train_inner", {"num_updates": 8.0, "loss": 7.0, "lr": 1e-3})  # killed here: update 10 never saved
-    rows.add("train_inner", {"num_updates": 5.0, "loss": 8.0, "lr": 1e-3})  # the resumed attempt, from update 0
-    row = rows.add("valid", {"epoch": 1.0, "valid_num_updates": 10.0, "valid_loss": 6.0, "valid_accuracy": 75.0})
+    rows.add("train_inner", {"num_updates": 5.0, "loss": 9.0, "lr": 1e-3}, 5)
+    rows.add("train_inner", {"num_updates": 8.0, "loss": 7.0, "lr": 1e-3}, 8)  # killed here: update 10 never saved
+    rows.add("train_inner", {"num_updates": 5.0, "loss": 8.0, "lr": 1e-3}, 5)  # the resumed attempt, from update 0
+    row = rows.add("valid", {"epoch": 1, "valid_num_updates": 10.0, "valid_loss": 6.0, "valid_accuracy": 75.0}, 10)
     assert row["train_loss"] == 8.0 and row["valid_accuracy"] == 75.0 and row["num_updates"] == 10
 
 

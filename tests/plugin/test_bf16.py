@@ -8,8 +8,10 @@ saying so, elsewhere; its refusal is tested everywhere with the probe answering 
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -20,13 +22,13 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
+from prelnx import child_report
 from prelnx.cli import app
 from prelnx.config.load import load_config
 from prelnx.machine import cpu_bf16_problem
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.launch import fairseq_argv
-from prelnx.records.rows import parse_record
 from prelnx.launch.local import train
 from tests.bert.conftest import TINY_MLM
 
@@ -45,7 +47,10 @@ def plain_fairseq(argv: list[str]) -> str:
 
 
 def records(log: str, kind: str) -> list[dict]:
-    return [parsed[1] for line in log.splitlines() if (parsed := parse_record(line)) and parsed[0] == kind]
+    """fairseq's own JSON log lines of `kind` (plain fairseq reports no prelnx events), numbers as floats."""
+    found = (re.search(r"\|\s*(\w+)\s*\|\s*(\{.*\})\s*$", line) for line in log.splitlines())
+    return [child_report.Stats(kind, json.loads(match.group(2)), None).stats
+            for match in found if match and match.group(1) == kind]  # fmt: skip
 
 
 def assert_fp32_checkpoint(path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,7 @@ def parent_outcome(tmp_path: Path, what: str, *others: str):
     Raised("RuntimeError", "unexpected pos 704 vs 598", Kind.DISK_FULL, 28, "/runs/a/checkpoints/x.pt.tmp"),
     Raised("MemoryError", "", Kind.OUT_OF_MEMORY),
     Raised("KeyError", "'model'\nsecond line", Kind.FAILED),
+    child_report.Stats("valid", {"epoch": 2, "valid_loss": 3.142, "valid_ppl": float("inf"), "note": "x"}, 40),
 ])  # fmt: skip
 def test_events_round_trip_through_one_line(event):
     line = child_report.line(event)
@@ -103,7 +105,9 @@ def test_events_round_trip_through_one_line(event):
 def test_other_lines_are_no_events():
     for text in ("| INFO | fairseq_cli.train | done training in 1.0 seconds", "FloatingPointError: x", "",
                  child_report.PREFIX + '{"event": "unknown"}', child_report.PREFIX + "[1, 2]",
-                 child_report.PREFIX + '{"event": "raised", "type": "X"}'):  # fmt: skip
+                 child_report.PREFIX + '{"event": "raised", "type": "X"}',
+                 child_report.PREFIX + '{"event": "stats", "tag": "valid", "stats": [1], "step": 3}',
+                 '2026 | INFO | valid | {"epoch": 1, "valid_loss": "3.1", "valid_num_updates": "8"}'):  # fmt: skip
         assert child_report.parse(text) is None, text
 
 
@@ -197,6 +201,20 @@ def test_no_product_module_matches_fairseqs_wording_for_a_state():
     assert len(files) > 100
     found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in files for line, text in code_strings(path)
              if any(marker in text.lower() for marker in MARKERS)]  # fmt: skip
+    assert found == []
+
+
+# How prelnx once rebuilt a record from fairseq's log line (records/rows.py's `| valid | {...}` regex): a string of
+# product code holding a record's tag between the line's `|` separators, as text or as a regex (`\|\s*...valid`).
+LOG_RECORD = re.compile(r"\|\s*(train_inner|train|valid)\s*\||\\\|\\s\*.*\b(train_inner|train|valid)\b")
+
+
+def test_no_product_module_parses_fairseqs_log_line_for_a_record():
+    files = sorted((ROOT / "prelnx").rglob("*.py")) + sorted((ROOT / "prelnx_fairseq_plugin").rglob("*.py"))
+    assert LOG_RECORD.search(r"\|\s*(train_inner|train|valid)\s*\|\s*(\{.*\})\s*$")  # the regex it replaced
+    assert LOG_RECORD.search("| valid |") and not LOG_RECORD.search(r"\|\s*prelnx_diagnostics\s*\|")
+    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in files for line, text in code_strings(path)
+             if LOG_RECORD.search(text)]  # fmt: skip
     assert found == []
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from prelnx import child_report
 from prelnx.config.load import load_config
 from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info, load_checkpoint
@@ -31,6 +32,12 @@ def inner_losses(run_dir: Path) -> list[str]:
     return [json.loads(line.split("| train_inner |", 1)[1])["loss"] for line in lines]
 
 
+def reported(run_dir: Path) -> list[tuple[str, int | None]]:
+    """(tag, update) of the records the child reported as events (prelnx/child_report.py)."""
+    events = map(child_report.parse, (run_dir / "train.log").read_text().splitlines())
+    return [(event.tag, event.step) for event in events if isinstance(event, child_report.Stats)]
+
+
 def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_config_file, tmp_path):
     common = {"max_epoch": 2, "log_interval": 1, "threads": 1, "max_tokens": 512,
               "diagnostics": {"every_updates": 1, "sharpness_every_updates": 2}}  # never change the training
@@ -43,6 +50,8 @@ def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_
     assert "torchrun --standalone --nproc-per-node 2" in command and "--distributed-backend gloo" in command
     losses_two, losses_one = inner_losses(tmp_path / "two"), inner_losses(tmp_path / "one")
     assert len(losses_two) == len(losses_one) >= 4 and losses_two == losses_one
+    # rank 0 alone reports the records (fairseq's other workers log at WARNING): each once, as the one process does
+    assert reported(tmp_path / "two") == reported(tmp_path / "one") and len(reported(tmp_path / "one")) >= 6
     rows_two, rows_one = read_metrics(tmp_path / "two"), read_metrics(tmp_path / "one")
     assert [r["valid_loss"] for r in rows_two] == [r["valid_loss"] for r in rows_one]
     # diagnostics: rank 0 logs the gradients reduced over both workers, so one row per update, as the one process

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from prelnx import child_report
 from prelnx.config.load import load_config
 from prelnx.launch.local import train
 from prelnx.records import outcome as outcome_module
 from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, Signal
-from prelnx.records.rows import parse_record
 from prelnx.records.status import write_status
 from tests.helpers import rendered
 from tests.run.test_faults import small_disk  # noqa: F401 - the fixture (a small tmpfs)
@@ -34,9 +34,9 @@ def ended(config, run_dir: Path) -> dict:
 
 
 def last_logged_update(run_dir: Path) -> int:
-    """The last update fairseq's own log (train.log) reports."""
-    records = [parse_record(line) for line in (run_dir / "train.log").read_text().splitlines()]
-    return max((int(r.get("num_updates", r.get("valid_num_updates", 0))) for _, r in filter(None, records)), default=0)
+    """The last update the child's records in its log (train.log) report."""
+    events = map(child_report.parse, (run_dir / "train.log").read_text().splitlines())
+    return max((event.step or 0 for event in events if isinstance(event, child_report.Stats)), default=0)
 
 
 def test_rewording_the_disk_full_and_divergence_messages_changes_no_recorded_status(tiny_config_file, tmp_path,

@@ -14,29 +14,37 @@ import pytest
 from prelnx.data.check import DataDamaged, check_binarized, check_split, sentence_count
 from prelnx.records.lock import RunLock, RunLocked, is_locked, owner_alive
 from prelnx.records.reconcile import reconcile_rows, rows_from_log
-from prelnx.records.rows import EpochRows, is_bad_loss, parse_record
+from prelnx import child_report
+from prelnx.records.rows import EpochRows, is_bad_loss
 from prelnx.exits import STATUS_EXIT
 from prelnx.records.status import read_status, write_status
 
 
-def record(kind: str, **values) -> str:
-    return f"2026-01-01 00:00:00 | INFO | {kind} | {json.dumps({k: str(v) for k, v in values.items()})}"
+def record(tag: str, **values) -> str:
+    """fairseq's JSON line of a record (values as it formats them), then the child's event of it (as
+    launch/fairseq_entry.py reports it): the rows come from the event."""
+    formatted = {k: v if k == "epoch" else str(v) for k, v in values.items()}
+    update = values.get("num_updates", values.get(f"{tag}_num_updates"))
+    return (f"2026-01-01 00:00:00 | INFO | {tag} | {json.dumps(formatted)}\n"
+            + child_report.line(child_report.Stats(tag, formatted, update)).rstrip("\n"))
 
 
 # records.py -------------------------------------------------------------------------------------------------------
-def test_records_are_parsed_with_numbers_as_floats():
-    kind, values = parse_record(record("valid", epoch=1, valid_loss=3.5, valid_num_updates=10))
-    assert kind == "valid" and values == {"epoch": 1.0, "valid_loss": 3.5, "valid_num_updates": 10.0}
-    assert parse_record("| INFO | fairseq | not a record") is None
+def test_a_record_reported_by_the_child_keeps_fairseqs_rounding_with_numbers_as_numbers():
+    event = child_report.parse(record("valid", epoch=1, valid_loss=3.5, valid_num_updates=10).splitlines()[1])
+    assert event == child_report.Stats("valid", {"epoch": 1, "valid_loss": 3.5, "valid_num_updates": 10.0}, 10)
+    assert child_report.Stats("valid", {"valid_loss": "3.142", "note": "x", "ppl": "inf"}, 3).stats == {
+        "valid_loss": 3.142, "note": "x", "ppl": float("inf")}
     assert is_bad_loss(float("nan"), None) and is_bad_loss(12.0, 10.0) and not is_bad_loss(9.0, 10.0)
 
 
 def test_an_epoch_row_joins_valid_and_train_summaries():
     rows = EpochRows()
-    assert rows.add("train_inner", {"num_updates": 5.0, "lr": 0.1}) is None
-    assert rows.add("valid", {"epoch": 1.0, "valid_loss": 3.0, "valid_num_updates": 8.0}) is None
-    row = rows.add("train", {"epoch": 1.0, "train_loss": 4.0, "train_num_updates": 8.0, "train_lr": 0.1})
+    assert rows.add("train_inner", {"num_updates": 5.0, "lr": 0.1}, 5) is None
+    assert rows.add("valid", {"epoch": 1, "valid_loss": 3.0, "valid_num_updates": 8.0}, 8) is None
+    row = rows.add("train", {"epoch": 1, "train_loss": 4.0, "train_num_updates": 8.0, "train_lr": 0.1}, 8)
     assert row["epoch"] == 1 and row["num_updates"] == 8 and row["valid_loss"] == 3.0 and row["train_loss"] == 4.0
+    assert rows.add("valid_bleu_subset", {"epoch": 2}, 9) is None and rows.pending_row() is None  # an unknown tag
 
 
 # reconcile.py -----------------------------------------------------------------------------------------------------
