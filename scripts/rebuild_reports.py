@@ -68,6 +68,10 @@ STUDIES = {
     "cpu_multi30k_sgd_long": Study(
         "configs/sweeps/cpu_multi30k_sgd_long.yaml", "docs/results/cpu_multi30k_sgd_long.md",
         "The paper at CPU scale, study F: Figure 2b at 552 updates (docs/protocols/paper_cpu.md)"),
+    "cpu_multi30k_short": Study(
+        "configs/sweeps/cpu_multi30k_short.yaml", "docs/results/cpu_multi30k_short.md",
+        "The paper at CPU scale, study A': study A's plan continued for Figure 2a's short warm-up "
+        "(docs/protocols/paper_cpu.md)"),
     "why_warmup_edge_pilot": Study(
         "configs/sweeps/why_warmup_edge_pilot.yaml", "docs/results/why_warmup_edge_pilot.md",
         "Why warm-up, round three: the Pre-LN pilot (a pilot: it decides no claim; its rule picks the study's "
