@@ -157,6 +157,8 @@ class Watch:
             error = OSError(raised.errno, os.strerror(raised.errno), raised.path)
             kind, detail = io_failure(error, self.run_dir / "checkpoints")
             return Outcome(RunStatus.FAILED, update, kind, detail=detail)
+        if raised is not None and raised.kind is Kind.OUT_OF_MEMORY:
+            return Outcome(RunStatus.FAILED, update, Failure.OUT_OF_MEMORY, detail=raised.describe())
         return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
 
     def telling(self) -> Raised | None:

@@ -48,6 +48,7 @@ class Failure(enum.Enum):
     DISK_FULL = "disk_full"  # no space left, or a quota, while prelnx or fairseq wrote the run dir
     IO = "io"  # another error writing or reading the run dir (permissions, a vanished folder)
     CRASH = "crash"  # fairseq exited with an error of its own
+    OUT_OF_MEMORY = "out_of_memory"  # fairseq raised MemoryError or torch's OutOfMemoryError (an OOM kill is a crash)
     STOPPED = "stopped"  # stopped by the user (Ctrl-C, SIGTERM, a scheduler)
     UNREADABLE_CHECKPOINT = "unreadable_checkpoint"  # trained, but its last checkpoint cannot be read
     FINISHED_THEN_CRASHED = "finished_then_crashed"  # fairseq saved its last checkpoint, then exited with an error
@@ -108,6 +109,8 @@ def render_reason(outcome: Outcome) -> str:
         return f"the last checkpoint cannot be read ({outcome.detail}); run again"
     if f is Failure.FINISHED_THEN_CRASHED:
         return f"fairseq finished training, then exited with {outcome.detail}"
+    if f is Failure.OUT_OF_MEMORY:
+        return f"out of memory ({outcome.detail}): fewer tokens per batch (data.max_tokens) or fewer jobs at a time"
     return outcome.detail
 
 

@@ -165,13 +165,21 @@ def test_a_real_full_device_under_torch_save_is_disk_full_with_the_run_dirs_path
     assert outcome.reason() == f"no space left on device: {tmp_path / 'run' / 'checkpoints'}"  # the OSError named no file
 
 
-@pytest.mark.parametrize("what, error", [("out_of_memory", "MemoryError"), ("failed", "KeyError: 'REWORDED'")])
-def test_any_other_error_is_a_crash_that_names_it(tmp_path, what, error):
-    code, outcome = parent_outcome(tmp_path, what)
-    (event,) = events_of(tmp_path / f"{what}.log")
-    assert code == 1 and event.kind is (Kind.OUT_OF_MEMORY if what == "out_of_memory" else Kind.FAILED)
+def test_any_other_error_is_a_crash_that_names_it(tmp_path):
+    code, outcome = parent_outcome(tmp_path, "failed")
+    (event,) = events_of(tmp_path / "failed.log")
+    assert code == 1 and event.kind is Kind.FAILED
     assert outcome.status is RunStatus.FAILED and outcome.failure is Failure.CRASH
-    assert outcome.reason() == f"fairseq exited with code 1: {error}"
+    assert outcome.reason() == "fairseq exited with code 1: KeyError: 'REWORDED'"
+
+
+def test_a_real_memory_error_is_out_of_memory_with_what_to_change(tmp_path):
+    code, outcome = parent_outcome(tmp_path, "out_of_memory")
+    (event,) = events_of(tmp_path / "out_of_memory.log")
+    assert code == 1 and event.kind is Kind.OUT_OF_MEMORY
+    assert outcome.status is RunStatus.FAILED and outcome.failure is Failure.OUT_OF_MEMORY
+    assert outcome.record()["failure"] == "out_of_memory"
+    assert outcome.reason().startswith("out of memory (MemoryError): fewer tokens per batch (data.max_tokens)")
 
 
 @pytest.mark.parametrize("what", ["killed", "wording"])
