@@ -1,7 +1,9 @@
 """What a fairseq child measured and how it ended, as typed events it reports to its parent: one line per event in
-its output, `prelnx-event {"event": ...}`. The child's entry (launch/fairseq_entry.py) reports `stats` for every
-record fairseq's progress bar logs (training progress, an epoch's summary, a validation), `done` when fairseq's
-program returns and `raised` (classified by the exception's type) when it raises; a Slurm task reports what it raised.
+its output, `prelnx-event {"event": ...}`. The child reports `stats` for every record fairseq's progress bar logs
+(training progress, an epoch's summary, a validation; prelnx_fairseq_plugin/stats_events.py), `diagnosed` for each
+update the plugin's diagnostics measured (prelnx_fairseq_plugin/diagnostics.py), and its entry
+(launch/fairseq_entry.py) `done` when fairseq's program returns and `raised` (classified by the exception's type) when
+it raises; a Slurm task reports what it raised.
 The parent (launch/watch.py, records/reconcile.py, launch/slurm_job.py) builds a run's rows and decides its end state
 from these values, never from fairseq's wording; a child that died without one (SIGKILL, an OOM kill) is one the
 parent records as a crash.
@@ -69,6 +71,14 @@ class Stats:
         object.__setattr__(self, "stats", {key: _number(value) for key, value in self.stats.items()})
 
 
+@dataclass(frozen=True)
+class Diagnosed:
+    """The plugin's diagnostics of one update (prelnx_fairseq_plugin/diagnostics.py owns `row`'s keys, `num_updates`
+    among them); the parent stores the row as it is (prelnx/records/diagnostics.py)."""
+
+    row: dict[str, Any]
+
+
 def _number(value: Any) -> Any:
     try:
         return float(value) if isinstance(value, str) else value
@@ -76,8 +86,8 @@ def _number(value: Any) -> Any:
         return value
 
 
-Event = Done | Raised | Stats
-NAMES: dict[type, str] = {Done: "done", Raised: "raised", Stats: "stats"}
+Event = Done | Raised | Stats | Diagnosed
+NAMES: dict[type, str] = {Done: "done", Raised: "raised", Stats: "stats", Diagnosed: "diagnosed"}
 TYPES = {name: kind for kind, name in NAMES.items()}
 
 

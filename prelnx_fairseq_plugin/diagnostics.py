@@ -3,8 +3,8 @@
 `--diagnostics-every-updates N`: after every N-th update, per group (`group_of`), the gradient's norm (`grad_norm`),
 the update/weight ratio (`update_ratio`), the largest attention logit (`attn_logit_max`, from the module's own
 projections) and each layer's output RMS (`hidden_rms`); `--sharpness-every-updates M`: the critical sharpness on a
-fixed validation batch (`critical_sharpness`). Rank 0 logs one JSON record per measured update, `... |
-prelnx_diagnostics | {...}`, in the training's log (prelnx/records/diagnostics.py makes diagnostics.jsonl of it). The
+fixed validation batch (`critical_sharpness`). Rank 0 reports one record per measured update as a typed event
+(prelnx/child_report.py `Diagnosed`), which the parent stores in diagnostics.jsonl (prelnx/records/diagnostics.py). The
 quantities, their sources, the groups and the record's keys are defined in docs/diagnostics.md.
 
 Patched here because fairseq has no hook around an update: `Trainer.train_step` is wrapped (a copy of the weights,
@@ -17,8 +17,6 @@ gradient or a weight.
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import os
 import re
@@ -29,8 +27,9 @@ from fairseq import options
 from fairseq.modules import MultiheadAttention
 from fairseq.trainer import Trainer
 
+from prelnx.child_report import Diagnosed, emit
+
 ENV = "PRELNX_DIAGNOSTICS_INTERVALS"
-LOGGER = logging.getLogger("prelnx_diagnostics")  # the record's tag in the log line
 _LAYER = re.compile(r"^(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)\.([^.]+)")
 _LAYER_MODULE = re.compile(r"^(?:module\.)*(encoder|decoder)\.(?:sentence_encoder\.)?layers\.(\d+)$")
 _FFN = ("fc1", "fc2", "final_layer_norm")
@@ -272,7 +271,7 @@ def train_step(self: Trainer, samples, raise_oom: bool = False):
         if getattr(self, "_prelnx_held_out", None) is None:
             self._prelnx_held_out = held_out_batch(self)
         record.update(critical_sharpness(self, [p for _, p in named], before, lr, self._prelnx_held_out))
-    LOGGER.info(json.dumps(record))
+    emit(Diagnosed(record))
     return output
 
 

@@ -1,7 +1,7 @@
 """Following a training: prelnx reads train.log as the child writes it. The child's events (prelnx/child_report.py)
 are its records: each `stats` event becomes progress, a validation row (recorded) and a divergence decision; its
-report of how it ended (done, or what it raised, by type) and its exit code a typed `Outcome`. A diagnostics
-record (the plugin's) becomes a diagnostics row; every other line is only kept, as the tail a crash is told by.
+report of how it ended (done, or what it raised, by type) and its exit code a typed `Outcome`. A `diagnosed` event
+(the plugin's) becomes a diagnostics row; every other line is only kept, as the tail a crash is told by.
 The log is a file, not a pipe: fairseq's record of every update survives if prelnx dies, and the restart rebuilds
 what prelnx missed from it (records/reconcile.py)."""
 
@@ -24,7 +24,7 @@ from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
-from prelnx.records.diagnostics import append_diagnostics, parse_diagnostics, reconcile_diagnostics
+from prelnx.records.diagnostics import append_diagnostics, reconcile_diagnostics
 from prelnx.records.grain import Grain, stride
 from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
@@ -105,8 +105,8 @@ class Watch:
         try:
             if isinstance(event, Stats):
                 self._record(event)
-            elif event is None and (diagnosed := parse_diagnostics(line)) is not None:
-                self._diagnostics(diagnosed)
+            elif isinstance(event, child_report.Diagnosed):
+                self._diagnostics(event.row)
         except OSError as error:
             self.io_failed = io_failure(error, self.run_dir)
 

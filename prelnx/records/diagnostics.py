@@ -1,20 +1,19 @@
-"""A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), copied as it is from the
-child's `prelnx_diagnostics` records in train.log (prelnx_fairseq_plugin/diagnostics.py owns its keys); rebuilt like
-metrics.jsonl up to the last checkpoint's update. TensorBoard: `scalars` (step = update) and `LAYOUT`.
+"""A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), stored as it is from the
+child's `diagnosed` events (prelnx/child_report.py; prelnx_fairseq_plugin/diagnostics.py owns the row's keys); rebuilt
+like metrics.jsonl, from the events in train.log, up to the last checkpoint's update. TensorBoard: `scalars` (step = update) and `LAYOUT`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from prelnx import child_report
 from prelnx.atomic import write_text_atomic
 from prelnx.records.results import is_finite
 
 FILE = "diagnostics.jsonl"
-_RECORD = re.compile(r"\|\s*prelnx_diagnostics\s*\|\s*(\{.*\})\s*$")  # the plugin's logger name
 # The quantities the plugin measures per group (each a mapping group -> value), with their chart titles.
 PER_GROUP = {"grad_norm": "gradient norm per sublayer", "update_ratio": "update / weight per sublayer",
              "attn_logit_max": "largest attention logit per attention module",
@@ -27,18 +26,15 @@ LAYOUT = {SECTION: {title: ["Multiline", [rf"^diagnostics/{key}/"]] for key, tit
 Diagnostics = dict[str, Any]
 
 
-def _row(text: str) -> Diagnostics | None:
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+def _valid(row: Any) -> Diagnostics | None:
     return row if isinstance(row, dict) and isinstance(row.get("num_updates"), int) else None
 
 
-def parse_diagnostics(line: str) -> Diagnostics | None:
-    """A train.log line holding a diagnostics record -> the row; any other line -> None."""
-    found = _RECORD.search(line)
-    return None if found is None else _row(found.group(1))
+def _row(text: str) -> Diagnostics | None:
+    try:
+        return _valid(json.loads(text))
+    except json.JSONDecodeError:
+        return None
 
 
 def read_diagnostics(run_dir: Path) -> list[Diagnostics]:
@@ -59,7 +55,9 @@ def reconcile_diagnostics(run_dir: Path, log_path: Path, upto: int) -> list[Diag
     logged: dict[int, Diagnostics] = {}  # every attempt's; a later record of an update replaces the earlier
     if log_path.is_file():
         with open(log_path, errors="replace") as log:
-            logged = {row["num_updates"]: row for line in log if (row := parse_diagnostics(line)) is not None}
+            events = (child_report.parse(line) for line in log)
+            logged = {row["num_updates"]: row for event in events
+                      if isinstance(event, child_report.Diagnosed) and (row := _valid(event.row)) is not None}
     merged = logged | {row["num_updates"]: row for row in read_diagnostics(run_dir)}
     rows = [merged[u] for u in sorted(merged) if u <= upto]
     if merged or (run_dir / FILE).is_file():

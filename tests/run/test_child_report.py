@@ -226,6 +226,14 @@ def test_no_product_module_parses_fairseqs_log_line_for_a_record():
     assert found == []
 
 
+def test_diagnostics_travel_as_an_event_not_as_a_log_line():
+    """The plugin's diagnostics of an update reach the parent as a `diagnosed` event, read back as the same row."""
+    row = {"num_updates": 4, "epoch": 1, "lr": 1e-3, "grad_norm": {"decoder.1.ffn": 0.5}, "lambda_c": None}
+    event = child_report.parse("2026-12-01 | stray prefix " + child_report.line(child_report.Diagnosed(row)))
+    assert event == child_report.Diagnosed(row)
+    assert child_report.parse('prelnx-event {"event": "diagnosed"}') is None  # no row: no event
+
+
 def test_a_slurm_jobs_rank_0_error_is_read_from_the_event_its_task_reported(tmp_path):
     """launch/slurm_job.py: rank 0's output is echoed without the event, and the error named is the event's, not a
     line picked from submitit's trace."""

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from prelnx import child_report
 from prelnx.config.load import ConfigError, load_config
 from prelnx.launch.local import train
 from prelnx.plan.common import optimization_argv, run_argv
@@ -53,7 +54,7 @@ def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchange
     assert scalar_steps(run_dir, "diagnostics/grad_norm/decoder.1.ffn") == [u for u in measured(updates) if u % EVERY == 0]
     assert scalar_steps(run_dir, "diagnostics/attn_logit_max/encoder.0.self_attn")[0] == EVERY
     assert scalar_steps(run_dir, "diagnostics/lambda_c") == [u for u in measured(updates) if u % SHARPNESS == 0]
-    assert "prelnx_diagnostics" in (run_dir / "train.log").read_text()
+    assert '"event": "diagnosed"' in (run_dir / "train.log").read_text()  # reported as typed events
     assert "--diagnostics-every-updates 2 --sharpness-every-updates 3" in (run_dir / "command.txt").read_text()
     from prelnx.plots.curves import plot
 
@@ -92,8 +93,8 @@ def test_a_killed_then_interrupted_run_resumed_has_each_row_once(tiny_config_fil
     assert scalar_steps(run_dir, "diagnostics/grad_norm/encoder.0.ffn") == [u for u in updates if u % EVERY == 0]
     assert scalar_steps(run_dir, "diagnostics/lambda_c") == [u for u in updates if u % SHARPNESS == 0]
     # every record train.log holds up to the checkpoint (both attempts) is in the file once
-    logged = {int(line.split('"num_updates": ')[1].split(",")[0]) for line in (run_dir / "train.log").read_text().splitlines()
-              if "| prelnx_diagnostics |" in line}  # fmt: skip
+    events = [child_report.parse(line) for line in (run_dir / "train.log").read_text().splitlines()]
+    logged = {event.row["num_updates"] for event in events if isinstance(event, child_report.Diagnosed)}
     assert sorted(u for u in logged if u <= checkpoint) == updates
 
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 
-from prelnx.records.diagnostics import FILE, parse_diagnostics, read_diagnostics, reconcile_diagnostics, scalars
+from prelnx import child_report
+from prelnx.records.diagnostics import FILE, read_diagnostics, reconcile_diagnostics, scalars
+
+
+def row(update: int, attempt: int) -> dict:
+    return {"num_updates": update, "epoch": 1, "lr": 0.001, "grad_norm": {"decoder.1.ffn": float(attempt)},
+           "update_ratio": {"decoder.1.ffn": 0.01}, "attn_logit_max": {"encoder.0.self_attn": 2.0},
+           "lambda_c": 100.0 if update % 4 == 0 else None}  # fmt: skip
 
 
 def record(update: int, attempt: int) -> str:
-    row = {"num_updates": update, "epoch": 1, "lr": 0.001, "grad_norm": {"decoder.1.ffn": float(attempt)},
-           "update_ratio": {"decoder.1.ffn": 0.01}, "attn_logit_max": {"encoder.0.self_attn": 2.0},
-           "lambda_c": 100.0 if update % 4 == 0 else None}  # fmt: skip
-    return f"2026-12-01 10:00:00 | INFO | prelnx_diagnostics | {json.dumps(row)}\n"
+    """The child's event of one update, as train.log holds it."""
+    return child_report.line(child_report.Diagnosed(row(update, attempt)))
 
 
 def test_rows_follow_the_checkpoint_and_the_later_attempt(tmp_path):
@@ -19,7 +24,7 @@ def test_rows_follow_the_checkpoint_and_the_later_attempt(tmp_path):
     # attempt 1 measured 2..12 and was killed with its checkpoint at 6; attempt 2 redid 8 and 10
     log.write_text("".join(record(u, 1) for u in (2, 4, 6, 8, 10, 12)) + "prelnx: resuming\n"
                    + "".join(record(u, 2) for u in (8, 10)))  # fmt: skip
-    (tmp_path / FILE).write_text(record(2, 1).split("| prelnx_diagnostics | ")[1] + '{"num_updates": 4, "ep')
+    (tmp_path / FILE).write_text(json.dumps(row(2, 1)) + "\n" + '{"num_updates": 4, "ep')
     rows = reconcile_diagnostics(tmp_path, log, upto=10)
     assert [row["num_updates"] for row in rows] == [2, 4, 6, 8, 10]  # the cut line rebuilt from the log, 12 dropped
     assert [row["grad_norm"]["decoder.1.ffn"] for row in rows] == [1.0, 1.0, 1.0, 2.0, 2.0]
@@ -34,9 +39,7 @@ def test_a_run_without_diagnostics_gets_no_file(tmp_path):
 
 
 def test_tensorboard_scalars_skip_what_was_not_measured():
-    row = parse_diagnostics(record(4, 1))
-    tags = dict(scalars(row))
+    tags = dict(scalars(row(4, 1)))
     assert tags["diagnostics/grad_norm/decoder.1.ffn"] == 1.0 and tags["diagnostics/lambda_c"] == 100.0
     assert tags["diagnostics/lr_lambda_c"] == 0.1
-    assert "diagnostics/lambda_c" not in dict(scalars(parse_diagnostics(record(2, 1))))
-    assert parse_diagnostics("2026 | INFO | train_inner | {\"num_updates\": 4}") is None
+    assert "diagnostics/lambda_c" not in dict(scalars(row(2, 1)))
