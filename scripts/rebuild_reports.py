@@ -72,6 +72,14 @@ STUDIES = {
         "configs/sweeps/cpu_multi30k_short.yaml", "docs/results/cpu_multi30k_short.md",
         "The paper at CPU scale, study A': study A's plan continued for Figure 2a's short warm-up "
         "(docs/protocols/paper_cpu.md)"),
+    "cpu_multi30k_short_g": Study(
+        "configs/sweeps/cpu_multi30k_short_g.yaml", "docs/results/cpu_multi30k_short_g.md",
+        "The paper at CPU scale, study G: Figure 2a's short warm-up on fresh seeds 17-34 "
+        "(docs/protocols/paper_cpu.md)"),
+    "bert_cpu_premise_d64": Study(
+        "configs/sweeps/bert_cpu_premise_d64.yaml", "docs/results/bert_cpu_premise_d64.md",
+        "The paper at CPU scale, study D3: Figure 5a's premise at 12 layers, d 64, 1000 updates "
+        "(docs/protocols/paper_cpu.md)"),
     "why_warmup_edge_pilot": Study(
         "configs/sweeps/why_warmup_edge_pilot.yaml", "docs/results/why_warmup_edge_pilot.md",
         "Why warm-up, round three: the Pre-LN pilot (a pilot: it decides no claim; its rule picks the study's "
