@@ -12,7 +12,7 @@ from pathlib import Path
 class Named:
     languages: tuple[str, str] = ("src", "tgt")  # (source, target)
     folder: Path | None = None  # relative to the working directory, named as fairseq's own recipes name them
-    bpe_merges: int | None = None  # joint BPE merges learned unless --bpe-merges/--bpe-code say otherwise (None: no BPE)
+    bpe_merges: int | None = None  # joint BPE merges learned unless --bpe-merges/--bpe-code say otherwise; None: no BPE
     trained: bool = True  # a data.dataset value a config trains on
     prepared: bool = True  # a DATASET of `prelnx data prepare`
 
