@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from prelnx.data.output import tok_path
 from prelnx.data.sources import Recipe, SourceFiles
@@ -34,29 +35,18 @@ class CustomCorpus:
 
 
 def corpus_from_options(
-    pairs: dict[str, tuple[Path | None, Path | None]],
-    *,
-    dataset: str,
-    source_lang: str = "src",
-    target_lang: str = "tgt",
-    tokenize: bool = False,
-    lowercase: bool = False,
-    joined_dictionary: bool = False,
+    pairs: dict[str, tuple[Path | None, Path | None]], *, dataset: str, **options: Any
 ) -> CustomCorpus | None:
-    """The custom corpus `prelnx data prepare` options describe; None when they describe none (a named dataset
-    with no custom option). Raises DataError for a source file without its target (or the reverse)."""
+    """The custom corpus `prelnx data prepare` options describe (`options`: CustomCorpus's other fields); None when
+    they describe none (a named dataset with no custom option). Raises DataError for a source file without its
+    target (or the reverse)."""
     given = any(path is not None for pair in pairs.values() for path in pair)
-    custom = given or tokenize or lowercase or joined_dictionary or (source_lang, target_lang) != ("src", "tgt")
-    if dataset != "custom" and not custom:
+    if dataset != "custom" and not given and CustomCorpus({}, **options) == CustomCorpus({}):
         return None
     for split, (src, tgt) in pairs.items():
         if (src is None) != (tgt is None):
             raise DataError(f"--{split}-src and --{split}-tgt go together")
-    return CustomCorpus(
-        files={split: (src, tgt) for split, (src, tgt) in pairs.items() if src is not None and tgt is not None},
-        source_lang=source_lang, target_lang=target_lang, tokenize=tokenize, lowercase=lowercase,
-        joined_dictionary=joined_dictionary,
-    )  # fmt: skip
+    return CustomCorpus({split: pair for split, pair in pairs.items() if None not in pair}, **options)
 
 
 def gather(corpus: CustomCorpus) -> SourceFiles:
