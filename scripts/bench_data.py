@@ -19,6 +19,7 @@ from pathlib import Path
 
 from prelnx.data import multi30k
 from prelnx.data.bpe import learn_joint_bpe
+from prelnx.data.locations import DATASETS
 from prelnx.data.sources import locate
 from prelnx.data.textio import read_lines, write_lines
 from prelnx.data.workers import CHUNK_LINES, BpeStep, MosesSteps, Step, Workers
@@ -42,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", default=str(DEFAULT_SOURCE), help="Multi30k folder or archive (raw task 1 files)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--bpe-merges", type=int, default=multi30k.BPE_MERGES)
+    parser.add_argument("--bpe-merges", type=int, default=DATASETS["multi30k"].bpe_merges)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,7 +11,7 @@ import typer
 
 from prelnx.commands import options
 from prelnx.commands.errors import handled
-from prelnx.data.locations import DEFAULT_VALID_LINES, Dataset
+from prelnx.data.locations import DEFAULT_VALID_LINES, Dataset, default_folder
 
 data_app = options.command_group(
     "Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.")
@@ -68,7 +68,7 @@ def prepare_command(
     Exit codes: 0 prepared (or already there), 2 bad input, 130 interrupted.
     """
     from prelnx.data.custom import corpus_from_options  # here, not at import: `prelnx --help` stays fast
-    from prelnx.data.prepare import default_out, make_recipe, prepare_recipe, summary
+    from prelnx.data.prepare import make_recipe, prepare_recipe, summary
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
     text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
@@ -78,12 +78,12 @@ def prepare_command(
         corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
                                      tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
         recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
-    target = out or default_out(dataset.value)
+    target = out or default_folder(dataset.value)
     if dry_run:
         typer.echo(f"would prepare {recipe.describe()} into {target}")
         return
     prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
     typer.echo(summary(target))
-    if dataset is Dataset.text or (out is not None and out != default_out(dataset.value)):
+    if dataset is Dataset.text or (out is not None and out != default_folder(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data
         typer.echo(f"train on it: prelnx train --config ... --set data.dataset={name} --set data.path={target}")

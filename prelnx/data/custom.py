@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from prelnx.data import bpe
-from prelnx.data.output import text_path, tok_path
+from prelnx.data.output import tok_path
 from prelnx.data.sources import Recipe, SourceFiles
 from prelnx.data.textio import DataError, parallel_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
@@ -35,29 +35,18 @@ class CustomCorpus:
 
 
 def corpus_from_options(
-    pairs: dict[str, tuple[Path | None, Path | None]],
-    *,
-    dataset: str,
-    source_lang: str = "src",
-    target_lang: str = "tgt",
-    tokenize: bool = False,
-    lowercase: bool = False,
-    joined_dictionary: bool = False,
+    pairs: dict[str, tuple[Path | None, Path | None]], *, dataset: str, **options: Any
 ) -> CustomCorpus | None:
-    """The custom corpus `prelnx data prepare` options describe; None when they describe none (a named dataset
-    with no custom option). Raises DataError for a source file without its target (or the reverse)."""
+    """The custom corpus `prelnx data prepare` options describe (`options`: CustomCorpus's other fields); None when
+    they describe none (a named dataset with no custom option). Raises DataError for a source file without its
+    target (or the reverse)."""
     given = any(path is not None for pair in pairs.values() for path in pair)
-    custom = given or tokenize or lowercase or joined_dictionary or (source_lang, target_lang) != ("src", "tgt")
-    if dataset != "custom" and not custom:
+    if dataset != "custom" and not given and CustomCorpus({}, **options) == CustomCorpus({}):
         return None
     for split, (src, tgt) in pairs.items():
         if (src is None) != (tgt is None):
             raise DataError(f"--{split}-src and --{split}-tgt go together")
-    return CustomCorpus(
-        files={split: (src, tgt) for split, (src, tgt) in pairs.items() if src is not None and tgt is not None},
-        source_lang=source_lang, target_lang=target_lang, tokenize=tokenize, lowercase=lowercase,
-        joined_dictionary=joined_dictionary,
-    )  # fmt: skip
+    return CustomCorpus({split: pair for split, pair in pairs.items() if None not in pair}, **options)
 
 
 def gather(corpus: CustomCorpus) -> SourceFiles:
@@ -69,9 +58,7 @@ def gather(corpus: CustomCorpus) -> SourceFiles:
     return found
 
 
-def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus, bpe_code: Path | None,
-               bpe_merges: int | None) -> dict | None:  # fmt: skip
-    use_bpe = bpe_code is not None or bpe_merges is not None
+def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus) -> None:
     for split in corpus.splits:
         inputs = {lang: sources.paths[f"{split}.{lang}"] for lang in corpus.languages}
         total = parallel_lines(*inputs.values())
@@ -80,14 +67,10 @@ def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: 
             if corpus.tokenize or corpus.lowercase:
                 steps = MosesSteps(lang, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
                 lines = workers.map(steps, lines, desc=f"{split}.{lang}", total=total)
-            write_lines(tok_path(folder, split, lang) if use_bpe else text_path(folder, split, lang), lines)
-    if not use_bpe:
-        return None
-    return bpe.encode(folder, splits=corpus.splits, languages=corpus.languages, given=bpe_code,
-                      merges=bpe_merges or 0, workers=workers)  # fmt: skip
+            write_lines(tok_path(folder, split, lang), lines)
 
 
-def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
+def recipe(corpus: CustomCorpus) -> Recipe:
     for split in ("train", "valid"):
         if split not in corpus.files:
             raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
@@ -101,8 +84,6 @@ def recipe(*, corpus: CustomCorpus, bpe_code: Path | None, bpe_merges: int | Non
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
         "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
-        "bpe": bpe.settings(bpe_code, bpe_merges),
     }
-    build = partial(build_text, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges)
-    return Recipe("custom", corpus.languages, corpus.splits, settings, gather=lambda work: gather(corpus), build=build,
-                  joined_dictionary=corpus.joined_dictionary)  # fmt: skip
+    return Recipe("custom", corpus.languages, corpus.splits, settings, gather=lambda work: gather(corpus),
+                  write=partial(write_text, corpus=corpus), joined_dictionary=corpus.joined_dictionary)  # fmt: skip

@@ -10,16 +10,16 @@ from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
-from prelnx.data import bpe, moses
+from prelnx.data import moses
+from prelnx.data.locations import DATASETS
 from prelnx.data.output import tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import DataError, check_aligned_segments, check_parallel, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release
-LANGUAGES = ("de", "en")
+LANGUAGES = DATASETS["iwslt14"].languages
 SPLITS = ["train", "valid", "test"]
-BPE_MERGES = 10_000
 CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 175}
 VALID_EVERY = 23
 TRAIN_FILES = {lang: f"train.tags.de-en.{lang}" for lang in LANGUAGES}
@@ -92,22 +92,12 @@ def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> None:
         write_lines(tok_path(folder, "test", lang), lines)
 
 
-def build_text(
-    sources: SourceFiles,
-    folder: Path,
-    workers: Workers,
-    *,
-    splits: Sequence[str] = SPLITS,
-    bpe_code: Path | None = None,
-    bpe_merges: int = BPE_MERGES,
-) -> dict:
-    """Write text/tok/{split}.{de,en}, code, and text/{split}.{de,en} (BPE) into `folder`; returns the BPE entry."""
+def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, splits: Sequence[str] = SPLITS) -> None:
+    """Write text/tok/{split}.{de,en} into `folder`."""
     if "train" in splits or "valid" in splits:
         _build_train_valid(sources.paths, folder, workers)
     if "test" in splits:
         build_test(sources.paths, folder, workers)
-    return bpe.encode(folder, splits=list(splits), languages=LANGUAGES, given=bpe_code, merges=bpe_merges,
-                      workers=workers)  # fmt: skip
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:
@@ -115,8 +105,7 @@ def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> So
                   what="the IWSLT14 de-en release")  # fmt: skip
 
 
-def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
-    merges = bpe_merges or BPE_MERGES
+def recipe(source: str | None) -> Recipe:
     settings = {
         "recipe": "fairseq examples/translation/prepare-iwslt14.sh",
         "tokenizer": "moses (escape, no -a)",
@@ -124,7 +113,5 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "clean": CLEAN,
         "valid": f"every {VALID_EVERY}th line of the cleaned train corpus",
         "test": list(TEST_SETS),
-        "bpe": bpe.settings(bpe_code, merges),
     }
-    build = partial(build_text, bpe_code=bpe_code, bpe_merges=merges)
-    return Recipe("iwslt14", LANGUAGES, SPLITS, settings, gather=lambda work: gather(source, work), build=build)
+    return Recipe("iwslt14", LANGUAGES, SPLITS, settings, gather=partial(gather, source), write=write_text)

@@ -1,37 +1,38 @@
-"""The datasets' names (those a config trains on, those `prelnx data prepare` prepares) and where prepared
-(binarized) datasets live by default, shared by `prelnx data prepare` and `prelnx train`."""
+"""The datasets: one row each (the names a config trains on, those `prelnx data prepare` prepares, their languages,
+default BPE and where they are prepared by default), read by `prelnx data prepare`, the config and `prelnx train`."""
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from pathlib import Path
 
-# The data.dataset values a config trains on (synthetic: generated offline; custom: a prepared folder of yours).
-TRAINED: tuple[str, ...] = ("synthetic", "iwslt14", "wmt14", "multi30k", "custom")
+
+@dataclass(frozen=True)
+class Named:
+    languages: tuple[str, str] = ("src", "tgt")  # (source, target)
+    folder: Path | None = None  # relative to the working directory, named as fairseq's own recipes name them
+    bpe_merges: int | None = None  # joint BPE merges learned unless --bpe-merges/--bpe-code say otherwise; None: no BPE
+    trained: bool = True  # a data.dataset value a config trains on
+    prepared: bool = True  # a DATASET of `prelnx data prepare`
 
 
-class Dataset(enum.StrEnum):
-    """What `prelnx data prepare` prepares (its DATASET argument's choices)."""
-
-    iwslt14 = "iwslt14"
-    wmt14 = "wmt14"
-    multi30k = "multi30k"
-    custom = "custom"
-    text = "text"  # monolingual text, for task: masked_lm
-
-
-# Folders relative to the working directory, named as fairseq's own recipes name them.
-DEFAULT_DATA_DIRS: dict[str, Path] = {
-    "iwslt14": Path("data-bin/iwslt14.tokenized.de-en"),
-    "wmt14": Path("data-bin/wmt14_en_de"),
-    "multi30k": Path("data-bin/multi30k.de-en"),
+DATASETS: dict[str, Named] = {
+    "synthetic": Named(prepared=False),  # generated offline
+    "iwslt14": Named(("de", "en"), Path("data-bin/iwslt14.tokenized.de-en"), 10_000),
+    "wmt14": Named(("en", "de"), Path("data-bin/wmt14_en_de"), 40_000),
+    "multi30k": Named(("de", "en"), Path("data-bin/multi30k.de-en"), 10_000),
+    "custom": Named(),  # a prepared folder of yours
+    "text": Named(trained=False),  # monolingual text, for task: masked_lm
 }
-# (source, target) languages per dataset.
-DEFAULT_LANGUAGES: dict[str, tuple[str, str]] = {
-    "iwslt14": ("de", "en"),
-    "wmt14": ("en", "de"),
-    "multi30k": ("de", "en"),
-    "synthetic": ("src", "tgt"),
-}
+# The data.dataset values a config trains on.
+TRAINED: tuple[str, ...] = tuple(name for name, row in DATASETS.items() if row.trained)
+# What `prelnx data prepare` prepares (its DATASET argument's choices).
+Dataset = enum.StrEnum("Dataset", [name for name, row in DATASETS.items() if row.prepared])
 # `prelnx data prepare text`: the last lines of the text held out for validation.
 DEFAULT_VALID_LINES = 1000
+
+
+def default_folder(dataset: str) -> Path:
+    """Where `prelnx data prepare` writes and `prelnx train` looks when --out / data.path is not set."""
+    return DATASETS[dataset].folder or Path("data-bin") / dataset

@@ -17,7 +17,6 @@ import regex
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
 _ENDS_WITH_PERIOD = re.compile(r"^(\S+)\.$")
-_STARTS_WITH_DIGIT = re.compile(r"^[0-9]+")
 _NON_PRINTING = regex.compile(r"\p{C}")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -26,56 +25,22 @@ class PerlMosesTokenizer(MosesTokenizer):
     """sacremoses' tokenizer with tokenizer.perl's handling of a period at the end of the line."""
 
     def handles_nonbreaking_prefixes(self, text: str) -> str:
-        tokens = text.split()
-        last = len(tokens) - 1
-        for i, token in enumerate(tokens):
-            match = _ENDS_WITH_PERIOD.search(token)
-            if not match:
-                continue
-            prefix = match.group(1)
-            kept = i < last and (
-                ("." in prefix and self.isanyalpha(prefix))
-                or (prefix in self.NONBREAKING_PREFIXES and prefix not in self.NUMERIC_ONLY_PREFIXES)
-                or (tokens[i + 1] and self.islower(tokens[i + 1][0]))
-                or (prefix in self.NUMERIC_ONLY_PREFIXES and _STARTS_WITH_DIGIT.search(tokens[i + 1]))
-            )
-            if not kept:
-                tokens[i] = prefix + " ."
+        # sacremoses may keep the last token's period ("U.S.", a prefix, a lowercase word next); the perl script
+        # keeps one only before another token, so the last token's is always split off.
+        tokens = super().handles_nonbreaking_prefixes(text).split(" ")
+        tokens[-1] = _ENDS_WITH_PERIOD.sub(r"\1 .", tokens[-1])
         return " ".join(tokens)
 
 
 class PerlPunctNormalizer(MosesPunctNormalizer):
     """sacremoses' normalizer with normalize-punctuation.perl's (default, non-Penn) substitution table."""
 
-    NORMALIZE_UNICODE = (
-        ("„", '"'),
-        ("“", '"'),
-        ("”", '"'),
-        ("–", "-"),
-        ("—", " - "),
-        (r" +", " "),
-        ("´", "'"),
-        ("([a-zA-Z])‘([a-zA-Z])", r"\g<1>'\g<2>"),
-        ("([a-zA-Z])’([a-zA-Z])", r"\g<1>'\g<2>"),
-        ("‘", '"'),
-        ("‚", '"'),
-        ("’", '"'),
-        (r"''", '"'),
-        ("´´", '"'),
-        ("…", "..."),
-    )
-    FRENCH_QUOTES = (
-        ("\u00a0«\u00a0", ' "'),
-        ("«\u00a0", '"'),
-        ("«", '"'),
-        ("\u00a0»\u00a0", '" '),
-        ("\u00a0»", '"'),
-        ("»", '"'),
-    )
-
     def __init__(self, lang: str) -> None:
+        # The perl turns ‘ and ‚ (when not between letters) into a double quote, not an apostrophe; perl_parity=True
+        # does the same for ’ and spaces French quotes as the perl does (on a copy of the table, made here first).
         # penn=True in sacremoses adds the `` -> ' and '' -> " rules the perl script applies when *not* -penn.
-        super().__init__(lang=lang, penn=True)
+        self.NORMALIZE_UNICODE = [*self.NORMALIZE_UNICODE[:9], ("‘", '"'), ("‚", '"'), *self.NORMALIZE_UNICODE[11:]]
+        super().__init__(lang=lang, penn=True, perl_parity=True)
 
     def normalize(self, text: str) -> str:
         # The perl script keeps each line's "\n", which its non-English rule `(\.+)"(\s*[^<])` -> `"$1$2` can

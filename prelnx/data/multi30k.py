@@ -9,17 +9,16 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from prelnx.data import bpe
+from prelnx.data.locations import DATASETS
 from prelnx.data.output import tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import parallel_lines, read_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
 BASE_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw"
-LANGUAGES = ("de", "en")
+LANGUAGES = DATASETS["multi30k"].languages
 SPLITS = ["train", "valid", "test"]
 FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}  # our split -> the release's file stem
-BPE_MERGES = 10_000
 HINT = (
     "pass a folder that holds the release's data/task1/raw files (train/val/test_2016_flickr .de/.en, gzipped "
     "or not), e.g. `prelnx data prepare multi30k --source /path/to/multi30k`"
@@ -30,9 +29,7 @@ def needed_files() -> list[str]:
     return [f"{stem}.{lang}" for stem in FILES.values() for lang in LANGUAGES]
 
 
-def build_text(
-    sources: SourceFiles, folder: Path, workers: Workers, *, bpe_code: Path | None = None, bpe_merges: int = BPE_MERGES
-) -> dict:
+def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
     files = sources.paths
     for split, stem in FILES.items():
         total = parallel_lines(*(files[f"{stem}.{lang}"] for lang in LANGUAGES))
@@ -40,7 +37,6 @@ def build_text(
             steps = MosesSteps(lang, lowercase_first=True, normalize_punctuation=True)
             lines = workers.map(steps, read_lines(files[f"{stem}.{lang}"]), desc=f"{split}.{lang}", total=total)
             write_lines(tok_path(folder, split, lang), lines)
-    return bpe.encode(folder, splits=SPLITS, languages=LANGUAGES, given=bpe_code, merges=bpe_merges, workers=workers)
 
 
 def gather(source: str | None, work: Path) -> SourceFiles:
@@ -48,13 +44,10 @@ def gather(source: str | None, work: Path) -> SourceFiles:
     return locate(source, needed_files(), downloads=downloads, work=work, hint=HINT, what="Multi30k task 1 raw files")
 
 
-def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
-    merges = bpe_merges or BPE_MERGES
+def recipe(source: str | None) -> Recipe:
     settings = {
         "recipe": "Multi30k task 1 official lc.norm.tok, then joint BPE",
         "steps": "lowercase | normalize-punctuation | tokenizer (escape, no -a)",
         "files": FILES,
-        "bpe": bpe.settings(bpe_code, merges),
     }
-    build = partial(build_text, bpe_code=bpe_code, bpe_merges=merges)
-    return Recipe("multi30k", LANGUAGES, SPLITS, settings, gather=lambda work: gather(source, work), build=build)
+    return Recipe("multi30k", LANGUAGES, SPLITS, settings, gather=partial(gather, source), write=write_text)

@@ -35,15 +35,17 @@ def read_manifest(folder: Path) -> dict | None:
         return None
 
 
+def _built(folder: Path, identity: dict) -> dict | None:
+    """`folder`'s manifest when it holds every entry of `identity`, else None."""
+    manifest = read_manifest(folder)
+    return manifest if manifest is not None and all(manifest.get(k) == v for k, v in identity.items()) else None
+
+
 def is_prepared(folder: Path, dataset: str, settings: dict) -> bool:
     """`folder` holds a complete preparation of `dataset` with these settings."""
-    manifest = read_manifest(folder)
-    return (
-        manifest is not None
-        and manifest.get("dataset") == dataset
-        and manifest.get("settings") == json.loads(json.dumps(settings))  # as stored: tuples became lists
-        and all((folder / name).is_file() for name in manifest.get("files", {}))
-    )
+    settings = json.loads(json.dumps(settings))  # as stored: tuples became lists
+    manifest = _built(folder, {"dataset": dataset, "settings": settings})
+    return manifest is not None and all((folder / name).is_file() for name in manifest.get("files", {}))
 
 
 def check_replaceable(out: Path, *, force: bool) -> None:
@@ -105,24 +107,19 @@ def tool_versions() -> dict[str, str]:
 def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -> Path:
     """Unless `out_dir`'s manifest.json holds every entry of `identity`, `build(staging)` writes the data and returns
     the manifest, written last; returns `out_dir`."""
-
-    def is_built(folder: Path) -> bool:
-        manifest = read_manifest(folder)
-        return manifest is not None and all(manifest.get(key) == value for key, value in identity.items())
-
-    if is_built(out_dir):
+    if _built(out_dir, identity) is not None:
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         manifest = build(staging)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        if out_dir.exists() and not is_built(out_dir):
+        if out_dir.exists() and _built(out_dir, identity) is None:
             shutil.rmtree(out_dir)  # a stale or foreign folder under our cache name
         try:
             staging.rename(out_dir)
         except OSError:
-            if not is_built(out_dir):  # another process finished the same build first: use its copy
+            if _built(out_dir, identity) is None:  # another process finished the same build first: use its copy
                 raise
     finally:
         if staging.exists():

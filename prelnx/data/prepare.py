@@ -6,26 +6,21 @@ from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
-from prelnx.data import iwslt14, multi30k, text, wmt14
+from prelnx.data import bpe, iwslt14, multi30k, text, wmt14
 from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus
 from prelnx.data.custom import recipe as custom_recipe
-from prelnx.data.locations import DEFAULT_DATA_DIRS, Dataset
+from prelnx.data.locations import DATASETS, Dataset
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.sources import Recipe
 from prelnx.data.textio import DataError
 from prelnx.data.workers import Workers
 
 log = logging.getLogger(__name__)
-DATASETS = tuple(Dataset)
 _RECIPES = {"iwslt14": iwslt14.recipe, "wmt14": wmt14.recipe, "multi30k": multi30k.recipe}
-
-
-def default_out(dataset: str) -> Path:
-    """Where `prelnx train` looks when data.path is not set (prelnx.data.locations)."""
-    return DEFAULT_DATA_DIRS.get(dataset, Path("data-bin") / dataset)
 
 
 def make_recipe(
@@ -48,14 +43,18 @@ def make_recipe(
             raise DataError("custom data needs --train-src/--train-tgt and --valid-src/--valid-tgt")
         if source is not None:
             raise DataError("custom data takes its files from --train-src/--train-tgt/..., not --source")
-        return custom_recipe(corpus=custom, bpe_code=bpe_code, bpe_merges=bpe_merges)
-    if custom is not None:
+        recipe = custom_recipe(custom)
+    elif custom is not None:
         raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
-    if dataset == "text":
-        return text.recipe(source=source, corpus_options=text_options or {}, bpe_code=bpe_code, bpe_merges=bpe_merges)
-    if dataset not in _RECIPES:
-        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-    return _RECIPES[dataset](source=source, bpe_code=bpe_code, bpe_merges=bpe_merges)
+    elif dataset == "text":
+        recipe = text.recipe(source=source, corpus_options=text_options or {})
+    elif dataset in _RECIPES:
+        recipe = _RECIPES[dataset](source)
+    else:
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(Dataset)}")
+    merges = bpe_merges or DATASETS[dataset].bpe_merges
+    settings = {**recipe.settings, "bpe": bpe.settings(bpe_code, merges)}
+    return replace(recipe, settings=settings, bpe_code=bpe_code, bpe_merges=merges)
 
 
 def prepare_recipe(
@@ -75,14 +74,24 @@ def prepare_recipe(
         work = staging / "work"
         sources = recipe.gather(work)
         log.info(f"preparing {recipe.describe()} from {sources.origin} with {pool.count} worker(s)")
-        bpe = recipe.build(sources, staging, pool)
+        recipe.write(sources, staging, pool)
+        if recipe.bpe_code is None and recipe.bpe_merges is None:  # no BPE: the text before BPE is the text
+            entry = None
+            for path in sorted((staging / "text" / "tok").iterdir()):
+                path.replace(staging / "text" / path.name)
+            (staging / "text" / "tok").rmdir()
+        else:
+            entry = bpe.encode(staging, splits=recipe.splits, languages=tuple(dict.fromkeys(recipe.languages)),
+                               given=recipe.bpe_code, merges=recipe.bpe_merges or 0, workers=pool)  # fmt: skip
+        if recipe.after_bpe is not None:
+            recipe.after_bpe(staging)
         shutil.rmtree(work, ignore_errors=True)
         log.info("binarizing with fairseq-preprocess")
         binarize(staging / "text", staging, source_lang=recipe.languages[0], target_lang=recipe.languages[1],
                  splits=recipe.splits, joined_dictionary=recipe.joined_dictionary, workers=pool.count,
                  monolingual=recipe.monolingual)  # fmt: skip
         write_manifest(staging, recipe, command=command, sources={"origin": sources.origin, "files": sources.inputs},
-                       bpe=bpe)  # fmt: skip
+                       bpe=entry)  # fmt: skip
     return out
 
 

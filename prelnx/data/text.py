@@ -13,9 +13,8 @@ from functools import partial
 from itertools import islice
 from pathlib import Path
 
-from prelnx.data import bpe
 from prelnx.data.locations import DEFAULT_VALID_LINES
-from prelnx.data.output import text_path, tok_path
+from prelnx.data.output import tok_path
 from prelnx.data.sources import Recipe, SourceFiles
 from prelnx.data.textio import DataError, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
@@ -68,26 +67,19 @@ def gather(corpus: TextCorpus, hashes: dict[str, str]) -> SourceFiles:
     return found
 
 
-def build_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: TextCorpus,
-               bpe_code: Path | None, bpe_merges: int | None) -> dict | None:  # fmt: skip
-    use_bpe = bpe_code is not None or bpe_merges is not None
+def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: TextCorpus) -> None:
     files = list(sources.paths.values())
     total = count_lines(files, corpus.valid_lines)
     lines = _non_blank(files)  # streamed: the last valid_lines lines are validation
     steps = MosesSteps("en", tokenize=corpus.tokenize, lowercase=corpus.lowercase)
     for split, count in (("train", total - corpus.valid_lines), ("valid", corpus.valid_lines)):
-        out = tok_path(folder, split, LANG) if use_bpe else text_path(folder, split, LANG)
         part: Iterable[str] = islice(lines, count)
         if corpus.tokenize or corpus.lowercase:
             part = workers.map(steps, part, desc=split, total=count)
-        write_lines(out, part)
-    if not use_bpe:
-        return None
-    return bpe.encode(folder, splits=["train", "valid"], languages=(LANG,), given=bpe_code, merges=bpe_merges or 0,
-                      workers=workers)  # fmt: skip
+        write_lines(tok_path(folder, split, LANG), part)
 
 
-def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
+def recipe(*, source: str | None, corpus_options: dict) -> Recipe:
     if source is None:
         raise DataError("text needs --source: a text file or a folder of *.txt files, one sentence or document per line")
     corpus = TextCorpus(source=Path(source).expanduser(), **corpus_options)
@@ -100,8 +92,6 @@ def recipe(*, source: str | None, corpus_options: dict, bpe_code: Path | None, b
     settings = {
         "inputs_sha256": hashes,
         "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
-        "bpe": bpe.settings(bpe_code, bpe_merges),
     }  # fmt: skip
-    build = partial(build_text, corpus=corpus, bpe_code=bpe_code, bpe_merges=bpe_merges)
     return Recipe("text", (LANG, LANG), ["train", "valid"], settings, gather=lambda work: gather(corpus, hashes),
-                  build=build, monolingual=True)  # fmt: skip
+                  write=partial(write_text, corpus=corpus), monolingual=True)  # fmt: skip

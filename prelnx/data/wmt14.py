@@ -10,15 +10,15 @@ import os
 from functools import partial
 from pathlib import Path
 
-from prelnx.data import bpe, moses
+from prelnx.data import moses
+from prelnx.data.locations import DATASETS
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
 from prelnx.data.workers import MosesSteps, Workers
 
-LANGUAGES = ("en", "de")
+LANGUAGES = DATASETS["wmt14"].languages
 SPLITS = ["train", "valid", "test"]
-BPE_MERGES = 40_000
 CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 250}
 CORPORA = ("europarl-v7.de-en", "commoncrawl.de-en", "news-commentary-v9.de-en")
 VALID = "newstest2013"
@@ -68,9 +68,7 @@ def _clean_train(folder: Path) -> None:
         os.replace(new, path)
 
 
-def build_text(
-    sources: SourceFiles, folder: Path, workers: Workers, *, bpe_code: Path | None = None, bpe_merges: int = BPE_MERGES
-) -> dict:
+def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
     files = sources.paths
     total = sum(parallel_lines(*(files[f"{corpus}.{lang}"] for lang in LANGUAGES)) for corpus in CORPORA)
     parallel_lines(*(files[f"{VALID}.{lang}"] for lang in LANGUAGES))
@@ -82,9 +80,6 @@ def build_text(
         lines = workers.map(steps, read_lines(files[f"{VALID}.{lang}"]), desc=f"tokenize valid.{lang}")
         write_lines(tok_path(folder, "valid", lang), lines)
     build_test(files, folder, workers)
-    entry = bpe.encode(folder, splits=SPLITS, languages=LANGUAGES, given=bpe_code, merges=bpe_merges, workers=workers)
-    _clean_train(folder)
-    return entry
 
 
 def gather(source: str | None, work: Path, splits: list[str] = SPLITS) -> SourceFiles:
@@ -92,8 +87,7 @@ def gather(source: str | None, work: Path, splits: list[str] = SPLITS) -> Source
                   what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)")  # fmt: skip
 
 
-def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None) -> Recipe:
-    merges = bpe_merges or BPE_MERGES
+def recipe(source: str | None) -> Recipe:
     settings = {
         "recipe": "fairseq examples/translation/prepare-wmt14en2de.sh --icml17, valid newstest2013 (the paper)",
         "train": list(CORPORA),
@@ -101,8 +95,6 @@ def recipe(*, source: str | None, bpe_code: Path | None, bpe_merges: int | None)
         "clean": CLEAN,
         "valid": VALID,
         "test": "newstest2014 full (src.en, ref.de)",
-        "bpe": bpe.settings(bpe_code, merges),
     }
-    build = partial(build_text, bpe_code=bpe_code, bpe_merges=merges)
-    return Recipe("wmt14", LANGUAGES, SPLITS, settings, gather=lambda work: gather(source, work), build=build,
-                  joined_dictionary=True)  # fmt: skip
+    return Recipe("wmt14", LANGUAGES, SPLITS, settings, gather=partial(gather, source), write=write_text,
+                  joined_dictionary=True, after_bpe=_clean_train)  # fmt: skip

@@ -96,7 +96,7 @@ class Workers:
             self._pool = multiprocessing.get_context("spawn").Pool(self.count)
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_: object) -> None:
         if self._pool is not None:
             self._pool.terminate()
             self._pool.join()

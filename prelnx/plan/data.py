@@ -10,7 +10,7 @@ from pathlib import Path
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, longest_sentence
-from prelnx.data.locations import DEFAULT_DATA_DIRS, DEFAULT_LANGUAGES
+from prelnx.data.locations import DATASETS, default_folder
 from prelnx.data.synthetic import SyntheticTask, pairs_problem
 
 
@@ -19,7 +19,7 @@ class DataNotReady(Refusal):
 
 
 def languages(config: Config) -> tuple[str, str]:
-    default = DEFAULT_LANGUAGES.get(config.data.dataset, ("src", "tgt"))
+    default = DATASETS[config.data.dataset].languages
     return config.data.source_lang or default[0], config.data.target_lang or default[1]
 
 
@@ -29,7 +29,7 @@ def data_dir(config: Config) -> Path:
         return Path(config.data.path).expanduser()
     if config.data.dataset == "synthetic":
         return synthetic_dir(config.task, config.data.synthetic)
-    return DEFAULT_DATA_DIRS.get(config.data.dataset, Path("data-bin") / config.data.dataset)
+    return default_folder(config.data.dataset)
 
 
 # a language model reads the masked LM's synthetic text (the same folder)

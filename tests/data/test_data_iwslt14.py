@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from prelnx.cli import app
 from prelnx.commands.data import data_app
-from prelnx.data import iwslt14
+from prelnx.data import bpe, iwslt14
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.textio import seg_lines, sha256_file
 from prelnx.data.workers import Workers
@@ -38,7 +38,9 @@ def golden(tmp_path_factory):
     folder = tmp_path_factory.mktemp("iwslt14-test")
     sources = iwslt14.gather(str(RAW), folder / "work", splits=["test"])
     with Workers(2) as workers:
-        iwslt14.build_text(sources, folder, workers, splits=["test"], bpe_code=FAIRSEQ / "code")
+        iwslt14.write_text(sources, folder, workers, splits=["test"])
+        bpe.encode(folder, splits=["test"], languages=iwslt14.LANGUAGES, given=FAIRSEQ / "code", merges=0,
+                   workers=workers)  # fmt: skip
     return folder
 
 
