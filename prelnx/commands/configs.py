@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from prelnx.commands import options
-from prelnx.commands.errors import handled
 
 configs_app = options.command_group("The shipped configs: list them, show one resolved, copy one to edit.")
 
@@ -34,7 +33,6 @@ def _kind(path: Path) -> str:
 
 
 @configs_app.command("list", short_help="Every shipped config: its name, task and purpose.")
-@handled
 def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Every shipped config: the name --config takes, its task (or `sweep of <task>`), and its purpose (the first
     line of its header)."""
@@ -51,7 +49,6 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
 
 
 @configs_app.command("show", short_help="A shipped config resolved, with its base: chain.")
-@handled
 def show_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list) or a path.")],
 ) -> None:
@@ -72,7 +69,6 @@ def show_command(
 
 
 @configs_app.command("copy", short_help="Copy a shipped config to a file to edit.")
-@handled
 def copy_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list).")],
     dest: Annotated[Path, typer.Argument(help="The file to write (or a folder: the config's file name in it).")],
