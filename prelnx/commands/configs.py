@@ -16,17 +16,12 @@ configs_app = options.command_group("The shipped configs: list them, show one re
 _BASE_LINE = re.compile(r"^base:[^\n#]*", re.MULTILINE)
 
 
-def _is_spec(path: Path) -> bool:
-    from prelnx.sweep.spec import is_sweep_file  # the one rule: a spec has grid: or arms:
-
-    return is_sweep_file(path)
-
-
 def _kind(path: Path) -> str:
     """translation, masked_lm, ...: its task; a sweep spec: `sweep of <task>`."""
     from prelnx.config.load import base_chain, load_config
+    from prelnx.sweep.spec import is_sweep_file  # the one rule: a spec has grid: or arms:
 
-    if _is_spec(path):
+    if is_sweep_file(path):
         chain = base_chain(path)
         return f"sweep of {_kind(chain[1])}" if len(chain) > 1 else "sweep"
     return load_config(path)[0].task
@@ -55,11 +50,12 @@ def show_command(
     """The config resolved (every key its task reads, defaults included) after the chain of files it inherits from."""
     from prelnx.config.load import base_chain, dump_config, find_config, load_config
     from prelnx.config.shipped import name_of
+    from prelnx.sweep.spec import is_sweep_file
 
     path = find_config(name)
     chain = base_chain(path)
     typer.echo("# base: chain: " + " -> ".join(name_of(link) or str(link) for link in chain))
-    if _is_spec(path):  # a sweep spec: its file as written, then its base resolved
+    if is_sweep_file(path):  # a sweep spec: its file as written, then its base resolved
         typer.echo(path.read_text(encoding="utf-8").rstrip("\n"))
         if len(chain) < 2:
             return
