@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 
-from prelnx.commands.errors import handled
 from prelnx.commands.options import command_group
 
 
@@ -67,10 +66,10 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is not None and name != only:
             continue
         module = importlib.import_module(f"prelnx.commands.{name}")
-        if name in GROUPS:  # each of a group's commands carries the one error handler itself (@handled)
+        if name in GROUPS:  # every command of a group, as of `prelnx`, runs in the one error handler (command_group)
             built.add_typer(getattr(module, f"{name}_app"), name=name, short_help=summary)
         else:
-            built.command(name, short_help=summary)(handled(getattr(module, f"{name}_command")))
+            built.command(name, short_help=summary)(getattr(module, f"{name}_command"))
     return built
 
 

@@ -10,31 +10,24 @@ from typing import Annotated
 import typer
 
 from prelnx.commands import options
-from prelnx.commands.errors import handled
 
 configs_app = options.command_group("The shipped configs: list them, show one resolved, copy one to edit.")
 
 _BASE_LINE = re.compile(r"^base:[^\n#]*", re.MULTILINE)
 
 
-def _is_spec(path: Path) -> bool:
-    from prelnx.sweep.spec import is_sweep_file  # the one rule: a spec has grid: or arms:
-
-    return is_sweep_file(path)
-
-
 def _kind(path: Path) -> str:
     """translation, masked_lm, ...: its task; a sweep spec: `sweep of <task>`."""
     from prelnx.config.load import base_chain, load_config
+    from prelnx.sweep.spec import is_sweep_file  # the one rule: a spec has grid: or arms:
 
-    if _is_spec(path):
+    if is_sweep_file(path):
         chain = base_chain(path)
         return f"sweep of {_kind(chain[1])}" if len(chain) > 1 else "sweep"
     return load_config(path)[0].task
 
 
 @configs_app.command("list", short_help="Every shipped config: its name, task and purpose.")
-@handled
 def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Every shipped config: the name --config takes, its task (or `sweep of <task>`), and its purpose (the first
     line of its header)."""
@@ -51,18 +44,18 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
 
 
 @configs_app.command("show", short_help="A shipped config resolved, with its base: chain.")
-@handled
 def show_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list) or a path.")],
 ) -> None:
     """The config resolved (every key its task reads, defaults included) after the chain of files it inherits from."""
     from prelnx.config.load import base_chain, dump_config, find_config, load_config
     from prelnx.config.shipped import name_of
+    from prelnx.sweep.spec import is_sweep_file
 
     path = find_config(name)
     chain = base_chain(path)
     typer.echo("# base: chain: " + " -> ".join(name_of(link) or str(link) for link in chain))
-    if _is_spec(path):  # a sweep spec: its file as written, then its base resolved
+    if is_sweep_file(path):  # a sweep spec: its file as written, then its base resolved
         typer.echo(path.read_text(encoding="utf-8").rstrip("\n"))
         if len(chain) < 2:
             return
@@ -72,7 +65,6 @@ def show_command(
 
 
 @configs_app.command("copy", short_help="Copy a shipped config to a file to edit.")
-@handled
 def copy_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list).")],
     dest: Annotated[Path, typer.Argument(help="The file to write (or a folder: the config's file name in it).")],

@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.commands.errors import handled
 from prelnx.data.locations import DEFAULT_VALID_LINES, Dataset, default_folder
 
 data_app = options.command_group(
@@ -36,7 +35,6 @@ def _command_line(ctx: typer.Context) -> str:
 
 
 @data_app.command("prepare", short_help="Download or copy, tokenize, BPE and binarize a dataset for fairseq.")
-@handled
 def prepare_command(
     ctx: typer.Context,
     dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom (any parallel text) | text (monolingual, for task: masked_lm).")],

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from prelnx.commands import options
-from prelnx.commands.errors import handled
 
 layouts_app = options.command_group("The layouts prelnx trains: list them, show one, start a file of yours.")
 
@@ -30,7 +29,6 @@ def layout_rows(value: str | None = None) -> list[dict[str, Any]]:
 
 
 @layouts_app.command("list", short_help="Every shipped layout: name, family, tasks, norms.")
-@handled
 def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Every shipped layout: the name model.layout takes, its display name, family, the tasks and model.norm values it
     is defined with, and whether it is built on Pre-LN. A layout file of yours is one more (prelnx layouts new)."""
@@ -47,7 +45,6 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
 
 
 @layouts_app.command("show", short_help="One layout's row: a shipped name, or PATH.py:CLASS of yours.")
-@handled
 def show_command(
     name: Annotated[str, typer.Argument(help="A shipped layout's name (prelnx layouts list) or PATH.py:CLASS.")],
     as_json: Annotated[bool, options.json_flag()] = False,
@@ -67,7 +64,6 @@ def show_command(
 
 
 @layouts_app.command("new", short_help="Write a starting layout file of yours, NAME.py, that trains as it is.")
-@handled
 def new_command(
     name: Annotated[str, typer.Argument(help="A Python identifier no shipped layout has (e.g. gated_preln).")],
     out: Annotated[Path, options.out("The folder to write NAME.py in.")] = Path("."),

@@ -5,20 +5,29 @@ Flags show no value placeholder in --help (`metavar=""`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import typer
 
+from prelnx.commands.errors import handled
 from prelnx.config.errors import Refusal
 
 SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
 
 
+class _Group(typer.Typer):
+    """Typer whose every command runs inside the one error handler (commands/errors.py's `handled`)."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        register = super().command(*args, **kwargs)
+        return lambda function: register(handled(function))
+
+
 def command_group(help: str) -> typer.Typer:
-    """A group of commands (`prelnx`, `prelnx data`): plain click help (no <bool>, long defaults wrapped), help when
-    called bare, no shell-completion options, no rich tracebacks."""
-    return typer.Typer(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help,
-                       no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
+    """A group of commands (`prelnx`, `prelnx data`), each run by the one error handler: plain click help (no
+    <bool>, long defaults wrapped), help when called bare, no shell-completion options, no rich tracebacks."""
+    return _Group(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help,
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
 
 
 def config(help: str = "A YAML config: a path, or a shipped config's name from any folder (e.g. iwslt_preln, "

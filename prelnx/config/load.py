@@ -21,7 +21,7 @@ import yaml
 from prelnx.config.errors import Refusal
 from prelnx.config.overrides import OverrideError, parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
-from prelnx.config.shipped import CHECKOUT_CONFIGS, shipped_root
+from prelnx.config.shipped import CHECKOUT_CONFIGS, name_of, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.layouts import absolute_spec, option_keys
 
@@ -132,11 +132,7 @@ def find_config(name: str | Path) -> Path:
 
 def default_run_name(config_path: Path) -> str:
     """`configs/demo/preln_nowarmup.yaml` -> `demo/preln_nowarmup`; a file elsewhere -> its stem."""
-    resolved = config_path.resolve()
-    for root in (Path.cwd() / "configs", CONFIGS_DIR):
-        if resolved.is_relative_to(root.resolve()):
-            return resolved.relative_to(root.resolve()).with_suffix("").as_posix()
-    return resolved.stem
+    return name_of(config_path, (Path.cwd() / "configs", CONFIGS_DIR)) or config_path.resolve().stem
 
 
 def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, tuple[Any, str]]:

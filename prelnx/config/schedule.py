@@ -10,6 +10,15 @@ from typing import Literal
 DECAY_START_KEYS = ("decay_period", "decay_start_update", "decay_start_epoch")  # inverse_sqrt: where its decay starts
 
 
+class Problems(list[tuple[str, str]]):
+    """The (key, message) pairs of a config's checks, in the order they are found (schema.check_values)."""
+
+    def need(self, ok: bool, key: str, message: str) -> None:
+        """One more problem, `key: message`, unless `ok`."""
+        if not ok:
+            self.append((key, message))
+
+
 @dataclass
 class ScheduleConfig:
     # Linear warm-up from warmup_init_lr to optimizer.lr over this many updates; 0 = no warm-up: the first
@@ -33,12 +42,8 @@ class ScheduleConfig:
 def schedule_problems(s: ScheduleConfig, lr: float, max_update: int | None) -> list[tuple[str, str]]:
     """(key, message) for every schedule value out of bounds or set for a decay that does not read it; `lr` is
     optimizer.lr (the peak) and `max_update` train.max_update (where decay: linear ends)."""
-    problems: list[tuple[str, str]] = []
-
-    def need(ok: bool, key: str, message: str) -> None:
-        if not ok:
-            problems.append((key, message))
-
+    problems = Problems()
+    need = problems.need
     need(s.warmup_updates >= 0, "schedule.warmup_updates", f"must be >= 0 (0 = no warm-up), got {s.warmup_updates}")
     lr_ok = lr > 0  # otherwise the keys bounded by the lr are not blamed for it: the lr is the one cause
     need(s.warmup_init_lr >= 0 and (s.warmup_init_lr <= lr or not lr_ok), "schedule.warmup_init_lr",

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
-from prelnx.config.schedule import ScheduleConfig, lr_curve_warnings, schedule_problems
+from prelnx.config.schedule import Problems, ScheduleConfig, lr_curve_warnings, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
@@ -194,21 +194,17 @@ TASK_KEYS: dict[str, tuple[str, ...]] = {
 
 def check_values(config: Config) -> list[tuple[str, str]]:
     """Checks that span keys or bound values; returns (key, message) pairs. Types are checked by the loader."""
-    problems: list[tuple[str, str]] = []
-
-    def need(ok: bool, key: str, message: str) -> None:
-        if not ok:
-            problems.append((key, message))
-
+    problems = Problems()
+    need = problems.need
     m, o, s, t, b = config.model, config.optimizer, config.schedule, config.train, config.eval.bleu
     if config.task != "translation":
-        problems += _task_problems(config)
+        _task_problems(config, need)
     else:
         need(m.arch in ARCH_PRESETS, "model.arch", f"unknown preset {m.arch!r}; allowed: {', '.join(ARCH_PRESETS)}")
     every = config.eval.every_updates
     need(every is None or every >= 1, "eval.every_updates", f"must be >= 1 or null, got {every}")
     problems += layout_problems(config)
-    problems += _placement_problems(m)
+    _placement_problems(m, need)
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
@@ -265,42 +261,34 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     return problems
 
 
-def _task_problems(config: Config) -> list[tuple[str, str]]:
-    """(key, message) for the keys masked_lm, sentence_prediction (roberta) or language_model cannot train with."""
+def _task_problems(config: Config, need: Callable[[bool, str, str], None]) -> None:
+    """The keys masked_lm, sentence_prediction (roberta) or language_model cannot train with, each to `need`."""
     m, d, task, f = config.model, config.data, config.task, config.finetune
     if task == "language_model":
-        checks = [
-            (m.arch in LM_ARCH_PRESETS, "model.arch",
+        need(m.arch in LM_ARCH_PRESETS, "model.arch",
              (f"task: language_model uses fairseq's decoder-only preset {', '.join(LM_ARCH_PRESETS)} (its other "
-             f"presets are always Pre-LN), got {m.arch!r}")),
-            (m.encoder_layers is None, "model.encoder_layers",
-             "task: language_model is decoder-only: remove the key and set model.decoder_layers"),
-            (not m.share_all_embeddings, "model.share_all_embeddings",
-             "task: language_model has one dictionary: use model.share_decoder_input_output_embed"),
-        ]  # fmt: skip
+              f"presets are always Pre-LN), got {m.arch!r}"))  # fmt: skip
+        need(m.encoder_layers is None, "model.encoder_layers",
+             "task: language_model is decoder-only: remove the key and set model.decoder_layers")
+        need(not m.share_all_embeddings, "model.share_all_embeddings",
+             "task: language_model has one dictionary: use model.share_decoder_input_output_embed")
     else:
-        checks = [
-            (m.arch in MLM_ARCH_PRESETS, "model.arch",
-             f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), got {m.arch!r}"),
-            (m.norm == "layernorm" and not m.qk_norm, "model.norm",
-             f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false"),
-            (m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key"),
-        ]  # fmt: skip
-    checks += [
-        (d.dataset in ("synthetic", "custom"), "data.dataset",
-         f"task: {task} reads synthetic or custom (prelnx data prepare text) data, got {d.dataset!r}"),
-        (d.tokens_per_sample >= 8, "data.tokens_per_sample", f"must be >= 8, got {d.tokens_per_sample}"),
-    ]  # fmt: skip
+        need(m.arch in MLM_ARCH_PRESETS, "model.arch",
+             f"task: {task} uses an encoder preset ({', '.join(MLM_ARCH_PRESETS)}; roberta_base is BERT base), "
+             f"got {m.arch!r}")  # fmt: skip
+        need(m.norm == "layernorm" and not m.qk_norm, "model.norm",
+             f"task: {task} runs fairseq's own roberta encoder: norm layernorm, qk_norm false")
+        need(m.decoder_layers is None, "model.decoder_layers", f"task: {task} has no decoder; remove the key")
+    need(d.dataset in ("synthetic", "custom"), "data.dataset",
+         f"task: {task} reads synthetic or custom (prelnx data prepare text) data, got {d.dataset!r}")
+    need(d.tokens_per_sample >= 8, "data.tokens_per_sample", f"must be >= 8, got {d.tokens_per_sample}")
     if task == "masked_lm":
-        checks += [
-            (config.eval.every_updates is not None, "eval.every_updates",
-             "task: masked_lm validates by updates: set eval.every_updates (e.g. 100)"),
-            (0.0 < d.mask_prob < 1.0, "data.mask_prob", f"must be in (0, 1), got {d.mask_prob}"),
-        ]  # fmt: skip
+        need(config.eval.every_updates is not None, "eval.every_updates",
+             "task: masked_lm validates by updates: set eval.every_updates (e.g. 100)")
+        need(0.0 < d.mask_prob < 1.0, "data.mask_prob", f"must be in (0, 1), got {d.mask_prob}")
     elif task == "sentence_prediction":
         # finetune.from_checkpoint is checked when the run starts: prelnx finetune sets it
-        checks.append((f.num_classes >= 2, "finetune.num_classes", f"must be >= 2, got {f.num_classes}"))
-    return [(key, message) for ok, key, message in checks if not ok]
+        need(f.num_classes >= 2, "finetune.num_classes", f"must be >= 2, got {f.num_classes}")
 
 
 def layout_problems(config: Config) -> list[tuple[str, str]]:
@@ -329,18 +317,16 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
     return problems
 
 
-def _placement_problems(m: ModelConfig) -> list[tuple[str, str]]:
+def _placement_problems(m: ModelConfig, need: Callable[[bool, str, str], None]) -> None:
     """The placements' own checks (docs/placements.md; an option's range is its declaration's): a Mix-LN with no
     Post-LN layer (floor(alpha L), the plugin's mixln.post_ln_layers, is 0)."""
-    problems, alpha = [], m.options.get("mixln_alpha")
+    alpha = m.options.get("mixln_alpha")
     if m.layout == "mixln" and isinstance(alpha, float):  # a value of another type is refused by its declaration
         for key in ("encoder_layers", "decoder_layers"):
             layers = getattr(m, key)
-            if layers is not None and layers >= 1 and math.floor(alpha * layers + 1e-9) == 0:
-                problems.append((f"model.{key}", (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer "
-                                 f"in {layers} layers (floor(alpha L) = 0: it would be Pre-LN); use more layers or a "
-                                 f"larger model.mixln_alpha")))  # fmt: skip
-    return problems
+            need(layers is None or layers < 1 or math.floor(alpha * layers + 1e-9) != 0, f"model.{key}",
+                 (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer in {layers} layers (floor(alpha L) "
+                  f"= 0: it would be Pre-LN); use more layers or a larger model.mixln_alpha"))  # fmt: skip
 
 
 def schedule_warnings(config: Config) -> list[str]:

@@ -6,6 +6,7 @@ spec: importlib.resources would give a MultiplexedPath); an editable install wit
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,13 +23,14 @@ def shipped_root() -> Path | None:
     return CHECKOUT_CONFIGS if CHECKOUT_CONFIGS.is_dir() else None
 
 
-def name_of(path: Path) -> str | None:
-    """`.../configs/demo/preln_nowarmup.yaml` -> `demo/preln_nowarmup`; None for a file that is not shipped."""
-    root = shipped_root()
+def name_of(path: Path, roots: Iterable[Path | None] = ()) -> str | None:
+    """`.../configs/demo/preln_nowarmup.yaml` -> `demo/preln_nowarmup`, its name under the first of `roots` that
+    holds it (default: the shipped configs); None for a file under none of them."""
     resolved = path.resolve()
-    if root is None or not resolved.is_relative_to(root.resolve()):
-        return None
-    return resolved.relative_to(root.resolve()).with_suffix("").as_posix()
+    for root in roots or (shipped_root(),):
+        if root is not None and resolved.is_relative_to(root.resolve()):
+            return resolved.relative_to(root.resolve()).with_suffix("").as_posix()
+    return None
 
 
 @dataclass(frozen=True)

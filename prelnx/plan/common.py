@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prelnx.config.schema import Config
 from prelnx.layouts import PAPER, VARIANT, layout
+from prelnx.plugin_path import PLUGIN_DIR
 
 EPOCH_NEVER = 1_000_000  # an epoch interval no run reaches: fairseq has no "never" for --validate-interval
 
@@ -16,6 +17,21 @@ EPOCH_NEVER = 1_000_000  # an epoch interval no run reaches: fairseq has no "nev
 def given_argv(*flags: tuple[str, object]) -> list[str]:
     """`flag value` for each value the config sets, in order; a None leaves fairseq's default."""
     return [part for flag, value in flags if value is not None for part in (flag, str(value))]
+
+
+def task_argv(data: Path, task: str, *argv: str) -> list[str]:
+    """How every planner's argv opens: the data folder, the plugin (--user-dir) and fairseq's --task, then `argv`."""
+    return [str(data), "--user-dir", str(PLUGIN_DIR), "--task", task, *argv]
+
+
+def shape_argv(config: Config, sides: tuple[str, ...], widths: tuple[str, ...] = ("embed-dim",)) -> list[str]:
+    """The model's size, each flag for each side (`--encoder-layers`, `--decoder-layers`, ...): layers, the width
+    model.embed_dim sets (`widths`), FFN and heads; a None keeps the preset's."""
+    m = config.model
+    sizes = [*((width, m.embed_dim) for width in widths), ("ffn-embed-dim", m.ffn_dim),
+             ("attention-heads", m.attention_heads)]  # fmt: skip
+    layers = [(f"--{side}-layers", getattr(m, f"{side}_layers")) for side in sides]
+    return given_argv(*layers, *((f"--{side}-{flag}", value) for flag, value in sizes for side in sides))
 
 
 def dropout_argv(config: Config) -> list[str]:

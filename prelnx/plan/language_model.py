@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv, given_argv, normalize_before_argv, uses_plugin_model, variant_argv
-from prelnx.plugin_path import PLUGIN_DIR
+from prelnx.plan.common import (dropout_argv, normalize_before_argv, shape_argv, task_argv, uses_plugin_model,
+                                variant_argv)
 
 LM_PLUGIN_ARCH = "prelnx_transformer_lm"  # the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py)
 
@@ -18,22 +18,11 @@ LM_PLUGIN_ARCH = "prelnx_transformer_lm"  # the plugin's decoder-only model (pre
 def language_model_argv(config: Config, data: Path) -> list[str]:
     m, d = config.model, config.data
     plugin = uses_plugin_model(config)
-    argv = [
-        str(data),
-        "--user-dir", str(PLUGIN_DIR),
-        "--task", "language_modeling", "--criterion", "cross_entropy",
-        "--sample-break-mode", d.sample_break_mode, "--tokens-per-sample", str(d.tokens_per_sample),
-        "--arch", LM_PLUGIN_ARCH if plugin else m.arch,
-    ]  # fmt: skip
+    argv = task_argv(data, "language_modeling", "--criterion", "cross_entropy", "--sample-break-mode",
+                     d.sample_break_mode, "--tokens-per-sample", str(d.tokens_per_sample),
+                     "--arch", LM_PLUGIN_ARCH if plugin else m.arch)  # fmt: skip
     argv += variant_argv(config)  # the plugin model's options ([] for fairseq's own)
-    argv += given_argv(
-        ("--decoder-layers", m.decoder_layers),
-        ("--decoder-embed-dim", m.embed_dim),
-        ("--decoder-input-dim", m.embed_dim),
-        ("--decoder-output-dim", m.embed_dim),
-        ("--decoder-ffn-embed-dim", m.ffn_dim),
-        ("--decoder-attention-heads", m.attention_heads),
-    )
+    argv += shape_argv(config, ("decoder",), ("embed-dim", "input-dim", "output-dim"))
     argv += normalize_before_argv(config, ("decoder",))
     if m.share_decoder_input_output_embed:
         argv.append("--share-decoder-input-output-embed")

@@ -7,32 +7,19 @@ import json
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import dropout_argv, given_argv, normalize_before_argv, uses_plugin_model, variant_argv
+from prelnx.plan.common import (dropout_argv, normalize_before_argv, shape_argv, task_argv, uses_plugin_model,
+                                variant_argv)
 from prelnx.plan.data import languages
-from prelnx.plugin_path import PLUGIN_DIR
 
 
 def translation_argv(config: Config, data: Path) -> list[str]:
     m, t, b = config.model, config.train, config.eval.bleu
     source, target = languages(config)
     variant = uses_plugin_model(config)
-    argv = [
-        str(data),
-        "--user-dir", str(PLUGIN_DIR),
-        "--task", "translation", "--source-lang", source, "--target-lang", target,
-        "--arch", f"prelnx_{m.arch}" if variant else m.arch,
-    ]  # fmt: skip
+    argv = task_argv(data, "translation", "--source-lang", source, "--target-lang", target,
+                     "--arch", f"prelnx_{m.arch}" if variant else m.arch)  # fmt: skip
     argv += variant_argv(config)  # the plugin's options (plan/common.py)
-    argv += given_argv(
-        ("--encoder-layers", m.encoder_layers),
-        ("--decoder-layers", m.decoder_layers),
-        ("--encoder-embed-dim", m.embed_dim),
-        ("--decoder-embed-dim", m.embed_dim),
-        ("--encoder-ffn-embed-dim", m.ffn_dim),
-        ("--decoder-ffn-embed-dim", m.ffn_dim),
-        ("--encoder-attention-heads", m.attention_heads),
-        ("--decoder-attention-heads", m.attention_heads),
-    )
+    argv += shape_argv(config, ("encoder", "decoder"))
     argv += normalize_before_argv(config, ("encoder", "decoder"))
     argv += dropout_argv(config)
     if m.share_all_embeddings:
