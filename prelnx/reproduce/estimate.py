@@ -70,13 +70,16 @@ def cost_per_token(sizes: dict[str, int], vocab: int) -> float:
 
 
 def _idx_tokens(index: Path) -> int | None:
-    """Tokens in a binarized split: the sum of the sizes array of fairseq's mmap .idx (header: 9 + 8 + 1 + 8 + 8)."""
+    """Tokens in a binarized split: the sum of the sizes array of fairseq's mmap .idx (prelnx/data/check.py reads its
+    header: fairseq 0.12's has no document count, so the sizes follow the sentence count)."""
     try:
         import numpy as np
 
+        from prelnx.data.check import HEADER_BYTES
+
         raw = index.read_bytes()
-        count = int.from_bytes(raw[18:26], "little")
-        return int(np.frombuffer(raw, dtype=np.int32, count=count, offset=34).sum())
+        count = int.from_bytes(raw[HEADER_BYTES - 8:HEADER_BYTES], "little")
+        return int(np.frombuffer(raw, dtype=np.int32, count=count, offset=HEADER_BYTES).sum())
     except (OSError, ValueError):
         return None
 
