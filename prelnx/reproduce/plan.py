@@ -137,7 +137,7 @@ def sweep_points(spec: SweepSpec) -> list:  # type: ignore[type-arg]
 def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: str = "") -> SweepSpec:
     """The sweep a sweep or configs stage runs: its config, the stage's toy-size overrides, --seeds, and the choice
     an earlier premise stage made (when made)."""
-    from prelnx.reproduce.choose import Choice
+    from prelnx.reproduce.choose import read_choice
 
     listed = seeds if seeds and stage.seeds_grid else None  # --seeds: a seed axis, or an armed spec's fixed plan
     if stage.kind == "configs":
@@ -150,10 +150,8 @@ def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: st
         spec = resolve_spec(find_config(stage.source), [], list(stage.set), stage.name, listed)
     if scale == "cpu" and cpu_precision([p.config for p in sweep_points(spec)])[0] == "bf16":
         spec.fixed["train.precision"] = "bf16"
-    saved = out / stage.name / "choice.json"
-    if stage.choose and saved.is_file():
-        spec = Choice(**json.loads(saved.read_text())).apply(spec)
-    return spec
+    choice = read_choice(out / stage.name) if stage.choose else None
+    return choice.apply(spec) if choice is not None else spec
 
 
 def _lacks(sp: StagePlan, *problems: str | None) -> None:
@@ -177,9 +175,9 @@ def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: 
         sp.precision = "%s (%s)" % cpu_precision(sp.configs)
     _lacks(sp, *data_problems(points), *launch_problems(points))
     if sp.stage.choose:
-        from prelnx.reproduce.choose import unchosen
+        from prelnx.reproduce.choose import CHOICE_FILE, unchosen
 
-        made = (out / sp.stage.name / "choice.json").is_file()
+        made = (out / sp.stage.name / CHOICE_FILE).is_file()
         sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
                    if not made else "choice made (choice.json)")  # fmt: skip
         if sp.stage.skip_unless_chosen:

@@ -109,10 +109,8 @@ def load_spec(path: Path) -> SweepSpec:
         if LAYOUT_KEY in grid:  # a user's layout file is named relative to the spec, as base: is
             grid[LAYOUT_KEY] = [absolute_spec(v, path.parent) if isinstance(v, str) else v for v in grid[LAYOUT_KEY]]
     fixed = dict(data.get("set") or {})
-    if isinstance(fixed.get(LAYOUT_KEY), str):
-        fixed[LAYOUT_KEY] = absolute_spec(fixed[LAYOUT_KEY], path.parent)
     arms = parse_arms(path, data["arms"]) if "arms" in data else {}
-    for overrides in arms.values():
+    for overrides in [fixed, *arms.values()]:
         if isinstance(overrides.get(LAYOUT_KEY), str):
             overrides[LAYOUT_KEY] = absolute_spec(overrides[LAYOUT_KEY], path.parent)
     plan = parse_seeds(path, data["seeds"]) if "seeds" in data else None
