@@ -21,7 +21,7 @@ from prelnx.eta import duration
 from prelnx.machine import usable_cores
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
-from prelnx.sweep.spec import SweepSpec, resolve_spec
+from prelnx.sweep.spec import SweepSpec, resolve_spec, with_command_line
 
 DEFAULT_SEEDS: dict[str, tuple[int, ...] | None] = {"demo": (1,), "cpu": None, "paper": None}  # None: each sweep's own
 
@@ -142,10 +142,7 @@ def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: st
     listed = seeds if seeds and stage.seeds_grid else None  # --seeds: a seed axis, or an armed spec's fixed plan
     if stage.kind == "configs":
         grid = [f"train.seed={','.join(str(s) for s in listed)}"] if listed else []
-        spec = configs_spec(stage.name, stage.sources)
-        extra = resolve_spec(find_config(stage.sources[0]), grid, list(stage.set), stage.name)
-        spec.fixed.update(extra.fixed)
-        spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
+        spec = with_command_line(configs_spec(stage.name, stage.sources), grid, list(stage.set), stage.name)
     else:
         spec = resolve_spec(find_config(stage.source), [], list(stage.set), stage.name, listed)
     if scale == "cpu" and cpu_precision([p.config for p in sweep_points(spec)])[0] == "bf16":

@@ -166,7 +166,12 @@ def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None
         spec.plan = fixed_plan(seeds)
     elif seeds:
         grid = [*grid, f"{SEED_KEY}={','.join(map(str, seeds))}"]
-    extra = spec_from_command_line(path, grid, fixed, name)
+    return with_command_line(spec, grid, fixed, name)
+
+
+def with_command_line(spec: SweepSpec, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
+    """The spec with --grid values crossed with each of its grids, --set over its `set:`, and --name."""
+    extra = spec_from_command_line(spec.base, grid, fixed, name)
     spec.fixed.update(extra.fixed)
     if grid:
         spec.grids = [{**g, **extra.grids[0]} for g in spec.grids or [{}]]
