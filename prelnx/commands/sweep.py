@@ -15,10 +15,9 @@ from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
 from prelnx.report.sequential import decide_look
-from prelnx.sweep import looks
-from prelnx.sweep.execute import EXECUTORS, check_points, plan_lines, plan_sweep, run_sweep, seed_plan, warnings
+from prelnx.sweep.execute import EXECUTORS, check_points, plan_lines, plan_sweep, run_sweep, warnings
 from prelnx.sweep.executors import SWEEP_GPUS_DEFAULT
-from prelnx.sweep.spec import expand_arms, resolve_spec
+from prelnx.sweep.spec import resolve_spec
 
 
 def sweep_command(
@@ -54,11 +53,7 @@ def sweep_command(
     spec = resolve_spec(find_config(config), grid or [], set_ or [], name, listed)
     sweep_dir, points = plan_sweep(spec, out)
     if dry_run:
-        if spec.armed:
-            arms = expand_arms(spec)
-            typer.echo("\n".join([f"-> {sweep_dir}", *looks.plan_lines(spec, arms, seed_plan(spec, arms))]))
-        else:
-            typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))
+        typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))
         for warning in warnings(points):
             logging.getLogger(__name__).warning(warning)
         check_points(points)  # a dry run says whether the real one could start

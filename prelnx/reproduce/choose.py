@@ -8,15 +8,19 @@ why, how the next stage's spec changes), saved as the stage's choice.json and sh
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prelnx.atomic import write_text_atomic
 from prelnx.paper import paper_data
 from prelnx.records.outcome import RunStatus
 from prelnx.report.arms import Arm, final_nll, load_arms
 from prelnx.sweep.spec import SweepSpec
+
+CHOICE_FILE = "choice.json"  # in the stage's folder: made once, kept for every later attempt
 
 
 @dataclass
@@ -46,6 +50,15 @@ class Choice:
             spec.fixed.update(self.scale or {})
             spec.grids = self.grids
         return spec
+
+    def save(self, folder: Path) -> None:
+        write_text_atomic(folder / CHOICE_FILE, json.dumps(dataclasses.asdict(self), indent=2) + "\n")
+
+
+def read_choice(folder: Path) -> Choice | None:
+    """The stage's choice (None: not made yet)."""
+    saved = folder / CHOICE_FILE
+    return Choice(**json.loads(saved.read_text())) if saved.is_file() else None
 
 
 def _claim(family: str, claim_id: str) -> dict[str, Any]:
@@ -78,11 +91,8 @@ def sgd_lr(premise_dirs: list[Path]) -> Choice:
 def unchosen(folder: Path) -> str:
     """Why a stage whose rule may choose nothing (Stage.skip_unless_chosen) is not run: its choice.json chose nothing.
     "" when it chose, or when no choice is made yet."""
-    saved = folder / "choice.json"
-    if not saved.is_file():
-        return ""
-    choice = Choice(**json.loads(saved.read_text()))
-    return "" if choice.chosen else choice.outcome
+    choice = read_choice(folder)
+    return "" if choice is None or choice.chosen else choice.outcome
 
 
 def bert_scale(premise_dirs: list[Path], scales: list[dict[str, Any]], run_anyway: bool = True) -> Choice:

@@ -21,7 +21,7 @@ from prelnx.eta import duration
 from prelnx.machine import usable_cores
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
-from prelnx.sweep.spec import SweepSpec, resolve_spec
+from prelnx.sweep.spec import SweepSpec, resolve_spec, with_command_line
 
 DEFAULT_SEEDS: dict[str, tuple[int, ...] | None] = {"demo": (1,), "cpu": None, "paper": None}  # None: each sweep's own
 
@@ -137,23 +137,18 @@ def sweep_points(spec: SweepSpec) -> list:  # type: ignore[type-arg]
 def stage_spec(stage: Stage, seeds: tuple[int, ...] | None, out: Path, scale: str = "") -> SweepSpec:
     """The sweep a sweep or configs stage runs: its config, the stage's toy-size overrides, --seeds, and the choice
     an earlier premise stage made (when made)."""
-    from prelnx.reproduce.choose import Choice
+    from prelnx.reproduce.choose import read_choice
 
     listed = seeds if seeds and stage.seeds_grid else None  # --seeds: a seed axis, or an armed spec's fixed plan
     if stage.kind == "configs":
         grid = [f"train.seed={','.join(str(s) for s in listed)}"] if listed else []
-        spec = configs_spec(stage.name, stage.sources)
-        extra = resolve_spec(find_config(stage.sources[0]), grid, list(stage.set), stage.name)
-        spec.fixed.update(extra.fixed)
-        spec.grids = [{**g, **extra.grids[0]} for g in spec.grids]
+        spec = with_command_line(configs_spec(stage.name, stage.sources), grid, list(stage.set), stage.name)
     else:
         spec = resolve_spec(find_config(stage.source), [], list(stage.set), stage.name, listed)
     if scale == "cpu" and cpu_precision([p.config for p in sweep_points(spec)])[0] == "bf16":
         spec.fixed["train.precision"] = "bf16"
-    saved = out / stage.name / "choice.json"
-    if stage.choose and saved.is_file():
-        spec = Choice(**json.loads(saved.read_text())).apply(spec)
-    return spec
+    choice = read_choice(out / stage.name) if stage.choose else None
+    return choice.apply(spec) if choice is not None else spec
 
 
 def _lacks(sp: StagePlan, *problems: str | None) -> None:
@@ -177,9 +172,9 @@ def _sweep_plan(sp: StagePlan, seeds: tuple[int, ...] | None, out: Path, scale: 
         sp.precision = "%s (%s)" % cpu_precision(sp.configs)
     _lacks(sp, *data_problems(points), *launch_problems(points))
     if sp.stage.choose:
-        from prelnx.reproduce.choose import unchosen
+        from prelnx.reproduce.choose import CHOICE_FILE, unchosen
 
-        made = (out / sp.stage.name / "choice.json").is_file()
+        made = (out / sp.stage.name / CHOICE_FILE).is_file()
         sp.note = (f"{sp.stage.choose} chosen from {', '.join(sp.stage.after)} by the committed rule"
                    if not made else "choice made (choice.json)")  # fmt: skip
         if sp.stage.skip_unless_chosen:

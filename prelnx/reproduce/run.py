@@ -6,7 +6,6 @@ when done, the reproduction's report.md comes last (summary.py); a sweep's progr
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -20,8 +19,9 @@ from prelnx.console import results
 from prelnx.eta import duration
 from prelnx.exits import Exit
 from prelnx.records.outcome import RunStatus
+from prelnx.records.results import sweep_rows
 from prelnx.reproduce.plan import Plan, StagePlan, complete, grad_study, marker, stage_spec
-from prelnx.sweep.status import RunState, is_sweep_dir, sweep_states
+from prelnx.sweep.status import RunStanding, is_sweep_dir, sweep_states
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,8 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
     """Make the stage's choice from its premise stages, once (choice.json keeps it for every later attempt)."""
     from prelnx.reproduce import choose
 
-    saved = plan.out / sp.stage.name / "choice.json"
-    if not sp.stage.choose or saved.is_file():
+    folder = plan.out / sp.stage.name
+    if not sp.stage.choose or (folder / choose.CHOICE_FILE).is_file():
         return
     premises = [plan.out / name for name in sp.stage.after]
     if sp.stage.choose == "sgd_lr":
@@ -60,7 +60,7 @@ def _choose(sp: StagePlan, plan: Plan) -> None:
         by_name = {s.stage.name: s for s in plan.stages}
         choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after],
                                    run_anyway=not sp.stage.skip_unless_chosen)
-    write_text_atomic(saved, json.dumps(dataclasses.asdict(choice), indent=2) + "\n")
+    choice.save(folder)
 
 
 def _not_chosen(sp: StagePlan, plan: Plan) -> str:
@@ -90,9 +90,7 @@ def _sweep(sp: StagePlan, plan: Plan, overall: Overall | None = None) -> bool:
 
 
 def _finished_runs(folder: Path) -> list[Path]:
-    from prelnx.sweep.execute import summarize
-
-    return [folder / row["run"] for row in summarize(folder) if row["status"] == RunStatus.FINISHED]
+    return [folder / row["run"] for row in sweep_rows(folder) if row["status"] == RunStatus.FINISHED]
 
 
 def _evaluate(sp: StagePlan, plan: Plan) -> bool:
@@ -252,7 +250,7 @@ def _begun(path: Path) -> list[tuple[str, bool]]:
             if folder.is_dir() and folder.name != "stages" and not folder.name.startswith(".")]  # fmt: skip
 
 
-def reproduction_states(path: Path) -> list[RunState]:
+def reproduction_states(path: Path) -> list[RunStanding]:
     """The runs of every sweep stage, each named `<stage>/<run>`."""
     return [state for name, _ in _begun(path) if is_sweep_dir(path / name)
             for state in sweep_states(path / name, prefix=f"{name}/")]  # fmt: skip

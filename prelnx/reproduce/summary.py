@@ -3,7 +3,6 @@ claim of the paper with its verdict, one section per stage, the premise sweeps, 
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from pathlib import Path
@@ -12,9 +11,11 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.machine import usable_cores
-from prelnx.reproduce.choose import unchosen
+from prelnx.records.results import sweep_rows
+from prelnx.reproduce.choose import read_choice, unchosen
 from prelnx.reproduce.plan import read_marker
 from prelnx.reproduce.scales import CLAIM_STAGES, Stage, stages
+from prelnx.sweep.status import is_sweep_dir
 
 TOY = {
     "demo": ("A smoke reproduction: every stage at toy size (minutes on 2 cores). Toy scale decides little: one seed "
@@ -38,7 +39,7 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
         if not folders or not (folders[0] / "grads_summary.json").is_file():
             return {c["id"]: not_measured(c["id"], "the gradient stage has not run") for c in claims}
         return _gradient_outcomes(folders[0], claims)
-    arms = [arm for folder in folders if (folder / "sweep.json").is_file() for arm in load_arms(folder)]
+    arms = [arm for folder in folders if is_sweep_dir(folder) for arm in load_arms(folder)]
     if not arms:
         return {c["id"]: not_measured(c["id"], "its stage has not run (or not here)") for c in claims}
     checks = TRAINING_CHECKS if family == "training" else BERT_CHECKS
@@ -73,14 +74,12 @@ def _not_tested(out: Path, scale: str, family: str, claims: list[dict[str, Any]]
     """The family's claims when its stage was not run because its premise stage's rule chose nothing
     (Stage.skip_unless_chosen): not testable at this scale, with the premise runs as the evidence."""
     from prelnx.report.outcome import ClaimOutcome
-    from prelnx.reproduce.choose import Choice
 
     for stage in stages(scale):
-        saved = out / stage.name / "choice.json"
-        if not (stage.skip_unless_chosen and stage.name in CLAIM_STAGES[family] and saved.is_file()):
+        if not (stage.skip_unless_chosen and stage.name in CLAIM_STAGES[family]):
             continue
-        choice = Choice(**json.loads(saved.read_text()))
-        if not choice.chosen:
+        choice = read_choice(out / stage.name)
+        if choice is not None and not choice.chosen:
             why = f"stage {stage.name} not run: the rule of {', '.join(stage.after)} chose nothing"
             evidence = f"the premise runs ({', '.join(stage.after)}): " + "; ".join(choice.evidence)
             return {c["id"]: ClaimOutcome(c["id"], missing=evidence, untestable=why) for c in claims}
@@ -107,10 +106,7 @@ def _theory_rows(out: Path) -> list[str]:
 
 def _test_bleu(out: Path, stage: Stage) -> list[str]:
     """The evaluate stage: each run's test BLEU, read from the sweeps it evaluated."""
-    from prelnx.sweep.execute import summarize
-
-    rows = [(name, row) for name in stage.options["of"] if (out / name / "sweep.json").is_file()
-            for row in summarize(out / name)]  # fmt: skip
+    rows = [(name, row) for name in stage.options["of"] if is_sweep_dir(out / name) for row in sweep_rows(out / name)]
     if not any(row.get("test_bleu_tokenized") is not None for _, row in rows):
         return []
     lines = ["| stage | run | status | test BLEU (tokenized) | SacreBLEU |", "|---|---|---|---|---|"]
@@ -145,11 +141,9 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
         lines += _replication(folder)
     if (folder / "summary.md").is_file():
         lines += ["", (folder / "summary.md").read_text().strip()]
-    choice = folder / "choice.json"
-    if choice.is_file():
-        data = json.loads(choice.read_text())
-        lines += ["", f"Chosen from {', '.join(stage.after)} by the committed rule: {data['rule']}.",
-                  f"**Choice: {data['outcome']}**", "", *[f"- {line}" for line in data["evidence"]]]  # fmt: skip
+    if (choice := read_choice(folder)) is not None:
+        lines += ["", f"Chosen from {', '.join(stage.after)} by the committed rule: {choice.rule}.",
+                  f"**Choice: {choice.outcome}**", "", *[f"- {line}" for line in choice.evidence]]  # fmt: skip
     return lines + [""]
 
 

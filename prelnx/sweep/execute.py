@@ -33,6 +33,7 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_points, sweep_rows
 from prelnx.sequential import SeedPlan
 from prelnx.sweep.executors import run_local, run_submitit
+from prelnx.sweep import looks
 from prelnx.sweep.looks import Decider, run_looks
 from prelnx.sweep.progress import Snapshot, showing_also
 from prelnx.sweep.seeds import fixed_plan
@@ -47,13 +48,16 @@ RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "be
 TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx evaluate` ran
 
 
+def _columns(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
+    keys = list(dict.fromkeys(key for point in read_points(sweep_dir) for key in point["overrides"]))
+    tested = any(row["test_bleu_tokenized"] is not None for row in rows)
+    return ["run", *keys, *RESULT_COLUMNS, *(TEST_COLUMNS if tested else [])]
+
+
 def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
     """One row per run: its overrides, then its results. Also (re)writes summary.csv and summary.md."""
-    keys = list(dict.fromkeys(key for point in read_points(sweep_dir) for key in point["overrides"]))
     rows = sweep_rows(sweep_dir)
-    columns = ["run", *keys, *RESULT_COLUMNS]
-    if any(row["test_bleu_tokenized"] is not None for row in rows):
-        columns += TEST_COLUMNS
+    columns = _columns(sweep_dir, rows)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
@@ -159,7 +163,11 @@ def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> list[str]:
-    """What `prelnx sweep --dry-run` prints: the folder and each run with its overrides."""
+    """What `prelnx sweep --dry-run` prints: the folder and each run with its overrides (an armed spec: its arms and
+    seed plan, sweep/looks.py)."""
+    if spec.armed:
+        arms = expand_arms(spec)
+        return [f"-> {sweep_dir}", *looks.plan_lines(spec, arms, seed_plan(spec, arms))]
     return [f"sweep {spec.name}: {len(points)} runs -> {sweep_dir}"] + [
         f"  {p.name}: " + ", ".join(f"{k}={v}" for k, v in p.overrides.items()) for p in points]
 
@@ -247,7 +255,7 @@ def run_sweep(
             run_points(points)
     finally:
         rows = summarize_locked(sweep_dir)
-    log.info((sweep_dir / "summary.md").read_text())
+    log.info(_markdown(rows, _columns(sweep_dir, rows)))  # summary.md's text
     elsewhere = sorted(name for name, status in statuses.items() if status is RunStatus.ELSEWHERE)
     if elsewhere:
         log.info(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "

@@ -109,10 +109,8 @@ def load_spec(path: Path) -> SweepSpec:
         if LAYOUT_KEY in grid:  # a user's layout file is named relative to the spec, as base: is
             grid[LAYOUT_KEY] = [absolute_spec(v, path.parent) if isinstance(v, str) else v for v in grid[LAYOUT_KEY]]
     fixed = dict(data.get("set") or {})
-    if isinstance(fixed.get(LAYOUT_KEY), str):
-        fixed[LAYOUT_KEY] = absolute_spec(fixed[LAYOUT_KEY], path.parent)
     arms = parse_arms(path, data["arms"]) if "arms" in data else {}
-    for overrides in arms.values():
+    for overrides in [fixed, *arms.values()]:
         if isinstance(overrides.get(LAYOUT_KEY), str):
             overrides[LAYOUT_KEY] = absolute_spec(overrides[LAYOUT_KEY], path.parent)
     plan = parse_seeds(path, data["seeds"]) if "seeds" in data else None
@@ -168,7 +166,12 @@ def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None
         spec.plan = fixed_plan(seeds)
     elif seeds:
         grid = [*grid, f"{SEED_KEY}={','.join(map(str, seeds))}"]
-    extra = spec_from_command_line(path, grid, fixed, name)
+    return with_command_line(spec, grid, fixed, name)
+
+
+def with_command_line(spec: SweepSpec, grid: list[str], fixed: list[str], name: str | None) -> SweepSpec:
+    """The spec with --grid values crossed with each of its grids, --set over its `set:`, and --name."""
+    extra = spec_from_command_line(spec.base, grid, fixed, name)
     spec.fixed.update(extra.fixed)
     if grid:
         spec.grids = [{**g, **extra.grids[0]} for g in spec.grids or [{}]]

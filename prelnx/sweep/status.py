@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from prelnx.records import grain
 from prelnx.records.lock import owner_alive
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import SWEEP_INDEX, read_points
+from prelnx.records.results import SWEEP_INDEX, finite, read_points
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
 from prelnx.sweep.spec import load_spec, point_config
@@ -33,7 +32,7 @@ ACTIVE_S = 300.0  # a run whose owner is not a process here (a Slurm node's) is 
 
 
 @dataclass(frozen=True)
-class RunState:
+class RunStanding:
     run: str
     status: RunStatus  # finished | diverged | failed | running | interrupted | pending
     step: int  # epochs (or updates, at the update grain) trained
@@ -53,8 +52,7 @@ class RunState:
 
 
 def _last(rows: list[dict[str, Any]], key: str) -> float | None:
-    finite = (float(v) for row in reversed(rows) if isinstance(v := row.get(key), (int, float)) and math.isfinite(v))
-    return next(finite, None)
+    return ([None] + finite(row.get(key) for row in rows))[-1]
 
 
 def _recently_active(run_dir: Path) -> bool:
@@ -64,7 +62,7 @@ def _recently_active(run_dir: Path) -> bool:
         return False
 
 
-def run_state(run_dir: Path, name: str | None = None, config: Config | None = None) -> RunState:
+def run_state(run_dir: Path, name: str | None = None, config: Config | None = None) -> RunStanding:
     """The run's state from its records; `config`: its config when known already (a sweep's run not started has
     none in its run dir, and its budget is still known), else its config.yaml's."""
     recorded = read_status(run_dir) or {}
@@ -86,7 +84,7 @@ def run_state(run_dir: Path, name: str | None = None, config: Config | None = No
     if unit == "epoch" and isinstance(last.get("epoch"), int) and last["epoch"] > 0 and last.get("num_updates"):
         per_epoch = int(last["num_updates"]) // last["epoch"]
     seconds, diverged_at = last.get("wall_seconds"), recorded.get("diverged_at")
-    return RunState(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit, update=update,
+    return RunStanding(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit, update=update,
                     valid_loss=_last(rows, "valid_loss"), valid_bleu=_last(rows, "valid_bleu"),
                     reason=str(recorded.get("reason") or "") if status is RunStatus.FAILED else "",
                     diverged_at=int(diverged_at) if isinstance(diverged_at, int) else None,
@@ -102,7 +100,7 @@ def is_sweep_dir(path: Path) -> bool:
     return (path / SWEEP_INDEX).is_file()
 
 
-def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunState]:
+def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunStanding]:
     """Every run of the sweep, in its order (those not started yet `pending`, with the budget of their config from
     sweep.yaml and the run's grid point)."""
     spec = None
@@ -132,7 +130,7 @@ def _batches(config: Config) -> tuple[Any, ...]:
     return (config.task, config.data, t.max_tokens, t.update_freq, t.effective_batch_tokens, t.processes, t.nodes)
 
 
-def eta_seconds(states: list[RunState]) -> float | None:
+def eta_seconds(states: list[RunStanding]) -> float | None:
     """What is left at the pace so far: seconds per unit of the runs that recorded rows, times the units left,
     spread over the runs running now (at least one). None when nothing is left or no run has a pace yet."""
     left = sum(state.left for state in states)
@@ -147,7 +145,7 @@ def _number(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _progress(s: RunState) -> str:
+def _progress(s: RunStanding) -> str:
     """`epoch 3/8 (update 1200)`, `update 0/4000`; a pending run's epoch budget with its updates when known."""
     cell = f"{s.unit} {s.step}/{s.planned or '?'}"
     if s.update and s.unit == "epoch":
@@ -157,7 +155,7 @@ def _progress(s: RunState) -> str:
     return cell
 
 
-def table(states: list[RunState]) -> list[str]:
+def table(states: list[RunStanding]) -> list[str]:
     """The table, its totals and the ETA, as lines."""
     header = ("run", "status", "progress", "valid loss", "valid BLEU", "diverged at", "failure")
     rows = [(s.run, s.status, _progress(s),
