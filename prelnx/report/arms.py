@@ -20,10 +20,10 @@ from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import read_points, run_results
+from prelnx.records.results import is_finite, read_points, run_results
 from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.records.status import format_problem, read_status
-from prelnx.report.plateau import find_plateau, is_finite
+from prelnx.report.plateau import find_plateau
 from prelnx.report.stats import Sample
 
 NO_PLATEAU = ("no unigram plateau: neither the target dictionary nor the binarized training set the runs trained "

@@ -8,9 +8,9 @@ import statistics
 from typing import Any
 
 from prelnx.layouts import display_name
+from prelnx.records.results import is_finite
 from prelnx.report.arms import Arm, RunState, describe_arm, seed_groups
 from prelnx.report.outcome import ClaimOutcome, Judged, PremiseState
-from prelnx.report.plateau import is_finite
 from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict, counts_text
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
