@@ -9,6 +9,7 @@ the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -112,17 +113,6 @@ def _edge_premise(arms: list[Arm], spec: dict[str, Any], lr: float) -> Premise |
     return trains(spec["premise"], longest_warmup(arms, layout="post", optimizer="adam", lr=lr))
 
 
-def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    outcome = ClaimOutcome(spec["id"])
-    for lr in sorted({a.lr for a in arms}):
-        without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
-        with_ = longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
-        if without and with_:
-            premise = _edge_premise(arms, spec, lr)
-            outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
-    return outcome
-
-
 def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     posts = [a for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0]
     warmups, lrs = sorted({a.warmup for a in posts}), sorted({a.lr for a in posts})
@@ -137,19 +127,25 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     return ClaimOutcome(spec["id"], [case])
 
 
-def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+def _needs_warmup(arms: list[Arm], spec: dict[str, Any], optimizer: str, premise_sweep: bool = False) -> ClaimOutcome:
+    """Per lr, Post-LN without warm-up against its longest warm-up, the premise (Figure 2a) read on the latter;
+    `premise_sweep`: a sweep with warm-up only (SGD's, to choose the lr) has the premise checked alone."""
     outcome = ClaimOutcome(spec["id"])
-    for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer="sgd")}):
-        without = pick(arms, layout="post", optimizer="sgd", warmup=0, lr=lr)
-        with_ = longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
+    for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer=optimizer)}):
+        without = pick(arms, layout="post", optimizer=optimizer, warmup=0, lr=lr)
+        with_ = longest_warmup(arms, layout="post", optimizer=optimizer, lr=lr)
         premise = trains(spec["premise"], with_) if "premise" in spec and with_ else None
         if without and with_:
             outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
-        elif premise is not None:  # a premise sweep: SGD with warm-up only, to choose the lr
+        elif premise is not None and premise_sweep:
             outcome.premises.append(premise)
     if not outcome.cases and outcome.premises:
         outcome.missing = "the sweep has no Post-LN SGD run without warm-up at these lrs: only the premise is checked"
     return outcome
+
+
+postln_adam_needs_warmup = functools.partial(_needs_warmup, optimizer="adam")
+postln_sgd_needs_warmup = functools.partial(_needs_warmup, optimizer="sgd", premise_sweep=True)
 
 
 COMPARATOR = "The comparator trained: Post-LN with warm-up, at the lr it is compared at, trains in every seed."
