@@ -280,3 +280,15 @@ BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
     "bert_preln_fewer_updates": preln_fewer_updates,
 }
 BERT_CHECKS = {kind: matched(check) for kind, check in BERT_CHECKS.items()}  # each on matched arms only
+
+
+def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: list[Any]) -> dict[str, ClaimOutcome]:
+    return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
+
+
+def paper_outcomes(arms: list[Arm], claims: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, ClaimOutcome]]:
+    """paper.yaml's claims a sweep is judged on, with their outcomes: the training claims on its translation runs (else
+    on its decoder-only LM runs), or the BERT claim on a masked-LM sweep (the translation claims do not apply)."""
+    trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
+    listed, checks = (claims["bert"], BERT_CHECKS) if arms and not trained else (claims["training"], TRAINING_CHECKS)
+    return listed, check_claims(listed, checks, trained or arms)

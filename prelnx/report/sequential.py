@@ -23,7 +23,7 @@ from scipy import stats as scipy_stats
 
 from prelnx.paper import methods_data, paper_data
 from prelnx.report.arms import Arm, load_arms
-from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+from prelnx.report.claims import paper_outcomes
 from prelnx.report.outcome import Case, ClaimOutcome, combined
 from prelnx.report.placements import check_placements
 from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
@@ -114,13 +114,9 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
 
 def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
     """Every claim the report decides from these runs: paper.yaml's, methods.yaml's, each user layout file's."""
-    claims = paper_data()
+    outcomes = paper_outcomes(arms, paper_data())[1]
     translation = [a for a in arms if a.task == "translation"]
     lm = [a for a in arms if a.task == "language_model"]
-    bert_only = bool(arms) and not translation and not lm
-    checks, listed = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
-    chosen = arms if bert_only else (translation or lm)
-    outcomes = {c["id"]: checks[c["id"]](chosen, c) for c in listed if c["id"] in checks}
     if has_methods(translation):
         for method in check_methods(translation, methods_data() + user_methods(translation)):
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
