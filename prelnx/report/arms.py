@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -300,9 +301,9 @@ def describe_arm(arm: Arm) -> str:
     return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}{context}"
 
 
-def seed_groups(arms: list[Arm]) -> dict[tuple, list[Arm]]:
-    """Runs grouped by arm (everything but the seed), in the sweep's order."""
+def seed_groups(arms: list[Arm], by: Callable[[Arm], tuple] = lambda arm: arm.key) -> dict[tuple, list[Arm]]:
+    """Runs grouped by arm (everything but the seed; `by`: another key, such as the context), in the sweep's order."""
     groups: dict[tuple, list[Arm]] = {}
     for arm in arms:
-        groups.setdefault(arm.key, []).append(arm)
+        groups.setdefault(by(arm), []).append(arm)
     return groups
