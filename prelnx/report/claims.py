@@ -151,10 +151,11 @@ postln_sgd_needs_warmup = functools.partial(_needs_warmup, optimizer="sgd", prem
 COMPARATOR = "The comparator trained: Post-LN with warm-up, at the lr it is compared at, trains in every seed."
 
 
-def _postln_with_warmup(arms: list[Arm], lr: float) -> list[Arm]:
-    """The comparator, by a rule of the design, not of the outcomes (so it never changes as seeds are added): Post-LN
-    (Adam) with its longest warm-up at the lr of the Pre-LN arm it is compared with."""
-    return longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
+def _preln_and_comparator(arms: list[Arm]) -> tuple[list[Arm], list[Arm]]:
+    """Pre-LN (Adam) without warm-up at its largest lr, and the comparator, by a rule of the design, not of the
+    outcomes (so it never changes as seeds are added): Post-LN (Adam) with its longest warm-up at that lr."""
+    pre = _preln_without_warmup(arms)
+    return pre, longest_warmup(arms, layout="post", optimizer="adam", lr=pre[0].lr) if pre else []
 
 
 def comparator_trained(group: list[Arm]) -> Premise:
@@ -168,8 +169,7 @@ def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]
 
 
 def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    pre = _preln_without_warmup(arms)
-    post = _postln_with_warmup(arms, pre[0].lr) if pre else []
+    pre, post = _preln_and_comparator(arms)
     if not pre or not post:
         return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
     case = loss_case(f"against Post-LN with warm-up at lr {pre[0].lr:g}", pre, post, below(spec["margin_bits"]),
@@ -179,8 +179,7 @@ def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> Claim
 
 def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     """Pre-LN's valid loss at the paper's fraction (9/15) of Post-LN's updates against Post-LN's final one."""
-    pre = _preln_without_warmup(arms)
-    post = _postln_with_warmup(arms, pre[0].lr) if pre else []
+    pre, post = _preln_and_comparator(arms)
     if not pre or not post:
         return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
     premise = comparator_trained(post)
