@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -20,10 +21,10 @@ from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import read_points, run_results
+from prelnx.records.results import is_finite, read_points, run_results
 from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.records.status import format_problem, read_status
-from prelnx.report.plateau import find_plateau, is_finite
+from prelnx.report.plateau import find_plateau
 from prelnx.report.stats import Sample
 
 NO_PLATEAU = ("no unigram plateau: neither the target dictionary nor the binarized training set the runs trained "
@@ -300,9 +301,9 @@ def describe_arm(arm: Arm) -> str:
     return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}{context}"
 
 
-def seed_groups(arms: list[Arm]) -> dict[tuple, list[Arm]]:
-    """Runs grouped by arm (everything but the seed), in the sweep's order."""
+def seed_groups(arms: list[Arm], by: Callable[[Arm], tuple] = lambda arm: arm.key) -> dict[tuple, list[Arm]]:
+    """Runs grouped by arm (everything but the seed; `by`: another key, such as the context), in the sweep's order."""
     groups: dict[tuple, list[Arm]] = {}
     for arm in arms:
-        groups.setdefault(arm.key, []).append(arm)
+        groups.setdefault(by(arm), []).append(arm)
     return groups

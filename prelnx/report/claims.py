@@ -9,6 +9,7 @@ the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -112,17 +113,6 @@ def _edge_premise(arms: list[Arm], spec: dict[str, Any], lr: float) -> Premise |
     return trains(spec["premise"], longest_warmup(arms, layout="post", optimizer="adam", lr=lr))
 
 
-def postln_adam_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    outcome = ClaimOutcome(spec["id"])
-    for lr in sorted({a.lr for a in arms}):
-        without = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
-        with_ = longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
-        if without and with_:
-            premise = _edge_premise(arms, spec, lr)
-            outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
-    return outcome
-
-
 def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     posts = [a for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0]
     warmups, lrs = sorted({a.warmup for a in posts}), sorted({a.lr for a in posts})
@@ -137,28 +127,35 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     return ClaimOutcome(spec["id"], [case])
 
 
-def postln_sgd_needs_warmup(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+def _needs_warmup(arms: list[Arm], spec: dict[str, Any], optimizer: str, premise_sweep: bool = False) -> ClaimOutcome:
+    """Per lr, Post-LN without warm-up against its longest warm-up, the premise (Figure 2a) read on the latter;
+    `premise_sweep`: a sweep with warm-up only (SGD's, to choose the lr) has the premise checked alone."""
     outcome = ClaimOutcome(spec["id"])
-    for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer="sgd")}):
-        without = pick(arms, layout="post", optimizer="sgd", warmup=0, lr=lr)
-        with_ = longest_warmup(arms, layout="post", optimizer="sgd", lr=lr)
+    for lr in sorted({a.lr for a in pick(arms, layout="post", optimizer=optimizer)}):
+        without = pick(arms, layout="post", optimizer=optimizer, warmup=0, lr=lr)
+        with_ = longest_warmup(arms, layout="post", optimizer=optimizer, lr=lr)
         premise = trains(spec["premise"], with_) if "premise" in spec and with_ else None
         if without and with_:
             outcome.cases.append(loss_case(f"lr {lr:g}", without, with_, above(spec["margin_bits"]), premise))
-        elif premise is not None:  # a premise sweep: SGD with warm-up only, to choose the lr
+        elif premise is not None and premise_sweep:
             outcome.premises.append(premise)
     if not outcome.cases and outcome.premises:
         outcome.missing = "the sweep has no Post-LN SGD run without warm-up at these lrs: only the premise is checked"
     return outcome
 
 
+postln_adam_needs_warmup = functools.partial(_needs_warmup, optimizer="adam")
+postln_sgd_needs_warmup = functools.partial(_needs_warmup, optimizer="sgd", premise_sweep=True)
+
+
 COMPARATOR = "The comparator trained: Post-LN with warm-up, at the lr it is compared at, trains in every seed."
 
 
-def _postln_with_warmup(arms: list[Arm], lr: float) -> list[Arm]:
-    """The comparator, by a rule of the design, not of the outcomes (so it never changes as seeds are added): Post-LN
-    (Adam) with its longest warm-up at the lr of the Pre-LN arm it is compared with."""
-    return longest_warmup(arms, layout="post", optimizer="adam", lr=lr)
+def _preln_and_comparator(arms: list[Arm]) -> tuple[list[Arm], list[Arm]]:
+    """Pre-LN (Adam) without warm-up at its largest lr, and the comparator, by a rule of the design, not of the
+    outcomes (so it never changes as seeds are added): Post-LN (Adam) with its longest warm-up at that lr."""
+    pre = _preln_without_warmup(arms)
+    return pre, longest_warmup(arms, layout="post", optimizer="adam", lr=pre[0].lr) if pre else []
 
 
 def comparator_trained(group: list[Arm]) -> Premise:
@@ -172,8 +169,7 @@ def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]
 
 
 def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
-    pre = _preln_without_warmup(arms)
-    post = _postln_with_warmup(arms, pre[0].lr) if pre else []
+    pre, post = _preln_and_comparator(arms)
     if not pre or not post:
         return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
     case = loss_case(f"against Post-LN with warm-up at lr {pre[0].lr:g}", pre, post, below(spec["margin_bits"]),
@@ -183,8 +179,7 @@ def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any]) -> Claim
 
 def preln_converges_faster(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     """Pre-LN's valid loss at the paper's fraction (9/15) of Post-LN's updates against Post-LN's final one."""
-    pre = _preln_without_warmup(arms)
-    post = _postln_with_warmup(arms, pre[0].lr) if pre else []
+    pre, post = _preln_and_comparator(arms)
     if not pre or not post:
         return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
     premise = comparator_trained(post)
@@ -284,3 +279,15 @@ BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
     "bert_preln_fewer_updates": preln_fewer_updates,
 }
 BERT_CHECKS = {kind: matched(check) for kind, check in BERT_CHECKS.items()}  # each on matched arms only
+
+
+def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: list[Any]) -> dict[str, ClaimOutcome]:
+    return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
+
+
+def paper_outcomes(arms: list[Arm], claims: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, ClaimOutcome]]:
+    """paper.yaml's claims a sweep is judged on, with their outcomes: the training claims on its translation runs (else
+    on its decoder-only LM runs), or the BERT claim on a masked-LM sweep (the translation claims do not apply)."""
+    trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
+    listed, checks = (claims["bert"], BERT_CHECKS) if arms and not trained else (claims["training"], TRAINING_CHECKS)
+    return listed, check_claims(listed, checks, trained or arms)

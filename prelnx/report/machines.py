@@ -8,7 +8,7 @@ An arm here is the sweep's own: a run's grid values (sweep.json's overrides) wit
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from prelnx.records.machine_record import read_machines
@@ -53,8 +53,6 @@ def machines_section(sweep_dir: Path) -> list[str]:
         pooled = [value for values in per_kind.values() for value in values]
         lines.append(f"| {arm} | " + " | ".join(_mean(per_kind.get(name, [])) for name in names)
                      + f" | {_mean(pooled)} |")  # fmt: skip
-    counts = defaultdict(int)
-    for kind in kinds.values():
-        counts[kind] += 1
-    lines += ["", "Runs per CPU kind: " + "; ".join(f"{kind}: {n}" for kind, n in sorted(counts.items())) + ".", ""]
+    counts = sorted(Counter(kinds.values()).items())
+    lines += ["", "Runs per CPU kind: " + "; ".join(f"{kind}: {n}" for kind, n in counts) + ".", ""]
     return lines

@@ -10,21 +10,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from prelnx.report.arms import Arm, differing_keys
+from prelnx.report.arms import Arm, differing_keys, seed_groups
 from prelnx.report.outcome import ClaimOutcome
-
-
-def contexts(arms: list[Arm]) -> list[list[Arm]]:
-    """The runs split by context, in the sweep's order of first appearance."""
-    groups: dict[tuple, list[Arm]] = {}
-    for arm in arms:
-        groups.setdefault(arm.context, []).append(arm)
-    return list(groups.values())
 
 
 def decide(check: Callable[..., ClaimOutcome], arms: list[Arm], *args: Any) -> ClaimOutcome:
     """`check(arms, *args)` on each context of `arms` apart, the outcomes merged (cases, notes, premises)."""
-    parts = contexts(arms)
+    parts = list(seed_groups(arms, lambda arm: arm.context).values())  # in the sweep's order of first appearance
     if len(parts) <= 1:
         return check(arms, *args)
     outcomes = [(group[0].context_label, check(group, *args)) for group in parts]

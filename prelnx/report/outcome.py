@@ -82,14 +82,17 @@ class ClaimOutcome:
     def verdict(self) -> Verdict:
         if not self.cases:
             return Verdict.NOT_TESTABLE if self.untestable else Verdict.NOT_MEASURED
-        verdicts = [j.verdict for j in self.judged() if j.verdict is not Verdict.NOT_TESTABLE]
-        if not verdicts:
-            return Verdict.NOT_TESTABLE
-        if Verdict.DOES_NOT_HOLD in verdicts:
-            return Verdict.DOES_NOT_HOLD
-        if all(v is Verdict.HOLDS for v in verdicts):
-            return Verdict.HOLDS
-        return Verdict.INCONCLUSIVE
+        return combined([j.verdict for j in self.judged()])
+
+
+def combined(verdicts: list[Verdict]) -> Verdict:
+    """A claim's verdict from its cases': holds when every testable case holds, does not hold when one does not."""
+    testable = [v for v in verdicts if v is not Verdict.NOT_TESTABLE]
+    if not testable:
+        return Verdict.NOT_TESTABLE
+    if Verdict.DOES_NOT_HOLD in testable:
+        return Verdict.DOES_NOT_HOLD
+    return Verdict.HOLDS if all(v is Verdict.HOLDS for v in testable) else Verdict.INCONCLUSIVE
 
 
 def not_measured(claim_id: str, why: str = "the sweep has no runs for these arms") -> ClaimOutcome:

@@ -8,6 +8,7 @@ the cases; premise per case: Pre-LN fails at least once there)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
-from prelnx.report.warmup_free import MethodClaims, method_names, ranking
+from prelnx.report.warmup_free import check_methods, method_names, ranking
 
 TASK = "language_model"
 
@@ -97,13 +98,7 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
 CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
-def check_placements(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:
-    """Each method with `lm_claims` the sweep's language-model runs have: its spec (`claims`: them) and outcomes."""
-    lm = [a for a in arms if a.task == TASK]
-    layouts = {a.layout for a in lm}
-    return [MethodClaims({**m, "claims": m["lm_claims"]},
-                         {c["id"]: CHECKS[c["kind"]](lm, m["layout"], c) for c in m["lm_claims"]})
-            for m in methods if m.get("lm_claims") and m["layout"] in layouts]  # fmt: skip
+check_placements = functools.partial(check_methods, task=TASK, key="lm_claims", checks=CHECKS)  # `lm_claims` only
 
 
 PLACEMENTS_INTRO = [

@@ -6,11 +6,9 @@ dictionary in the run's data folder; the binarized training set there, read in f
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -79,7 +77,3 @@ def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | Non
     if (bits := binarized_entropy(stem)) is not None:
         return Plateau(bits, f"the binarized training set's tokens ({stem.name}.bin)")
     return None
-
-
-def is_finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -8,9 +8,9 @@ import statistics
 from typing import Any
 
 from prelnx.layouts import display_name
+from prelnx.records.results import is_finite
 from prelnx.report.arms import Arm, RunState, describe_arm, seed_groups
 from prelnx.report.outcome import ClaimOutcome, Judged, PremiseState
-from prelnx.report.plateau import is_finite
 from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict, counts_text
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
@@ -211,11 +211,10 @@ def ranking_table(rows: list[RankRow]) -> list[str]:
              "| seeds | outcome per seed | target loss | seeds at the target (k/n), updates |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, row in enumerate(rows, start=1):
-        sd = f" ± {row.sample.sd:.2f}" if row.sample.sd is not None else ""
         target = f"{row.target:.2f}" if row.target is not None else "-"
         interval = "- (< 2 trained seeds)" if row.low is None else f"[{row.low:.2f}, {row.high:.2f}]"
         lines.append(f"| {rank} | {row.method} | {row.optimizer} | {row.warmup or 'none'} | {row.lr:g} | "
-                     f"{f'{row.sample.mean:.2f}' if row.sample.values else '-'}{sd} | {interval} | {row.sample.n} | {_seeds(row.sample)} | "
+                     f"{_mean_sd(list(row.sample.values), 2)} | {interval} | {row.sample.n} | {_seeds(row.sample)} | "
                      f"{target} | {_to_target(row)} |")  # fmt: skip
     return lines
 

@@ -22,9 +22,9 @@ from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.report.arms import load_arms, trained_margin
-from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+from prelnx.report.claims import BERT_CHECKS, check_claims, paper_outcomes
 from prelnx.report.machines import machines_section
-from prelnx.report.outcome import ClaimOutcome, not_measured
+from prelnx.report.outcome import not_measured
 from prelnx.report.placements import placements_section
 from prelnx.report.render import arms_table, claims_table, claims_text, method_claims_table, ranking_table
 from prelnx.report.sequential import how_decided
@@ -183,10 +183,6 @@ def check_report_inputs(sweep_dir: Path, grads_dir: Path | None) -> None:
         raise ReportError(f"--grads {grads_dir}: no such folder")
 
 
-def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: list[Any]) -> dict[str, ClaimOutcome]:
-    return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
-
-
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,
                  say_claims: bool = False, sweep_label: str | None = None) -> Path:  # fmt: skip
     """Write `out` (markdown) and its PNGs into `<out stem>_figures/` beside it; `say_claims`: log the claims as lines.
@@ -205,8 +201,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     translation = [a for a in arms if a.task == "translation"]
     lm = [a for a in arms if a.task == "language_model"]  # the paper's training claims on a decoder-only LM
     bert_only = bool(arms) and not translation and not lm  # a masked-LM sweep: the translation claims do not apply
-    checks, claim_list = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
-    outcomes = check_claims(claim_list, checks, arms if bert_only else (translation or lm))
+    claim_list, outcomes = paper_outcomes(arms, claims)
     unusable = [row for row in rows if not RunStatus.of(row).done]
     if unusable:  # "no runs for these arms" would hide that the runs exist but did not train
         listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")

@@ -23,8 +23,8 @@ from scipy import stats as scipy_stats
 
 from prelnx.paper import methods_data, paper_data
 from prelnx.report.arms import Arm, load_arms
-from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
-from prelnx.report.outcome import Case, ClaimOutcome
+from prelnx.report.claims import paper_outcomes
+from prelnx.report.outcome import Case, ClaimOutcome, combined
 from prelnx.report.placements import check_placements
 from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
 from prelnx.report.warmup_free import check_methods, has_methods, user_methods
@@ -71,18 +71,6 @@ def case_verdicts(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> list[Verd
     return verdicts
 
 
-def claim_verdict(verdicts: list[Verdict]) -> Verdict:
-    """As ClaimOutcome.verdict: holds when every testable case holds, does not hold when one does not."""
-    if not verdicts:
-        return Verdict.NOT_MEASURED
-    testable = [v for v in verdicts if v is not Verdict.NOT_TESTABLE]
-    if not testable:
-        return Verdict.NOT_TESTABLE
-    if Verdict.DOES_NOT_HOLD in testable:
-        return Verdict.DOES_NOT_HOLD
-    return Verdict.HOLDS if all(v is Verdict.HOLDS for v in testable) else Verdict.INCONCLUSIVE
-
-
 def side_z(c: Comparison) -> list[tuple[float, float]]:
     """The z (significance-level scale) of "holds" and of "does not hold" at this look, one pair per route that can
     decide the comparison: the trained seeds' t interval (Welch or one-sample) and the failure counts (Fisher), which
@@ -112,7 +100,7 @@ def unreachable(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
 
 def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[ClaimState, Verdict]:
     verdicts = case_verdicts(outcome, plan, look)
-    verdict = claim_verdict(verdicts)
+    verdict = combined(verdicts) if verdicts else Verdict.NOT_MEASURED  # as ClaimOutcome.verdict
     if verdict is Verdict.NOT_MEASURED:
         return ClaimState.NOT_MEASURED, verdict
     if verdict in DECIDED:
@@ -126,13 +114,9 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
 
 def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
     """Every claim the report decides from these runs: paper.yaml's, methods.yaml's, each user layout file's."""
-    claims = paper_data()
+    outcomes = paper_outcomes(arms, paper_data())[1]
     translation = [a for a in arms if a.task == "translation"]
     lm = [a for a in arms if a.task == "language_model"]
-    bert_only = bool(arms) and not translation and not lm
-    checks, listed = (BERT_CHECKS, claims["bert"]) if bert_only else (TRAINING_CHECKS, claims["training"])
-    chosen = arms if bert_only else (translation or lm)
-    outcomes = {c["id"]: checks[c["id"]](chosen, c) for c in listed if c["id"] in checks}
     if has_methods(translation):
         for method in check_methods(translation, methods_data() + user_methods(translation)):
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value

@@ -308,9 +308,11 @@ CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
 CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
-def check_methods(arms: list[Arm], methods: list[dict[str, Any]]) -> list[MethodClaims]:
-    """Each method of the sweep with claims, its claims' outcomes (methods.yaml order)."""
-    translation = [a for a in arms if a.task == "translation"]
-    layouts = {a.layout for a in translation}
-    return [MethodClaims(m, {c["id"]: CHECKS[c["kind"]](translation, m["layout"], c) for c in m["claims"]})
-            for m in methods if m["claims"] and m["layout"] in layouts]  # fmt: skip
+def check_methods(arms: list[Arm], methods: list[dict[str, Any]], task: str = "translation", key: str = "claims",
+                  checks: dict[str, Callable[..., ClaimOutcome]] | None = None) -> list[MethodClaims]:  # fmt: skip
+    """Each method of the sweep with claims (`key`: a placement's `lm_claims`, prelnx.report.placements) on its runs
+    of `task`, as its spec (`claims`: them) and its claims' outcomes (methods.yaml order)."""
+    runs = [a for a in arms if a.task == task]
+    layouts, checks = {a.layout for a in runs}, checks or CHECKS
+    return [MethodClaims({**m, "claims": m[key]}, {c["id"]: checks[c["kind"]](runs, m["layout"], c) for c in m[key]})
+            for m in methods if m.get(key) and m["layout"] in layouts]  # fmt: skip

@@ -16,12 +16,11 @@ from typing import Any
 
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
-from prelnx.records.results import SWEEP_INDEX
+from prelnx.records.results import SWEEP_INDEX, is_finite
 from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick
 from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
-from prelnx.report.plateau import is_finite
 from prelnx.report.stats import Sample, Verdict, above, below, compare
 
 Row = dict[str, Any]

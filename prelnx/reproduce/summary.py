@@ -30,9 +30,8 @@ TOY = {
 
 def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
     from prelnx.report.arms import load_arms
-    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, check_claims
     from prelnx.report.outcome import not_measured
-    from prelnx.report.report import check_claims
 
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
