@@ -24,11 +24,11 @@ from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
-from prelnx.records.diagnostics import append_diagnostics, reconcile_diagnostics
+from prelnx.records.diagnostics import append_diagnostics
 from prelnx.records.grain import Grain, stride
 from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
-from prelnx.records.reconcile import LOG_NAME, reconcile_run
+from prelnx.records.reconcile import reconcile_run
 from prelnx.records.results import best_and_final
 from prelnx.records.rows import Row, is_bad_loss, row_builder
 from prelnx.records.status import write_status
@@ -192,16 +192,15 @@ class Watch:
                 outcome = Outcome(RunStatus.INTERRUPTED, outcome.update, Failure.UNREADABLE_CHECKPOINT,
                                   detail=unreadable)  # fmt: skip
             elif not unreadable:  # (an unreadable checkpoint: the rows seen are kept)
-                reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info)
-                rows = reconciled.rows
-                if reconciled.lost:
-                    extra["lost_validations" if self.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
                 # a diverged run is never resumed: its diagnostics up to the divergence stay (records/diagnostics.py),
                 # this attempt's rows too, which may run a little past its last progress line
                 upto = info.update if info else 0
                 if outcome.status is RunStatus.DIVERGED:
                     upto = max([upto, outcome.update] + [row["num_updates"] for row in self.diagnostics or []])
-                kept = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, upto)
+                reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info, upto)
+                rows, kept = reconciled.rows, reconciled.diagnostics
+                if reconciled.lost:
+                    extra["lost_validations" if self.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
                 diagnostics = kept if diagnostics is not None or kept else None
             rebuild(run_dir, rows, self.hparams, best_and_final(rows), self.grain, diagnostics)
         except OSError as error:
