@@ -13,12 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
+from prelnx.exits import Exit, Refusal
+
 LOCK_NAME = ".lock"
 DEAD_OWNER_WAIT_S = 20.0
 
 
-class RunLocked(RuntimeError):
-    """Another process holds the run dir."""
+class RunLocked(Refusal):
+    """Another process holds the run dir: nothing was done."""
+
+    exit_code = Exit.BUSY
 
 
 def _alive(pid: int) -> bool:
