@@ -74,11 +74,14 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
         raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); {hint}") from None
 
 
-class LogTail:
-    """New lines of a file that grows (and may start again when a requeued job truncates it)."""
+class Rank0Output:
+    """New lines of a file that grows (and may start again when a requeued job truncates it): of rank 0's log, `read`
+    shows its own lines (not submitit's, nor the events its task reports) and keeps the last error it reported
+    (prelnx/child_report.py)."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.offset, self.partial = path, 0, ""
+        self.raised: child_report.Raised | None = None
 
     def lines(self) -> list[str]:
         try:
@@ -93,16 +96,8 @@ class LogTail:
         *complete, self.partial = (self.partial + data.decode(errors="replace")).split("\n")
         return complete
 
-
-class Rank0Output:
-    """Rank 0's new lines, shown (not submitit's own, nor the events its task reports); the last error it reported
-    (prelnx/child_report.py), kept."""
-
-    def __init__(self, path: Path) -> None:
-        self.tail, self.raised = LogTail(path), None
-
     def read(self) -> None:
-        for line in self.tail.lines():
+        for line in self.lines():
             if isinstance(event := child_report.parse(line), child_report.Raised):
                 self.raised = event
             elif event is None and line.strip() and not line.startswith("submitit "):

@@ -55,7 +55,7 @@ class Watch:
         self.divergence: Divergence | None = None  # prelnx itself stops a diverging run
         self.raised: list[Raised] = []  # what the child (each worker) reported it raised
         self.stopped = False  # by the user
-        self.io_failed: tuple[Failure, str] | None = None  # prelnx could not write the run dir's files
+        self.io_failed: Outcome | None = None  # prelnx could not write the run dir's files
         self.done = False  # the child reported its training returned (its last checkpoint is saved by then)
 
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
@@ -140,7 +140,7 @@ class Watch:
         """How the attempt ended, once the child has exited."""
         update = max(self.builder.last_update, crash_update or 0)
         if self.io_failed:
-            return Outcome(RunStatus.FAILED, update, self.io_failed[0], detail=self.io_failed[1])
+            return replace(self.io_failed, update=update)
         if self.divergence:
             return Outcome(RunStatus.DIVERGED, update, divergence=self.divergence)
         if self.stopped or returncode in STOP_CODES:
@@ -155,8 +155,7 @@ class Watch:
             return Outcome(RunStatus.DIVERGED, update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
         if raised is not None and raised.kind is Kind.DISK_FULL and raised.errno is not None:
             error = OSError(raised.errno, os.strerror(raised.errno), raised.path)
-            kind, detail = io_failure(error, self.run_dir / "checkpoints")
-            return Outcome(RunStatus.FAILED, update, kind, detail=detail)
+            return io_failure(error, self.run_dir / "checkpoints", update)
         if raised is not None and raised.kind is Kind.OUT_OF_MEMORY:
             return Outcome(RunStatus.FAILED, update, Failure.OUT_OF_MEMORY, detail=raised.describe())
         return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
@@ -207,8 +206,7 @@ class Watch:
             rows = self.rows
             # a full disk that fairseq reported keeps fairseq's own path
             if not (outcome.status is RunStatus.FAILED and outcome.failure is Failure.DISK_FULL):
-                kind, detail = io_failure(error, run_dir)
-                outcome = Outcome(RunStatus.FAILED, outcome.update, kind, detail=detail)
+                outcome = io_failure(error, run_dir, outcome.update)
         if info is not None:
             extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
             update = info.update if outcome.status is RunStatus.FINISHED else max(outcome.update, info.update)

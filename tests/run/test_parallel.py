@@ -102,10 +102,10 @@ def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
 
 
 def test_the_progress_of_a_slurm_job_is_read_from_a_growing_log(tmp_path):
-    from prelnx.launch.slurm_job import LogTail
+    from prelnx.launch.slurm_job import Rank0Output
 
     log = tmp_path / "log"
-    tail = LogTail(log)
+    tail = Rank0Output(log)
     assert tail.lines() == []
     log.write_text("starting tiny\nepoch 1")
     assert tail.lines() == ["starting tiny"]
