@@ -75,8 +75,8 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
 
 
 class Rank0Output:
-    """New lines of a file that grows (and may start again when a requeued job truncates it): of rank 0's log, `read`
-    shows its own lines (not submitit's, nor the events its task reports) and keeps the last error it reported
+    """Rank 0's log as it grows (it starts again when a requeued job truncates it): `lines` are its new lines, `read`
+    shows them (not submitit's own, nor the events its task reports) and keeps the last error it reported
     (prelnx/child_report.py)."""
 
     def __init__(self, path: Path) -> None:
