@@ -100,7 +100,7 @@ class RunLock:
     def __enter__(self) -> Self:
         return self.acquire() if self.fd is None else self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_: object) -> None:
         self.release()
 
 
