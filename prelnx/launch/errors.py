@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from prelnx.atomic import io_reason
 from prelnx.exits import Exit, Refusal
-from prelnx.records.lock import RunLocked
 
 
 class RunConflict(Refusal):
@@ -23,10 +22,8 @@ class SlurmUnavailable(Refusal):
 def error_exit(error: BaseException) -> tuple[str, int] | None:
     """The one line and exit code of an error that is not a bug (every command's, through commands/errors.py, and
     rank 0's of a Slurm job); None for a bug."""
-    if isinstance(error, Refusal):
+    if isinstance(error, Refusal):  # a run dir in use (records.lock's RunLocked) too: BUSY
         return str(error), error.exit_code
-    if isinstance(error, RunLocked):  # records.lock's, not (yet) a Refusal
-        return str(error), Exit.BUSY
     if isinstance(error, OSError):  # a full disk, permissions, a path under a file: not prelnx's bug
         # without a file name the reason is already whole (RunIOError names the run dir in it)
         return (io_reason(error) if error.filename or not error.strerror else error.strerror), Exit.FAILED

@@ -39,7 +39,6 @@ from prelnx.plan.data import DataNotReady, data_problem
 from prelnx.plan.launch import RunPlan, default_run_dir, plan_run
 from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointDamaged, checkpoint_info, resume_point
-from prelnx.records.diagnostics import reconcile_diagnostics
 from prelnx.records.machine_record import record_machine
 from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
@@ -240,13 +239,12 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     record_machine(run_dir, t.device)  # the CPU this attempt trains on (studies pool seeds across machines)
     reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)
     notes += [Note(line) for line in reconciled.describe()]
-    diagnostics = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, start.update if start else 0)
     write_status(run_dir, RunStatus.RUNNING, update=start.update if start else 0,
                  **status_counts(run_grain, reconciled.rows, start))  # fmt: skip
     log_path = run_dir / LOG_NAME
     diagnosed = t.diagnostics.every_updates is not None or t.diagnostics.sharpness_every_updates is not None
     watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams_of(config),
-                  diagnostics if diagnosed or diagnostics else None)  # fmt: skip
+                  reconciled.diagnostics if diagnosed or reconciled.diagnostics else None)  # fmt: skip
     if start is not None and start.meets(t.max_epoch, t.max_update):
         for note in notes:
             listener(note)

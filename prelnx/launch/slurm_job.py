@@ -5,7 +5,6 @@ and return the run's exit code. What the tasks do is in launch/slurm_task.py.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -19,33 +18,35 @@ from prelnx.launch import slurm_task
 from prelnx.launch.errors import SlurmUnavailable
 from prelnx.launch.local import check_before_training, sigterm_interrupts
 from prelnx.launch.prepare import ensure_data
-from prelnx.launch.slurm_task import SlurmRequest, SlurmTrainTask, plan_request, submitit_folder, task_config, task_env
+from prelnx.launch.slurm_task import (DEFAULT_TIME_MIN, SlurmRequest, SlurmTrainTask, default_cpus_per_run,
+                                     submitit_folder, task_config, task_env)
 from prelnx.plan.launch import plan_run
 from prelnx.records.lock import RunLocked, is_locked
 
 log = logging.getLogger(__name__)
 UNANSWERED_S = 300  # how long squeue may fail in a row before the wait gives up (the job is left alone)
-GPUS_DEFAULT = "one per worker with train.device: cuda (train.nodes x train.processes), else 0"  # plan_request's
+GPUS_DEFAULT = "one per worker with train.device: cuda (train.nodes x train.processes), else 0"  # run_request's
 RESOURCES = "--gpus-per-run, --cpus-per-run, --mem-gb-per-run, --time-min, --partition, train.nodes, train.processes"
 
 
 def run_request(config: Config, partition: str | None = None, gpus_per_run: int | None = None,
                 cpus_per_run: int | None = None, mem_gb_per_run: int | None = None,
                 time_min: int | None = None) -> SlurmRequest:  # fmt: skip
-    """The job of one run from its resources in all (the options of sweep's and reproduce's names and meanings):
-    train.nodes x train.processes tasks share its CPUs evenly, its nodes its GPUs and memory; a total that does not
-    split evenly is refused before anything is submitted. Unasked: plan_request's defaults."""
+    """The job of one run from its resources in all (the options of sweep's and reproduce's names and meanings): one
+    task per worker, train.processes (default 1) per node on train.nodes nodes; the tasks share its CPUs evenly, its
+    nodes its GPUs and memory; a total that does not split evenly is refused before anything is submitted. Unasked:
+    each task the partition's CPUs per node shared by its tasks (sinfo), a GPU with train.device: cuda."""
     nodes, tasks = config.train.nodes, config.train.processes or 1
     cpus = _share("--cpus-per-run", cpus_per_run, nodes * tasks, f"{nodes} node(s) x {tasks} task(s)", "task")
     mem = _share("--mem-gb-per-run", mem_gb_per_run, nodes, f"{nodes} node(s)", "node")
-    request = plan_request(config, partition, cpus, mem, time_min)
-    if gpus_per_run is None:
-        return request
-    gpus = _share("--gpus-per-run", gpus_per_run, nodes, f"{nodes} node(s)", "node") or 0
-    if config.train.device == "cuda" and gpus < tasks:
+    gpus = _share("--gpus-per-run", gpus_per_run, nodes, f"{nodes} node(s)", "node")
+    if gpus is None:
+        gpus = tasks if config.train.device == "cuda" else 0
+    elif config.train.device == "cuda" and gpus < tasks:
         raise Refusal(f"--gpus-per-run {gpus_per_run}: train.device: cuda runs a worker per GPU, {nodes * tasks} in "
                       f"all (train.nodes {nodes} x train.processes {tasks}); ask at least {nodes * tasks}")  # fmt: skip
-    return dataclasses.replace(request, gpus_per_node=gpus)
+    cpus = cpus or default_cpus_per_run(partition, tasks)
+    return SlurmRequest(nodes, tasks, cpus, gpus, mem, time_min or DEFAULT_TIME_MIN, partition)
 
 
 def _share(option: str, total: int | None, parts: int, shape: str, each: str) -> int | None:
@@ -73,11 +74,14 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
         raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); {hint}") from None
 
 
-class LogTail:
-    """New lines of a file that grows (and may start again when a requeued job truncates it)."""
+class Rank0Output:
+    """Rank 0's log as it grows (it starts again when a requeued job truncates it): `lines` are its new lines, `read`
+    shows them (not submitit's own, nor the events its task reports) and keeps the last error it reported
+    (prelnx/child_report.py)."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.offset, self.partial = path, 0, ""
+        self.raised: child_report.Raised | None = None
 
     def lines(self) -> list[str]:
         try:
@@ -92,16 +96,8 @@ class LogTail:
         *complete, self.partial = (self.partial + data.decode(errors="replace")).split("\n")
         return complete
 
-
-class Rank0Output:
-    """Rank 0's new lines, shown (not submitit's own, nor the events its task reports); the last error it reported
-    (prelnx/child_report.py), kept."""
-
-    def __init__(self, path: Path) -> None:
-        self.tail, self.raised = LogTail(path), None
-
     def read(self) -> None:
-        for line in self.tail.lines():
+        for line in self.lines():
             if isinstance(event := child_report.parse(line), child_report.Raised):
                 self.raised = event
             elif event is None and line.strip() and not line.startswith("submitit "):

@@ -97,16 +97,6 @@ class SlurmRequest:
         return f"{text}, partition {self.partition or '(default)'}, time limit {self.time_min} min"
 
 
-def plan_request(config: Config, partition: str | None = None, cpus_per_task: int | None = None,
-                 mem_gb: int | None = None, time_min: int | None = None) -> SlurmRequest:  # fmt: skip
-    """One task per worker: train.processes (default 1) per node on train.nodes nodes; a GPU each with
-    train.device: cuda. CPUs per task default to the partition's CPUs per node shared by its tasks (sinfo)."""
-    tasks = config.train.processes or 1
-    cpus = cpus_per_task or default_cpus_per_run(partition, tasks)
-    gpus = tasks if config.train.device == "cuda" else 0
-    return SlurmRequest(config.train.nodes, tasks, cpus, gpus, mem_gb, time_min or DEFAULT_TIME_MIN, partition)
-
-
 def task_config(config: Config, request: SlurmRequest) -> Config:
     """The config the tasks train: train.threads = the CPUs of a task unless the config sets it."""
     if config.train.threads is not None:

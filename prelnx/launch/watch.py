@@ -24,11 +24,11 @@ from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
-from prelnx.records.diagnostics import append_diagnostics, reconcile_diagnostics
+from prelnx.records.diagnostics import append_diagnostics
 from prelnx.records.grain import Grain, stride
 from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
-from prelnx.records.reconcile import LOG_NAME, reconcile_run
+from prelnx.records.reconcile import reconcile_run
 from prelnx.records.results import best_and_final
 from prelnx.records.rows import Row, is_bad_loss, row_builder
 from prelnx.records.status import write_status
@@ -55,7 +55,7 @@ class Watch:
         self.divergence: Divergence | None = None  # prelnx itself stops a diverging run
         self.raised: list[Raised] = []  # what the child (each worker) reported it raised
         self.stopped = False  # by the user
-        self.io_failed: tuple[Failure, str] | None = None  # prelnx could not write the run dir's files
+        self.io_failed: Outcome | None = None  # prelnx could not write the run dir's files
         self.done = False  # the child reported its training returned (its last checkpoint is saved by then)
 
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
@@ -140,7 +140,7 @@ class Watch:
         """How the attempt ended, once the child has exited."""
         update = max(self.builder.last_update, crash_update or 0)
         if self.io_failed:
-            return Outcome(RunStatus.FAILED, update, self.io_failed[0], detail=self.io_failed[1])
+            return replace(self.io_failed, update=update)
         if self.divergence:
             return Outcome(RunStatus.DIVERGED, update, divergence=self.divergence)
         if self.stopped or returncode in STOP_CODES:
@@ -155,8 +155,7 @@ class Watch:
             return Outcome(RunStatus.DIVERGED, update, divergence=Divergence(Signal.FAIRSEQ_NAN, update))
         if raised is not None and raised.kind is Kind.DISK_FULL and raised.errno is not None:
             error = OSError(raised.errno, os.strerror(raised.errno), raised.path)
-            kind, detail = io_failure(error, self.run_dir / "checkpoints")
-            return Outcome(RunStatus.FAILED, update, kind, detail=detail)
+            return io_failure(error, self.run_dir / "checkpoints", update)
         if raised is not None and raised.kind is Kind.OUT_OF_MEMORY:
             return Outcome(RunStatus.FAILED, update, Failure.OUT_OF_MEMORY, detail=raised.describe())
         return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
@@ -192,24 +191,22 @@ class Watch:
                 outcome = Outcome(RunStatus.INTERRUPTED, outcome.update, Failure.UNREADABLE_CHECKPOINT,
                                   detail=unreadable)  # fmt: skip
             elif not unreadable:  # (an unreadable checkpoint: the rows seen are kept)
-                reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info)
-                rows = reconciled.rows
-                if reconciled.lost:
-                    extra["lost_validations" if self.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
                 # a diverged run is never resumed: its diagnostics up to the divergence stay (records/diagnostics.py),
                 # this attempt's rows too, which may run a little past its last progress line
                 upto = info.update if info else 0
                 if outcome.status is RunStatus.DIVERGED:
                     upto = max([upto, outcome.update] + [row["num_updates"] for row in self.diagnostics or []])
-                kept = reconcile_diagnostics(run_dir, run_dir / LOG_NAME, upto)
+                reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info, upto)
+                rows, kept = reconciled.rows, reconciled.diagnostics
+                if reconciled.lost:
+                    extra["lost_validations" if self.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
                 diagnostics = kept if diagnostics is not None or kept else None
             rebuild(run_dir, rows, self.hparams, best_and_final(rows), self.grain, diagnostics)
         except OSError as error:
             rows = self.rows
             # a full disk that fairseq reported keeps fairseq's own path
             if not (outcome.status is RunStatus.FAILED and outcome.failure is Failure.DISK_FULL):
-                kind, detail = io_failure(error, run_dir)
-                outcome = Outcome(RunStatus.FAILED, outcome.update, kind, detail=detail)
+                outcome = io_failure(error, run_dir, outcome.update)
         if info is not None:
             extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
             update = info.update if outcome.status is RunStatus.FINISHED else max(outcome.update, info.update)

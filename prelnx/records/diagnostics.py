@@ -1,6 +1,7 @@
 """A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), stored as it is from the
 child's `diagnosed` events (prelnx/child_report.py; prelnx_fairseq_plugin/diagnostics.py owns the row's keys); rebuilt
-like metrics.jsonl, from the events in train.log, up to the last checkpoint's update. TensorBoard: `scalars` (step = update) and `LAYOUT`.
+like metrics.jsonl, from the events in train.log, up to the last checkpoint's update (records/reconcile.py).
+TensorBoard: `scalars` (step = update) and `LAYOUT`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prelnx import child_report
 from prelnx.atomic import write_text_atomic
 from prelnx.records.results import is_finite
 
@@ -26,13 +26,13 @@ LAYOUT = {SECTION: {title: ["Multiline", [rf"^diagnostics/{key}/"]] for key, tit
 Diagnostics = dict[str, Any]
 
 
-def _valid(row: Any) -> Diagnostics | None:
+def valid_diagnostics(row: Any) -> Diagnostics | None:
     return row if isinstance(row, dict) and isinstance(row.get("num_updates"), int) else None
 
 
 def _row(text: str) -> Diagnostics | None:
     try:
-        return _valid(json.loads(text))
+        return valid_diagnostics(json.loads(text))
     except json.JSONDecodeError:
         return None
 
@@ -47,22 +47,6 @@ def read_diagnostics(run_dir: Path) -> list[Diagnostics]:
 def append_diagnostics(run_dir: Path, row: Diagnostics) -> None:
     with open(run_dir / FILE, "a") as out:
         out.write(json.dumps(row) + "\n")
-
-
-def reconcile_diagnostics(run_dir: Path, log_path: Path, upto: int) -> list[Diagnostics]:
-    """Rewrite diagnostics.jsonl as one row per measured update up to `upto` (the last checkpoint's, or the
-    divergence's), saved, else from train.log, and return the rows; a run that never recorded one gets no file."""
-    logged: dict[int, Diagnostics] = {}  # every attempt's; a later record of an update replaces the earlier
-    if log_path.is_file():
-        with open(log_path, errors="replace") as log:
-            events = (child_report.parse(line) for line in log)
-            logged = {row["num_updates"]: row for event in events
-                      if isinstance(event, child_report.Diagnosed) and (row := _valid(event.row)) is not None}
-    merged = logged | {row["num_updates"]: row for row in read_diagnostics(run_dir)}
-    rows = [merged[u] for u in sorted(merged) if u <= upto]
-    if merged or (run_dir / FILE).is_file():
-        write_text_atomic(run_dir / FILE, "".join(json.dumps(row) + "\n" for row in rows))
-    return rows
 
 
 def scalars(row: Diagnostics) -> list[tuple[str, float]]:

@@ -13,12 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
+from prelnx.exits import Exit, Refusal
+
 LOCK_NAME = ".lock"
 DEAD_OWNER_WAIT_S = 20.0
 
 
-class RunLocked(RuntimeError):
-    """Another process holds the run dir."""
+class RunLocked(Refusal):
+    """Another process holds the run dir: nothing was done."""
+
+    exit_code = Exit.BUSY
 
 
 def _alive(pid: int) -> bool:
@@ -96,7 +100,7 @@ class RunLock:
     def __enter__(self) -> Self:
         return self.acquire() if self.fd is None else self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_: object) -> None:
         self.release()
 
 

@@ -33,10 +33,6 @@ class MachineRecord:
         return f"{self.cpu} ({native})"
 
 
-def this_machine(device: str) -> MachineRecord:
-    return MachineRecord(cpu_name(), cpu_bf16_flags(), usable_cores(), device, time.strftime("%Y-%m-%dT%H:%M:%S"))
-
-
 def read_machines(run_dir: Path) -> list[MachineRecord]:
     """The attempts' machines, oldest first; [] for a run dir written before this record existed."""
     try:
@@ -49,7 +45,7 @@ def read_machines(run_dir: Path) -> list[MachineRecord]:
 
 def record_machine(run_dir: Path, device: str) -> MachineRecord:
     """Append this attempt's machine to the run dir's machine.json (atomically) and return it."""
-    record = this_machine(device)
+    record = MachineRecord(cpu_name(), cpu_bf16_flags(), usable_cores(), device, time.strftime("%Y-%m-%dT%H:%M:%S"))
     attempts = [asdict(m) for m in read_machines(run_dir)] + [asdict(record)]
     write_text_atomic(run_dir / NAME, json.dumps({"attempts": attempts}, indent=2) + "\n")
     return record

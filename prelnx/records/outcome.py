@@ -114,7 +114,7 @@ def render_reason(outcome: Outcome) -> str:
     return outcome.detail
 
 
-def io_failure(error: OSError, near: Path | str | None = None) -> tuple[Failure, str]:
-    """The kind of an I/O error and its wording (`no space left on device: <path>`)."""
+def io_failure(error: OSError, near: Path | str | None = None, update: int = 0) -> Outcome:
+    """A run `failed` by an I/O error: its kind and wording (`no space left on device: <path>`)."""
     kind = Failure.DISK_FULL if error.errno in (errno.ENOSPC, errno.EDQUOT) else Failure.IO
-    return kind, io_reason(error, near)
+    return Outcome(RunStatus.FAILED, update, kind, detail=io_reason(error, near))

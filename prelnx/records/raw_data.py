@@ -18,13 +18,9 @@ RUN_FILES = ("status.json", "metrics.jsonl", "config.yaml", "machine.json", "dia
 COMPRESS_ABOVE = 1_000_000  # bytes: a file above this is kept as .gz
 
 
-def is_done(run_dir: Path) -> bool:
-    return recorded_status(run_dir).done
-
-
 def keep_run(run_dir: Path, dest: Path, portable=lambda text: text) -> bool:
     """Copy a done run's files into `dest` (a large one gzipped; config.yaml through `portable`); False if not done."""
-    if not is_done(run_dir):
+    if not recorded_status(run_dir).done:
         return False
     for name in RUN_FILES:
         source, target = run_dir / name, dest / name
@@ -46,7 +42,7 @@ def restore_runs(raw: Path, sweep_dir: Path, names: list[str]) -> list[str]:
     restored = []
     for name in names:
         source, target = raw / name, sweep_dir / name
-        if target.exists() or not source.is_dir() or not is_done(source):
+        if target.exists() or not source.is_dir() or not recorded_status(source).done:
             continue
         shutil.copytree(source, target)
         for packed in target.rglob("*.gz"):

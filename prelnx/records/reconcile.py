@@ -1,15 +1,19 @@
 """Making a run dir agree with its checkpoints (what was trained), on every (re)start and at the end of every attempt:
 one row per epoch (or validated update) the checkpoint holds, prelnx's (metrics.jsonl), else rebuilt from train.log
 (the child's, so it survives prelnx's death), else listed as lost; later ones are dropped (fairseq trains them again).
+diagnostics.jsonl likewise, from the same reading of train.log.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prelnx import child_report
+from prelnx.atomic import write_text_atomic
 from prelnx.records.checkpoints import CheckpointDamaged, CheckpointInfo, CheckpointRefused, load_checkpoint
+from prelnx.records.diagnostics import FILE, Diagnostics, read_diagnostics, valid_diagnostics
 from prelnx.records.grain import Grain
 from prelnx.records.metrics import write_metrics
 from prelnx.records.rows import EpochRows, Row, row_builder
@@ -17,16 +21,19 @@ from prelnx.records.rows import EpochRows, Row, row_builder
 LOG_NAME = "train.log"
 
 
-def rows_from_log(log_path: Path, grain: Grain = Grain.EPOCH) -> list[Row]:
-    """Rows from the records the child reported in train.log (its `stats` events; every attempt; a redone step's
-    later row wins)."""
+def read_log(log_path: Path, grain: Grain = Grain.EPOCH) -> tuple[list[Row], list[Diagnostics]]:
+    """What the child reported in train.log (every attempt; a redone step's later record wins): the rows of its
+    `stats` events, and its `diagnosed` rows."""
     if not log_path.is_file():
-        return []
+        return [], []
     builder = row_builder(grain)
     rows: dict[int, Row] = {}
+    diagnostics: dict[int, Diagnostics] = {}
     with open(log_path, errors="replace") as log:
         for line in log:
             event = child_report.parse(line)
+            if isinstance(event, child_report.Diagnosed) and (found := valid_diagnostics(event.row)) is not None:
+                diagnostics[found["num_updates"]] = found
             if not isinstance(event, child_report.Stats):
                 continue
             row = builder.add(event.tag, event.stats, event.step)
@@ -36,18 +43,20 @@ def rows_from_log(log_path: Path, grain: Grain = Grain.EPOCH) -> list[Row]:
                 row = builder.pending_row()
             if row is not None:
                 rows[grain.step(row)] = {**row, "wall_seconds": None, "from_log": True}
-    return [rows[step] for step in sorted(rows)]
+    return [rows[step] for step in sorted(rows)], list(diagnostics.values())
 
 
 @dataclass
 class Reconciled:
-    """The rows kept, and which steps of the grain (epochs, or validated updates) were recovered, dropped or lost."""
+    """The rows kept, and which steps of the grain (epochs, or validated updates) were recovered, dropped or lost;
+    the diagnostics rows kept."""
 
     rows: list[Row]
     grain: Grain = Grain.EPOCH
     lost: list[int] = field(default_factory=list)
     recovered: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
+    diagnostics: list[Diagnostics] = field(default_factory=list)
 
     def describe(self) -> list[str]:
         said, unit = [], "validations at updates" if self.grain is Grain.UPDATE else "epochs"
@@ -64,53 +73,46 @@ def _span(steps: list[int]) -> str:
     return ", ".join(str(s) for s in steps)
 
 
-def reconcile_rows(saved: list[Row], logged: list[Row], completed_epochs: int,
-                   checkpoint_update: int | None = None) -> Reconciled:  # fmt: skip
-    """One row for each epoch 1..completed_epochs: saved, else logged, else lost; rows past the checkpoint (a later
-    epoch, or more updates than it holds) are dropped."""
+def reconcile_rows(saved: list[Row], logged: list[Row], grain: Grain, checkpoint_update: int,
+                   completed_epochs: int = 0, every: int = 1) -> Reconciled:  # fmt: skip
+    """One row per step of the grain the checkpoint holds, saved, else logged, else lost: each epoch
+    1..completed_epochs, or at the update grain each validated update (a multiple of `every` in neither is lost; the
+    last validation, when training stopped, need not be one). Rows past the checkpoint (a later epoch, or more updates
+    than it holds) are dropped."""
     def within(row: Row) -> bool:
-        return checkpoint_update is None or int(row.get("num_updates") or 0) <= checkpoint_update
+        epoch_held = grain is Grain.UPDATE or row["epoch"] <= completed_epochs
+        return epoch_held and int(row.get("num_updates") or 0) <= checkpoint_update
 
-    by_saved = {row["epoch"]: row for row in saved if within(row)}
-    by_logged = {row["epoch"]: row for row in logged if within(row)}
-    result = Reconciled(rows=[])
-    for epoch in range(1, completed_epochs + 1):
-        if epoch in by_saved:
-            result.rows.append(by_saved[epoch])
-        elif epoch in by_logged:
-            result.rows.append(by_logged[epoch])
-            result.recovered.append(epoch)
-        else:
-            result.lost.append(epoch)
-    result.dropped = sorted(row["epoch"] for row in saved if row["epoch"] > completed_epochs or not within(row))
-    return result
+    by_saved = {grain.step(row): row for row in saved if within(row)}
+    by_logged = {grain.step(row): row for row in logged if within(row)}
+    steps = sorted(set(by_saved) | set(by_logged))
+    held = range(every, checkpoint_update + 1, every) if grain is Grain.UPDATE else range(1, completed_epochs + 1)
+    return Reconciled([by_saved[s] if s in by_saved else by_logged[s] for s in steps], grain,
+                      lost=[s for s in held if s not in by_saved and s not in by_logged],
+                      recovered=[s for s in steps if s not in by_saved],
+                      dropped=sorted(grain.step(row) for row in saved if not within(row)))  # fmt: skip
 
 
-def reconcile_update_rows(saved: list[Row], logged: list[Row], checkpoint_update: int, every: int) -> Reconciled:
-    """One row per validated update up to the checkpoint's: saved, else logged; a multiple of `every` up to the
-    checkpoint in neither is lost (the last validation, when training stopped, is not a multiple)."""
-    by_saved = {row["num_updates"]: row for row in saved if row["num_updates"] <= checkpoint_update}
-    by_logged = {row["num_updates"]: row for row in logged if row["num_updates"] <= checkpoint_update}
-    result = Reconciled(rows=[], grain=Grain.UPDATE)
-    for update in sorted(set(by_saved) | set(by_logged)):
-        result.rows.append(by_saved.get(update) or by_logged[update])
-        if update not in by_saved:
-            result.recovered.append(update)
-    result.lost = [u for u in range(every, checkpoint_update + 1, every) if u not in by_saved and u not in by_logged]
-    result.dropped = sorted(row["num_updates"] for row in saved if row["num_updates"] > checkpoint_update)
-    return result
+def reconcile_diagnostics(run_dir: Path, logged: list[Diagnostics], upto: int) -> list[Diagnostics]:
+    """Rewrite diagnostics.jsonl as one row per measured update up to `upto` (the last checkpoint's, or the
+    divergence's), saved, else `logged`, and return the rows; a run that never recorded one gets no file."""
+    merged = {row["num_updates"]: row for row in [*logged, *read_diagnostics(run_dir)]}  # a saved row wins
+    rows = [merged[u] for u in sorted(merged) if u <= upto]
+    if merged or (run_dir / FILE).is_file():
+        write_text_atomic(run_dir / FILE, "".join(json.dumps(row) + "\n" for row in rows))
+    return rows
 
 
-def reconcile_run(run_dir: Path, grain: Grain, every: int, saved: list[Row],
-                  checkpoint: CheckpointInfo | None) -> Reconciled:  # fmt: skip
-    """Reconcile `saved` rows with train.log and the checkpoint, and write the result as metrics.jsonl."""
+def reconcile_run(run_dir: Path, grain: Grain, every: int, saved: list[Row], checkpoint: CheckpointInfo | None,
+                  diagnostics_upto: int | None = None) -> Reconciled:  # fmt: skip
+    """Reconcile `saved` rows with train.log and the checkpoint, and write the result as metrics.jsonl; the
+    diagnostics likewise, up to `diagnostics_upto` (default: the checkpoint's update)."""
     completed, update = (checkpoint.epoch, checkpoint.update) if checkpoint else (0, 0)
-    logged = rows_from_log(run_dir / LOG_NAME, grain)
-    if grain is Grain.UPDATE:
-        reconciled = reconcile_update_rows(saved, logged, update, every)
-    else:
-        reconciled = reconcile_rows(saved, logged, completed, update)
+    logged, diagnostics = read_log(run_dir / LOG_NAME, grain)
+    reconciled = reconcile_rows(saved, logged, grain, update, completed, every)
     write_metrics(run_dir, reconciled.rows)
+    upto = update if diagnostics_upto is None else diagnostics_upto
+    reconciled.diagnostics = reconcile_diagnostics(run_dir, diagnostics, upto)
     return reconciled
 
 

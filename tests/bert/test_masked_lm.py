@@ -14,7 +14,8 @@ from prelnx.evaluate.evaluate import EvaluationError, plan_evaluation
 from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
 from prelnx.plan.launch import fairseq_argv
-from prelnx.records.reconcile import reconcile_update_rows
+from prelnx.records.grain import Grain
+from prelnx.records.reconcile import reconcile_rows
 from prelnx.records.rows import UpdateRows
 from prelnx.launch.local import train
 from tests.helpers import rendered, scalar_steps
@@ -108,11 +109,11 @@ def test_reconcile_at_the_update_grain_keeps_rows_up_to_the_checkpoint():
     def row(update: int) -> dict:
         return {"epoch": 1, "num_updates": update, "valid_loss": 5.0}
 
-    result = reconcile_update_rows(saved=[row(10), row(30)], logged=[row(10), row(20), row(30)], checkpoint_update=20,
-                                   every=10)  # fmt: skip
+    result = reconcile_rows(saved=[row(10), row(30)], logged=[row(10), row(20), row(30)], grain=Grain.UPDATE,
+                            checkpoint_update=20, every=10)  # fmt: skip
     assert [r["num_updates"] for r in result.rows] == [10, 20]
     assert result.recovered == [20] and result.dropped == [30] and result.lost == []
-    lost = reconcile_update_rows(saved=[row(10)], logged=[], checkpoint_update=30, every=10)
+    lost = reconcile_rows(saved=[row(10)], logged=[], grain=Grain.UPDATE, checkpoint_update=30, every=10)
     assert lost.lost == [20, 30] and "validations at updates 20, 30" in " ".join(lost.describe())
 
 

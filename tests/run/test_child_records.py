@@ -13,7 +13,7 @@ from prelnx import child_report
 from prelnx.launch.watch import Watch
 from prelnx.records.grain import Grain
 from prelnx.records.metrics import read_metrics
-from prelnx.records.reconcile import rows_from_log
+from prelnx.records.reconcile import read_log
 
 FAIRSEQ_LINE = re.compile(r"\| (\w+) \| (\{.*\})$")  # the test's own reading of fairseq's JSON line, to compare
 KEPT = ("wall_seconds", "from_log")  # what the parent adds to a row: when it saw it, and how
@@ -66,5 +66,5 @@ def test_the_rows_come_from_the_events_alone(finished_tiny_run, tmp_path):
     assert values(watched_rows(events, tmp_path, "events")) == values(recorded)
     assert watched_rows(text, tmp_path, "text") == []
     # the reconciliation rebuilding rows after a restart, likewise
-    assert values(rows_from_log(events)) == values(recorded)
-    assert rows_from_log(text) == []
+    assert values(read_log(events)[0]) == values(recorded)
+    assert read_log(text) == ([], [])

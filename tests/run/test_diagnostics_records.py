@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from prelnx import child_report
-from prelnx.records.diagnostics import FILE, read_diagnostics, reconcile_diagnostics, scalars
+from prelnx.records.diagnostics import FILE, read_diagnostics, scalars
+from prelnx.records.reconcile import read_log, reconcile_diagnostics
 
 
 def row(update: int, attempt: int) -> dict:
@@ -25,16 +26,16 @@ def test_rows_follow_the_checkpoint_and_the_later_attempt(tmp_path):
     log.write_text("".join(record(u, 1) for u in (2, 4, 6, 8, 10, 12)) + "prelnx: resuming\n"
                    + "".join(record(u, 2) for u in (8, 10)))  # fmt: skip
     (tmp_path / FILE).write_text(json.dumps(row(2, 1)) + "\n" + '{"num_updates": 4, "ep')
-    rows = reconcile_diagnostics(tmp_path, log, upto=10)
+    rows = reconcile_diagnostics(tmp_path, read_log(log)[1], upto=10)
     assert [row["num_updates"] for row in rows] == [2, 4, 6, 8, 10]  # the cut line rebuilt from the log, 12 dropped
     assert [row["grad_norm"]["decoder.1.ffn"] for row in rows] == [1.0, 1.0, 1.0, 2.0, 2.0]
     assert read_diagnostics(tmp_path) == rows
-    assert [row["num_updates"] for row in reconcile_diagnostics(tmp_path, log, upto=6)] == [2, 4, 6]
+    assert [row["num_updates"] for row in reconcile_diagnostics(tmp_path, read_log(log)[1], upto=6)] == [2, 4, 6]
 
 
 def test_a_run_without_diagnostics_gets_no_file(tmp_path):
     (tmp_path / "train.log").write_text("2026-12-01 | INFO | train_inner | {\"num_updates\": 2}\n")
-    assert reconcile_diagnostics(tmp_path, tmp_path / "train.log", upto=10) == []
+    assert reconcile_diagnostics(tmp_path, read_log(tmp_path / "train.log")[1], upto=10) == []
     assert not (tmp_path / FILE).exists()
 
 

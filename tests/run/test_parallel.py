@@ -85,26 +85,27 @@ def test_slurm_tasks_are_the_workers_when_a_task_of_prelnx_train_executor_slurm_
 
 
 def test_what_a_slurm_training_asks_for(tiny_config_file, monkeypatch):
+    from prelnx.launch import slurm_job
     from prelnx.launch import slurm_task as slurm
     from prelnx.launch import slurm_task as slurm_train
 
     config, _ = load_config(tiny_config_file(train={"nodes": 3, "processes": 2, "threads": None}))
     monkeypatch.setattr(slurm, "partition_cpus", lambda partition: 16)
-    request = slurm_train.plan_request(config, partition="cpu")
+    request = slurm_job.run_request(config, partition="cpu")
     assert (request.nodes, request.tasks_per_node, request.cpus_per_task, request.gpus_per_node) == (3, 2, 8, 0)
-    assert slurm_train.plan_request(config, cpus_per_task=3, mem_gb=20).parameters("x") == {
+    assert slurm_job.run_request(config, cpus_per_run=18, mem_gb_per_run=60).parameters("x") == {
         "name": "x", "nodes": 3, "tasks_per_node": 2, "cpus_per_task": 3, "timeout_min": 24 * 60, "mem_gb": 20}  # fmt: skip
     monkeypatch.setattr(slurm, "partition_cpus", lambda partition: 2)
-    assert slurm_train.plan_request(config).cpus_per_task == 1  # 2 CPUs shared by the node's 2 tasks
+    assert slurm_job.run_request(config).cpus_per_task == 1  # 2 CPUs shared by the node's 2 tasks
     assert slurm_train.task_config(config, request).train.threads == 8
     assert slurm_train.submitit_folder(Path("runs/a")) == Path("runs/.submitit/a")  # --force moves runs/a aside
 
 
 def test_the_progress_of_a_slurm_job_is_read_from_a_growing_log(tmp_path):
-    from prelnx.launch.slurm_job import LogTail
+    from prelnx.launch.slurm_job import Rank0Output
 
     log = tmp_path / "log"
-    tail = LogTail(log)
+    tail = Rank0Output(log)
     assert tail.lines() == []
     log.write_text("starting tiny\nepoch 1")
     assert tail.lines() == ["starting tiny"]

@@ -13,7 +13,8 @@ import pytest
 
 from prelnx.data.check import DataDamaged, check_binarized, check_split, sentence_count
 from prelnx.records.lock import RunLock, RunLocked, is_locked, owner_alive
-from prelnx.records.reconcile import reconcile_rows, rows_from_log
+from prelnx.records.grain import Grain
+from prelnx.records.reconcile import read_log, reconcile_rows
 from prelnx import child_report
 from prelnx.records.rows import EpochRows, is_bad_loss
 from prelnx.exits import STATUS_EXIT
@@ -56,14 +57,14 @@ def test_rows_from_the_log_keep_the_latest_attempt_of_an_epoch(tmp_path):
         "prelnx: resuming fairseq",
         record("valid", epoch=2, valid_loss=4.0, valid_num_updates=8), record("train", epoch=2, train_loss=5.0, train_num_updates=8),
     ]) + "\n")  # fmt: skip
-    rows = rows_from_log(log)
+    rows, _ = read_log(log)
     assert [(r["epoch"], r["valid_loss"], r["train_loss"]) for r in rows] == [(1, 5.0, 6.0), (2, 4.0, 5.0)]
 
 
 def test_reconcile_prefers_saved_rows_rebuilds_missing_ones_and_drops_rows_past_the_checkpoint():
     saved = [{"epoch": 1, "num_updates": 4, "valid_loss": 5.0}, {"epoch": 4, "num_updates": 16, "valid_loss": 3.0}]
     logged = [{"epoch": e, "num_updates": 4 * e, "valid_loss": 6.0 - e} for e in (1, 2)]
-    result = reconcile_rows(saved, logged, completed_epochs=3, checkpoint_update=12)
+    result = reconcile_rows(saved, logged, Grain.EPOCH, completed_epochs=3, checkpoint_update=12)
     assert [r["epoch"] for r in result.rows] == [1, 2]
     assert result.rows[0]["valid_loss"] == 5.0  # prelnx's own row wins
     assert result.recovered == [2] and result.lost == [3] and result.dropped == [4]
