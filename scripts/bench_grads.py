@@ -18,10 +18,13 @@ import time
 from pathlib import Path
 
 from prelnx import console
-from prelnx.analysis.grads import QUICK, GradStudy, available_cores, report_lines, run_study
+from prelnx.analysis.grads.run import run_study
+from prelnx.analysis.grads.study import QUICK, GradStudy
+from prelnx.analysis.grads.summary import report_lines
 from prelnx.commands.grads import parse_depths
 from prelnx.commands.options import parse_seeds
 from prelnx.config.load import load_config
+from prelnx.machine import usable_cores
 
 
 def load_average() -> str:
@@ -56,7 +59,7 @@ def main() -> None:
         workers=args.workers,
         threads=args.threads,
     )
-    print(f"{available_cores()} cores; load average before: {load_average()}", flush=True)
+    print(f"{usable_cores()} cores; load average before: {load_average()}", flush=True)
     started = time.perf_counter()
     outcome = run_study(study, args.out)
     total = time.perf_counter() - started
@@ -73,13 +76,13 @@ def main() -> None:
     print(f"cost ratio wall x workers / fwd+bwd: {total * timing['workers'] / timing['fwdbwd_sum_s']:.2f}  (target <= 1.2)")
 
     if args.compare:
-        serial_study = GradStudy(**{**vars(study), "workers": 1, "threads": available_cores()})
-        print(f"again, in one process with {available_cores()} threads per model:", flush=True)
+        serial_study = GradStudy(**{**vars(study), "workers": 1, "threads": usable_cores()})
+        print(f"again, in one process with {usable_cores()} threads per model:", flush=True)
         started = time.perf_counter()
         serial = run_study(serial_study, args.out / "one_process")
         serial_total = time.perf_counter() - started
         serial_timing = serial.summary["timing"]
-        print(f"1 process x {available_cores()} threads: wall {serial_total:.1f} s, fwd+bwd {serial_timing['fwdbwd_sum_s']:.1f} s, "
+        print(f"1 process x {usable_cores()} threads: wall {serial_total:.1f} s, fwd+bwd {serial_timing['fwdbwd_sum_s']:.1f} s, "
               f"cost ratio {serial_total / serial_timing['fwdbwd_sum_s']:.2f}")  # fmt: skip
         print(f"{timing['workers']} processes x {timing['threads_per_worker']} threads: wall {total:.1f} s; "
               f"speed-up of the pool: {serial_total / total:.2f}x")  # fmt: skip

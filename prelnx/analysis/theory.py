@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from prelnx.analysis.grads.summary import csv_text, stats_by
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.console import results
@@ -111,19 +112,15 @@ def layernorm_jacobian_norms(d: int, scales: tuple[float, ...], seed: int) -> li
     return rows
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
 def summarize_hidden(rows: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Per layer: mean and std over seeds of both layouts, and Pre-LN's bounds (the verdicts: the judge's)."""
+    post, pre = stats_by(rows, ("layer",), "post"), stats_by(rows, ("layer",), "pre")
     table = []
-    for layer in sorted({int(row["layer"]) for row in rows}):
-        post_mean, post_std = _mean_std([r["post"] for r in rows if r["layer"] == layer])
-        pre_mean, pre_std = _mean_std([r["pre"] for r in rows if r["layer"] == layer])
+    for (layer,), post_stats in post.items():
         lower, upper = pre_bounds(layer)
-        table.append({"layer": layer, "post_mean": post_mean, "post_std": post_std, "pre_mean": pre_mean,
-                      "pre_std": pre_std, "pre_lower": lower, "pre_upper": upper})  # fmt: skip
+        table.append({"layer": layer, "post_mean": post_stats["mean"], "post_std": post_stats["std"],
+                      "pre_mean": pre[(layer,)]["mean"], "pre_std": pre[(layer,)]["std"], "pre_lower": lower,
+                      "pre_upper": upper})  # fmt: skip
     return table
 
 
@@ -167,8 +164,6 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: boo
     for line in lines:
         results.info(line)
     if out_dir is not None:
-        from prelnx.analysis.grads.summary import csv_text
-
         out_dir = Path(out_dir)
         write_text_atomic(out_dir / "theory_hidden.csv", csv_text(hidden_rows, tuple(hidden_rows[0])))
         write_text_atomic(out_dir / "theory_layernorm.csv", csv_text(jacobian_rows, tuple(jacobian_rows[0])))

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.analysis.grads.study import LAYOUTS as STUDY_LAYOUTS
-from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy
+from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy, check_study
 from prelnx.commands import options
 from prelnx.config.load import load_config
 from prelnx.layouts import LAYOUTS, names
@@ -45,7 +45,8 @@ def grads_command(
     (layout, depth, seed, side, layer, weight, grad_norm), hidden.csv (each layer's output RMS in the same passes:
     layout, depth, seed, side, layer, rms), grads_summary.json (mean and std over seeds) and figure3.png.
     """
-    from prelnx.analysis.grads import check_study, report_lines, run_study
+    from prelnx.analysis.grads.run import run_study
+    from prelnx.analysis.grads.summary import report_lines
     from prelnx.records.checkpoints import parse_checkpoint
 
     # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read

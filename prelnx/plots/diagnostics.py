@@ -8,6 +8,8 @@ attention logit, lr x lambda_c); diverged runs dashed. Nothing is drawn for runs
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,12 +45,21 @@ def _series(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float 
     return ([u for u, _ in points], [v for _, v in points])
 
 
-def save_figure(fig: Any, out: Path, stem: str) -> list[Path]:
-    """`<stem>.png` and `<stem>.svg` in out (every `prelnx plot` figure)."""
+def save_figure(fig: Any, out: Path, stem: str, formats: tuple[str, ...] = ("png", "svg"), dpi: int = 120) -> list:
+    """Lay the figure out and write `<stem>.<format>` in out for each format (every prelnx figure), each atomically:
+    a reader never sees half a file."""
     fig.tight_layout()
-    files = [out / f"{stem}.png", out / f"{stem}.svg"]
+    out.mkdir(parents=True, exist_ok=True)
+    files = [out / f"{stem}.{suffix}" for suffix in formats]
     for file in files:
-        fig.savefig(file, dpi=120)
+        fd, temporary = tempfile.mkstemp(prefix=f".{file.name}.", dir=out)
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; figures are shared like any other file
+        os.close(fd)
+        try:
+            fig.savefig(temporary, dpi=dpi, format=file.suffix[1:])
+            os.replace(temporary, file)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
     return files
 
 

@@ -4,13 +4,12 @@ their analysis wrote (grads_summary.json, theory_summary.json), so a figure can 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from prelnx.layouts import display_name
 from prelnx.layouts import layout as layout_row
+from prelnx.plots.diagnostics import save_figure
 
 CHECKPOINT_COLOUR = "tab:green"  # a trained model's bars; every layout's colour is its row's (prelnx/layouts.py)
 
@@ -18,28 +17,6 @@ CHECKPOINT_COLOUR = "tab:green"  # a trained model's bars; every layout's colour
 def colour(name: str) -> str:
     """The layout's colour in every figure (a user's layout: its class's `colour`, or prelnx.layouts.USER_COLOUR)."""
     return layout_row(name).colour
-
-
-def _figure(**options: Any) -> Any:
-    """A figure of matplotlib's object API: no pyplot, whose registry of open figures a sweep's or a study's threads
-    would share; PNGs are drawn by Agg, and the figure is freed with its last reference (nothing to close)."""
-    from matplotlib.figure import Figure
-
-    return Figure(**options)
-
-
-def _save(figure: Any, path: Path) -> Path:
-    """Lay the figure out and write the PNG atomically (a reader never sees half a file)."""
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        figure.savefig(temporary, dpi=120)
-        os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-    return path
 
 
 def _per_layer(entries: list[dict[str, Any]], layout: str, depth: int, weight: str) -> list[dict[str, Any]]:
@@ -56,7 +33,9 @@ def _legend_beside(axis: Any) -> None:
 def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     """(a)(b) W1 and W2 gradient norm per layer at the bars depth, Post-LN vs Pre-LN (and a checkpoint if measured),
     mean +- std over seeds; (c)(d) the last decoder layer's W2 gradient norm against depth, Pre-LN then Post-LN."""
-    figure = _figure(figsize=(15, 8))
+    from matplotlib.figure import Figure  # the object API: no pyplot, whose registry of figures threads share
+
+    figure = Figure(figsize=(15, 8))
     axes = figure.subplots(2, 2)
     depth = summary["growth_depth"]
     series = [(layout, f"{display_name(layout)} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
@@ -103,12 +82,14 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
         _legend_beside(axis)
     figure.suptitle(f"FFN gradient norms at initialisation ({summary['settings']['config'] if 'settings' in summary else ''}, "
                     f"mean +- std over {len(summary['seeds'])} seeds)")  # fmt: skip
-    return _save(figure, path)
+    return save_figure(figure, path.parent, path.stem, ("png",))[0]
 
 
 def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
     """||x||^2 / d per layer: Post-LN's x^(post,5) against 3/2, Pre-LN's x_l inside [1 + l/2, 1 + 3l/2]."""
-    figure = _figure(figsize=(7, 4.5))
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.5))
     axis = figure.subplots()
     layers = [row["layer"] for row in summary["hidden"]]
     for key, color, name in (("post", colour("post"), "Post-LN ||x^(post,5)||^2 / d"), ("pre", colour("pre"), "Pre-LN ||x_l||^2 / d")):
@@ -121,12 +102,14 @@ def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
     axis.set_ylabel("squared norm / d")
     axis.set_title(f"Hidden-state norms at initialisation (d {summary['d']}, mean +- std over {len(summary['seeds'])} seeds)")
     axis.legend()
-    return _save(figure, path)
+    return save_figure(figure, path.parent, path.stem, ("png",))[0]
 
 
 def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
     """The spectral norm of LayerNorm's Jacobian against ||x||, beside sqrt(d) / ||x||, on log-log axes."""
-    figure = _figure(figsize=(6, 4.5))
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6, 4.5))
     axis = figure.subplots()
     rows = summary["layernorm"]
     norms = [r["x_norm"] for r in rows]
@@ -136,4 +119,4 @@ def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
     axis.set_ylabel("spectral norm")
     axis.set_title(f"LayerNorm's Jacobian shrinks as its input grows (d {summary['d']})")
     axis.legend()
-    return _save(figure, path)
+    return save_figure(figure, path.parent, path.stem, ("png",))[0]

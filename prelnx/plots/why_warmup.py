@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from prelnx.plots.diagnostics import save_figure
+
 INFINITE_AS = 1e3  # lr x lambda_c where the loss rose at every step down: drawn here (the report says so)
 
 
@@ -56,7 +58,4 @@ def early_window_figure(panels: list[Panel], quantity: str, out: Path, window: t
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.suptitle(f"{quantity}: every run of each stratum; shaded: the early window the predictors read", fontsize=9)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    return out
+    return save_figure(fig, out.parent, out.stem, ("png",), dpi=100)[0]

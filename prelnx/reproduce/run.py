@@ -137,7 +137,7 @@ def _finetune(sp: StagePlan, plan: Plan) -> bool:
 
 
 def _grads(sp: StagePlan, plan: Plan) -> bool:
-    from prelnx.analysis.grads import run_study
+    from prelnx.analysis.grads.run import run_study
 
     run_study(grad_study(sp.stage)[1], plan.out / sp.stage.name)
     return True

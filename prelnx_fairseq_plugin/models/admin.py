@@ -54,15 +54,11 @@ class _Profile:
 class Admin(LayoutScheme):
     name = "admin"
 
-    def __init__(self, args: Any) -> None:
-        super().__init__(args)
-        self.init = self.option("admin_init")  # declared on its row (prelnx/layouts.py ADMIN_INIT)
-
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         xavier_ffn_(layer)
         count = sublayer_count(layer)
         layer.admin_w = nn.Parameter(torch.ones(count, layer.embed_dim))
-        if self.init == "closed_form":  # admin-torch's w for a stack of n residual sublayers
+        if self.option("admin_init") == "closed_form":  # admin-torch's w (option: prelnx/layouts.py ADMIN_INIT)
             n = count * stack_layers(cfg, side)
             layer.admin_w.data.fill_(math.sqrt((n + 1) / math.log(n + 1) - 1))
         layer.admin_profile = None  # a _Profile only during the profiling pass
@@ -78,7 +74,7 @@ class Admin(LayoutScheme):
         return residual * layer.admin_w[index] + x
 
     def build_model(self, model: nn.Module, args: Any) -> None:
-        if self.init != "profile":
+        if self.option("admin_init") != "profile":
             return
         values = profile_admin(model)
         for side, ws in values.items():

@@ -9,7 +9,7 @@ normalize_before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
@@ -19,7 +19,7 @@ from torch import nn
 
 from .deepnorm import deepnorm_coefficients, deepnorm_init_
 from .norms import DYT_DEFAULT_ALPHA, make_norm, replace_layer_norms
-from .qk_norm_attention import QKNormMultiheadAttention
+from .qk_norm_attention import normalize_qk
 from .schemes import LayoutScheme, make_scheme
 
 
@@ -34,12 +34,8 @@ class NormVariant:
 
     @classmethod
     def of(cls, cfg: Any) -> NormVariant:
-        return cls(
-            norm_type=str(utils.safe_getattr(cfg, "norm_type", "layernorm")),
-            deepnorm=bool(utils.safe_getattr(cfg, "deepnorm", False)),
-            qk_norm=bool(utils.safe_getattr(cfg, "qk_norm", False)),
-            dyt_init_alpha=float(utils.safe_getattr(cfg, "dyt_init_alpha", DYT_DEFAULT_ALPHA)),
-        )
+        """Each option from cfg (its field's default where cfg has none), as its field's type."""
+        return cls(**{f.name: type(f.default)(utils.safe_getattr(cfg, f.name, f.default)) for f in fields(cls)})
 
     def norm(self, dim: int) -> nn.Module:
         return make_norm(self.norm_type, dim, self.dyt_init_alpha)
@@ -51,9 +47,13 @@ class NormVariant:
 
 
 def _apply_variant(layer: nn.Module, cfg: Any, side: str) -> None:
-    """What both layer kinds do once fairseq has built them: swap the norms, set alpha, re-initialise for DeepNorm,
-    let a scheme add its parameters and init."""
+    """What both layer kinds do once fairseq has built them: normalise q and k for QK-Norm, swap the norms, set alpha,
+    re-initialise for DeepNorm, let a scheme add its parameters and init."""
     variant = NormVariant.of(cfg)
+    if variant.qk_norm:  # first: as if fairseq had built the attentions with their norms
+        for attention in (layer.self_attn, getattr(layer, "encoder_attn", None)):
+            if attention is not None:
+                normalize_qk(attention, variant.norm, layer.quant_noise, layer.quant_noise_block_size)
     variant.swap_norms(layer)
     layer.residual_alpha = 1.0
     if variant.deepnorm:
@@ -94,40 +94,13 @@ class _ScaledResidual:
         return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
 
 
-def _qk_attention(layer: nn.Module, embed_dim: int, cfg: Any, heads: int, **kwargs: Any) -> nn.Module:
-    """The attention fairseq's layer builds (the arguments of its own build_*_attention), with QK-Norm."""
-    return QKNormMultiheadAttention(embed_dim, heads, head_norm=NormVariant.of(cfg).norm,
-                                    dropout=cfg.attention_dropout, q_noise=layer.quant_noise,
-                                    qn_block_size=layer.quant_noise_block_size, **kwargs)  # fmt: skip
-
-
 class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
     def __init__(self, cfg: Any, return_fc: bool = False) -> None:
         super().__init__(cfg, return_fc=return_fc)
         _apply_variant(self, cfg, "encoder")
-
-    def build_self_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
-        if not NormVariant.of(cfg).qk_norm:
-            return super().build_self_attention(embed_dim, cfg)
-        return _qk_attention(self, embed_dim, cfg, cfg.encoder.attention_heads, self_attention=True,
-                             xformers_att_config=cfg.encoder.xformers_att_config)  # fmt: skip
 
 
 class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
     def __init__(self, cfg: Any, no_encoder_attn: bool = False, add_bias_kv: bool = False, add_zero_attn: bool = False):
         super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
         _apply_variant(self, cfg, "decoder")
-
-    def build_self_attention(self, embed_dim: int, cfg: Any, add_bias_kv: bool = False, add_zero_attn: bool = False):
-        if not NormVariant.of(cfg).qk_norm:
-            return super().build_self_attention(embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
-        return _qk_attention(self, embed_dim, cfg, cfg.decoder.attention_heads, add_bias_kv=add_bias_kv,
-                             add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention,
-                             xformers_att_config=cfg.decoder.xformers_att_config)  # fmt: skip
-
-    def build_encoder_attention(self, embed_dim: int, cfg: Any) -> nn.Module:
-        if not NormVariant.of(cfg).qk_norm:
-            return super().build_encoder_attention(embed_dim, cfg)
-        return _qk_attention(self, embed_dim, cfg, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim,
-                             vdim=cfg.encoder.embed_dim, encoder_decoder_attention=True,
-                             xformers_att_config=cfg.encoder.xformers_att_config)  # fmt: skip

@@ -11,6 +11,7 @@ model is `normalized_lm`.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Callable
 
 from fairseq.distributed import fsdp_wrap
@@ -20,7 +21,7 @@ from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
-from .norms import DYT_DEFAULT_ALPHA, NORM_TYPES
+from .norms import NORM_TYPES
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
 
@@ -120,8 +121,8 @@ class NormalizedTransformerModel(TransformerModel):
 
 def variant_defaults(args: Any) -> None:
     """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
-    for name, default in (("norm_type", "layernorm"), ("dyt_init_alpha", DYT_DEFAULT_ALPHA), ("deepnorm", False),
-                          ("qk_norm", False), ("layout_scheme", NO_SCHEME), ("layout_file", ""), ("layout_options", "{}")):
+    variant = {f.name: f.default for f in fields(NormVariant)}  # norm_type, deepnorm, qk_norm, dyt_init_alpha
+    for name, default in {**variant, "layout_scheme": NO_SCHEME, "layout_file": "", "layout_options": "{}"}.items():
         if getattr(args, name, None) is None:
             setattr(args, name, default)
 

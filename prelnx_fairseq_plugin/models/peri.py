@@ -22,8 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .norms import make_norm
-from .schemes import LayoutScheme, register, stack_norm_type, sublayer_count
+from .schemes import LayoutScheme, register, sublayer_count
 
 
 @register
@@ -33,8 +32,7 @@ class PeriLN(LayoutScheme):
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         """One --norm-type norm per residual sublayer on F's output (`output_norms`), and fairseq's residual dropout
         moved after it (`branch_dropout`; `dropout_module` becomes the identity)."""
-        layer.output_norms = nn.ModuleList(make_norm(stack_norm_type(cfg), layer.embed_dim)
-                                           for _ in range(sublayer_count(layer)))  # fmt: skip
+        layer.output_norms = nn.ModuleList(self.make_norm(layer.embed_dim) for _ in range(sublayer_count(layer)))
         layer.branch_dropout = layer.dropout_module
         layer.dropout_module = nn.Identity()
 

@@ -50,17 +50,20 @@ class HeadNormedLinear(nn.Linear):
 
 
 class QKNormMultiheadAttention(MultiheadAttention):
-    """fairseq's MultiheadAttention with per-head query and key norms (`head_norm(head_dim)` builds each)."""
+    """fairseq's MultiheadAttention with per-head query and key norms (what `normalize_qk` makes of one)."""
 
-    def __init__(self, embed_dim: int, num_heads: int, *, head_norm: Callable[[int], nn.Module], **kwargs) -> None:
-        super().__init__(embed_dim, num_heads, **kwargs)
-        q_noise, block_size = kwargs.get("q_noise", 0.0), kwargs.get("qn_block_size", 8)
 
-        def normed(projection: nn.Linear) -> nn.Module:
-            taken = HeadNormedLinear.taking_over(projection, num_heads, head_norm(self.head_dim))
-            return quant_noise(taken, q_noise, block_size)
+def normalize_qk(attention: MultiheadAttention, head_norm: Callable[[int], nn.Module], q_noise: float,
+                 block_size: int) -> None:  # fmt: skip
+    """fairseq's attention as its layer built it becomes a QKNormMultiheadAttention: q_proj and k_proj are taken
+    over by HeadNormedLinears (`head_norm(head_dim)` builds each norm), with the layer's quant noise as fairseq's."""
 
-        self.q_proj = normed(self.q_proj)
-        self.k_proj = normed(self.k_proj)
-        # Never the fused path: it would use q_proj.weight / k_proj.weight without the norms (see the docstring).
-        self.skip_embed_dim_check = True
+    def normed(projection: nn.Linear) -> nn.Module:
+        taken = HeadNormedLinear.taking_over(projection, attention.num_heads, head_norm(attention.head_dim))
+        return quant_noise(taken, q_noise, block_size)
+
+    attention.q_proj = normed(attention.q_proj)
+    attention.k_proj = normed(attention.k_proj)
+    # Never the fused path: it would use q_proj.weight / k_proj.weight without the norms (see the docstring).
+    attention.skip_embed_dim_check = True
+    attention.__class__ = QKNormMultiheadAttention

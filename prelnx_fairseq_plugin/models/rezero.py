@@ -33,20 +33,15 @@ from torch import nn
 from .schemes import LayoutScheme, drop_layer_norms, register, xavier_ffn_
 
 
-
 @register
 class ReZero(LayoutScheme):
     name = "rezero"
     keeps_layer_norms = False
 
-    def __init__(self, args: Any) -> None:
-        super().__init__(args)
-        self.ffn_init = self.option("rezero_ffn_init")  # declared on its row (prelnx/layouts.py REZERO_FFN_INIT)
-
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         if not self.keeps_layer_norms:
             drop_layer_norms(layer)
-        if self.ffn_init == "xavier":
+        if self.option("rezero_ffn_init") == "xavier":  # declared on its row (prelnx/layouts.py REZERO_FFN_INIT)
             xavier_ffn_(layer)
         layer.rezero_alpha = nn.Parameter(torch.zeros(1))
 

@@ -47,7 +47,7 @@ class TFixup(LayoutScheme):
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         layers = stack_layers(cfg, side)
         drop_layer_norms(layer)
-        scale = ENCODER_GAIN * layers ** -0.25 if side == "encoder" else (DECODER_DEPTH_FACTOR * layers) ** -0.25
+        scale = ENCODER_GAIN * layers ** -0.25 if side == "encoder" else embedding_scale(layers)  # (9M)^(-1/4)
         xavier_ffn_(layer)
         for linear in (layer.fc1, layer.fc2):
             linear.weight.data.mul_(scale)

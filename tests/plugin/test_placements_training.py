@@ -74,13 +74,14 @@ def test_a_placement_run_stopped_after_an_epoch_resumes_from_its_checkpoint(tiny
 def test_the_gradient_study_writes_each_layers_output_rms_beside_the_gradients(tiny_config_file, tmp_path):
     """hidden.csv: every layer's output RMS at init, per layout. Post-LN-based streams (post, ResiDual's x_a) leave
     each layer at a norm's scale (RMS 1); Pre-LN's stream grows with the layer."""
-    from prelnx.analysis import grads
+    from prelnx.analysis.grads.run import run_study
+    from prelnx.analysis.grads.study import GradStudy
     from prelnx.analysis.grads.summary import read_grads_csv
 
     config, _ = load_config(tiny_config_file())
     layouts = ("post", "pre", "peri", "residual")
-    study = grads.GradStudy(config, layouts=layouts, depths=(3,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, plots=False)
+    study = GradStudy(config, layouts=layouts, depths=(3,), seeds=(1,), batches=1, workers=1, threads=1)
+    outcome = run_study(study, tmp_path, plots=False)
     rows = read_grads_csv(tmp_path / "grads.csv")
     assert {row["layout"] for row in rows} == set(layouts)
     hidden = list(csv.DictReader((tmp_path / "hidden.csv").open()))

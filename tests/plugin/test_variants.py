@@ -285,10 +285,11 @@ def test_a_tiny_training_of_each_variant_finishes_with_a_finite_loss(tiny_config
 
 
 def test_the_gradient_study_measures_the_variants(tiny_config_file, tmp_path):
-    from prelnx.analysis import grads
+    from prelnx.analysis.grads.run import run_study
+    from prelnx.analysis.grads.study import GradStudy
     config, _ = load_config(tiny_config_file(model={"norm": "dyt", "qk_norm": True}))
-    study = grads.GradStudy(config, layouts=("post", "pre"), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, plots=False)
+    study = GradStudy(config, layouts=("post", "pre"), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
+    outcome = run_study(study, tmp_path, plots=False)
     for layout in ("post", "pre"):
         rows = [row for row in outcome.rows if row["layout"] == layout]
         assert len(rows) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers
@@ -296,12 +297,13 @@ def test_the_gradient_study_measures_the_variants(tiny_config_file, tmp_path):
 
 
 def test_the_gradient_study_measures_deepnorm(tiny_config_file, tmp_path):
-    from prelnx.analysis import grads
+    from prelnx.analysis.grads.run import run_study
+    from prelnx.analysis.grads.study import LAYOUTS, GradStudy
 
-    assert "deepnorm" in grads.study.LAYOUTS  # the study takes every layout of the table
+    assert "deepnorm" in LAYOUTS  # the study takes every layout of the table
     config, _ = load_config(tiny_config_file())
-    study = grads.GradStudy(config, layouts=("deepnorm",), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, plots=False)
+    study = GradStudy(config, layouts=("deepnorm",), depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
+    outcome = run_study(study, tmp_path, plots=False)
     assert len(outcome.rows) == 2 * (2 + 2)
     assert all(math.isfinite(row["grad_norm"]) and row["grad_norm"] > 0 for row in outcome.rows)
 

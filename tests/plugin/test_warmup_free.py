@@ -294,12 +294,13 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
 def test_the_gradient_study_measures_every_method(tiny_config_file, tmp_path):
     """Figure 3 per method: every FFN gradient is finite and non-zero, except ReZero's (both forms), which a = 0 makes
     exactly 0 at initialisation; the summary's ratios are NaN for it rather than a division error."""
-    from prelnx.analysis import grads
+    from prelnx.analysis.grads.run import run_study
+    from prelnx.analysis.grads.study import GradStudy
 
     config, _ = load_config(tiny_config_file())
     layouts = ("admin", "tfixup", "rezero", "rezero_postln", "b2t")
-    study = grads.GradStudy(config, layouts=layouts, depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
-    outcome = grads.run_study(study, tmp_path, plots=False)
+    study = GradStudy(config, layouts=layouts, depths=(2,), seeds=(1,), batches=1, workers=1, threads=1)
+    outcome = run_study(study, tmp_path, plots=False)
     for layout in layouts:
         norms = [row["grad_norm"] for row in outcome.rows if row["layout"] == layout]
         assert len(norms) == 2 * (2 + 2)  # W1, W2 of 2 encoder + 2 decoder layers

@@ -12,7 +12,7 @@ from pathlib import Path
 from prelnx.analysis.grads.measure import Worker, load_checkpoint_model
 from prelnx.analysis.grads.study import (GradStudy, ModelResult, ModelSpec, StudyOutcome, check_study, model_code,
                                         plan_models)  # fmt: skip
-from prelnx.analysis.grads.summary import HIDDEN_COLUMNS, csv_text, hidden_rows, hidden_summary, result_rows, summarize, timing_summary
+from prelnx.analysis.grads.summary import HIDDEN_COLUMNS, csv_text, hidden_summary, result_rows, summarize, timing_summary
 from prelnx.atomic import write_text_atomic
 from prelnx.config.schema import Config
 from prelnx.eta import Eta
@@ -168,7 +168,7 @@ def run_study(study: GradStudy, out_dir: Path, plots: bool = True) -> StudyOutco
     trained = [r for r in results if r.spec.checkpoint is not None]
     rows, checkpoint_rows = result_rows(fresh), result_rows(trained)
     summary = summarize(rows, checkpoint_rows)
-    hidden = hidden_rows(fresh)
+    hidden = result_rows(fresh, hidden=True)
     summary["hidden_rms"] = hidden_summary(hidden)  # each layer's output RMS at init (hidden.csv per seed)
     summary["settings"] = {
         "config": study.config.name, "batches": study.batches, "max_tokens": study.tokens_per_batch(),

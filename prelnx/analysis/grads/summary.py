@@ -31,24 +31,19 @@ def _in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                          row.get("weight", "")))  # fmt: skip
 
 
-def result_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
+def result_rows(results: Iterable[ModelResult], hidden: bool = False) -> list[dict[str, Any]]:
+    """grads.csv's rows, or hidden.csv's (`hidden`: the RMS of every layer's output, the residual stream) per model."""
+    columns = HIDDEN_COLUMNS if hidden else CSV_COLUMNS
     return _in_order([
-        {"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side, "layer": layer,
-         "weight": weight, "grad_norm": norm}
+        {"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, **dict(zip(columns[3:], (*key, value)))}
         for r in results
-        for (side, layer, weight), norm in r.norms.items()
+        for key, value in (r.hidden_rms if hidden else r.norms).items()
     ])  # fmt: skip
-
-
-def hidden_rows(results: Iterable[ModelResult]) -> list[dict[str, Any]]:
-    """hidden.csv's rows: the RMS of every layer's output (the residual stream) per model."""
-    return _in_order([{"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, "side": side,
-                       "layer": layer, "rms": rms} for r in results for (side, layer), rms in r.hidden_rms.items()])  # fmt: skip
 
 
 def hidden_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per layer mean/std over seeds, and per layout and depth the last layer's RMS over the first's."""
-    stats = _stats_by(rows, LAYER_KEYS[:-1], "rms")
+    stats = stats_by(rows, LAYER_KEYS[:-1], "rms")
     growth = {
         f"{layout} {depth} {side}": _ratio(stats[(layout, depth, side, depth)]["mean"], stats[(layout, depth, side, 1)]["mean"])
         for (layout, depth, side, layer) in stats if layer == 1 and (layout, depth, side, depth) in stats
@@ -86,7 +81,7 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else math.nan
 
 
-def _stats_by(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple, dict[str, float]]:
+def stats_by(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple, dict[str, float]]:
     """The rows' `keys` values -> mean/std/n of `value` over seeds, in key order."""
     groups: dict[tuple, list[float]] = {}
     for row in rows:
@@ -101,7 +96,7 @@ def _entries(stats: dict[tuple, dict[str, float]], keys: tuple[str, ...]) -> lis
 
 def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int, str], dict[str, float]]:
     """(layout, depth, side, layer, weight) -> mean/std/n over seeds."""
-    return _stats_by(rows, LAYER_KEYS, "grad_norm")
+    return stats_by(rows, LAYER_KEYS, "grad_norm")
 
 
 def bars_depth(depths: Iterable[int]) -> int:
