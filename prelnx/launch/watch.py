@@ -24,7 +24,7 @@ from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
-from prelnx.records.diagnostics import append_diagnostics
+from prelnx.records.diagnostics import append_diagnostics, valid_diagnostics
 from prelnx.records.grain import Grain, stride
 from prelnx.records.metrics import write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
@@ -105,8 +105,8 @@ class Watch:
         try:
             if isinstance(event, Stats):
                 self._record(event)
-            elif isinstance(event, child_report.Diagnosed):
-                self._diagnostics(event.row)
+            elif isinstance(event, child_report.Diagnosed) and (row := valid_diagnostics(event.row)) is not None:
+                self._diagnostics(row)  # read as the restart reads it: a row without its update is none
         except OSError as error:
             self.io_failed = io_failure(error, self.run_dir)
 

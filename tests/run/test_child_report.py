@@ -234,6 +234,22 @@ def test_diagnostics_travel_as_an_event_not_as_a_log_line():
     assert child_report.parse('prelnx-event {"event": "diagnosed"}') is None  # no row: no event
 
 
+
+def test_the_parent_stores_each_diagnosed_row_and_skips_one_without_its_update(tmp_path):
+    """launch/watch.py reads a `diagnosed` event as the restart does (records/reconcile.py): a row without its update
+    is no row, and the good rows land in diagnostics.jsonl."""
+    from prelnx.records.diagnostics import read_diagnostics
+
+    rows = [{"num_updates": 2, "grad_norm": {"decoder.0.ffn": 0.5}}, {"epoch": 1}, {"num_updates": 4, "lr": 1e-3}]
+    log = tmp_path / "train.log"
+    log.write_text("".join(child_report.line(child_report.Diagnosed(row)) for row in rows))
+    (tmp_path / "run").mkdir()
+    watch = Watch(tmp_path / "run", Grain.EPOCH, [], lambda event: None, None, {})
+    with subprocess.Popen(["true"]) as done:
+        done.wait()
+        watch.follow(done, log, 0)
+    assert read_diagnostics(tmp_path / "run") == [rows[0], rows[2]] == watch.diagnostics
+
 def test_a_slurm_jobs_rank_0_error_is_read_from_the_event_its_task_reported(tmp_path):
     """launch/slurm_job.py: rank 0's output is echoed without the event, and the error named is the event's, not a
     line picked from submitit's trace."""
