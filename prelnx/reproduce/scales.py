@@ -84,7 +84,7 @@ SCALES: dict[str, list[Stage]] = {
         *_nmt(TOY_NMT, ""),
         *_bert(TOY_BERT_PREMISE, TOY_BERT, ("train.max_update=30", "train.max_epoch=2"), 1),
     ],
-    # the protocol's studies, in its order (docs/protocols/paper_cpu.md: C, B, B2, A0, A, E, F, G, D1, D2's rule; hours on
+    # the protocol's studies, in its order (docs/protocols/paper_cpu.md: C, B, B2, A0, A, E, F, G, H, D1, D2's rule; hours on
     # 2 cores; Multi30k must be prepared)
     "cpu": [
         Stage("theory", "theory", "Section 3.3 (Lemmas 1-2)", options={"d": 512, "layers": 12, "seeds": 10}),
@@ -98,6 +98,8 @@ SCALES: dict[str, list[Stage]] = {
               prepare=_CPU_STUDY),  # A7, A8 at 552 updates, SGD's lr as its protocol fixed it (0.03); seeds 9-16
         Stage("nmt_short_g", "sweep", "Figure 2a's short warm-up, fresh seeds (study G)",
               "sweeps/cpu_multi30k_short_g.yaml", prepare=_CPU_STUDY),  # A2, A5, A6; seeds 17-34, looks 6/12/18
+        Stage("nmt_short_h", "sweep", "Figure 2a's short warm-up at the paper's ratio (study H)",
+              "sweeps/cpu_multi30k_short_h.yaml", prepare=_CPU_STUDY),  # 15 of 120 warm-up; seeds 35-52, looks 6/12/18
         _bert_premise_d128(()),  # D1; D2 below runs only if D1's rule chooses an lr (protocol, 2026-12-05 02:40 UTC)
         Stage("bert", "sweep", "Figure 5a", "sweeps/bert_cpu.yaml", after=("bert_premise_d128",), choose="bert_scale",
               skip_unless_chosen=True),

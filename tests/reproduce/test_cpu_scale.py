@@ -22,7 +22,7 @@ _spec.loader.exec_module(rebuild_reports)
 PROTOCOL = [  # (stage, study, after): the protocol's studies in its order
     ("theory", "C", ()), ("grads", "B", ()), ("grads_b2", "B2", ()), ("nmt_premise", "A0", ()),
     ("nmt", "A", ("nmt_premise",)), ("nmt_faster", "E", ()), ("nmt_sgd_long", "F", ()),
-    ("nmt_short_g", "G", ()), ("bert_premise_d128", "D1", ()),
+    ("nmt_short_g", "G", ()), ("nmt_short_h", "H", ()), ("bert_premise_d128", "D1", ()),
     ("bert", "D2", ("bert_premise_d128",)), ("finetune", "D2's fine-tuning", ("bert",)),
 ]  # fmt: skip
 
@@ -51,6 +51,8 @@ def test_b2_measures_pre_ln_alone_at_seeds_11_to_30_and_e_keeps_its_fresh_seeds(
             assert plan.order == tuple(range(9, 17)), (stage, seeds)
         g = stage_spec(cpu["nmt_short_g"], seeds, tmp_path).plan  # G's protocol: fresh seeds 17-34, looks 6, 12, 18
         assert g is not None and g.looks == (6, 12, 18) and g.order == tuple(range(17, 35)), seeds
+        h = stage_spec(cpu["nmt_short_h"], seeds, tmp_path).plan  # H's protocol: fresh seeds 35-52, looks 6, 12, 18
+        assert h is not None and h.looks == (6, 12, 18) and h.order == tuple(range(35, 53)), seeds
     assert stage_spec(cpu["nmt"], (1, 2, 3), tmp_path).plan.order == (1, 2, 3)
 
 

@@ -105,15 +105,16 @@ def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, 
     marked = next(line for line in plan[premise:] if "MISSING DATA:" in line)
     assert "data.path: data-bin/multi30k-8k.de-en" in marked and "bash scripts/prepare_cpu_study.sh" in marked
     assert "total: ~" in result.output
-    assert "the data of stage(s) grads, grads_b2, nmt_premise, nmt, nmt_faster, nmt_sgd_long, nmt_short_g is missing" in result.output
+    assert "the data of stage(s) grads, grads_b2, nmt_premise, nmt, nmt_faster, nmt_sgd_long, nmt_short_g, nmt_short_h is missing" in result.output
     # every study of the protocol with its estimate; the sequential ones with their looks (E, F: their own seeds 9-16;
-    # G: 17-34)
+    # G: 17-34; H: 35-52)
     for index, stage in enumerate(stages("cpu"), 1):
         line = next(line for line in plan if line.startswith(f"{index:2d}. {stage.name} "))
         assert " ~" in line and (" min " in line or " h " in line or " s " in line), line
     looks = [line for line in plan if line.strip().startswith("looks (obrien-fleming spending")]
-    assert len(looks) == 4 and all("seeds 9, 10, 11, 12, 13, 14, 15, 16 in this order" in line for line in looks[1:3])
+    assert len(looks) == 5 and all("seeds 9, 10, 11, 12, 13, 14, 15, 16 in this order" in line for line in looks[1:3])
     assert "6 seeds" in looks[3] and "17, 18, 19" in looks[3] and "33, 34 in this order" in looks[3]
+    assert "6 seeds" in looks[4] and "35, 36, 37" in looks[4] and "51, 52 in this order" in looks[4]
     assert "if it chooses nothing, this stage and those after it are not run" in result.output  # D2's rule
 
 
