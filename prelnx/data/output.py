@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
-_FAIRSEQ_DISTRIBUTIONS = ("ve-fairseq", "fairseq-fixed", "fairseq")
 
 
 def read_manifest(folder: Path) -> dict | None:
@@ -92,15 +91,14 @@ def staged_folder(out: Path) -> Iterator[Path]:
 
 
 def tool_versions() -> dict[str, str]:
-    from importlib import metadata  # 20 ms that every training's start (build_cached) need not pay
+    from prelnx.machine import FAIRSEQ, installed  # its metadata's 20 ms, which every training's start need not pay
 
     versions = {"python": platform.python_version()}
     for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
-        with suppress(metadata.PackageNotFoundError):
-            versions[name] = metadata.version(name)
-    for name in reversed(_FAIRSEQ_DISTRIBUTIONS):  # the first of them installed is the one recorded
-        with suppress(metadata.PackageNotFoundError):
-            versions["fairseq"] = f"{metadata.version(name)} ({name})"
+        version, found = installed(name)
+        versions.update({name: version} if found else {})
+    version, distribution = installed(*FAIRSEQ)  # the first of them installed
+    versions.update({"fairseq": f"{version} ({distribution})"} if distribution else {})
     return versions
 
 
