@@ -49,15 +49,6 @@ def corpus_from_options(
     return CustomCorpus({split: pair for split, pair in pairs.items() if None not in pair}, **options)
 
 
-def gather(corpus: CustomCorpus) -> SourceFiles:
-    found = SourceFiles(origin="custom files")
-    for split, pair in corpus.files.items():
-        for lang, path in zip(corpus.languages, pair):
-            found.paths[f"{split}.{lang}"] = path
-            found.inputs[str(path)] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-    return found
-
-
 def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus) -> None:
     for split in corpus.splits:
         inputs = {lang: sources.paths[f"{split}.{lang}"] for lang in corpus.languages}
@@ -76,14 +67,17 @@ def recipe(corpus: CustomCorpus) -> Recipe:
             raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
     if corpus.source_lang == corpus.target_lang:
         raise DataError(f"--source-lang and --target-lang are both {corpus.source_lang!r}; they must differ")
+    paths: dict[str, Path] = {}  # the inputs by their name in the recipe, {split}.{lang}
     for split, pair in corpus.files.items():
-        for flag, path in zip(("src", "tgt"), pair):
+        for flag, lang, path in zip(("src", "tgt"), corpus.languages, pair):
             if not path.is_file():
                 raise DataError(f"--{split}-{flag} {path}: no such file")
+            paths[f"{split}.{lang}"] = path
     settings = {
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
-        "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
+        "inputs_sha256": {str(path.resolve()): sha256_file(path) for path in paths.values()},
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
     }
-    return Recipe("custom", corpus.languages, corpus.splits, settings, gather=lambda work: gather(corpus),
-                  write=partial(write_text, corpus=corpus), joined_dictionary=corpus.joined_dictionary)  # fmt: skip
+    return Recipe("custom", corpus.languages, corpus.splits, settings,
+                  gather=lambda work: SourceFiles.given("custom files", paths, settings["inputs_sha256"]),
+                  write=partial(write_text, corpus=corpus), joined_dictionary=corpus.joined_dictionary)

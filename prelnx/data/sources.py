@@ -132,6 +132,13 @@ class SourceFiles:
     paths: dict[str, Path] = field(default_factory=dict)  # requested name -> readable file
     inputs: dict[str, dict] = field(default_factory=dict)  # archive or file name -> {"sha256", "bytes"}
 
+    @classmethod
+    def given(cls, origin: str, paths: dict[str, Path], hashes: dict[str, str]) -> SourceFiles:
+        """The files a user named (custom, text), used where they are; `hashes`: sha256 by resolved path."""
+        inputs = {str(path): {"sha256": hashes[str(path.resolve())], "bytes": path.stat().st_size}
+                  for path in paths.values()}  # fmt: skip
+        return cls(origin, paths, inputs)
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -211,10 +218,13 @@ def _take_from_archive(archive: Path, wanted: list[str], work: Path, found: Sour
         _record(found, archive)
 
 
-def _take_from_folder(folder: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
-    files: dict[str, Path] = {}
+def _take_from(place: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
+    """The wanted files in an archive, a folder (also inside the archives it holds) or a file (by its name)."""
+    if is_archive(place):
+        return _take_from_archive(place, wanted, work, found)
+    files: dict[str, Path] = {place.name: place} if place.is_file() else {}
     archives: list[Path] = []
-    for root, dirs, names in os.walk(folder):
+    for root, dirs, names in os.walk(place):
         dirs.sort()
         for name in sorted(names):
             path = Path(root) / name
@@ -246,24 +256,15 @@ def locate(
     if source is None or re.match(r"^(https?|ftp|file)://", source):
         if source is not None:
             downloads = [Download(url=source, filename=Path(source.split("?")[0]).name or "download")]
-        for download in downloads:
-            fetched = fetch(download, download_dir(), hint=hint)
-            if is_archive(fetched):
-                _take_from_archive(fetched, wanted, work, found)
-                continue
-            for name, _ in _take(wanted, {fetched.name: fetched}):
-                found.paths[name] = fetched
-                _record(found, fetched)
+        places = [fetch(download, download_dir(), hint=hint) for download in downloads]
     else:
-        path = Path(source).expanduser()
-        if not path.exists():
+        places = [Path(source).expanduser()]
+        if not places[0].exists():
             raise DataError(f"--source {source}: no such file or folder; {hint}")
-        if path.is_dir():
-            _take_from_folder(path, wanted, work, found)
-        elif is_archive(path):
-            _take_from_archive(path, wanted, work, found)
-        else:
+        if not places[0].is_dir() and not is_archive(places[0]):
             raise DataError(f"--source {source}: expected a folder or an archive ({', '.join(ARCHIVE_SUFFIXES)})")
+    for place in places:
+        _take_from(place, wanted, work, found)
     if wanted:
         raise DataError(f"{found.origin} lacks {', '.join(wanted)} ({what}); {hint}")
     return found

@@ -59,14 +59,6 @@ def count_lines(files: list[Path], valid_lines: int) -> int:
     return total
 
 
-def gather(corpus: TextCorpus, hashes: dict[str, str]) -> SourceFiles:
-    found = SourceFiles(origin=str(corpus.source))
-    for index, path in enumerate(text_files(corpus.source)):
-        found.paths[f"file{index}"] = path
-        found.inputs[str(path)] = {"sha256": hashes[str(path.resolve())], "bytes": path.stat().st_size}
-    return found
-
-
 def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: TextCorpus) -> None:
     files = list(sources.paths.values())
     total = count_lines(files, corpus.valid_lines)
@@ -86,12 +78,14 @@ def recipe(*, source: str | None, corpus_options: dict) -> Recipe:
     if corpus.valid_lines < 1:
         raise DataError(f"--valid-lines must be at least 1, got {corpus.valid_lines}")
     try:
-        hashes = {str(path.resolve()): sha256_file(path) for path in text_files(corpus.source)}
+        paths = {f"file{index}": path for index, path in enumerate(text_files(corpus.source))}
+        hashes = {str(path.resolve()): sha256_file(path) for path in paths.values()}
     except OSError as error:
         raise DataError(f"--source: {error.filename}: cannot read ({error.strerror or error})") from None
     settings = {
         "inputs_sha256": hashes,
         "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
     }  # fmt: skip
-    return Recipe("text", (LANG, LANG), ["train", "valid"], settings, gather=lambda work: gather(corpus, hashes),
-                  write=partial(write_text, corpus=corpus), monolingual=True)  # fmt: skip
+    return Recipe("text", (LANG, LANG), ["train", "valid"], settings,
+                  gather=lambda work: SourceFiles.given(str(corpus.source), paths, hashes),
+                  write=partial(write_text, corpus=corpus), monolingual=True)
