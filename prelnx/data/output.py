@@ -64,8 +64,9 @@ def check_replaceable(out: Path, *, force: bool) -> None:
 
 
 @contextmanager
-def staged_folder(out: Path) -> Iterator[Path]:
-    """An empty temporary folder next to `out`; on success it replaces `out`, on any failure it is removed."""
+def staged_folder(out: Path, done: Callable[[], bool] = lambda: False) -> Iterator[Path]:
+    """An empty temporary folder next to `out`; on success it replaces `out` (unless `done()`: another process
+    finished the same build meanwhile, and its copy is used), on any failure it is removed."""
     created = [folder for folder in (out.parent, *out.parent.parents) if not folder.exists()]  # removed on failure
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -78,9 +79,15 @@ def staged_folder(out: Path) -> Iterator[Path]:
     try:
         yield staging
         previous = out.parent / f".{out.name}.replaced-{os.getpid()}"
+        if done():
+            return
         if out.exists():
             out.rename(previous)
-        staging.rename(out)
+        try:
+            staging.rename(out)
+        except OSError:
+            if not done():
+                raise
         shutil.rmtree(previous, ignore_errors=True)
     finally:
         if staging.exists():
@@ -105,23 +112,11 @@ def tool_versions() -> dict[str, str]:
 def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -> Path:
     """Unless `out_dir`'s manifest.json holds every entry of `identity`, `build(staging)` writes the data and returns
     the manifest, written last; returns `out_dir`."""
-    if _built(out_dir, identity) is not None:
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        manifest = build(staging)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        if out_dir.exists() and _built(out_dir, identity) is None:
-            shutil.rmtree(out_dir)  # a stale or foreign folder under our cache name
-        try:
-            staging.rename(out_dir)
-        except OSError:
-            if _built(out_dir, identity) is None:  # another process finished the same build first: use its copy
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    done = lambda: _built(out_dir, identity) is not None
+    if not done():
+        with staged_folder(out_dir, done) as staging:
+            manifest = build(staging)
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out_dir
 
 
