@@ -180,40 +180,24 @@ def _record(found: SourceFiles, path: Path) -> None:
     found.inputs[path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
 
 
-def _members(archive: Path) -> dict[str, str]:
-    """Base name -> member path inside the archive (the shortest path wins when a name repeats)."""
-    try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as handle:
-                names = [info.filename for info in handle.infolist() if not info.is_dir()]
-        else:
-            with tarfile.open(archive) as handle:
-                names = [member.name for member in handle.getmembers() if member.isfile()]
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as error:
-        raise DataError(f"{archive} is not a readable archive ({error}); download it again") from None
-    ordered = sorted(names, key=lambda member: (member.count("/"), member), reverse=True)  # the shortest comes last
-    return {Path(member).name: member for member in ordered}
-
-
-def _extract(archive: Path, member: str, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as handle, handle.open(member) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out)
-        else:
-            with tarfile.open(archive) as handle, handle.extractfile(member) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out)  # a regular file: _members lists no other
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as error:
-        raise DataError(f"{archive}: cannot extract {member} ({error}); the archive is corrupt") from None
-
-
 def _take_from_archive(archive: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
-    taken = list(_take(wanted, _members(archive)))
-    for name, member in taken:
-        dest = work / archive.name / Path(member).name
-        _extract(archive, member, dest)
-        found.paths[name] = dest
+    """The wanted files among the archive's regular files (the shortest path wins when a base name repeats), each
+    extracted to work/<archive>/<name>; the archive is opened once."""
+    try:
+        with (zipfile.ZipFile(archive) if archive.name.endswith(".zip") else tarfile.open(archive)) as handle:
+            if isinstance(handle, zipfile.ZipFile):
+                names, open_member = [i.filename for i in handle.infolist() if not i.is_dir()], handle.open
+            else:
+                names, open_member = [m.name for m in handle.getmembers() if m.isfile()], handle.extractfile
+            ordered = sorted(names, key=lambda member: (member.count("/"), member), reverse=True)  # the shortest last
+            taken = list(_take(wanted, {Path(member).name: member for member in ordered}))
+            for name, member in taken:
+                found.paths[name] = work / archive.name / Path(member).name
+                found.paths[name].parent.mkdir(parents=True, exist_ok=True)
+                with open_member(member) as src, open(found.paths[name], "wb") as out:
+                    shutil.copyfileobj(src, out)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as error:
+        raise DataError(f"{archive} is not a readable archive ({error}); download it again") from None
     if taken:
         _record(found, archive)
 
