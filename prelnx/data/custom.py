@@ -79,7 +79,7 @@ def write_custom(sources: SourceFiles, folder: Path, workers: Workers, *, corpus
             write_lines(tok_path(folder, split, lang), lines)
 
 
-def recipe(corpus: CustomCorpus) -> Recipe:
+def custom_recipe(corpus: CustomCorpus) -> Recipe:
     for split in ("train", "valid"):
         if split not in corpus.files:
             raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from prelnx.data import bpe, iwslt14, multi30k, wmt14
 from prelnx.data.binarize import binarize
-from prelnx.data.custom import CustomCorpus, text_recipe
-from prelnx.data.custom import recipe as custom_recipe
+from prelnx.data.custom import CustomCorpus, custom_recipe, text_recipe
 from prelnx.data.locations import DATASETS, Dataset
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.sources import Recipe
