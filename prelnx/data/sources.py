@@ -135,8 +135,9 @@ class SourceFiles:
     @classmethod
     def given(cls, origin: str, paths: dict[str, Path], hashes: dict[str, str]) -> SourceFiles:
         """The files a user named (custom, text), used where they are; `hashes`: sha256 by resolved path."""
-        inputs = {str(path): {"sha256": hashes[str(path.resolve())], "bytes": path.stat().st_size}
-                  for path in paths.values()}  # fmt: skip
+        inputs = {
+            str(path): {"sha256": hashes[str(path.resolve())], "bytes": path.stat().st_size} for path in paths.values()
+        }
         return cls(origin, paths, inputs)
 
 
