@@ -103,9 +103,11 @@ def tool_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
         version, found = installed(name)
-        versions.update({name: version} if found else {})
+        if found:
+            versions[name] = version
     version, distribution = installed(*FAIRSEQ)  # the first of them installed
-    versions.update({"fairseq": f"{version} ({distribution})"} if distribution else {})
+    if distribution:
+        versions["fairseq"] = f"{version} ({distribution})"
     return versions
 
 
