@@ -63,8 +63,10 @@ def _build_train_valid(files: dict[str, Path], folder: Path, workers: Workers) -
     total = check_parallel(counts)
     if total == 0:
         raise DataError(f"{train_files['de']} holds no training text")
-    tokenized = [workers.map(MosesSteps(lang), train_text(read_lines(train_files[lang])), desc=f"tokenize train.{lang}",
-                             total=total) for lang in LANGUAGES]  # both sides streamed side by side, nothing read back
+    tokenized = [  # both sides streamed side by side into clean-corpus: nothing written and read back
+        workers.map(MosesSteps(lang), train_text(read_lines(path)), desc=f"tokenize train.{lang}", total=total)
+        for lang, path in train_files.items()
+    ]
     outputs = {(split, lang): tok_path(folder, split, lang) for split in ("train", "valid") for lang in LANGUAGES}
     outputs[("train", "de")].parent.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
