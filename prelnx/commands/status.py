@@ -31,23 +31,18 @@ def _states(path: Path) -> tuple[str, list[str], list]:  # type: ignore[type-arg
                   f"reproduction (stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
 
 
-def status_json(path: Path) -> tuple[str, Exit]:
-    """One JSON object: what PATH is, its runs' states (the table's columns, unrendered), the ETA and the exit code."""
-    from prelnx.sweep.status import eta_seconds
-
-    kind, _, states = _states(path)
-    code = exit_for(state.status for state in states)
-    runs = [dataclasses.asdict(state) for state in states]
-    record = {"path": str(path), "kind": kind, "runs": runs, "eta_seconds": eta_seconds(states),
-              "exit_code": int(code), "outcome": code.name.lower()}  # fmt: skip
-    return json.dumps(record, indent=2), code
-
-
-def status_lines(path: Path) -> tuple[list[str], Exit]:
-    from prelnx.sweep.status import table
+def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
+    """The table (what PATH is, the lines above its table, then the table), or one JSON object (what PATH is, its
+    runs' states as the table's columns unrendered, the ETA and the exit code); and the exit code."""
+    from prelnx.sweep.status import eta_seconds, table
 
     kind, head, states = _states(path)
-    return [f"{kind} {path}", *head, *table(states)], exit_for(state.status for state in states)
+    code = exit_for(state.status for state in states)
+    if not as_json:
+        return "\n".join([f"{kind} {path}", *head, *table(states)]), code
+    record = {"path": str(path), "kind": kind, "runs": [dataclasses.asdict(state) for state in states],
+              "eta_seconds": eta_seconds(states), "exit_code": int(code), "outcome": code.name.lower()}  # fmt: skip
+    return json.dumps(record, indent=2), code
 
 
 def status_command(
@@ -65,15 +60,11 @@ def status_command(
     Exit code: that of the run most in need of attention (docs/usage.md, "Exit codes"): 5 some still running,
     4 held by another process, 1 failed, 130 interrupted or not started, 3 diverged, 0 all finished.
     """
-    if as_json:
-        text, code = status_json(path)
-        typer.echo(text)
-        raise typer.Exit(code)
     while True:
-        lines, code = status_lines(path)
-        if watch:
+        text, code = status_text(path, as_json)
+        if watch and not as_json:
             typer.echo("\033[2J\033[H", nl=False)  # clear the terminal, then the table from its top
-        typer.echo("\n".join(lines))
-        if not watch or code is not Exit.RUNNING:
+        typer.echo(text)
+        if not watch or as_json or code is not Exit.RUNNING:
             raise typer.Exit(code)
         time.sleep(every)

@@ -54,17 +54,16 @@ def encode(folder: Path, *, splits: list[str], languages: tuple[str, ...], given
     returns the code's manifest entry."""
     code = folder / "code"
     if given is not None:
-        count = copy_bpe_code(given, code)
-        entry = {"code": "code", "sha256": sha256_file(code), "merges": count, "from": str(given)}
+        entry = {"merges": copy_bpe_code(given, code), "from": str(given)}
     elif "train" not in splits:
         raise DataError("learning BPE needs the training split; pass --bpe-code to apply an existing code file")
     else:
         learn_joint_bpe([tok_path(folder, "train", lang) for lang in languages], code, merges=merges,
                         workers=workers.count)  # fmt: skip
-        entry = {"code": "code", "sha256": sha256_file(code), "merges": count_lines(code) - 1, "learned_on": "train"}
+        entry = {"merges": count_lines(code) - 1, "learned_on": "train"}
     step = BpeStep(str(code))
     for split in splits:
         for lang in languages:
             lines = workers.map(step, read_lines(tok_path(folder, split, lang)), desc=f"bpe {split}.{lang}")
             write_lines(text_path(folder, split, lang), lines)
-    return entry
+    return {"code": "code", "sha256": sha256_file(code), **entry}

@@ -54,13 +54,20 @@ def sentence_count(prefix: Path) -> int | None:
     return None if header is None else header[1]
 
 
+def split_sizes(prefix: Path) -> np.ndarray | None:
+    """Each line's tokens (end-of-sentence included) in a binarized split; None without a readable mmap index."""
+    count = sentence_count(prefix)
+    try:
+        index = prefix.with_name(prefix.name + ".idx")
+        return None if count is None else np.memmap(index, np.int32, mode="r", offset=HEADER_BYTES, shape=(count,))
+    except ValueError:  # an index shorter than its header says
+        return None
+
+
 def longest_sentence(prefix: Path) -> int | None:
     """The most tokens (end-of-sentence included) of a line in a binarized split; None without an mmap index."""
-    count = sentence_count(prefix)
-    if not count:
-        return count
-    index = prefix.with_name(prefix.name + ".idx")
-    return int(np.memmap(index, dtype=np.int32, mode="r", offset=HEADER_BYTES, shape=(count,)).max())
+    sizes = split_sizes(prefix)
+    return None if sizes is None else int(sizes.max(initial=0))
 
 
 def check_split(prefix: Path, vocabulary: int) -> None:

@@ -1,19 +1,29 @@
-"""Any parallel text: `prelnx data prepare custom --train-src A --train-tgt B --valid-src ... [--test-src ...]`,
-used as given unless `--tokenize`, `--lowercase`, `--bpe-merges N` or `--bpe-code FILE` say otherwise (docs/data.md);
-lines are kept one for one (nothing is cleaned away).
+"""Text of yours, used as given unless `--tokenize`, `--lowercase`, `--bpe-merges N` or `--bpe-code FILE` say
+otherwise (docs/data.md); lines are kept one for one (nothing is cleaned away):
+
+- `custom`, parallel text: `prelnx data prepare custom --train-src A --train-tgt B --valid-src ... [--test-src ...]`;
+- `text`, monolingual text for task: masked_lm: `prelnx data prepare text --source FILE_OR_FOLDER [--valid-lines N]`:
+  plain UTF-8 text, one sentence or document per line, as one file or a folder of `*.txt` files (name order,
+  recursively); blank lines dropped; the last `--valid-lines` lines held out for validation; binarized with fairseq's
+  `--only-source` (dict.txt, train/valid.bin/.idx).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from prelnx.data.locations import DEFAULT_VALID_LINES
 from prelnx.data.output import tok_path
 from prelnx.data.sources import Recipe, SourceFiles
 from prelnx.data.textio import DataError, parallel_lines, read_lines, sha256_file, write_lines
 from prelnx.data.workers import MosesSteps, Workers
+
+LANG = "txt"  # the file suffix of monolingual text (fairseq's monolingual files carry no language)
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,14 @@ class CustomCorpus:
         return [split for split in ("train", "valid", "test") if split in self.files]
 
 
+@dataclass(frozen=True)
+class TextCorpus:
+    source: Path  # a text file or a folder of *.txt files
+    valid_lines: int = DEFAULT_VALID_LINES
+    tokenize: bool = False  # Moses tokenizer with English rules
+    lowercase: bool = False
+
+
 def corpus_from_options(
     pairs: dict[str, tuple[Path | None, Path | None]], *, dataset: str, **options: Any
 ) -> CustomCorpus | None:
@@ -49,16 +67,7 @@ def corpus_from_options(
     return CustomCorpus({split: pair for split, pair in pairs.items() if None not in pair}, **options)
 
 
-def gather(corpus: CustomCorpus) -> SourceFiles:
-    found = SourceFiles(origin="custom files")
-    for split, pair in corpus.files.items():
-        for lang, path in zip(corpus.languages, pair):
-            found.paths[f"{split}.{lang}"] = path
-            found.inputs[str(path)] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-    return found
-
-
-def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus) -> None:
+def write_custom(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus) -> None:
     for split in corpus.splits:
         inputs = {lang: sources.paths[f"{split}.{lang}"] for lang in corpus.languages}
         total = parallel_lines(*inputs.values())
@@ -70,20 +79,78 @@ def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: 
             write_lines(tok_path(folder, split, lang), lines)
 
 
-def recipe(corpus: CustomCorpus) -> Recipe:
+def custom_recipe(corpus: CustomCorpus) -> Recipe:
     for split in ("train", "valid"):
         if split not in corpus.files:
             raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
     if corpus.source_lang == corpus.target_lang:
         raise DataError(f"--source-lang and --target-lang are both {corpus.source_lang!r}; they must differ")
+    paths: dict[str, Path] = {}  # the inputs by their name in the recipe, {split}.{lang}
     for split, pair in corpus.files.items():
-        for flag, path in zip(("src", "tgt"), pair):
+        for flag, lang, path in zip(("src", "tgt"), corpus.languages, pair):
             if not path.is_file():
                 raise DataError(f"--{split}-{flag} {path}: no such file")
+            paths[f"{split}.{lang}"] = path
     settings = {
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},
-        "inputs_sha256": {str(path.resolve()): sha256_file(path) for pair in corpus.files.values() for path in pair},
+        "inputs_sha256": {str(path.resolve()): sha256_file(path) for path in paths.values()},
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
     }
-    return Recipe("custom", corpus.languages, corpus.splits, settings, gather=lambda work: gather(corpus),
-                  write=partial(write_text, corpus=corpus), joined_dictionary=corpus.joined_dictionary)  # fmt: skip
+    return Recipe("custom", corpus.languages, corpus.splits, settings,
+                  gather=lambda work: SourceFiles.given("custom files", paths, settings["inputs_sha256"]),
+                  write=partial(write_custom, corpus=corpus), joined_dictionary=corpus.joined_dictionary)
+
+
+def text_files(source: Path) -> list[Path]:
+    """The files a --source names: itself, or every *.txt under the folder, in name order."""
+    if source.is_file():
+        return [source]
+    if source.is_dir():
+        files = sorted(path for path in source.rglob("*.txt") if path.is_file())
+        if not files:
+            raise DataError(f"--source {source}: the folder holds no *.txt file (one sentence or document per line)")
+        return files
+    raise DataError(f"--source {source}: no such file or folder (give a text file or a folder of *.txt files)")
+
+
+def _non_blank(files: list[Path]) -> Iterator[str]:
+    for path in files:
+        try:
+            yield from (line for line in read_lines(path) if line.strip())
+        except OSError as error:
+            raise DataError(f"--source: {path}: cannot read ({error.strerror or error})") from None
+
+
+def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: TextCorpus) -> None:
+    files = list(sources.paths.values())
+    total = sum(1 for _ in _non_blank(files))  # read once, not kept
+    if total < 2 * corpus.valid_lines:
+        raise DataError(f"--source: {total} non-blank line(s), too few to hold out --valid-lines {corpus.valid_lines} "
+                        f"and train on at least as many; give more text or a smaller --valid-lines")  # fmt: skip
+    lines = _non_blank(files)  # streamed: the last valid_lines lines are validation
+    steps = MosesSteps("en", tokenize=corpus.tokenize, lowercase=corpus.lowercase)
+    for split, count in (("train", total - corpus.valid_lines), ("valid", corpus.valid_lines)):
+        part: Iterable[str] = islice(lines, count)
+        if corpus.tokenize or corpus.lowercase:
+            part = workers.map(steps, part, desc=split, total=count)
+        write_lines(tok_path(folder, split, LANG), part)
+
+
+def text_recipe(*, source: str | None, corpus_options: dict) -> Recipe:
+    if source is None:
+        raise DataError("text needs --source: a text file or a folder of *.txt files, one sentence or document per line")
+    corpus = TextCorpus(source=Path(source).expanduser(), **corpus_options)
+    if corpus.valid_lines < 1:
+        raise DataError(f"--valid-lines must be at least 1, got {corpus.valid_lines}")
+    try:
+        paths = {f"file{index}": path for index, path in enumerate(text_files(corpus.source))}
+        hashes = {str(path.resolve()): sha256_file(path) for path in paths.values()}
+    except OSError as error:
+        raise DataError(f"--source: {error.filename}: cannot read ({error.strerror or error})") from None
+    settings = {
+        "inputs_sha256": hashes,
+        "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
+    }  # fmt: skip
+    return Recipe("text", (LANG, LANG), ["train", "valid"], settings,
+                  gather=lambda work: SourceFiles.given(str(corpus.source), paths, hashes),
+                  write=partial(write_text, corpus=corpus), monolingual=True)

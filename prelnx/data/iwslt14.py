@@ -63,19 +63,15 @@ def _build_train_valid(files: dict[str, Path], folder: Path, workers: Workers) -
     total = check_parallel(counts)
     if total == 0:
         raise DataError(f"{train_files['de']} holds no training text")
-    work = folder / "work"
-    tokenized = {lang: work / f"train.tags.de-en.tok.{lang}" for lang in LANGUAGES}
-    for lang in LANGUAGES:
-        lines = workers.map(
-            MosesSteps(lang), train_text(read_lines(train_files[lang])), desc=f"tokenize train.{lang}", total=total
-        )
-        write_lines(tokenized[lang], lines)
+    tokenized = [  # both sides streamed side by side into clean-corpus: nothing written and read back
+        workers.map(MosesSteps(lang), train_text(read_lines(path)), desc=f"tokenize train.{lang}", total=total)
+        for lang, path in train_files.items()
+    ]
     outputs = {(split, lang): tok_path(folder, split, lang) for split in ("train", "valid") for lang in LANGUAGES}
     outputs[("train", "de")].parent.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         handles = {key: stack.enter_context(open(path, "w", encoding="utf-8")) for key, path in outputs.items()}
-        pairs = zip(read_lines(tokenized["de"]), read_lines(tokenized["en"]))
-        for number, (de, en) in enumerate(moses.clean_pairs(pairs, **CLEAN), start=1):
+        for number, (de, en) in enumerate(moses.clean_pairs(zip(*tokenized), **CLEAN), start=1):
             split = "valid" if number % VALID_EVERY == 0 else "train"
             handles[(split, "de")].write(moses.lowercase(de) + "\n")
             handles[(split, "en")].write(moses.lowercase(en) + "\n")

@@ -17,16 +17,12 @@ from prelnx.data.workers import MosesSteps, Workers
 
 BASE_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw"
 LANGUAGES = DATASETS["multi30k"].languages
-SPLITS = ["train", "valid", "test"]
 FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}  # our split -> the release's file stem
+NEEDED = [f"{stem}.{lang}" for stem in FILES.values() for lang in LANGUAGES]
 HINT = (
     "pass a folder that holds the release's data/task1/raw files (train/val/test_2016_flickr .de/.en, gzipped "
     "or not), e.g. `prelnx data prepare multi30k --source /path/to/multi30k`"
 )
-
-
-def needed_files() -> list[str]:
-    return [f"{stem}.{lang}" for stem in FILES.values() for lang in LANGUAGES]
 
 
 def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
@@ -40,8 +36,8 @@ def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
 
 
 def gather(source: str | None, work: Path) -> SourceFiles:
-    downloads = [Download(f"{BASE_URL}/{name}.gz", f"multi30k/{name}.gz") for name in needed_files()]
-    return locate(source, needed_files(), downloads=downloads, work=work, hint=HINT, what="Multi30k task 1 raw files")
+    downloads = [Download(f"{BASE_URL}/{name}.gz", f"multi30k/{name}.gz") for name in NEEDED]
+    return locate(source, NEEDED, downloads=downloads, work=work, hint=HINT, what="Multi30k task 1 raw files")
 
 
 def recipe(source: str | None) -> Recipe:
@@ -50,4 +46,4 @@ def recipe(source: str | None) -> Recipe:
         "steps": "lowercase | normalize-punctuation | tokenizer (escape, no -a)",
         "files": FILES,
     }
-    return Recipe("multi30k", LANGUAGES, SPLITS, settings, gather=partial(gather, source), write=write_text)
+    return Recipe("multi30k", LANGUAGES, list(FILES), settings, gather=partial(gather, source), write=write_text)

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
-_FAIRSEQ_DISTRIBUTIONS = ("ve-fairseq", "fairseq-fixed", "fairseq")
 
 
 def read_manifest(folder: Path) -> dict | None:
@@ -65,8 +64,9 @@ def check_replaceable(out: Path, *, force: bool) -> None:
 
 
 @contextmanager
-def staged_folder(out: Path) -> Iterator[Path]:
-    """An empty temporary folder next to `out`; on success it replaces `out`, on any failure it is removed."""
+def staged_folder(out: Path, done: Callable[[], bool] = lambda: False) -> Iterator[Path]:
+    """An empty temporary folder next to `out`; on success it replaces `out` (unless `done()`: another process
+    finished the same build meanwhile, and its copy is used), on any failure it is removed."""
     created = [folder for folder in (out.parent, *out.parent.parents) if not folder.exists()]  # removed on failure
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -79,9 +79,15 @@ def staged_folder(out: Path) -> Iterator[Path]:
     try:
         yield staging
         previous = out.parent / f".{out.name}.replaced-{os.getpid()}"
+        if done():
+            return
         if out.exists():
             out.rename(previous)
-        staging.rename(out)
+        try:
+            staging.rename(out)
+        except OSError:
+            if not done():
+                raise
         shutil.rmtree(previous, ignore_errors=True)
     finally:
         if staging.exists():
@@ -92,38 +98,27 @@ def staged_folder(out: Path) -> Iterator[Path]:
 
 
 def tool_versions() -> dict[str, str]:
-    from importlib import metadata  # 20 ms that every training's start (build_cached) need not pay
+    from prelnx.machine import FAIRSEQ, installed  # its metadata's 20 ms, which every training's start need not pay
 
     versions = {"python": platform.python_version()}
     for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
-        with suppress(metadata.PackageNotFoundError):
-            versions[name] = metadata.version(name)
-    for name in reversed(_FAIRSEQ_DISTRIBUTIONS):  # the first of them installed is the one recorded
-        with suppress(metadata.PackageNotFoundError):
-            versions["fairseq"] = f"{metadata.version(name)} ({name})"
+        version, found = installed(name)
+        if found:
+            versions[name] = version
+    version, distribution = installed(*FAIRSEQ)  # the first of them installed
+    if distribution:
+        versions["fairseq"] = f"{version} ({distribution})"
     return versions
 
 
 def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -> Path:
     """Unless `out_dir`'s manifest.json holds every entry of `identity`, `build(staging)` writes the data and returns
     the manifest, written last; returns `out_dir`."""
-    if _built(out_dir, identity) is not None:
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        manifest = build(staging)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        if out_dir.exists() and _built(out_dir, identity) is None:
-            shutil.rmtree(out_dir)  # a stale or foreign folder under our cache name
-        try:
-            staging.rename(out_dir)
-        except OSError:
-            if _built(out_dir, identity) is None:  # another process finished the same build first: use its copy
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    done = lambda: _built(out_dir, identity) is not None
+    if not done():
+        with staged_folder(out_dir, done) as staging:
+            manifest = build(staging)
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out_dir
 
 

@@ -9,10 +9,9 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from prelnx.data import bpe, iwslt14, multi30k, text, wmt14
+from prelnx.data import bpe, iwslt14, multi30k, wmt14
 from prelnx.data.binarize import binarize
-from prelnx.data.custom import CustomCorpus
-from prelnx.data.custom import recipe as custom_recipe
+from prelnx.data.custom import CustomCorpus, custom_recipe, text_recipe
 from prelnx.data.locations import DATASETS, Dataset
 from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.sources import Recipe
@@ -47,7 +46,7 @@ def make_recipe(
     elif custom is not None:
         raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
     elif dataset == "text":
-        recipe = text.recipe(source=source, corpus_options=text_options or {})
+        recipe = text_recipe(source=source, corpus_options=text_options or {})
     elif dataset in _RECIPES:
         recipe = _RECIPES[dataset](source)
     else:

@@ -132,6 +132,14 @@ class SourceFiles:
     paths: dict[str, Path] = field(default_factory=dict)  # requested name -> readable file
     inputs: dict[str, dict] = field(default_factory=dict)  # archive or file name -> {"sha256", "bytes"}
 
+    @classmethod
+    def given(cls, origin: str, paths: dict[str, Path], hashes: dict[str, str]) -> SourceFiles:
+        """The files a user named (custom, text), used where they are; `hashes`: sha256 by resolved path."""
+        inputs = {
+            str(path): {"sha256": hashes[str(path.resolve())], "bytes": path.stat().st_size} for path in paths.values()
+        }
+        return cls(origin, paths, inputs)
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -173,48 +181,35 @@ def _record(found: SourceFiles, path: Path) -> None:
     found.inputs[path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
 
 
-def _members(archive: Path) -> dict[str, str]:
-    """Base name -> member path inside the archive (the shortest path wins when a name repeats)."""
-    try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as handle:
-                names = [info.filename for info in handle.infolist() if not info.is_dir()]
-        else:
-            with tarfile.open(archive) as handle:
-                names = [member.name for member in handle.getmembers() if member.isfile()]
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as error:
-        raise DataError(f"{archive} is not a readable archive ({error}); download it again") from None
-    ordered = sorted(names, key=lambda member: (member.count("/"), member), reverse=True)  # the shortest comes last
-    return {Path(member).name: member for member in ordered}
-
-
-def _extract(archive: Path, member: str, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as handle, handle.open(member) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out)
-        else:
-            with tarfile.open(archive) as handle, handle.extractfile(member) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out)  # a regular file: _members lists no other
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as error:
-        raise DataError(f"{archive}: cannot extract {member} ({error}); the archive is corrupt") from None
-
-
 def _take_from_archive(archive: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
-    taken = list(_take(wanted, _members(archive)))
-    for name, member in taken:
-        dest = work / archive.name / Path(member).name
-        _extract(archive, member, dest)
-        found.paths[name] = dest
+    """The wanted files among the archive's regular files (the shortest path wins when a base name repeats), each
+    extracted to work/<archive>/<name>; the archive is opened once."""
+    try:
+        with (zipfile.ZipFile(archive) if archive.name.endswith(".zip") else tarfile.open(archive)) as handle:
+            if isinstance(handle, zipfile.ZipFile):
+                names, open_member = [i.filename for i in handle.infolist() if not i.is_dir()], handle.open
+            else:
+                names, open_member = [m.name for m in handle.getmembers() if m.isfile()], handle.extractfile
+            ordered = sorted(names, key=lambda member: (member.count("/"), member), reverse=True)  # the shortest last
+            taken = list(_take(wanted, {Path(member).name: member for member in ordered}))
+            for name, member in taken:
+                found.paths[name] = work / archive.name / Path(member).name
+                found.paths[name].parent.mkdir(parents=True, exist_ok=True)
+                with open_member(member) as src, open(found.paths[name], "wb") as out:
+                    shutil.copyfileobj(src, out)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error) as error:
+        raise DataError(f"{archive} is not a readable archive ({error}); download it again") from None
     if taken:
         _record(found, archive)
 
 
-def _take_from_folder(folder: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
-    files: dict[str, Path] = {}
+def _take_from(place: Path, wanted: list[str], work: Path, found: SourceFiles) -> None:
+    """The wanted files in an archive, a folder (also inside the archives it holds) or a file (by its name)."""
+    if is_archive(place):
+        return _take_from_archive(place, wanted, work, found)
+    files: dict[str, Path] = {place.name: place} if place.is_file() else {}
     archives: list[Path] = []
-    for root, dirs, names in os.walk(folder):
+    for root, dirs, names in os.walk(place):
         dirs.sort()
         for name in sorted(names):
             path = Path(root) / name
@@ -246,24 +241,15 @@ def locate(
     if source is None or re.match(r"^(https?|ftp|file)://", source):
         if source is not None:
             downloads = [Download(url=source, filename=Path(source.split("?")[0]).name or "download")]
-        for download in downloads:
-            fetched = fetch(download, download_dir(), hint=hint)
-            if is_archive(fetched):
-                _take_from_archive(fetched, wanted, work, found)
-                continue
-            for name, _ in _take(wanted, {fetched.name: fetched}):
-                found.paths[name] = fetched
-                _record(found, fetched)
+        places = [fetch(download, download_dir(), hint=hint) for download in downloads]
     else:
-        path = Path(source).expanduser()
-        if not path.exists():
+        places = [Path(source).expanduser()]
+        if not places[0].exists():
             raise DataError(f"--source {source}: no such file or folder; {hint}")
-        if path.is_dir():
-            _take_from_folder(path, wanted, work, found)
-        elif is_archive(path):
-            _take_from_archive(path, wanted, work, found)
-        else:
+        if not places[0].is_dir() and not is_archive(places[0]):
             raise DataError(f"--source {source}: expected a folder or an archive ({', '.join(ARCHIVE_SUFFIXES)})")
+    for place in places:
+        _take_from(place, wanted, work, found)
     if wanted:
         raise DataError(f"{found.origin} lacks {', '.join(wanted)} ({what}); {hint}")
     return found

@@ -224,7 +224,27 @@ def evaluate(
     read_run_config(run_dir)  # a folder that is not a run dir gets no lock file
     with RunLock(run_dir).acquire():
         plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
-        return _generate_and_score(run_dir, plan, batch_size)
+        config, out = plan["config"], plan["out"]
+        compound_split = config.eval.bleu.compound_split
+        if compound_split is None:
+            compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
+        hypotheses, references = generate(plan, batch_size)
+        target = None if config.data.dataset in NO_DETOKENIZER else languages(config)[1]
+        scores = score(hypotheses, references, target_lang=target, compound_split=compound_split)
+        result = {
+            "split": split,
+            "checkpoint": plan["checkpoint"],
+            "beam": plan["beam"],
+            "lenpen": plan["lenpen"],
+            **asdict(scores),
+            "compound_split": compound_split,
+            "sentences": len(hypotheses),
+        }
+        write_text_atomic(out / f"{split}.hyp", "".join(h + "\n" for h in hypotheses))
+        write_text_atomic(out / f"{split}.ref", "".join(r + "\n" for r in references))
+        write_text_atomic(out / f"{split}.json", json.dumps(result, indent=2) + "\n")
+        _log_to_tensorboard(run_dir, split, result)
+        return result
 
 
 def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoice, average_last: int | None,
@@ -245,30 +265,6 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoic
     return {"split": split, "checkpoint": described, "path": path, "data": data, "config": config,
             "beam": beam, "lenpen": lenpen,
             "out": out or run_dir / "eval"}  # fmt: skip
-
-
-def _generate_and_score(run_dir: Path, plan: dict[str, Any], batch_size: int) -> dict[str, Any]:
-    config, split, out = plan["config"], plan["split"], plan["out"]
-    compound_split = config.eval.bleu.compound_split
-    if compound_split is None:
-        compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
-    hypotheses, references = generate(plan, batch_size)
-    target = None if config.data.dataset in NO_DETOKENIZER else languages(config)[1]
-    scores = score(hypotheses, references, target_lang=target, compound_split=compound_split)
-    result = {
-        "split": split,
-        "checkpoint": plan["checkpoint"],
-        "beam": plan["beam"],
-        "lenpen": plan["lenpen"],
-        **asdict(scores),
-        "compound_split": compound_split,
-        "sentences": len(hypotheses),
-    }
-    write_text_atomic(out / f"{split}.hyp", "".join(h + "\n" for h in hypotheses))
-    write_text_atomic(out / f"{split}.ref", "".join(r + "\n" for r in references))
-    write_text_atomic(out / f"{split}.json", json.dumps(result, indent=2) + "\n")
-    _log_to_tensorboard(run_dir, split, result)
-    return result
 
 
 def _log_to_tensorboard(run_dir: Path, split: str, result: dict[str, Any]) -> None:

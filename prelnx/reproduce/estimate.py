@@ -69,19 +69,12 @@ def cost_per_token(sizes: dict[str, int], vocab: int) -> float:
     return sizes["encoder_layers"] * (4 * d * d + 2 * d * f) + sizes["decoder_layers"] * (8 * d * d + 2 * d * f) + d * vocab
 
 
-def _idx_tokens(index: Path) -> int | None:
-    """Tokens in a binarized split: the sum of the sizes array of fairseq's mmap .idx (prelnx/data/check.py reads its
-    header: fairseq 0.12's has no document count, so the sizes follow the sentence count)."""
-    try:
-        import numpy as np
+def _tokens(prefix: Path) -> int:
+    """Tokens in a binarized split (data/check.py reads fairseq's .idx); 0 when it is not there."""
+    from prelnx.data.check import split_sizes
 
-        from prelnx.data.check import HEADER_BYTES
-
-        raw = index.read_bytes()
-        count = int.from_bytes(raw[HEADER_BYTES - 8:HEADER_BYTES], "little")
-        return int(np.frombuffer(raw, dtype=np.int32, count=count, offset=HEADER_BYTES).sum())
-    except (OSError, ValueError):
-        return None
+    sizes = split_sizes(prefix)
+    return 0 if sizes is None else int(sizes.sum())
 
 
 # A dataset's epoch while it is not prepared here: the training pairs of fairseq's prepare-iwslt14.sh (160,239) x
@@ -96,9 +89,9 @@ def epoch_tokens(config: Config) -> int | None:
     folder = data_dir(config)
     if config.task == "translation":
         source, target = languages(config)
-        found = _idx_tokens(folder / f"train.{source}-{target}.{target}.idx")
+        found = _tokens(folder / f"train.{source}-{target}.{target}")
     else:
-        found = _idx_tokens(folder / "train.idx") or _idx_tokens(folder / "input0" / "train.idx")
+        found = _tokens(folder / "train") or _tokens(folder / "input0" / "train")
     if found:
         return found
     if config.data.dataset in ASSUMED_EPOCH:  # not prepared here: planned on its known size, said so in the plan

@@ -224,8 +224,8 @@ def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan]) -> None:
         _lacks(sp, data_problem(config))
 
 
-def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds: tuple[int, ...] | None = None,
-         probe: estimate.Probe | None = None) -> Plan:  # fmt: skip
+def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2,
+         seeds: tuple[int, ...] | None = None) -> Plan:
     """Every stage of `scale` with its runs and estimate, whether its data is here or not (each StagePlan's
     `missing` says what is missing: the plan comes before the data)."""
     seeds = seeds if seeds is not None else DEFAULT_SEEDS.get(scale)
@@ -260,7 +260,7 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2, seeds
                 f"{name} assumed {pairs:,} pairs x ~{per} target tokens" for name, (pairs, per)
                 in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
     else:
-        probe = probe or estimate.probe()
+        probe = estimate.probe()
         pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} runs at "
                 f"a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")
         for sp in plans.values():

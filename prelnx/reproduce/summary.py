@@ -4,13 +4,11 @@ claim of the paper with its verdict, one section per stage, the premise sweeps, 
 from __future__ import annotations
 
 import os
-import platform
 from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
-from prelnx.machine import usable_cores
 from prelnx.records.results import sweep_rows
 from prelnx.reproduce.choose import read_choice, unchosen
 from prelnx.reproduce.plan import read_marker
@@ -147,19 +145,10 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
 
 
 def machine_lines() -> list[str]:
-    from prelnx.machine import FAIRSEQ, cpu_bf16_flags, cpu_name, installed, may_have_gpu
+    from prelnx.machine import environment  # `prelnx env`'s lines
 
-    flags = cpu_bf16_flags()
-    gpu = "none"
-    if may_have_gpu():
-        import torch
-
-        gpu = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) or "none"
-    versions = [f"{name} {installed(*distributions)[0]}" for name, distributions
-                in (("prelnx", ("prelnx",)), ("fairseq", FAIRSEQ), ("torch", ("torch",)), ("numpy", ("numpy",)))]
-    return [f"- CPU: {cpu_name()}, {usable_cores()} usable cores; native bf16: {', '.join(flags) if flags else 'no'}",
-            f"- GPU: {gpu}", f"- {', '.join(versions)}; Python {platform.python_version()}",
-            f"- load average when the report was written: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]  # fmt: skip
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [f"- {what}: {value}" for what, value in environment()] + [f"- load average when the report was written: {load}"]
 
 
 def write_summary(out: Path, scale: str) -> Path:

@@ -8,7 +8,7 @@ import torch
 from fairseq.data.indexed_dataset import MMapIndexedDataset, MMapIndexedDatasetBuilder
 
 from prelnx.data.check import check_split, longest_sentence, sentence_count
-from prelnx.reproduce.estimate import _idx_tokens
+from prelnx.reproduce.estimate import _tokens
 
 LINES = [[5, 6, 2], [7, 8, 9, 2], [5] * 8 + [2]]  # the longest line last: an off-by-one offset misses it
 
@@ -23,5 +23,5 @@ def test_the_index_reads_as_fairseqs_reader_reads_it(tmp_path):
     sizes = np.array(dataset.sizes)
     assert list(sizes) == [3, 4, 9]
     assert sentence_count(prefix) == 3 and longest_sentence(prefix) == 9
-    assert _idx_tokens(prefix.with_name(prefix.name + ".idx")) == int(sizes.sum()) == 16
+    assert _tokens(prefix) == int(sizes.sum()) == 16
     check_split(prefix, vocabulary=10)  # consistent with its .bin: no refusal
