@@ -76,6 +76,10 @@ STUDIES = {
         "configs/sweeps/cpu_multi30k_short_g.yaml", "docs/results/cpu_multi30k_short_g.md",
         "The paper at CPU scale, study G: Figure 2a's short warm-up on fresh seeds 17-34 "
         "(docs/protocols/paper_cpu.md)"),
+    "cpu_multi30k_short_h": Study(
+        "configs/sweeps/cpu_multi30k_short_h.yaml", "docs/results/cpu_multi30k_short_h.md",
+        "The paper at CPU scale, study H: Figure 2a's short warm-up at the paper's 1/8 ratio, seeds 35-52 "
+        "(docs/protocols/paper_cpu.md)"),
     "bert_cpu_premise_d64": Study(
         "configs/sweeps/bert_cpu_premise_d64.yaml", "docs/results/bert_cpu_premise_d64.md",
         "The paper at CPU scale, study D3: Figure 5a's premise at 12 layers, d 64, 1000 updates "
