@@ -16,7 +16,7 @@ from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import OptimizerConfig
-from prelnx.layouts import RECIPE_KEYS, DisplayNames
+from prelnx.layouts import RECIPE_KEYS, display_name
 from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
@@ -287,14 +287,9 @@ def loss_sample(label: str, group: list[Arm], at_update: float | None = None, ma
     return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after), margin)
 
 
-def layout_names() -> DisplayNames:
-    """`post` -> `Post-LN`, a user's file -> its display name (prelnx.layouts, the one table)."""
-    return DisplayNames()
-
-
 def describe_arm(arm: Arm) -> str:
-    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words."""
-    layout = layout_names().get(arm.layout, arm.layout)
+    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words (its layout by prelnx.layouts' name)."""
+    layout = display_name(arm.layout)
     warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
     optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
     context = f" ({arm.context_label})" if arm.context_label else ""

@@ -19,7 +19,7 @@ from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
-from prelnx.report.warmup_free import check_methods, method_names, ranking
+from prelnx.report.warmup_free import check_methods, ranking
 
 TASK = "language_model"
 
@@ -117,7 +117,7 @@ def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any,
     if not arms:
         return []
     methods = methods_data() if methods is None else methods
-    rows = ranking(arms, method_names(methods), task=TASK)
+    rows = ranking(arms, task=TASK)
     return ["## Norm placements on the language model", "", *PLACEMENTS_INTRO, "",
             "### The placements' authors' claims", "", *method_claims_table(check_placements(arms, methods)), "",
             "### Ranking by final valid loss", "", *ranking_table(rows), ""]  # fmt: skip

@@ -34,7 +34,6 @@ from prelnx.report.warmup_free import (
     METHOD_LAYOUTS,
     check_methods,
     has_methods,
-    method_names,
     plot_ranking,
     ranking,
     user_methods,
@@ -127,7 +126,7 @@ def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path,
         methods = methods_data() + user_methods(arms)  # a user's layout file's own claims too (docs/your_layout.md)
     else:
         methods = frozen["methods"] + user_methods(arms, frozen["layout_files"])
-    rows = ranking(arms, method_names(methods))
+    rows = ranking(arms)
     title, claims = "## Warm-up-free methods", "### The methods' authors' claims"
     if not any(a.layout in METHOD_LAYOUTS for a in arms):  # the paper's layouts and a user's: its file's claims
         title, claims = "## Your layouts' claims", "### The layout files' claims, and methods.yaml's for the arms"

@@ -82,11 +82,6 @@ def user_methods(arms: list[Arm], frozen: dict[str, list[dict[str, Any]]] | None
     return methods
 
 
-def method_names(methods: list[dict[str, Any]]) -> dict[str, str]:
-    """Each method's layout -> its display name (prelnx.layouts, the one table of names)."""
-    return {m["layout"]: display_name(m["layout"]) for m in methods}
-
-
 def _settings(arms: list[Arm], layout: str) -> list[tuple[str, float]]:
     return sorted({(a.optimizer, a.lr) for a in pick(arms, layout=layout)})
 
@@ -98,8 +93,9 @@ def target_loss(arms: list[Arm], optimizer: str, lr: float) -> float | None:
     return sum(finals) / len(finals) if finals else None
 
 
-def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -> list[RankRow]:
-    """Every arm of the task that trained, ranked by its mean final valid loss (best first)."""
+def ranking(arms: list[Arm], task: str = "translation") -> list[RankRow]:
+    """Every arm of the task that trained, ranked by its mean final valid loss (best first); each method by
+    prelnx.layouts' display name."""
     rows = []
     for group in seed_groups(arms).values():
         group = pick(group)
@@ -110,8 +106,7 @@ def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -
         low, high = t_interval(sample)[1:] if sample.measured > 1 else (None, None)
         target = target_loss([a for a in arms if a.context == group[0].context], optimizer, lr)
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
-        rows.append(RankRow(name, names.get(name, name), optimizer, warmup, lr, sample, low, high,
-                            target, reached))  # fmt: skip
+        rows.append(RankRow(name, display_name(name), optimizer, warmup, lr, sample, low, high, target, reached))
     return sorted(rows, key=lambda r: (r.sample.failure_share, r.sample.mean if r.sample.values else math.inf,
                                        r.layout, r.warmup, r.lr))  # fmt: skip
 

@@ -17,7 +17,7 @@ from typing import Any
 from prelnx.console import results
 from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
-from prelnx.report.arms import Arm, final_nll, layout_names, trained_margin
+from prelnx.report.arms import Arm, final_nll, trained_margin
 from prelnx.report.predict import Prediction, Protocol, Unit, predict
 from prelnx.report.render import _case_lines, _premise_lines, verdict_text
 from prelnx.report.stats import Verdict
@@ -252,7 +252,7 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
         return []
     rules = protocol(spec, study.sweep)
     predictions = check_predictions(study, spec, rules)
-    verdicts = check_explanations(study, spec, layout_names())
+    verdicts = check_explanations(study, spec)
     if say_claims:
         for v in ranked(predictions):
             results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prelnx.paper import explanations_data
-from prelnx.report.arms import layout_names, load_arms
+from prelnx.report.arms import load_arms
 from prelnx.report.predict import Protocol, Unit, predict
 from prelnx.report.report import write_report
 from prelnx.report.stats import Verdict
@@ -118,7 +118,7 @@ def predictions(sweep_dir, fit=(1, 2), test=(3,)):
 
 def arm_verdicts(sweep_dir):
     study, spec, _ = _study(sweep_dir)
-    return {v.claim["id"]: v for v in check_explanations(study, spec, layout_names())}
+    return {v.claim["id"]: v for v in check_explanations(study, spec)}
 
 
 # Round three's shape (configs/sweeps/why_warmup_edge.yaml): Post-LN cells near its edge whose seeds split, a Pre-LN
