@@ -53,15 +53,11 @@ def trained_margin() -> float:
     return float(paper_data()["trained_margin_bits"])
 
 
-def nll_of(row: dict[str, Any]) -> Any:
-    """A validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the criterion
-    logs no nll (the key absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
-    value = row.get("valid_nll_loss")
-    return row.get("valid_loss") if value is None else value
-
-
 def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
-    value = nll_of(rows[-1]) if rows else None
+    """The last validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the
+    criterion logs no nll (the key absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
+    last = rows[-1] if rows else {}
+    value = last.get("valid_loss") if last.get("valid_nll_loss") is None else last["valid_nll_loss"]
     return float(value) if is_finite(value) else None
 
 
@@ -272,12 +268,11 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
 def loss_at(arm: Arm, at_update: float | None, after: bool = False) -> tuple[float, int] | None:
     """The seed's valid loss - the final one, or the last at or before `at_update` (`after`: the first at or after
     it) - and the update it was read at."""
-    if after and at_update is not None:
-        rows = [r for r in arm.rows if r.get("num_updates", 0) >= at_update and is_finite(r.get("valid_loss"))]
-        return (float(rows[0]["valid_loss"]), int(rows[0].get("num_updates", 0))) if rows else None
-    rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
-    rows = [r for r in rows if is_finite(r.get("valid_loss"))]
-    return (float(rows[-1]["valid_loss"]), int(rows[-1].get("num_updates", 0))) if rows else None
+    late = after and at_update is not None
+    rows = [r for r in arm.rows if is_finite(r.get("valid_loss")) and (at_update is None or (
+        r.get("num_updates", 0) >= at_update if late else r.get("num_updates", 0) <= at_update))]
+    row = rows[0 if late else -1] if rows else None
+    return (float(row["valid_loss"]), int(row.get("num_updates", 0))) if row else None
 
 
 def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None,
