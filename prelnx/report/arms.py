@@ -1,7 +1,8 @@
 """A sweep's runs as the claims see them (read only through prelnx.records): each run's arm, rows and outcome
 (`RunState`, computed once by `run_outcome`: trained means a final valid nll at least paper.yaml's
 `trained_margin_bits`, or a claim's own margin, below the unigram plateau), its seeds grouped, and per-seed samples
-in which a seed that failed is counted, never given a value.
+in which a seed that failed is counted, never given a value; its context (the keys outside the claims' factors), and
+a claim's check decided on each context apart (`matched`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.results import is_finite, read_points, run_results
 from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.records.status import format_problem, read_status
+from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.plateau import find_plateau
 from prelnx.report.stats import Sample
 
@@ -297,3 +299,34 @@ def seed_groups(arms: list[Arm], by: Callable[[Arm], tuple] = lambda arm: arm.ke
     for arm in arms:
         groups.setdefault(by(arm), []).append(arm)
     return groups
+
+
+def decide(check: Callable[..., ClaimOutcome], arms: list[Arm], *args: Any) -> ClaimOutcome:
+    """A claim decided on matched arms only (docs/verdicts.md): `check(arms, *args)` on each context of `arms` (its
+    runs' keys outside the claims' own factors, `with_contexts`) apart, so two arms it compares differ only in what the
+    claim is about. One context: the check as it is. Several: each case labelled with its context, the outcomes
+    merged (cases, notes, premises); none with a case while the pooled runs would have one: "not measured", naming
+    the keys the arms it needs differ in."""
+    parts = list(seed_groups(arms, lambda arm: arm.context).values())  # in the sweep's order of first appearance
+    if len(parts) <= 1:
+        return check(arms, *args)
+    outcomes = [(group[0].context_label, check(group, *args)) for group in parts]
+    merged = dataclasses.replace(outcomes[0][1], cases=[], notes=[], premises=[])
+    for label, outcome in outcomes:
+        merged.cases += [dataclasses.replace(c, label=f"{label}: {c.label}", family=label) for c in outcome.cases]
+        merged.notes += [f"{label}: {note}" for note in outcome.notes]
+        merged.premises += outcome.premises
+    if not merged.cases:
+        pooled = check(arms, *args)
+        if pooled.cases:
+            keys = ", ".join(differing_keys(arms))
+            merged.missing = (f"not measured: the arms this claim compares differ in {keys} (not one of its factors; "
+                              "each comparison needs the rest of the config alike)")  # fmt: skip
+        else:
+            merged.missing = pooled.missing
+    return merged
+
+
+def matched(check: Callable[..., ClaimOutcome]) -> Callable[..., ClaimOutcome]:
+    """The check, decided per context (`decide`): every claim table's entries go through this."""
+    return lambda arms, *args: decide(check, arms, *args)

@@ -23,11 +23,11 @@ from prelnx.report.arms import (
     describe_arm,
     first_update_at,
     longest_warmup,
+    matched,
     loss_sample,
     pick,
     trained_margin,
 )
-from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
 

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prelnx.paper import methods_data
-from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, outcome_sample, pick
-from prelnx.report.matched import matched
+from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, matched, outcome_sample, pick
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts

@@ -20,12 +20,12 @@ from prelnx.report.arms import (
     describe_arm,
     first_update_at,
     longest_warmup,
+    matched,
     loss_sample,
     pick,
     seed_groups,
 )
 from prelnx.report.claims import comparator_trained, loss_case
-from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
