@@ -21,13 +21,12 @@ from pathlib import Path
 
 from scipy import stats as scipy_stats
 
-from prelnx.paper import methods_data, paper_data
+from prelnx.paper import paper_data
 from prelnx.report.arms import Arm, load_arms
 from prelnx.report.claims import paper_outcomes
 from prelnx.report.outcome import Case, ClaimOutcome, combined
-from prelnx.report.placements import check_placements
+from prelnx.report.placements import TASK, method_claims
 from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
-from prelnx.report.warmup_free import check_methods, has_methods, user_methods
 from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, fixed_seeds, reachable, t_to_z
 from prelnx.sweep.looks import read_state
 
@@ -115,14 +114,10 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
 def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
     """Every claim the report decides from these runs: paper.yaml's, methods.yaml's, each user layout file's."""
     outcomes = paper_outcomes(arms, paper_data())[1]
-    translation = [a for a in arms if a.task == "translation"]
-    lm = [a for a in arms if a.task == "language_model"]
-    if has_methods(translation):
-        for method in check_methods(translation, methods_data() + user_methods(translation)):
+    for found in method_claims(*([a for a in arms if a.task == task] for task in ("translation", TASK))):
+        for method in found or []:  # a user layout file's claim ids carry their layout already
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
                              for key, value in method.outcomes.items()})
-    for method in check_placements(lm, methods_data()):
-        outcomes.update({f"{method.spec['layout']}#{key}": value for key, value in method.outcomes.items()})
     return outcomes
 
 
