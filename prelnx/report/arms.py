@@ -241,26 +241,25 @@ def final_nll(arm: Arm) -> float | None:
 
 
 def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | None = None,
-                   failure: str = "failed to train") -> Sample:  # fmt: skip
+                   failure: str = "failed to train", by_curve: bool = False) -> Sample:  # fmt: skip
     """Each seed of the arm by its outcome: a trained seed's `value(arm)` - (value, update read), or None (counted
-    as a failure) - and the others counted by outcome, nothing imputed; no plateau: `untestable`."""
+    as a failure) - and the others counted by outcome, nothing imputed; no plateau: `untestable`. `by_curve`: every
+    seed's `value(arm)`, whatever its outcome class (what its own curve did), the seeds without one counted."""
     values, read, failed, diverged, missing, at, untestable, unjudged = [], [], 0, 0, 0, [], "", 0
     for arm in group:
         outcome = arm.outcome(margin)
-        if outcome.state is RunState.NOT_FINISHED:
-            continue
-        if outcome.state is RunState.NO_VALIDATION:
+        if (got := value(arm) if by_curve or outcome.state is RunState.TRAINED else None) is not None:
+            values.append(float(got[0]))
+            read.append(int(got[1]))
+        elif outcome.state is RunState.NO_VALIDATION:
             missing += 1
-        elif outcome.state is RunState.NOT_JUDGED:
+        elif outcome.state is RunState.NOT_JUDGED and not by_curve:
             untestable, unjudged = NO_PLATEAU, unjudged + 1
         elif outcome.state is RunState.DIVERGED:
             failed, diverged = failed + 1, diverged + 1
             at += [outcome.update] if outcome.update is not None else []
-        elif outcome.state is RunState.FAILED or (got := value(arm)) is None:
+        elif outcome.state is not RunState.NOT_FINISHED:
             failed += 1
-        else:
-            values.append(float(got[0]))
-            read.append(int(got[1]))
     low, high = min(read, default=0), max(read, default=0)
     span = "" if not read else f"update {low}" if low == high else f"updates {low}-{high}"
     return Sample(label, tuple(values), failed, diverged, missing, read=span, untestable=untestable,

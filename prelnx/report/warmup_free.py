@@ -6,6 +6,7 @@ fixed in methods.yaml, a ratio tested against the paper's number. "Trains deeper
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from prelnx.report.arms import (
     longest_warmup,
     matched,
     loss_sample,
+    outcome_sample,
     pick,
     seed_groups,
 )
@@ -220,23 +222,13 @@ def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) 
     class (a seed that reached the target and then ended above the trained threshold, or diverged later, reached it);
     a seed whose curve never did is counted as not reaching it (diverged ones among them with their update); a seed
     with no validation row is missing. The grain is the widest log resolution of the seeds that reached it."""
-    logs, at, failed, diverged, missing, updates = [], [], 0, 0, 0, []
-    for arm in group:
-        if (update := first_update_at(arm, target)) is not None:
-            logs.append(math.log(max(1.0, update)))
-            updates.append(update)
-        elif not arm.rows and not arm.diverged:
-            missing += 1
-        else:
-            failed += 1
-            if arm.diverged:
-                diverged += 1
-                at += [arm.outcome().update] if arm.outcome().update is not None else []
-    low, high = min(updates, default=0), max(updates, default=0)
-    span = "" if not updates else f"update {low}" if low == high else f"updates {low}-{high}"
-    resolution = max((log_grain(u, grain) for u in updates), default=0.0)
-    return Sample(label, tuple(logs), failed, diverged, missing, grain=resolution, read=span,
-                  diverged_at=tuple(sorted(at)), failure="did not reach the target", log=True)  # fmt: skip
+    def reached(arm: Arm) -> tuple[float, int] | None:
+        update = first_update_at(arm, target)
+        return None if update is None else (math.log(max(1.0, update)), update)
+
+    sample = outcome_sample(label, group, reached, failure="did not reach the target", by_curve=True)
+    resolution = max((log_grain(round(math.exp(v)), grain) for v in sample.values), default=0.0)
+    return dataclasses.replace(sample, grain=resolution, log=True)
 
 
 def classes_note(groups: list[list[Arm]]) -> str:
