@@ -33,18 +33,12 @@ from prelnx.sweep.looks import read_state
 DECIDED = (Verdict.HOLDS, Verdict.DOES_NOT_HOLD, Verdict.NOT_TESTABLE)
 
 
-def by_counts(c: Comparison) -> bool:
-    """The failure counts decided (compare's first two exits: their p at most 0.025)."""
-    return c.failures_p is not None and c.failures_p <= ALPHA_ONE_SIDED and c.verdict in (Verdict.HOLDS,
-                                                                                         Verdict.DOES_NOT_HOLD)
-
-
 def at_level(c: Comparison, alpha: float) -> Verdict:
     """The comparison's verdict kept where it clears a one-sided `alpha` <= 0.025, else inconclusive."""
     if c.verdict not in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
         return c.verdict
-    if by_counts(c):
-        return c.verdict if c.failures_p is not None and c.failures_p <= alpha else Verdict.INCONCLUSIVE
+    if c.failures_p is not None and c.failures_p <= ALPHA_ONE_SIDED:  # the failure counts decided (compare's exits)
+        return c.verdict if c.failures_p <= alpha else Verdict.INCONCLUSIVE
     if c.se is None or c.df is None or not c.se:
         return Verdict.INCONCLUSIVE
     low, high = c.interval(1 - 2 * alpha)
