@@ -157,13 +157,14 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
 # one case per (optimizer, lr) at which both arms it compares ran.
 
 
-def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any],
-                 pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str,
+def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any], arm_a: tuple[str, bool, str | None],
+                 arm_b: tuple[str, bool, str | None], needs: str,
                  premise: Callable[[list[Arm]], Premise] | None = None) -> ClaimOutcome:  # fmt: skip
-    """One case per (optimizer, lr) both arms ran at; `premise`: read on the comparator (b) of each case."""
+    """One case per (optimizer, lr) of the layout's at which both arms ran, each arm (layout, with warm-up, optimizer:
+    None for the case's) read by `_arm`; `premise`: read on the comparator (b) of each case."""
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {needs}")
     for optimizer, lr in _settings(arms, layout):
-        a, b = pair(optimizer, lr)
+        a, b = (_arm(arms, name, other or optimizer, lr, warmup) for name, warmup, other in (arm_a, arm_b))
         if a and b:
             outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"]),
                                            premise(b) if premise else None))  # fmt: skip
@@ -182,25 +183,21 @@ def _arm(arms: list[Arm], layout: str, optimizer: str, lr: float, warmup: bool) 
 
 
 def no_warmup(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    return _per_setting(arms, layout, spec,
-                        lambda o, lr: (_arm(arms, layout, o, lr, False), _arm(arms, layout, o, lr, True)),
-                        f"{_named(layout)} both with and without warm-up at one lr")  # fmt: skip
+    return _per_setting(arms, layout, spec, (layout, False, None), (layout, True, None),
+                        f"{_named(layout)} both with and without warm-up at one lr")
 
 
 def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     """Against Post-LN with warm-up at the same optimizer, or at the claim's `postln_optimizer` (the authors')."""
     warmup = spec.get("arm", "no_warmup") == "warmup"
     needs = f"{_named(layout)} {'with' if warmup else 'without'} warm-up and Post-LN with warm-up at one lr"
-    baseline = spec.get("postln_optimizer")
-    return _per_setting(arms, layout, spec,
-                        lambda o, lr: (_arm(arms, layout, o, lr, warmup), _arm(arms, "post", baseline or o, lr, True)),
-                        needs, comparator_trained)  # "matches X" needs X to have trained  # fmt: skip
+    return _per_setting(arms, layout, spec, (layout, warmup, None), ("post", True, spec.get("postln_optimizer")),
+                        needs, comparator_trained)  # "matches X" needs X to have trained
 
 
 def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    return _per_setting(arms, layout, spec,
-                        lambda o, lr: (_arm(arms, layout, o, lr, True), _arm(arms, "pre", o, lr, True)),
-                        f"{_named(layout)} and Pre-LN, both with warm-up, at one lr")  # fmt: skip
+    return _per_setting(arms, layout, spec, (layout, True, None), ("pre", True, None),
+                        f"{_named(layout)} and Pre-LN, both with warm-up, at one lr")
 
 
 def validation_grain(arms: list[Arm]) -> int:

@@ -8,7 +8,6 @@ Only for runs that recorded diagnostics."""
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +32,6 @@ from prelnx.report.why_warmup import (
     run_quantity,
     stratum_label,
 )
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
