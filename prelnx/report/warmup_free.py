@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.layouts import VARIANT, WARMUP_FREE, LayoutFileError, display_name, is_file_spec, layout, names
+from prelnx.plots.diagnostics import save_figure
 from prelnx.report.arms import (
     Arm,
     RunState,
@@ -147,10 +148,7 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
     ax.set_title("Warm-up-free methods, ranked by their best arm")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)  # drawn by Agg; the figure is freed with its last reference
-    return path
+    return save_figure(figure, path.parent, path.stem, ("png",))[0]  # by Agg; freed with its last reference
 
 
 # The claims. Each check gets the sweep's arms, the method's layout and the claim's spec, and returns its outcome:
