@@ -139,8 +139,9 @@ WARMUP_FREE_INTRO = [
 ]
 
 
-def method_claims(translation: list[Arm], lm: list[Arm], frozen: dict[str, Any] | None = None,
-                  ) -> tuple[list[MethodClaims] | None, list[MethodClaims] | None]:  # fmt: skip
+def method_claims(
+    translation: list[Arm], lm: list[Arm], frozen: dict[str, Any] | None = None
+) -> tuple[list[MethodClaims] | None, list[MethodClaims] | None]:
     """The later methods' claims decided on a sweep's runs: methods.yaml's and each user layout file's on its
     translation runs (None: no later method among them), the placements' `lm_claims` on its language-model runs
     (None: no such run). `frozen`: the claims as sweep.json froze them (prelnx.records.frozen_claims); None: as the
@@ -152,12 +153,13 @@ def method_claims(translation: list[Arm], lm: list[Arm], frozen: dict[str, Any] 
 
 
 def _section(title: str, intro: list[str], claims: str, methods: list[MethodClaims], rows: list[RankRow]) -> list[str]:
-    return [title, "", *intro, "", claims, "", *method_claims_table(methods), "", "### Ranking by final valid loss", "",
-            *ranking_table(rows), ""]  # fmt: skip
+    ranked = ["### Ranking by final valid loss", "", *ranking_table(rows), ""]
+    return [title, "", *intro, "", claims, "", *method_claims_table(methods), "", *ranked]
 
 
-def methods_sections(translation: list[Arm], lm: list[Arm], figures_dir: Path, report_dir: Path,
-                     frozen: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
+def methods_sections(
+    translation: list[Arm], lm: list[Arm], figures_dir: Path, report_dir: Path, frozen: dict[str, Any] | None = None
+) -> list[str]:
     """The report's sections on the later methods (`method_claims`; none in the sweep: no section), each their claims
     and then every arm ranked by final valid loss: Admin, T-Fixup, ReZero, B2T, DeepNorm and a user's layouts beside
     Post-LN and Pre-LN on the translation runs (issue 24, with the ranking's figure), the norm placements on the

@@ -224,16 +224,3 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any],
                    "below the plateau), while the premise holds: it does not train where the other fails")
             override = (Verdict.DOES_NOT_HOLD, why)
     return ExplanationVerdict(explanation, claim, outcome, override)
-
-
-def check_explanations(study: Study, spec: dict[str, Any]) -> list[ExplanationVerdict]:
-    """Every arm claim of every explanation in methods.yaml's why_warmup, decided on the study's runs."""
-    verdicts = []
-    for explanation in spec["explanations"]:
-        for claim in explanation["claims"]:
-            if claim["kind"] == "arm_difference":
-                verdicts.append(arm_difference(study, spec, claim, explanation))
-            elif claim["kind"] != "predicts_failure":  # decided by prelnx.report.why_warmup_section
-                raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
-                                 "(valid: arm_difference, predicts_failure)")  # fmt: skip
-    return verdicts

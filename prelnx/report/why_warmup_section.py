@@ -26,8 +26,8 @@ from prelnx.report.why_warmup import (
     SERIES,
     ExplanationVerdict,
     Study,
+    arm_difference,
     arm_name,
-    check_explanations,
     load_study,
     run_quantity,
     stratum_label,
@@ -70,17 +70,25 @@ def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], l
     return found, excluded
 
 
-def check_predictions(study: Study, spec: dict[str, Any], rules: Protocol) -> list[PredictiveVerdict]:
-    """Every `predicts_failure` claim, decided within cells against the design baseline."""
+def check_claims(
+    study: Study, spec: dict[str, Any], rules: Protocol
+) -> tuple[list[PredictiveVerdict], list[ExplanationVerdict]]:
+    """Every claim of every explanation in methods.yaml's why_warmup, decided on the study's runs: each
+    `predicts_failure` within cells against the design baseline, each `arm_difference` on two arms over seeds."""
     window = list(spec["prediction"]["window"])
-    verdicts = []
+    predictions, verdicts = [], []
     for explanation in spec["explanations"]:
         for claim in explanation["claims"]:
             if claim["kind"] == "predicts_failure":
                 runs, excluded = units(study, claim["quantity"], window)
-                verdicts.append(PredictiveVerdict(explanation, claim, predict(runs, rules) if runs else None,
-                                                  tuple(excluded)))  # fmt: skip
-    return verdicts
+                prediction = predict(runs, rules) if runs else None
+                predictions.append(PredictiveVerdict(explanation, claim, prediction, tuple(excluded)))
+            elif claim["kind"] == "arm_difference":
+                verdicts.append(arm_difference(study, spec, claim, explanation))
+            else:
+                raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
+                                 "(valid: arm_difference, predicts_failure)")  # fmt: skip
+    return predictions, verdicts
 
 
 def ranked(verdicts: list[PredictiveVerdict]) -> list[PredictiveVerdict]:
@@ -248,8 +256,7 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     if not any(study.rows.values()):  # no run recorded diagnostics
         return []
     rules = protocol(spec, study.sweep)
-    predictions = check_predictions(study, spec, rules)
-    verdicts = check_explanations(study, spec)
+    predictions, verdicts = check_claims(study, spec, rules)
     if say_claims:
         for v in ranked(predictions):
             results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
