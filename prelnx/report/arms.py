@@ -248,7 +248,8 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
     values, read, failed, diverged, missing, at, untestable, unjudged = [], [], 0, 0, 0, [], "", 0
     for arm in group:
         outcome = arm.outcome(margin)
-        if (got := value(arm) if by_curve or outcome.state is RunState.TRAINED else None) is not None:
+        got = value(arm) if by_curve or outcome.state is RunState.TRAINED else None
+        if got is not None:
             values.append(float(got[0]))
             read.append(int(got[1]))
         elif outcome.state is RunState.NO_VALIDATION:

@@ -23,8 +23,8 @@ from prelnx.report.arms import (
     describe_arm,
     first_update_at,
     longest_warmup,
-    matched,
     loss_sample,
+    matched,
     pick,
     trained_margin,
 )
