@@ -70,7 +70,7 @@ def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], l
     return found, excluded
 
 
-def check_claims(
+def check_explanations(
     study: Study, spec: dict[str, Any], rules: Protocol
 ) -> tuple[list[PredictiveVerdict], list[ExplanationVerdict]]:
     """Every claim of every explanation in methods.yaml's why_warmup, decided on the study's runs: each
@@ -256,7 +256,7 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     if not any(study.rows.values()):  # no run recorded diagnostics
         return []
     rules = protocol(spec, study.sweep)
-    predictions, verdicts = check_claims(study, spec, rules)
+    predictions, verdicts = check_explanations(study, spec, rules)
     if say_claims:
         for v in ranked(predictions):
             results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
