@@ -1,7 +1,8 @@
 """A sweep's runs as the claims see them (read only through prelnx.records): each run's arm, rows and outcome
 (`RunState`, computed once by `run_outcome`: trained means a final valid nll at least paper.yaml's
 `trained_margin_bits`, or a claim's own margin, below the unigram plateau), its seeds grouped, and per-seed samples
-in which a seed that failed is counted, never given a value.
+in which a seed that failed is counted, never given a value; its context (the keys outside the claims' factors), and
+a claim's check decided on each context apart (`matched`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import OptimizerConfig
-from prelnx.layouts import RECIPE_KEYS, DisplayNames
+from prelnx.layouts import RECIPE_KEYS, display_name
 from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
@@ -24,6 +25,7 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.results import is_finite, read_points, run_results
 from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.records.status import format_problem, read_status
+from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.plateau import find_plateau
 from prelnx.report.stats import Sample
 
@@ -53,15 +55,11 @@ def trained_margin() -> float:
     return float(paper_data()["trained_margin_bits"])
 
 
-def nll_of(row: dict[str, Any]) -> Any:
-    """A validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the criterion
-    logs no nll (the key absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
-    value = row.get("valid_nll_loss")
-    return row.get("valid_loss") if value is None else value
-
-
 def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
-    value = nll_of(rows[-1]) if rows else None
+    """The last validation row's nll (the report's legend says it): `valid_nll_loss`, or `valid_loss` where the
+    criterion logs no nll (the key absent, or null as metrics rows store it for cross_entropy and masked_lm)."""
+    last = rows[-1] if rows else {}
+    value = last.get("valid_loss") if last.get("valid_nll_loss") is None else last["valid_nll_loss"]
     return float(value) if is_finite(value) else None
 
 
@@ -243,26 +241,26 @@ def final_nll(arm: Arm) -> float | None:
 
 
 def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | None = None,
-                   failure: str = "failed to train") -> Sample:  # fmt: skip
+                   failure: str = "failed to train", by_curve: bool = False) -> Sample:  # fmt: skip
     """Each seed of the arm by its outcome: a trained seed's `value(arm)` - (value, update read), or None (counted
-    as a failure) - and the others counted by outcome, nothing imputed; no plateau: `untestable`."""
+    as a failure) - and the others counted by outcome, nothing imputed; no plateau: `untestable`. `by_curve`: every
+    seed's `value(arm)`, whatever its outcome class (what its own curve did), the seeds without one counted."""
     values, read, failed, diverged, missing, at, untestable, unjudged = [], [], 0, 0, 0, [], "", 0
     for arm in group:
         outcome = arm.outcome(margin)
-        if outcome.state is RunState.NOT_FINISHED:
-            continue
-        if outcome.state is RunState.NO_VALIDATION:
+        got = value(arm) if by_curve or outcome.state is RunState.TRAINED else None
+        if got is not None:
+            values.append(float(got[0]))
+            read.append(int(got[1]))
+        elif outcome.state is RunState.NO_VALIDATION:
             missing += 1
-        elif outcome.state is RunState.NOT_JUDGED:
+        elif outcome.state is RunState.NOT_JUDGED and not by_curve:
             untestable, unjudged = NO_PLATEAU, unjudged + 1
         elif outcome.state is RunState.DIVERGED:
             failed, diverged = failed + 1, diverged + 1
             at += [outcome.update] if outcome.update is not None else []
-        elif outcome.state is RunState.FAILED or (got := value(arm)) is None:
+        elif outcome.state is not RunState.NOT_FINISHED:
             failed += 1
-        else:
-            values.append(float(got[0]))
-            read.append(int(got[1]))
     low, high = min(read, default=0), max(read, default=0)
     span = "" if not read else f"update {low}" if low == high else f"updates {low}-{high}"
     return Sample(label, tuple(values), failed, diverged, missing, read=span, untestable=untestable,
@@ -272,12 +270,11 @@ def outcome_sample(label: str, group: list[Arm], value: Any, margin: float | Non
 def loss_at(arm: Arm, at_update: float | None, after: bool = False) -> tuple[float, int] | None:
     """The seed's valid loss - the final one, or the last at or before `at_update` (`after`: the first at or after
     it) - and the update it was read at."""
-    if after and at_update is not None:
-        rows = [r for r in arm.rows if r.get("num_updates", 0) >= at_update and is_finite(r.get("valid_loss"))]
-        return (float(rows[0]["valid_loss"]), int(rows[0].get("num_updates", 0))) if rows else None
-    rows = [r for r in arm.rows if at_update is None or r.get("num_updates", 0) <= at_update]
-    rows = [r for r in rows if is_finite(r.get("valid_loss"))]
-    return (float(rows[-1]["valid_loss"]), int(rows[-1].get("num_updates", 0))) if rows else None
+    late = after and at_update is not None
+    rows = [r for r in arm.rows if is_finite(r.get("valid_loss")) and (at_update is None or (
+        r.get("num_updates", 0) >= at_update if late else r.get("num_updates", 0) <= at_update))]
+    row = rows[0 if late else -1] if rows else None
+    return (float(row["valid_loss"]), int(row.get("num_updates", 0))) if row else None
 
 
 def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None,
@@ -287,14 +284,9 @@ def loss_sample(label: str, group: list[Arm], at_update: float | None = None, ma
     return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after), margin)
 
 
-def layout_names() -> DisplayNames:
-    """`post` -> `Post-LN`, a user's file -> its display name (prelnx.layouts, the one table)."""
-    return DisplayNames()
-
-
 def describe_arm(arm: Arm) -> str:
-    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words."""
-    layout = layout_names().get(arm.layout, arm.layout)
+    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words (its layout by prelnx.layouts' name)."""
+    layout = display_name(arm.layout)
     warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
     optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
     context = f" ({arm.context_label})" if arm.context_label else ""
@@ -307,3 +299,34 @@ def seed_groups(arms: list[Arm], by: Callable[[Arm], tuple] = lambda arm: arm.ke
     for arm in arms:
         groups.setdefault(by(arm), []).append(arm)
     return groups
+
+
+def decide(check: Callable[..., ClaimOutcome], arms: list[Arm], *args: Any) -> ClaimOutcome:
+    """A claim decided on matched arms only (docs/verdicts.md): `check(arms, *args)` on each context of `arms` (its
+    runs' keys outside the claims' own factors, `with_contexts`) apart, so two arms it compares differ only in what the
+    claim is about. One context: the check as it is. Several: each case labelled with its context, the outcomes
+    merged (cases, notes, premises); none with a case while the pooled runs would have one: "not measured", naming
+    the keys the arms it needs differ in."""
+    parts = list(seed_groups(arms, lambda arm: arm.context).values())  # in the sweep's order of first appearance
+    if len(parts) <= 1:
+        return check(arms, *args)
+    outcomes = [(group[0].context_label, check(group, *args)) for group in parts]
+    merged = dataclasses.replace(outcomes[0][1], cases=[], notes=[], premises=[])
+    for label, outcome in outcomes:
+        merged.cases += [dataclasses.replace(c, label=f"{label}: {c.label}", family=label) for c in outcome.cases]
+        merged.notes += [f"{label}: {note}" for note in outcome.notes]
+        merged.premises += outcome.premises
+    if not merged.cases:
+        pooled = check(arms, *args)
+        if pooled.cases:
+            keys = ", ".join(differing_keys(arms))
+            merged.missing = (f"not measured: the arms this claim compares differ in {keys} (not one of its factors; "
+                              "each comparison needs the rest of the config alike)")  # fmt: skip
+        else:
+            merged.missing = pooled.missing
+    return merged
+
+
+def matched(check: Callable[..., ClaimOutcome]) -> Callable[..., ClaimOutcome]:
+    """The check, decided per context (`decide`): every claim table's entries go through this."""
+    return lambda arms, *args: decide(check, arms, *args)

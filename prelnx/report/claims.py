@@ -24,10 +24,10 @@ from prelnx.report.arms import (
     first_update_at,
     longest_warmup,
     loss_sample,
+    matched,
     pick,
     trained_margin,
 )
-from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
 
@@ -105,15 +105,10 @@ def loss_case(label: str, a: list[Arm], b: list[Arm], region: tuple[float, float
     return Case(label, dataclasses.replace(before, verdict=Verdict.INCONCLUSIVE, reason=why, p_outside=1.0), premise)
 
 
-def _edge_premise(arms: list[Arm], spec: dict[str, Any], lr: float) -> Premise | None:
-    """Figure 2a, read at the comparison's lr (and every other factor of it): with its longest warm-up, Post-LN
-    (Adam) trains at this lr - so a failure without warm-up there is the schedule's, not the lr's."""
-    if "premise" not in spec:
-        return None
-    return trains(spec["premise"], longest_warmup(arms, layout="post", optimizer="adam", lr=lr))
-
-
 def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    """Post-LN (Adam) with its shortest warm-up, at its largest lr against its smallest; the premise (Figure 2a) read
+    at the larger lr (and every other factor of it): with its longest warm-up, Post-LN trains at this lr - so a
+    failure with the short warm-up there is the schedule's, not the lr's."""
     posts = [a for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0]
     warmups, lrs = sorted({a.warmup for a in posts}), sorted({a.lr for a in posts})
     if len(warmups) < 2 or len(lrs) < 2:
@@ -122,8 +117,9 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     small = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[0])
     if not large or not small:
         return not_measured(spec["id"], f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and {lrs[-1]:g}")
-    case = loss_case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]),
-                 _edge_premise(arms, spec, lrs[-1]))  # fmt: skip
+    edge = longest_warmup(arms, layout="post", optimizer="adam", lr=lrs[-1])
+    premise = trains(spec["premise"], edge) if "premise" in spec else None
+    case = loss_case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]), premise)
     return ClaimOutcome(spec["id"], [case])
 
 

@@ -3,23 +3,34 @@ language-model sweep, only what valid losses and failed runs decide (else kind `
 prelnx.report.warmup_free's: lr_sensitivity (per warm-up setting, each seed's |final loss at the largest lr - at the
 smallest|, failed at either: a failure, the method's minus Pre-LN's below `margin_bits`); fewer_failures (per warm-up
 and lr, the method's seeds by outcome against Pre-LN's there, Fisher's exact test: stats.compare_counts, Holm over
-the cases; premise per case: Pre-LN fails at least once there)."""
+the cases; premise per case: Pre-LN fails at least once there). And the later methods' claims a sweep is judged on,
+translation's (prelnx.report.warmup_free) and the language model's, and their sections of the report, in one place
+(`method_claims`, `methods_sections`) for the report and a sequential sweep's looks."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from prelnx.paper import methods_data
-from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, outcome_sample, pick
-from prelnx.report.matched import matched
+from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, matched, outcome_sample, pick
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
-from prelnx.report.warmup_free import check_methods, method_names, ranking
+from prelnx.report.warmup_free import (
+    METHOD_LAYOUTS,
+    MethodClaims,
+    RankRow,
+    check_methods,
+    has_methods,
+    plot_ranking,
+    ranking,
+    user_methods,
+)
 
 TASK = "language_model"
 
@@ -110,14 +121,61 @@ PLACEMENTS_INTRO = [
 ]
 
 
-def placements_section(arms: list[Arm], figures_dir: Any, report_dir: Any,
-                       methods: list[dict[str, Any]] | None = None) -> list[str]:  # fmt: skip
-    """The report's section for a language-model sweep's arms (none: no section); `methods`: methods.yaml's as
-    frozen in sweep.json (default: as the file reads now)."""
-    if not arms:
-        return []
-    methods = methods_data() if methods is None else methods
-    rows = ranking(arms, method_names(methods), task=TASK)
-    return ["## Norm placements on the language model", "", *PLACEMENTS_INTRO, "",
-            "### The placements' authors' claims", "", *method_claims_table(check_placements(arms, methods)), "",
-            "### Ranking by final valid loss", "", *ranking_table(rows), ""]  # fmt: skip
+WARMUP_FREE_INTRO = [
+    "Each method's authors' claims (prelnx/methods.yaml, with the paper and repository) checked like the paper's:",
+    "per optimizer and lr, the two arms' final valid losses over seeds, their difference with its 95 % interval",
+    "against the claim's margin, and one of the five verdicts above; ReZero's \"converges faster\" counts, as its",
+    "paper does, the updates each seed needs to reach a fixed valid loss stated in methods.yaml before the runs, and",
+    "tests the paper's number, not its sign: ReZero's updates over Post-LN-with-warm-up's against 1 / the paper's",
+    "speed-up within methods.yaml's factor - the ratio of the arms' geometric means, its 95 % interval Welch's t on",
+    "the seeds' ln(updates), widened by the validation grain's resolution on the log scale (a seed reaching it at",
+    "update u of validations K apart is known to ln(u / (u - K + 1))); a seed that never reaches it is counted, not",
+    "given a count. A seed counts for what its own curve did: one that reached the target reached it, whatever its",
+    "final loss or outcome class (trained, failed to train, diverged), which is shown beside it and never read in",
+    "its place; a failed seed's loss still never enters a quality comparison. Then every arm ranked by its mean",
+    "final valid loss over its trained seeds (a seed that failed counted, never given a loss) with its 95 % t",
+    "interval, and how many of its seeds reached the target loss - Post-LN with warm-up's mean final valid loss at",
+    "the same optimizer and lr - after how many updates (the first validation at or below it).",
+]
+
+
+def method_claims(
+    translation: list[Arm], lm: list[Arm], frozen: dict[str, Any] | None = None
+) -> tuple[list[MethodClaims] | None, list[MethodClaims] | None]:
+    """The later methods' claims decided on a sweep's runs: methods.yaml's and each user layout file's on its
+    translation runs (None: no later method among them), the placements' `lm_claims` on its language-model runs
+    (None: no such run). `frozen`: the claims as sweep.json froze them (prelnx.records.frozen_claims); None: as the
+    files read now."""
+    methods = methods_data() if frozen is None else frozen["methods"]
+    users = user_methods(translation, None if frozen is None else frozen["layout_files"])  # docs/your_layout.md
+    return (check_methods(translation, methods + users) if has_methods(translation) else None,
+            check_placements(lm, methods) if lm else None)
+
+
+def _section(title: str, intro: list[str], claims: str, methods: list[MethodClaims], rows: list[RankRow]) -> list[str]:
+    ranked = ["### Ranking by final valid loss", "", *ranking_table(rows), ""]
+    return [title, "", *intro, "", claims, "", *method_claims_table(methods), "", *ranked]
+
+
+def methods_sections(
+    translation: list[Arm], lm: list[Arm], figures_dir: Path, report_dir: Path, frozen: dict[str, Any] | None = None
+) -> list[str]:
+    """The report's sections on the later methods (`method_claims`; none in the sweep: no section), each their claims
+    and then every arm ranked by final valid loss: Admin, T-Fixup, ReZero, B2T, DeepNorm and a user's layouts beside
+    Post-LN and Pre-LN on the translation runs (issue 24, with the ranking's figure), the norm placements on the
+    language-model runs (issue 32)."""
+    methods, placements = method_claims(translation, lm, frozen)
+    lines = []
+    if methods is not None:
+        title, claims = "## Warm-up-free methods", "### The methods' authors' claims"
+        if not any(a.layout in METHOD_LAYOUTS for a in translation):  # the paper's layouts and a user's: its claims
+            title, claims = "## Your layouts' claims", "### The layout files' claims, and methods.yaml's for the arms"
+        rows = ranking(translation)
+        lines += _section(title, WARMUP_FREE_INTRO, claims, methods, rows)
+        if rows:
+            figure = plot_ranking(rows, figures_dir / "warmup_free.png")
+            lines += [f"![warmup_free]({figure.relative_to(report_dir).as_posix()})", ""]
+    if placements is not None:
+        lines += _section("## Norm placements on the language model", PLACEMENTS_INTRO,
+                          "### The placements' authors' claims", placements, ranking(lm, task=TASK))
+    return lines

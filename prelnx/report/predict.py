@@ -71,11 +71,6 @@ class Prediction:
     why: str
 
 
-def canonical(units: Sequence[Unit]) -> list[Unit]:
-    """The units in one order whatever order they came in: by cell, seed, then the rest."""
-    return sorted(units, key=lambda u: (u.cell, u.seed, u.stratum, u.failed, u.value, u.worse))
-
-
 def _concordance(values: np.ndarray, bad: np.ndarray, good: np.ndarray) -> float:
     """Sum over pairs (i in bad, j in good) of [v_i > v_j] + 1/2 [v_i == v_j] (inf == inf a tie)."""
     a, b = values[bad][:, None], values[good][None, :]
@@ -196,7 +191,7 @@ def design_note(units: Sequence[Unit], protocol: Protocol) -> str:
 
 def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
     """The quantity's held-out within-cell AUC against the design baseline's (a constant per cell)."""
-    units = canonical(units)
+    units = sorted(units, key=lambda u: (u.cell, u.seed, u.stratum, u.failed, u.value, u.worse))  # one order, any input
     found = _cells(units, protocol)
     paired = [cell for cell, c in found.items() if c.fit_n or c.test_n]  # a cell with no pair adds nothing, not
     cells = [found[cell] for cell in paired]  # even a draw of the bootstrap: an unrelated cell moves no number

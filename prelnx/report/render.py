@@ -36,15 +36,12 @@ def _seeds(sample: Sample) -> str:
 
 
 def _region(region: tuple[float, float], log: bool = False) -> str:
+    """`> +0.50`, `< -0.20`, `within ±0.50`, `in [0.10, 0.90]`; a log ratio's region as the ratio's (unsigned)."""
     lo, hi = region
-    if log:  # a log ratio's region, shown as the ratio's
-        return f"< {math.exp(hi):.2f}" if math.isinf(lo) else f"> {math.exp(lo):.2f}" if math.isinf(hi) else \
-            f"in [{math.exp(lo):.2f}, {math.exp(hi):.2f}]"  # fmt: skip
-    if math.isinf(lo):
-        return f"< {hi:+.2f}"
-    if math.isinf(hi):
-        return f"> {lo:+.2f}"
-    return f"within ±{hi:.2f}" if lo == -hi else f"in [{lo:.2f}, {hi:.2f}]"
+    sign, (low, high) = ("", (math.exp(lo), math.exp(hi))) if log else ("+", region)
+    if math.isinf(lo) or math.isinf(hi):
+        return f"< {high:{sign}.2f}" if math.isinf(lo) else f"> {low:{sign}.2f}"
+    return f"within ±{hi:.2f}" if lo == -hi and not log else f"in [{low:.2f}, {high:.2f}]"
 
 
 LEVELS = ("ratio", "‖x‖²/d", "growth of ‖x‖²/d per layer")  # levels (prelnx.report.theory_claims), not differences

@@ -15,7 +15,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.console import results
 from prelnx.finetune.summary import format_mean
-from prelnx.paper import methods_data, paper_data
+from prelnx.paper import paper_data
 from prelnx.plots.curves import plot
 from prelnx.records.frozen_claims import changed_claims, current_claims, read_frozen
 from prelnx.records.lock import held
@@ -25,20 +25,11 @@ from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, check_claims, paper_outcomes
 from prelnx.report.machines import machines_section
 from prelnx.report.outcome import not_measured
-from prelnx.report.placements import placements_section
-from prelnx.report.render import arms_table, claims_table, claims_text, method_claims_table, ranking_table
+from prelnx.report.placements import methods_sections
+from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.sequential import how_decided
 from prelnx.report.stats import POWER, Verdict
 from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
-from prelnx.report.warmup_free import (
-    METHOD_LAYOUTS,
-    check_methods,
-    has_methods,
-    method_names,
-    plot_ranking,
-    ranking,
-    user_methods,
-)
 from prelnx.report.why_warmup_section import why_warmup_section
 from prelnx.sweep.execute import summarize
 
@@ -96,47 +87,6 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
     outcomes = {claim["id"]: GRADIENT_CHECKS[claim["id"]](summary, claim) for claim in claims}
     lines += ["", "Each ratio is taken per seed; mean over seeds with a one-sample 95 % t interval, against the band",
               "stated in paper.yaml.", "", *claims_table(claims, outcomes), ""]  # fmt: skip
-    return lines
-
-
-WARMUP_FREE_INTRO = [
-    "Each method's authors' claims (prelnx/methods.yaml, with the paper and repository) checked like the paper's:",
-    "per optimizer and lr, the two arms' final valid losses over seeds, their difference with its 95 % interval",
-    "against the claim's margin, and one of the five verdicts above; ReZero's \"converges faster\" counts, as its",
-    "paper does, the updates each seed needs to reach a fixed valid loss stated in methods.yaml before the runs, and",
-    "tests the paper's number, not its sign: ReZero's updates over Post-LN-with-warm-up's against 1 / the paper's",
-    "speed-up within methods.yaml's factor - the ratio of the arms' geometric means, its 95 % interval Welch's t on",
-    "the seeds' ln(updates), widened by the validation grain's resolution on the log scale (a seed reaching it at",
-    "update u of validations K apart is known to ln(u / (u - K + 1))); a seed that never reaches it is counted, not",
-    "given a count. A seed counts for what its own curve did: one that reached the target reached it, whatever its",
-    "final loss or outcome class (trained, failed to train, diverged), which is shown beside it and never read in",
-    "its place; a failed seed's loss still never enters a quality comparison. Then every arm ranked by its mean",
-    "final valid loss over its trained seeds (a seed that failed counted, never given a loss) with its 95 % t",
-    "interval, and how many of its seeds reached the target loss - Post-LN with warm-up's mean final valid loss at",
-    "the same optimizer and lr - after how many updates (the first validation at or below it).",
-]
-
-
-def _warmup_free_section(arms: list[Any], figures_dir: Path, report_dir: Path,
-                         frozen: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
-    """Admin, T-Fixup, ReZero, B2T, DeepNorm beside Post-LN and Pre-LN (issue 24); none in the sweep: no section.
-    `frozen`: the claims as sweep.json froze them (prelnx.records.frozen_claims); None: as the files read now."""
-    if not has_methods(arms):
-        return []
-    if frozen is None:
-        methods = methods_data() + user_methods(arms)  # a user's layout file's own claims too (docs/your_layout.md)
-    else:
-        methods = frozen["methods"] + user_methods(arms, frozen["layout_files"])
-    rows = ranking(arms, method_names(methods))
-    title, claims = "## Warm-up-free methods", "### The methods' authors' claims"
-    if not any(a.layout in METHOD_LAYOUTS for a in arms):  # the paper's layouts and a user's: its file's claims
-        title, claims = "## Your layouts' claims", "### The layout files' claims, and methods.yaml's for the arms"
-    lines = [title, "", *WARMUP_FREE_INTRO, "", claims, "",
-             *method_claims_table(check_methods(arms, methods)), "", "### Ranking by final valid loss", "",
-             *ranking_table(rows), ""]  # fmt: skip
-    if rows:
-        figure = plot_ranking(rows, figures_dir / "warmup_free.png")
-        lines += [f"![warmup_free]({figure.relative_to(report_dir).as_posix()})", ""]
     return lines
 
 
@@ -226,8 +176,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     lines += claims_table(claim_list, outcomes) + [""]
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
-    lines += _warmup_free_section(translation, figures_dir, report_dir, frozen)
-    lines += placements_section(lm, figures_dir, report_dir, frozen and frozen["methods"])  # issue 32's claims
+    lines += methods_sections(translation, lm, figures_dir, report_dir, frozen)  # issues 24 and 32's claims
     lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, say_claims)  # runs with diagnostics only
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(arms) + ["", "Per seed:", ""]

@@ -21,31 +21,24 @@ from pathlib import Path
 
 from scipy import stats as scipy_stats
 
-from prelnx.paper import methods_data, paper_data
+from prelnx.paper import paper_data
 from prelnx.report.arms import Arm, load_arms
 from prelnx.report.claims import paper_outcomes
 from prelnx.report.outcome import Case, ClaimOutcome, combined
-from prelnx.report.placements import check_placements
+from prelnx.report.placements import TASK, method_claims
 from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
-from prelnx.report.warmup_free import check_methods, has_methods, user_methods
 from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, fixed_seeds, reachable, t_to_z
 from prelnx.sweep.looks import read_state
 
 DECIDED = (Verdict.HOLDS, Verdict.DOES_NOT_HOLD, Verdict.NOT_TESTABLE)
 
 
-def by_counts(c: Comparison) -> bool:
-    """The failure counts decided (compare's first two exits: their p at most 0.025)."""
-    return c.failures_p is not None and c.failures_p <= ALPHA_ONE_SIDED and c.verdict in (Verdict.HOLDS,
-                                                                                         Verdict.DOES_NOT_HOLD)
-
-
 def at_level(c: Comparison, alpha: float) -> Verdict:
     """The comparison's verdict kept where it clears a one-sided `alpha` <= 0.025, else inconclusive."""
     if c.verdict not in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
         return c.verdict
-    if by_counts(c):
-        return c.verdict if c.failures_p is not None and c.failures_p <= alpha else Verdict.INCONCLUSIVE
+    if c.failures_p is not None and c.failures_p <= ALPHA_ONE_SIDED:  # the failure counts decided (compare's exits)
+        return c.verdict if c.failures_p <= alpha else Verdict.INCONCLUSIVE
     if c.se is None or c.df is None or not c.se:
         return Verdict.INCONCLUSIVE
     low, high = c.interval(1 - 2 * alpha)
@@ -115,14 +108,10 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
 def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
     """Every claim the report decides from these runs: paper.yaml's, methods.yaml's, each user layout file's."""
     outcomes = paper_outcomes(arms, paper_data())[1]
-    translation = [a for a in arms if a.task == "translation"]
-    lm = [a for a in arms if a.task == "language_model"]
-    if has_methods(translation):
-        for method in check_methods(translation, methods_data() + user_methods(translation)):
+    for found in method_claims(*([a for a in arms if a.task == task] for task in ("translation", TASK))):
+        for method in found or []:  # a user layout file's claim ids carry their layout already
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
                              for key, value in method.outcomes.items()})
-    for method in check_placements(lm, methods_data()):
-        outcomes.update({f"{method.spec['layout']}#{key}": value for key, value in method.outcomes.items()})
     return outcomes
 
 

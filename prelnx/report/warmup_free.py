@@ -6,6 +6,7 @@ fixed in methods.yaml, a ratio tested against the paper's number. "Trains deeper
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.layouts import VARIANT, WARMUP_FREE, LayoutFileError, display_name, is_file_spec, layout, names
+from prelnx.plots.diagnostics import save_figure
 from prelnx.report.arms import (
     Arm,
     RunState,
@@ -21,11 +23,12 @@ from prelnx.report.arms import (
     first_update_at,
     longest_warmup,
     loss_sample,
+    matched,
+    outcome_sample,
     pick,
     seed_groups,
 )
 from prelnx.report.claims import comparator_trained, loss_case
-from prelnx.report.matched import matched
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.stats import Sample, below, compare, t_interval
 
@@ -82,11 +85,6 @@ def user_methods(arms: list[Arm], frozen: dict[str, list[dict[str, Any]]] | None
     return methods
 
 
-def method_names(methods: list[dict[str, Any]]) -> dict[str, str]:
-    """Each method's layout -> its display name (prelnx.layouts, the one table of names)."""
-    return {m["layout"]: display_name(m["layout"]) for m in methods}
-
-
 def _settings(arms: list[Arm], layout: str) -> list[tuple[str, float]]:
     return sorted({(a.optimizer, a.lr) for a in pick(arms, layout=layout)})
 
@@ -98,8 +96,9 @@ def target_loss(arms: list[Arm], optimizer: str, lr: float) -> float | None:
     return sum(finals) / len(finals) if finals else None
 
 
-def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -> list[RankRow]:
-    """Every arm of the task that trained, ranked by its mean final valid loss (best first)."""
+def ranking(arms: list[Arm], task: str = "translation") -> list[RankRow]:
+    """Every arm of the task that trained, ranked by its mean final valid loss (best first); each method by
+    prelnx.layouts' display name."""
     rows = []
     for group in seed_groups(arms).values():
         group = pick(group)
@@ -110,8 +109,7 @@ def ranking(arms: list[Arm], names: dict[str, str], task: str = "translation") -
         low, high = t_interval(sample)[1:] if sample.measured > 1 else (None, None)
         target = target_loss([a for a in arms if a.context == group[0].context], optimizer, lr)
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
-        rows.append(RankRow(name, names.get(name, name), optimizer, warmup, lr, sample, low, high,
-                            target, reached))  # fmt: skip
+        rows.append(RankRow(name, display_name(name), optimizer, warmup, lr, sample, low, high, target, reached))
     return sorted(rows, key=lambda r: (r.sample.failure_share, r.sample.mean if r.sample.values else math.inf,
                                        r.layout, r.warmup, r.lr))  # fmt: skip
 
@@ -150,23 +148,21 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
     ax.set_title("Warm-up-free methods, ranked by their best arm")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)  # drawn by Agg; the figure is freed with its last reference
-    return path
+    return save_figure(figure, path.parent, path.stem, ("png",))[0]  # by Agg; freed with its last reference
 
 
 # The claims. Each check gets the sweep's arms, the method's layout and the claim's spec, and returns its outcome:
 # one case per (optimizer, lr) at which both arms it compares ran.
 
 
-def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any],
-                 pair: Callable[[str, float], tuple[list[Arm], list[Arm]]], needs: str,
+def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any], arm_a: tuple[str, bool, str | None],
+                 arm_b: tuple[str, bool, str | None], needs: str,
                  premise: Callable[[list[Arm]], Premise] | None = None) -> ClaimOutcome:  # fmt: skip
-    """One case per (optimizer, lr) both arms ran at; `premise`: read on the comparator (b) of each case."""
+    """One case per (optimizer, lr) of the layout's at which both arms ran, each arm (layout, with warm-up, optimizer:
+    None for the case's) read by `_arm`; `premise`: read on the comparator (b) of each case."""
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {needs}")
     for optimizer, lr in _settings(arms, layout):
-        a, b = pair(optimizer, lr)
+        a, b = (_arm(arms, name, other or optimizer, lr, warmup) for name, warmup, other in (arm_a, arm_b))
         if a and b:
             outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"]),
                                            premise(b) if premise else None))  # fmt: skip
@@ -185,25 +181,21 @@ def _arm(arms: list[Arm], layout: str, optimizer: str, lr: float, warmup: bool) 
 
 
 def no_warmup(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    return _per_setting(arms, layout, spec,
-                        lambda o, lr: (_arm(arms, layout, o, lr, False), _arm(arms, layout, o, lr, True)),
-                        f"{_named(layout)} both with and without warm-up at one lr")  # fmt: skip
+    return _per_setting(arms, layout, spec, (layout, False, None), (layout, True, None),
+                        f"{_named(layout)} both with and without warm-up at one lr")
 
 
 def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     """Against Post-LN with warm-up at the same optimizer, or at the claim's `postln_optimizer` (the authors')."""
     warmup = spec.get("arm", "no_warmup") == "warmup"
     needs = f"{_named(layout)} {'with' if warmup else 'without'} warm-up and Post-LN with warm-up at one lr"
-    baseline = spec.get("postln_optimizer")
-    return _per_setting(arms, layout, spec,
-                        lambda o, lr: (_arm(arms, layout, o, lr, warmup), _arm(arms, "post", baseline or o, lr, True)),
-                        needs, comparator_trained)  # "matches X" needs X to have trained  # fmt: skip
+    return _per_setting(arms, layout, spec, (layout, warmup, None), ("post", True, spec.get("postln_optimizer")),
+                        needs, comparator_trained)  # "matches X" needs X to have trained
 
 
 def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    return _per_setting(arms, layout, spec,
-                        lambda o, lr: (_arm(arms, layout, o, lr, True), _arm(arms, "pre", o, lr, True)),
-                        f"{_named(layout)} and Pre-LN, both with warm-up, at one lr")  # fmt: skip
+    return _per_setting(arms, layout, spec, (layout, True, None), ("pre", True, None),
+                        f"{_named(layout)} and Pre-LN, both with warm-up, at one lr")
 
 
 def validation_grain(arms: list[Arm]) -> int:
@@ -225,23 +217,13 @@ def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) 
     class (a seed that reached the target and then ended above the trained threshold, or diverged later, reached it);
     a seed whose curve never did is counted as not reaching it (diverged ones among them with their update); a seed
     with no validation row is missing. The grain is the widest log resolution of the seeds that reached it."""
-    logs, at, failed, diverged, missing, updates = [], [], 0, 0, 0, []
-    for arm in group:
-        if (update := first_update_at(arm, target)) is not None:
-            logs.append(math.log(max(1.0, update)))
-            updates.append(update)
-        elif not arm.rows and not arm.diverged:
-            missing += 1
-        else:
-            failed += 1
-            if arm.diverged:
-                diverged += 1
-                at += [arm.outcome().update] if arm.outcome().update is not None else []
-    low, high = min(updates, default=0), max(updates, default=0)
-    span = "" if not updates else f"update {low}" if low == high else f"updates {low}-{high}"
-    resolution = max((log_grain(u, grain) for u in updates), default=0.0)
-    return Sample(label, tuple(logs), failed, diverged, missing, grain=resolution, read=span,
-                  diverged_at=tuple(sorted(at)), failure="did not reach the target", log=True)  # fmt: skip
+    def reached(arm: Arm) -> tuple[float, int] | None:
+        update = first_update_at(arm, target)
+        return None if update is None else (math.log(max(1.0, update)), update)
+
+    sample = outcome_sample(label, group, reached, failure="did not reach the target", by_curve=True)
+    resolution = max((log_grain(round(math.exp(v)), grain) for v in sample.values), default=0.0)
+    return dataclasses.replace(sample, grain=resolution, log=True)
 
 
 def classes_note(groups: list[list[Arm]]) -> str:

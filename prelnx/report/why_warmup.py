@@ -17,8 +17,9 @@ from typing import Any
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
 from prelnx.records.results import SWEEP_INDEX, is_finite
-from prelnx.records.run_config import arm_values, has_config, read_run_config
-from prelnx.report.arms import Arm, describe_arm, final_nll, layout_names, loss_sample, pick
+from prelnx.records.run_config import has_config, read_run_config
+from prelnx.layouts import display_name
+from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick
 from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
 from prelnx.report.stats import Sample, Verdict, above, below, compare
@@ -145,8 +146,8 @@ def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
     read = {a.name: read_run_config(sweep_dir / a.name) for a in arms
             if has_config(sweep_dir / a.name)}  # a run without its config has no stratum and no cell
     schedules = {name: schedule_key(config_to_dict(config)) for name, config in read.items()}
-    factors = {name: {k: repr(json.loads(v)) for k, v in arm_values(config).items()}  # every training key but the
-               for name, config in read.items()}  # seed (the one table of keys that cannot change training)
+    factors = {a.name: {k: repr(json.loads(v)) for k, v in a.values.items()}  # every training key but the seed
+               for a in arms if a.name in read}  # (records.run_config.arm_values: keys that cannot change training)
     keys = sorted({k for f in factors.values() for k in f})
     varied = [k for k in keys if len({f.get(k) for f in factors.values()}) > 1]
     cells = {name: tuple((k, f.get(k, "-")) for k in varied) for name, f in factors.items()}
@@ -157,13 +158,12 @@ def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
 
 def arm_name(layout: str, optimizer: str) -> str:
     """`Post-LN GI-Adam`: a run's arm as the why-warm-up tables name it."""
-    return f"{layout_names().get(layout, layout)} {OPTIMIZER_NAMES.get(optimizer, optimizer)}"
+    return f"{display_name(layout)} {OPTIMIZER_NAMES.get(optimizer, optimizer)}"
 
 
-def arm_label(spec: dict[str, Any], lr: float, names: dict[str, str], warmup_updates: int | None = None) -> str:
-    layout = names.get(spec["layout"], spec["layout"])
+def arm_label(spec: dict[str, Any], lr: float, warmup_updates: int | None = None) -> str:
     warmup = (f"{warmup_updates} warm-up" if warmup_updates else "with warm-up") if spec["warmup"] else "no warm-up"
-    return f"{layout} {OPTIMIZER_NAMES.get(spec['optimizer'], spec['optimizer'])} lr {lr:g}, {warmup}"
+    return f"{arm_name(spec['layout'], spec['optimizer'])} lr {lr:g}, {warmup}"
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class ExplanationVerdict:
         return self.override[0] if self.override else self.outcome.verdict
 
 
-def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str]) -> Premise:
+def _premise(study: Study, spec: dict[str, Any], lr: float) -> Premise:
     """At this lr, the premise's arm (Post-LN Adam, no warm-up) fails: "X trains where it fails" needs it to."""
     statement = ("At this lr Post-LN with Adam fails without warm-up (its final valid nll not more than "
                  f"{study.margin:g} bit below the unigram plateau).")  # fmt: skip
@@ -192,7 +192,7 @@ def _premise(study: Study, spec: dict[str, Any], lr: float, names: dict[str, str
     c = compare("final valid nll minus the plateau", Sample(describe_arm(fails[0]), values), None, above(-study.margin))
     state = premise_state(c)
     interval = "" if c.one_seed else f" [95 % CI {c.low:+.2f}, {c.high:+.2f}]"
-    note = (f"{arm_label(spec['fails'], lr, names)} fails: final nll minus the plateau ({study.plateau:.2f}) "
+    note = (f"{arm_label(spec['fails'], lr)} fails: final nll minus the plateau ({study.plateau:.2f}) "
             f"{c.estimate:+.2f}{interval} ({len(fails)} seeds) → {state.value}")
     return Premise(statement, state, note)
 
@@ -204,18 +204,18 @@ def _sample(study: Study, label: str, group: list[Arm], quantity: str, updates: 
     return Sample(label, tuple(values))
 
 
-def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], names: dict[str, str],
-                   explanation: dict[str, Any]) -> ExplanationVerdict:  # fmt: skip
+def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any],
+                   explanation: dict[str, Any]) -> ExplanationVerdict:
     outcome = ClaimOutcome(claim["id"], missing="not measured: the sweep has no runs of these arms")
     region = above(claim["margin"]) if claim["side"] == "above" else below(claim["margin"])
     override = None
     for lr, warmup in sorted({(a.lr, a.warmup) for a in study.arms}):  # warm-up lengths are never pooled
         a, b = study.arm(claim["a"], lr, warmup), study.arm(claim["b"], lr, warmup)
-        sa = _sample(study, arm_label(claim["a"], lr, names, warmup), a, claim["quantity"], claim.get("updates"))
-        sb = _sample(study, arm_label(claim["b"], lr, names, warmup), b, claim["quantity"], claim.get("updates"))
+        sa = _sample(study, arm_label(claim["a"], lr, warmup), a, claim["quantity"], claim.get("updates"))
+        sb = _sample(study, arm_label(claim["b"], lr, warmup), b, claim["quantity"], claim.get("updates"))
         if not sa.n or not sb.n:
             continue
-        premise = _premise(study, spec["premise"], lr, names) if claim["quantity"] == "final_loss" else None
+        premise = _premise(study, spec["premise"], lr) if claim["quantity"] == "final_loss" else None
         case = f"lr {lr:g}" + (f", {warmup} warm-up updates" if warmup else "")
         outcome.cases.append(Case(case, compare(QUANTITY_NAMES[claim["quantity"]], sa, sb, region), premise))
         never_trained = sb.n >= 2 and not any(not study.failed(r) for r in b)
@@ -224,16 +224,3 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any], na
                    "below the plateau), while the premise holds: it does not train where the other fails")
             override = (Verdict.DOES_NOT_HOLD, why)
     return ExplanationVerdict(explanation, claim, outcome, override)
-
-
-def check_explanations(study: Study, spec: dict[str, Any], names: dict[str, str]) -> list[ExplanationVerdict]:
-    """Every arm claim of every explanation in methods.yaml's why_warmup, decided on the study's runs."""
-    verdicts = []
-    for explanation in spec["explanations"]:
-        for claim in explanation["claims"]:
-            if claim["kind"] == "arm_difference":
-                verdicts.append(arm_difference(study, spec, claim, names, explanation))
-            elif claim["kind"] != "predicts_failure":  # decided by prelnx.report.why_warmup_section
-                raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
-                                 "(valid: arm_difference, predicts_failure)")  # fmt: skip
-    return verdicts

@@ -8,7 +8,6 @@ Only for runs that recorded diagnostics."""
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from prelnx.console import results
 from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
-from prelnx.report.arms import Arm, final_nll, layout_names, trained_margin
+from prelnx.report.arms import Arm, final_nll, trained_margin
 from prelnx.report.predict import Prediction, Protocol, Unit, predict
 from prelnx.report.render import _case_lines, _premise_lines, verdict_text
 from prelnx.report.stats import Verdict
@@ -27,14 +26,12 @@ from prelnx.report.why_warmup import (
     SERIES,
     ExplanationVerdict,
     Study,
+    arm_difference,
     arm_name,
-    check_explanations,
     load_study,
     run_quantity,
     stratum_label,
 )
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,17 +70,25 @@ def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], l
     return found, excluded
 
 
-def check_predictions(study: Study, spec: dict[str, Any], rules: Protocol) -> list[PredictiveVerdict]:
-    """Every `predicts_failure` claim, decided within cells against the design baseline."""
+def check_explanations(
+    study: Study, spec: dict[str, Any], rules: Protocol
+) -> tuple[list[PredictiveVerdict], list[ExplanationVerdict]]:
+    """Every claim of every explanation in methods.yaml's why_warmup, decided on the study's runs: each
+    `predicts_failure` within cells against the design baseline, each `arm_difference` on two arms over seeds."""
     window = list(spec["prediction"]["window"])
-    verdicts = []
+    predictions, verdicts = [], []
     for explanation in spec["explanations"]:
         for claim in explanation["claims"]:
             if claim["kind"] == "predicts_failure":
                 runs, excluded = units(study, claim["quantity"], window)
-                verdicts.append(PredictiveVerdict(explanation, claim, predict(runs, rules) if runs else None,
-                                                  tuple(excluded)))  # fmt: skip
-    return verdicts
+                prediction = predict(runs, rules) if runs else None
+                predictions.append(PredictiveVerdict(explanation, claim, prediction, tuple(excluded)))
+            elif claim["kind"] == "arm_difference":
+                verdicts.append(arm_difference(study, spec, claim, explanation))
+            else:
+                raise ValueError(f"methods.yaml why_warmup claim {claim['id']}: unknown kind {claim['kind']!r} "
+                                 "(valid: arm_difference, predicts_failure)")  # fmt: skip
+    return predictions, verdicts
 
 
 def ranked(verdicts: list[PredictiveVerdict]) -> list[PredictiveVerdict]:
@@ -251,8 +256,7 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     if not any(study.rows.values()):  # no run recorded diagnostics
         return []
     rules = protocol(spec, study.sweep)
-    predictions = check_predictions(study, spec, rules)
-    verdicts = check_explanations(study, spec, layout_names())
+    predictions, verdicts = check_explanations(study, spec, rules)
     if say_claims:
         for v in ranked(predictions):
             results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")

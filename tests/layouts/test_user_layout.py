@@ -73,7 +73,7 @@ def test_the_example_sweeps_against_pre_ln_and_is_reported(folder):
     assert sorted(row["status"] for row in rows) == ["finished", "finished"]
     assert {row["model.layout"] for row in rows} == {"pre", f"{folder / 'gated_preln.py'}:GatedPreLN"}
     report = (sweep / "report.md").read_text()
-    assert "Gated Pre-LN" in report  # an arm of its own, by its class's display_name (report.arms.layout_names)
+    assert "Gated Pre-LN" in report  # an arm of its own, by its class's display_name (prelnx.layouts.display_name)
 
 
 @pytest.mark.slow  # a real training (sweep, gradient study) in a child process

@@ -17,7 +17,7 @@ from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.render import comparison_text, method_claims_table, ranking_table
 from prelnx.report.report import write_report
 from prelnx.report.stats import FISHER, Verdict
-from prelnx.report.warmup_free import CHECKS, check_methods, has_methods, method_names, plot_ranking, ranking
+from prelnx.report.warmup_free import CHECKS, check_methods, has_methods, plot_ranking, ranking
 from tests.report.runs import Sweep, write_dictionary
 
 POST_WARMUP = [6.00, 6.10, 6.05]  # the target loss at lr 1e-3: their mean, 6.05
@@ -68,7 +68,7 @@ def test_same_as_takes_the_claim_from_paper_yaml():
 
 def test_the_ranking_has_intervals_a_diverged_seed_and_updates_to_the_target(tmp_path):
     arms = load_arms(benchmark(tmp_path).save())
-    rows = ranking(arms, method_names(methods_data()))
+    rows = ranking(arms)
     means = [r.sample.mean for r in rows]
     assert means[:-1] == sorted(means[:-1]) and len(rows) == 10  # ranked by failure share, then the mean
     assert (rows[0].method, rows[0].warmup) == ("B2T", 80)
@@ -262,7 +262,7 @@ def test_tfixups_radam_reading_is_compared_with_post_ln_as_the_authors_trained_i
     assert matches[1].comparison.b.label == "Post-LN adam lr 0.001, 80 warm-up"
     no_warmup = tfixup.outcomes["tfixup_no_warmup"].cases
     assert no_warmup[1].comparison.b.label == "T-Fixup radam lr 0.001, 80 warm-up"
-    rows = ranking(load_arms(sweep.folder), method_names(methods_data()))
+    rows = ranking(load_arms(sweep.folder))
     readings = {(r.method, r.optimizer) for r in rows if r.layout == "tfixup"}
     assert readings == {("T-Fixup", "adam"), ("T-Fixup", "radam")}
     figure = plot_ranking(rows, tmp_path / "wf.png")  # one line per reading: "T-Fixup (adam)", "T-Fixup (radam)"
@@ -277,15 +277,15 @@ def test_the_ranking_figure_is_drawn_without_pyplot_and_alike_from_threads(tmp_p
     from concurrent.futures import ThreadPoolExecutor
 
     folder = benchmark(tmp_path).save()
-    code = ("import sys; from pathlib import Path; from prelnx.paper import methods_data; "
-            "from prelnx.report.arms import load_arms; from prelnx.report.warmup_free import method_names, ranking; "
+    code = ("import sys; from pathlib import Path; "
+            "from prelnx.report.arms import load_arms; from prelnx.report.warmup_free import ranking; "
             "from prelnx.report.warmup_free import plot_ranking; "
-            f"plot_ranking(ranking(load_arms(Path({str(folder)!r})), method_names(methods_data())), "
+            f"plot_ranking(ranking(load_arms(Path({str(folder)!r}))), "
             f"Path({str(tmp_path / 'alone.png')!r})); "
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = ranking(load_arms(folder), method_names(methods_data()))
+    rows = ranking(load_arms(folder))
     with ThreadPoolExecutor(4) as pool:
         paths = list(pool.map(lambda i: plot_ranking(rows, tmp_path / f"thread{i}.png"), range(4)))
     alone = (tmp_path / "alone.png").read_bytes()

@@ -17,19 +17,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prelnx.paper import explanations_data
-from prelnx.report.arms import layout_names, load_arms
+from prelnx.report.arms import load_arms
 from prelnx.report.predict import Protocol, Unit, predict
 from prelnx.report.report import write_report
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
     QUANTITY_NAMES,
-    check_explanations,
     last_ffn_grad,
     load_study,
     lr_sharpness,
     run_quantity,
 )
-from prelnx.report.why_warmup_section import cells_table, check_predictions, excluded_lines, protocol
+from prelnx.report.why_warmup_section import cells_table, check_explanations, excluded_lines, protocol
 from tests.report.runs import Sweep, write_dictionary
 
 VARIANTS = {"adam": {}, "gi_adam": {"second_moment_init": "gradient"},
@@ -113,12 +112,12 @@ def _study(sweep_dir, fit=(1, 2), test=(3,)):
 
 def predictions(sweep_dir, fit=(1, 2), test=(3,)):
     study, spec, rules = _study(sweep_dir, fit, test)
-    return {v.claim["id"]: v for v in check_predictions(study, spec, rules)}
+    return {v.claim["id"]: v for v in check_explanations(study, spec, rules)[0]}
 
 
 def arm_verdicts(sweep_dir):
-    study, spec, _ = _study(sweep_dir)
-    return {v.claim["id"]: v for v in check_explanations(study, spec, layout_names())}
+    study, spec, rules = _study(sweep_dir)
+    return {v.claim["id"]: v for v in check_explanations(study, spec, rules)[1]}
 
 
 # Round three's shape (configs/sweeps/why_warmup_edge.yaml): Post-LN cells near its edge whose seeds split, a Pre-LN
@@ -287,7 +286,7 @@ def test_runs_that_diverge_early_are_counted_or_listed_never_dropped(tmp_path):
     and 6 of the 7e-4 cell diverge at update 3 (before any measurement) and 25 (inside the window)."""
     sweep = build(tmp_path, separating, EDGE, EDGE_SEEDS, diverged={(1, 5): 3, (1, 6): 25})
     study, spec, rules = _study(sweep, FIT, TEST)
-    verdicts = check_predictions(study, spec, rules)
+    verdicts = check_explanations(study, spec, rules)[0]
     early = next(a for a in study.arms if a.diverged_at == 3)
     for v in verdicts:
         assert v.excluded == ((early.name, f"diverged at update 3, no {QUANTITY_NAMES[v.claim['quantity']]} measured "
