@@ -4,8 +4,14 @@ default BPE and where they are prepared by default), read by `prelnx data prepar
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def data_home() -> Path:
+    """prelnx's own cache (downloads, generated data): $PRELNX_DATA_HOME, default ~/.cache/prelnx."""
+    return Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx"))
 
 
 @dataclass(frozen=True)

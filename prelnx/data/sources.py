@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from prelnx.data.locations import data_home
 from prelnx.data.textio import DataError, sha256_file
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class Download:
 
 def download_dir() -> Path:
     """Where downloads are kept for reuse: $PRELNX_DATA_HOME/downloads (default ~/.cache/prelnx/downloads)."""
-    return Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx")) / "downloads"
+    return data_home() / "downloads"
 
 
 def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:

@@ -4,13 +4,12 @@ launch, `prelnx.launch.prepare.ensure_data`, generates the synthetic task).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, longest_sentence
-from prelnx.data.locations import DATASETS, default_folder
+from prelnx.data.locations import DATASETS, data_home, default_folder
 from prelnx.data.synthetic import SyntheticTask, pairs_problem
 
 
@@ -39,8 +38,7 @@ SYNTHETIC_KINDS = {"translation": "synthetic", "masked_lm": "synthetic-text", "s
 
 def synthetic_dir(task: str, synthetic: SyntheticTask) -> Path:
     """Where a task's synthetic data is cached: one folder per kind and generator settings."""
-    home = Path(os.environ.get("PRELNX_DATA_HOME", Path.home() / ".cache" / "prelnx"))
-    return home / f"{SYNTHETIC_KINDS[task]}-{synthetic.fingerprint()}"
+    return data_home() / f"{SYNTHETIC_KINDS[task]}-{synthetic.fingerprint()}"
 
 
 def data_problem(config: Config) -> str | None:

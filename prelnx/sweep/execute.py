@@ -23,6 +23,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.config.load import ConfigError
 from prelnx.config.schema import schedule_warnings
+from prelnx.launch import Executor
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
@@ -40,7 +41,7 @@ from prelnx.sweep.seeds import fixed_plan
 from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs, expand, expand_arms
 
 log = logging.getLogger(__name__)
-EXECUTORS = ("local", "slurm", "submitit-local")
+EXECUTORS = tuple(executor.value for executor in Executor)  # launch.Executor owns the names
 
 # `update`: the last update trained (status.json); the last row's update is the same for an ended run
 RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "best_valid_bleu", "epochs",
