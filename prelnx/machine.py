@@ -1,5 +1,5 @@
 """What this machine can do for training (the one owner of these probes): usable cores, native bf16 on its CPU,
-whether it can have a GPU at all, what is installed, and all of it as a bug report's lines.
+whether it can have a GPU at all, what is installed.
 
 bf16 on CPU pays only with bf16 in hardware (x86 AVX512-BF16 or AMX-BF16, Arm BF16); elsewhere torch emulates every
 bf16 matmul, slower than fp32, so prelnx refuses it before training rather than let a study run slow.
@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 # The device nodes of the GPU drivers torch's `cuda` runs on (Linux: NVIDIA's, AMD's ROCm, WSL's): without one, no
@@ -84,40 +81,3 @@ def installed(*distributions: str) -> tuple[str, str]:
             continue
     return "not installed", ""
 
-
-def _slurm() -> str:
-    sinfo = shutil.which("sinfo")
-    if sinfo is None:
-        return "no (sinfo not on PATH)"
-    try:
-        done = subprocess.run([sinfo, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"sinfo at {sinfo} did not answer ({error})"
-    job = os.environ.get("SLURM_JOB_ID")
-    inside = f"; inside job {job}" if job else ""
-    if done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["no answer"])[-1]
-        return f"{sinfo} reaches no cluster ({reason}){inside}"
-    return f"{done.stdout.strip() or sinfo}{inside}"
-
-
-def environment() -> list[tuple[str, str]]:
-    """(what, value) pairs in a bug report's order (`prelnx env`, a reproduction's report.md); torch is imported (its
-    CUDA and CPU probes need it)."""
-    rows = [("prelnx", installed("prelnx")[0]), ("Python", f"{platform.python_version()} ({sys.executable})"),
-            ("platform", platform.platform())]  # fmt: skip
-    try:
-        import torch
-    except ImportError as error:
-        return rows + [("torch", f"cannot be imported ({error})")]
-    fairseq, distribution = installed(*FAIRSEQ)
-    rows += [("torch", torch.__version__), ("fairseq", f"{fairseq} ({distribution})" if distribution else fairseq)]
-    rows.append(("CUDA (torch built with)", torch.version.cuda or "none (a CPU build)"))
-    flags = cpu_bf16_flags()
-    bf16 = "cannot tell" if flags is None else (", ".join(flags) if flags else "none (train.precision: bf16 refused)")
-    rows += [("CPU", f"{cpu_name()}; {usable_cores()} usable cores"), ("CPU native bf16", bf16)]
-    gpus = "none visible to torch" if may_have_gpu() else "none (no GPU driver device node)"
-    if may_have_gpu() and torch.cuda.is_available():
-        gpus = "; ".join(f"{i}: {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count()))
-    rows += [("GPUs", gpus), ("Slurm", _slurm())]
-    return rows

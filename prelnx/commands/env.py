@@ -13,7 +13,7 @@ from prelnx.commands import options
 def env_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Print prelnx's, Python's, torch's, fairseq's and CUDA's versions, the CPU (usable cores, native bf16), the GPUs
     and Slurm: paste them into a bug report."""
-    from prelnx.machine import environment
+    from prelnx.launch.environment import environment
 
     rows = environment()
     if as_json:

@@ -145,7 +145,7 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
 
 
 def machine_lines() -> list[str]:
-    from prelnx.machine import environment  # `prelnx env`'s lines
+    from prelnx.launch.environment import environment  # `prelnx env`'s lines
 
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return [f"- {what}: {value}" for what, value in environment()] + [f"- load average when the report was written: {load}"]

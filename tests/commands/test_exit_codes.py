@@ -83,7 +83,7 @@ BUG_AT = {
     "grads": ("prelnx.commands.grads.load_config", ["grads", "--config", "x", "--out", "g"]),
     "theory": ("prelnx.analysis.theory.run_theory", ["theory"]),
     "report": ("prelnx.report.report.report_path", ["report", "."]),
-    "env": ("prelnx.machine.environment", ["env"]),
+    "env": ("prelnx.launch.environment.environment", ["env"]),
     "layouts": ("prelnx.commands.layouts.layout_rows", ["layouts", "list"]),
 }
 
