@@ -77,7 +77,7 @@ def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, splits: 
         _build_train_valid(sources.paths, folder, workers)
     if "test" in splits:  # the five dev/test sets' segments, tokenized and lowercased, concatenated in order
         sides = {lang: [sources.paths[name] for name in names] for lang, names in TEST_FILES.items()}
-        tokenize_segments(sides, folder, workers, lowercase=True)
+        tokenize_segments(sides, partial(tok_path, folder, "test"), workers, lowercase=True)
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:

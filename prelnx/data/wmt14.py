@@ -41,7 +41,7 @@ HINT = (
 def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
     """text/tok/test.{en,de}: newstest2014's segments, tokenized with -a; returns the number of lines."""
     sides = {lang: [files[TEST_FILES[lang]]] for lang in LANGUAGES}
-    return tokenize_segments(sides, folder, workers, aggressive_dash=True)
+    return tokenize_segments(sides, partial(tok_path, folder, "test"), workers, aggressive_dash=True)
 
 
 def _clean_train(folder: Path) -> None:
