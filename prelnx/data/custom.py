@@ -114,11 +114,7 @@ def text_files(source: Path) -> list[Path]:
 
 
 def _non_blank(files: list[Path]) -> Iterator[str]:
-    for path in files:
-        try:
-            yield from (line for line in read_lines(path) if line.strip())
-        except OSError as error:
-            raise DataError(f"--source: {path}: cannot read ({error.strerror or error})") from None
+    return (line for path in files for line in read_lines(path) if line.strip())  # unreadable: read_lines says so
 
 
 def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: TextCorpus) -> None:

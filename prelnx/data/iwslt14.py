@@ -14,8 +14,8 @@ from prelnx.data import moses
 from prelnx.data.locations import DATASETS
 from prelnx.data.output import tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
-from prelnx.data.textio import DataError, check_aligned_segments, check_parallel, read_lines, seg_lines, write_lines
-from prelnx.data.workers import MosesSteps, Workers
+from prelnx.data.textio import DataError, check_parallel, read_lines
+from prelnx.data.workers import MosesSteps, Workers, tokenize_segments
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release
 LANGUAGES = DATASETS["iwslt14"].languages
@@ -34,17 +34,11 @@ HINT = (
     "pass the release archive or a folder of its files, e.g. "
     "`prelnx data prepare iwslt14 --source /path/to/de-en.tgz` (the archive is at " + URL + ")"
 )
+TEST_FILES = {lang: [f"{name}.de-en.{lang}.xml" for name in TEST_SETS] for lang in LANGUAGES}
+NEEDED = {"train": list(TRAIN_FILES.values()), "valid": list(TRAIN_FILES.values()),  # the files of each split
+          "test": [name for names in TEST_FILES.values() for name in names]}
 _METADATA = ("<url>", "<talkid>", "<keywords>")
 _TAGS = ("<title>", "</title>", "<description>", "</description>")
-
-
-def needed_files(splits: Sequence[str]) -> list[str]:
-    names: list[str] = []
-    if "train" in splits or "valid" in splits:
-        names += TRAIN_FILES.values()
-    if "test" in splits:
-        names += [f"{name}.de-en.{lang}.xml" for lang in LANGUAGES for name in TEST_SETS]
-    return names
 
 
 def train_text(lines: Iterable[str]) -> Iterator[str]:
@@ -77,27 +71,18 @@ def _build_train_valid(files: dict[str, Path], folder: Path, workers: Workers) -
             handles[(split, "en")].write(moses.lowercase(en) + "\n")
 
 
-def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> None:
-    """text/tok/test.{de,en}: the five dev/test sets' segments, tokenized and lowercased, concatenated in order."""
-    for name in TEST_SETS:
-        check_aligned_segments(files[f"{name}.de-en.de.xml"], files[f"{name}.de-en.en.xml"])
-    for lang in LANGUAGES:
-        xml_files = [files[f"{name}.de-en.{lang}.xml"] for name in TEST_SETS]
-        segments = (line for path in xml_files for line in seg_lines(read_lines(path)))
-        lines = workers.map(MosesSteps(lang, lowercase=True), segments, desc=f"tokenize test.{lang}")
-        write_lines(tok_path(folder, "test", lang), lines)
-
-
 def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, splits: Sequence[str] = SPLITS) -> None:
     """Write text/tok/{split}.{de,en} into `folder`."""
     if "train" in splits or "valid" in splits:
         _build_train_valid(sources.paths, folder, workers)
-    if "test" in splits:
-        build_test(sources.paths, folder, workers)
+    if "test" in splits:  # the five dev/test sets' segments, tokenized and lowercased, concatenated in order
+        sides = {lang: [sources.paths[name] for name in names] for lang, names in TEST_FILES.items()}
+        tokenize_segments(sides, partial(tok_path, folder, "test"), workers, lowercase=True)
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:
-    return locate(source, needed_files(splits), downloads=[Download(URL, "iwslt14/de-en.tgz")], work=work, hint=HINT,
+    needed = [name for split in splits for name in NEEDED[split]]
+    return locate(source, needed, downloads=[Download(URL, "iwslt14/de-en.tgz")], work=work, hint=HINT,
                   what="the IWSLT14 de-en release")  # fmt: skip
 
 

@@ -122,7 +122,7 @@ def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -
     return out_dir
 
 
-def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict, bpe: dict | None) -> dict:
+def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict, bpe: dict | None) -> None:
     """Line counts of every split and side (the text that was binarized), sha256 of every file, and how it was made."""
     files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != MANIFEST)
     manifest = {
@@ -144,7 +144,6 @@ def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict,
         },
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    return manifest
 
 
 def text_path(folder: Path, split: str, lang: str) -> Path:

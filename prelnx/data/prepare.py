@@ -38,11 +38,9 @@ def make_recipe(
     if bpe_code is not None and not bpe_code.is_file():
         raise DataError(f"--bpe-code {bpe_code}: no such file")
     if dataset == "custom":
-        if custom is None:
-            raise DataError("custom data needs --train-src/--train-tgt and --valid-src/--valid-tgt")
         if source is not None:
             raise DataError("custom data takes its files from --train-src/--train-tgt/..., not --source")
-        recipe = custom_recipe(custom)
+        recipe = custom_recipe(custom or CustomCorpus({}))  # none given: it refuses, naming --train-src/--train-tgt
     elif custom is not None:
         raise DataError(f"--train-src/--valid-src/... and the other custom options are for `custom`, not {dataset}")
     elif dataset == "text":

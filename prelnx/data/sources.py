@@ -3,7 +3,8 @@
 Files are asked for by base name and found anywhere inside the archive or folder (also inside the archives a
 folder holds, also gzipped: `train.de` as `train.de.gz`); extracted files go to a work folder the caller deletes.
 A download has a progress bar, resumes after an interruption (HTTP Range) and is checked (size, sha256); it goes to
-`<name>.part`, renamed only once complete and verified: a file under its final name is whole.
+`<name>.part`, renamed only once complete and verified: a file under its final name is whole. Downloads are kept
+for reuse in $PRELNX_DATA_HOME/downloads (default ~/.cache/prelnx/downloads).
 """
 
 from __future__ import annotations
@@ -44,11 +45,6 @@ class Download:
     size: int | None = None  # bytes, checked when known (else the server's Content-Length)
 
 
-def download_dir() -> Path:
-    """Where downloads are kept for reuse: $PRELNX_DATA_HOME/downloads (default ~/.cache/prelnx/downloads)."""
-    return data_home() / "downloads"
-
-
 def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
     """Download `download` into `dest_dir` (resuming a `.part` file) and verify it; returns the file. `hint` completes
     the no-network message: how to pass a local archive or folder instead."""
@@ -64,8 +60,7 @@ def fetch(download: Download, dest_dir: Path, *, hint: str) -> Path:
     except urllib.error.HTTPError as error:
         if error.code == 416 and offset:  # nothing left to fetch: the .part file is already whole
             part.rename(dest)
-            _verify(dest, download, expected_size=download.size)
-            return dest
+            return fetch(download, dest_dir, hint=hint)  # verified as a file under its final name
         raise DataError(f"cannot download {download.url}: HTTP {error.code} {error.reason}") from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", None) or error
@@ -122,7 +117,6 @@ def _verify(path: Path, download: Download, *, expected_size: int | None) -> Non
                 f"{download.url}: sha256 {digest} does not match the expected {download.sha256}; the file was "
                 f"removed, run again to download it afresh (or pass a trusted local copy with --source)"
             )
-
 
 
 @dataclass
@@ -242,7 +236,7 @@ def locate(
     if source is None or re.match(r"^(https?|ftp|file)://", source):
         if source is not None:
             downloads = [Download(url=source, filename=Path(source.split("?")[0]).name or "download")]
-        places = [fetch(download, download_dir(), hint=hint) for download in downloads]
+        places = [fetch(download, data_home() / "downloads", hint=hint) for download in downloads]
     else:
         places = [Path(source).expanduser()]
         if not places[0].exists():

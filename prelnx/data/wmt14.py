@@ -14,8 +14,8 @@ from prelnx.data import moses
 from prelnx.data.locations import DATASETS
 from prelnx.data.output import text_path, tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
-from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
-from prelnx.data.workers import MosesSteps, Workers
+from prelnx.data.textio import parallel_lines, read_lines, write_lines
+from prelnx.data.workers import MosesSteps, Workers, tokenize_segments
 
 LANGUAGES = DATASETS["wmt14"].languages
 SPLITS = ["train", "valid", "test"]
@@ -23,6 +23,8 @@ CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 250}
 CORPORA = ("europarl-v7.de-en", "commoncrawl.de-en", "news-commentary-v9.de-en")
 VALID = "newstest2013"
 TEST_FILES = {"en": "newstest2014-deen-src.en.sgm", "de": "newstest2014-deen-ref.de.sgm"}
+NEEDED = {"train": [f"{corpus}.{lang}" for corpus in CORPORA for lang in LANGUAGES],  # the files of each split
+          "valid": [f"{VALID}.{lang}" for lang in LANGUAGES], "test": list(TEST_FILES.values())}
 DOWNLOADS = [
     Download("http://statmt.org/wmt13/training-parallel-europarl-v7.tgz", "wmt14/training-parallel-europarl-v7.tgz"),
     Download("http://statmt.org/wmt13/training-parallel-commoncrawl.tgz", "wmt14/training-parallel-commoncrawl.tgz"),
@@ -36,25 +38,10 @@ HINT = (
 )
 
 
-def needed_files(splits: list[str] = SPLITS) -> list[str]:
-    names: list[str] = []
-    if "train" in splits:
-        names += [f"{corpus}.{lang}" for corpus in CORPORA for lang in LANGUAGES]
-    if "valid" in splits:
-        names += [f"{VALID}.{lang}" for lang in LANGUAGES]
-    if "test" in splits:
-        names += list(TEST_FILES.values())
-    return names
-
-
 def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
     """text/tok/test.{en,de}: newstest2014's segments, tokenized with -a; returns the number of lines."""
-    count = check_aligned_segments(files[TEST_FILES["en"]], files[TEST_FILES["de"]])
-    for lang in LANGUAGES:
-        segments = seg_lines(read_lines(files[TEST_FILES[lang]]))
-        lines = workers.map(MosesSteps(lang, aggressive_dash=True), segments, desc=f"tokenize test.{lang}")
-        write_lines(tok_path(folder, "test", lang), lines)
-    return count
+    sides = {lang: [files[TEST_FILES[lang]]] for lang in LANGUAGES}
+    return tokenize_segments(sides, partial(tok_path, folder, "test"), workers, aggressive_dash=True)
 
 
 def _clean_train(folder: Path) -> None:
@@ -83,7 +70,8 @@ def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
 
 
 def gather(source: str | None, work: Path, splits: list[str] = SPLITS) -> SourceFiles:
-    return locate(source, needed_files(splits), downloads=DOWNLOADS, work=work, hint=HINT,
+    needed = [name for split in splits for name in NEEDED[split]]
+    return locate(source, needed, downloads=DOWNLOADS, work=work, hint=HINT,
                   what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)")  # fmt: skip
 
 

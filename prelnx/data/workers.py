@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from multiprocessing.pool import Pool
-from typing import Self
+from pathlib import Path
+from typing import Any, Self
 
 from tqdm import tqdm
 
 from prelnx.data import moses
+from prelnx.data.textio import check_aligned_segments, read_lines, seg_lines, write_lines
 from prelnx.machine import usable_cores
 
 CHUNK_LINES = 1000  # lines per task: large enough that pickling is cheap next to tokenizing
@@ -125,3 +127,14 @@ class Workers:
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+def tokenize_segments(sides: dict[str, list[Path]], out: Callable[[str], Path], workers: Workers, **steps: Any) -> int:
+    """The `<seg>` lines of each side's XML/SGML files (the two sides checked aligned file by file first), through
+    MosesSteps(lang, **steps), concatenated in order into out(lang); returns the number of segments."""
+    count = sum(check_aligned_segments(first, second) for first, second in zip(*sides.values()))
+    for lang, paths in sides.items():
+        segments = (line for path in paths for line in seg_lines(read_lines(path)))
+        lines = workers.map(MosesSteps(lang, **steps), segments, desc=f"tokenize test.{lang}")
+        write_lines(out(lang), lines)
+    return count

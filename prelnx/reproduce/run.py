@@ -46,32 +46,22 @@ class Overall:
                 + (f", in {self.current}" if self.current else "") + f" | ETA {duration(seconds * ratio)}")  # fmt: skip
 
 
-def _choose(sp: StagePlan, plan: Plan) -> None:
-    """Make the stage's choice from its premise stages, once (choice.json keeps it for every later attempt)."""
+def _choose(sp: StagePlan, plan: Plan) -> str:
+    """Make the stage's choice from its premise stages, once (choice.json keeps it for every later attempt). Returns
+    why a stage whose rule may choose nothing (Stage.skip_unless_chosen) is not run: its rule chose nothing; else ""."""
     from prelnx.reproduce import choose
 
     folder = plan.out / sp.stage.name
-    if not sp.stage.choose or (folder / choose.CHOICE_FILE).is_file():
-        return
-    premises = [plan.out / name for name in sp.stage.after]
-    if sp.stage.choose == "sgd_lr":
-        choice = choose.sgd_lr(premises)
-    else:
-        by_name = {s.stage.name: s for s in plan.stages}
-        choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after],
-                                   run_anyway=not sp.stage.skip_unless_chosen)
-    choice.save(folder)
-
-
-def _not_chosen(sp: StagePlan, plan: Plan) -> str:
-    """Why a stage whose rule may choose nothing (Stage.skip_unless_chosen) is not run: its choice, made now from its
-    complete premise stages, chose nothing. "" when it runs."""
-    from prelnx.reproduce.choose import unchosen
-
-    if not sp.stage.skip_unless_chosen:
-        return ""
-    _choose(sp, plan)
-    return unchosen(plan.out / sp.stage.name)
+    if sp.stage.choose and not (folder / choose.CHOICE_FILE).is_file():
+        premises = [plan.out / name for name in sp.stage.after]
+        if sp.stage.choose == "sgd_lr":
+            choice = choose.sgd_lr(premises)
+        else:
+            by_name = {s.stage.name: s for s in plan.stages}
+            choice = choose.bert_scale(premises, [by_name[name].spec.fixed for name in sp.stage.after],
+                                       run_anyway=not sp.stage.skip_unless_chosen)
+        choice.save(folder)
+    return choose.unchosen(folder) if sp.stage.skip_unless_chosen else ""
 
 
 def _sweep(sp: StagePlan, plan: Plan, overall: Overall | None = None) -> bool:
@@ -175,7 +165,7 @@ def run_stages(plan: Plan) -> dict[str, str]:
             outcome[name], why = "not run", f"not run (stage {', '.join(skipped)} is not run)"
         elif waiting:
             outcome[name], why = "waiting", f"waits for {', '.join(waiting)} (run again once complete)"
-        elif reason := _not_chosen(sp, plan):
+        elif sp.stage.skip_unless_chosen and (reason := _choose(sp, plan)):
             outcome[name], why = "not run", f"not run ({reason})"
         if name in outcome:
             log.info(f"{head}: {why}")
@@ -202,15 +192,12 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
               dry_run: bool = False) -> int:
     """`prelnx reproduce`: the plan first (every stage, its runs, its estimate), then the stages, then report.md.
     Returns the exit code: FINISHED every stage complete (or a dry run), FAILED a stage incomplete or waiting.
-    Raises PlanError
-    (exit 2) when the scale cannot run here."""
+    Raises PlanError (exit 2) when the scale cannot run here; `executor` is one of launch.Executor (--executor's
+    choices)."""
     from prelnx.machine import may_have_gpu
     from prelnx.reproduce.plan import PlanError, check_argv, plan, plan_lines
     from prelnx.reproduce.summary import write_summary
-    from prelnx.sweep.execute import EXECUTORS
 
-    if executor not in EXECUTORS:
-        raise PlanError(f"--executor {executor}: allowed: {', '.join(EXECUTORS)}")
     out = out or Path("runs") / f"reproduce-{scale}"
     the_plan = plan(scale, out, executor=executor, jobs=jobs, seeds=seeds)
     the_plan.slurm = dict(slurm or {})

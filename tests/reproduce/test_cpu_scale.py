@@ -106,7 +106,7 @@ def _qualifying_premise(folder: Path, pre_final: float = 6.0) -> Path:
 
 def test_d2_runs_when_an_lr_of_d1_qualifies(tmp_path):
     from prelnx.reproduce.choose import bert_scale, unchosen
-    from prelnx.reproduce.run import _not_chosen
+    from prelnx.reproduce.run import _choose
 
     premise = _qualifying_premise(tmp_path / "made" / "premise")
     choice = bert_scale([premise], [{"model.embed_dim": 128}], run_anyway=False)
@@ -114,7 +114,7 @@ def test_d2_runs_when_an_lr_of_d1_qualifies(tmp_path):
     assert [(g["model.layout"], g["optimizer.lr"]) for g in choice.grids] == [(["post"], [1e-3]), (["pre"], [1e-2]),
                                                                              (["post"], [1e-2])]  # fmt: skip
     plan = _cpu_bert_plan(tmp_path / "reproduce-cpu", premise)
-    assert _not_chosen(plan.stages[1], plan) == "" and unchosen(plan.out / "bert") == ""  # it would train
+    assert _choose(plan.stages[1], plan) == "" and unchosen(plan.out / "bert") == ""  # it would train
     made = json.loads((plan.out / "bert" / "choice.json").read_text())
     assert made["outcome"] == "bert_premise_d128: lr 0.01 (d 128)"
 
