@@ -158,12 +158,9 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
     return with_contexts(arms)
 
 
-# The claims' own factors (docs/verdicts.md): a claim compares arms that differ in these only - the task, the layout,
-# the lr and the warm-up length, and with them the keys that belong to a factor where the sweep sets them per value of
-# it: the rest of the schedule per warm-up length (a sweep pairs warm-up 0 with a constant lr and warm-up 80 with
-# inverse_sqrt from 80), the rest of the optimizer per optimizer (SGD's momentum), a layout's recipe keys per layout
-# (prelnx.layouts.RECIPE_KEYS: T-Fixup's authors clip gradients at 25). Set otherwise (a decay or weight-decay study),
-# such a key is part of the context like any other: runs in different contexts are never compared.
+# The claims' own factors: a claim compares arms that differ in these only, and in the keys that belong to a factor
+# where the sweep sets them per value of it (`_factor_of`; the rule and its examples: docs/verdicts.md, "What a claim
+# compares"). Every other key is the context: runs in different contexts are never compared.
 FACTOR_KEYS = ("task", "model.layout", "optimizer.lr", "schedule.warmup_updates")
 
 
@@ -282,6 +279,21 @@ def loss_sample(label: str, group: list[Arm], at_update: float | None = None, ma
     """The trained seeds' valid loss (final, or the last at or before `at_update`; `after`: the first at or after
     it), the failed seeds counted."""
     return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after), margin)
+
+
+def at_updates(updates: list[int] | tuple[int, ...]) -> str:
+    """` (update 24)`, ` (updates 24, 30)` or nothing."""
+    return f" (update{'s' if len(updates) > 1 else ''} {', '.join(map(str, updates))})" if updates else ""
+
+
+def outcome_counts(outcomes: list[RunOutcome]) -> str:
+    """`2 trained, 1 diverged (update 24)`: an arm's seeds by their outcome."""
+    parts = []
+    for state in RunState:
+        if hits := [o for o in outcomes if o.state is state]:
+            at = [o.update for o in hits if state is RunState.DIVERGED and o.update is not None]
+            parts.append(f"{len(hits)} {state.value}{at_updates(at)}")
+    return ", ".join(parts) or "-"
 
 
 def describe_arm(arm: Arm) -> str:

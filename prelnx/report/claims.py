@@ -1,10 +1,9 @@
 """The paper's training claims (Figures 2 and 4): each check picks its arms and compares every seed's final valid loss
-(bits) with paper.yaml's margin through prelnx.report.stats; missing arms: "not measured". A premise is judged like a
-claim on the same runs (one seed: its point value): `trains` (Figure 2a/b), every seed trained at its `margin_bits`;
-`fails_or_worse` (Figure 5a), Post-LN with warm-up at Pre-LN's lr diverges in every seed or ends `margin_bits` worse.
-The BERT claim (Section 4, Figure 5a) on masked-LM runs: per Pre-LN lr, Pre-LN without warm-up's valid loss at the
-paper's fraction (500k / 700k) of the best Post-LN-with-warm-up arm's updates against Post-LN's final one; beside it
-the measured fraction (Pre-LN's latest seed to reach Post-LN's mean final loss)."""
+(bits) with paper.yaml's margin through prelnx.report.stats; missing arms: "not measured". A premise (`trains`,
+`fails_or_worse`) is judged like a claim on the same runs (one seed: its point value). The BERT claim (Section 4,
+Figure 5a) on masked-LM runs: per Pre-LN lr, Pre-LN without warm-up's valid loss at the paper's fraction (500k /
+700k) of the best Post-LN-with-warm-up arm's updates against Post-LN's final one; beside it the measured fraction
+(Pre-LN's latest seed to reach Post-LN's mean final loss)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ from prelnx.report.arms import (
     pick,
     trained_margin,
 )
-from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
+from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, check_claims, not_measured
 from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
 
 LOSS = "final valid loss (bits)"
@@ -207,15 +206,14 @@ def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) ->
     ])  # fmt: skip
 
 
-TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
-    "postln_adam_needs_warmup": postln_adam_needs_warmup,
-    "short_warmup_large_lr": short_warmup_large_lr,
-    "postln_sgd_needs_warmup": postln_sgd_needs_warmup,
-    "preln_without_warmup_matches": preln_without_warmup_matches,
-    "preln_converges_faster": preln_converges_faster,
-    "layout_matters_more_than_optimizer": layout_matters_more_than_optimizer,
+TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {  # each on matched arms only
+    "postln_adam_needs_warmup": matched(postln_adam_needs_warmup),
+    "short_warmup_large_lr": matched(short_warmup_large_lr),
+    "postln_sgd_needs_warmup": matched(postln_sgd_needs_warmup),
+    "preln_without_warmup_matches": matched(preln_without_warmup_matches),
+    "preln_converges_faster": matched(preln_converges_faster),
+    "layout_matters_more_than_optimizer": matched(layout_matters_more_than_optimizer),
 }
-TRAINING_CHECKS = {kind: matched(check) for kind, check in TRAINING_CHECKS.items()}  # each on matched arms only
 
 
 # The BERT claim (Figure 5a), on the masked-LM runs.
@@ -271,14 +269,9 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     return outcome
 
 
-BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
-    "bert_preln_fewer_updates": preln_fewer_updates,
+BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {  # on matched arms only
+    "bert_preln_fewer_updates": matched(preln_fewer_updates),
 }
-BERT_CHECKS = {kind: matched(check) for kind, check in BERT_CHECKS.items()}  # each on matched arms only
-
-
-def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], arms: list[Any]) -> dict[str, ClaimOutcome]:
-    return {claim["id"]: checks[claim["id"]](arms, claim) for claim in claims if claim["id"] in checks}
 
 
 def paper_outcomes(arms: list[Arm], claims: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, ClaimOutcome]]:

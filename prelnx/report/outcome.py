@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from prelnx.report.stats import LEVEL, Comparison, Verdict, holm
 
@@ -93,6 +94,11 @@ def combined(verdicts: list[Verdict]) -> Verdict:
     if Verdict.DOES_NOT_HOLD in testable:
         return Verdict.DOES_NOT_HOLD
     return Verdict.HOLDS if all(v is Verdict.HOLDS for v in testable) else Verdict.INCONCLUSIVE
+
+
+def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], evidence: Any) -> dict[str, ClaimOutcome]:
+    """Each claim its check decides, from a sweep's arms or a gradient or theory summary (the one claim loop)."""
+    return {claim["id"]: checks[claim["id"]](evidence, claim) for claim in claims if claim["id"] in checks}
 
 
 def not_measured(claim_id: str, why: str = "the sweep has no runs for these arms") -> ClaimOutcome:

@@ -1,10 +1,7 @@
 """The norm placements on the decoder-only language model (issue 32): each placement's `lm_claims` (methods.yaml) on a
-language-model sweep, only what valid losses and failed runs decide (else kind `not_testable_here`). Kinds besides
-prelnx.report.warmup_free's: lr_sensitivity (per warm-up setting, each seed's |final loss at the largest lr - at the
-smallest|, failed at either: a failure, the method's minus Pre-LN's below `margin_bits`); fewer_failures (per warm-up
-and lr, the method's seeds by outcome against Pre-LN's there, Fisher's exact test: stats.compare_counts, Holm over
-the cases; premise per case: Pre-LN fails at least once there). And the later methods' claims a sweep is judged on,
-translation's (prelnx.report.warmup_free) and the language model's, and their sections of the report, in one place
+language-model sweep, only what valid losses and failed runs decide (else kind `not_testable_here`), by the kinds of
+prelnx.report.warmup_free and two of its own (`lr_sensitivity`, `fewer_failures`). And the later methods' claims a
+sweep is judged on, translation's and the language model's, and their sections of the report, in one place
 (`method_claims`, `methods_sections`) for the report and a sequential sweep's looks."""
 
 from __future__ import annotations
@@ -56,6 +53,8 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
 
 
 def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
+    """Per warm-up setting, each seed's |final loss at the largest lr - at the smallest| (failed at either: a failure,
+    `_gaps`), the method's minus Pre-LN's below `margin_bits`."""
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at two lrs")
     lrs = sorted({a.lr for a in pick(arms, layout=layout)} & {a.lr for a in pick(arms, layout="pre")})
     if len(lrs) < 2:
@@ -98,15 +97,12 @@ def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Cla
     return not_measured(spec["id"], f"not testable from this sweep (valid losses and failures only): {spec['decided_by']}")
 
 
-CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
-    "beats_preln": METHOD_CHECKS["beats_preln"],
-    "matches_postln": METHOD_CHECKS["matches_postln"],
-    "no_warmup": METHOD_CHECKS["no_warmup"],
-    "lr_sensitivity": lr_sensitivity,
-    "fewer_failures": fewer_failures,
-    "not_testable_here": not_testable_here,
+CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # each on matched arms only
+    **{kind: METHOD_CHECKS[kind] for kind in ("beats_preln", "matches_postln", "no_warmup")},  # matched already
+    "lr_sensitivity": matched(lr_sensitivity),
+    "fewer_failures": matched(fewer_failures),
+    "not_testable_here": matched(not_testable_here),
 }
-CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
 check_placements = functools.partial(check_methods, task=TASK, key="lm_claims", checks=CHECKS)  # `lm_claims` only

@@ -204,9 +204,7 @@ def predict(units: Sequence[Unit], protocol: Protocol) -> Prediction:
     diff_low, diff_high = _interval(samples - base_samples)
     informative = [cell for cell, c in found.items() if c.test_n > 0]
     pairs = sum(c.test_n for c in cells)
-    fit = None if math.isnan(fit_auc) else fit_auc
-    auc_ = None if math.isnan(auc) else auc
-    base = None if math.isnan(base_auc) else base_auc
+    fit, auc_, base = (None if math.isnan(x) else x for x in (fit_auc, auc, base_auc))
     difference = None if auc_ is None or base is None else auc_ - base
     p_value, exact = permutation_p(cells, int(direction), protocol) if direction and informative else (1.0, True)
     cont_n = sum(c.cont_n for c in found.values())

@@ -9,17 +9,12 @@ from typing import Any
 
 from prelnx.layouts import display_name
 from prelnx.records.results import is_finite
-from prelnx.report.arms import Arm, RunState, describe_arm, seed_groups
+from prelnx.report.arms import Arm, RunState, at_updates, describe_arm, outcome_counts, seed_groups
 from prelnx.report.outcome import ClaimOutcome, Judged, PremiseState
 from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict, counts_text
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
 MEASURED = {"failed to train": "trained", "did not reach the target": "reached it", "failed at either lr": "trained at both"}
-
-
-def _at_updates(updates: list[int] | tuple[int, ...]) -> str:
-    """` (update 24)`, ` (updates 24, 30)` or nothing."""
-    return f" (update{'s' if len(updates) > 1 else ''} {', '.join(map(str, updates))})" if updates else ""
 
 
 def _seeds(sample: Sample) -> str:
@@ -28,7 +23,7 @@ def _seeds(sample: Sample) -> str:
     if not sample.failed and not sample.missing and not sample.unjudged and not sample.no_value:
         return text
     others = ((sample.failed - sample.diverged, sample.failure),
-              (sample.diverged, f"diverged{_at_updates(sample.diverged_at)}"),
+              (sample.diverged, f"diverged{at_updates(sample.diverged_at)}"),
               (sample.missing, "no validation row"), (sample.unjudged, "not judged (no unigram plateau)"),
               (len(sample.no_value), f"no value ({', '.join(sorted(set(sample.no_value)))})"))  # fmt: skip
     parts = [f"{sample.measured} {MEASURED.get(sample.failure, 'measured')}", *(f"{k} {w}" for k, w in others if k)]
@@ -167,16 +162,6 @@ def _mean_sd(values: list[float], digits: int) -> str:
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
     return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
-
-
-def outcome_counts(outcomes: list[Any]) -> str:
-    """`2 trained, 1 diverged (update 24)`: an arm's seeds by their outcome (prelnx.report.arms)."""
-    parts = []
-    for state in RunState:
-        if hits := [o for o in outcomes if o.state is state]:
-            at = [o.update for o in hits if state is RunState.DIVERGED and o.update is not None]
-            parts.append(f"{len(hits)} {state.value}{_at_updates(at)}")
-    return ", ".join(parts) or "-"
 
 
 def arms_table(arms: list[Arm]) -> list[str]:

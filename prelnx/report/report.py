@@ -22,9 +22,9 @@ from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import SUMMARY_LOCK
 from prelnx.report.arms import load_arms, trained_margin
-from prelnx.report.claims import BERT_CHECKS, check_claims, paper_outcomes
+from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
-from prelnx.report.outcome import not_measured
+from prelnx.report.outcome import check_claims, not_measured
 from prelnx.report.placements import methods_sections
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.sequential import how_decided
@@ -84,7 +84,7 @@ def _gradient_section(grads_dir: Path, figures_dir: Path, report_dir: Path, clai
     for png in sorted(grads_dir.glob("*.png")):
         shutil.copy2(png, figures_dir / png.name)
         lines.append(f"![{png.stem}]({(figures_dir / png.name).relative_to(report_dir).as_posix()})")
-    outcomes = {claim["id"]: GRADIENT_CHECKS[claim["id"]](summary, claim) for claim in claims}
+    outcomes = check_claims(claims, GRADIENT_CHECKS, summary)
     lines += ["", "Each ratio is taken per seed; mean over seeds with a one-sample 95 % t interval, against the band",
               "stated in paper.yaml.", "", *claims_table(claims, outcomes), ""]  # fmt: skip
     return lines

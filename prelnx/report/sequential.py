@@ -26,7 +26,7 @@ from prelnx.report.arms import Arm, load_arms
 from prelnx.report.claims import paper_outcomes
 from prelnx.report.outcome import Case, ClaimOutcome, combined
 from prelnx.report.placements import TASK, method_claims
-from prelnx.report.stats import ALPHA_ONE_SIDED, Comparison, Verdict
+from prelnx.report.stats import ALPHA_ONE_SIDED, POWER, Comparison, Verdict
 from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, fixed_seeds, reachable, t_to_z
 from prelnx.sweep.looks import read_state
 
@@ -140,16 +140,16 @@ def decide_look(sweep_dir: Path, groups: dict[str, tuple[str, ...]], plan: SeedP
     return decided
 
 
-def how_decided(sweep_dir: Path, power: float = 0.8) -> list[str]:
+def how_decided(sweep_dir: Path) -> list[str]:
     """The report's lines for a sequential sweep (looks.json): each claim at the look that decided it, its runs, and
-    what a fixed design with the plan's power would have spent on its arms ([]: not a sequential sweep)."""
+    what a fixed design with POWER (stats, 80 %) would have spent on its arms ([]: not a sequential sweep)."""
     state = read_state(sweep_dir)
     if state is None:
         return []
     plan = SeedPlan(state.looks, state.method)
-    fixed = math.ceil(fixed_seeds(plan, power) - 1e-9)
+    fixed = math.ceil(fixed_seeds(plan, POWER) - 1e-9)
     lines = [f"Seeds were added look by look ({', '.join(map(str, plan.looks))} seeds per arm, {plan.method} "
-             f"spending; docs/sequential.md). A fixed design with the plan's {100 * power:.0f} % power: {fixed} "
+             f"spending; docs/sequential.md). A fixed design with the plan's {100 * POWER:.0f} % power: {fixed} "
              "seeds per arm.", ""]  # fmt: skip
     for claim in state.claims.values():
         where = f"look {claim.look + 1} of {len(plan.looks)} ({plan.looks[claim.look]} seeds per arm)"

@@ -19,7 +19,7 @@ from typing import Any
 from prelnx.config.errors import Refusal
 from prelnx.layouts import display_name
 from prelnx.paper import paper_data
-from prelnx.report.outcome import Case, ClaimOutcome, not_measured
+from prelnx.report.outcome import Case, ClaimOutcome, check_claims, not_measured
 from prelnx.report.stats import Sample, Verdict, above, compare
 
 
@@ -202,7 +202,7 @@ def theory_claims() -> list[dict[str, Any]]:
 
 def check_theory(summary: dict[str, Any]) -> dict[str, ClaimOutcome]:
     """Every `theory` claim of paper.yaml decided from the summary's per-seed rows."""
-    return {claim["id"]: THEORY_CHECKS[claim["id"]](summary, claim) for claim in theory_claims()}
+    return check_claims(theory_claims(), THEORY_CHECKS, summary)
 
 
 def _case_record(case: Case, verdict: Any) -> dict[str, Any]:

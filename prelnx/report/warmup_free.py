@@ -18,12 +18,12 @@ from prelnx.layouts import VARIANT, WARMUP_FREE, LayoutFileError, display_name, 
 from prelnx.plots.diagnostics import save_figure
 from prelnx.report.arms import (
     Arm,
-    RunState,
     describe_arm,
     first_update_at,
     longest_warmup,
     loss_sample,
     matched,
+    outcome_counts,
     outcome_sample,
     pick,
     seed_groups,
@@ -228,11 +228,7 @@ def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) 
 
 def classes_note(groups: list[list[Arm]]) -> str:
     """`outcome class of the seeds (...): ReZero ...: 3 trained; Post-LN ...: 2 trained, 1 failed to train`."""
-    parts = []
-    for group in groups:
-        states = [a.outcome().state for a in group]
-        counts = ", ".join(f"{states.count(s)} {s.value}" for s in RunState if s in states)
-        parts.append(f"{describe_arm(group[0])}: {counts}")
+    parts = [f"{describe_arm(group[0])}: {outcome_counts([a.outcome() for a in group])}" for group in groups]
     return ("outcome class of the seeds, a separate column (a seed that reached the target reached it, whatever its "
             "final loss): " + "; ".join(parts))
 
@@ -280,14 +276,13 @@ def trains_deeper(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOu
                         "grouped by layout, warm-up and lr); depth is what the claim is about")  # fmt: skip
 
 
-CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {
-    "no_warmup": no_warmup,
-    "matches_postln": matches_postln,
-    "beats_preln": beats_preln,
-    "converges_faster": converges_faster,
-    "trains_deeper": trains_deeper,
+CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # each on matched arms only
+    "no_warmup": matched(no_warmup),
+    "matches_postln": matched(matches_postln),
+    "beats_preln": matched(beats_preln),
+    "converges_faster": matched(converges_faster),
+    "trains_deeper": matched(trains_deeper),
 }
-CHECKS = {kind: matched(check) for kind, check in CHECKS.items()}  # each on matched arms only
 
 
 def check_methods(arms: list[Arm], methods: list[dict[str, Any]], task: str = "translation", key: str = "claims",
