@@ -233,7 +233,7 @@ def _panel_runs(study: Study, stratum: str, quantity: str, last: int, test: set[
 
 def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: Path) -> list[str]:
     window = tuple(spec["prediction"]["window"])
-    test = set(spec["prediction"]["test_seeds"])
+    test = set(protocol(spec, study.sweep).test_seeds)  # the sweep's own split where it has one
     strata = [s for s in dict.fromkeys(study.schedules[a.name] for a in study.arms if a.name in study.schedules)
               if len({study.failed(a) for a in study.arms if study.schedules.get(a.name) == s
                       and a.status.done}) == 2]  # fmt: skip

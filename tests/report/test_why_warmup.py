@@ -355,3 +355,20 @@ def test_a_sweep_without_diagnostics_has_no_why_warmup_section(tmp_path):
     sweep.seeds("post", 120, [6.5, 6.6])
     text = write_report(sweep.save(), tmp_path / "r.md").read_text()
     assert "## Why warm-up" not in text and not list(tmp_path.glob("r_figures/why_warmup_*"))
+
+
+def test_the_figures_dash_the_sweeps_own_held_out_seeds(tmp_path, monkeypatch):
+    """The figures marked methods.yaml's global held-out seed (3) where the sweep's own entry holds out 5-8."""
+    import prelnx.report.why_warmup_section as section
+
+    spec = explanations_data()
+    spec["prediction"]["studies"] = {"why_warmup": {"fit_seeds": list(FIT), "test_seeds": list(TEST)}}
+    assert set(TEST) != set(explanations_data()["prediction"]["test_seeds"])  # the global split differs
+    sweep = build(tmp_path, separating, EDGE, EDGE_SEEDS)
+    study = load_study(sweep, load_arms(sweep), spec["trained_margin_bits"])
+    drawn = []
+    monkeypatch.setattr(section, "early_window_figure", lambda panels, *a: drawn.extend(panels) or tmp_path / "f.png")
+    section.figures(study, spec, tmp_path, tmp_path)
+    runs = [r for panel in drawn for r in panel.runs]  # each labelled "<arm>, seed N"
+    assert runs and all(r.held_out == (int(r.label.rsplit("seed ", 1)[1]) in TEST) for r in runs)
+    assert {r.held_out for r in runs} == {True, False}
