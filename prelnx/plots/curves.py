@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.errors import Refusal
-from prelnx.plots.diagnostics import plot_diagnostics, save_figure
+from prelnx.plots.diagnostics import new_figure, plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
@@ -96,11 +96,9 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     if not any(is_finite(row.get(key)) for run in runs for row in run.rows):
         return []  # no run has a value: no empty figure
     from matplotlib import colormaps
-    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(10.5 if len(runs) > 6 else 9.5, 4.8))
-    ax = fig.subplots()
+    fig, ax = new_figure((10.5 if len(runs) > 6 else 9.5, 4.8))
     ax.set_prop_cycle(color=colormaps["tab20"].colors if len(runs) > 10 else colormaps["tab10"].colors)
     by_update = [run.grain is Grain.UPDATE for run in runs]
     banded = _draw_bands(ax, runs, key)
@@ -198,12 +196,10 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
         groups.setdefault(tuple(repr(run.overrides.get(k)) for k in other_keys), []).append(run)
 
     import numpy as np
-    from matplotlib.figure import Figure
 
     if not any(is_finite(row.get("valid_bleu")) for run in runs for row in run.rows):
         return []  # every run failed before its first validation: an empty heatmap would only mislead
-    fig = Figure(figsize=(4.2 * len(groups) + 1, 3.8))
-    axes = fig.subplots(1, len(groups), squeeze=False)
+    fig, axes = new_figure((4.2 * len(groups) + 1, 3.8), 1, len(groups), squeeze=False)
     for ax, (_, members) in zip(axes[0], sorted(groups.items())):
         grid = np.full((len(ys), len(xs)), np.nan)
         notes = [["" for _ in xs] for _ in ys]
