@@ -202,16 +202,17 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
     fig, axes = new_figure((4.2 * len(groups) + 1, 3.8), 1, len(groups), squeeze=False)
     for ax, (_, members) in zip(axes[0], sorted(groups.items())):
         grid = np.full((len(ys), len(xs)), np.nan)
-        notes = [["" for _ in xs] for _ in ys]
         for i, y in enumerate(ys):
             for j, x in enumerate(xs):
                 cell = [r for r in members if r.overrides[x_key] == x and r.overrides[y_key] == y]
                 bleus = [max(found) for r in cell if (found := finite(row.get("valid_bleu") for row in r.rows))]
+                note = ""
                 if bleus:
                     grid[i, j] = statistics.fmean(bleus)
-                    notes[i][j] = f"{grid[i, j]:.1f}"
+                    note = f"{grid[i, j]:.1f}"
                 if any(r.status == RunStatus.DIVERGED for r in cell):
-                    notes[i][j] += "\ndiverged"
+                    note += "\ndiverged"
+                ax.text(j, i, note, ha="center", va="center", color="white", fontsize=8)  # above the image (zorder)
         image = ax.imshow(grid, cmap="viridis", origin="lower", aspect="auto")
         ax.set_xticks(range(len(xs)), [str(x) for x in xs])
         ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
@@ -220,9 +221,6 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
         example = members[0].overrides
         title = ", ".join(f"{SHORT_KEYS.get(k, k)}={example.get(k)}" for k in other_keys) or "all runs"
         ax.set_title(f"best valid BLEU ({title})", fontsize=9)
-        for i in range(len(ys)):
-            for j in range(len(xs)):
-                ax.text(j, i, notes[i][j], ha="center", va="center", color="white", fontsize=8)
         fig.colorbar(image, ax=ax)
     return save_figure(fig, out, "heatmap")
 
