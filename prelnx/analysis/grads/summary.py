@@ -90,8 +90,13 @@ def stats_by(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> d
 
 
 def _entries(stats: dict[tuple, dict[str, float]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The summary's list form of `stats_by`: one dict per group, its keys then its statistics."""
+    """The summary's list form of `_stats_by`: one dict per group, its keys then its statistics."""
     return [{**dict(zip(keys, key)), **values} for key, values in stats.items()]
+
+
+def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int, str], dict[str, float]]:
+    """(layout, depth, side, layer, weight) -> mean/std/n over seeds."""
+    return stats_by(rows, LAYER_KEYS, "grad_norm")
 
 
 def bars_depth(depths: Iterable[int]) -> int:
@@ -102,7 +107,7 @@ def bars_depth(depths: Iterable[int]) -> int:
 
 def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON summary: per-layer mean/std over seeds, the last-layer W2 per depth, the growth across layers."""
-    stats = stats_by(rows, LAYER_KEYS, "grad_norm")  # (layout, depth, side, layer, weight) -> mean/std/n over seeds
+    stats = per_layer_stats(rows)
     depths = sorted({row["depth"] for row in rows})
     layouts = sorted({row["layout"] for row in rows}, key=_table_order)  # the table's order, then a user's files
     last_w2 = {
@@ -132,7 +137,7 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
         "paper": paper_figure3(),
     }
     if checkpoint_rows:
-        summary["checkpoint"] = _entries(stats_by(checkpoint_rows, LAYER_KEYS, "grad_norm"), LAYER_KEYS)
+        summary["checkpoint"] = _entries(per_layer_stats(checkpoint_rows), LAYER_KEYS)
     return summary
 
 
