@@ -89,6 +89,10 @@ class Layout:
         return self.family in (WARMUP_FREE, PLACEMENT)
 
 
+def _rows(*rows: Layout) -> dict[str, Layout]:
+    return {row.name: row for row in rows}
+
+
 FAIRSEQ = Reference("facebookresearch/fairseq", "fairseq/modules/transformer_layer.py", "v0.12.3 (ve-fairseq 0.12.3)")
 ADMIN_INIT = Option("admin_init", "profile", "Admin's w: a profiling forward pass at initialisation (profile, the "
                     "paper's) or sqrt((n+1)/ln(n+1) - 1) for n sublayers (closed_form, microsoft/admin-torch)",
@@ -99,7 +103,7 @@ MIXLN_ALPHA = Option("mixln_alpha", 0.25, "Mix-LN's share of Post-LN layers at t
                      "L) of L; the paper's 0.25)", low=0.0, high=1.0)  # fmt: skip
 CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
                    "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
-LAYOUTS: dict[str, Layout] = {row.name: row for row in (
+LAYOUTS: dict[str, Layout] = _rows(
     Layout("post", "Post-LN", PAPER, ALL_TASKS, ALL_NORMS, True, False, "tab:orange", FAIRSEQ),
     Layout("pre", "Pre-LN", PAPER, ALL_TASKS, ALL_NORMS, True, True, "tab:blue", FAIRSEQ),
     Layout("deepnorm", "DeepNorm", VARIANT, TRANSLATION, STATISTICAL, True, False, "tab:purple",
@@ -129,7 +133,7 @@ LAYOUTS: dict[str, Layout] = {row.name: row for row in (
     Layout("lnscale", "LayerNorm Scaling", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "darkgoldenrod",
            Reference("lmsdss/LayerNorm-Scaling", "peft_pretraining/modeling_llama.py",
                      "3ac54dde961b04780b152bc8b38b71b2f8e1c16a")),
-)}  # fmt: skip
+)  # fmt: skip
 
 
 # A layout's recipe: its own options and the keys outside model.layout its authors set with it (a claim comparing
