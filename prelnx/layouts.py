@@ -89,7 +89,6 @@ class Layout:
         return self.family in (WARMUP_FREE, PLACEMENT)
 
 
-
 def _rows(*rows: Layout) -> dict[str, Layout]:
     return {row.name: row for row in rows}
 
@@ -137,14 +136,12 @@ LAYOUTS: dict[str, Layout] = _rows(
 )  # fmt: skip
 
 
-# A layout's recipe: keys outside model.layout its authors set with it (a claim comparing layouts compares recipes
-# where a sweep sets these per layout; prelnx/report/arms.py, docs/verdicts.md).
+# A layout's recipe: its own options and the keys outside model.layout its authors set with it (a claim comparing
+# layouts compares recipes where a sweep sets these per layout; prelnx/report/arms.py, docs/verdicts.md).
+AUTHORS_KEYS = {"tfixup": ("train.clip_norm",)}  # the authors' fairseq defaults --clip-norm to 25 (docs/warmup_free.md)
 RECIPE_KEYS: dict[str, tuple[str, ...]] = {
-    "tfixup": ("train.clip_norm",),  # the authors' fairseq defaults --clip-norm to 25 (docs/warmup_free.md)
-    "admin": ("model.admin_init",),
-    "rezero": ("model.rezero_ffn_init",),
-    "rezero_postln": ("model.rezero_ffn_init",),
-    "mixln": ("model.mixln_alpha",),
+    name: (*AUTHORS_KEYS.get(name, ()), *(f"model.{option.key}" for option in row.options))
+    for name, row in LAYOUTS.items() if row.options or name in AUTHORS_KEYS
 }
 
 

@@ -173,18 +173,13 @@ def _loss(trainer: Any, sample: Any) -> float:
 @torch.no_grad()
 def critical_sharpness(trainer: Any, params: list[torch.Tensor], before: list[torch.Tensor], lr: float,
                        sample: Any) -> dict[str, Any]:  # fmt: skip
-    """The critical sharpness lambda_c = 2 / eta_c of the update just taken (Kalra et al. 2026, arXiv 2601.16979).
+    """The critical sharpness lambda_c = 2 / eta_c of the update just taken (Kalra et al. 2026, arXiv 2601.16979):
+    eta_c is the smallest step along d = delta / lr that raises the loss on the fixed batch, found as
+    docs/diagnostics.md (`lambda_c`, `eta_c`) says: doubling or halving from lr, then BISECTIONS bisections, forward
+    passes in eval mode, a NaN or Inf loss counted as risen. The weights are copied back bit for bit afterwards.
 
-    With w the weights before the update and d = delta / lr the update per unit of learning rate (Adam's
-    preconditioned direction, SGD's gradient), eta_c is the smallest step for which the loss on a fixed batch rises:
-    L(w + eta d) > L(w). On a quadratic with SGD that is 2 (g.g) / (g.H.g): the step is unstable along d when
-    lr * lambda_c > 2. The search runs forward passes in eval mode on the same batch: from eta = lr, doubling (or
-    halving) brackets eta_c, then BISECTIONS bisections; a NaN or Inf loss counts as risen. The weights are copied
-    back bit for bit afterwards.
-
-    Returns eta_c, lambda_c, the batch's loss at w (bits) and the forward passes taken. eta_c and lambda_c are None
-    when no rise was found up to lr * 2^MAX_DOUBLINGS, or the loss rises at every step tried down to
-    lr * 2^-MAX_HALVINGS (the update is not a descent direction on this batch); `sharpness_note` says which."""
+    Returns eta_c, lambda_c, the batch's loss at w (bits) and the forward passes taken; eta_c and lambda_c are None
+    past lr * 2^MAX_DOUBLINGS or lr * 2^-MAX_HALVINGS, and `sharpness_note` says which."""
     model = trainer._model
     after = [p.detach().clone() for p in params]
     directions = [(a - b) / lr for a, b in zip(after, before)]
@@ -206,26 +201,20 @@ def critical_sharpness(trainer: Any, params: list[torch.Tensor], before: list[to
         def raised(eta: float) -> bool:
             return not loss_at(eta) <= base  # NaN counts as risen
 
-        low, high = 0.0, None
-        if raised(lr):
-            high = lr
-            for _ in range(MAX_HALVINGS):
-                if not raised(high / 2):
-                    low = high / 2
-                    break
-                high /= 2
-            else:
-                note = f"the loss rises at every step down to lr * 2^-{MAX_HALVINGS}: not a descent direction here"
+        # From eta = lr, halve while the loss still rises (or double while it does not) until it changes: that
+        # step and the one before bracket eta_c.
+        eta, rises = lr, raised(lr)
+        factor, limit = (0.5, MAX_HALVINGS) if rises else (2.0, MAX_DOUBLINGS)
+        low = high = None
+        for _ in range(limit):
+            if raised(eta * factor) != rises:
+                low, high = sorted((eta, eta * factor))
+                break
+            eta *= factor
         else:
-            low = lr
-            for _ in range(MAX_DOUBLINGS):
-                if raised(low * 2):
-                    high = low * 2
-                    break
-                low *= 2
-            else:
-                note = f"no rise up to lr * 2^{MAX_DOUBLINGS}"
-        if note is None and high is not None:
+            down = f"the loss rises at every step down to lr * 2^-{MAX_HALVINGS}: not a descent direction here"
+            note = down if rises else f"no rise up to lr * 2^{MAX_DOUBLINGS}"
+        if note is None:
             for _ in range(BISECTIONS):
                 middle = (low + high) / 2
                 if raised(middle):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.errors import Refusal
-from prelnx.plots.diagnostics import plot_diagnostics, save_figure
+from prelnx.plots.diagnostics import new_figure, plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
@@ -96,11 +96,9 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     if not any(is_finite(row.get(key)) for run in runs for row in run.rows):
         return []  # no run has a value: no empty figure
     from matplotlib import colormaps
-    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(10.5 if len(runs) > 6 else 9.5, 4.8))
-    ax = fig.subplots()
+    fig, ax = new_figure((10.5 if len(runs) > 6 else 9.5, 4.8))
     ax.set_prop_cycle(color=colormaps["tab20"].colors if len(runs) > 10 else colormaps["tab10"].colors)
     by_update = [run.grain is Grain.UPDATE for run in runs]
     banded = _draw_bands(ax, runs, key)
@@ -198,24 +196,23 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
         groups.setdefault(tuple(repr(run.overrides.get(k)) for k in other_keys), []).append(run)
 
     import numpy as np
-    from matplotlib.figure import Figure
 
     if not any(is_finite(row.get("valid_bleu")) for run in runs for row in run.rows):
         return []  # every run failed before its first validation: an empty heatmap would only mislead
-    fig = Figure(figsize=(4.2 * len(groups) + 1, 3.8))
-    axes = fig.subplots(1, len(groups), squeeze=False)
+    fig, axes = new_figure((4.2 * len(groups) + 1, 3.8), 1, len(groups), squeeze=False)
     for ax, (_, members) in zip(axes[0], sorted(groups.items())):
         grid = np.full((len(ys), len(xs)), np.nan)
-        notes = [["" for _ in xs] for _ in ys]
         for i, y in enumerate(ys):
             for j, x in enumerate(xs):
                 cell = [r for r in members if r.overrides[x_key] == x and r.overrides[y_key] == y]
                 bleus = [max(found) for r in cell if (found := finite(row.get("valid_bleu") for row in r.rows))]
+                note = ""
                 if bleus:
                     grid[i, j] = statistics.fmean(bleus)
-                    notes[i][j] = f"{grid[i, j]:.1f}"
+                    note = f"{grid[i, j]:.1f}"
                 if any(r.status == RunStatus.DIVERGED for r in cell):
-                    notes[i][j] += "\ndiverged"
+                    note += "\ndiverged"
+                ax.text(j, i, note, ha="center", va="center", color="white", fontsize=8)  # above the image (zorder)
         image = ax.imshow(grid, cmap="viridis", origin="lower", aspect="auto")
         ax.set_xticks(range(len(xs)), [str(x) for x in xs])
         ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
@@ -224,9 +221,6 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
         example = members[0].overrides
         title = ", ".join(f"{SHORT_KEYS.get(k, k)}={example.get(k)}" for k in other_keys) or "all runs"
         ax.set_title(f"best valid BLEU ({title})", fontsize=9)
-        for i in range(len(ys)):
-            for j in range(len(xs)):
-                ax.text(j, i, notes[i][j], ha="center", va="center", color="white", fontsize=8)
         fig.colorbar(image, ax=ax)
     return save_figure(fig, out, "heatmap")
 

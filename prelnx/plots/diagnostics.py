@@ -45,6 +45,15 @@ def _series(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float 
     return ([u for u, _ in points], [v for _, v in points])
 
 
+def new_figure(size: tuple[float, float], rows: int = 1, columns: int = 1, **kwargs: Any) -> tuple[Any, Any]:
+    """A figure of `size` inches and its axes (Figure.subplots: one Axes for 1 x 1), by matplotlib's object API: no
+    pyplot, whose registry of figures a sweep's threads would share. Every prelnx figure is made here."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=size)
+    return figure, figure.subplots(rows, columns, **kwargs)
+
+
 def save_figure(fig: Any, out: Path, stem: str, formats: tuple[str, ...] = ("png", "svg"), dpi: int = 120) -> list:
     """Lay the figure out and write `<stem>.<format>` in out for each format (every prelnx figure), each atomically:
     a reader never sees half a file."""
@@ -70,11 +79,8 @@ def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:
     found = [(run, rows) for run in runs if (rows := read_diagnostics(run.run_dir))]
     if not found:
         return []
-    from matplotlib.figure import Figure  # the object API: pyplot's figure registry is shared by a sweep's threads
-
     sweep = len(runs) > 1
-    fig = Figure(figsize=(4.6 * len(TITLES), 4.2))
-    axes = fig.subplots(1, len(TITLES))
+    fig, axes = new_figure((4.6 * len(TITLES), 4.2), 1, len(TITLES))
     for ax, key in zip(axes, TITLES):
         if sweep:
             for run, rows in found:

@@ -9,7 +9,7 @@ from typing import Any
 
 from prelnx.layouts import display_name
 from prelnx.layouts import layout as layout_row
-from prelnx.plots.diagnostics import save_figure
+from prelnx.plots.diagnostics import new_figure, save_figure
 
 CHECKPOINT_COLOUR = "tab:green"  # a trained model's bars; every layout's colour is its row's (prelnx/layouts.py)
 
@@ -33,10 +33,7 @@ def _legend_beside(axis: Any) -> None:
 def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     """(a)(b) W1 and W2 gradient norm per layer at the bars depth, Post-LN vs Pre-LN (and a checkpoint if measured),
     mean +- std over seeds; (c)(d) the last decoder layer's W2 gradient norm against depth, Pre-LN then Post-LN."""
-    from matplotlib.figure import Figure  # the object API: no pyplot, whose registry of figures threads share
-
-    figure = Figure(figsize=(15, 8))
-    axes = figure.subplots(2, 2)
+    figure, axes = new_figure((15, 8), 2, 2)
     depth = summary["growth_depth"]
     series = [(layout, f"{display_name(layout)} (init)", summary["per_layer"], depth) for layout in summary["layouts"]]
     for entry in summary.get("checkpoint", [])[:1]:
@@ -87,10 +84,7 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
 
 def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
     """||x||^2 / d per layer: Post-LN's x^(post,5) against 3/2, Pre-LN's x_l inside [1 + l/2, 1 + 3l/2]."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 4.5))
-    axis = figure.subplots()
+    figure, axis = new_figure((7, 4.5))
     layers = [row["layer"] for row in summary["hidden"]]
     for key, color, name in (("post", colour("post"), "Post-LN ||x^(post,5)||^2 / d"), ("pre", colour("pre"), "Pre-LN ||x_l||^2 / d")):
         axis.errorbar(layers, [r[f"{key}_mean"] for r in summary["hidden"]], yerr=[r[f"{key}_std"] for r in summary["hidden"]],
@@ -107,10 +101,7 @@ def plot_hidden_norms(summary: dict[str, Any], path: Path) -> Path:
 
 def plot_layernorm_jacobian(summary: dict[str, Any], path: Path) -> Path:
     """The spectral norm of LayerNorm's Jacobian against ||x||, beside sqrt(d) / ||x||, on log-log axes."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(6, 4.5))
-    axis = figure.subplots()
+    figure, axis = new_figure((6, 4.5))
     rows = summary["layernorm"]
     norms = [r["x_norm"] for r in rows]
     axis.loglog(norms, [r["jacobian_norm"] for r in rows], "o", color=colour("pre"), label="||J_LN(x)||_2 (measured)")

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from prelnx.plots.diagnostics import save_figure
+from prelnx.plots.diagnostics import new_figure, save_figure
 
 INFINITE_AS = 1e3  # lr x lambda_c where the loss rose at every step down: drawn here (the report says so)
 
@@ -31,12 +31,9 @@ class Panel:
 def early_window_figure(panels: list[Panel], quantity: str, out: Path, window: tuple[int, int],
                         edge: float | None = None) -> Path:  # fmt: skip
     """One quantity, a panel per stratum; returns the PNG's path."""
-    from matplotlib.figure import Figure  # drawn by Agg when saved as PNG
-
     columns = min(3, len(panels)) or 1
     rows = math.ceil(len(panels) / columns) or 1
-    fig = Figure(figsize=(4.4 * columns, 3.3 * rows))
-    axes = fig.subplots(rows, columns, squeeze=False)
+    fig, axes = new_figure((4.4 * columns, 3.3 * rows), rows, columns, squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         ax.axvspan(window[0], window[1], color="grey", alpha=0.12, linewidth=0)
         for run in panel.runs:

@@ -9,41 +9,16 @@ normalize_before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
-from fairseq import utils
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import nn
 
 from .deepnorm import deepnorm_coefficients, deepnorm_init_
-from .norms import DYT_DEFAULT_ALPHA, make_norm, replace_layer_norms
+from .norms import NormVariant
 from .qk_norm_attention import normalize_qk
 from .schemes import LayoutScheme, make_scheme
-
-
-@dataclass(frozen=True)
-class NormVariant:
-    """The plugin's model options (--norm-type, --deepnorm, --qk-norm, --dyt-init-alpha), read from fairseq's cfg."""
-
-    norm_type: str = "layernorm"
-    deepnorm: bool = False
-    qk_norm: bool = False
-    dyt_init_alpha: float = DYT_DEFAULT_ALPHA
-
-    @classmethod
-    def of(cls, cfg: Any) -> NormVariant:
-        """Each option from cfg (its field's default where cfg has none), as its field's type."""
-        return cls(**{f.name: type(f.default)(utils.safe_getattr(cfg, f.name, f.default)) for f in fields(cls)})
-
-    def norm(self, dim: int) -> nn.Module:
-        return make_norm(self.norm_type, dim, self.dyt_init_alpha)
-
-    def swap_norms(self, root: nn.Module) -> None:
-        """Every LayerNorm below `root` becomes this variant's norm (none is touched for layernorm)."""
-        if self.norm_type != "layernorm":
-            replace_layer_norms(root, self.norm)
 
 
 def _apply_variant(layer: nn.Module, cfg: Any, side: str) -> None:

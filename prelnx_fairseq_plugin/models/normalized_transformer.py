@@ -11,6 +11,7 @@ model is `normalized_lm`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import fields
 from typing import Any, Callable
 
@@ -21,8 +22,8 @@ from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
-from .norms import NORM_TYPES
-from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer, NormVariant
+from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer
+from .norms import NORM_TYPES, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
 
 MODEL_NAME = "prelnx_transformer"
@@ -119,20 +120,15 @@ class NormalizedTransformerModel(TransformerModel):
         return NormalizedTransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
 
-def variant_defaults(args: Any) -> None:
-    """The options' defaults, for what the command line left out (as fairseq's preset functions do)."""
+def _architecture(preset: Callable[[Any], None], args: Any) -> None:
+    """prelnx_<preset>: the options' defaults for what the command line left out (as fairseq's preset functions do),
+    then fairseq's preset."""
     variant = {f.name: f.default for f in fields(NormVariant)}  # norm_type, deepnorm, qk_norm, dyt_init_alpha
     for name, default in {**variant, "layout_scheme": NO_SCHEME, "layout_file": "", "layout_options": "{}"}.items():
         if getattr(args, name, None) is None:
             setattr(args, name, default)
-
-
-def _register_architecture(preset_name: str, preset: Callable[[Any], None]) -> None:
-    @register_model_architecture(MODEL_NAME, f"prelnx_{preset_name}")
-    def architecture(args: Any) -> None:
-        variant_defaults(args)
-        preset(args)
+    preset(args)
 
 
 for _name, _preset in PRESETS.items():
-    _register_architecture(_name, _preset)
+    register_model_architecture(MODEL_NAME, f"prelnx_{_name}")(functools.partial(_architecture, _preset))

@@ -1,4 +1,5 @@
-"""The normalisation modules the variants put where fairseq's transformer has a LayerNorm.
+"""The normalisation modules the variants put where fairseq's transformer has a LayerNorm, and `NormVariant`, the
+model's options that choose them.
 
 For a feature vector x of size d (the last dimension), with learned per-feature gain gamma and shift beta:
 
@@ -15,8 +16,11 @@ that its parameter names, and the checkpoints of earlier runs, stay as they are.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
+from fairseq import utils
 from torch import nn
 
 from prelnx.layouts import ALL_NORMS as NORM_TYPES  # the one owner of the norms' names (the layout table's)
@@ -85,3 +89,26 @@ def replace_layer_norms(root: nn.Module, make: Callable[[int], nn.Module]) -> No
         for name, child in list(parent.named_children()):
             if is_layer_norm(child):
                 setattr(parent, name, make(child.normalized_shape[-1]))
+
+
+@dataclass(frozen=True)
+class NormVariant:
+    """The plugin's model options (--norm-type, --deepnorm, --qk-norm, --dyt-init-alpha), read from fairseq's cfg."""
+
+    norm_type: str = "layernorm"
+    deepnorm: bool = False
+    qk_norm: bool = False
+    dyt_init_alpha: float = DYT_DEFAULT_ALPHA
+
+    @classmethod
+    def of(cls, cfg: Any) -> NormVariant:
+        """Each option from cfg (its field's default where cfg has none), as its field's type."""
+        return cls(**{f.name: type(f.default)(utils.safe_getattr(cfg, f.name, f.default)) for f in fields(cls)})
+
+    def norm(self, dim: int) -> nn.Module:
+        return make_norm(self.norm_type, dim, self.dyt_init_alpha)
+
+    def swap_norms(self, root: nn.Module) -> None:
+        """Every LayerNorm below `root` becomes this variant's norm (none is touched for layernorm)."""
+        if self.norm_type != "layernorm":
+            replace_layer_norms(root, self.norm)

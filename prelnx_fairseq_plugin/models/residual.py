@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .norms import RMSNorm
-from .schemes import LayoutScheme, register, stack_norm_type
+from .norms import NormVariant, RMSNorm
+from .schemes import LayoutScheme, register
 
 OUTPUT_NORM_EPS = 1e-7  # the reference's final LayerNorm (resi_dual.py)
 
@@ -64,7 +64,7 @@ class ResiDual(LayoutScheme):
         for layer in stack.layers:
             layer.dual_stream = stream
         dim = cfg.encoder.embed_dim if side == "encoder" else cfg.decoder.embed_dim  # fairseq's final norm's size
-        stack.layer_norm = ResiDualOutput(dim, stack_norm_type(cfg), stream)
+        stack.layer_norm = ResiDualOutput(dim, NormVariant.of(cfg).norm_type, stream)
         stack.register_forward_pre_hook(stream.reset)
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:

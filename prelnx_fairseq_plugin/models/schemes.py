@@ -17,7 +17,7 @@ from torch import nn
 
 from prelnx.layouts import LAYOUTS, Option, load_class, option_values  # Option: for a user's file to import
 
-from .norms import make_norm, replace_layer_norms
+from .norms import NormVariant, make_norm, replace_layer_norms
 
 SCHEMES: dict[str, type[LayoutScheme]] = {}
 NO_SCHEME = "none"
@@ -60,7 +60,7 @@ class LayoutScheme:
 
     def make_norm(self, dim: int) -> nn.Module:
         """A norm of the model's --norm-type (LayerNorm, RMSNorm or DyT) of size dim, as the layer's own norms."""
-        return make_norm(stack_norm_type(self.args), dim)
+        return make_norm(NormVariant.of(self.args).norm_type, dim)
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         """Called once fairseq has built `layer` (side: encoder or decoder)."""
@@ -148,10 +148,3 @@ def input_norms(layer: nn.Module) -> list[nn.Module]:
     """The layer's sublayer norms in sublayer order (self-attention, cross-attention if any, FFN): under Pre-LN
     (normalize_before) each is applied to its sublayer's input."""
     return [norm for norm in (getattr(layer, name, None) for name in INPUT_NORMS) if norm is not None]
-
-
-def stack_norm_type(cfg: Any) -> str:
-    """--norm-type of the model (layernorm when absent)."""
-    from fairseq import utils
-
-    return str(utils.safe_getattr(cfg, "norm_type", None) or "layernorm")

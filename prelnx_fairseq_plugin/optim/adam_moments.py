@@ -44,14 +44,20 @@ def adam_options(cfg: Any) -> dict[str, Any]:
 
 
 @dataclass
-class AdamMomentsConfig(FairseqDataclass):
+class AdamFamilyConfig(FairseqDataclass):
+    """The options prelnx_adam and radam share (adam_options reads them)."""
+
     adam_betas: Any = field(default=(0.9, 0.999), metadata={"help": "betas for Adam"})
     adam_eps: float = field(default=1e-8, metadata={"help": "epsilon for Adam"})
     weight_decay: float = field(default=0.0, metadata={"help": "decoupled weight decay (as fairseq's adam)"})
     second_moment_init: SECOND_MOMENT_INITS = field(  # type: ignore[valid-type]
         default="zero", metadata={"help": "v_0: zero (Adam) or gradient (GI-Adam: v_0 = g_1^2)"})
-    no_bias_correction: bool = field(default=False, metadata={"help": "use m_t and v_t without Adam's bias correction"})
     lr: List[float] = II("optimization.lr")
+
+
+@dataclass
+class AdamMomentsConfig(AdamFamilyConfig):
+    no_bias_correction: bool = field(default=False, metadata={"help": "use m_t and v_t without Adam's bias correction"})
 
 
 class AdamMoments(torch.optim.Optimizer):

@@ -16,15 +16,13 @@ without warm-up (Admin's recipe: lr 3e-4 from update 1), not under a 6000-update
 """
 
 from dataclasses import dataclass, field
-from typing import Any, List
 
 import torch
-from omegaconf import II
 
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import ChoiceEnum
 from fairseq.optim import FairseqOptimizer, register_optimizer
 
-from .adam_moments import SECOND_MOMENT_INITS, adam_options, second_moment_gradient
+from .adam_moments import AdamFamilyConfig, adam_options, second_moment_gradient
 
 RADAM_FIRST_STEPS = ChoiceEnum(["momentum", "decay_only"])  # torch's / T-Fixup's, Transformer-Clinic's (docstring)
 RECTIFIED_ABOVE = 5.0  # rho_t above which RAdam's adaptive, rectified step is taken (torch's test)
@@ -38,16 +36,10 @@ def unrectified(step: int, beta2: float) -> bool:
 
 
 @dataclass
-class RAdamConfig(FairseqDataclass):
-    adam_betas: Any = field(default=(0.9, 0.999), metadata={"help": "betas for RAdam"})
-    adam_eps: float = field(default=1e-8, metadata={"help": "epsilon for RAdam"})
-    weight_decay: float = field(default=0.0, metadata={"help": "decoupled weight decay"})
-    second_moment_init: SECOND_MOMENT_INITS = field(  # type: ignore[valid-type]
-        default="zero", metadata={"help": "v_0: zero (RAdam) or gradient (v_0 = g_1^2, as GI-Adam)"})
+class RAdamConfig(AdamFamilyConfig):
     radam_first_steps: RADAM_FIRST_STEPS = field(  # type: ignore[valid-type]
         default="momentum", metadata={"help": "updates while rho_t <= 5: momentum (torch, T-Fixup) or decay_only "
                                               "(Transformer-Clinic's radam.py: weight decay only)"})
-    lr: List[float] = II("optimization.lr")
 
 
 @register_optimizer("radam", dataclass=RAdamConfig)

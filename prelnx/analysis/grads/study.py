@@ -76,8 +76,7 @@ class GradStudy:
     def from_options(cls, config: Config, *, quick: bool = False, **given: Any) -> GradStudy:
         """The study of `prelnx grads`' options (the fields'): None takes the default, or with `quick` the QUICK
         preset's value."""
-        preset = {"depths": QUICK["depths"], "seeds": tuple(range(1, QUICK["seeds"] + 1)), "batches": QUICK["batches"],
-                  "max_tokens": QUICK["max_tokens"]} if quick else {}  # fmt: skip
+        preset = {**QUICK, "seeds": tuple(range(1, QUICK["seeds"] + 1))} if quick else {}  # QUICK counts its seeds
         study = cls(config, **{**preset, **{key: value for key, value in given.items() if value is not None}})
         study.layouts = tuple(absolute_spec(name) for name in study.layouts)  # a user's file, from anywhere
         return study

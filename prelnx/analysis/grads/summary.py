@@ -90,7 +90,7 @@ def stats_by(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> d
 
 
 def _entries(stats: dict[tuple, dict[str, float]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The summary's list form of `_stats_by`: one dict per group, its keys then its statistics."""
+    """The summary's list form of `stats_by`: one dict per group, its keys then its statistics."""
     return [{**dict(zip(keys, key)), **values} for key, values in stats.items()]
 
 
