@@ -17,7 +17,7 @@ from torch import nn
 
 from prelnx.layouts import LAYOUTS, Option, load_class, option_values  # Option: for a user's file to import
 
-from .norms import NormVariant, make_norm, replace_layer_norms
+from .norms import NormVariant, replace_layer_norms
 
 SCHEMES: dict[str, type[LayoutScheme]] = {}
 NO_SCHEME = "none"
@@ -59,8 +59,9 @@ class LayoutScheme:
         return self.values[key]
 
     def make_norm(self, dim: int) -> nn.Module:
-        """A norm of the model's --norm-type (LayerNorm, RMSNorm or DyT) of size dim, as the layer's own norms."""
-        return make_norm(NormVariant.of(self.args).norm_type, dim)
+        """A norm of the model's --norm-type (LayerNorm, RMSNorm or DyT, at --dyt-init-alpha) of size dim, as the
+        layer's own norms."""
+        return NormVariant.of(self.args).norm(dim)
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
         """Called once fairseq has built `layer` (side: encoder or decoder)."""

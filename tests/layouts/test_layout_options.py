@@ -115,3 +115,14 @@ def test_a_bad_declaration_is_one_line_naming_the_file(tmp_path):
     with pytest.raises(LayoutFileError) as refused:
         user_layout(f"{tmp_path / 'offset.py'}:Offset")
     assert "\n" not in str(refused.value) and "Offset.options: where's default 'all' is not allowed" in str(refused.value)
+
+
+def test_a_schemes_own_norm_is_dyt_at_the_configured_initial_alpha():
+    """A layout's make_norm built DyT at the default alpha 0.5 whatever --dyt-init-alpha said."""
+    from argparse import Namespace
+
+    from prelnx_fairseq_plugin.models.norms import DynamicTanh
+    from prelnx_fairseq_plugin.models.schemes import LayoutScheme
+
+    norm = LayoutScheme(Namespace(norm_type="dyt", dyt_init_alpha=1.25)).make_norm(8)
+    assert isinstance(norm, DynamicTanh) and norm.alpha.item() == 1.25
