@@ -12,7 +12,7 @@ from typing import Any
 from prelnx.config.schema import LAYOUT_NAMES, Config
 from prelnx.records.grain import Grain
 from prelnx.records.outcome import Outcome
-from prelnx.records.rows import Row
+from prelnx.records.metrics import Row
 
 
 @dataclass(frozen=True)
