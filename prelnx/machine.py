@@ -34,16 +34,20 @@ def may_have_gpu() -> bool:
     return platform.system() != "Linux" or any(Path(node).exists() for node in GPU_DEVICE_NODES)
 
 
-def cpu_bf16_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...] | None:
-    """The CPU's native bf16 features found (empty: none), or None when this machine cannot tell."""
+def _cpu_capability() -> dict:
     try:
         import torch
 
-        capability = torch._C._cpu._get_cpu_capability()  # torch's cpuinfo: private, hence the fallback below
-        if any(flag in capability for flag in X86_FLAGS):
-            return tuple(flag for flag in X86_FLAGS if capability.get(flag))
-    except (AttributeError, TypeError, RuntimeError):
-        pass
+        return dict(torch._C._cpu._get_cpu_capability())  # torch's cpuinfo: private, hence its callers' fallbacks
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return {}
+
+
+def cpu_bf16_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...] | None:
+    """The CPU's native bf16 features found (empty: none), or None when this machine cannot tell."""
+    capability = _cpu_capability()
+    if any(flag in capability for flag in X86_FLAGS):
+        return tuple(flag for flag in X86_FLAGS if capability.get(flag))
     try:
         words = set(cpuinfo.read_text(errors="replace").replace("\t", " ").split())
     except OSError:
@@ -62,12 +66,7 @@ def cpu_bf16_problem() -> str | None:
 
 
 def cpu_name() -> str:
-    try:
-        import torch
-
-        return str(torch._C._cpu._get_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
-    except (AttributeError, TypeError, RuntimeError):
-        return platform.processor() or platform.machine()
+    return str(_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
 
 
 def installed(*distributions: str) -> tuple[str, str]:
