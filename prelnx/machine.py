@@ -1,5 +1,5 @@
 """What this machine can do for training (the one owner of these probes): usable cores, native bf16 on its CPU,
-whether it can have a GPU at all, what is installed.
+whether it can have a GPU at all, what is installed, whether a process runs.
 
 bf16 on CPU pays only with bf16 in hardware (x86 AVX512-BF16 or AMX-BF16, Arm BF16); elsewhere torch emulates every
 bf16 matmul, slower than fp32, so prelnx refuses it before training rather than let a study run slow.
@@ -26,6 +26,17 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs here (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def may_have_gpu() -> bool:
