@@ -1,5 +1,5 @@
 """What this machine can do for training (the one owner of these probes): usable cores, native bf16 on its CPU,
-whether it can have a GPU at all, what is installed.
+whether it can have a GPU at all, what is installed, whether a process runs.
 
 bf16 on CPU pays only with bf16 in hardware (x86 AVX512-BF16 or AMX-BF16, Arm BF16); elsewhere torch emulates every
 bf16 matmul, slower than fp32, so prelnx refuses it before training rather than let a study run slow.
@@ -28,22 +28,37 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs here (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def may_have_gpu() -> bool:
     """False only when this machine surely has no GPU torch could use (Linux without any GPU driver's device node);
     True otherwise, where torch must be asked."""
     return platform.system() != "Linux" or any(Path(node).exists() for node in GPU_DEVICE_NODES)
 
 
-def cpu_bf16_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...] | None:
-    """The CPU's native bf16 features found (empty: none), or None when this machine cannot tell."""
+def _cpu_capability() -> dict:
     try:
         import torch
 
-        capability = torch._C._cpu._get_cpu_capability()  # torch's cpuinfo: private, hence the fallback below
-        if any(flag in capability for flag in X86_FLAGS):
-            return tuple(flag for flag in X86_FLAGS if capability.get(flag))
-    except (AttributeError, TypeError, RuntimeError):
-        pass
+        return dict(torch._C._cpu._get_cpu_capability())  # torch's cpuinfo: private, hence its callers' fallbacks
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return {}
+
+
+def cpu_bf16_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...] | None:
+    """The CPU's native bf16 features found (empty: none), or None when this machine cannot tell."""
+    capability = _cpu_capability()
+    if any(flag in capability for flag in X86_FLAGS):
+        return tuple(flag for flag in X86_FLAGS if capability.get(flag))
     try:
         words = set(cpuinfo.read_text(errors="replace").replace("\t", " ").split())
     except OSError:
@@ -62,12 +77,7 @@ def cpu_bf16_problem() -> str | None:
 
 
 def cpu_name() -> str:
-    try:
-        import torch
-
-        return str(torch._C._cpu._get_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
-    except (AttributeError, TypeError, RuntimeError):
-        return platform.processor() or platform.machine()
+    return str(_cpu_capability().get("cpu_name") or platform.processor() or platform.machine())
 
 
 def installed(*distributions: str) -> tuple[str, str]:

@@ -6,7 +6,7 @@
 `records DIR`: reads committed run dirs (no training). Per run and summarised: run-minutes per seed (mean, median,
 by seed), the split of wall time the records allow and the CPU of machine.json. What a run dir records: each
 metrics.jsonl row's `wall_seconds` (prelnx's clock since it started following the child, taken when the row's
-validation was logged; records/rows.py), machine.json's attempt start and status.json's end time (1-second clocks).
+validation was logged; records/metrics.py), machine.json's attempt start and status.json's end time (1-second clocks).
 So a run splits into: start-up + the first interval; intervals between validations (a checkpoint save, the updates,
 one validation); the extra of an interval that crosses an epoch (a new epoch's batches); and the tail (prelnx's
 set-up before it follows the child, the last save, the process's exit). Updates, validation and checkpoints inside

@@ -3,7 +3,6 @@ the same events; `render` is the one wording of them (rewording changes nothing 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 from prelnx.config.schema import LAYOUT_NAMES, Config
 from prelnx.records.grain import Grain
 from prelnx.records.outcome import Outcome
-from prelnx.records.rows import Row
+from prelnx.records.metrics import Row
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ Listener = Callable[[Event], None]
 
 
 def _number(value: Any, spec: str) -> str:
-    return format(value, spec) if isinstance(value, (int, float)) and math.isfinite(value) else str(value)
+    return format(value, spec) if isinstance(value, (int, float)) else str(value)  # nan and inf as str() says them
 
 
 def render(event: Event) -> str:

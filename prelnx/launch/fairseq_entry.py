@@ -5,10 +5,8 @@ uses. Why: `import fairseq` imports every task and criterion, and two import sci
 `sentence_prediction_adapters.py`), 1.0 s of every fairseq start on 2 idle cores (about 3x more on AVX2-only
 machines), more than a tiny training takes (scripts/bench_startup.py, docs/benchmarks.md). The criterion is kept when
 the command names it (`prelnx finetune`). The skipped modules become empty modules that register nothing; the rest is
-fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). It also reports how the program ended
-as typed events (prelnx/child_report.py): `done` when it returns, `raised` (classified by the exception's type) when it
-raises, which it then re-raises (the records fairseq logs are reported by the plugin: prelnx_fairseq_plugin/stats_events.py).
-Standard library only: it runs before torch and fairseq.
+fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). It reports how the program ended as
+child_report's `done` or `raised` (then re-raised). Standard library only: it runs before torch and fairseq.
 """
 
 from __future__ import annotations

@@ -92,7 +92,6 @@ def core_slots(jobs: int) -> list[frozenset[int]] | None:
     return [frozenset(cores[i * size:(i + 1) * size]) for i in range(jobs)] if size else None
 
 
-
 def log_event(event: Event) -> None:
     """An event's line on the console (prelnx/console.py): a warning on stderr, the rest on stdout."""
     log.log(logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO, render(event))

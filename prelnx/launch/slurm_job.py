@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from prelnx import child_report
-from prelnx.config.errors import Refusal
-from prelnx.exits import Exit
 from prelnx.config.schema import Config
+from prelnx.exits import Exit, Refusal
 from prelnx.launch import slurm_task
 from prelnx.launch.errors import SlurmUnavailable
 from prelnx.launch.local import check_before_training, sigterm_interrupts

@@ -11,7 +11,6 @@ watcher (slurm_watch.py).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import subprocess
@@ -24,7 +23,7 @@ from typing import Any
 from prelnx import child_report
 from prelnx.config.schema import Config
 from prelnx.launch.errors import error_exit
-from prelnx.plan.launch import plan_run
+from prelnx.plan.launch import plan_run, with_threads
 from prelnx.plan.parallel import SLURM_PORT_ENV, rendezvous_port
 
 DEFAULT_TIME_MIN = 24 * 60
@@ -98,10 +97,8 @@ class SlurmRequest:
 
 
 def task_config(config: Config, request: SlurmRequest) -> Config:
-    """The config the tasks train: train.threads = the CPUs of a task unless the config sets it."""
-    if config.train.threads is not None:
-        return config
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=request.cpus_per_task))
+    """The config the tasks train: train.threads = the CPUs of a task (a worker each) unless the config sets it."""
+    return with_threads(config, request.cpus_per_task * (config.train.processes or 1))
 
 
 def task_env(job_id: str) -> dict[str, str]:

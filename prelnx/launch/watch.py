@@ -26,11 +26,10 @@ from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
 from prelnx.records.diagnostics import append_diagnostics, valid_diagnostics
 from prelnx.records.grain import Grain, stride
-from prelnx.records.metrics import write_metrics
+from prelnx.records.metrics import Row, is_bad_loss, row_builder, write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
 from prelnx.records.reconcile import reconcile_run
 from prelnx.records.results import best_and_final
-from prelnx.records.rows import Row, is_bad_loss, row_builder
 from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Self
 
 from prelnx.exits import Exit, Refusal
+from prelnx.machine import pid_alive
 
 LOCK_NAME = ".lock"
 DEAD_OWNER_WAIT_S = 20.0
@@ -25,16 +26,6 @@ class RunLocked(Refusal):
     exit_code = Exit.BUSY
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def owner_alive(folder: Path) -> bool:
     """Whether the pid written in `folder`'s lock file is a live process here (reads the file only: no lock is
     probed, so a starting training never finds its own run dir taken). False without a lock file or a pid."""
@@ -42,7 +33,7 @@ def owner_alive(folder: Path) -> bool:
         owner = (folder / LOCK_NAME).read_text(errors="replace").strip()
     except OSError:
         return False
-    return owner.isdigit() and _alive(int(owner))
+    return owner.isdigit() and pid_alive(int(owner))
 
 
 class RunLock:
@@ -74,7 +65,7 @@ class RunLock:
         while fd is None:
             with open(self.path, "rb") as handle:
                 owner = handle.read(64).decode(errors="replace").strip() or "unknown"
-            dead = owner.isdigit() and not _alive(int(owner))
+            dead = owner.isdigit() and not pid_alive(int(owner))
             if dead and time.monotonic() < deadline:
                 time.sleep(0.25)  # its training processes are ending (the kernel signals them): wait for them
                 fd = self._try()

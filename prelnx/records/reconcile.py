@@ -15,8 +15,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.records.checkpoints import CheckpointDamaged, CheckpointInfo, CheckpointRefused, load_checkpoint
 from prelnx.records.diagnostics import FILE, Diagnostics, read_diagnostics, valid_diagnostics
 from prelnx.records.grain import Grain
-from prelnx.records.metrics import write_metrics
-from prelnx.records.rows import EpochRows, Row, row_builder
+from prelnx.records.metrics import EpochRows, Row, row_builder, write_metrics
 
 LOG_NAME = "train.log"
 

@@ -82,13 +82,8 @@ def saved_differences(run_dir: Path, config: Config) -> list[Difference] | None:
     return [Difference(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
 
 
-# THE key table of an arm (docs/verdicts.md): the keys that cannot change what is trained. Two runs whose configs
-# differ only in these are seeds of one arm (the seed itself is the seed); any other key (model, optimizer, schedule,
-# data content, budget, precision, device, the loss ceiling that calls a run diverged) makes another arm. Borderline,
-# decided: data.path (a machine's folder; the data's content is data.dataset, its languages and synthetic task),
-# eval.* (the validation cadence and BLEU decoding change what is read, not what is trained; a quantity read on a
-# grain carries the grain), train.keep_* (which checkpoints are kept). BATCH_KEYS are the arm's unless
-# train.effective_batch_tokens fixes the batch per update (then they only spread it over workers).
+# THE key table of an arm: the keys that cannot change what is trained; docs/verdicts.md gives each key's reason, the
+# borderline ones decided, and why BATCH_KEYS count only without train.effective_batch_tokens (a test keeps it equal).
 NOT_TRAINING_KEYS = frozenset({"name", "train.seed", "data.path", "train.threads", "train.num_workers",
                                "train.log_interval", "train.keep_every_updates", "train.keep_last_epochs"})
 NOT_TRAINING_PREFIXES = ("train.diagnostics.", "eval.")  # every key under these (diagnostics only read the training)

@@ -12,13 +12,9 @@ from typing import Any
 from prelnx.atomic import overwrite_in_place, write_text_atomic
 from prelnx.records.outcome import RunStatus
 
-
-
-# The run-dir format (status.json's `format`). Every reader reads every version ever committed (tests/report/
-# test_round_four.py reads each committed study's runs): 1, the run dirs before issue 46 (no `format` key);
-# 2, status.json carries `format` - the files and their meanings are otherwise version 1's (metrics rows keep
-# valid_nll_loss null where the criterion logs no nll: cross_entropy, masked_lm). A newer version than this
-# prelnx knows is refused by name (`format_problem`), never read as an older one.
+# The run-dir format (status.json's `format`; docs/verdicts.md, "The run-dir format", says what each version is and
+# that every reader reads every one). Version 2's metrics rows keep valid_nll_loss null where the criterion logs no
+# nll (cross_entropy, masked_lm), as version 1's did; a newer version is refused by name (`format_problem`).
 FORMAT_VERSION = 2
 
 

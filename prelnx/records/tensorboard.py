@@ -19,7 +19,6 @@ from prelnx.records.results import is_finite
 SCALARS = {"valid/loss": "valid_loss", "valid/bleu": "valid_bleu", "train/loss": "train_loss", "lr": "lr",
            "valid/accuracy": "valid_accuracy"}  # accuracy: fine-tuning (sentence_prediction) only
 HPARAM_METRICS = ("valid/loss", "valid/bleu", "test/bleu_tokenized", "test/sacrebleu")
-RESULTS = ("best_valid_loss", "best_valid_bleu", "final_valid_loss")
 RUN_EVENTS_SUFFIX = ".prelnx-run"
 LAYOUT = {
     "Figures 2 and 4 (every run)": {
@@ -73,8 +72,7 @@ def rebuild(run_dir: Path, rows: list[dict[str, Any]], hparams: dict[str, Any],
     log = TensorBoardLog(staging, grain)
     try:
         log.writer.add_custom_scalars(LAYOUT if diagnostics is None else LAYOUT | diagnostics_rows.LAYOUT)
-        found = results or {}
-        values = hparams | {f"result.{key}": float(found[key]) for key in RESULTS if is_finite(found.get(key))}
+        values = hparams | {f"result.{key}": float(value) for key, value in (results or {}).items() if is_finite(value)}
         for summary in hparams_summary(values, {tag: 0.0 for tag in HPARAM_METRICS}):  # experiment, session start, end
             log.writer.file_writer.add_summary(summary)
         for row in rows:

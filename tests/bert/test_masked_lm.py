@@ -12,11 +12,10 @@ import torch
 from prelnx.config.load import ConfigError, load_config
 from prelnx.evaluate.evaluate import EvaluationError, plan_evaluation
 from prelnx.records.checkpoints import checkpoint_info
-from prelnx.records.metrics import read_metrics
+from prelnx.records.metrics import UpdateRows, read_metrics
 from prelnx.plan.launch import fairseq_argv
 from prelnx.records.grain import Grain
 from prelnx.records.reconcile import reconcile_rows
-from prelnx.records.rows import UpdateRows
 from prelnx.launch.local import train
 from tests.helpers import rendered, scalar_steps
 

@@ -16,7 +16,7 @@ from prelnx.records.lock import RunLock, RunLocked, is_locked, owner_alive
 from prelnx.records.grain import Grain
 from prelnx.records.reconcile import read_log, reconcile_rows
 from prelnx import child_report
-from prelnx.records.rows import EpochRows, is_bad_loss
+from prelnx.records.metrics import EpochRows, is_bad_loss
 from prelnx.exits import STATUS_EXIT
 from prelnx.records.status import read_status, write_status
 
