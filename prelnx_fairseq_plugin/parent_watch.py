@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+from prelnx.machine import pid_alive  # the bottom layer (README: what the plugin may import)
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -45,7 +47,7 @@ def watch_parent() -> None:
             return  # the variable came from another machine or process tree (e.g. through a Slurm submission)
         # A data-parallel worker on prelnx's machine: torchrun, not prelnx, is its parent. The kernel signal would
         # follow torchrun; poll prelnx's pid instead (torchrun then sees its worker gone and stops the others).
-        _poll(lambda: not _alive(expected_pid))
+        _poll(lambda: not pid_alive(expected_pid))
         return
     # Processes this one starts (fairseq's spawned GPU workers, which import the plugin again) watch this one,
     # not prelnx: their parent is this process.
@@ -55,16 +57,6 @@ def watch_parent() -> None:
         _die()
     if not kernel:
         _poll(lambda: os.getppid() != expected_pid)
-
-
-def _alive(pid: int) -> bool:  # as prelnx.records.lock._alive: the plugin imports nothing of prelnx
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def _poll(gone) -> None:  # type: ignore[no-untyped-def]
