@@ -36,7 +36,7 @@ from prelnx.sequential import SeedPlan
 from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep import looks
 from prelnx.sweep.looks import Decider, run_looks
-from prelnx.sweep.progress import Snapshot, showing_also
+from prelnx.sweep.progress import Snapshot
 from prelnx.sweep.seeds import fixed_plan
 from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs, expand, expand_arms
 
@@ -239,8 +239,8 @@ def run_sweep(
 
     def run_points(points: list[SweepPoint]) -> None:
         if executor == "local":
-            with showing_also(progress_also):
-                statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores))
+            statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores,
+                                      also=progress_also))
         else:
             options = {**spec.slurm, **(slurm_options or {})}
             if executor == "submitit-local":

@@ -27,7 +27,7 @@ from prelnx.plan.parallel import visible_gpus
 from prelnx.records.lock import RunLocked, is_locked
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status, write_status
-from prelnx.sweep.progress import SweepProgress
+from prelnx.sweep.progress import Snapshot, SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,12 @@ def run_local(
     on_done: Callable[[SweepPoint, RunStatus], None],
     force: bool = False,
     pin_cores: bool = False,
+    also: Callable[[Snapshot], str] | None = None,
 ) -> dict[str, RunStatus]:
     """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
     force: train every point again (a finished run is set aside, as `prelnx train --force` does).
-    pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default)."""
+    pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default).
+    also: what the sweep's progress lines end with (sweep/progress.py)."""
     threads = max(1, usable_cores() // jobs)
     slots_cores = core_slots(jobs) if pin_cores else None
     gpus = visible_gpus() if may_have_gpu() else 0  # torch imported only where a GPU may be
@@ -76,7 +78,7 @@ def run_local(
         slots.put(slot)  # a job's GPUs and cores
     lock = threading.Lock()
     statuses: dict[str, RunStatus] = {}
-    progress = SweepProgress(points)
+    progress = SweepProgress(points, also)
 
     def listen(name: str, event: Event) -> None:
         """A run's events in the sweep: all but its progress records; rows with the sweep's progress; a warning on
