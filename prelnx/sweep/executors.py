@@ -164,21 +164,20 @@ SWEEP_GPUS_DEFAULT = "one with train.device: cuda (a sweep's run is one worker),
 
 
 def sweep_request(options: dict[str, Any], cluster: str | None, runs: int, cuda: bool = False) -> SlurmRequest:
-    """Each run's job from the sweep's options (spec.SLURM_KEYS; prelnx sweep's flags over the spec's slurm:): one task
-    of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8 on Slurm, this machine's cores shared by
-    the runs for submitit's local executor) and `gpus_per_run` GPUs (default: one with train.device: cuda)."""
+    """Each run's job from the sweep's options (spec.SLURM_KEYS, typed by the spec's check and prelnx sweep's flags,
+    which win over the spec's slurm:): one task of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8
+    on Slurm, this machine's cores shared by the runs for submitit's local executor) and `gpus_per_run` GPUs (default:
+    one with train.device: cuda)."""
     if options.get("cpus_per_run"):
-        cpus = int(options["cpus_per_run"])
+        cpus = options["cpus_per_run"]
     elif cluster is None:
         cpus = default_cpus_per_run(options.get("partition"))
     else:
         cpus = max(1, usable_cores() // runs)
-    mem = options.get("mem_gb_per_run")
     gpus = options.get("gpus_per_run")
-    return SlurmRequest(1, 1, cpus, gpus_per_node=int(gpus) if gpus is not None else int(cuda),
-                        mem_gb=int(mem) if mem else None, time_min=int(options.get("time_min") or DEFAULT_TIME_MIN),
-                        partition=options.get("partition"),
-                        array_parallelism=int(options.get("array_parallelism", 64)))  # fmt: skip
+    return SlurmRequest(1, 1, cpus, gpus_per_node=int(cuda) if gpus is None else gpus,
+                        mem_gb=options.get("mem_gb_per_run"), time_min=options.get("time_min") or DEFAULT_TIME_MIN,
+                        partition=options.get("partition"), array_parallelism=options.get("array_parallelism", 64))
 
 
 def run_submitit(
