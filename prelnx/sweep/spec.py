@@ -158,14 +158,13 @@ def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None
     sweep spec (it has `grid:` or `arms:`) or a training config; --grid values are crossed with every grid of the
     spec, --set applies to all. --seeds wins over the spec: with arms or seeds: it replaces the plan by that fixed
     list; on an old spec (or a training config) it is a train.seed grid axis, as it always was."""
-    if not is_sweep_file(path):
-        seed_axis = [f"{SEED_KEY}={','.join(map(str, seeds))}"] if seeds else []
-        return spec_from_command_line(path, [*grid, *seed_axis], fixed, name)
-    spec = load_spec(path)
-    if seeds and spec.armed:
+    spec = load_spec(path) if is_sweep_file(path) else None
+    if seeds and spec is not None and spec.armed:
         spec.plan = fixed_plan(seeds)
     elif seeds:
         grid = [*grid, f"{SEED_KEY}={','.join(map(str, seeds))}"]
+    if spec is None:
+        return spec_from_command_line(path, grid, fixed, name)
     return with_command_line(spec, grid, fixed, name)
 
 
