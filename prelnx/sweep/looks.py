@@ -1,12 +1,8 @@
-"""A sequential sweep, look by look (docs/sequential.md): every arm's seeds up to the first look; then the claims are
-decided by the injected `Decider` (the report's engine, which lives above this layer: commands/sweep.py passes it);
-the next look's seeds go only to the arms an open claim reads; a claim's verdict is frozen at the look that decided it
-(or found it futile); the sweep stops when no claim is open, or at the last look.
-
-The claim -> arms map is fixed at the plan (the first look's decision); each claim's state and the arms still running
-with the claims that keep them are written to looks.json after every step, so `prelnx status` shows the look and a
-resumed sweep (a kill at any look, mid-look included) replays the looks from its records: the runs that finished are
-skipped, each look is decided again on that look's runs only, and what looks.json froze stays frozen.
+"""A sequential sweep, look by look (docs/sequential.md, "The loop"): the claims are decided by the injected `Decider`
+(the report's engine, which lives above this layer: commands/sweep.py passes it). Each claim's state and the arms still
+running with the claims that keep them are written to looks.json after every step, so `prelnx status` shows the look
+and a resumed sweep (a kill at any look, mid-look included) replays the looks from its records: the runs that finished
+are skipped, each look is decided again on that look's runs only, and what looks.json froze stays frozen.
 """
 
 from __future__ import annotations
