@@ -217,9 +217,9 @@ def run_sweep(
         log.warning(warning)
     arms = expand_arms(spec) if spec.armed else []
     plan = seed_plan(spec, arms) if arms else None
-    if plan is not None and plan.sequential and decide is None:
+    sequential = plan is not None and plan.sequential
+    if sequential and decide is None:
         raise Refusal(f"sweep {spec.name}: a sequential seeds: plan needs the claims' decider (prelnx sweep passes it)")
-    sequential = plan is not None and plan.sequential and decide is not None
     save_spec(sweep_dir, spec, arm_runs(spec, arms, plan.seeds_at(0)) if sequential else points)
     if raw_data is not None:
         if not raw_data.is_dir():
