@@ -53,10 +53,6 @@ def read_state(sweep_dir: Path) -> LookState | None:
     return LookState(data["look"], tuple(data["looks"]), data["method"], claims, data["running"], data["done"])
 
 
-def new_seeds(plan: SeedPlan, look: int) -> tuple[int, ...]:
-    return plan.seeds_at(look)[len(plan.seeds_at(look - 1)) if look else 0 :]
-
-
 def merge(state: LookState, decided: list[ClaimLook], look: int, last: bool, earlier: LookState | None = None) -> None:
     """This look's decisions into the state: a frozen claim keeps its verdict (one a former attempt froze at this
     look or before included); the claim -> arms map of the first look stays; an open claim at the last look is
@@ -98,7 +94,8 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
     active = [arm.name for arm in arms]
     scheduled: list[SweepPoint] = []
     for look in range(len(plan.looks)):
-        points = arm_runs(spec, [arm for arm in arms if arm.name in active], new_seeds(plan, look))
+        added = plan.seeds_at(look)[len(plan.seeds_at(look - 1)) if look else 0 :]  # the seeds this look adds
+        points = arm_runs(spec, [arm for arm in arms if arm.name in active], added)
         scheduled += points
         register(scheduled)
         state.look, state.running = look, {arm: state.running.get(arm, []) for arm in active}
