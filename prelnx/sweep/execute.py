@@ -242,7 +242,7 @@ def run_sweep(
             statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores,
                                       also=progress_also))
         else:
-            options = {**spec.slurm, **(slurm_options or {})}
+            options = {**spec.slurm, **{key: v for key, v in (slurm_options or {}).items() if v is not None}}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
             statuses.update(run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done))
