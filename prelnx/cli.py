@@ -30,7 +30,6 @@ def _group(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Warnings and errors only: no progress.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug lines too, and fairseq's own INFO lines.")] = False,
 ) -> None:
-    """Reproduce the warm-up study of Xiong et al. 2020 (Post-LN vs Pre-LN) with real fairseq training."""
     from prelnx import console
 
     console.configure(console.VERBOSE if verbose else console.QUIET if quiet else console.NORMAL)

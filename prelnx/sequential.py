@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -128,70 +129,60 @@ def _simpson(n: int) -> np.ndarray:
     return weights / 3.0
 
 
-def _exit(density: np.ndarray, grid: np.ndarray, weights: np.ndarray, bound: float, step: float) -> float:
-    """P(continued to here and the score after `step` more information is >= bound)."""
-    tail = scipy_stats.norm.sf((bound - grid) / math.sqrt(step))
-    return float(np.sum(weights * density * tail))
+def _looks(fractions: tuple[float, ...], choose: Callable[[int, float, Callable[[float], float]], float],
+           drift: float = 0.0) -> list[tuple[float, float]]:
+    """The recursive integration over the looks: at look k (information t) `choose(k, t, crossing)` gives its boundary
+    c (z scale), crossing(c) being P(no crossing before, Z_k >= c) when E[Z_K] = drift; each look's (c, crossing(c))."""
+    found: list[tuple[float, float]] = []
+    grid = weights = density = np.empty(0)
+    previous_t = 0.0
+    for k, t in enumerate(fractions):
+        step, mean_step = t - previous_t, drift * (t - previous_t)  # the score S(t) drifts by drift * t
+
+        def crossing(c: float, step: float = step, mean_step: float = mean_step, t: float = t) -> float:
+            if density.size == 0:
+                return float(scipy_stats.norm.sf((c * math.sqrt(t) - mean_step) / math.sqrt(step)))
+            tail = scipy_stats.norm.sf((c * math.sqrt(t) - (grid + mean_step)) / math.sqrt(step))
+            return float(np.sum(weights * density * tail))
+
+        c = choose(k, t, crossing)
+        found.append((c, crossing(c)))
+        # the continuation density of the score S = Z sqrt(t) below this look's boundary, for the next look
+        top = c * math.sqrt(t) if math.isfinite(c) else (LOWER_SD + 4) * math.sqrt(t)
+        new_grid = np.linspace(-LOWER_SD * math.sqrt(t) + drift * t, top, GRID)
+        if density.size == 0:
+            density = scipy_stats.norm.pdf((new_grid - mean_step) / math.sqrt(t)) / math.sqrt(t)
+        else:
+            sd = math.sqrt(step)
+            kernel = scipy_stats.norm.pdf((new_grid[:, None] - grid[None, :] - mean_step) / sd) / sd
+            density = kernel @ (weights * density)
+        grid, weights = new_grid, _simpson(GRID) * (new_grid[1] - new_grid[0])
+        previous_t = t
+    return found
 
 
 @functools.cache
 def boundaries(fractions: tuple[float, ...], alpha: float = ALPHA, method: str = "obrien-fleming") -> tuple[float, ...]:
-    """The efficacy boundaries c_1..c_K (z scale) of a one-sided level-`alpha` test at information `fractions`."""
-    spend = SPENDING[method]
-    bounds: list[float] = []
-    grid = weights = density = np.empty(0)
-    previous_t = spent = 0.0
-    for t in fractions:
-        target = spend(t, alpha) - spent
-        if not bounds:
-            bound = float(scipy_stats.norm.isf(target)) if target > 0 else math.inf
-        elif target <= 0:
-            bound = math.inf
-        else:
-            step = t - previous_t
+    """The efficacy boundaries c_1..c_K (z scale) of a one-sided level-`alpha` test at information `fractions`: each
+    look's crossing probability is what the spending function lets it spend."""
+    spend, spent = SPENDING[method], [0.0]
 
-            def excess(c: float, step: float = step, t: float = t) -> float:
-                return _exit(density, grid, weights, c * math.sqrt(t), step) - target
+    def choose(k: int, t: float, crossing: Callable[[float], float]) -> float:
+        target = spend(t, alpha) - spent[0]
+        spent[0] += target
+        if target <= 0:
+            return math.inf
+        if k == 0:
+            return float(scipy_stats.norm.isf(target))
+        return float(optimize.brentq(lambda c: crossing(c) - target, 0.0, 40.0, xtol=1e-10))
 
-            bound = float(optimize.brentq(excess, 0.0, 40.0, xtol=1e-10))
-        spent += target
-        bounds.append(bound)
-        # the continuation density of the score S = Z sqrt(t) below this look's boundary, for the next look
-        top = bound * math.sqrt(t) if math.isfinite(bound) else (LOWER_SD + 4) * math.sqrt(t)
-        new_grid = np.linspace(-LOWER_SD * math.sqrt(t), top, GRID)
-        if density.size == 0:
-            new_density = scipy_stats.norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
-        else:
-            sd = math.sqrt(t - previous_t)
-            kernel = scipy_stats.norm.pdf((new_grid[:, None] - grid[None, :]) / sd) / sd
-            new_density = kernel @ (weights * density)
-        grid, density, weights = new_grid, new_density, _simpson(GRID) * (new_grid[1] - new_grid[0])
-        previous_t = t
-    return tuple(bounds)
+    return tuple(c for c, _ in _looks(fractions, choose))
 
 
 def crossing_probabilities(fractions: tuple[float, ...], bounds: tuple[float, ...], drift: float = 0.0) -> list[float]:
     """P(first crossing at look k) when E[Z_K] = drift (0: under the null) - the check of `boundaries`, and the
     power of a design (drift = z_{1-alpha} + z_{power} gives a fixed design's power)."""
-    probabilities = []
-    grid = weights = density = np.empty(0)
-    previous_t = 0.0
-    for t, c in zip(fractions, bounds):
-        step, mean_step = t - previous_t, drift * (t - previous_t)  # the score S(t) drifts by drift * t
-        bound = c * math.sqrt(t)
-        if density.size == 0:
-            probabilities.append(float(scipy_stats.norm.sf((bound - mean_step) / math.sqrt(step))))
-            new_grid = np.linspace(-LOWER_SD * math.sqrt(t) + drift * t, bound, GRID)
-            new_density = scipy_stats.norm.pdf((new_grid - mean_step) / math.sqrt(t)) / math.sqrt(t)
-        else:
-            probabilities.append(_exit(density, grid + mean_step, weights, bound, step))
-            new_grid = np.linspace(-LOWER_SD * math.sqrt(t) + drift * t, bound, GRID)
-            sd = math.sqrt(step)
-            kernel = scipy_stats.norm.pdf((new_grid[:, None] - grid[None, :] - mean_step) / sd) / sd
-            new_density = kernel @ (weights * density)
-        grid, density, weights = new_grid, new_density, _simpson(GRID) * (new_grid[1] - new_grid[0])
-        previous_t = t
-    return probabilities
+    return [p for _, p in _looks(fractions, lambda k, t, crossing: bounds[k], drift)]
 
 
 def conditional_power(z: float, t: float, final_bound: float) -> float:

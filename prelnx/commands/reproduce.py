@@ -36,7 +36,7 @@ def reproduce_command(
     """
     from prelnx.reproduce.run import reproduce
 
-    slurm = {key: value for key, value in {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run,
-             "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run}.items() if value is not None}  # fmt: skip
+    slurm = {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
+             "mem_gb_per_run": mem_gb_per_run}
     raise typer.Exit(reproduce(scale.value, out, executor=executor.value, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds else None,
                                slurm=slurm, dry_run=dry_run))  # fmt: skip

@@ -58,9 +58,8 @@ def sweep_command(
             logging.getLogger(__name__).warning(warning)
         check_points(points)  # a dry run says whether the real one could start
         return
-    slurm = {key: value for key, value in {"partition": partition, "gpus_per_run": gpus_per_run,
-             "cpus_per_run": cpus_per_run, "mem_gb_per_run": mem_gb_per_run, "time_min": time_min,
-             "array_parallelism": array_parallelism}.items() if value is not None}  # fmt: skip
+    slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
+             "mem_gb_per_run": mem_gb_per_run, "time_min": time_min, "array_parallelism": array_parallelism}
     rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm,
                      after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores,
                      decide=decide_look, raw_data=raw_data)  # fmt: skip

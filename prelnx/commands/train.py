@@ -45,17 +45,16 @@ def train_command(
     for warning in schedule_warnings(resolved):
         logging.getLogger(__name__).warning(warning)
     target = run_dir or default_run_dir(resolved)
+    slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
+             "mem_gb_per_run": mem_gb_per_run, "time_min": time_min}
     if executor == "slurm":
-        request = run_request(resolved, partition, gpus_per_run, cpus_per_run, mem_gb_per_run, time_min)
+        request = run_request(resolved, **slurm)
         if dry_run:
             typer.echo("\n".join(dry_run_lines(resolved, target, request, force)))
             return
         message, code = train_on_slurm(resolved, target, request, force=force)
     else:
-        slurm = {"--partition": partition, "--gpus-per-run": gpus_per_run, "--cpus-per-run": cpus_per_run,
-                 "--mem-gb-per-run": mem_gb_per_run, "--time-min": time_min}
-        given = [name for name, value in slurm.items() if value is not None]
-        if given:
+        if given := [f"--{key.replace('_', '-')}" for key, value in slurm.items() if value is not None]:
             raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")
         if dry_run:
             plan = plan_run(resolved, target)

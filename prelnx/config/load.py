@@ -18,8 +18,8 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from prelnx.config.errors import Refusal
-from prelnx.config.overrides import OverrideError, parse_set
+from prelnx.config.errors import ConfigError
+from prelnx.config.overrides import parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.shipped import CHECKOUT_CONFIGS, name_of, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
@@ -29,10 +29,6 @@ CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the ins
 
 # What a config file's top level may hold: `base:` (inheritance, read here) and the schema's sections.
 TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))
-
-
-class ConfigError(Refusal):
-    """A config that cannot run; the message lists every problem."""
 
 
 # Names other tools and papers give our keys (Hugging Face, fairseq, PyTorch), for "did you mean":
@@ -303,10 +299,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
     config_path = find_config(path)
     flat = _load_layers(config_path)
     for text in overrides:  # `model.layout=pre`: the value read as YAML (numbers, lists, null)
-        try:
-            key, value = parse_set(text)
-        except OverrideError as error:
-            raise ConfigError(str(error)) from None
+        key, value = parse_set(text)
         flat[key] = (value, f"--set {text}")
     flat.update(values or {})
     config = build_config(flat, origin=str(config_path))

@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from prelnx.config.errors import Refusal
+from prelnx.config.errors import ConfigError
 
 
-class OverrideError(Refusal):
+class OverrideError(ConfigError):
     """A malformed override; the message names the option and shows the expected form."""
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from prelnx.config.errors import Refusal
+from prelnx.config.errors import ConfigError
 
 MAX_BYTES = 1 << 20  # 1 MiB
 MAX_NODES = 20_000  # scalars, lists and mappings, as written and once aliases are expanded
@@ -24,7 +24,7 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,63}")  # what a key of a config can look
 _QUOTED = re.compile(r"'(?!<[\w ]+>')(?:[^'\\]|\\.){2,}'|\"(?:[^\"\\]|\\.){2,}\"")
 
 
-class YamlInputError(Refusal):
+class YamlInputError(ConfigError):
     """The file cannot be read as a config; the message names it and says what is wrong."""
 
 

@@ -130,3 +130,12 @@ def variant_argv(config: Config) -> list[str]:
 def normalize_before_argv(config: Config, sides: tuple[str, ...]) -> list[str]:
     """fairseq's Pre-LN flags (a norm before each sublayer, a final norm per stack) for the layouts built on it."""
     return [f"--{side}-normalize-before" for side in sides] if layout(config.model.layout).pre_ln else []
+
+
+def model_argv(config: Config, plugin_arch: str, sides: tuple[str, ...],
+               widths: tuple[str, ...] = ("embed-dim",)) -> list[str]:
+    """The model of a translation or language-model run: fairseq's preset, or `plugin_arch` with the plugin's options;
+    each side's size and the Pre-LN flags."""
+    arch = plugin_arch if uses_plugin_model(config) else config.model.arch
+    return ["--arch", arch, *variant_argv(config), *shape_argv(config, sides, widths),
+            *normalize_before_argv(config, sides)]

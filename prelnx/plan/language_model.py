@@ -9,21 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import (dropout_argv, normalize_before_argv, shape_argv, task_argv, uses_plugin_model,
-                                variant_argv)
+from prelnx.plan.common import dropout_argv, model_argv, task_argv
 
 LM_PLUGIN_ARCH = "prelnx_transformer_lm"  # the plugin's decoder-only model (prelnx_fairseq_plugin/models/normalized_lm.py)
 
 
 def language_model_argv(config: Config, data: Path) -> list[str]:
-    m, d = config.model, config.data
-    plugin = uses_plugin_model(config)
+    d = config.data
     argv = task_argv(data, "language_modeling", "--criterion", "cross_entropy", "--sample-break-mode",
-                     d.sample_break_mode, "--tokens-per-sample", str(d.tokens_per_sample),
-                     "--arch", LM_PLUGIN_ARCH if plugin else m.arch)  # fmt: skip
-    argv += variant_argv(config)  # the plugin model's options ([] for fairseq's own)
-    argv += shape_argv(config, ("decoder",), ("embed-dim", "input-dim", "output-dim"))
-    argv += normalize_before_argv(config, ("decoder",))
-    if m.share_decoder_input_output_embed:
+                     d.sample_break_mode, "--tokens-per-sample", str(d.tokens_per_sample))
+    argv += model_argv(config, LM_PLUGIN_ARCH, ("decoder",), ("embed-dim", "input-dim", "output-dim"))
+    if config.model.share_decoder_input_output_embed:
         argv.append("--share-decoder-input-output-embed")
     return argv + dropout_argv(config)

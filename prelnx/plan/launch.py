@@ -26,20 +26,20 @@ RUNS = Path("runs")
 TRAININGS = "train"  # runs/train/: single trainings; no sweep may take this name
 
 
-def default_run_dir(config: Config, runs_root: Path = RUNS) -> Path:
+def default_run_dir(config: Config) -> Path:
     """runs/train/<name>; a name that would leave runs/ (absolute, `..`, a backslash) is refused: give --run-dir."""
-    return runs_subdir(config.name or "run", runs_root / TRAININGS)
+    return runs_subdir(config.name or "run", RUNS / TRAININGS)
 
 
-def sweep_dir(name: str, runs_root: Path = RUNS) -> Path:
+def sweep_dir(name: str) -> Path:
     """runs/<sweep name>; runs/train/ is refused (it holds single trainings)."""
     if Path(name).parts[:1] == (TRAININGS,):
         raise Refusal(f"sweep name {name!r}: runs/{TRAININGS}/ holds single trainings (prelnx train); name the "
                          f"sweep otherwise (--name) or give --out")  # fmt: skip
-    return runs_subdir(name, runs_root)
+    return runs_subdir(name, RUNS)
 
 
-def runs_subdir(name: str, runs_root: Path = RUNS) -> Path:
+def runs_subdir(name: str, runs_root: Path) -> Path:
     """runs_root/name, for a run's or a sweep's name; Refusal for a name that would leave runs_root."""
     parts = Path(name).parts
     if Path(name).is_absolute() or ".." in parts or "\\" in name or not parts:

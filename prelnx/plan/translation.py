@@ -7,21 +7,15 @@ import json
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.plan.common import (dropout_argv, normalize_before_argv, shape_argv, task_argv, uses_plugin_model,
-                                variant_argv)
+from prelnx.plan.common import dropout_argv, model_argv, task_argv
 from prelnx.plan.data import languages
 
 
 def translation_argv(config: Config, data: Path) -> list[str]:
     m, t, b = config.model, config.train, config.eval.bleu
     source, target = languages(config)
-    variant = uses_plugin_model(config)
-    argv = task_argv(data, "translation", "--source-lang", source, "--target-lang", target,
-                     "--arch", f"prelnx_{m.arch}" if variant else m.arch)  # fmt: skip
-    argv += variant_argv(config)  # the plugin's options (plan/common.py)
-    argv += shape_argv(config, ("encoder", "decoder"))
-    argv += normalize_before_argv(config, ("encoder", "decoder"))
-    argv += dropout_argv(config)
+    argv = task_argv(data, "translation", "--source-lang", source, "--target-lang", target)
+    argv += model_argv(config, f"prelnx_{m.arch}", ("encoder", "decoder")) + dropout_argv(config)
     if m.share_all_embeddings:
         argv.append("--share-all-embeddings")
     elif m.share_decoder_input_output_embed:

@@ -36,7 +36,7 @@ from prelnx.sequential import SeedPlan
 from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep import looks
 from prelnx.sweep.looks import Decider, run_looks
-from prelnx.sweep.progress import Snapshot, showing_also
+from prelnx.sweep.progress import Snapshot
 from prelnx.sweep.seeds import fixed_plan
 from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs, expand, expand_arms
 
@@ -217,9 +217,9 @@ def run_sweep(
         log.warning(warning)
     arms = expand_arms(spec) if spec.armed else []
     plan = seed_plan(spec, arms) if arms else None
-    if plan is not None and plan.sequential and decide is None:
+    sequential = plan is not None and plan.sequential
+    if sequential and decide is None:
         raise Refusal(f"sweep {spec.name}: a sequential seeds: plan needs the claims' decider (prelnx sweep passes it)")
-    sequential = plan is not None and plan.sequential and decide is not None
     save_spec(sweep_dir, spec, arm_runs(spec, arms, plan.seeds_at(0)) if sequential else points)
     if raw_data is not None:
         if not raw_data.is_dir():
@@ -239,10 +239,10 @@ def run_sweep(
 
     def run_points(points: list[SweepPoint]) -> None:
         if executor == "local":
-            with showing_also(progress_also):
-                statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores))
+            statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores,
+                                      also=progress_also))
         else:
-            options = {**spec.slurm, **(slurm_options or {})}
+            options = {**spec.slurm, **{key: v for key, v in (slurm_options or {}).items() if v is not None}}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
             statuses.update(run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done))

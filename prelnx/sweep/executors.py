@@ -27,7 +27,7 @@ from prelnx.plan.parallel import visible_gpus
 from prelnx.records.lock import RunLocked, is_locked
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status, write_status
-from prelnx.sweep.progress import SweepProgress
+from prelnx.sweep.progress import Snapshot, SweepProgress
 from prelnx.sweep.spec import SweepPoint
 
 log = logging.getLogger(__name__)
@@ -61,10 +61,12 @@ def run_local(
     on_done: Callable[[SweepPoint, RunStatus], None],
     force: bool = False,
     pin_cores: bool = False,
+    also: Callable[[Snapshot], str] | None = None,
 ) -> dict[str, RunStatus]:
     """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
     force: train every point again (a finished run is set aside, as `prelnx train --force` does).
-    pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default)."""
+    pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default).
+    also: what the sweep's progress lines end with (sweep/progress.py)."""
     threads = max(1, usable_cores() // jobs)
     slots_cores = core_slots(jobs) if pin_cores else None
     gpus = visible_gpus() if may_have_gpu() else 0  # torch imported only where a GPU may be
@@ -76,7 +78,7 @@ def run_local(
         slots.put(slot)  # a job's GPUs and cores
     lock = threading.Lock()
     statuses: dict[str, RunStatus] = {}
-    progress = SweepProgress(points)
+    progress = SweepProgress(points, also)
 
     def listen(name: str, event: Event) -> None:
         """A run's events in the sweep: all but its progress records; rows with the sweep's progress; a warning on
@@ -162,21 +164,20 @@ SWEEP_GPUS_DEFAULT = "one with train.device: cuda (a sweep's run is one worker),
 
 
 def sweep_request(options: dict[str, Any], cluster: str | None, runs: int, cuda: bool = False) -> SlurmRequest:
-    """Each run's job from the sweep's options (spec.SLURM_KEYS; prelnx sweep's flags over the spec's slurm:): one task
-    of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8 on Slurm, this machine's cores shared by
-    the runs for submitit's local executor) and `gpus_per_run` GPUs (default: one with train.device: cuda)."""
+    """Each run's job from the sweep's options (spec.SLURM_KEYS, typed by the spec's check and prelnx sweep's flags,
+    which win over the spec's slurm:): one task of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8
+    on Slurm, this machine's cores shared by the runs for submitit's local executor) and `gpus_per_run` GPUs (default:
+    one with train.device: cuda)."""
     if options.get("cpus_per_run"):
-        cpus = int(options["cpus_per_run"])
+        cpus = options["cpus_per_run"]
     elif cluster is None:
         cpus = default_cpus_per_run(options.get("partition"))
     else:
         cpus = max(1, usable_cores() // runs)
-    mem = options.get("mem_gb_per_run")
     gpus = options.get("gpus_per_run")
-    return SlurmRequest(1, 1, cpus, gpus_per_node=int(gpus) if gpus is not None else int(cuda),
-                        mem_gb=int(mem) if mem else None, time_min=int(options.get("time_min") or DEFAULT_TIME_MIN),
-                        partition=options.get("partition"),
-                        array_parallelism=int(options.get("array_parallelism", 64)))  # fmt: skip
+    return SlurmRequest(1, 1, cpus, gpus_per_node=int(cuda) if gpus is None else gpus,
+                        mem_gb=options.get("mem_gb_per_run"), time_min=options.get("time_min") or DEFAULT_TIME_MIN,
+                        partition=options.get("partition"), array_parallelism=options.get("array_parallelism", 64))
 
 
 def run_submitit(

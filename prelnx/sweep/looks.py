@@ -1,12 +1,8 @@
-"""A sequential sweep, look by look (docs/sequential.md): every arm's seeds up to the first look; then the claims are
-decided by the injected `Decider` (the report's engine, which lives above this layer: commands/sweep.py passes it);
-the next look's seeds go only to the arms an open claim reads; a claim's verdict is frozen at the look that decided it
-(or found it futile); the sweep stops when no claim is open, or at the last look.
-
-The claim -> arms map is fixed at the plan (the first look's decision); each claim's state and the arms still running
-with the claims that keep them are written to looks.json after every step, so `prelnx status` shows the look and a
-resumed sweep (a kill at any look, mid-look included) replays the looks from its records: the runs that finished are
-skipped, each look is decided again on that look's runs only, and what looks.json froze stays frozen.
+"""A sequential sweep, look by look (docs/sequential.md, "The loop"): the claims are decided by the injected `Decider`
+(the report's engine, which lives above this layer: commands/sweep.py passes it). Each claim's state and the arms still
+running with the claims that keep them are written to looks.json after every step, so `prelnx status` shows the look
+and a resumed sweep (a kill at any look, mid-look included) replays the looks from its records: the runs that finished
+are skipped, each look is decided again on that look's runs only, and what looks.json froze stays frozen.
 """
 
 from __future__ import annotations
@@ -57,10 +53,6 @@ def read_state(sweep_dir: Path) -> LookState | None:
     return LookState(data["look"], tuple(data["looks"]), data["method"], claims, data["running"], data["done"])
 
 
-def new_seeds(plan: SeedPlan, look: int) -> tuple[int, ...]:
-    return plan.seeds_at(look)[len(plan.seeds_at(look - 1)) if look else 0 :]
-
-
 def merge(state: LookState, decided: list[ClaimLook], look: int, last: bool, earlier: LookState | None = None) -> None:
     """This look's decisions into the state: a frozen claim keeps its verdict (one a former attempt froze at this
     look or before included); the claim -> arms map of the first look stays; an open claim at the last look is
@@ -102,7 +94,8 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
     active = [arm.name for arm in arms]
     scheduled: list[SweepPoint] = []
     for look in range(len(plan.looks)):
-        points = arm_runs(spec, [arm for arm in arms if arm.name in active], new_seeds(plan, look))
+        added = plan.seeds_at(look)[len(plan.seeds_at(look - 1)) if look else 0 :]  # the seeds this look adds
+        points = arm_runs(spec, [arm for arm in arms if arm.name in active], added)
         scheduled += points
         register(scheduled)
         state.look, state.running = look, {arm: state.running.get(arm, []) for arm in active}

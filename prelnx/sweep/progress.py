@@ -1,18 +1,16 @@
 """Progress over a whole sweep, fed the runs' RowDone events and final statuses: runs done / total, epochs (or
 updates: the runs' grain) done / planned, and an ETA. The pace is the steps trained after each run's first row (which
 also holds fairseq's start-up, and for a resumed run everything before it) over the time since the sweep's first row
-(prelnx/eta.py's rule). `showing_also(render)` around a sweep ends every line with ` || render(snapshot)` (a
-reproduction's stages beside it), from the typed `Snapshot`.
+(prelnx/eta.py's rule). `also` ends every line with ` || also(snapshot)` (a reproduction's stages beside it), from the
+typed `Snapshot`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prelnx.eta import duration
@@ -36,23 +34,10 @@ class Snapshot:
     statuses: tuple[tuple[str, int], ...]
 
 
-_ALSO: ContextVar[Callable[[Snapshot], str] | None] = ContextVar("sweep_progress_also", default=None)
-
-
-@contextlib.contextmanager
-def showing_also(render: Callable[[Snapshot], str] | None) -> Iterator[None]:
-    """Every SweepProgress made inside (in this thread) ends its line with ` || render(snapshot)`."""
-    token = _ALSO.set(render)
-    try:
-        yield
-    finally:
-        _ALSO.reset(token)
-
-
 class SweepProgress:
     """Thread-safe."""
 
-    def __init__(self, points: list[SweepPoint]) -> None:
+    def __init__(self, points: list[SweepPoint], also: Callable[[Snapshot], str] | None = None) -> None:
         self.total = len(points)
         self.planned = {p.name: grain.planned(p.config) for p in points}
         kinds = {grain.of(p.config) for p in points}
@@ -65,7 +50,7 @@ class SweepProgress:
         self.statuses: Counter[str] = Counter()
         self.ended: set[str] = set()
         self.lock = threading.Lock()
-        self.also = _ALSO.get()  # read where the sweep starts: its threads do not carry the context
+        self.also = also
 
     def row_done(self, name: str, step: int) -> str:
         """A run recorded the row at `step` (epoch or update); returns the sweep's progress."""

@@ -1,17 +1,5 @@
-"""A sweep spec's `arms:` and `seeds:` sections, checked at load (every problem in one message naming its key).
-
-    arms:                        # named arms: each a mapping of overrides (crossed with `grid:` when both are given)
-      nowarmup: {schedule.warmup_updates: 0, schedule.decay: constant}
-      warmup: {schedule.warmup_updates: 200, schedule.decay: inverse_sqrt}
-    seeds: [1, 2, 3]             # a fixed list (or a count: 3 = seeds 1..3) ...
-    seeds:                       # ... or a sequential plan (docs/sequential.md)
-      looks: [4, 6, 8]           # seeds per arm at each look
-      method: obrien-fleming     # Lan-DeMets alpha spending: obrien-fleming | pocock
-      futility: 0.1              # stop adding seeds when the last look's conditional power is below this (0: never)
-
-Which wins: `prelnx sweep --seeds` replaces the spec's `seeds:` with a fixed list (the command line wins, as its
-Slurm flags do); a spec whose grid sweeps `train.seed` is a fixed policy of those seeds and may not also say `seeds:`.
-"""
+"""A sweep spec's `arms:` and `seeds:` sections (their keys, and why `prelnx sweep --seeds` wins over `seeds:`:
+docs/sequential.md, "The spec"), checked at load: every problem in one message naming its key."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.load import ConfigError, default_run_name, find_config, load_config
-from prelnx.config.overrides import OverrideError, parse_grid, parse_set
+from prelnx.config.overrides import parse_grid, parse_set
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.layouts import absolute_spec, is_file_spec
@@ -88,10 +88,7 @@ def is_sweep_file(path: Path) -> bool:
 
 
 def load_spec(path: Path) -> SweepSpec:
-    try:
-        data = read_yaml(path) or {}
-    except YamlInputError as error:
-        raise ConfigError(str(error)) from None
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a sweep spec must be a mapping of keys, got {type(data).__name__}")
     if unknown := set(data) - SPEC_KEYS:
@@ -141,11 +138,8 @@ def spec_from_command_line(base: Path, grid: list[str], fixed: list[str], name: 
     """`--grid KEY=V1,V2 --set KEY=V` on a training config (overrides.py: the values' syntax). Named like a training of
     it, `/` as `-`, plus `-grid` (runs/demo-postln_warmup-grid): sweeps of `demo/x.yaml` and `iwslt14/x.yaml` never
     share a folder, nor sit inside another sweep's (plan/launch.py: the naming rule)."""
-    try:
-        pairs = [parse_grid(text) for text in grid]
-        overrides = dict(parse_set(text) for text in fixed)
-    except OverrideError as error:
-        raise ConfigError(str(error)) from None
+    pairs = [parse_grid(text) for text in grid]
+    overrides = dict(parse_set(text) for text in fixed)
     keys = [key for key, _ in pairs]
     if repeated := sorted({key for key in keys if keys.count(key) > 1}):
         raise ConfigError(f"--grid {', '.join(repeated)}: given more than once; list all its values in one --grid")
@@ -158,14 +152,13 @@ def resolve_spec(path: Path, grid: list[str], fixed: list[str], name: str | None
     sweep spec (it has `grid:` or `arms:`) or a training config; --grid values are crossed with every grid of the
     spec, --set applies to all. --seeds wins over the spec: with arms or seeds: it replaces the plan by that fixed
     list; on an old spec (or a training config) it is a train.seed grid axis, as it always was."""
-    if not is_sweep_file(path):
-        seed_axis = [f"{SEED_KEY}={','.join(map(str, seeds))}"] if seeds else []
-        return spec_from_command_line(path, [*grid, *seed_axis], fixed, name)
-    spec = load_spec(path)
-    if seeds and spec.armed:
+    spec = load_spec(path) if is_sweep_file(path) else None
+    if seeds and spec is not None and spec.armed:
         spec.plan = fixed_plan(seeds)
     elif seeds:
         grid = [*grid, f"{SEED_KEY}={','.join(map(str, seeds))}"]
+    if spec is None:
+        return spec_from_command_line(path, grid, fixed, name)
     return with_command_line(spec, grid, fixed, name)
 
 

@@ -42,7 +42,7 @@ def test_sweep_progress_counts_updates_for_runs_at_the_update_grain():
 
 def test_what_a_sweep_line_ends_with_is_rendered_from_the_typed_progress():
     """A reproduction shows its own progress beside a sweep's: it receives the values, not the line's text."""
-    from prelnx.sweep.progress import Snapshot, showing_also
+    from prelnx.sweep.progress import Snapshot
 
     seen: list[Snapshot] = []
 
@@ -51,9 +51,8 @@ def test_what_a_sweep_line_ends_with_is_rendered_from_the_typed_progress():
         return f"stage 2/9 ({snapshot.done} of {snapshot.total} runs, {snapshot.remaining} {snapshot.unit} left)"
 
     points = [SimpleNamespace(name=n, config=Config(train=TrainConfig(max_epoch=4))) for n in "ab"]
-    with showing_also(beside):
-        progress = SweepProgress(points)
-    assert SweepProgress(points).row_done("a", 1).endswith("ETA after the next row")  # made outside: nothing beside
+    progress = SweepProgress(points, also=beside)
+    assert SweepProgress(points).row_done("a", 1).endswith("ETA after the next row")  # made without: nothing beside
     progress.row_done("a", 1)
     line = progress.run_done("b", "diverged")
     assert line.endswith(" || stage 2/9 (1 of 2 runs, 3 epochs left)"), line
