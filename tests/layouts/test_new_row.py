@@ -61,10 +61,13 @@ def test_one_row_and_one_scheme_file_make_a_layout_that_trains_is_plotted_and_me
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         return done
 
-    where = run("-c", "import prelnx, prelnx_fairseq_plugin; print(prelnx.__file__, prelnx_fairseq_plugin.__file__)")
-    assert all(Path(p).is_relative_to(copy) for p in where.stdout.split())  # the copy runs, not the checkout
-    colour = run("-c", "from prelnx.plots.gradients import colour; print(colour('halfres'))")
-    assert colour.stdout.strip() == "black"
+    # Where prelnx and the plugin are imported from, found as `import` finds them (the plugin's import is torch's and
+    # fairseq's: the training below pays it), and the new row's colour, in one process.
+    where = run("-c", "import importlib.util, prelnx; from prelnx.plots.gradients import colour; print(colour('halfres')); "
+                "print(prelnx.__file__, importlib.util.find_spec('prelnx_fairseq_plugin').origin)")  # fmt: skip
+    colour, *files = where.stdout.split()
+    assert len(files) == 2 and all(Path(p).is_relative_to(copy) for p in files)  # the copy runs, not the checkout
+    assert colour == "black"
 
     run("-m", "prelnx.cli", "train", "-c", "tiny.yaml")
     run_dir = work / "runs" / "train" / "tiny"

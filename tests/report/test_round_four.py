@@ -9,7 +9,9 @@ import math
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from prelnx.cli import app
 from prelnx.paper import methods_data, paper_data
 from prelnx.report.arms import load_arms, seed_groups
 from prelnx.report.claims import TRAINING_CHECKS
@@ -18,7 +20,7 @@ from prelnx.report.render import method_claims_table
 from prelnx.report.stats import Verdict
 from prelnx.report.theory_claims import check_theory, judge
 from prelnx.report.warmup_free import check_methods
-from tests.layouts.test_user_layout import prelnx, write_config
+from tests.layouts.test_user_layout import write_config
 from tests.layouts.test_user_claims import EXAMPLE
 from tests.report.runs import Sweep, write_dictionary
 
@@ -196,17 +198,20 @@ BAD_NUMBERS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_NUMBERS))
-def test_finding_4_a_layout_files_claim_numbers_are_refused_at_config_validation(tmp_path, case):
+def test_finding_4_a_layout_files_claim_numbers_are_refused_at_config_validation(tmp_path, case, monkeypatch):
     """inf, a factor of 1 (an empty band) or below (an inverted one) and a zero speed-up (a ZeroDivisionError in
     `prelnx report`, exit 70) were accepted; now `prelnx train` refuses the config in one line naming the file and the
-    claim, exit 2. (A margin of 0 bits stays valid: a sign claim, "strictly better".)"""
+    claim, exit 2. (A margin of 0 bits stays valid: a sign claim, "strictly better".) The app and its handler run in
+    this process, as tests/layouts/test_user_layout.py's bad layout files do (a child's start costs seconds of
+    fairseq imports per case; that test runs the installed entry point in a child once)."""
     numbers, words = BAD_NUMBERS[case]
     claim = f'{{"id": "bad", "claim": "x", {numbers}}}'
     source = EXAMPLE.read_text().replace("    claims = (\n", f"    claims = ({claim},)\n    _unused = (\n", 1)
     (tmp_path / "gated_preln.py").write_text(source)
     write_config(tmp_path)
-    done = prelnx(tmp_path, "train", "-c", "tiny.yaml")
-    assert done.returncode == 2, done.stdout + done.stderr
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["train", "-c", "tiny.yaml"])
+    assert done.exit_code == 2, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if "gated_preln.py" in line]
     assert lines and "GatedPreLN.claims[0] (bad)" in lines[0] and words in lines[0], done.stderr
     assert "Traceback" not in done.stderr

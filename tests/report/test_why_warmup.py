@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from prelnx.paper import explanations_data
 from prelnx.report.arms import load_arms
 from prelnx.report.predict import Protocol, Unit, predict
+import prelnx.report.report as report_module
 from prelnx.report.report import write_report
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
@@ -267,6 +268,11 @@ def test_shuffling_sweep_json_changes_no_printed_number(tmp_path, monkeypatch):
     spec = explanations_data()
     spec["prediction"]["studies"] = {"why_warmup": {"fit_seeds": list(FIT), "test_seeds": list(TEST)}}
     monkeypatch.setattr(section, "explanations_data", lambda: spec)  # the study's entry, as methods.yaml would hold it
+    # The section's text is compared, not pixels: the curves (another section) are not drawn, nor the early window's
+    # PNGs (their lines are still written; the figures are drawn and checked in
+    # test_the_report_ranks_the_predictors_and_draws_the_early_window)
+    monkeypatch.setattr(report_module, "plot", lambda sweep_dir, out=None: [])
+    monkeypatch.setattr(section, "early_window_figure", lambda panels, quantity, out, window, edge=None: out)
 
     def noisy(layout, variant, lr, warmup, seed, fails):
         level = (2.0 if fails else 1.0) + ((seed * 7 + len(variant) + int(lr * 1e4)) % 5) / 4
@@ -333,7 +339,9 @@ def test_row_reductions():
         run_quantity("sharpness", rows, None)
 
 
-def test_the_report_ranks_the_predictors_and_draws_the_early_window(tmp_path):
+def test_the_report_ranks_the_predictors_and_draws_the_early_window(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_module, "plot", lambda sweep_dir, out=None: [])  # the curves: not this section's
+
     def quantity(layout, variant, lr, warmup, seed, fails):
         return lambda update, now: (4.0 if fails else 1.0) * (1 + seed / 20)
 

@@ -14,6 +14,8 @@ from prelnx.sequential import ClaimState
 from prelnx.sweep.execute import save_index
 from prelnx.sweep.looks import LOOKS_FILE, look_lines, plan_lines, read_state, run_looks
 from prelnx.sweep.spec import expand_arms, load_spec
+from tests.conftest import TINY
+from tests.helpers import config_writer
 from tests.report.runs import write_dictionary
 
 Z = (0.9, -1.1, 0.3, -0.4, 1.4, -0.7, 0.1, -0.5)  # a seed's standard score, the same in every arm
@@ -70,8 +72,16 @@ def runs_of(sweep_dir):
     return {arm: sum(n.startswith(f"{arm}_seed-") for n in names) for arm in FINALS}
 
 
-def test_seeds_go_only_to_the_arms_an_open_claim_reads(tmp_path, tiny_config_file):
-    state, written, sweep_dir = run(tmp_path, tiny_config_file, "sweep")
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """(state, written, sweep_dir): the plan run look by look to its end, never stopped, once for the tests that only
+    read it (the tiny config as tiny_config_file writes it); a test's stopped and resumed sweeps are its own."""
+    folder = tmp_path_factory.mktemp("looks")
+    return run(folder, config_writer(TINY, folder, "tiny.yaml"), "whole")
+
+
+def test_seeds_go_only_to_the_arms_an_open_claim_reads(whole):
+    state, written, sweep_dir = whole
     needs = state.claims["postln_adam_needs_warmup"]
     assert (needs.state, needs.verdict, needs.look, needs.runs) == (ClaimState.DECIDED, "holds", 0, 8)
     matches = state.claims["preln_without_warmup_matches"]
@@ -84,14 +94,14 @@ def test_seeds_go_only_to_the_arms_an_open_claim_reads(tmp_path, tiny_config_fil
 
 
 @pytest.mark.parametrize("stop_after", [5, 13])  # a kill in the first look, and in the second
-def test_a_killed_sweep_resumes_to_the_same_looks(tmp_path, tiny_config_file, stop_after):
-    whole, _, whole_dir = run(tmp_path, tiny_config_file, "whole")
+def test_a_killed_sweep_resumes_to_the_same_looks(tmp_path, tiny_config_file, stop_after, whole):
+    ended, _, whole_dir = whole
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, tiny_config_file, "killed", stop_after=stop_after)
     halfway = read_state(tmp_path / "killed")
     assert halfway is not None and not halfway.done
     resumed, written, killed_dir = run(tmp_path, tiny_config_file, "killed")
-    assert resumed.claims == whole.claims and runs_of(killed_dir) == runs_of(whole_dir)
+    assert resumed.claims == ended.claims and runs_of(killed_dir) == runs_of(whole_dir)
     assert len(written) == sum(runs_of(whole_dir).values()) - stop_after  # nothing trained twice
 
 
@@ -112,10 +122,10 @@ def test_dry_run_lines_of_a_plan(tmp_path, tiny_config_file):
     assert not (tmp_path / LOOKS_FILE).exists()
 
 
-def test_the_report_lines_say_how_each_claim_was_decided(tmp_path, tiny_config_file):
+def test_the_report_lines_say_how_each_claim_was_decided(tmp_path, whole):
     from prelnx.report.sequential import how_decided
 
-    _, _, sweep_dir = run(tmp_path, tiny_config_file, "sweep")
+    _, _, sweep_dir = whole
     lines = how_decided(sweep_dir)
     assert lines[0].endswith("A fixed design with the plan's 80 % power: 8 seeds per arm.")
     assert ("- postln_adam_needs_warmup: decided at look 1 of 3 (4 seeds per arm): holds, on 8 runs of 2 arm(s); "
