@@ -26,13 +26,13 @@ def finetune_command(
     Re-running resumes unfinished fine-tunings. Exit codes: 0 all finished, 1 one failed, 2 bad input.
     """
     from prelnx.config.load import load_config
-    from prelnx.finetune.plan import RUN_DIR_AS, plan, run_all
+    from prelnx.finetune.plan import RUN_DIR_AS, default_folder, plan, run_all
     from prelnx.records.checkpoints import parse_checkpoints
 
     # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
     choices = parse_checkpoints(checkpoint or ["best"], run_dir_as=RUN_DIR_AS, many=True)
     base, _ = load_config(config, set_ or [])
-    folder = out or pretrained / "finetune" / (Path(base.name or "finetune").name)
+    folder = out or default_folder(base, pretrained)
     runs = plan(base, pretrained, choices, options.parse_seeds(seeds), folder)
     if dry_run:
         for run in runs:

@@ -85,6 +85,11 @@ def finetune_config(base: Config, pretrained: Config, checkpoint: Path, seed: in
     return config
 
 
+def default_folder(base: Config, pretrained_run: Path) -> Path:
+    """Where a pre-trained run's fine-tunings of `base` go unless told: <run>/finetune/<base's name>."""
+    return pretrained_run / "finetune" / Path(base.name or "finetune").name
+
+
 def plan(base: Config, pretrained_run: Path, chosen: Sequence[str | CheckpointChoice], seeds: Sequence[int],
          out: Path) -> list[Finetuning]:  # fmt: skip
     """A fine-tuning per seed and checkpoint `chosen` names, each once (--checkpoint values in its one grammar,

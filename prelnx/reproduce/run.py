@@ -111,7 +111,7 @@ def _evaluate(sp: StagePlan, plan: Plan) -> bool:
 def _finetune(sp: StagePlan, plan: Plan) -> bool:
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import plan as plan_finetunings
-    from prelnx.finetune.plan import run_all
+    from prelnx.finetune.plan import default_folder, run_all
     from prelnx.report.report import report_after_sweep
 
     base, _ = load_config(sp.stage.source, list(sp.stage.set))
@@ -119,7 +119,7 @@ def _finetune(sp: StagePlan, plan: Plan) -> bool:
     pretrained = plan.out / sp.stage.options["pretrained"]
     codes = []
     for run_dir in _finished_runs(pretrained):
-        folder = run_dir / "finetune" / Path(base.name or "finetune").name
+        folder = default_folder(base, run_dir)
         runs = plan_finetunings(base, run_dir, list(sp.stage.options["checkpoint"]), seeds, folder)
         codes.append(run_all(runs, folder))
     report_after_sweep(pretrained)  # its report now has the fine-tuning section

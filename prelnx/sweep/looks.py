@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prelnx.atomic import write_text_atomic
 from prelnx.sequential import ClaimLook, ClaimState, SeedPlan, most_runs
+from prelnx.sweep.seeds import seed_run_name
 from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs
 
 LOOKS_FILE = "looks.json"
@@ -103,7 +104,8 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
         log.info(f"look {look + 1} of {len(plan.looks)} ({plan.looks[look]} seeds per arm): {len(points)} new run(s) "
                  f"for {len(active)} arm(s)")  # fmt: skip
         run_points(points)
-        groups = {arm.name: tuple(p.name for p in scheduled if p.name.startswith(f"{arm.name}_seed-")) for arm in arms}
+        runs_of = {arm.name: {seed_run_name(arm.name, seed) for seed in plan.order} for arm in arms}
+        groups = {arm: tuple(p.name for p in scheduled if p.name in names) for arm, names in runs_of.items()}
         last = look == len(plan.looks) - 1
         merge(state, decide(sweep_dir, groups, plan, look), look, last, earlier)
         for claim in state.claims.values():
