@@ -101,8 +101,9 @@ def _sweep_scale(folder: Path, arms: list[Any]) -> str:
 
     config = read_run_config(folder / arms[0].name)
     sizes = model_sizes(config)
-    layers = f"{sizes['encoder_layers']}-{sizes['decoder_layers']}" if sizes["decoder_layers"] else \
-        str(sizes["encoder_layers"])  # fmt: skip
+    layers = (f"{sizes['decoder_layers']} decoder" if config.task == "language_model" else
+              f"{sizes['encoder_layers']}-{sizes['decoder_layers']}" if sizes["decoder_layers"] else
+              str(sizes["encoder_layers"]))  # fmt: skip
     updates = max((int(a.results.get("update") or 0) for a in arms), default=0)
     data = config.data.dataset if config.data.dataset != "custom" else Path(config.data.path).name  # its folder
     return f"{data}, {layers} layers, d {sizes['embed_dim']}, {updates} updates"

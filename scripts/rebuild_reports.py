@@ -46,7 +46,8 @@ STUDIES = {
     "warmup_free": Study("configs/sweeps/warmup_free_issue39.yaml", "docs/results/warmup_free_cpu.md",
                          "The warm-up-free benchmark at CPU scale (see docs/warmup_free.md)"),
     "placements_lm": Study("configs/sweeps/placements_lm.yaml", "docs/results/placements_lm.md",
-                           "prelnx report: placements_lm"),
+                           "The norm placements on the language model, a sequential study of seeds 101-112 "
+                           "(configs/sweeps/placements_lm.yaml, amendment 2)"),
     "cpu_multi30k_sgd_premise": Study(
         "configs/sweeps/cpu_multi30k_sgd_premise.yaml", "docs/results/cpu_multi30k_sgd_premise.md",
         "CPU-scale NMT study, stage 1: the SGD premise sweep (configs/sweeps/cpu_multi30k.yaml's protocol)"),

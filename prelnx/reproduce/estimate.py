@@ -46,9 +46,11 @@ def _preset(arch: str) -> dict[str, int]:
 
 def model_sizes(config: Config) -> dict[str, int]:
     given = {key: getattr(config.model, key, None) for key in TRANSFORMER_BASE}
+    if config.task == "language_model":
+        given["encoder_layers"] = 0  # a decoder alone
     preset = _preset(config.model.arch) if None in given.values() else {}
     sizes = {key: int(preset[key] if value is None else value) for key, value in given.items()}
-    if config.task != "translation":
+    if config.task not in ("translation", "language_model"):
         sizes["decoder_layers"] = 0  # an encoder (masked LM, sentence prediction)
     return sizes
 
