@@ -94,6 +94,7 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
     state = LookState(looks=plan.looks, method=plan.method)
     active = [arm.name for arm in arms]
     scheduled: list[SweepPoint] = []
+    runs_of = {arm.name: {seed_run_name(arm.name, seed) for seed in plan.order} for arm in arms}  # an arm's run names
     for look in range(len(plan.looks)):
         added = plan.seeds_at(look)[len(plan.seeds_at(look - 1)) if look else 0 :]  # the seeds this look adds
         points = arm_runs(spec, [arm for arm in arms if arm.name in active], added)
@@ -104,7 +105,6 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
         log.info(f"look {look + 1} of {len(plan.looks)} ({plan.looks[look]} seeds per arm): {len(points)} new run(s) "
                  f"for {len(active)} arm(s)")  # fmt: skip
         run_points(points)
-        runs_of = {arm.name: {seed_run_name(arm.name, seed) for seed in plan.order} for arm in arms}
         groups = {arm: tuple(p.name for p in scheduled if p.name in names) for arm, names in runs_of.items()}
         last = look == len(plan.looks) - 1
         merge(state, decide(sweep_dir, groups, plan, look), look, last, earlier)
