@@ -8,27 +8,14 @@ usually reported); an unfinished fine-tuning is listed with its status and left 
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
+from prelnx.interval import mean_interval
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import recorded_status
-
-
-def mean_interval(values: list[float], level: float = 0.95) -> tuple[float | None, float | None]:
-    """(mean, half-width of the `level` interval); the half-width is None for fewer than 2 values."""
-    if not values:
-        return None, None
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None
-    from scipy.stats import t
-
-    return mean, float(t.ppf((1 + level) / 2, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
 
 
 def best_accuracy(run_dir: Path) -> float | None:
