@@ -38,7 +38,7 @@ def best_and_final(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 def run_results(run_dir: Path) -> dict[str, Any]:
     """A run's status and results from its files (`pending` when it has no status.json yet)."""
-    status = read_status(run_dir) or {}
+    status = read_status(run_dir)
     rows = read_metrics(run_dir)
     test_path = run_dir / "eval" / "test.json"
     test = json.loads(test_path.read_text()) if test_path.is_file() else {}
