@@ -69,7 +69,7 @@ def run_state(run_dir: Path, name: str | None = None, config: Config | None = No
     status = RunStatus.of(recorded)
     if status is RunStatus.RUNNING and not (owner_alive(run_dir) or _recently_active(run_dir)):
         status = RunStatus.INTERRUPTED
-    rows = read_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
+    rows = read_metrics(run_dir)
     last = rows[-1] if rows else {}
     update = recorded.get("update") if isinstance(recorded.get("update"), int) else None
     if config is None and has_config(run_dir):
