@@ -13,8 +13,7 @@ import numpy as np
 
 from prelnx.config.schema import Config
 from prelnx.data.check import split_tokens
-
-MONOLINGUAL = ("masked_lm", "language_model")
+from prelnx.plan.data import MONOLINGUAL
 
 
 @dataclass(frozen=True)
