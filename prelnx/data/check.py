@@ -65,7 +65,7 @@ def split_sizes(prefix: Path) -> np.ndarray | None:
 
 
 def split_tokens(prefix: Path) -> np.ndarray | None:
-    """Every token id of a binarized split (its `.bin`, in the index's token type); None without a readable mmap index."""
+    """Every token id of a binarized split (its `.bin`, in the index's token type); None without an mmap index."""
     try:
         header = _header(prefix.with_name(prefix.name + ".idx"))
         if header is None or header[0] not in DTYPES:
