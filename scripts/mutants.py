@@ -140,9 +140,11 @@ MUTANTS = (
     Mutant("stats_one_sample_df_n", "prelnx/report/stats.py", "float(a.measured - 1)", "float(a.measured)",
            (STATS,), "a one-sample t interval with n degrees of freedom"),
     Mutant("stats_one_sided_quantile", "prelnx/report/stats.py",
-           "half = (float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0) + grain",
-           "half = (float(scipy_stats.t.ppf(LEVEL, df)) * se if se else 0.0) + grain",
+           "half = (float(t_quantile(df)) * se if se else 0.0) + grain",
+           "half = (float(t_quantile(df, 2 * LEVEL - 1)) * se if se else 0.0) + grain",
            (STATS,), "a claim's 95 % interval from the one-sided quantile"),
+    Mutant("interval_df_n", "prelnx/interval.py", "t_quantile(len(values) - 1, level)", "t_quantile(len(values), level)",
+           (STATS,), "the one t interval (report, fine-tuning summary) with n degrees of freedom"),
 )
 
 

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "prelnx"
 # Bottom to top. Each folder can say in one line what it never does (README, "Architecture").
 LAYERS: list[set[str]] = [
     {"exits", "layout_options"},  # the exit-code table and Refusal, a layout's Option: what every module may raise or declare
-    {"atomic", "console", "plugin_path", "paper", "eta", "machine", "layouts", "sequential", "child_report"},  # helpers, the paper's numbers, the layout table, the sequential boundaries, a child's report of what it measured and how it ended: know nothing of prelnx
+    {"atomic", "console", "plugin_path", "paper", "eta", "machine", "layouts", "sequential", "child_report", "interval"},  # helpers, the paper's numbers, the layout table, the sequential boundaries, a child's report of what it measured and how it ended: know nothing of prelnx
     {"data"},  # datasets: never reads a config, never trains
     {"config"},  # the YAML vocabulary: never touches a run
     {"records"},  # run-dir files: never starts a process, never builds an argv

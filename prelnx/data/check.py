@@ -64,6 +64,17 @@ def split_sizes(prefix: Path) -> np.ndarray | None:
         return None
 
 
+def split_tokens(prefix: Path) -> np.ndarray | None:
+    """Every token id of a binarized split (its `.bin`, in the index's token type); None without an mmap index."""
+    try:
+        header = _header(prefix.with_name(prefix.name + ".idx"))
+        if header is None or header[0] not in DTYPES:
+            return None
+        return np.fromfile(prefix.with_name(prefix.name + ".bin"), dtype=DTYPES[header[0]])
+    except (OSError, DataDamaged, ValueError):
+        return None
+
+
 def longest_sentence(prefix: Path) -> int | None:
     """The most tokens (end-of-sentence included) of a line in a binarized split; None without an mmap index."""
     sizes = split_sizes(prefix)

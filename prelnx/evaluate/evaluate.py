@@ -191,7 +191,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | CheckpointChoice, averag
             average_checkpoints(chosen, averaged)
         return averaged, f"average of {', '.join(p.name for p in chosen)}"
     choice = parse_checkpoint(checkpoint, run_dir_as=RUN_DIR_AS) if isinstance(checkpoint, str) else checkpoint
-    recorded = read_status(run_dir) or {}
+    recorded = read_status(run_dir)
     if choice.in_run and RunStatus.of(recorded) in (RunStatus.DIVERGED, RunStatus.FAILED) and not any(
             checkpoints.glob("checkpoint*.pt")):  # fmt: skip
         raise EvaluationError(f"{run_dir}: the run {recorded['status']} at update {recorded.get('update', 0)} "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from prelnx.exits import Exit, Refusal, exit_for
 from prelnx.config.schema import Config, check_values
-from prelnx.finetune.summary import summarize, write_summary
+from prelnx.finetune.summary import SUMMARY_MD, summarize, write_summary
 from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_checkpoints
 from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import RunConfigError, read_run_config
@@ -143,7 +143,6 @@ def run_all(runs: list[Finetuning], folder: Path) -> Exit:
         except RunLocked as error:
             log.info(f"skipped: {error}")
             statuses.append(RunStatus.ELSEWHERE)
-    summary = write_summary(folder, summarize(runs))
-    log.info(summary.read_text().rstrip())
-    log.info(f"summary: {summary}")
+    log.info(write_summary(folder, summarize(runs)).rstrip())
+    log.info(f"summary: {folder / SUMMARY_MD}")
     return exit_for(statuses)

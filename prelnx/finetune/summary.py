@@ -8,27 +8,16 @@ usually reported); an unfinished fine-tuning is listed with its status and left 
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
+from prelnx.interval import mean_interval
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import recorded_status
 
-
-def mean_interval(values: list[float], level: float = 0.95) -> tuple[float | None, float | None]:
-    """(mean, half-width of the `level` interval); the half-width is None for fewer than 2 values."""
-    if not values:
-        return None, None
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None
-    from scipy.stats import t
-
-    return mean, float(t.ppf((1 + level) / 2, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
+SUMMARY_JSON, SUMMARY_MD = "finetune_summary.json", "finetune_summary.md"  # in the fine-tuning's folder
 
 
 def best_accuracy(run_dir: Path) -> float | None:
@@ -63,12 +52,14 @@ def format_mean(entry: dict[str, Any]) -> str:
     return f"{entry['mean_accuracy']:.1f}" + (f" ± {half:.1f}" if half is not None else " (one seed: no interval)")
 
 
-def write_summary(out: Path, entries: list[dict[str, Any]]) -> Path:
-    write_text_atomic(out / "finetune_summary.json", json.dumps(entries, indent=2) + "\n")
+def write_summary(out: Path, entries: list[dict[str, Any]]) -> str:
+    """Write SUMMARY_JSON and SUMMARY_MD into `out`; returns the table SUMMARY_MD holds."""
+    write_text_atomic(out / SUMMARY_JSON, json.dumps(entries, indent=2) + "\n")
     lines = ["| checkpoint | pre-training update | seeds | accuracy per seed (%) | mean ± 95 % interval |", "|---|---|---|---|---|"]
     for e in entries:
         per_seed = ", ".join(f"{s['accuracy']:.1f}" if s["accuracy"] is not None else s["status"] for s in e["seeds"].values())
         lines.append(f"| {Path(e['checkpoint']).name} | {e['pretrain_update']} | {len(e['seeds'])} | {per_seed} | "
                      f"{format_mean(e)} |")  # fmt: skip
-    write_text_atomic(out / "finetune_summary.md", "\n".join(lines) + "\n")
-    return out / "finetune_summary.md"
+    table = "\n".join(lines) + "\n"
+    write_text_atomic(out / SUMMARY_MD, table)
+    return table

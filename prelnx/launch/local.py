@@ -113,7 +113,7 @@ class RunResult:
 class Existing:
     """What a run dir already holds of this run."""
 
-    status: dict[str, Any] | None  # its status.json (None: no run there yet)
+    status: dict[str, Any]  # its status.json ({}: no run there yet)
     extended: list[Difference]  # budget keys raised since (train on from the last checkpoint)
 
     @property
@@ -128,7 +128,7 @@ def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
     (train.max_epoch, train.max_update) may grow when the schedule does not depend on it."""
     differences = None if force else saved_differences(run_dir, config)
     if differences is None:
-        return Existing(None, [])
+        return Existing({}, [])
     grown = [d for d in differences if d.grows_budget]
     others = [d for d in differences if not d.grows_budget]
     if others:
@@ -162,13 +162,13 @@ def check_before_training(plan: RunPlan, force: bool) -> list[str]:
             checkpoint_info(last)  # a planted checkpoint: CheckpointRefused, as the real run
         except CheckpointDamaged as error:
             log.warning(f"{error}; the run would fall back to the newest intact checkpoint")
-    if existing.done and existing.status is not None:
+    if existing.done:
         said.append(f"{plan.run_dir}: already {existing.status['status']}; the run would train nothing (use --force "
                     f"to train it again)")  # fmt: skip
     elif existing.extended:
         said.append(f"{plan.run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}); the run would "
                     f"train on from its last checkpoint")  # fmt: skip
-    elif existing.status is not None:
+    elif existing.status:
         said.append(f"{plan.run_dir}: holds this run ({existing.status.get('status')}); the run would resume it")
     return said
 
@@ -196,7 +196,7 @@ def train(
     try:
         lock.acquire()  # after every check, so that a refused run creates nothing
         existing = check_run_dir(run_dir, plan.config, force)  # again, now that no one else can change it
-        if existing.done and existing.status is not None:
+        if existing.done:
             recorded = existing.status
             outcome = Outcome(RunStatus.of(recorded), int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
             on_event(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "

@@ -12,6 +12,8 @@ from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, l
 from prelnx.data.locations import DATASETS, data_home, default_folder
 from prelnx.data.synthetic import SyntheticTask, pairs_problem
 
+MONOLINGUAL = ("masked_lm", "language_model")  # the tasks trained on one text, no pair: dict.txt, train/valid.bin/.idx
+
 
 class DataNotReady(Refusal):
     """The configured data folder is missing or not binarized; the message says how to prepare it."""
@@ -46,7 +48,7 @@ def data_problem(config: Config) -> str | None:
     folder = data_dir(config)
     if config.task == "sentence_prediction":
         return pairs_problem(folder, generated=config.data.dataset == "synthetic")
-    text = config.task in ("masked_lm", "language_model")
+    text = config.task in MONOLINGUAL
     source, target = languages(config)
     needed = ("dict.txt", "train.idx") if text else (f"dict.{source}.txt", f"dict.{target}.txt")
     if config.data.dataset == "synthetic" and not (folder / needed[0]).is_file():

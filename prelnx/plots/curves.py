@@ -8,7 +8,6 @@ it is drawn on its own, dashed, with an x where it stopped.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,7 +19,7 @@ from prelnx.plots.diagnostics import new_figure, plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import finite, is_finite, read_points
+from prelnx.records.results import finite, is_finite, read_points, sweep_name
 from prelnx.records.status import recorded_status
 
 SHORT_KEYS = {
@@ -231,8 +230,7 @@ def plot(path: Path, out: Path | None = None) -> list[Path]:
     runs = collect_runs(path)
     out = out or path
     out.mkdir(parents=True, exist_ok=True)
-    index = path / "sweep.json"
-    name = json.loads(index.read_text())["name"] if index.is_file() else path.resolve().name
+    name = sweep_name(path) or path.resolve().name
     files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out)
     files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out)
     # The lr at the end of each epoch: runs that should differ in warm-up only must share this curve after it.

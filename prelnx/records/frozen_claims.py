@@ -12,6 +12,7 @@ from typing import Any
 
 from prelnx.layouts import LayoutFileError, is_file_spec, layout
 from prelnx.paper import methods_data, paper_data
+from prelnx.records.results import read_index
 
 CLAIMS_KEY = "claims"  # sweep.json's key of the record
 
@@ -38,10 +39,7 @@ def frozen_claims(sweep_dir: Path, layouts: Iterable[str]) -> dict[str, Any]:
 
 def read_frozen(sweep_dir: Path) -> dict[str, Any] | None:
     """sweep.json's frozen claims; None for a sweep without them (or no sweep.json)."""
-    try:
-        record = json.loads((sweep_dir / "sweep.json").read_text()).get(CLAIMS_KEY)
-    except (OSError, json.JSONDecodeError, AttributeError, UnicodeDecodeError):
-        return None
+    record = read_index(sweep_dir).get(CLAIMS_KEY)
     return record if isinstance(record, dict) else None
 
 

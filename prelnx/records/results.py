@@ -38,7 +38,7 @@ def best_and_final(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 def run_results(run_dir: Path) -> dict[str, Any]:
     """A run's status and results from its files (`pending` when it has no status.json yet)."""
-    status = read_status(run_dir) or {}
+    status = read_status(run_dir)
     rows = read_metrics(run_dir)
     test_path = run_dir / "eval" / "test.json"
     test = json.loads(test_path.read_text()) if test_path.is_file() else {}
@@ -58,14 +58,28 @@ def run_results(run_dir: Path) -> dict[str, Any]:
 SWEEP_INDEX = "sweep.json"
 
 
-def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The sweep's runs as saved by `prelnx sweep` (sweep.json): [{"name", "overrides"}]."""
+def read_index(sweep_dir: Path) -> dict[str, Any]:
+    """The one reader of sweep.json, as `prelnx sweep` saved it: its name, runs ([{"name", "overrides"}]) and frozen
+    claims; {} where there is none, a Refusal for a file that is not that index."""
     index = sweep_dir / SWEEP_INDEX
     try:
-        return json.loads(index.read_text())["runs"] if index.is_file() else []
-    except (json.JSONDecodeError, KeyError, TypeError, OSError, UnicodeDecodeError) as error:
+        record = json.loads(index.read_text()) if index.is_file() else {}
+        if record and not isinstance(record.get("runs"), list):
+            raise KeyError("runs")
+        return record
+    except (json.JSONDecodeError, KeyError, AttributeError, OSError, UnicodeDecodeError) as error:
         raise Refusal(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
                          f"sweep again to rewrite it") from None  # fmt: skip
+
+
+def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
+    """The sweep's runs (sweep.json's): [{"name", "overrides"}]; none for a folder without sweep.json."""
+    return read_index(sweep_dir).get("runs", [])
+
+
+def sweep_name(sweep_dir: Path) -> str:
+    """The sweep's name as sweep.json has it; "" for a folder without one."""
+    return str(read_index(sweep_dir).get("name") or "")
 
 
 SUMMARY_LOCK = ".summary.lock"  # held while a sweep's summary and report are rewritten (two sweeps may share a folder)

@@ -18,9 +18,9 @@ from prelnx.records.outcome import RunStatus
 FORMAT_VERSION = 2
 
 
-def format_version(record: dict[str, Any] | None) -> int:
+def format_version(record: dict[str, Any]) -> int:
     """The format of a run dir from its status.json record (1: none recorded, a run dir from before issue 46)."""
-    value = (record or {}).get("format", 1)
+    value = record.get("format", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
@@ -33,12 +33,13 @@ def format_problem(run_dir: Path) -> str | None:
             "update prelnx to report it")
 
 
-def read_status(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / "status.json"
+def read_status(run_dir: Path) -> dict[str, Any]:
+    """status.json's record; {} where there is none or it cannot be read (RunStatus.of: PENDING)."""
     try:
-        return json.loads(path.read_text()) if path.is_file() else None
-    except json.JSONDecodeError:
-        return None
+        record = json.loads((run_dir / "status.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def recorded_status(run_dir: Path) -> RunStatus:

@@ -2,22 +2,18 @@
 the line below which a run counts as trained (prelnx.report.arms). Found from, in this order: the sweep's own copy of
 the target dictionary (`<sweep dir>/data/<dict name>`, so that a report rebuilds to the same bytes anywhere); fairseq's
 dictionary in the run's data folder; the binarized training set there, read in fairseq's mmap format
-(fairseq/data/indexed_dataset.py, MMapIndexedDataset) with numpy, without importing fairseq (12 s). None: no plateau."""
+(prelnx.data.check.split_tokens) without importing fairseq (12 s). None: no plateau."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from prelnx.config.schema import Config
-
-MMAP_MAGIC = b"MMIDIDX\x00\x00"  # fairseq's MMapIndexedDataset.Index._HDR_MAGIC
-MMAP_DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float64,
-               8: np.uint16}  # fairseq's indexed_dataset._code_to_dtype (6 is float, never a token file)  # fmt: skip
-MONOLINGUAL = ("masked_lm", "language_model")
+from prelnx.data.check import split_tokens
+from prelnx.plan.data import MONOLINGUAL
 
 
 @dataclass(frozen=True)
@@ -45,18 +41,10 @@ def dictionary_entropy(path: Path) -> float | None:
 
 def binarized_entropy(stem: Path) -> float | None:
     """The unigram entropy of a fairseq mmap dataset `<stem>.bin` / `<stem>.idx` (None: absent or not that format)."""
-    try:
-        with open(stem.with_name(stem.name + ".idx"), "rb") as index:
-            if index.read(len(MMAP_MAGIC)) != MMAP_MAGIC:
-                return None
-            (_version,) = struct.unpack("<Q", index.read(8))
-            (code,) = struct.unpack("<B", index.read(1))
-        tokens = np.fromfile(stem.with_name(stem.name + ".bin"), dtype=MMAP_DTYPES[code])
-    except (OSError, KeyError, struct.error, ValueError):
+    tokens = split_tokens(stem)
+    if tokens is None or tokens.size == 0 or tokens.dtype.kind == "f" or tokens.min() < 0:
         return None
-    if tokens.size == 0 or tokens.dtype.kind == "f" or tokens.min() < 0:
-        return None
-    return entropy_bits(np.bincount(tokens))
+    return entropy_bits(np.bincount(tokens.astype(np.int64, copy=False)))
 
 
 def dictionary_name(config: Config) -> str:

@@ -17,7 +17,8 @@ from enum import Enum
 import numpy as np
 from scipy import stats as scipy_stats
 
-LEVEL = 0.95
+from prelnx.interval import LEVEL, mean_interval, t_quantile
+
 MAX_SEEDS = 1000  # "seeds needed" above this is reported as more than this
 POWER = 0.8  # "seeds needed": the n per arm that decides the claim in this share of simulated replications
 REPLICATIONS = 4000  # simulated sweeps per n (the power's standard error at 0.8: 0.006)
@@ -122,7 +123,7 @@ class Comparison:
     def interval(self, level: float) -> tuple[float, float]:
         """The interval at another level, widened by the grain; needs two seeds per arm."""
         assert self.se is not None and self.df is not None
-        half = (float(scipy_stats.t.ppf(0.5 + level / 2, self.df)) * self.se if self.se else 0.0) + self.grain
+        half = (float(t_quantile(self.df, level)) * self.se if self.se else 0.0) + self.grain
         return self.estimate - half, self.estimate + half
 
 
@@ -141,7 +142,7 @@ def _power(a: Sample, b: Sample | None, region: tuple[float, float], n: int, gra
         df = np.full(REPLICATIONS, n - 1.0)
     else:  # Welch-Satterthwaite; an arm with no spread leaves the other's n - 1
         df = se2**2 / np.maximum(sum(v**2 for v in variances) / (n - 1), 1e-300)
-    half = scipy_stats.t.ppf(0.5 + LEVEL / 2, df) * np.sqrt(se2) + grain
+    half = t_quantile(df) * np.sqrt(se2) + grain
     low, high, (lo, hi) = estimate - half, estimate + half, region
     return float(np.mean(((lo < low) & (high < hi)) | (high <= lo) | (low >= hi)))  # decided: holds or does not
 
@@ -250,7 +251,7 @@ def _compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, floa
             ", ".join(_too_few(s) for s in samples if s.measured < 2)  # fmt: skip
     else:
         se, df = _se_df(a, b)
-        half = (float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0) + grain
+        half = (float(t_quantile(df)) * se if se else 0.0) + grain
         low, high = estimate - half, estimate + half
         if se == 0:
             quality, reason = Verdict.INCONCLUSIVE, "no spread: every seed alike, a zero-width interval is no verdict"
@@ -307,9 +308,9 @@ def _compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, floa
 
 def t_interval(a: Sample) -> tuple[float, float, float]:
     """(mean, low, high): the one-sample t interval at LEVEL over the sample's values; needs two."""
-    se, df = _se_df(a, None)
-    half = float(scipy_stats.t.ppf(0.5 + LEVEL / 2, df)) * se if se else 0.0
-    return a.mean, a.mean - half, a.mean + half
+    mean, half = mean_interval(a.values)
+    assert mean is not None and half is not None
+    return mean, mean - half, mean + half
 
 
 def compare_counts(metric: str, a: Sample, b: Sample) -> Comparison:

@@ -16,7 +16,7 @@ from typing import Any
 
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
-from prelnx.records.results import SWEEP_INDEX, is_finite
+from prelnx.records.results import is_finite, sweep_name
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.layouts import display_name
 from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick
@@ -151,9 +151,8 @@ def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
     keys = sorted({k for f in factors.values() for k in f})
     varied = [k for k in keys if len({f.get(k) for f in factors.values()}) > 1]
     cells = {name: tuple((k, f.get(k, "-")) for k in varied) for name, f in factors.items()}
-    index = sweep_dir / SWEEP_INDEX
-    sweep = str(json.loads(index.read_text()).get("name", "")) if index.is_file() else ""
-    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules, cells, sweep)
+    return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules, cells,
+                 sweep_name(sweep_dir))  # fmt: skip
 
 
 def arm_name(layout: str, optimizer: str) -> str:

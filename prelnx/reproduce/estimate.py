@@ -18,41 +18,15 @@ from pathlib import Path
 
 from prelnx.config.schema import Config
 from prelnx.machine import usable_cores
+from prelnx.plan.model_sizes import TRANSFORMER_BASE, model_sizes
 
 STARTUP_S = 8.0  # a fairseq training process's start-up and first validation, seconds on this kind of CPU
 # fairseq's issue 940 (myleott, 2019): transformer_wmt_en_de on 4 x V100 fp32, "more than ~73k wps": ~18k target
 # words/s per V100 at TRANSFORMER_BASE's cost per token. An assumption, not measured here: the plan says so.
 GPU_WPS = 18_000.0
 GPU_SOURCE = "fairseq issue 940: ~73k wps on 4 x V100 fp32, transformer_wmt_en_de"
-TRANSFORMER_BASE = {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 512, "ffn_dim": 2048}
 PAPER_GPU_VOCAB = 32000  # transformer_wmt_en_de's joined BPE vocabulary, with TRANSFORMER_BASE its cost per token
 PROBE_CONFIG = "demo/base.yaml"
-
-
-def _preset(arch: str) -> dict[str, int]:
-    """A fairseq preset's layers and dimensions (its registered architecture function; fairseq imported here)."""
-    from argparse import Namespace
-
-    from fairseq.models import ARCH_CONFIG_REGISTRY
-
-    args = Namespace()
-    try:
-        ARCH_CONFIG_REGISTRY[arch](args)
-    except Exception:  # noqa: BLE001 - an unknown arch: the transformer base's sizes
-        return TRANSFORMER_BASE
-    return {"encoder_layers": args.encoder_layers, "decoder_layers": getattr(args, "decoder_layers", 0),
-            "embed_dim": args.encoder_embed_dim, "ffn_dim": args.encoder_ffn_embed_dim}  # fmt: skip
-
-
-def model_sizes(config: Config) -> dict[str, int]:
-    given = {key: getattr(config.model, key, None) for key in TRANSFORMER_BASE}
-    if config.task == "language_model":
-        given["encoder_layers"] = 0  # a decoder alone
-    preset = _preset(config.model.arch) if None in given.values() else {}
-    sizes = {key: int(preset[key] if value is None else value) for key, value in given.items()}
-    if config.task not in ("translation", "language_model"):
-        sizes["decoder_layers"] = 0  # an encoder (masked LM, sentence prediction)
-    return sizes
 
 
 def _vocab(config: Config) -> int:

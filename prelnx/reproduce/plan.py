@@ -19,6 +19,7 @@ from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
 from prelnx.eta import duration
 from prelnx.machine import usable_cores
+from prelnx.plan.model_sizes import model_sizes
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
 from prelnx.sweep.spec import SweepSpec, resolve_spec, with_command_line
@@ -106,7 +107,7 @@ def cpu_precision(configs: list[Config]) -> tuple[str, str]:
 
     if not configs:
         return "fp32", "no runs"
-    sizes = [estimate.model_sizes(config) for config in configs]
+    sizes = [model_sizes(config) for config in configs]
     small = [s for s in sizes if any(s[key] < value for key, value in BF16_FROM.items())]
     if small:
         return "fp32", f"d {small[0]['embed_dim']}, FFN {small[0]['ffn_dim']}: bf16 pays only from d 512 / FFN 1024 up"
@@ -199,7 +200,7 @@ def _grads_plan(sp: StagePlan) -> None:
     for depth in study.depths:
         sized = load_config(sp.stage.source, [*sp.stage.set, f"model.encoder_layers={depth}",
                                               f"model.decoder_layers={depth}"])[0]  # fmt: skip
-        cost = estimate.cost_per_token(estimate.model_sizes(sized), 10_000)
+        cost = estimate.cost_per_token(model_sizes(sized), 10_000)
         models = len(study.layouts) * len(study.seeds)
         sp.work.append(estimate.Work(models, models * study.batches * study.tokens_per_batch(), cost))
 

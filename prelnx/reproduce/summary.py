@@ -9,6 +9,7 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
+from prelnx.finetune.summary import SUMMARY_MD
 from prelnx.records.results import sweep_rows
 from prelnx.reproduce.choose import read_choice, unchosen
 from prelnx.reproduce.plan import read_marker
@@ -116,7 +117,7 @@ def _test_bleu(out: Path, stage: Stage) -> list[str]:
 
 def _finetunings(out: Path, stage: Stage, report: Path) -> list[str]:
     """The finetune stage: each fine-tuning summary under the pre-trained runs (prelnx finetune writes them there)."""
-    found = sorted((out / stage.options["pretrained"]).glob("*/finetune/*/finetune_summary.md"))
+    found = sorted((out / stage.options["pretrained"]).glob(f"*/finetune/*/{SUMMARY_MD}"))
     return [f"- [{os.path.relpath(path, report.parent)}]({os.path.relpath(path, report.parent)})" for path in found]
 
 
@@ -129,7 +130,7 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
     if not folder.is_dir():
         return lines + ["Not run.", ""]
     rel = lambda p: os.path.relpath(p, report.parent)
-    for name in ("report.md", "finetune_summary.md"):
+    for name in ("report.md", SUMMARY_MD):
         if (folder / name).is_file():
             lines.append(f"The stage's own report: [{rel(folder / name)}]({rel(folder / name)}).")
     for png in sorted(folder.glob("*.png")) + sorted((folder / "report_figures").glob("loss.png")):

@@ -31,7 +31,7 @@ from prelnx.records.frozen_claims import CLAIMS_KEY, frozen_claims
 from prelnx.records.raw_data import restore_runs
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_points, sweep_rows
+from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_index, read_points, sweep_rows
 from prelnx.sequential import SeedPlan
 from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep import looks
@@ -181,11 +181,10 @@ def save_spec(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> Non
 def save_index(sweep_dir: Path, spec: SweepSpec, points: list[SweepPoint]) -> None:
     """sweep.json's runs (a sequential sweep's grow look by look); its other keys are kept, the claims it is judged
     on frozen when it first starts (issue 46: a resumed sweep keeps them)."""
-    path = sweep_dir / SWEEP_INDEX
-    index = json.loads(path.read_text()) if path.is_file() else {}
+    index = read_index(sweep_dir)
     index.update({"name": spec.name, "runs": [{"name": p.name, "overrides": p.overrides} for p in points],
                   CLAIMS_KEY: frozen_claims(sweep_dir, (p.config.model.layout for p in points))})  # fmt: skip
-    write_text_atomic(path, json.dumps(index, indent=2) + "\n")
+    write_text_atomic(sweep_dir / SWEEP_INDEX, json.dumps(index, indent=2) + "\n")
 
 
 def run_sweep(

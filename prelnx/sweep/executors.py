@@ -132,7 +132,7 @@ def run_local(
 def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> RunStatus:
     """The status of a run whose Slurm job ended without returning: the run's own terminal status if it wrote one,
     else `failed` with why (the update it had reached is kept)."""
-    recorded = read_status(run_dir) or {}
+    recorded = read_status(run_dir)
     if RunStatus.of(recorded).done:
         return RunStatus.of(recorded)
     how = f"ended ({state.lower()})" if state not in (None, ENDED) else "left Slurm's queue"

@@ -65,11 +65,11 @@ def _recently_active(run_dir: Path) -> bool:
 def run_state(run_dir: Path, name: str | None = None, config: Config | None = None) -> RunStanding:
     """The run's state from its records; `config`: its config when known already (a sweep's run not started has
     none in its run dir, and its budget is still known), else its config.yaml's."""
-    recorded = read_status(run_dir) or {}
+    recorded = read_status(run_dir)
     status = RunStatus.of(recorded)
     if status is RunStatus.RUNNING and not (owner_alive(run_dir) or _recently_active(run_dir)):
         status = RunStatus.INTERRUPTED
-    rows = read_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
+    rows = read_metrics(run_dir)
     last = rows[-1] if rows else {}
     update = recorded.get("update") if isinstance(recorded.get("update"), int) else None
     if config is None and has_config(run_dir):

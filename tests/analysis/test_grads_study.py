@@ -12,7 +12,8 @@ import yaml
 import prelnx.analysis.grads as grads_package
 from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy
 from prelnx.analysis.grads.summary import paper_figure3, per_layer_stats, report_lines, summarize
-from prelnx.analysis.grads.run import memory_per_worker, preset_dims
+from prelnx.analysis.grads.run import memory_per_worker
+from prelnx.plan.model_sizes import model_sizes, preset_sizes
 from prelnx.commands.grads import parse_depths, parse_layouts
 from prelnx.commands.options import parse_seeds
 from prelnx.config.errors import Refusal
@@ -163,11 +164,16 @@ def test_the_figure3_numbers_come_from_paper_yaml():
 # ----------------------------------------------------------------------------------------- memory planning
 
 
-def test_preset_dims_come_from_fairseq_architectures():
-    assert preset_dims("transformer_iwslt_de_en") == (512, 1024)
-    assert preset_dims("transformer") == (512, 2048) and preset_dims("transformer_wmt_en_de") == (512, 2048)
-    assert preset_dims("transformer_vaswani_wmt_en_de_big") == (1024, 4096)
-    assert preset_dims("no_such_arch") == (1024, 4096)
+def test_preset_sizes_come_from_fairseq_architectures():
+    """plan/model_sizes.py: the one reader of a preset's sizes (the memory plan here, the reproduction's estimate)."""
+    dims = lambda arch: (lambda s: (s["embed_dim"], s["ffn_dim"]))(preset_sizes(arch))  # noqa: E731
+    assert dims("transformer_iwslt_de_en") == (512, 1024) and preset_sizes("transformer")["encoder_layers"] == 6
+    assert dims("transformer") == (512, 2048) and dims("transformer_wmt_en_de") == (512, 2048)
+    assert dims("transformer_vaswani_wmt_en_de_big") == (1024, 4096) and dims("roberta_base") == (768, 3072)
+    assert preset_sizes("no_such_arch") is None and preset_sizes("transformer_lm") is None  # no encoder sizes
+    config = Config()
+    config.model.arch, config.model.embed_dim = "no_such_arch", 256
+    assert model_sizes(config) == {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 256, "ffn_dim": 2048}
 
 
 def test_memory_per_worker_uses_the_config_dims_over_the_preset():

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from prelnx.config.load import load_config
-from prelnx.finetune.summary import mean_interval
+from prelnx.interval import mean_interval
 from prelnx.report.claims import PAPER_FRACTION, fraction_of_updates, preln_fewer_updates
 from prelnx.launch.local import train
 from prelnx.plan.data import DataNotReady

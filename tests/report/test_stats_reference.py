@@ -40,3 +40,14 @@ def test_the_one_sample_interval_is_scipys():
     mean, low, high = t_interval(Sample("a", A))
     expected = scipy_stats.t.interval(LEVEL, len(A) - 1, loc=sum(A) / 4, scale=scipy_stats.sem(A))
     assert (mean, low, high) == (pytest.approx(sum(A) / 4), pytest.approx(expected[0]), pytest.approx(expected[1]))
+
+
+def test_the_one_interval_is_scipys_at_any_level():
+    """prelnx.interval: the one owner of the t interval (the report's verdicts and the fine-tuning summary)."""
+    from prelnx.interval import mean_interval
+
+    for level in (0.9, LEVEL):
+        mean, half = mean_interval(A, level)
+        low, high = scipy_stats.t.interval(level, len(A) - 1, loc=sum(A) / 4, scale=scipy_stats.sem(A))
+        assert (mean - half, mean + half) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    assert mean_interval((2.0, 2.0)) == (2.0, 0.0) and mean_interval((5.0,)) == (5.0, None)

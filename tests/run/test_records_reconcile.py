@@ -79,7 +79,9 @@ def test_status_round_trip_and_exit_codes(tmp_path):
     assert {s: int(STATUS_EXIT[s]) for s in ("finished", "failed", "diverged", "interrupted", "running")} == {
         "finished": 0, "failed": 1, "diverged": 3, "interrupted": 130, "running": 5}
     (tmp_path / "status.json").write_text("{broken")
-    assert read_status(tmp_path) is None
+    assert read_status(tmp_path) == {}
+    (tmp_path / "status.json").write_text("[1, 2]")  # JSON, but not a record
+    assert read_status(tmp_path) == {} and read_status(tmp_path / "no such run") == {}
 
 
 # lock.py ----------------------------------------------------------------------------------------------------------

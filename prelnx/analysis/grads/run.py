@@ -19,11 +19,12 @@ from prelnx.eta import Eta
 from prelnx.launch.inprocess import load_plugin
 from prelnx.launch.prepare import ensure_data
 from prelnx.machine import usable_cores
+from prelnx.plan.model_sizes import model_sizes
 from prelnx import console
 
 log = logging.getLogger(__name__)
-# (embed dim, FFN dim) when fairseq does not know the preset (or cannot say): Transformer big's.
-FALLBACK_DIMS = (1024, 4096)
+# the sizes when fairseq does not know the preset (or cannot say): Transformer big's, the most memory
+FALLBACK_SIZES = {"encoder_layers": 6, "decoder_layers": 6, "embed_dim": 1024, "ffn_dim": 4096}
 
 
 def available_memory() -> int | None:
@@ -37,30 +38,11 @@ def available_memory() -> int | None:
     return None
 
 
-def preset_dims(arch: str) -> tuple[int, int]:
-    """(embed dim, FFN dim) of a fairseq preset, from its registered architecture function (fairseq imported here)."""
-    from argparse import Namespace
-
-    from fairseq.models import ARCH_CONFIG_REGISTRY
-
-    if arch not in ARCH_CONFIG_REGISTRY:
-        return FALLBACK_DIMS
-    args = Namespace()
-    try:
-        ARCH_CONFIG_REGISTRY[arch](args)  # sets every dimension the preset has a default for
-    except Exception:  # noqa: BLE001 - an arch function that needs more than an empty namespace: the fallback
-        return FALLBACK_DIMS
-    embed, ffn = getattr(args, "encoder_embed_dim", None), getattr(args, "encoder_ffn_embed_dim", None)
-    return (embed, ffn) if isinstance(embed, int) and isinstance(ffn, int) else FALLBACK_DIMS
-
-
 def memory_per_worker(config: Config, depth: int, tokens: int) -> float:
     """Peak bytes of one worker measuring one model: the process, plus the activations kept for backward
     (calibrated on the Figure-3 model: 14-14 layers, d 512, FFN 1024, 4096 tokens peaked at 5.3 GB resident)."""
-    d, ffn = config.model.embed_dim, config.model.ffn_dim
-    if d is None or ffn is None:
-        preset_d, preset_ffn = preset_dims(config.model.arch)
-        d, ffn = d or preset_d, ffn or preset_ffn
+    sizes = model_sizes(config, FALLBACK_SIZES)
+    d, ffn = sizes["embed_dim"], sizes["ffn_dim"]
     return 0.8e9 + 80.0 * tokens * d * 2 * depth * (1 + ffn / d) / 3
 
 
