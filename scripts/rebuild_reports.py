@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/rebuild_reports.py                  # every study with committed raw data
     .venv/bin/python scripts/rebuild_reports.py --study demo     # one
-    .venv/bin/python scripts/rebuild_reports.py --check          # rebuild into a temp folder; exit 1 if a report differs
+    .venv/bin/python scripts/rebuild_reports.py --check          # rebuild in a temp folder; exit 1 if a report differs
     .venv/bin/python scripts/rebuild_reports.py --collect runs/demo --study demo   # keep a sweep's raw data
     .venv/bin/python scripts/rebuild_reports.py --collect runs/norm_variants_gradients --study norm_variants_gradients
 
@@ -117,7 +117,8 @@ class GradientStudy(NamedTuple):
 GRADIENT_STUDIES = {
     "norm_variants_gradients": GradientStudy(
         "docs/results/norm_variants_gradients.md",
-        "The normalisation variants' gradients at initialisation: Figure 3 per variant (docs/protocols/norm_variants.md)"),
+        "The normalisation variants' gradients at initialisation: Figure 3 per variant "
+        "(docs/protocols/norm_variants.md)"),
 }  # fmt: skip
 
 

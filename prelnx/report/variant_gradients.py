@@ -23,7 +23,8 @@ from prelnx.records.machine_record import read_machines
 from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.render import claims_table
 from prelnx.report.stats import Sample, Verdict, t_interval
-from prelnx.report.theory_claims import check_gradients, depth_ratio, gradient_claims, layer_ratio, load_gradient_summary
+from prelnx.report.theory_claims import (check_gradients, depth_ratio, gradient_claims, layer_ratio,
+                                         load_gradient_summary)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ RAW_FILES = (*READ, "hidden.csv", "output.txt", "machine.json")  # what scripts/
 NOT_RECORDED = "not recorded (no machine.json)"
 SHORT = {"postln_last_layer_flat_in_depth": "Post-LN flat in depth",
          "preln_last_layer_falls_with_depth": "Pre-LN falls with depth",
-         "postln_grows_with_layer": "Post-LN grows with the layer"}  # fmt: skip
+         "postln_grows_with_layer": "Post-LN grows with the layer, Pre-LN flat"}  # fmt: skip
 # The protocol's "What each outcome would mean", as it was committed before any run.
 MEANING = ("A variant whose Post-LN keeps \"flat in depth\" and \"grows with the layer\" and whose Pre-LN keeps "
            "\"falls with depth\" leaves the paper's explanation of warm-up (large gradients near Post-LN's output at "
