@@ -39,7 +39,7 @@ VARIANTS = (
     Variant("layernorm", "LayerNorm", "nothing: the paper's LayerNorm"),
     Variant("rmsnorm", "RMSNorm", "`--set model.norm=rmsnorm`"),
     Variant("dyt", "DyT", "`--set model.norm=dyt`"),
-    Variant("qknorm", "QK-norm", "`--set model.qk_norm=true` (LayerNorm)"),
+    Variant("qknorm", "QK-Norm", "`--set model.qk_norm=true` (LayerNorm)"),
 )
 COMMAND = "prelnx grads --config demo/preln_nowarmup.yaml --seeds 10 --depths 6,8,10,12,14 --jobs 1 --threads 1"
 DECIDED = ("post", "pre")  # the layouts the claims read; any other is shown, not decided

@@ -88,7 +88,7 @@ def test_the_report_shows_each_variant_its_cpu_and_deepnorm_undecided(root):
     rows = {line.split(" | ")[0][2:]: line for line in text.splitlines() if line.startswith("| ")}
     assert "**does not hold**" in rows["DyT"] and "loses Pre-LN falls with depth" in rows["DyT"]
     assert rows["DyT"].count("**holds**") == 2 and "| 1-3 | 6, 10 |" in rows["DyT"]
-    assert "not measured" in rows["RMSNorm"] and "no raw data yet" in rows["QK-norm"]
+    assert "not measured" in rows["RMSNorm"] and "no raw data yet" in rows["QK-Norm"]
     assert "Not measured yet: no norm_variants_gradients/rmsnorm/ with grads.csv and grads_summary.json." in text
     assert "CPU: AMD EPYC (avx512_bf16), 2 cores, 2026-12-06T19:50:04." in text  # layernorm's machine.json
     assert "CPU: not recorded (no machine.json)." in text  # dyt has none
