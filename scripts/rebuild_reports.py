@@ -290,8 +290,6 @@ def withdrawn(root: Path = ROOT) -> list[dict[str, str]]:
 
 
 def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
-    from prelnx.config.errors import Refusal  # noqa: PLC0415
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--study", choices=sorted({*STUDIES, *GRADIENT_STUDIES}), help="only this study")
     parser.add_argument("--collect", type=Path, metavar="DIR", help="keep this sweep's raw data (a gradient study: "
@@ -303,6 +301,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser.add_argument("--strip", metavar="FOLDER", help="with --collect: the repository copy the sweep ran in, "
                         "taken off its paths (a user's layout file then named relative to the repository)")
     args = parser.parse_args(argv)
+    from prelnx.config.errors import Refusal  # noqa: PLC0415 - bad input's one error line
+
     if args.collect and not args.study:
         parser.error("--collect needs --study")
     if args.in_progress and args.study in GRADIENT_STUDIES:
