@@ -1,16 +1,24 @@
 """Rebuild every committed report from its committed raw data, with the current verdict engine.
 
-    .venv/bin/python scripts/rebuild_reports.py                  # every study with docs/results/<study>/runs/
+    .venv/bin/python scripts/rebuild_reports.py                  # every study with committed raw data
     .venv/bin/python scripts/rebuild_reports.py --study demo     # one
+    .venv/bin/python scripts/rebuild_reports.py --check          # rebuild in a temp folder; exit 1 if a report differs
     .venv/bin/python scripts/rebuild_reports.py --collect runs/demo --study demo   # keep a sweep's raw data
+    .venv/bin/python scripts/rebuild_reports.py --collect runs/norm_variants_gradients --study norm_variants_gradients
 
-A study's raw data is what its report is computed from, copied out of the sweep's run dirs by `--collect` into
-docs/results/<study>/runs/: sweep.json, and per done run the files of prelnx/records/raw_data.py (RUN_FILES:
-status, metrics, config, machine, diagnostics gzip-compressed when over 1 MB, test BLEU), plus the target dictionary
-the unigram plateau is read from (data/, prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes
-come out on any machine. STUDIES below is the one table of study -> sweep config, report, title; a study is rebuilt
-when its raw data folder exists. Every committed report is one of them: the reports whose run dirs were never kept were withdrawn
-and are listed in docs/results/withdrawn.yaml with the config and command that re-run each
+Two kinds of study. A sweep study (STUDIES: study -> sweep config, report, title): its raw data is what its report
+is computed from, copied out of the sweep's run dirs by `--collect` into docs/results/<study>/runs/: sweep.json, and
+per done run the files of prelnx/records/raw_data.py (RUN_FILES: status, metrics, config, machine, diagnostics
+gzip-compressed when over 1 MB, test BLEU), plus the target dictionary the unigram plateau is read from (data/,
+prelnx/report/plateau.py reads the sweep's copy first) - so the same bytes come out on any machine. A gradient study
+(GRADIENT_STUDIES: study -> report, title; its folders are prelnx/report/variant_gradients.py's VARIANTS, the
+protocol's table): `--collect` copies each finished variant folder of `prelnx grads` outputs (RAW_FILES there:
+grads.csv, hidden.csv, grads_summary.json, output.txt, machine.json; no figure3.png, the report draws no figure)
+into docs/results/<study>/<variant>/, replacing that variant's folder and leaving the others; an unfinished one (no
+grads_summary.json yet) is skipped and named. A study is rebuilt when its raw data exists; `--study` on one without
+raw data is one error line. `--check` compares the markdown only (a sweep report's figures are redrawn into the
+temp folder, not compared). Every committed report is one of these: the reports whose raw data was never kept were
+withdrawn and are listed in docs/results/withdrawn.yaml with the config and command that re-run each
 (tests/report/test_rebuild.py checks both).
 """
 
@@ -98,13 +106,55 @@ STUDIES = {
 }  # fmt: skip
 
 
+class GradientStudy(NamedTuple):
+    report: str  # the committed report, relative to the repository
+    title: str
+
+
+# Gradient studies: one folder of `prelnx grads` outputs per variant (prelnx/report/variant_gradients.py's VARIANTS),
+# under docs/results/<study>/; their reports stay out of the paper's claims table (scripts/claims_table.py reads
+# docs/results/<name>/ one level deep only).
+GRADIENT_STUDIES = {
+    "norm_variants_gradients": GradientStudy(
+        "docs/results/norm_variants_gradients.md",
+        "The normalisation variants' gradients at initialisation: Figure 3 per variant "
+        "(docs/protocols/norm_variants.md)"),
+}  # fmt: skip
+
+
 def raw_dir(study: str, root: Path = ROOT) -> Path:
-    return root / RESULTS / study / "runs"
+    """Where a study's raw data is committed: a sweep's docs/results/<study>/runs/, a gradient study's variant
+    folders' parent docs/results/<study>/."""
+    return root / RESULTS / study / ("" if study in GRADIENT_STUDIES else "runs")
 
 
 def with_raw_data(root: Path = ROOT) -> list[str]:
-    """The studies of STUDIES whose raw data is committed."""
+    """The studies of STUDIES (sweeps) whose raw data is committed."""
     return [name for name in STUDIES if (raw_dir(name, root) / "sweep.json").is_file()]
+
+
+def with_gradient_data(root: Path = ROOT) -> list[str]:
+    """The studies of GRADIENT_STUDIES with at least one variant folder committed."""
+    from prelnx.report.variant_gradients import variant_folders  # noqa: PLC0415
+
+    return [name for name in GRADIENT_STUDIES if variant_folders(raw_dir(name, root))]
+
+
+def report_of(study: str) -> str:
+    return (GRADIENT_STUDIES.get(study) or STUDIES[study]).report
+
+
+def no_raw_data(study: str, root: Path = ROOT) -> str | None:
+    """Why `study` cannot be rebuilt here (its raw data is not committed), or None."""
+    if study in GRADIENT_STUDIES:
+        if study in with_gradient_data(root):
+            return None
+        return (f"{study}: no raw data in {RESULTS / study}/ (no variant folder with grads.csv and "
+                f"grads_summary.json); keep it first: --collect <folder of the variant folders> --study {study}")
+    if (raw_dir(study, root) / "sweep.json").is_file():
+        return None
+    return (f"{study}: no raw data ({RESULTS / study / 'runs' / 'sweep.json'} is missing); keep it first: "
+            f"--collect <its sweep dir> --study {study} (its config: {STUDIES[study].config})")
 
 
 def _unpacked(raw: Path, into: Path) -> Path:
@@ -118,7 +168,12 @@ def _unpacked(raw: Path, into: Path) -> Path:
 
 def rebuild(study: str, root: Path = ROOT, out: Path | None = None) -> Path:
     """Write the study's report (to `out`, by default its committed path) from its committed raw data; the report
-    names its sweep folder as the committed report sees it, so a rebuild elsewhere has the same bytes."""
+    names its raw data folder as the committed report sees it, so a rebuild elsewhere has the same bytes."""
+    if study in GRADIENT_STUDIES:
+        from prelnx.report.variant_gradients import write_report as write_gradients  # noqa: PLC0415
+
+        gradient = GRADIENT_STUDIES[study]
+        return write_gradients(raw_dir(study, root), out or root / gradient.report, gradient.title, f"{study}/")
     from prelnx.report.report import write_report  # noqa: PLC0415 - the script's --help needs no prelnx import
 
     spec = STUDIES[study]
@@ -138,6 +193,11 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
 
     def portable(text: str) -> str:
         return text.replace(strip.rstrip("/") + "/", "") if strip else text
+
+    from prelnx.config.errors import Refusal  # noqa: PLC0415
+
+    if not (sweep_dir / "sweep.json").is_file():
+        raise Refusal(f"--collect {sweep_dir}: not a sweep dir (no sweep.json); give the folder `prelnx sweep` wrote")
 
     from prelnx.records.raw_data import keep_run  # noqa: PLC0415
     from prelnx.report.arms import load_arms  # noqa: PLC0415
@@ -168,6 +228,49 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
     return dest
 
 
+def collect_gradients(study_dir: Path, study: str, root: Path = ROOT) -> tuple[list[Path], list[str]]:
+    """Copy each finished variant folder of `study_dir` (the folder `prelnx grads` wrote the variants into) into
+    docs/results/<study>/<variant>/, replacing that variant's; returns the folders kept and, per variant not kept,
+    why (not there, or not finished: no grads_summary.json yet). No finished variant at all is bad input."""
+    from prelnx.config.errors import Refusal  # noqa: PLC0415
+    from prelnx.report.variant_gradients import RAW_FILES, READ, VARIANTS  # noqa: PLC0415
+
+    if not study_dir.is_dir():
+        raise Refusal(f"--collect {study_dir}: no such folder (give the folder holding the variant folders "
+                      f"{', '.join(v.folder for v in VARIANTS)})")  # fmt: skip
+    kept, skipped = [], []
+    for variant in VARIANTS:
+        source, dest = study_dir / variant.folder, raw_dir(study, root) / variant.folder
+        if missing := [name for name in READ if not (source / name).is_file()]:
+            why = "no such folder" if not source.is_dir() else f"not finished (no {', '.join(missing)})"
+            skipped.append(f"{variant.folder}: {why}; not collected")
+            continue
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        for name in RAW_FILES:
+            if (source / name).is_file():
+                shutil.copyfile(source / name, dest / name)
+        kept.append(dest)
+    if not kept:
+        raise Refusal(f"--collect {study_dir}: no finished variant folder ({'; '.join(skipped)})")
+    return kept, skipped
+
+
+def check(studies: list[str], root: Path = ROOT) -> list[str]:
+    """Rebuild each study's report into a temp folder; the committed reports that differ (or are not committed)."""
+    differ = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for study in studies:
+            committed = root / report_of(study)
+            rebuilt = rebuild(study, root, Path(scratch) / study / committed.name)
+            if not committed.is_file():
+                differ.append(f"{committed.relative_to(root)}: not committed (its raw data is)")
+            elif rebuilt.read_bytes() != committed.read_bytes():
+                differ.append(f"{committed.relative_to(root)}: differs from its rebuild")
+    return differ
+
+
 def keep_in_progress(sweep_dir: Path, study: str, root: Path = ROOT) -> Path:
     """A study whose look is not complete yet: its done runs' files into docs/results/<study>/in_progress/ (no
     report: an interim look publishes no verdict, docs/sequential.md), so that the next session, on any machine,
@@ -186,26 +289,49 @@ def withdrawn(root: Path = ROOT) -> list[dict[str, str]]:
     return yaml.safe_load((root / MANIFEST).read_text())["reports"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", choices=sorted(STUDIES), help="only this study")
-    parser.add_argument("--collect", type=Path, metavar="SWEEP_DIR", help="keep this sweep's raw data for --study")
+    parser.add_argument("--study", choices=sorted({*STUDIES, *GRADIENT_STUDIES}), help="only this study")
+    parser.add_argument("--collect", type=Path, metavar="DIR", help="keep this sweep's raw data (a gradient study: "
+                        "the folder holding its variant folders) for --study")
+    parser.add_argument("--check", action="store_true", help="rebuild into a temp folder and exit 1 when a committed "
+                        "report differs from its rebuild (writes nothing)")
     parser.add_argument("--in-progress", action="store_true", help="with --collect: the study's look is not complete: "
                         "keep its done runs in docs/results/<study>/in_progress/ (resumable, no report)")
     parser.add_argument("--strip", metavar="FOLDER", help="with --collect: the repository copy the sweep ran in, "
                         "taken off its paths (a user's layout file then named relative to the repository)")
     args = parser.parse_args(argv)
-    if args.collect:
-        if not args.study:
-            parser.error("--collect needs --study")
-        if args.in_progress:
-            print(f"in progress (no report): {keep_in_progress(args.collect, args.study)}")
-            return 0
-        print(f"raw data: {collect(args.collect, args.study, strip=args.strip)}")
-    for study in [args.study] if args.study else with_raw_data():
-        print(f"{study}: {rebuild(study).relative_to(ROOT)}")
-    return 0
+    from prelnx.config.errors import Refusal  # noqa: PLC0415 - bad input's one error line
 
+    if args.collect and not args.study:
+        parser.error("--collect needs --study")
+    if args.in_progress and args.study in GRADIENT_STUDIES:
+        parser.error("--in-progress is for a sweep study (a gradient study keeps each finished variant folder)")
+    if args.collect and args.check:
+        parser.error("--check writes nothing: run --collect first, then --check")
+    try:
+        if args.collect and args.study in GRADIENT_STUDIES:
+            kept, skipped = collect_gradients(args.collect, args.study, root)
+            print("\n".join([*(f"raw data: {p}" for p in kept), *skipped]))
+        elif args.collect and args.in_progress:
+            print(f"in progress (no report): {keep_in_progress(args.collect, args.study, root)}")
+            return 0
+        elif args.collect:
+            print(f"raw data: {collect(args.collect, args.study, root, strip=args.strip)}")
+        if args.study and (why := no_raw_data(args.study, root)):
+            print(f"error: {why}", file=sys.stderr)
+            return 2
+        studies = [args.study] if args.study else with_raw_data(root) + with_gradient_data(root)
+        if args.check:
+            differ = check(studies, root)
+            print("\n".join(differ or [f"{len(studies)} report(s) equal to their rebuild"]))
+            return 1 if differ else 0
+        for study in studies:
+            print(f"{study}: {rebuild(study, root).relative_to(root)}")
+    except Refusal as error:  # bad input: one line, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))

@@ -2,7 +2,9 @@
 margins. Figure 3 on a `prelnx grads` study (grads.csv, grads_summary.json): per seed a ratio of decoder W2 gradient
 norms (last layer, deepest over shallowest depth: 3c/d; last layer over the first: 3a/b) against paper.yaml's band
 ("like 1/sqrt(L)": over sqrt(shallow / deep), in `rate_band`); a verdict against the paper says whether plain
-fairseq's models were measured (grads_summary.json's settings). Lemma 1 (Section 3.3) on a `prelnx theory` run:
+fairseq's models were measured (grads_summary.json's settings). The one owner of these rules: the paper's report, the
+claims table and prelnx.report.variant_gradients (the same claims per normalisation variant, and DeepNorm's ratios
+shown through `depth_ratio` and `layer_ratio`) all decide through them. Lemma 1 (Section 3.3) on a `prelnx theory` run:
 Post-LN's ||x^{post,5}_l||^2 / d (mean over layers) at 3/2; Pre-LN's ||x^pre_l||^2 / d inside [1 + l/2, 1 + 3l/2]
 per layer and its least-squares growth per layer inside [1/2, 3/2]."""
 
@@ -45,13 +47,15 @@ def _ratio(label: str, top: dict[int, float], bottom: dict[int, float]) -> Sampl
     return Sample(label, tuple(top[s] / bottom[s] if bottom[s] else math.nan for s in seeds))  # 0: no value
 
 
-def _depth_ratio(summary: dict[str, Any], layout: str) -> Sample:
+def depth_ratio(summary: dict[str, Any], layout: str) -> Sample:
+    """Per seed the layout's last-layer decoder W2 gradient norm at the deepest depth over the shallowest's (3c/d)."""
     shallow, deep = summary["depths"][0], summary["depths"][-1]
     return _ratio(f"{display_name(layout)} last-layer W2, {deep} / {shallow} layers",
                   _norms(summary, layout, deep, deep), _norms(summary, layout, shallow, shallow))  # fmt: skip
 
 
-def _layer_ratio(summary: dict[str, Any], layout: str) -> Sample:
+def layer_ratio(summary: dict[str, Any], layout: str) -> Sample:
+    """Per seed the layout's decoder W2 gradient norm, last layer over the first, at `growth_depth` (3a/b)."""
     depth = summary["growth_depth"]
     return _ratio(f"{display_name(layout)} decoder W2, layer {depth} / layer 1 at depth {depth}",
                   _norms(summary, layout, depth, depth), _norms(summary, layout, depth, 1))  # fmt: skip
@@ -85,7 +89,7 @@ def _band(spec: dict[str, Any], key: str = "band") -> tuple[float, float]:
 def postln_last_layer_flat_in_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
     if "post" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
         return not_measured(spec["id"], "needs Post-LN at two depths or more")
-    case = Case("Post-LN", compare("ratio", _depth_ratio(summary, "post"), None, _band(spec)))
+    case = Case("Post-LN", compare("ratio", depth_ratio(summary, "post"), None, _band(spec)))
     return _with_note(ClaimOutcome(spec["id"], [case]), summary, ("post",))
 
 
@@ -93,7 +97,7 @@ def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, A
     if "pre" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
         return not_measured(spec["id"], "needs Pre-LN at two depths or more")
     shallow, deep = summary["depths"][0], summary["depths"][-1]
-    ratio = _depth_ratio(summary, "pre")
+    ratio = depth_ratio(summary, "pre")
     predicted = (shallow / deep) ** 0.5
     cases = [Case("Pre-LN falls", compare("ratio", ratio, None, _band(spec)))]
     if "rate_band" in spec:
@@ -108,8 +112,8 @@ def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> Cl
     if not {"post", "pre"} <= set(summary.get("growth_last_over_first_layer", {})):
         return not_measured(spec["id"], "needs Post-LN and Pre-LN")
     outcome = ClaimOutcome(spec["id"], [
-        Case("Post-LN grows", compare("ratio", _layer_ratio(summary, "post"), None, above(float(spec["grows_above"])))),
-        Case("Pre-LN about flat", compare("ratio", _layer_ratio(summary, "pre"), None, _band(spec))),
+        Case("Post-LN grows", compare("ratio", layer_ratio(summary, "post"), None, above(float(spec["grows_above"])))),
+        Case("Pre-LN about flat", compare("ratio", layer_ratio(summary, "pre"), None, _band(spec))),
     ])  # fmt: skip
     return _with_note(outcome, summary, ("post", "pre"))
 
@@ -119,6 +123,15 @@ GRADIENT_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutco
     "preln_last_layer_falls_with_depth": preln_last_layer_falls_with_depth,
     "postln_grows_with_layer": postln_grows_with_layer,
 }
+
+
+def gradient_claims() -> list[dict[str, Any]]:
+    return paper_data()["gradients"]
+
+
+def check_gradients(summary: dict[str, Any]) -> dict[str, ClaimOutcome]:
+    """Every `gradients` claim of paper.yaml decided from a `prelnx grads` study's per-seed rows."""
+    return check_claims(gradient_claims(), GRADIENT_CHECKS, summary)
 
 
 # Lemma 1 (Section 3.3), on a `prelnx theory` run's per-seed rows.

@@ -15,10 +15,11 @@ rebuild_reports = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rebuild_reports)
 
 REPORTS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "results").glob("*.md"))
+WITH_DATA = rebuild_reports.with_raw_data(ROOT) + rebuild_reports.with_gradient_data(ROOT)  # sweeps, gradient studies
 
 
 def test_every_committed_report_is_rebuilt_from_committed_raw_data():
-    rebuilt = {rebuild_reports.STUDIES[s].report for s in rebuild_reports.with_raw_data(ROOT)}
+    rebuilt = {rebuild_reports.report_of(s) for s in WITH_DATA}
     assert "docs/results/demo.md" in rebuilt
     assert set(REPORTS) <= rebuilt, set(REPORTS) - rebuilt
 
@@ -41,14 +42,16 @@ def test_a_withdrawn_report_is_not_committed_and_its_study_can_be_re_run():
 
 
 def test_the_raw_data_stays_small():
+    gradients = [rebuild_reports.raw_dir(s, ROOT) for s in rebuild_reports.GRADIENT_STUDIES]
     files = [p for p in (ROOT / "docs" / "results").glob("*/runs/**/*") if p.is_file()]
+    files += [p for folder in gradients for p in folder.glob("*/*") if p.is_file()]
     assert sum(p.stat().st_size for p in files) <= 30_000_000
 
 
 @pytest.mark.slow  # draws each report's figures
-@pytest.mark.parametrize("study", rebuild_reports.with_raw_data(ROOT))
+@pytest.mark.parametrize("study", WITH_DATA)
 def test_a_rebuilt_report_is_byte_equal_to_the_committed_one(study, tmp_path):
-    committed = ROOT / rebuild_reports.STUDIES[study].report
+    committed = ROOT / rebuild_reports.report_of(study)
     out = rebuild_reports.rebuild(study, ROOT, tmp_path / committed.name)
     assert out.read_bytes() == committed.read_bytes(), f"run scripts/rebuild_reports.py --study {study}"
     assert not (ROOT / "docs/results" / study / "runs" / "summary.md").exists()  # the committed raw data untouched
