@@ -26,7 +26,7 @@ NORM_INTRO = [
 def _row(claim: dict[str, Any]) -> dict[str, Any]:
     """A claim as the claims' table shows it: its authors, their code, and their set-up beside it."""
     return {**claim, "claim": f"**{claim['cite']}**: {claim['claim']} *Their set-up: {claim['setting']}.*",
-            "source": f"{claim['paper']}, {claim['source']} ({claim['code']})", "paper": claim["quote"]}
+            "source": f"{claim['paper']}, {claim['source']} ({claim['code']})", "paper": claim["stated"]}
 
 
 def norm_section(arms: list[Arm]) -> list[str]:

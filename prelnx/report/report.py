@@ -180,7 +180,8 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
     lines += methods_sections(translation, lm, figures_dir, report_dir, frozen)  # issues 24 and 32's claims
     lines += norm_section(arms)  # issue 48's claims: a sweep with variant arms only
-    lines += why_warmup_section(sweep_dir, layernorm_arms(translation), figures_dir, report_dir, say_claims)  # runs with diagnostics only
+    # runs with diagnostics only (a variant study: its LayerNorm runs, as every claim of methods.yaml)
+    lines += why_warmup_section(sweep_dir, layernorm_arms(translation), figures_dir, report_dir, say_claims)
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(arms) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]
