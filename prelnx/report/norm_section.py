@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from prelnx.console import results
 from prelnx.report.arms import Arm
 from prelnx.report.norm_claims import norm_claims
-from prelnx.report.render import claims_table
+from prelnx.report.render import claims_table, claims_text
 
 NORM_INTRO = [
     "The variants' own papers' claims (prelnx/methods.yaml, `norm_variants`; docs/variants.md), decided like the",
@@ -29,10 +30,14 @@ def _row(claim: dict[str, Any]) -> dict[str, Any]:
             "source": f"{claim['paper']}, {claim['source']} ({claim['code']})", "paper": claim["stated"]}
 
 
-def norm_section(arms: list[Arm]) -> list[str]:
-    """The section's lines ([]: no variant arm in the sweep, so every other report is unchanged)."""
+def norm_section(arms: list[Arm], say_claims: bool = False) -> list[str]:
+    """The section's lines ([]: no variant arm in the sweep, so every other report is unchanged); `say_claims`: the
+    claims as lines on the terminal too, as the paper's are."""
     claims, outcomes = norm_claims(arms)
     if not claims:
         return []
+    if say_claims:
+        for line in claims_text(claims, outcomes):
+            results.info(line)
     return ["## The normalisation variants' claims", "", *NORM_INTRO, "",
             *claims_table([_row(c) for c in claims], outcomes), ""]  # fmt: skip

@@ -179,7 +179,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
     lines += methods_sections(translation, lm, figures_dir, report_dir, frozen)  # issues 24 and 32's claims
-    lines += norm_section(arms)  # issue 48's claims: a sweep with variant arms only
+    lines += norm_section(arms, say_claims)  # issue 48's claims: a sweep with variant arms only
     # runs with diagnostics only (a variant study: its LayerNorm runs, as every claim of methods.yaml)
     lines += why_warmup_section(sweep_dir, layernorm_arms(translation), figures_dir, report_dir, say_claims)
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]

@@ -13,7 +13,8 @@ from prelnx.report.claims import paper_outcomes
 from prelnx.report.norm_claims import norm_claims
 from prelnx.report.outcome import PremiseState
 from prelnx.report.report import write_report
-from prelnx.report.sequential import all_outcomes
+from prelnx.report.sequential import all_outcomes, decide_look
+from prelnx.sequential import ClaimState, SeedPlan
 from prelnx.report.stats import Verdict
 from tests.report.runs import Sweep, write_dictionary
 
@@ -75,6 +76,21 @@ def test_only_the_protocols_claims_are_decided_on_its_grid(tmp_path):
     assert "pre#preln_no_warmup" not in outcomes and "pre#preln_matches_postln" not in outcomes
     deepnorm = outcomes["deepnorm#deepnorm_matches_postln"].cases[0].comparison
     assert deepnorm.a.n == deepnorm.b.n == 3  # DeepNorm against Post-LN + LayerNorm only, QK-Norm's never pooled
+
+
+def test_the_sequential_looks_decide_the_variants_claims_on_their_arms(tmp_path):
+    sweep = variant_sweep(tmp_path)
+    groups: dict[str, list[str]] = {}
+    for point in sweep.points:  # an arm: the run's name without its seed
+        groups.setdefault(point["name"].replace(f"_s{point['overrides']['train.seed']}", ""), []).append(point["name"])
+    claims = {c.claim: c for c in decide_look(sweep.save(), {k: tuple(v) for k, v in groups.items()}, SeedPlan((3, 6)), 0)}
+    rms = claims["rmsnorm_matches_layernorm"]
+    assert sorted(rms.arms) == sorted(k for k in groups if k.startswith("pre_") and "_normrmsnorm_qk_normFalse" in k
+                                      or k.startswith("pre_") and "_normlayernorm_qk_normFalse" in k)
+    assert rms.runs == 12 and rms.state is ClaimState.OPEN  # 3 seeds: the interval is not yet inside at look 1's level
+    qk_pairs = ("post_adam_w{}_lr0.002_normlayernorm_qk_norm{}", "pre_adam_w{}_lr0.002_normrmsnorm_qk_norm{}")
+    assert sorted(claims["qk_norm_fewer_failures"].arms) == sorted(pair.format(w, qk) for pair in qk_pairs
+                                                                   for w in (0, 200) for qk in (False, True))
 
 
 def test_norm_claims_only_on_a_sweep_with_variants(tmp_path):
