@@ -39,8 +39,12 @@ def norm_groups(arms: list[Arm]) -> list[tuple[str, list[Arm]]]:
     in from the rest of the sweep, in words ("" when there is one group)."""
     groups = list(seed_groups(arms, _outside_norm).values())
     keys = [k for k in differing_keys(arms) if k not in NORM_KEYS]
-    return [(", ".join(f"{k} {dict(g[0].context).get(k, '-')}" for k in keys) if len(groups) > 1 else "", g)
-            for g in groups]  # fmt: skip
+
+    def label(group: list[Arm]) -> str:
+        found = dict(group[0].context)
+        return ", ".join(f"{k} {found[k].strip(chr(34)) if k in found else '-'}" for k in keys)
+
+    return [(label(group) if len(groups) > 1 else "", group) for group in groups]
 
 
 def every_seed_trained(group: list[Arm]) -> Premise:

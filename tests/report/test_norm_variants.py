@@ -121,6 +121,20 @@ def test_rmsnorm_holds_and_dyt_does_not_hold_per_warmup_arm(tmp_path):
     assert norm_variants_data()["claims"][0]["margin_bits"] == paper_data()["training"][3]["margin_bits"]
 
 
+def test_a_variant_is_compared_within_its_other_context_keys_only(tmp_path):
+    write_dictionary(tmp_path / "data")
+    sweep = Sweep(tmp_path / "depths", tmp_path / "data")
+    for layers, shift in ((6, 0.0), (3, 1.0)):  # at 3 layers RMSNorm ends 1 bit worse; LayerNorm at 6 only
+        depth = {"model.encoder_layers": layers}
+        sweep.seeds("pre", 0, [f + shift for f in GOOD], lr=2e-3, extra={**_norm("rmsnorm", False), **depth})
+        if layers == 6:
+            sweep.seeds("pre", 0, GOOD, lr=2e-3, extra={**_norm("layernorm", False), **depth})
+    rms = norm_claims(load_arms(sweep.save()))[1]["rmsnorm_matches_layernorm"]
+    assert [c.label for c in rms.cases] == ["model.encoder_layers 6: Pre-LN + RMSNorm vs Pre-LN + LayerNorm, no "
+                                            "warm-up, adam lr 0.002"]  # 3 layers: no LayerNorm arm of its own
+    assert rms.verdict is Verdict.HOLDS and rms.cases[0].family == "model.encoder_layers 6"
+
+
 def test_a_variant_is_not_testable_where_layernorm_failed_a_seed(tmp_path):
     finals = {("pre", "layernorm", False, 0): [5.9, 6.0, 8.7]}  # LayerNorm failed one seed without warm-up
     outcomes = norm_claims(load_arms(variant_sweep(tmp_path, finals).save()))[1]
