@@ -43,3 +43,14 @@ def explanations_data() -> dict[str, Any]:
     """prelnx/methods.yaml's `why_warmup`: the explanations of warm-up, each prediction a claim with its margin, the
     study's premise and what counts as a trained run (decided by prelnx/report/why_warmup.py)."""
     return _read("methods.yaml")["why_warmup"]
+
+
+def norm_variants_data() -> dict[str, Any]:
+    """prelnx/methods.yaml's `norm_variants`: `methods_claims` (the ids of `methods` a sweep with variant arms decides)
+    and `claims`, each complete: its `rule`'s margin_bits taken from paper.yaml's claim of that id (its one owner)."""
+    xiong = {claim["id"]: claim for claim in paper_data()["training"]}
+    section = _read("methods.yaml")["norm_variants"]
+    for claim in section["claims"]:
+        if "rule" in claim:
+            claim.setdefault("margin_bits", xiong[claim["rule"]]["margin_bits"])
+    return section

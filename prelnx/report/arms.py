@@ -101,6 +101,8 @@ class Arm:
     values: dict[str, str] = dataclasses.field(default_factory=dict)  # its arm's keys (records.run_config.arm_values)
     context: tuple[tuple[str, str], ...] = ()  # its arm's keys outside the claims' factors (set by load_arms)
     context_label: str = ""  # those of them that differ in the sweep, in words ("" when every run shares them)
+    norm: str = "layernorm"  # model.norm: a context key, never a paper claim's factor (prelnx.report.norm_claims)
+    qk_norm: bool = False  # model.qk_norm: likewise
 
     @property
     def key(self) -> tuple:
@@ -136,7 +138,8 @@ def _diverged_at(status: dict[str, Any]) -> int | None:
 
 
 def load_arms(sweep_dir: Path) -> list[Arm]:
-    """Every run of the sweep with the paper's LayerNorm layouts (the norm variants are reported apart)."""
+    """Every run of the sweep, the norm variants' too (model.norm and model.qk_norm are context keys: a paper claim
+    compares runs of one norm only; the variants' own claims, prelnx.report.norm_claims, compare across them)."""
     names = [p["name"] for p in read_points(sweep_dir)] or sorted(d.name for d in sweep_dir.iterdir() if has_config(d))
     arms = []
     for name in names:
@@ -146,15 +149,14 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
         if problem := format_problem(run_dir):
             raise Refusal(problem)
         config = read_run_config(run_dir)
-        if config.model.norm != "layernorm" or config.model.qk_norm:
-            continue
         found = find_plateau(config, data_dir(config), sweep_dir)
         arms.append(Arm(name=name, layout=config.model.layout, optimizer=optimizer_variant(config.optimizer),
                         warmup=int(config.schedule.warmup_updates), lr=float(config.optimizer.lr),
                         seed=int(config.train.seed), results=run_results(run_dir), rows=read_metrics(run_dir),
                         task=config.task, plateau=None if found is None else found.bits,
                         plateau_source="" if found is None else found.source,
-                        diverged_at=_diverged_at(read_status(run_dir) or {}), values=arm_values(config)))  # fmt: skip
+                        diverged_at=_diverged_at(read_status(run_dir) or {}), values=arm_values(config),
+                        norm=config.model.norm, qk_norm=bool(config.model.qk_norm)))  # fmt: skip
     return with_contexts(arms)
 
 

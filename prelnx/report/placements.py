@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prelnx.paper import methods_data
+from prelnx.paper import methods_data, norm_variants_data
 from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, matched, outcome_sample, pick
+from prelnx.report.norm_arms import has_variants, layernorm_arms, methods_on_variants
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare, compare_counts
@@ -69,27 +70,34 @@ def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
     return outcome
 
 
+def failures_case(label: str, mine: list[Arm], base: list[Arm], margin: float | None, base_name: str,
+                  statement: str, mine_name: str | None = None) -> Case:  # fmt: skip
+    """`mine` fails less often than `base` (the failure counts alone, Fisher's exact test: stats.compare_counts);
+    premise: `base` fails in at least one seed (else there is nothing to fail less than: not testable). `margin`: the
+    claim's own trained margin (None: paper.yaml's). Shared by fewer_failures and prelnx.report.norm_claims."""
+    mine_name = mine_name or describe_arm(mine[0]).split(' lr ')[0]
+    said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
+    method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
+    other = dataclasses.replace(outcome_sample(describe_arm(base[0]), base, lambda arm: (0.0, 0), margin), read="")
+    state = PremiseState.MET if other.failed else PremiseState.FAILED
+    premise = Premise(statement, state, f"{base_name} failed {other.failed}/{other.failed + other.measured}; "
+                      f"{mine_name} {method.failed}/{method.failed + method.measured}{said}")
+    return Case(label, compare_counts("failed runs", method, other), premise)
+
+
 def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
     """Failure counts of matched arms: the layout against Pre-LN at one warm-up and lr, one case each (Holm over
     them for "does not hold", every case for "holds"); premise per case: Pre-LN fails in at least one of its seeds
     there (else there is nothing to fail less than)."""
-    margin = spec.get("trained_margin_bits")
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} and Pre-LN at one warm-up "
                            "and lr")  # fmt: skip
-    said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
     settings = sorted({(a.warmup, a.lr) for a in pick(arms, layout=layout)}
                       & {(a.warmup, a.lr) for a in pick(arms, layout="pre")})  # fmt: skip
     for warmup, lr in settings:
         mine, pre = pick(arms, layout=layout, warmup=warmup, lr=lr), pick(arms, layout="pre", warmup=warmup, lr=lr)
-        method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
-        base = dataclasses.replace(outcome_sample(describe_arm(pre[0]), pre, lambda arm: (0.0, 0), margin), read="")
-        state = PremiseState.MET if base.failed else PremiseState.FAILED
-        premise = Premise("Pre-LN fails in at least one seed at this warm-up and lr", state,
-                          f"Pre-LN failed {base.failed}/{base.failed + base.measured}; "
-                          f"{describe_arm(mine[0]).split(' lr ')[0]} "
-                          f"{method.failed}/{method.failed + method.measured}{said}")  # fmt: skip
-        label = f"{warmup or 'no'} warm-up, lr {lr:g}"
-        outcome.cases.append(Case(label, compare_counts("failed runs", method, base), premise))
+        outcome.cases.append(failures_case(f"{warmup or 'no'} warm-up, lr {lr:g}", mine, pre,
+                                           spec.get("trained_margin_bits"), "Pre-LN",
+                                           "Pre-LN fails in at least one seed at this warm-up and lr"))  # fmt: skip
     return outcome
 
 
@@ -143,6 +151,9 @@ def method_claims(
     (None: no such run). `frozen`: the claims as sweep.json froze them (prelnx.records.frozen_claims); None: as the
     files read now."""
     methods = methods_data() if frozen is None else frozen["methods"]
+    if has_variants(translation + lm):  # a variant study (issue 48): its protocol's methods claims only
+        methods = methods_on_variants(methods, norm_variants_data()["methods_claims"])
+    translation, lm = layernorm_arms(translation), layernorm_arms(lm)  # the variants' own claims: norm_claims
     users = user_methods(translation, None if frozen is None else frozen["layout_files"])  # docs/your_layout.md
     return (check_methods(translation, methods + users) if has_methods(translation) else None,
             check_placements(lm, methods) if lm else None)
@@ -161,6 +172,7 @@ def methods_sections(
     Post-LN and Pre-LN on the translation runs (issue 24, with the ranking's figure), the norm placements on the
     language-model runs (issue 32)."""
     methods, placements = method_claims(translation, lm, frozen)
+    translation, lm = layernorm_arms(translation), layernorm_arms(lm)  # ranked as their claims read them
     lines = []
     if methods is not None:
         title, claims = "## Warm-up-free methods", "### The methods' authors' claims"

@@ -25,6 +25,8 @@ from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
 from prelnx.report.outcome import check_claims, not_measured
+from prelnx.report.norm_arms import layernorm_arms
+from prelnx.report.norm_section import norm_section
 from prelnx.report.placements import methods_sections
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.sequential import how_decided
@@ -177,7 +179,9 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     if not bert_only and any(a.task == "masked_lm" for a in arms):
         lines += claims_table(claims["bert"], check_claims(claims["bert"], BERT_CHECKS, arms)) + [""]
     lines += methods_sections(translation, lm, figures_dir, report_dir, frozen)  # issues 24 and 32's claims
-    lines += why_warmup_section(sweep_dir, translation, figures_dir, report_dir, say_claims)  # runs with diagnostics only
+    lines += norm_section(arms, say_claims)  # issue 48's claims: a sweep with variant arms only
+    # runs with diagnostics only (a variant study: its LayerNorm runs, as every claim of methods.yaml)
+    lines += why_warmup_section(sweep_dir, layernorm_arms(translation), figures_dir, report_dir, say_claims)
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(arms) + ["", "Per seed:", ""]
     lines += [(sweep_dir / "summary.md").read_text().strip(), ""]

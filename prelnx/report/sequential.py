@@ -25,6 +25,7 @@ from prelnx.paper import paper_data
 from prelnx.report.arms import Arm, load_arms
 from prelnx.report.claims import paper_outcomes
 from prelnx.report.outcome import Case, ClaimOutcome, combined
+from prelnx.report.norm_claims import norm_claims
 from prelnx.report.placements import TASK, method_claims
 from prelnx.report.stats import ALPHA_ONE_SIDED, POWER, Comparison, Verdict
 from prelnx.sequential import ALPHA, ClaimLook, ClaimState, SeedPlan, fixed_seeds, reachable, t_to_z
@@ -106,8 +107,9 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
 
 
 def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
-    """Every claim the report decides from these runs: paper.yaml's, methods.yaml's, each user layout file's."""
-    outcomes = paper_outcomes(arms, paper_data())[1]
+    """Every claim the report decides from these runs: paper.yaml's, methods.yaml's (its `norm_variants` too, on a
+    sweep with variant arms), each user layout file's."""
+    outcomes = paper_outcomes(arms, paper_data())[1] | norm_claims(arms)[1]
     for found in method_claims(*([a for a in arms if a.task == task] for task in ("translation", TASK))):
         for method in found or []:  # a user layout file's claim ids carry their layout already
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
