@@ -58,7 +58,8 @@ def schedule_problems(s: ScheduleConfig, lr: float, max_update: int | None) -> l
         need(not s.step_epochs, "schedule.step_epochs", f"only decay: step uses it; schedule.decay is {s.decay}")
     for key in DECAY_START_KEYS:
         if getattr(s, key) is not None:
-            need(s.decay == "inverse_sqrt", f"schedule.{key}", f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
+            need(s.decay == "inverse_sqrt", f"schedule.{key}",
+                 f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
     if s.decay_start_epoch is not None:
         need(s.decay_start_epoch >= 1, "schedule.decay_start_epoch", f"epochs start at 1, got {s.decay_start_epoch}")
     if s.decay_start_update is not None:
