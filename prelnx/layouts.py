@@ -59,7 +59,7 @@ NUMBER_RULES: dict[str, tuple[float, str]] = {
 
 @dataclass(frozen=True)
 class Reference:
-    """The code a layout transcribes: repository, file, commit (as its plugin file's docstring reads them)."""
+    """The code a layout transcribes: repository, file, commit."""
 
     repo: str
     file: str = ""

@@ -1,23 +1,6 @@
-"""Sequential seed plans: the looks a sweep may stop at, and error control that survives looking (docs/sequential.md).
-
-A plan names its looks (seeds per arm at each: 4, 6, 8), an alpha-spending function and a futility rule. Each side of
-a claim ("holds", "does not hold") is a one-sided test at ALPHA = 0.025, the level the fixed design's 95 % interval
-has per side. Lan-DeMets spending (Lan & DeMets 1983, Biometrika 70:659) fixes how much of that alpha each look may
-use, at the looks' information fractions t_k = n_k / n_K (planned seeds per arm); the boundaries c_k on the z scale
-solve P(Z_1 < c_1, ..., Z_{k-1} < c_{k-1}, Z_k >= c_k) = alpha(t_k) - alpha(t_{k-1}) for the canonical joint
-distribution of sequentially computed statistics (Jennison & Turnbull 2000, ch. 3 and 19), here by the recursive
-numerical integration of their section 19.2 (Armitage, McPherson & Rowe 1969) on a Simpson grid.
-
-With few seeds the statistic is Student's t (Welch's, the engine's), or an exact Fisher p-value: each look uses the
-boundary's nominal significance level p_k = 1 - Phi(c_k) as the level of that look's one-sided test (Jennison &
-Turnbull section 3.8, "significance level approach": error rates stay close to nominal, checked here by
-scripts/bench_sequential.py). Futility is non-binding: the efficacy boundaries ignore it, so stopping for futility
-can only lower the error rates; a claim whose conditional power under its current trend is below `futility` on both
-sides stops getting seeds.
-
-Written here, not imported: `gsdesign` 0.1.5 (PyPI, 2026) ships only gsDesign's grid-integration primitives, no
-spending function or boundary search; the values are tested against gsDesign's and Jennison & Turnbull's tables
-(tests/test_sequential.py).
+"""Sequential seed plans: the looks a sweep may stop at, Lan-DeMets alpha spending (ALPHA per side), the boundaries
+by recursive integration, the nominal levels a look's t or Fisher test uses, non-binding futility; the method, its
+references and why it is written here: docs/sequential.md.
 """
 
 from __future__ import annotations

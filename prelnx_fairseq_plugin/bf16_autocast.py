@@ -1,18 +1,9 @@
-"""`--bf16` without a TPU: bf16 mixed precision under torch.autocast, fp32 weights and optimizer state. Fixed here.
-
-fairseq 0.12's `--bf16` means TPU training (it turns on `--tpu`, casts the model to bf16, keeps the fp32 master copy
-on the XLA device); without torch_xla it fails on CPU and GPU alike (`'NoneType' object has no attribute
-'xla_device'`). Where torch_xla is missing, `--bf16` means torch's mixed precision instead:
-- the model, the criterion, the gradients and Adam's state stay fp32 (fairseq's plain optimizer path: clipping, the
-  logged losses and every divergence check are an fp32 run's);
-- the criterion's forward (model and loss) runs under `torch.autocast(<device>, torch.bfloat16)`, CPU with `--cpu`,
-  else CUDA; fairseq takes softmax and log-softmax in fp32, and the backward runs outside autocast, as torch
-  recommends. Validation is the same; BLEU's beam search runs in fp32.
-So a run's command.txt (`fairseq-train ... --cpu --bf16 --user-dir <this plugin>`) reproduces a prelnx bf16 run with
-no extra flag. `distributed_utils.call_main` turns `--tpu` back off before fairseq branches on it, and
-`Trainer.__init__` turns fairseq's bf16 path off and wraps the criterion: the checkpoints' cfg says `bf16: false`
-(fp32 weights). prelnx refuses bf16 on a CPU without native bf16 instructions (prelnx/machine.py); this plugin does
-not check (autocast is correct there, only slow).
+"""`--bf16` without a TPU: bf16 mixed precision under torch.autocast, fp32 weights and optimizer state, wherever
+torch_xla is missing (fairseq 0.12's `--bf16` is TPU-only); what it means for a run: docs/parallel.md. Fixed here:
+`distributed_utils.call_main` turns `--tpu` back off before fairseq branches on it, and `Trainer.__init__` turns
+fairseq's bf16 path off and wraps the criterion's forward (model and loss) in autocast, CPU with `--cpu`, else CUDA;
+the backward and BLEU's beam search run outside it. The checkpoints' cfg says `bf16: false` (fp32 weights). prelnx
+refuses bf16 on a CPU without native bf16 instructions (prelnx/machine.py); this plugin does not check.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Training diagnostics for the warm-up explanations (issue 31), measured in fairseq's trainer, in one place.
-
-`--diagnostics-every-updates N`: after every N-th update, per group (`group_of`), the gradient's norm (`grad_norm`),
-the update/weight ratio (`update_ratio`), the largest attention logit (`attn_logit_max`, from the module's own
-projections) and each layer's output RMS (`hidden_rms`); `--sharpness-every-updates M`: the critical sharpness on a
-fixed validation batch (`critical_sharpness`). Rank 0 reports one record per measured update as a typed event
-(prelnx/child_report.py `Diagnosed`), which the parent stores in diagnostics.jsonl (prelnx/records/diagnostics.py). The
-quantities, their sources, the groups and the record's keys are defined in docs/diagnostics.md.
+"""Training diagnostics for the warm-up explanations (issue 31), measured in fairseq's trainer, in one place: the
+options, quantities, groups and record keys are docs/diagnostics.md's. Rank 0 reports one record per measured
+update as a typed event (prelnx/child_report.py `Diagnosed`), stored by the parent (prelnx/records/diagnostics.py).
 
 Patched here because fairseq has no hook around an update: `Trainer.train_step` is wrapped (a copy of the weights,
 hooks on the attention modules and layers, the gradients read before the next step zeroes them), `Trainer.begin_epoch`

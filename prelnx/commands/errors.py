@@ -14,16 +14,8 @@ from typing import Any, Callable, NoReturn
 import click
 import typer
 
-from prelnx.exits import Exit, Refusal
-
-
-def refusal(error: BaseException) -> tuple[str, int] | None:
-    """The one line and exit code of an error that is not a bug; None for a bug (launch/errors.py owns the rule)."""
-    if isinstance(error, Refusal):  # the common case, without importing launch
-        return str(error), error.exit_code
-    from prelnx.launch.errors import error_exit
-
-    return error_exit(error)
+from prelnx.exits import Exit
+from prelnx.launch.errors import error_exit
 
 
 def fail(message: object, code: int) -> NoReturn:
@@ -45,7 +37,7 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
             raise typer.Exit(Exit.INTERRUPTED) from None
         except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
-            known = refusal(error)
+            known = error_exit(error)  # launch/errors.py's rule, rank 0's of a Slurm job too
             if known is not None:
                 fail(*known)
             # the traceback, then where in prelnx it happened and the words a bug report needs

@@ -12,7 +12,7 @@ from prelnx.commands import options
 from prelnx.commands.errors import fail
 from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
-from prelnx.config.schema import schedule_warnings
+from prelnx.config.schedule import lr_curve_warnings
 from prelnx.launch import RunExecutor
 from prelnx.launch.local import check_before_training, train
 from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm
@@ -42,7 +42,7 @@ def train_command(
     4 the run dir is in use by another process, 130 interrupted.
     """
     resolved, _ = load_config(config, set_ or [])
-    for warning in schedule_warnings(resolved):
+    for warning in lr_curve_warnings(resolved.schedule, resolved.optimizer.lr):
         logging.getLogger(__name__).warning(warning)
     target = run_dir or default_run_dir(resolved)
     slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,

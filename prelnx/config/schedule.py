@@ -56,18 +56,18 @@ def schedule_problems(s: ScheduleConfig, lr: float, max_update: int | None) -> l
         need(0.0 < s.step_factor <= 1.0, "schedule.step_factor", f"must be in (0, 1], got {s.step_factor}")
     else:
         need(not s.step_epochs, "schedule.step_epochs", f"only decay: step uses it; schedule.decay is {s.decay}")
+    for key in DECAY_START_KEYS:
+        if getattr(s, key) is not None:
+            need(s.decay == "inverse_sqrt", f"schedule.{key}",
+                 f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
     if s.decay_start_epoch is not None:
-        need(s.decay == "inverse_sqrt", "schedule.decay_start_epoch", f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
         need(s.decay_start_epoch >= 1, "schedule.decay_start_epoch", f"epochs start at 1, got {s.decay_start_epoch}")
     if s.decay_start_update is not None:
-        need(s.decay == "inverse_sqrt", "schedule.decay_start_update",
-             f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")  # fmt: skip
         need(s.decay_start_update >= 1, "schedule.decay_start_update", f"updates start at 1, got {s.decay_start_update}")
         need(s.decay_start_update >= s.warmup_updates, "schedule.decay_start_update",
              f"must be >= schedule.warmup_updates ({s.warmup_updates}): the decay starts after the warm-up")  # fmt: skip
         need(s.decay_start_epoch is None, "schedule.decay_start_update", "set decay_start_update or decay_start_epoch, not both")
     if s.decay_period is not None:
-        need(s.decay == "inverse_sqrt", "schedule.decay_period", f"only decay: inverse_sqrt uses it; schedule.decay is {s.decay}")
         need(s.decay_period >= 1, "schedule.decay_period",
              f"must be >= 1 (updates; lr = peak * sqrt(D / (D + t)) after warm-up) or null, got {s.decay_period}")  # fmt: skip
         others = [key for key in DECAY_START_KEYS[1:] if getattr(s, key) is not None]

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from prelnx.config.schedule import Problems, ScheduleConfig, lr_curve_warnings, schedule_problems
+from prelnx.config.schedule import Problems, ScheduleConfig, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
@@ -327,7 +327,3 @@ def _placement_problems(m: ModelConfig, need: Callable[[bool, str, str], None]) 
             need(layers is None or layers < 1 or math.floor(alpha * layers + 1e-9) != 0, f"model.{key}",
                  (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer in {layers} layers (floor(alpha L) "
                   f"= 0: it would be Pre-LN); use more layers or a larger model.mixln_alpha"))  # fmt: skip
-
-
-def schedule_warnings(config: Config) -> list[str]:
-    return lr_curve_warnings(config.schedule, config.optimizer.lr)

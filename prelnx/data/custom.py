@@ -1,11 +1,7 @@
 """Text of yours, used as given unless `--tokenize`, `--lowercase`, `--bpe-merges N` or `--bpe-code FILE` say
-otherwise (docs/data.md); lines are kept one for one (nothing is cleaned away):
-
-- `custom`, parallel text: `prelnx data prepare custom --train-src A --train-tgt B --valid-src ... [--test-src ...]`;
-- `text`, monolingual text for task: masked_lm: `prelnx data prepare text --source FILE_OR_FOLDER [--valid-lines N]`:
-  plain UTF-8 text, one sentence or document per line, as one file or a folder of `*.txt` files (name order,
-  recursively); blank lines dropped; the last `--valid-lines` lines held out for validation; binarized with fairseq's
-  `--only-source` (dict.txt, train/valid.bin/.idx).
+otherwise, lines kept one for one: `custom` (parallel text) and `text` (monolingual, for task: masked_lm, binarized
+`--only-source`, blank lines dropped, the last `--valid-lines` held out): the commands in docs/data.md and
+docs/studies.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""The offline tasks: generated from a seed, binarized for fairseq, cached (prelnx.data.output.build_cached).
-
-Translation: a "sentence" is a sequence of pseudo-words drawn from a Zipf distribution over a source vocabulary. Its
-"translation" maps every source word to its own target word (a fixed random bijection) and swaps each
-neighbouring pair of words (local reordering), so the model must learn a lexicon and a reordering rule,
-as in real translation, but with nothing to download. The same settings always give the same files.
-
-The text for task: masked_lm: each pair written as one line, `source words = target words`. A masked word is
-predictable only through its counterpart across `=` and the lexicon, so the encoder must learn dependencies across
-positions, as BERT does on natural text. Binarized with fairseq's `--only-source`.
-
-The pairs for `prelnx finetune` (task: sentence_prediction), in fairseq's GLUE layout (examples/roberta/
-README.glue.md, preprocess_GLUE_tasks.sh): `input0/` and `input1/` (first and second sentences) binarized with the
-*pre-training* dict.txt (`--srcdict`), `label/` with its own dictionary; each holds train and valid splits. Is the
-second sentence the translation of the first (label 1) or of another sentence (label 0)? Paraphrase detection like
-MRPC, decided by the lexicon the masked-LM pre-training had to learn, on new sentences drawn after the pre-training
-text's (same generator, seed).
+"""The offline tasks, generated from a seed (the same settings always give the same files), binarized for fairseq
+and cached (prelnx.data.output.build_cached): the Zipf pseudo-word translation task (a lexicon and a reordering
+rule), its masked-LM text (`source words = target words`, `--only-source`) and the fine-tuning pairs in fairseq's
+GLUE layout (is the second sentence the first's translation?): docs/usage.md, docs/studies.md.
 """
 
 from __future__ import annotations

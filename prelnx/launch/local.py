@@ -3,13 +3,9 @@ child is plain `fairseq-train` (through launch/fairseq_entry.py; under torchrun 
 arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are set
 per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
 
-What makes the run dir trustworthy (docs/usage.md, "Failure modes"):
-- one writer: an exclusive lock on the run dir for the life of the run, inherited by the child;
-- the child dies with its parent (the plugin's parent watch) and writes its own log;
-- on every start and at every end (launch/watch.py) the run dir is reconciled with the checkpoints;
-- a checkpoint that already holds the whole budget is recorded finished without starting fairseq (which would
-  train one update more);
-- a full disk or another I/O error ends the run `failed` with the path, never a traceback.
+What makes the run dir trustworthy (one writer under a lock the child inherits, a child that dies with its parent,
+the run dir reconciled with the checkpoints at every start and end, a full disk ending the run `failed`):
+docs/usage.md, "Failure modes".
 """
 
 from __future__ import annotations

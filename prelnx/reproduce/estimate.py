@@ -1,11 +1,6 @@
-"""The compute a stage will take, before it runs.
-
-- A run's work: its updates (train.max_update, or max_epoch x one epoch's updates from the data's token count) x
-  tokens per update, weighted by the model's cost per token (the attention, FFN and output matrices a token meets).
-- demo, cpu: at this machine's pace, probed by training the demo's model (configs/demo/base.yaml) a few steps on one
-  thread here (target tokens/s, fairseq's wps), scaled by cost per token and the cores the runs share; each fairseq
-  start-up (STARTUP_S) and validation come on top.
-- paper: GPU-hours on PAPER_GPU at an assumed throughput (GPU_WPS, its source stated), scaled the same way.
+"""The compute a stage will take, before it runs: a run's updates x tokens per update, weighted by the model's cost
+per token; at demo and cpu scale this machine's pace from a probe (plus STARTUP_S per run), at paper scale
+GPU-hours on a V100 at GPU_WPS (its source stated): docs/reproduce.md.
 """
 
 from __future__ import annotations

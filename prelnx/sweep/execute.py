@@ -22,7 +22,7 @@ import yaml
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.config.load import ConfigError
-from prelnx.config.schema import schedule_warnings
+from prelnx.config.schedule import lr_curve_warnings
 from prelnx.launch import Executor
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
@@ -110,7 +110,7 @@ def data_problems(points: list[SweepPoint]) -> list[str]:
 def warnings(points: list[SweepPoint]) -> list[str]:
     found: dict[str, list[str]] = defaultdict(list)
     for point in points:
-        for warning in schedule_warnings(point.config):
+        for warning in lr_curve_warnings(point.config.schedule, point.config.optimizer.lr):
             found[warning].append(point.name)
     return _grouped(found)
 

@@ -1,20 +1,7 @@
-"""Sweep specs: a base training config, a grid of overrides, fixed overrides; expanded into named runs.
-
-A spec file (YAML):
-
-    name: fig2                         # default: the file's stem
-    base: ../iwslt14/postln_warmup.yaml  # a training config (relative to this file, or a name under configs/)
-    set: {train.max_epoch: 15}           # fixed overrides for every run
-    grid:                                # key -> values; a list of such mappings is a union of grids
-      schedule.warmup_updates: [500, 4000]
-      optimizer.lr: [5.0e-4, 1.0e-3]
-    zip: [[optimizer.name, optimizer.lr]]  # keys that vary together (one axis) instead of as a product
-    exclude: [{schedule.warmup_updates: 500, optimizer.lr: 1.0e-3}]   # points to leave out
-    arms: {nowarmup: {schedule.warmup_updates: 0}}   # named arms (crossed with grid:); sweep/seeds.py
-    seeds: {looks: [4, 6, 8]}            # the seed policy: a list, or a sequential plan (docs/sequential.md)
-
-With `arms:` or `seeds:` every grid point (times every named arm) is an arm, the engine's unit (every key but the
-seed), and its runs are `<arm>_seed-<s>`; without them a grid that sweeps train.seed is the fixed policy it always was.
+"""Sweep specs: a base training config, a grid of overrides (a list of grids: their union), fixed overrides (`set`),
+`zip` and `exclude`, named `arms` and a seed policy (`seeds`); expanded into named runs. The keys: docs/usage.md
+("Sweep specs"); arms and seed plans: docs/sequential.md ("The spec"). With `arms:` or `seeds:` every grid point
+(times every named arm) is an arm and its runs are `<arm>_seed-<s>`; without them a grid is the fixed policy.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
-"""Admin (Liu et al. 2020, "Understanding the Difficulty of Training Transformers", EMNLP 2020, arXiv:2004.08249;
-code: github.com/LiyuanLucasLiu/Transformer-Clinic, later packaged as github.com/microsoft/admin-torch).
-
-Post-LN whose shortcut is weighted by a learnable per-dimension vector w_i (one per residual sublayer i):
-
-  x_{i+1} = LN(x_i * w_i + f_i(x_i))
-
-w_i is set at initialisation so that no sublayer's output dominates its sum (`model.admin_init`):
-
-  profile      the authors' Admin: one profiling forward pass with w_1 = 1 and, sublayer after sublayer,
-               w_{i+1} = sqrt(Var(x_i * w_i) + Var(f_i))   (variances over every element of the batch; f_i after
-               its dropout, as in Transformer-Clinic's `adaptive-profiling` pass, which runs in training mode)
-               counted separately in the encoder (2 sublayers per layer) and in the decoder (3 per layer); every
-               dimension of w_i gets the same value.
-  closed_form  admin-torch's `calculate_init` ('O(logn)'): w = sqrt((n + 1) / ln(n + 1) - 1) for every sublayer
-               of a stack of n residual sublayers (n = 2 N in the encoder, 3 M in the decoder).
-
-The profile is taken when the model is built, on a fixed synthetic batch (PROFILE_BATCH tokens of the model's own
-vocabulary from a private generator, dropout inside `fork_rng`), so every worker computes the same w; w is a
-parameter (`admin_w`) saved in every checkpoint, and its values are logged (the authors' `profile.ratio.init` file
-and prelnx's fix: docs/warmup_free.md). fc1 and fc2 are re-drawn as Transformer-Clinic's `Linear` helper builds
-them (`xavier_ffn_`), the attention projections keep fairseq's init, which is the authors', and the profiling pass
-runs in training mode, as the reference's `not_initialized = ... and self.training` requires (both in
-fairseq/fairseq/modules/transformer_layer.py at commit 70f72b708ab074db5ca3726494e3263516041159).
+"""Admin (Liu et al. 2020): Post-LN with the shortcut weighted by a learned vector w_i per residual sublayer,
+x_{i+1} = LN(x_i * w_i + f_i(x_i)); w_i profiled at build time or in closed form (`model.admin_init`), fc1/fc2 as
+Transformer-Clinic's `Linear`, the attention projections left at fairseq's init (the authors'): docs/warmup_free.md.
 """
 
 from __future__ import annotations

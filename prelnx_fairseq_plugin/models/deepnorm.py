@@ -1,16 +1,7 @@
-"""DeepNorm (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers", arXiv:2203.00555).
-
-A Post-LN sublayer x -> LN(x + f(x)) becomes x -> LN(alpha * x + f(x)). At initialisation the value and output
-projections of every attention and both FFN matrices are drawn with xavier_normal_(gain=beta), the query and key
-projections with xavier_normal_(gain=1) (the paper's pseudocode, Section 2); biases keep fairseq's init. For an
-encoder-decoder with N encoder and M decoder layers (the paper's table, "Enc-Dec" column):
-
-  encoder   alpha = 0.81 * (N^4 * M)^(1/16)     beta = 0.87 * (N^4 * M)^(-1/16)
-  decoder   alpha = (3M)^(1/4)                   beta = (12M)^(-1/4)
-
-The same values are in xformers (`get_deepnorm_coefficients`, xformers/components/residual.py) and labml's
-annotated DeepNorm. Microsoft's torchscale (the paper's code) multiplies the existing init by 1.15 * (N^4 M)^(-1/16)
-for the encoder instead; we follow the paper's table and pseudocode.
+"""DeepNorm (Wang et al. 2022, arXiv:2203.00555): a Post-LN sublayer becomes x -> LN(alpha * x + f(x)), with the
+paper's beta-scaled Xavier init (biases keep fairseq's); alpha and beta from the paper's encoder-decoder table, both
+in docs/variants.md. The same values are in xformers (`get_deepnorm_coefficients`); Microsoft's torchscale (the
+paper's code) multiplies the existing init by 1.15 * (N^4 M)^(-1/16) for the encoder instead: we follow the paper.
 """
 
 from __future__ import annotations

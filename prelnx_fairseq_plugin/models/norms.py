@@ -1,16 +1,7 @@
-"""The normalisation modules the variants put where fairseq's transformer has a LayerNorm, and `NormVariant`, the
-model's options that choose them.
-
-For a feature vector x of size d (the last dimension), with learned per-feature gain gamma and shift beta:
-
-  layernorm  LN(x)   = gamma * (x - mean(x)) / sqrt(var(x) + eps) + beta         (Ba et al. 2016; torch's LayerNorm)
-  rmsnorm    RMS(x)  = gamma * x / sqrt(mean(x^2) + eps)                           (Zhang & Sennrich 2019,
-                       "Root Mean Square Layer Normalization", arXiv:1910.07467: no re-centring, no shift)
-  dyt        DyT(x)  = gamma * tanh(alpha * x) + beta, alpha one learned scalar     (Zhu et al. 2025, "Transformers
-                       without Normalization", arXiv:2503.10622: alpha starts at alpha0 = 0.5, gamma at 1, beta at 0)
-
-eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is our own, not torch.nn.RMSNorm, so
-that its parameter names, and the checkpoints of earlier runs, stay as they are.
+"""The normalisation modules the variants put where fairseq's transformer has a LayerNorm (layernorm, rmsnorm, dyt:
+formulas and sources in docs/variants.md; DyT's alpha starts at 0.5, gamma at 1, beta at 0), and `NormVariant`, the
+model's options that choose them. eps is 1e-5 for both statistical norms (fairseq's LayerNorm default). RMSNorm is
+our own, not torch.nn.RMSNorm, so that its parameter names, and the checkpoints of earlier runs, stay as they are.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""QK-Norm: fairseq's multi-head attention with queries and keys normalised per head before the dot product.
-
-For each head h with head size d_h, and a norm module N over d_h features (one for queries, one for keys, each
-shared by the heads; the model's --norm-type, so a DyT model has no statistical norm anywhere):
-
-  q_h = N_q(x W_q,h + b_q,h)      k_h = N_k(y W_k,h + b_k,h)
-  attention_h = softmax(q_h k_h^T / sqrt(d_h) + masks) (y W_v,h + b_v,h)
-
-as in Dehghani et al. 2023 ("Scaling Vision Transformers to 22 Billion Parameters", arXiv:2302.05442). q_proj and
-k_proj become `HeadNormedLinear`s, so every path of fairseq's attention that projects q or k normalises them
-(cached keys are stored normalised); `skip_embed_dim_check = True` keeps fairseq off its fused path, which reads
-q_proj.weight directly and would skip the norm.
+"""QK-Norm (Dehghani et al. 2023): fairseq's multi-head attention with queries and keys normalised per head before
+the dot product, by the model's --norm-type (formula: docs/variants.md). q_proj and k_proj become
+`HeadNormedLinear`s, so every path of fairseq's attention that projects q or k normalises them (cached keys are
+stored normalised); `skip_embed_dim_check = True` keeps fairseq off its fused path, which reads q_proj.weight
+directly and would skip the norm.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
-"""ReZero (Bachlechner, Majumder, Mao, Cottrell & McAuley 2020, "ReZero is All You Need: Fast Convergence at Large
-Depth", arXiv:2003.04887; code: github.com/majumderb/rezero, and Transformer-Clinic's `--init-type rezero`), in
-its two forms:
-
-  rezero          no LayerNorm:              x_{i+1} = x_i + a * f_i(x_i)
-  rezero_postln   Post-LN's norms kept:      x_{i+1} = LN(x_i + a * f_i(x_i))
-                  a = 0 at initialisation in both
-
-One scalar a per layer, shared by the layer's sublayers, as in the authors' `RZTXEncoderLayer` / `RZTXDecoderLayer`
-(`resweight`) and Transformer-Clinic (`rezero_weight`); f_i(x) is the sublayer's output after dropout (the same
-product as the authors' order). `rezero` replaces the LayerNorms by nn.Identity (nothing unused for DDP);
-`rezero_postln` is Transformer-Clinic's layer for an `--init-type` that contains "rezero" but is not "rezero"
-(it adds `rezero_weight` and keeps the norms): at initialisation each layer is LN2(LN1(x)) (decoder LN3(LN2(LN1(x)))).
-
-FFN initialisation (model.rezero_ffn_init, declared as prelnx/layouts.py REZERO_FFN_INIT; both forms):
-  xavier   the default: Transformer-Clinic's layers (fairseq/fairseq/modules/transformer_layer.py at commit
-           70f72b708ab074db5ca3726494e3263516041159, lines 91-92 and 436-437) build fc1/fc2 with the file's `Linear`
-           helper (line 688: xavier_uniform_ weight, bias 0), rezero included; every shipped ReZero config follows it.
-  torch    majumderb/rezero's layers build the FFN with torch's `nn.Linear` (Kaiming-uniform, non-zero bias), which
-           is also fairseq 0.12's FFN init.
-
-Weight decay decays a with the rest, as Transformer-Clinic's recipe (nmt-experiments/iwslt14_de-en.md at commit
-70f72b708ab074db5ca3726494e3263516041159: `--init-type rezero --weight-decay 0.0001`, one parameter group).
+"""ReZero (Bachlechner et al. 2020): x_{i+1} = x_i + a f_i(x_i) with one scalar a per layer, a = 0 at init, the
+LayerNorms nn.Identity (`rezero`) or kept as Post-LN's (`rezero_postln`, Transformer-Clinic's layer); the FFN's init
+(`model.rezero_ffn_init`) and a's weight decay: docs/warmup_free.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,5 @@
-"""T-Fixup (Huang, Perez, Ba & Volkovs 2020, "Improving Transformer Optimization Through Better Initialization",
-ICML 2020; code: github.com/layer6ai-labs/T-Fixup, `--Tfixup --dont-use-layernorm`).
-
-No LayerNorm anywhere; the plain residual x + f(x); a rescaled initialisation. For N encoder and M decoder layers,
-as the authors' code does it (their `fixup_initialization` and embedding scaling):
-
-  encoder layer   fc1, fc2, self_attn.out_proj and self_attn.v_proj weights  x 0.67 N^(-1/4)
-  decoder layer   fc1, fc2, self_attn.out_proj, encoder_attn.out_proj, self_attn.v_proj and encoder_attn.v_proj
-                  weights  x (9M)^(-1/4)
-  embeddings      drawn N(0, d^(-1/2)) (fairseq's Embedding init), then the encoder's x (9N)^(-1/4) and the
-                  decoder's x (9M)^(-1/4) (left alone when it is the encoder's: --share-all-embeddings)
-  v_proj          fairseq draws q/k/v_proj with xavier_uniform_(gain=1/sqrt(2)) when q, k and v have the same size;
-                  the authors undo that gain (x sqrt(2)) before scaling
-  fc1, fc2        re-drawn with xavier_uniform_ (bias 0), as the authors' fairseq `Linear` helper drew them (fairseq
-                  0.12 keeps torch's default), before scaling
-
-q_proj, k_proj and the biases keep fairseq's init. The recipe trains without warm-up
-(configs/warmup_free/tfixup_iwslt14.yaml). Which optimizer the authors used (layer6ai-labs/T-Fixup at commit
-b17e166d9f60671a92c3f39e24c9b8c93995e5a3: `--optimizer adam`, whose `fairseq/optim/adam.py` runs RAdam without
-apex) is open, so both readings ship (`tfixup_iwslt14.yaml`, `tfixup_iwslt14_radam.yaml`; docs/warmup_free.md).
-Every LayerNorm of a layer becomes an nn.Identity (the authors' unused `encoder_attn_layer_norm` fails DDP's
-unused-parameter check).
+"""T-Fixup (Huang et al. 2020): no LayerNorm (each becomes nn.Identity, so DDP sees no unused parameter), the plain
+residual x + f(x), and the authors' rescaled initialisation (their `fixup_initialization`): docs/warmup_free.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""`--optimizer radam`: torch.optim.RAdam (Liu et al. 2020, "On the Variance of the Adaptive Learning Rate").
-
-Weight decay is decoupled, as fairseq's `adam`. `--second-moment-init gradient` starts v at the first gradient
-squared (GI-Adam, adam_moments.py); RAdam's first updates do not use v, so it changes only the adaptive steps after
-them. RAdam has no bias-correction switch: its rectification is derived for the bias-corrected moments.
-
-`--radam-first-steps`: the updates while rho_t <= 5 (about the first 5; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t),
-rho_inf = 2 / (1 - beta2) - 1), where the rectification is undefined:
-  momentum    the default: weight decay, then p -= lr * m_t / (1 - beta1^t): torch's RAdam, the original RAdam
-              (`degenerated_to_sgd=True`) and T-Fixup's RAdam (layer6ai-labs/T-Fixup fairseq/optim/adam.py at
-              commit b17e166d9f60671a92c3f39e24c9b8c93995e5a3, lines 248-252)
-  decay_only  weight decay only, the moments still accumulate: Transformer-Clinic's radam_fairseq/radam.py at commit
-              70f72b708ab074db5ca3726494e3263516041159, line 124 (the momentum step commented out), Admin's RAdam
-(Clinic and T-Fixup rectify when N_sma >= 5, torch when rho_t > 5: the same but for rho_t exactly 5.) It matters
-without warm-up (Admin's recipe: lr 3e-4 from update 1), not under a 6000-update warm-up.
+"""`--optimizer radam`: torch.optim.RAdam (Liu et al. 2020), weight decay decoupled as fairseq's `adam`.
+`--second-moment-init gradient` starts v at the first gradient squared (adam_moments.py); RAdam has no
+bias-correction switch. `--radam-first-steps momentum | decay_only`: the step while rho_t <= 5 (torch's and T-Fixup's,
+or Transformer-Clinic's weight decay only), each against its reference: docs/warmup_free.md ("RAdam's first steps").
 """
 
 from dataclasses import dataclass, field

@@ -134,16 +134,16 @@ def test_a_fixed_decay_start_makes_warmup_the_only_difference():
 
 def test_schedule_warnings_flag_a_no_warmup_run_that_decays_from_update_one(tmp_path):
     from prelnx.config.load import load_config
-    from prelnx.config.schema import schedule_warnings
+    from prelnx.config.schedule import lr_curve_warnings
 
     path = tmp_path / "c.yaml"
     path.write_text("data: {dataset: synthetic}\ntrain: {max_epoch: 1}\n"
                     "schedule: {warmup_updates: 0, decay: inverse_sqrt}\n")  # fmt: skip
     config, _ = load_config(path)
-    assert "decays from update 1" in schedule_warnings(config)[0]
+    assert "decays from update 1" in lr_curve_warnings(config.schedule, config.optimizer.lr)[0]
     fixed, _ = load_config(path, ["schedule.decay_start_update=200"])
-    assert schedule_warnings(fixed) == []
+    assert lr_curve_warnings(fixed.schedule, fixed.optimizer.lr) == []
     shifted, _ = load_config(path, ["schedule.decay_period=4000"])  # decays from update 0, on purpose
-    assert schedule_warnings(shifted) == []
+    assert lr_curve_warnings(shifted.schedule, shifted.optimizer.lr) == []
     with pytest.raises(Exception, match="decay_start_update: must be >= schedule.warmup_updates"):
         load_config(path, ["schedule.decay_start_update=10", "schedule.warmup_updates=50"])
