@@ -14,13 +14,13 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.console import results
-from prelnx.finetune.summary import format_mean
+from prelnx.finetune.summary import SUMMARY_JSON, format_mean
 from prelnx.paper import paper_data
 from prelnx.plots.curves import plot
 from prelnx.records.frozen_claims import changed_claims, current_claims, read_frozen
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import SUMMARY_LOCK
+from prelnx.records.results import SUMMARY_LOCK, sweep_name
 from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
@@ -106,7 +106,7 @@ def _finetune_section(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
     """Figure 5b/c: the `prelnx finetune` summaries found under the sweep's runs (none: no section)."""
     lines = []
     for row in rows:
-        for path in sorted((sweep_dir / row["run"] / "finetune").glob("*/finetune_summary.json")):
+        for path in sorted((sweep_dir / row["run"] / "finetune").glob(f"*/{SUMMARY_JSON}")):
             for entry in json.loads(path.read_text()):
                 accuracies = [s["accuracy"] for s in entry["seeds"].values() if s["accuracy"] is not None]
                 lines.append(f"| {row['run']} | {path.parent.name} | {entry['pretrain_update']} | "
@@ -167,7 +167,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
 
     # the sweep by its name (sweep.json's, which a committed copy of its runs keeps) and its folder relative to the
     # report: a committed report names no path of the machine that made it
-    name = json.loads((sweep_dir / "sweep.json").read_text()).get("name") or sweep_dir.resolve().name
+    name = sweep_name(sweep_dir) or sweep_dir.resolve().name
     where = sweep_label or os.path.relpath(sweep_dir.resolve(), out.resolve().parent)
     lines = [f"# {title or 'prelnx report: ' + name}", ""]
     lines += [f"Sweep {name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "
