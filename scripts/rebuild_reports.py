@@ -60,7 +60,8 @@ STUDIES = {
         "configs/sweeps/cpu_multi30k_sgd_premise.yaml", "docs/results/cpu_multi30k_sgd_premise.md",
         "CPU-scale NMT study, stage 1: the SGD premise sweep (configs/sweeps/cpu_multi30k.yaml's protocol)"),
     "cpu_norm_variants": Study("configs/sweeps/cpu_norm_variants.yaml", "docs/results/cpu_norm_variants.md",
-                               "Normalisation variants with and without warm-up (CPU demo scale, 4 epochs)"),
+                               "Normalisation variants with and without warm-up, a sequential study of seeds 101-108 "
+                               "(CPU demo scale, 4 epochs; configs/sweeps/cpu_norm_variants.yaml, amendment 3)"),
     "bert_cpu_premise_d128": Study(
         "configs/sweeps/bert_cpu_premise_d128.yaml", "docs/results/bert_cpu_premise_d128.md",
         "BERT CPU study, stage 1: the premise sweep at d 128 (configs/sweeps/bert_cpu.yaml's protocol)"),
