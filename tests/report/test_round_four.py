@@ -300,23 +300,6 @@ def test_finding_4_a_sweep_freezes_its_claims_once_and_a_resumed_sweep_keeps_the
     assert json.loads((tmp_path / "sweep.json").read_text())[CLAIMS_KEY]["paper"]["training"][0]["margin_bits"] == 0.25
 
 
-def test_sweep_json_has_one_reader_that_refuses_a_file_that_is_not_the_index(tmp_path):
-    import json
-
-    from prelnx.config.errors import Refusal
-    from prelnx.records.frozen_claims import read_frozen
-    from prelnx.records.results import read_points, sweep_name
-
-    assert sweep_name(tmp_path) == "" and read_points(tmp_path) == [] and read_frozen(tmp_path) is None
-    (tmp_path / "sweep.json").write_text(json.dumps({"name": "s", "runs": []}))
-    assert sweep_name(tmp_path) == "s" and read_frozen(tmp_path) is None
-    for bad in ("{broken", "[1]", '{"name": "s"}'):
-        (tmp_path / "sweep.json").write_text(bad)
-        with pytest.raises(Refusal, match="not the sweep index"):
-            sweep_name(tmp_path)
-        assert CliRunner().invoke(app, ["plot", str(tmp_path)]).exit_code == 2
-
-
 # Raw data keeps its meaning: every reader reads every committed run-dir format.
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
