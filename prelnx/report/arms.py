@@ -155,7 +155,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
                         seed=int(config.train.seed), results=run_results(run_dir), rows=read_metrics(run_dir),
                         task=config.task, plateau=None if found is None else found.bits,
                         plateau_source="" if found is None else found.source,
-                        diverged_at=_diverged_at(read_status(run_dir) or {}), values=arm_values(config),
+                        diverged_at=_diverged_at(read_status(run_dir)), values=arm_values(config),
                         norm=config.model.norm, qk_norm=bool(config.model.qk_norm)))  # fmt: skip
     return with_contexts(arms)
 
