@@ -15,6 +15,7 @@ from fairseq.file_io import PathManager
 
 
 _original_copy = PathManager.copy
+_original_save = checkpoint_utils.torch_persistent_save
 
 
 def _atomic_copy(src_path: str, dst_path: str, overwrite: bool = False, **kwargs) -> bool:
@@ -36,22 +37,16 @@ def _atomic_copy(src_path: str, dst_path: str, overwrite: bool = False, **kwargs
     return True
 
 
-def _save_without_leftovers(save):
-    def torch_persistent_save(obj, filename, async_write: bool = False):
-        try:
-            return save(obj, filename, async_write)
-        except BaseException:
-            if isinstance(filename, str) and os.path.exists(filename + ".tmp"):
-                os.remove(filename + ".tmp")
-            raise
-
-    torch_persistent_save._prelnx_guarded = True
-    return torch_persistent_save
+def _save_without_leftovers(obj, filename, async_write: bool = False):
+    try:
+        return _original_save(obj, filename, async_write)
+    except BaseException:
+        if isinstance(filename, str) and os.path.exists(filename + ".tmp"):
+            os.remove(filename + ".tmp")
+        raise
 
 
 def guard_checkpoint_writes() -> None:
     """Idempotent: install the atomic copy and the leftover cleanup."""
-    if PathManager.copy is not _atomic_copy:
-        PathManager.copy = staticmethod(_atomic_copy)
-    if not getattr(checkpoint_utils.torch_persistent_save, "_prelnx_guarded", False):
-        checkpoint_utils.torch_persistent_save = _save_without_leftovers(checkpoint_utils.torch_persistent_save)
+    PathManager.copy = staticmethod(_atomic_copy)
+    checkpoint_utils.torch_persistent_save = _save_without_leftovers

@@ -12,6 +12,7 @@ gradient or a weight.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -69,19 +70,16 @@ def hook_attention_logits(model: torch.nn.Module, maxima: dict[str, float]) -> l
     """Forward pre-hooks on every attention module of a model, each keeping the largest logit it computes in
     maxima[group]; returns the handles."""
 
-    def hooked(group: str):
-        def hook(module: MultiheadAttention, args: tuple, kwargs: dict) -> None:
-            given = {**dict(zip(_ATTENTION_ARGS, args)), **kwargs}
-            if given.get("incremental_state") is not None:
-                return  # decoding (never inside a training update)
-            with torch.no_grad():
-                largest = _largest_logit(module, given)
-            if largest is not None and (group not in maxima or largest > maxima[group]):
-                maxima[group] = largest
+    def hook(group: str, module: MultiheadAttention, args: tuple, kwargs: dict) -> None:
+        given = {**dict(zip(_ATTENTION_ARGS, args)), **kwargs}
+        if given.get("incremental_state") is not None:
+            return  # decoding (never inside a training update)
+        with torch.no_grad():
+            largest = _largest_logit(module, given)
+        if largest is not None and (group not in maxima or largest > maxima[group]):
+            maxima[group] = largest
 
-        return hook
-
-    return [module.register_forward_pre_hook(hooked(group_of(name + ".")), with_kwargs=True)
+    return [module.register_forward_pre_hook(functools.partial(hook, group_of(name + ".")), with_kwargs=True)
             for name, module in model.named_modules() if isinstance(module, MultiheadAttention)]  # fmt: skip
 
 
@@ -89,16 +87,13 @@ def hook_layer_outputs(model: torch.nn.Module, sums: dict[str, list[float]]) -> 
     """Forward hooks on every encoder and decoder layer, each adding the squares of its output and their count to
     sums[group] over the update; returns the handles."""
 
-    def hooked(group: str):
-        def hook(module: torch.nn.Module, args: tuple, output: Any) -> None:
-            x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
-            total = sums.setdefault(group, [0.0, 0])
-            total[0] += float(x.detach().double().pow(2).sum())
-            total[1] += x.numel()
+    def hook(group: str, module: torch.nn.Module, args: tuple, output: Any) -> None:
+        x = output[0] if isinstance(output, tuple) else output  # a decoder layer returns (x, attn, state)
+        total = sums.setdefault(group, [0.0, 0])
+        total[0] += float(x.detach().double().pow(2).sum())
+        total[1] += x.numel()
 
-        return hook
-
-    return [module.register_forward_hook(hooked(f"{found.group(1)}.{found.group(2)}"))
+    return [module.register_forward_hook(functools.partial(hook, f"{found.group(1)}.{found.group(2)}"))
             for name, module in model.named_modules() if (found := _LAYER_MODULE.match(name))]  # fmt: skip
 
 
@@ -125,7 +120,7 @@ def _largest_logit(module: MultiheadAttention, given: dict) -> float | None:
     return float(kept.max()) if kept.numel() else None
 
 
-def _norms(trainer: Trainer, named: list[tuple[str, torch.Tensor]], before: list[torch.Tensor]) -> dict[str, Any]:
+def _norms(named: list[tuple[str, torch.Tensor]], before: list[torch.Tensor]) -> dict[str, Any]:
     grads: dict[str, torch.Tensor] = {}
     deltas: dict[str, torch.Tensor] = {}
     weights: dict[str, torch.Tensor] = {}
@@ -159,12 +154,6 @@ def held_out_batch(trainer: Any) -> Any:
     return sample
 
 
-def _loss(trainer: Any, sample: Any) -> float:
-    """The criterion's loss per unit of its sample size, in bits (as fairseq logs it)."""
-    loss, sample_size, _ = trainer._criterion(trainer._model, sample)
-    return float(loss) / max(float(sample_size), 1.0) / math.log(2)
-
-
 @torch.no_grad()
 def critical_sharpness(trainer: Any, params: list[torch.Tensor], before: list[torch.Tensor], lr: float,
                        sample: Any) -> dict[str, Any]:  # fmt: skip
@@ -187,7 +176,8 @@ def critical_sharpness(trainer: Any, params: list[torch.Tensor], before: list[to
         for p, b, d in zip(params, before, directions):
             p.copy_(b + eta * d)
         passes += 1
-        return _loss(trainer, sample)
+        loss, sample_size, _ = trainer._criterion(model, sample)
+        return float(loss) / max(float(sample_size), 1.0) / math.log(2)  # per unit of sample size, in bits (as fairseq)
 
     note = None
     try:
@@ -250,7 +240,7 @@ def train_step(self: Trainer, samples, raise_oom: bool = False):
                               **dict.fromkeys(_RECORD_KEYS)}  # fmt: skip
     if measure:
         hidden_rms = {group: math.sqrt(squares / count) for group, (squares, count) in sums.items() if count}
-        record.update(_norms(self, named, before), attn_logit_max=maxima, hidden_rms=hidden_rms)
+        record.update(_norms(named, before), attn_logit_max=maxima, hidden_rms=hidden_rms)
     if sharpen:
         if getattr(self, "_prelnx_held_out", None) is None:
             self._prelnx_held_out = held_out_batch(self)

@@ -51,15 +51,12 @@ def torch_refusal(source: object) -> str | None:
     )
 
 
-def _numpy_globals() -> list:
-    """NumPy arrays and scalars (fairseq stores some RNG and best-metric state as NumPy objects)."""
-    core = getattr(numpy, "_core", None) or numpy.core  # numpy 2 renamed numpy.core to numpy._core
-    found = [numpy.ndarray, numpy.dtype, core.multiarray._reconstruct, core.multiarray.scalar]
-    found += [type(numpy.dtype(name)) for name in ("float64", "float32", "int64", "int32", "uint32", "bool")]
-    return found
-
-
-FAIRSEQ_CHECKPOINT_GLOBALS = [argparse.Namespace, *_numpy_globals()]
+_NUMPY_CORE = getattr(numpy, "_core", None) or numpy.core  # numpy 2 renamed numpy.core to numpy._core
+_NUMPY_FUNCTIONS = (_NUMPY_CORE.multiarray._reconstruct, _NUMPY_CORE.multiarray.scalar)
+FAIRSEQ_CHECKPOINT_GLOBALS = [  # the run's Namespace; NumPy arrays and scalars (fairseq's RNG and best-metric state)
+    argparse.Namespace, numpy.ndarray, numpy.dtype, *_NUMPY_FUNCTIONS,
+    *(type(numpy.dtype(name)) for name in ("float64", "float32", "int64", "int32", "uint32", "bool")),
+]
 # torch's wording varies by version: "Unsupported global: GLOBAL posix.system ...",
 # "Trying to load unsupported GLOBAL posix.system whose module posix is blocked."
 _FORBIDDEN = re.compile(r"GLOBAL ([\w.]+)")
@@ -81,20 +78,11 @@ def refusal_message(source: object, error: BaseException) -> str:
     )
 
 
-def _numpy1_names() -> list:
-    """The same NumPy functions under the names numpy 1.x pickled them (numpy.core.*), for older checkpoints."""
-    core = getattr(numpy, "_core", None)
-    if core is None:
-        return []  # numpy 1.x: the names already match
-    return [(core.multiarray._reconstruct, "numpy.core.multiarray._reconstruct"),
-            (core.multiarray.scalar, "numpy.core.multiarray.scalar")]  # fmt: skip
-
-
 def force_safe_loading() -> None:
     """Make `torch.load` in this process always load with weights_only=True and the allowlist. Idempotent."""
     torch.serialization.add_safe_globals(FAIRSEQ_CHECKPOINT_GLOBALS)
-    try:
-        torch.serialization.add_safe_globals(_numpy1_names())  # (object, name) pairs: torch >= 2.5
+    try:  # the same functions under the names numpy 1.x pickled (older checkpoints); (object, name): torch >= 2.5
+        torch.serialization.add_safe_globals([(f, f"numpy.core.multiarray.{f.__name__}") for f in _NUMPY_FUNCTIONS])
     except (TypeError, AttributeError):
         pass
     if getattr(torch.load, "_prelnx_safe", False):

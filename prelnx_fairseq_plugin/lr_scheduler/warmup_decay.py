@@ -101,13 +101,8 @@ class WarmupDecaySchedule(FairseqLRScheduler):
         self.best = state_dict["best"]
         self.decay_start_update = state_dict.get("decay_start_update")
 
-    def step_begin_epoch(self, epoch):
+    def step_begin_epoch(self, epoch):  # the trainer's step_update follows, which sets the lr
         self.epoch = epoch
-        return self.optimizer.get_lr()
-
-    def step(self, epoch, val_loss=None):
-        super().step(epoch, val_loss)
-        return self.optimizer.get_lr()
 
     def step_update(self, num_updates):
         start_epoch = self.cfg.decay_start_epoch

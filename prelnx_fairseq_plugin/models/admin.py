@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .schemes import LayoutScheme, register, stack_layers, sublayer_count, xavier_ffn_
+from .schemes import LayoutScheme, register, sublayer_count, xavier_ffn_
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class Admin(LayoutScheme):
         count = sublayer_count(layer)
         layer.admin_w = nn.Parameter(torch.ones(count, layer.embed_dim))
         if self.option("admin_init") == "closed_form":  # admin-torch's w (option: prelnx/layouts.py ADMIN_INIT)
-            n = count * stack_layers(cfg, side)
+            n = count * getattr(cfg, side).layers
             layer.admin_w.data.fill_(math.sqrt((n + 1) / math.log(n + 1) - 1))
         layer.admin_profile = None  # a _Profile only during the profiling pass
 

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from .norms import is_layer_norm
-from .schemes import LayoutScheme, register, stack_layers, sublayer_count
+from .schemes import LayoutScheme, register, sublayer_count
 
 B2T_RESCALE = True  # the authors' code's rescaling_init (see the docstring)
 
@@ -26,7 +26,7 @@ class B2T(LayoutScheme):
             norms = {id(p) for module in layer.modules() if is_layer_norm(module) for p in module.parameters()}
             for name, parameter in layer.named_parameters():
                 if name.endswith("weight") and id(parameter) not in norms:
-                    parameter.data.mul_(stack_layers(cfg, side) ** -0.5)
+                    parameter.data.mul_(getattr(cfg, side).layers ** -0.5)
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         if index == layer.b2t_last_sublayer:

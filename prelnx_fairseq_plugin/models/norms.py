@@ -53,17 +53,6 @@ class DynamicTanh(nn.Module):
         return f"{self.weight.numel()}, alpha={self.alpha.detach().item():g}"
 
 
-def make_norm(norm_type: str, dim: int, dyt_init_alpha: float = DYT_DEFAULT_ALPHA) -> nn.Module:
-    """A fresh normalisation module of this type over `dim` features."""
-    if norm_type == "layernorm":
-        return nn.LayerNorm(dim, eps=1e-5)
-    if norm_type == "rmsnorm":
-        return RMSNorm(dim)
-    if norm_type == "dyt":
-        return DynamicTanh(dim, dyt_init_alpha)
-    raise ValueError(f"--norm-type: unknown {norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
-
-
 def is_layer_norm(module: nn.Module) -> bool:
     """torch's LayerNorm, or the apex FusedLayerNorm that fairseq's LayerNorm() returns on some GPUs."""
     return isinstance(module, nn.LayerNorm) or type(module).__name__ == "FusedLayerNorm"
@@ -97,7 +86,14 @@ class NormVariant:
         return cls(**{f.name: type(f.default)(utils.safe_getattr(cfg, f.name, f.default)) for f in fields(cls)})
 
     def norm(self, dim: int) -> nn.Module:
-        return make_norm(self.norm_type, dim, self.dyt_init_alpha)
+        """A fresh normalisation module of this type over `dim` features."""
+        if self.norm_type == "layernorm":
+            return nn.LayerNorm(dim, eps=1e-5)
+        if self.norm_type == "rmsnorm":
+            return RMSNorm(dim)
+        if self.norm_type == "dyt":
+            return DynamicTanh(dim, self.dyt_init_alpha)
+        raise ValueError(f"--norm-type: unknown {self.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
 
     def swap_norms(self, root: nn.Module) -> None:
         """Every LayerNorm below `root` becomes this variant's norm (none is touched for layernorm)."""

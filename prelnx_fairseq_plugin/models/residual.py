@@ -63,7 +63,7 @@ class ResiDual(LayoutScheme):
         stream = DualStream()
         for layer in stack.layers:
             layer.dual_stream = stream
-        dim = cfg.encoder.embed_dim if side == "encoder" else cfg.decoder.embed_dim  # fairseq's final norm's size
+        dim = getattr(cfg, side).embed_dim  # fairseq's final norm's size
         stack.layer_norm = ResiDualOutput(dim, NormVariant.of(cfg).norm_type, stream)
         stack.register_forward_pre_hook(stream.reset)
 

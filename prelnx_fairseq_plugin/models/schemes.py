@@ -123,11 +123,6 @@ def sublayer_count(layer: nn.Module) -> int:
     return 3 if getattr(layer, "encoder_attn", None) is not None else 2
 
 
-def stack_layers(cfg: Any, side: str) -> int:
-    """N, the number of layers of the encoder or decoder the layer belongs to."""
-    return int(cfg.encoder.layers if side == "encoder" else cfg.decoder.layers)
-
-
 def xavier_ffn_(layer: nn.Module) -> None:
     """fc1 and fc2 re-drawn as Transformer-Clinic's and T-Fixup's fairseq `Linear` helper draws them:
     xavier_uniform_ weight, zero bias (fairseq 0.12 keeps torch's Kaiming-uniform default)."""

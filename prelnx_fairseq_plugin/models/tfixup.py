@@ -9,7 +9,7 @@ from typing import Any
 
 from torch import nn
 
-from .schemes import LayoutScheme, drop_layer_norms, register, stack_layers, xavier_ffn_
+from .schemes import LayoutScheme, drop_layer_norms, register, xavier_ffn_
 
 ENCODER_GAIN = 0.67  # x N^(-1/4)
 DECODER_DEPTH_FACTOR = 9  # (9M)^(-1/4)
@@ -25,7 +25,7 @@ class TFixup(LayoutScheme):
     name = "tfixup"
 
     def build_layer(self, layer: nn.Module, cfg: Any, side: str) -> None:
-        layers = stack_layers(cfg, side)
+        layers = getattr(cfg, side).layers  # N: the layers of the stack this layer belongs to
         drop_layer_norms(layer)
         scale = ENCODER_GAIN * layers ** -0.25 if side == "encoder" else embedding_scale(layers)  # (9M)^(-1/4)
         xavier_ffn_(layer)

@@ -69,13 +69,8 @@ class AdamMoments(torch.optim.Optimizer):
                         second_moment_init=str(second_moment_init), bias_correction=bool(bias_correction))  # fmt: skip
         super().__init__(params, defaults)
 
-    @property
-    def supports_memory_efficient_fp16(self):
-        return True
-
-    @property
-    def supports_flat_params(self):
-        return True
+    supports_memory_efficient_fp16 = True  # both read by fairseq's FairseqOptimizer
+    supports_flat_params = True
 
     @torch.no_grad()
     def step(self, closure=None):

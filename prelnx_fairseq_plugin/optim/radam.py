@@ -37,13 +37,11 @@ class RAdam(FairseqOptimizer):
         super().__init__(cfg)
         self._optimizer = torch.optim.RAdam(params, decoupled_weight_decay=True, **self.optimizer_config)
 
+    supports_flat_params = True  # fairseq's property asks torch's RAdam, which does not say
+
     @property
     def optimizer_config(self):
         return adam_options(self.cfg)
-
-    @property
-    def supports_flat_params(self):
-        return True
 
     def step(self, closure=None, scale=1.0, groups=None):
         if str(getattr(self.cfg, "second_moment_init", "zero")) == "gradient":

@@ -23,7 +23,7 @@ from prelnx_fairseq_plugin.diagnostics import (
     hook_layer_outputs,
 )
 
-SAMPLE_SIZE = 7.0  # the criterion's sample size: _loss divides it out (and converts nats to bits)
+SAMPLE_SIZE = 7.0  # the criterion's sample size: critical_sharpness divides it out (and converts nats to bits)
 
 
 class Quadratic(torch.nn.Module):
@@ -136,7 +136,7 @@ def test_gradient_norm_and_update_ratio_per_group():
         for name, p in named:
             p.grad = torch.full_like(p, grads[name])
             p.add_(steps[name])
-    found = _norms(None, named, before)
+    found = _norms(named, before)
     # decoder.5.ffn: 4 gradients of 1 and 3 of 2 -> sqrt(4 + 12) = 4; weights 7 ones, moved by 0.5 in 4 of them
     assert found["grad_norm"] == {"decoder.5.ffn": pytest.approx(4.0), "decoder.embed_tokens": pytest.approx(6.0)}
     assert found["update_ratio"]["decoder.5.ffn"] == pytest.approx(math.sqrt(4 * 0.25) / math.sqrt(7))
