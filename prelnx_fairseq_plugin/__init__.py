@@ -1,10 +1,7 @@
 """prelnx's fairseq plugin, loaded with `--user-dir` (by `prelnx train`, or by hand from a run's command.txt).
 
-Importing it registers the optimizers (`radam`, `prelnx_adam`), the `warmup_decay` schedule and the models
-(`--arch prelnx_<preset>`, `prelnx_transformer_lm`), and patches fairseq and torch, each in one module whose
-docstring says why: safe checkpoint loading, atomic checkpoint copies, the parent watch, CPU data parallelism,
-`--bf16` as autocast without a TPU, no torch._dynamo import, the warm-up diagnostics, fairseq's records reported as
-typed events. Besides fairseq and torch it imports only prelnx's bottom layer (../shared/DESIGN.md).
+Importing it registers the optimizers, the schedule and the models, and applies the patches below, each module's
+docstring saying why. Besides fairseq and torch it imports only prelnx's bottom layer (../shared/DESIGN.md).
 """
 
 from .safe_loading import force_safe_loading

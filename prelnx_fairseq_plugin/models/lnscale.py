@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .schemes import LayoutScheme, input_norms, register
+from .schemes import INPUT_NORMS, LayoutScheme, register
 
 
 def _depth_scaled(module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor:
@@ -34,6 +34,7 @@ class LayerNormScaling(LayoutScheme):
 
     def build_stack(self, stack: nn.Module, cfg: Any, side: str) -> None:
         for number, layer in enumerate(stack.layers, start=1):
-            for norm in input_norms(layer):
-                norm.depth_scale = number**-0.5  # 1 / sqrt(l), l counted from 1
-                norm.register_forward_hook(_depth_scaled)
+            for norm in (getattr(layer, name, None) for name in INPUT_NORMS):
+                if norm is not None:
+                    norm.depth_scale = number**-0.5  # 1 / sqrt(l), l counted from 1
+                    norm.register_forward_hook(_depth_scaled)

@@ -1,10 +1,5 @@
-"""fairseq's transformer encoder and decoder layers with the variant's norm, residual weight and attention.
-
-Each layer is fairseq's own (`TransformerEncoderLayerBase`, `TransformerDecoderLayerBase`: same forward, same module
-names), changed only where a variant says so: the norm type (`norms`), DeepNorm's residual alpha * residual + x and
-init (`deepnorm`), QK-Norm's attention (`qk_norm_attention`), or a scheme (`schemes`), which adds its parameters
-once the layer is built and computes residual_connection for each sublayer. Where the norm sits is fairseq's
-normalize_before.
+"""fairseq's transformer encoder and decoder layers (same forward, same module names), changed once built only where
+the variant or the scheme says so; where the norm sits is fairseq's normalize_before.
 """
 
 from __future__ import annotations
@@ -22,8 +17,7 @@ from .schemes import LayoutScheme, make_scheme
 
 
 def _apply_variant(layer: nn.Module, cfg: Any, side: str) -> None:
-    """What both layer kinds do once fairseq has built them: normalise q and k for QK-Norm, swap the norms, set alpha,
-    re-initialise for DeepNorm, let a scheme add its parameters and init."""
+    """What both layer kinds do once fairseq has built them."""
     variant = NormVariant.of(cfg)
     if variant.qk_norm:  # first: as if fairseq had built the attentions with their norms
         for attention in (layer.self_attn, getattr(layer, "encoder_attn", None)):

@@ -23,6 +23,7 @@ from fairseq.models.transformer_lm import (
     TransformerLanguageModel,
     TransformerLanguageModelConfig,
 )
+from omegaconf import OmegaConf
 
 from .normalized_transformer import NormalizedTransformerDecoder, check_variant
 from .norms import DYT_DEFAULT_ALPHA
@@ -48,8 +49,6 @@ def _namespace(cfg: Any) -> Namespace:
     copies the plugin's extra options from a namespace only."""
     if isinstance(cfg, Namespace):
         return cfg
-    from omegaconf import OmegaConf
-
     return Namespace(**OmegaConf.to_container(cfg, resolve=True))
 
 

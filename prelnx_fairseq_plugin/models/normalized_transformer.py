@@ -1,12 +1,8 @@
 """`--arch prelnx_<preset>`: fairseq's transformer with RMSNorm, DyT, DeepNorm, QK-Norm, or a layout scheme.
 
-The registered model `prelnx_transformer` subclasses fairseq's (legacy, argparse) `TransformerModel`; its options
-are `add_args`' below. Where the norms sit is fairseq's --encoder/--decoder-normalize-before. DeepNorm refuses
-Pre-LN and DyT (its alpha up-weights a residual stream that only a statistical norm brings back to scale). What a
-scheme is built on and the options it is defined with are its row of prelnx/layouts.py, checked by prelnx's config.
 Each of fairseq's presets exists as prelnx_<preset>; with every option at its default the model is fairseq's
-transformer, module for module. The formulas are in the docstrings of the modules of this folder; the decoder-only
-model is `normalized_lm`.
+transformer, module for module. Where the norms sit is fairseq's --encoder/--decoder-normalize-before; what a scheme
+is built on is its row of prelnx/layouts.py, checked by prelnx's config. The formulas: this folder's modules.
 """
 
 from __future__ import annotations
@@ -79,7 +75,7 @@ def check_variant(args: Any, sides: tuple[str, ...] = ("encoder", "decoder")) ->
         raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
     if variant.deepnorm and any(getattr(args, f"{side}_normalize_before", False) for side in sides):
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
-    if variant.deepnorm and variant.norm_type == "dyt":
+    if variant.deepnorm and variant.norm_type == "dyt":  # alpha up-weights a stream only a statistical norm rescales
         raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")
     if variant.deepnorm and scheme_class(args) is not None:
         raise ValueError("--deepnorm and --layout-scheme/--layout-file are two layouts: choose one")
@@ -121,8 +117,7 @@ class NormalizedTransformerModel(TransformerModel):
 
 
 def _architecture(preset: Callable[[Any], None], args: Any) -> None:
-    """prelnx_<preset>: the options' defaults for what the command line left out (as fairseq's preset functions do),
-    then fairseq's preset."""
+    """prelnx_<preset>: the defaults of the options the command line left out (as fairseq's presets do), then fairseq's."""
     variant = {f.name: f.default for f in fields(NormVariant)}  # norm_type, deepnorm, qk_norm, dyt_init_alpha
     for name, default in {**variant, "layout_scheme": NO_SCHEME, "layout_file": "", "layout_options": "{}"}.items():
         if getattr(args, name, None) is None:

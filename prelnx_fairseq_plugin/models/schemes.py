@@ -10,9 +10,11 @@ flags once (prelnx/config/schema.py's layout_problems), and the plugin builds wh
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import torch
+from fairseq import utils
 from torch import nn
 
 from prelnx.layouts import LAYOUTS, Option, load_class, option_values  # Option: for a user's file to import
@@ -44,10 +46,6 @@ class LayoutScheme:
     options: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, args: Any) -> None:
-        import json
-
-        from fairseq import utils
-
         self.args = args
         given = json.loads(utils.safe_getattr(args, "layout_options", None) or "{}")
         self.values, problems = option_values(type(self), given)
@@ -100,8 +98,6 @@ def register(scheme: type[LayoutScheme]) -> type[LayoutScheme]:
 
 def scheme_class(cfg: Any) -> type[LayoutScheme] | None:
     """The class of --layout-file (a user's PATH.py:CLASS, loaded by prelnx.layouts' loader) or --layout-scheme."""
-    from fairseq import utils
-
     spec = utils.safe_getattr(cfg, "layout_file", None)
     if spec:
         return load_class(str(spec))  # type: ignore[return-value]
@@ -137,10 +133,6 @@ def drop_layer_norms(layer: nn.Module) -> None:
     replace_layer_norms(layer, lambda dim: nn.Identity())
 
 
-INPUT_NORMS = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")  # fairseq's, in sublayer order
-
-
-def input_norms(layer: nn.Module) -> list[nn.Module]:
-    """The layer's sublayer norms in sublayer order (self-attention, cross-attention if any, FFN): under Pre-LN
-    (normalize_before) each is applied to its sublayer's input."""
-    return [norm for norm in (getattr(layer, name, None) for name in INPUT_NORMS) if norm is not None]
+# fairseq's sublayer norms, in sublayer order (a decoder without cross-attention has no encoder_attn_layer_norm):
+# under Pre-LN (normalize_before) each is applied to its sublayer's input
+INPUT_NORMS = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
