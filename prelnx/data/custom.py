@@ -16,8 +16,8 @@ from typing import Any
 from prelnx.data.locations import DEFAULT_VALID_LINES
 from prelnx.data.output import tok_path
 from prelnx.data.sources import Recipe, SourceFiles
-from prelnx.data.textio import DataError, parallel_lines, read_lines, sha256_file, write_lines
-from prelnx.data.workers import MosesSteps, Workers
+from prelnx.data.textio import DataError, read_lines, sha256_file, write_lines
+from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel
 
 LANG = "txt"  # the file suffix of monolingual text (fairseq's monolingual files carry no language)
 
@@ -64,15 +64,9 @@ def corpus_from_options(
 
 
 def write_custom(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: CustomCorpus) -> None:
-    for split in corpus.splits:
-        inputs = {lang: sources.paths[f"{split}.{lang}"] for lang in corpus.languages}
-        total = parallel_lines(*inputs.values())
-        for lang, path in inputs.items():
-            lines = read_lines(path)  # validated UTF-8, '\n' line ends
-            if corpus.tokenize or corpus.lowercase:
-                steps = MosesSteps(lang, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
-                lines = workers.map(steps, lines, desc=f"{split}.{lang}", total=total)
-            write_lines(tok_path(folder, split, lang), lines)
+    steps = partial(MosesSteps, tokenize=corpus.tokenize, lowercase=corpus.lowercase)
+    sides = {split: {lang: [sources.paths[f"{split}.{lang}"]] for lang in corpus.languages} for split in corpus.splits}
+    tokenize_parallel(sides, folder, workers, steps if corpus.tokenize or corpus.lowercase else None)
 
 
 def custom_recipe(corpus: CustomCorpus) -> Recipe:
@@ -93,7 +87,7 @@ def custom_recipe(corpus: CustomCorpus) -> Recipe:
         **{key: value for key, value in asdict(corpus).items() if key != "files"},
     }
     return Recipe("custom", corpus.languages, corpus.splits, settings,
-                  gather=lambda work: SourceFiles.given("custom files", paths, settings["inputs_sha256"]),
+                  gather=lambda _, work: SourceFiles.given("custom files", paths, settings["inputs_sha256"]),
                   write=partial(write_custom, corpus=corpus), joined_dictionary=corpus.joined_dictionary)
 
 
@@ -144,5 +138,5 @@ def text_recipe(*, source: str | None, corpus_options: dict) -> Recipe:
         "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
     }  # fmt: skip
     return Recipe("text", (LANG, LANG), ["train", "valid"], settings,
-                  gather=lambda work: SourceFiles.given(str(corpus.source), paths, hashes),
+                  gather=lambda _, work: SourceFiles.given(str(corpus.source), paths, hashes),
                   write=partial(write_text, corpus=corpus), monolingual=True)

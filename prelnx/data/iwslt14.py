@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
-from functools import partial
 from pathlib import Path
 
 from prelnx.data import moses
@@ -19,7 +18,6 @@ from prelnx.data.workers import MosesSteps, Workers, tokenize_segments
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release
 LANGUAGES = DATASETS["iwslt14"].languages
-SPLITS = ["train", "valid", "test"]
 CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 175}
 VALID_EVERY = 23
 TRAIN_FILES = {lang: f"train.tags.de-en.{lang}" for lang in LANGUAGES}
@@ -71,28 +69,27 @@ def _build_train_valid(files: dict[str, Path], folder: Path, workers: Workers) -
             handles[(split, "en")].write(moses.lowercase(en) + "\n")
 
 
-def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, splits: Sequence[str] = SPLITS) -> None:
+def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, splits: Sequence[str] = tuple(NEEDED)) -> None:
     """Write text/tok/{split}.{de,en} into `folder`."""
     if "train" in splits or "valid" in splits:
         _build_train_valid(sources.paths, folder, workers)
     if "test" in splits:  # the five dev/test sets' segments, tokenized and lowercased, concatenated in order
         sides = {lang: [sources.paths[name] for name in names] for lang, names in TEST_FILES.items()}
-        tokenize_segments(sides, partial(tok_path, folder, "test"), workers, lowercase=True)
+        tokenize_segments(sides, folder, workers, lowercase=True)
 
 
-def gather(source: str | None, work: Path, splits: Sequence[str] = SPLITS) -> SourceFiles:
+def gather(source: str | None, work: Path, splits: Sequence[str] = tuple(NEEDED)) -> SourceFiles:
     needed = [name for split in splits for name in NEEDED[split]]
     return locate(source, needed, downloads=[Download(URL, "iwslt14/de-en.tgz")], work=work, hint=HINT,
                   what="the IWSLT14 de-en release")  # fmt: skip
 
 
-def recipe(source: str | None) -> Recipe:
-    settings = {
-        "recipe": "fairseq examples/translation/prepare-iwslt14.sh",
-        "tokenizer": "moses (escape, no -a)",
-        "lowercase": True,
-        "clean": CLEAN,
-        "valid": f"every {VALID_EVERY}th line of the cleaned train corpus",
-        "test": list(TEST_SETS),
-    }
-    return Recipe("iwslt14", LANGUAGES, SPLITS, settings, gather=partial(gather, source), write=write_text)
+SETTINGS = {
+    "recipe": "fairseq examples/translation/prepare-iwslt14.sh",
+    "tokenizer": "moses (escape, no -a)",
+    "lowercase": True,
+    "clean": CLEAN,
+    "valid": f"every {VALID_EVERY}th line of the cleaned train corpus",
+    "test": list(TEST_SETS),
+}
+RECIPE = Recipe("iwslt14", LANGUAGES, list(NEEDED), SETTINGS, gather=gather, write=write_text)

@@ -68,11 +68,7 @@ def lowercase(line: str) -> str:
 def clean_pairs(
     pairs: Iterable[tuple[str, str]], *, ratio: float, min_len: int, max_len: int, max_word_length: int = 1000
 ) -> Iterator[tuple[str, str]]:
-    """clean-corpus-n.perl -ratio RATIO corpus l1 l2 out MIN MAX: the kept (l1, l2) pairs, whitespace-normalized.
-
-    A pair goes if either side is empty, longer than `max_len` or shorter than `min_len` words, one side has
-    more than `ratio` times the words of the other, or a word is longer than `max_word_length` characters.
-    """
+    """clean-corpus-n.perl -ratio RATIO corpus l1 l2 out MIN MAX: the kept (l1, l2) pairs, whitespace-normalized."""
     too_long_word = re.compile(rf"[^\s|]{{{max_word_length + 1}}}")
     factored: bool | None = None
     for first, second in pairs:

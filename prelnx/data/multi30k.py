@@ -10,10 +10,8 @@ from functools import partial
 from pathlib import Path
 
 from prelnx.data.locations import DATASETS
-from prelnx.data.output import tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
-from prelnx.data.textio import parallel_lines, read_lines, write_lines
-from prelnx.data.workers import MosesSteps, Workers
+from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel
 
 BASE_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw"
 LANGUAGES = DATASETS["multi30k"].languages
@@ -26,13 +24,8 @@ HINT = (
 
 
 def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
-    files = sources.paths
-    for split, stem in FILES.items():
-        total = parallel_lines(*(files[f"{stem}.{lang}"] for lang in LANGUAGES))
-        for lang in LANGUAGES:
-            steps = MosesSteps(lang, lowercase_first=True, normalize_punctuation=True)
-            lines = workers.map(steps, read_lines(files[f"{stem}.{lang}"]), desc=f"{split}.{lang}", total=total)
-            write_lines(tok_path(folder, split, lang), lines)
+    sides = {split: {lang: [sources.paths[f"{FILES[split]}.{lang}"]] for lang in LANGUAGES} for split in FILES}
+    tokenize_parallel(sides, folder, workers, partial(MosesSteps, lowercase_first=True, normalize_punctuation=True))
 
 
 def gather(source: str | None, work: Path) -> SourceFiles:
@@ -40,10 +33,9 @@ def gather(source: str | None, work: Path) -> SourceFiles:
     return locate(source, NEEDED, downloads=downloads, work=work, hint=HINT, what="Multi30k task 1 raw files")
 
 
-def recipe(source: str | None) -> Recipe:
-    settings = {
-        "recipe": "Multi30k task 1 official lc.norm.tok, then joint BPE",
-        "steps": "lowercase | normalize-punctuation | tokenizer (escape, no -a)",
-        "files": FILES,
-    }
-    return Recipe("multi30k", LANGUAGES, list(FILES), settings, gather=partial(gather, source), write=write_text)
+SETTINGS = {
+    "recipe": "Multi30k task 1 official lc.norm.tok, then joint BPE",
+    "steps": "lowercase | normalize-punctuation | tokenizer (escape, no -a)",
+    "files": FILES,
+}
+RECIPE = Recipe("multi30k", LANGUAGES, list(FILES), SETTINGS, gather=gather, write=write_text)

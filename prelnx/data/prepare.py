@@ -19,7 +19,7 @@ from prelnx.data.textio import DataError
 from prelnx.data.workers import Workers
 
 log = logging.getLogger(__name__)
-_RECIPES = {"iwslt14": iwslt14.recipe, "wmt14": wmt14.recipe, "multi30k": multi30k.recipe}
+_RECIPES = {module.RECIPE.dataset: module.RECIPE for module in (iwslt14, wmt14, multi30k)}
 
 
 def make_recipe(
@@ -46,7 +46,7 @@ def make_recipe(
     elif dataset == "text":
         recipe = text_recipe(source=source, corpus_options=text_options or {})
     elif dataset in _RECIPES:
-        recipe = _RECIPES[dataset](source)
+        recipe = replace(_RECIPES[dataset], source=source)
     else:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(Dataset)}")
     merges = bpe_merges or DATASETS[dataset].bpe_merges
@@ -69,7 +69,7 @@ def prepare_recipe(
     check_replaceable(out, force=force)
     with staged_folder(out) as staging, Workers(workers) as pool:
         work = staging / "work"
-        sources = recipe.gather(work)
+        sources = recipe.gather(recipe.source, work)
         log.info(f"preparing {recipe.describe()} from {sources.origin} with {pool.count} worker(s)")
         recipe.write(sources, staging, pool)
         if recipe.bpe_code is None and recipe.bpe_merges is None:  # no BPE: the text before BPE is the text

@@ -144,13 +144,14 @@ class Recipe:
     languages: tuple[str, str]  # (source, target)
     splits: list[str]  # binarized splits; the first one builds the dictionaries
     settings: dict  # everything that decides the output; the same settings give the same data
-    gather: Callable[[Path], SourceFiles]  # work folder -> the located input files
+    gather: Callable[[str | None, Path], SourceFiles]  # --source, work folder -> the located input files
     write: Callable[[SourceFiles, Path, Workers], None]  # inputs, output folder -> its text/tok/{split}.{lang}
     joined_dictionary: bool = False  # one dictionary for both sides (fairseq-preprocess --joined-dictionary)
     monolingual: bool = False  # one side (task: masked_lm), binarized with fairseq-preprocess --only-source
     after_bpe: Callable[[Path], None] | None = None  # a last step on the output folder's text (wmt14: cleaning)
     bpe_code: Path | None = None  # apply this subword-nmt code file to text/tok/, or
     bpe_merges: int | None = None  # learn this many joint merges on its train split (neither: text/tok/ is the text)
+    source: str | None = None  # --source: a URL, an archive or a folder (None: the release's downloads)
 
     def describe(self) -> str:
         if self.monolingual:

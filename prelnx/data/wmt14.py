@@ -7,18 +7,18 @@ the paper's ~37K vocabulary): docs/data.md, 'The steps'.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 from prelnx.data import moses
 from prelnx.data.locations import DATASETS
-from prelnx.data.output import text_path, tok_path
+from prelnx.data.output import text_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
-from prelnx.data.textio import parallel_lines, read_lines, write_lines
-from prelnx.data.workers import MosesSteps, Workers, tokenize_segments
+from prelnx.data.textio import read_lines
+from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel, tokenize_segments
 
 LANGUAGES = DATASETS["wmt14"].languages
-SPLITS = ["train", "valid", "test"]
 CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 250}
 CORPORA = ("europarl-v7.de-en", "commoncrawl.de-en", "news-commentary-v9.de-en")
 VALID = "newstest2013"
@@ -41,7 +41,7 @@ HINT = (
 def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
     """text/tok/test.{en,de}: newstest2014's segments, tokenized with -a; returns the number of lines."""
     sides = {lang: [files[TEST_FILES[lang]]] for lang in LANGUAGES}
-    return tokenize_segments(sides, partial(tok_path, folder, "test"), workers, aggressive_dash=True)
+    return tokenize_segments(sides, folder, workers, aggressive_dash=True)
 
 
 def _clean_train(folder: Path) -> None:
@@ -57,32 +57,30 @@ def _clean_train(folder: Path) -> None:
 
 def write_text(sources: SourceFiles, folder: Path, workers: Workers) -> None:
     files = sources.paths
-    total = sum(parallel_lines(*(files[f"{corpus}.{lang}"] for lang in LANGUAGES)) for corpus in CORPORA)
-    parallel_lines(*(files[f"{VALID}.{lang}"] for lang in LANGUAGES))
-    for lang in LANGUAGES:
-        steps = MosesSteps(lang, normalize_punctuation=True, remove_non_printing=True, aggressive_dash=True)
-        corpora = (line for corpus in CORPORA for line in read_lines(files[f"{corpus}.{lang}"]))
-        lines = workers.map(steps, corpora, desc=f"tokenize train.{lang}", total=total)
-        write_lines(tok_path(folder, "train", lang), lines)
-        lines = workers.map(steps, read_lines(files[f"{VALID}.{lang}"]), desc=f"tokenize valid.{lang}")
-        write_lines(tok_path(folder, "valid", lang), lines)
+    sides = {
+        "train": {lang: [files[f"{corpus}.{lang}"] for corpus in CORPORA] for lang in LANGUAGES},
+        "valid": {lang: [files[f"{VALID}.{lang}"]] for lang in LANGUAGES},
+    }
+    steps = partial(MosesSteps, normalize_punctuation=True, remove_non_printing=True, aggressive_dash=True)
+    tokenize_parallel(sides, folder, workers, steps)
     build_test(files, folder, workers)
 
 
-def gather(source: str | None, work: Path, splits: list[str] = SPLITS) -> SourceFiles:
+def gather(source: str | None, work: Path, splits: Sequence[str] = tuple(NEEDED)) -> SourceFiles:
     needed = [name for split in splits for name in NEEDED[split]]
     return locate(source, needed, downloads=DOWNLOADS, work=work, hint=HINT,
                   what="the WMT14 en-de training corpora, newstest2013 and newstest2014 (full)")  # fmt: skip
 
 
-def recipe(source: str | None) -> Recipe:
-    settings = {
-        "recipe": "fairseq examples/translation/prepare-wmt14en2de.sh --icml17, valid newstest2013 (the paper)",
-        "train": list(CORPORA),
-        "steps": "normalize-punctuation | remove-non-printing-char | tokenizer -a (escape)",
-        "clean": CLEAN,
-        "valid": VALID,
-        "test": "newstest2014 full (src.en, ref.de)",
-    }
-    return Recipe("wmt14", LANGUAGES, SPLITS, settings, gather=partial(gather, source), write=write_text,
-                  joined_dictionary=True, after_bpe=_clean_train)  # fmt: skip
+SETTINGS = {
+    "recipe": "fairseq examples/translation/prepare-wmt14en2de.sh --icml17, valid newstest2013 (the paper)",
+    "train": list(CORPORA),
+    "steps": "normalize-punctuation | remove-non-printing-char | tokenizer -a (escape)",
+    "clean": CLEAN,
+    "valid": VALID,
+    "test": "newstest2014 full (src.en, ref.de)",
+}
+RECIPE = Recipe(
+    "wmt14", LANGUAGES, list(NEEDED), SETTINGS, gather=gather, write=write_text, joined_dictionary=True,
+    after_bpe=_clean_train,
+)

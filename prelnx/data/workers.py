@@ -20,7 +20,8 @@ from typing import Any, Self
 from tqdm import tqdm
 
 from prelnx.data import moses
-from prelnx.data.textio import check_aligned_segments, read_lines, seg_lines, write_lines
+from prelnx.data.output import tok_path
+from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
 from prelnx.machine import usable_cores
 
 CHUNK_LINES = 1000  # lines per task: large enough that pickling is cheap next to tokenizing
@@ -129,12 +130,26 @@ class Workers:
             yield pending.popleft().get()
 
 
-def tokenize_segments(sides: dict[str, list[Path]], out: Callable[[str], Path], workers: Workers, **steps: Any) -> int:
+def tokenize_parallel(
+    splits: dict[str, dict[str, list[Path]]], folder: Path, workers: Workers, steps: Callable[[str], Step] | None
+) -> None:
+    """Each split's sides (every pair of files checked parallel first, before any work): their lines through
+    steps(lang) (None: as they are), concatenated in order into text/tok/{split}.{lang}."""
+    totals = {split: sum(parallel_lines(*pair) for pair in zip(*sides.values())) for split, sides in splits.items()}
+    for split, sides in splits.items():
+        for lang, paths in sides.items():
+            lines = (line for path in paths for line in read_lines(path))
+            if steps is not None:
+                lines = workers.map(steps(lang), lines, desc=f"tokenize {split}.{lang}", total=totals[split])
+            write_lines(tok_path(folder, split, lang), lines)
+
+
+def tokenize_segments(sides: dict[str, list[Path]], folder: Path, workers: Workers, **steps: Any) -> int:
     """The `<seg>` lines of each side's XML/SGML files (the two sides checked aligned file by file first), through
-    MosesSteps(lang, **steps), concatenated in order into out(lang); returns the number of segments."""
+    MosesSteps(lang, **steps), concatenated in order into text/tok/test.{lang}; returns the number of segments."""
     count = sum(check_aligned_segments(first, second) for first, second in zip(*sides.values()))
     for lang, paths in sides.items():
         segments = (line for path in paths for line in seg_lines(read_lines(path)))
         lines = workers.map(MosesSteps(lang, **steps), segments, desc=f"tokenize test.{lang}")
-        write_lines(out(lang), lines)
+        write_lines(tok_path(folder, "test", lang), lines)
     return count

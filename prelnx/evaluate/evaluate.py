@@ -45,11 +45,6 @@ class BleuScores:
     sacrebleu_signature: str
 
 
-def split_compounds(line: str) -> str:
-    """fairseq's WMT14 En-De convention for tokenized BLEU: 'a-b' -> 'a ##AT##-##AT## b'."""
-    return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)
-
-
 def detokenize(lines: list[str], language: str | None) -> list[str]:
     if language is None:
         return lines
@@ -64,7 +59,8 @@ def score(hypotheses: list[str], references: list[str], *, target_lang: str | No
     """`hypotheses`/`references`: tokenized, BPE removed. `target_lang` None means the text needs no detokenizing."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
-    split = split_compounds if compound_split else str
+    # fairseq's WMT14 En-De convention for tokenized BLEU: 'a-b' -> 'a ##AT##-##AT## b'
+    split = (lambda line: re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)) if compound_split else str
     # force: the text is tokenized on purpose here (sacrebleu would warn about it)
     tokenized = sacrebleu.corpus_bleu([split(h) for h in hypotheses], [[split(r) for r in references]],
                                       tokenize="none", force=True)  # fmt: skip
@@ -102,17 +98,11 @@ def generate(plan: dict[str, Any], batch_size: int) -> tuple[list[str], list[str
     if completed.returncode != 0:
         tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-8:])
         raise GenerationError(f"fairseq-generate failed (exit code {completed.returncode}):\n{tail}")
-    hypotheses: dict[int, str] = {}
-    references: dict[int, str] = {}
-    for line in completed.stdout.splitlines():
-        match = _LINE.match(line)
-        if match is None:
-            continue
-        kind, index, rest = match.group(1), int(match.group(2)), match.group(3)
-        if kind == "H":  # H-<id>\t<score>\t<text>
-            hypotheses[index] = rest.split("\t", 1)[1] if "\t" in rest else ""
-        else:
-            references[index] = rest
+    texts: dict[str, dict[int, str]] = {"H": {}, "T": {}}  # hypotheses, references by sentence id
+    for match in filter(None, map(_LINE.match, completed.stdout.splitlines())):
+        kind, index, rest = match.groups()  # H-<id>\t<score>\t<text>, T-<id>\t<text>
+        texts[kind][int(index)] = rest.partition("\t")[2] if kind == "H" else rest
+    hypotheses, references = texts["H"], texts["T"]
     if not hypotheses or set(hypotheses) != set(references):
         raise GenerationError(f"fairseq-generate printed {len(hypotheses)} hypotheses for {len(references)} references")
     expected = sentence_count(data / f"{split}.{source_lang}-{target_lang}.{source_lang}")
@@ -283,10 +273,7 @@ def _log_to_tensorboard(run_dir: Path, split: str, result: dict[str, Any]) -> No
 
 
 def evaluate_quietly(run_dir: Path) -> None:
-    """For sweeps: evaluate with the defaults; a failure is written to eval/test.error, not raised.
-
-    Skipped when eval/test.json is newer than the best checkpoint, or while another process holds the run.
-    """
+    """For sweeps: evaluate with the defaults; a failure is written to eval/test.error, not raised."""
     from prelnx.records.lock import RunLocked
 
     done, best = run_dir / "eval" / "test.json", run_dir / "checkpoints" / "checkpoint_best.pt"

@@ -15,14 +15,10 @@ from prelnx.atomic import write_text_atomic
 from prelnx.interval import mean_interval
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
+from prelnx.records.results import finite
 from prelnx.records.status import recorded_status
 
 SUMMARY_JSON, SUMMARY_MD = "finetune_summary.json", "finetune_summary.md"  # in the fine-tuning's folder
-
-
-def best_accuracy(run_dir: Path) -> float | None:
-    values = [r["valid_accuracy"] for r in read_metrics(run_dir) if isinstance(r.get("valid_accuracy"), (int, float))]
-    return max(values) if values else None
 
 
 def summarize(runs: list[Any]) -> list[dict[str, Any]]:
@@ -35,8 +31,9 @@ def summarize(runs: list[Any]) -> list[dict[str, Any]]:
         seeds = {}
         for run in group:
             status = recorded_status(run.run_dir)
-            seeds[run.seed] = {"status": status.value,
-                               "accuracy": best_accuracy(run.run_dir) if status is RunStatus.FINISHED else None}
+            rows = read_metrics(run.run_dir) if status is RunStatus.FINISHED else []
+            accuracy = max(finite(row.get("valid_accuracy") for row in rows), default=None)
+            seeds[run.seed] = {"status": status.value, "accuracy": accuracy}
         accuracies = [s["accuracy"] for s in seeds.values() if s["accuracy"] is not None]
         mean, half = mean_interval(accuracies)
         entries.append({"checkpoint": str(checkpoint), "pretrain_update": update,

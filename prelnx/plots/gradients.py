@@ -19,12 +19,6 @@ def colour(name: str) -> str:
     return layout_row(name).colour
 
 
-def _per_layer(entries: list[dict[str, Any]], layout: str, depth: int, weight: str) -> list[dict[str, Any]]:
-    """Encoder layers 1..L then decoder layers 1..L of one layout, depth and weight."""
-    chosen = [e for e in entries if e["layout"] == layout and e["depth"] == depth and e["weight"] == weight]
-    return sorted(chosen, key=lambda e: (e["side"] != "encoder", e["layer"]))
-
-
 def _legend_beside(axis: Any) -> None:
     """The legend right of the axes, never over the bars (with eight layouts it covered the first layers)."""
     axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
@@ -43,7 +37,8 @@ def plot_figure3(summary: dict[str, Any], path: Path) -> Path:
     for axis, weight, letter in ((axes[0, 0], "W1", "a"), (axes[0, 1], "W2", "b")):
         labels: list[str] = []
         for index, (layout, name, entries, series_depth) in enumerate(series):
-            bars = _per_layer(entries, layout, series_depth, weight)
+            chosen = (e for e in entries if (e["layout"], e["depth"], e["weight"]) == (layout, series_depth, weight))
+            bars = sorted(chosen, key=lambda e: (e["side"] != "encoder", e["layer"]))  # encoder layers, then decoder
             positions = [i + (index - (len(series) - 1) / 2) * width for i in range(len(bars))]
             color = CHECKPOINT_COLOUR if entries is not summary["per_layer"] else colour(layout)
             axis.bar(positions, [b["mean"] for b in bars], width, yerr=[b["std"] for b in bars], capsize=2,

@@ -24,21 +24,18 @@ def paper_figure3() -> dict[str, Any]:
     return paper_data()["figure3"]
 
 
-def _in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """By layout, depth, seed, encoder before decoder, layer, then weight (grads.csv's rows)."""
-    order = {"encoder": 0, "decoder": 1}
-    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"],
-                                         row.get("weight", "")))  # fmt: skip
-
-
 def result_rows(results: Iterable[ModelResult], hidden: bool = False) -> list[dict[str, Any]]:
-    """grads.csv's rows, or hidden.csv's (`hidden`: the RMS of every layer's output, the residual stream) per model."""
+    """grads.csv's rows, or hidden.csv's (`hidden`: the RMS of every layer's output, the residual stream) per model:
+    by layout, depth, seed, encoder before decoder, layer, then weight."""
     columns = HIDDEN_COLUMNS if hidden else CSV_COLUMNS
-    return _in_order([
+    rows = [
         {"layout": r.spec.layout, "depth": r.spec.depth, "seed": r.spec.seed, **dict(zip(columns[3:], (*key, value)))}
         for r in results
         for key, value in (r.hidden_rms if hidden else r.norms).items()
-    ])  # fmt: skip
+    ]
+    order = {"encoder": 0, "decoder": 1}
+    return sorted(rows, key=lambda row: (row["layout"], row["depth"], row["seed"], order[row["side"]], row["layer"],
+                                         row.get("weight", "")))  # fmt: skip
 
 
 def hidden_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -99,12 +96,6 @@ def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int
     return stats_by(rows, LAYER_KEYS, "grad_norm")
 
 
-def bars_depth(depths: Iterable[int]) -> int:
-    """The depth shown per layer in Figure 3 (a)(b): 6 as in the paper when measured, else the shallowest."""
-    depths = sorted(set(depths))
-    return 6 if 6 in depths else depths[0]
-
-
 def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON summary: per-layer mean/std over seeds, the last-layer W2 per depth, the growth across layers."""
     stats = per_layer_stats(rows)
@@ -114,7 +105,7 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
         layout: {str(depth): stats[(layout, depth, "decoder", depth, "W2")] for depth in depths}
         for layout in layouts
     }  # fmt: skip
-    shown = bars_depth(depths)
+    shown = 6 if 6 in depths else depths[0]  # per layer in Figure 3 (a)(b): the paper's 6 when measured
     growth = {
         layout: {
             side: {weight: _ratio(stats[(layout, shown, side, shown, weight)]["mean"], stats[(layout, shown, side, 1, weight)]["mean"])
