@@ -6,7 +6,10 @@ survives if prelnx dies, and the restart rebuilds what prelnx missed from it."""
 
 from __future__ import annotations
 
+import codecs
 import collections
+import io
+import locale
 import os
 import re
 import signal
@@ -33,6 +36,29 @@ from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
 
 STOP_CODES = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
+
+
+class LogLines:
+    """The lines a log gains as a process writes it, decoded as a text file reads them (a line not ended yet waits
+    for the next call, or for `final`); a log that shrank (a requeued Slurm job's) is read again from its start."""
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path, self.offset, self.partial = path, offset, ""
+        decoder = codecs.getincrementaldecoder(locale.getpreferredencoding(False))("replace")
+        self.decoder = io.IncrementalNewlineDecoder(decoder, translate=True)
+
+    def lines(self, final: bool = False) -> list[str]:
+        try:
+            if self.path.stat().st_size < self.offset:
+                self.offset = 0
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        *complete, self.partial = (self.partial + self.decoder.decode(data, final)).split("\n")
+        return complete + ([self.partial] if final and self.partial else [])
 
 
 class Watch(ChildRecords):
@@ -74,23 +100,17 @@ class Watch(ChildRecords):
                 self.tensorboard.close()
 
     def _read(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
-        with open(log_path, errors="replace") as log:
-            log.seek(offset)
-            partial = ""  # a line the child is still writing
-            while True:
-                partial += log.readline()
-                if partial.endswith("\n"):
-                    self._line(partial)
-                    partial = ""
-                    if self.divergence or self.io_failed:
-                        process.terminate()
-                        return
-                elif process.poll() is not None:
-                    for line in (partial + log.read()).splitlines():
-                        self._line(line)
+        log = LogLines(log_path, offset)
+        while True:
+            ended = process.poll() is not None
+            for line in log.lines(final=ended):
+                self._line(line)
+                if not ended and (self.divergence or self.io_failed):
+                    process.terminate()
                     return
-                else:
-                    time.sleep(0.1)
+            if ended:
+                return
+            time.sleep(0.1)
 
     def _line(self, line: str) -> None:
         event = child_report.parse(line)
