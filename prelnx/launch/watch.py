@@ -105,7 +105,7 @@ class Watch(ChildRecords):
             ended = process.poll() is not None
             for line in log.lines(final=ended):
                 self._line(line)
-                if not ended and (self.divergence or self.io_failed):
+                if self.divergence or self.io_failed:  # the lines after it are never read (an ended child's too)
                     process.terminate()
                     return
             if ended:
