@@ -1,14 +1,8 @@
-"""What a fairseq child measured and how it ended, as typed events it reports to its parent: one line per event in
-its output, `prelnx-event {"event": ...}`. The child reports `stats` for every record fairseq's progress bar logs
-(training progress, an epoch's summary, a validation; prelnx_fairseq_plugin/stats_events.py), `diagnosed` for each
-update the plugin's diagnostics measured (prelnx_fairseq_plugin/diagnostics.py), and its entry
-(launch/fairseq_entry.py) `done` when fairseq's program returns and `raised` (classified by the exception's type) when
-it raises; a Slurm task reports what it raised.
-The parent (launch/watch.py, records/reconcile.py, launch/slurm_job.py) builds a run's rows and decides its end state
-from these values, never from fairseq's wording; a child that died without one (SIGKILL, an OOM kill) is one the
-parent records as a crash.
-Standard library only: the child's entry imports it before torch and fairseq.
-"""
+"""What a fairseq child measured and how it ended, as typed events it reports to its parent, one line each in its
+output (`prelnx-event {"event": ...}`; each class says who reports it). The parent (records/reconcile.py's
+ChildRecords, launch/slurm_job.py) builds a run's rows and end state from these values, never from fairseq's wording;
+a child that died without reporting its end (SIGKILL, an OOM kill) is recorded as a crash. Standard library only: the
+child's entry imports it before torch and fairseq."""
 
 from __future__ import annotations
 
@@ -35,12 +29,12 @@ class Kind(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Done:
-    """The child's program returned: fairseq trained its budget and saved its last checkpoint."""
+    """The child's program returned (launch/fairseq_entry.py): fairseq trained its budget, saved its last checkpoint."""
 
 
 @dataclass(frozen=True)
 class Raised:
-    """The child's program raised `type` (its class name) with `message`."""
+    """The child's program (launch/fairseq_entry.py) or a Slurm task raised `type` (its class name) with `message`."""
 
     type: str
     message: str
@@ -58,10 +52,10 @@ class Raised:
 
 @dataclass(frozen=True)
 class Stats:
-    """A record fairseq's progress bar logged: `tag` as fairseq names it (`train_inner` every --log-interval updates,
-    `train` at an epoch's end, the validation subset's name, e.g. `valid`; a reader skips tags it does not know),
-    `stats` its values as fairseq formatted them (a number it formatted as text, `{:g}` or `{:.3f}`, becomes that
-    number, rounded as fairseq rounded it), `step` the update fairseq logged it at."""
+    """A record fairseq's progress bar logged (prelnx_fairseq_plugin/stats_events.py): `tag` as fairseq names it
+    (`train_inner` every --log-interval updates, `train` at an epoch's end, the validation subset's name, e.g. `valid`;
+    a reader skips tags it does not know), `stats` its values as fairseq formatted them (a number it formatted as text,
+    `{:g}` or `{:.3f}`, becomes that number, rounded as fairseq rounded it), `step` the update fairseq logged it at."""
 
     tag: str
     stats: dict[str, Any]

@@ -1,13 +1,9 @@
-"""The entry of every fairseq process prelnx starts: `python -m prelnx.launch.fairseq_entry fairseq_cli.train ARGS`
-(and `fairseq_cli.generate`, and torchrun's and Slurm's workers) runs fairseq's own program, minus imports it never
-uses. Why: `import fairseq` imports every task and criterion, and two import scikit-learn (and so scipy.stats):
-`fairseq/tasks/audio_classification.py` and `fairseq/criterions/sentence_prediction.py` (with
-`sentence_prediction_adapters.py`), 1.0 s of every fairseq start on 2 idle cores (about 3x more on AVX2-only
-machines), more than a tiny training takes (scripts/bench_startup.py, docs/benchmarks.md). The criterion is kept when
-the command names it (`prelnx finetune`). The skipped modules become empty modules that register nothing; the rest is
-fairseq's, unchanged (command.txt's plain `fairseq-train` trains the same run). It reports how the program ended as
-child_report's `done` or `raised` (then re-raised). Standard library only: it runs before torch and fairseq.
-"""
+"""The entry of every fairseq process prelnx starts (`python -m prelnx.launch.fairseq_entry fairseq_cli.train ARGS`,
+`fairseq_cli.generate`, torchrun's and Slurm's workers): fairseq's own program without the modules of UNUSED, which
+import scikit-learn (and so scipy.stats), about 1 s of every fairseq start, more than a tiny training takes
+(docs/benchmarks.md). They become empty modules that register nothing: command.txt's plain `fairseq-train` trains the
+same run. It reports how the program ended as child_report's `done` or `raised` (then re-raised). Standard library
+only: it runs before torch and fairseq."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Running one training here: fairseq as a child process that writes train.log itself, followed into the run dir. The
-child is plain `fairseq-train` (through launch/fairseq_entry.py; under torchrun for several workers) with the
-arguments of command.txt, so a crash or a divergence cannot take down the caller (a sweep), threads and GPUs are set
-per process, and the run can be repeated by hand. Resume is fairseq's own (checkpoints/checkpoint_last.pt).
-
-What makes the run dir trustworthy (one writer under a lock the child inherits, a child that dies with its parent,
-the run dir reconciled with the checkpoints at every start and end, a full disk ending the run `failed`):
-docs/usage.md, "Failure modes".
-"""
+"""Running one training here: command.txt's `fairseq-train` (through launch/fairseq_entry.py; torchrun for several
+workers) as a child process writing train.log, followed into the run dir: a crash cannot take down the caller (a
+sweep), threads and GPUs are set per process, the run can be repeated by hand, and resume is fairseq's own. What
+keeps the run dir trustworthy: docs/usage.md, "Failure modes"."""
 
 from __future__ import annotations
 
@@ -32,7 +27,7 @@ from prelnx.launch.events import Ended, Event, Listener, Note, Started, render
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.watch import Watch, status_counts
 from prelnx.plan.data import DataNotReady, data_problem
-from prelnx.plan.launch import RunPlan, default_run_dir, plan_run
+from prelnx.plan.launch import Launch, RunPlan, default_run_dir, plan_run
 from prelnx.records import grain
 from prelnx.records.checkpoints import CheckpointDamaged, checkpoint_info, resume_point
 from prelnx.records.machine_record import record_machine
@@ -86,6 +81,22 @@ def core_slots(jobs: int) -> list[frozenset[int]] | None:
         return None
     size = len(cores) // jobs
     return [frozenset(cores[i * size:(i + 1) * size]) for i in range(jobs)] if size else None
+
+
+def start_child(launch: Launch, env: dict[str, str] | None, **streams: Any) -> subprocess.Popen:
+    """command.txt's fairseq as a child that ends with this process (PRELNX_PARENT_PID: the plugin's parent watch)."""
+    return subprocess.Popen(launch.child_argv(sys.executable), stdin=subprocess.DEVNULL,
+                            env={**os.environ, **launch.env, **(env or {}), "PRELNX_PARENT_PID": str(os.getpid())},
+                            **streams)  # fmt: skip
+
+
+def reap(process: subprocess.Popen) -> int:
+    """The exit code of a child that is ending (killed if it has not ended within a minute)."""
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def log_event(event: Event) -> None:
@@ -193,11 +204,9 @@ def train(
         lock.acquire()  # after every check, so that a refused run creates nothing
         existing = check_run_dir(run_dir, plan.config, force)  # again, now that no one else can change it
         if existing.done:
-            recorded = existing.status
-            outcome = Outcome(RunStatus.of(recorded), int(recorded.get("update", 0)), detail=recorded.get("reason", ""))
-            on_event(Note(f"{run_dir}: already {outcome.status} at update {outcome.update}; use --force to train "
-                          f"it again"))  # fmt: skip
-            return RunResult(run_dir, outcome.status, outcome.update, outcome.reason())
+            status, update = RunStatus.of(existing.status), int(existing.status.get("update", 0))
+            on_event(Note(f"{run_dir}: already {status} at update {update}; use --force to train it again"))
+            return RunResult(run_dir, status, update, existing.status.get("reason", ""))
         if existing.extended:
             on_event(Note(f"{run_dir}: the budget grows ({'; '.join(str(d) for d in existing.extended)}): training "
                           f"on from the last checkpoint"))  # fmt: skip
@@ -240,27 +249,23 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     diagnosed = t.diagnostics.every_updates is not None or t.diagnostics.sharpness_every_updates is not None
     watch = Watch(run_dir, run_grain, reconciled.rows, listener, t.loss_ceiling, hparams_of(config),
                   reconciled.diagnostics if diagnosed or reconciled.diagnostics else None)  # fmt: skip
-    if start is not None and start.meets(t.max_epoch, t.max_update):
-        for note in notes:
-            listener(note)
+    trained = start is not None and start.meets(t.max_epoch, t.max_update)
+    if not trained:
+        listener(Started(config, plan.data, run_dir, log_path, (start.epoch, start.update) if start else None))
+    for note in notes:
+        listener(note)
+    if trained:
         listener(Note(f"{run_dir}: the last checkpoint (epoch {start.epoch}, update {start.update}) already holds "
                       f"the whole budget; recorded finished without training more"))  # fmt: skip
         return watch.finish(plan, Outcome(RunStatus.FINISHED, start.update))
-    listener(Started(config, plan.data, run_dir, log_path, (start.epoch, start.update) if start else None))
-    for note in notes:
-        listener(note)
     if on_start is not None:
         on_start()
     started_at = time.time()
     with open(log_path, "ab") as out:
         out.write(f"prelnx: {'resuming' if start else 'starting'} fairseq at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         offset = out.tell()
-        process = subprocess.Popen(
-            plan.launch.child_argv(sys.executable),
-            env={**os.environ, **plan.launch.env, **(extra_env or {}), "PRELNX_PARENT_PID": str(os.getpid())},
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            pass_fds=(lock.fd,) if lock.fd is not None else (),  # the child keeps the run dir locked too
-        )  # fmt: skip
+        process = start_child(plan.launch, extra_env, stdout=out, stderr=subprocess.STDOUT,
+                              pass_fds=(lock.fd,) if lock.fd is not None else ())  # the child keeps the run dir locked
     RUNNING_CHILDREN.add(process)
     if cpus:
         pin(process.pid, cpus)
@@ -268,11 +273,7 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
         with sigterm_interrupts():
             watch.follow(process, log_path, offset)
     finally:
-        try:
-            returncode = process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            returncode = process.wait()
+        returncode = reap(process)
         RUNNING_CHILDREN.discard(process)
     outcome = watch.outcome(returncode, crash_update(plan.checkpoints, started_at))
     return watch.finish(plan, outcome)

@@ -19,6 +19,7 @@ from prelnx.launch.local import check_before_training, sigterm_interrupts
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.slurm_task import (DEFAULT_TIME_MIN, SlurmRequest, SlurmTrainTask, default_cpus_per_run,
                                      submitit_folder, task_config, task_env)
+from prelnx.launch.watch import LogLines
 from prelnx.plan.launch import plan_run
 from prelnx.records.lock import RunLocked, is_locked
 
@@ -73,27 +74,11 @@ def submit(config: Config, run_dir: Path, request: SlurmRequest, force: bool = F
         raise SlurmUnavailable(f"--executor slurm: the job could not be submitted ({why}); {hint}") from None
 
 
-class Rank0Output:
-    """Rank 0's log as it grows (it starts again when a requeued job truncates it): `lines` are its new lines, `read`
-    shows them (not submitit's own, nor the events its task reports) and keeps the last error it reported
-    (prelnx/child_report.py)."""
+class Rank0Output(LogLines):
+    """Rank 0's log as it grows: `read` shows its new lines (not submitit's own, nor the events its task reports) and
+    keeps the last error it reported (prelnx/child_report.py)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.offset, self.partial = path, 0, ""
-        self.raised: child_report.Raised | None = None
-
-    def lines(self) -> list[str]:
-        try:
-            if self.path.stat().st_size < self.offset:
-                self.offset = 0
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except OSError:
-            return []
-        self.offset += len(data)
-        *complete, self.partial = (self.partial + data.decode(errors="replace")).split("\n")
-        return complete
+    raised: child_report.Raised | None = None
 
     def read(self) -> None:
         for line in self.lines():

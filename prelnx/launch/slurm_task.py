@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,17 +166,13 @@ def run_worker(config: Config, run_dir: Path, env: dict[str, str], marks: Rank0M
         if marks.ended.exists():
             return 0
         time.sleep(poll_s)
-    launch = plan_run(config, run_dir, env).launch
-    child_env = {**os.environ, **launch.env, **env, "PRELNX_PARENT_PID": str(os.getpid())}  # watches this task
-    process = subprocess.Popen(launch.child_argv(sys.executable), stdin=subprocess.DEVNULL, env=child_env)
+    from prelnx.launch.local import reap, start_child
+
+    process = start_child(plan_run(config, run_dir, env).launch, env)  # it watches this task
     while process.poll() is None and not marks.ended.exists():
         time.sleep(poll_s)
     try:
         process.wait(timeout=GRACE_S)
     except subprocess.TimeoutExpired:
         process.terminate()  # rank 0 is gone (refused, finished or stopped): nothing to meet any more
-    try:
-        return process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return process.wait()
+    return reap(process)

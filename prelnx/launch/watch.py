@@ -1,13 +1,15 @@
-"""Following a training: prelnx reads train.log as the child writes it. The child's events (prelnx/child_report.py)
-are its records: each `stats` event becomes progress, a validation row (recorded) and a divergence decision; its
-report of how it ended (done, or what it raised, by type) and its exit code a typed `Outcome`. A `diagnosed` event
-(the plugin's) becomes a diagnostics row; every other line is only kept, as the tail a crash is told by.
-The log is a file, not a pipe: fairseq's record of every update survives if prelnx dies, and the restart rebuilds
-what prelnx missed from it (records/reconcile.py)."""
+"""Following a training: prelnx reads train.log as the child writes it, its events (prelnx/child_report.py) read as
+the restart reads them (records/reconcile.py's ChildRecords). A `stats` event is also progress and a divergence
+decision; how the child ended (done, or what it raised, by type) and its exit code a typed `Outcome`; every other
+line is only kept, as the tail a crash is told by. The log is a file, not a pipe: fairseq's record of every update
+survives if prelnx dies, and the restart rebuilds what prelnx missed from it."""
 
 from __future__ import annotations
 
+import codecs
 import collections
+import io
+import locale
 import os
 import re
 import signal
@@ -24,11 +26,11 @@ from prelnx.exits import Refusal
 from prelnx.launch.events import Listener, Note, Progress, RowDone
 from prelnx.plan.launch import RunPlan
 from prelnx.records.checkpoints import CheckpointInfo, checkpoint_info, remove_partial_writes
-from prelnx.records.diagnostics import append_diagnostics, valid_diagnostics
+from prelnx.records.diagnostics import append_diagnostics
 from prelnx.records.grain import Grain, stride
-from prelnx.records.metrics import Row, is_bad_loss, row_builder, write_metrics
+from prelnx.records.metrics import Row, is_bad_loss, write_metrics
 from prelnx.records.outcome import Divergence, Failure, Outcome, RunStatus, Signal, io_failure
-from prelnx.records.reconcile import reconcile_run
+from prelnx.records.reconcile import ChildRecords, reconcile_run
 from prelnx.records.results import best_and_final
 from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
@@ -36,26 +38,47 @@ from prelnx.records.tensorboard import TensorBoardLog, rebuild
 STOP_CODES = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
 
 
-class Watch:
-    """Follows the child's log file: rows, status heartbeats, divergence and I/O failures."""
+class LogLines:
+    """The lines a log gains as a process writes it, decoded as a text file reads them (a line not ended yet waits
+    for the next call, or for `final`); a log that shrank (a requeued Slurm job's) is read again from its start."""
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path, self.offset, self.partial = path, offset, ""
+        decoder = codecs.getincrementaldecoder(locale.getpreferredencoding(False))("replace")
+        self.decoder = io.IncrementalNewlineDecoder(decoder, translate=True)
+
+    def lines(self, final: bool = False) -> list[str]:
+        try:
+            if self.path.stat().st_size < self.offset:
+                self.offset = 0
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        *complete, self.partial = (self.partial + self.decoder.decode(data, final)).split("\n")
+        return complete + ([self.partial] if final and self.partial else [])
+
+
+class Watch(ChildRecords):
+    """Follows the child's log file: its records (as the restart reads them), status heartbeats, divergence and I/O
+    failures."""
 
     def __init__(self, run_dir: Path, grain: Grain, rows: list[Row], listener: Listener,
                  loss_ceiling: float | None, hparams: dict[str, Any],
                  diagnostics: list[dict[str, Any]] | None = None) -> None:  # fmt: skip
-        self.run_dir, self.grain, self.rows, self.listener = run_dir, grain, rows, listener
-        self.diagnostics = diagnostics  # the diagnostics rows (None: the run records none)
+        super().__init__(grain, rows, diagnostics)
+        self.run_dir, self.listener = run_dir, listener
         self.loss_ceiling, self.hparams = loss_ceiling, hparams
-        self.builder = row_builder(grain, last_update=rows[-1]["num_updates"] if rows else 0)
-        walls = [r["wall_seconds"] for r in rows if isinstance(r.get("wall_seconds"), (int, float))]
+        walls = [r["wall_seconds"] for r in self.rows if isinstance(r.get("wall_seconds"), (int, float))]
         self.wall_before = walls[-1] if walls else 0.0
         self.started = time.monotonic()
         self.tail: collections.deque[str] = collections.deque(maxlen=60)
         self.tensorboard: TensorBoardLog | None = None
         self.divergence: Divergence | None = None  # prelnx itself stops a diverging run
-        self.raised: list[Raised] = []  # what the child (each worker) reported it raised
         self.stopped = False  # by the user
         self.io_failed: Outcome | None = None  # prelnx could not write the run dir's files
-        self.done = False  # the child reported its training returned (its last checkpoint is saved by then)
 
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
         """Open TensorBoard (while fairseq starts up), read the log from `offset` until the child exits (or prelnx
@@ -77,35 +100,29 @@ class Watch:
                 self.tensorboard.close()
 
     def _read(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
-        with open(log_path, errors="replace") as log:
-            log.seek(offset)
-            partial = ""  # a line the child is still writing
-            while True:
-                partial += log.readline()
-                if partial.endswith("\n"):
-                    self._line(partial)
-                    partial = ""
-                    if self.divergence or self.io_failed:
-                        process.terminate()
-                        return
-                elif process.poll() is not None:
-                    for line in (partial + log.read()).splitlines():
-                        self._line(line)
+        log = LogLines(log_path, offset)
+        while True:
+            ended = process.poll() is not None
+            for line in log.lines(final=ended):
+                self._line(line)
+                if self.divergence or self.io_failed:  # the lines after it are never read (an ended child's too)
+                    process.terminate()
                     return
-                else:
-                    time.sleep(0.1)
+            if ended:
+                return
+            time.sleep(0.1)
 
     def _line(self, line: str) -> None:
         event = child_report.parse(line)
-        self.done = self.done or isinstance(event, child_report.Done)
-        self.raised += [event] if isinstance(event, Raised) else []
         if event is None:
             self.tail.append(line.rstrip("\n"))
         try:
             if isinstance(event, Stats):
                 self._record(event)
-            elif isinstance(event, child_report.Diagnosed) and (row := valid_diagnostics(event.row)) is not None:
-                self._diagnostics(row)  # read as the restart reads it: a row without its update is none
+            elif (row := self.take(event)) is not None:  # a diagnostics row
+                append_diagnostics(self.run_dir, row)
+                if self.tensorboard is not None:
+                    self.tensorboard.diagnostics(row)
         except OSError as error:
             self.io_failed = io_failure(error, self.run_dir)
 
@@ -119,21 +136,13 @@ class Watch:
         if event.tag == "valid" and is_bad_loss(record.get("valid_loss"), None):
             epoch = None if self.grain is Grain.UPDATE else int(record.get("epoch", 0))
             self.divergence = Divergence(Signal.VALID_LOSS, update, record.get("valid_loss"), epoch)
-        if (row := self.builder.add(event.tag, record, event.step)) is not None:
+        if (row := self.take(event)) is not None:
             row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
-            step = self.grain.step(row)
-            self.rows = [r for r in self.rows if self.grain.step(r) != step] + [row]
             write_metrics(self.run_dir, self.rows)
             if self.tensorboard is not None:
                 self.tensorboard.row(row)
             self.listener(RowDone(row, self.grain))
         write_status(self.run_dir, RunStatus.RUNNING, update=self.builder.last_update)
-
-    def _diagnostics(self, row: dict[str, Any]) -> None:
-        self.diagnostics = [r for r in self.diagnostics or [] if r["num_updates"] != row["num_updates"]] + [row]
-        append_diagnostics(self.run_dir, row)
-        if self.tensorboard is not None:
-            self.tensorboard.diagnostics(row)
 
     def outcome(self, returncode: int, crash_update: int | None) -> Outcome:
         """How the attempt ended, once the child has exited."""

@@ -1,8 +1,6 @@
 """A run's `diagnostics.jsonl`: one JSON object per measured update (train.diagnostics), stored as it is from the
 child's `diagnosed` events (prelnx/child_report.py; prelnx_fairseq_plugin/diagnostics.py owns the row's keys); rebuilt
-like metrics.jsonl, from the events in train.log, up to the last checkpoint's update (records/reconcile.py).
-TensorBoard: `scalars` (step = update) and `LAYOUT`.
-"""
+like metrics.jsonl, from the events in train.log, up to the last checkpoint's update (records/reconcile.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`machine.json`: the CPU a run trained on, written when each attempt starts (issue 48). Studies pool seeds
-trained on different machines; fp32 digits differ between CPU kinds, so a report shows each kind beside the pool.
-
-One entry per attempt (a run resumed elsewhere has several): the CPU's model name, its native bf16 features, the
-cores this process may use, the accelerator it was asked to train on, and when.
-"""
+"""`machine.json`: the CPU a run trained on, one entry per attempt (a run resumed elsewhere has several; issue 48).
+Studies pool seeds trained on different machines; fp32 digits differ between CPU kinds, so a report shows each kind
+beside the pool."""
 
 from __future__ import annotations
 

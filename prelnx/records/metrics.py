@@ -81,10 +81,7 @@ class EpochRows:
 
     def pending_row(self) -> Row | None:
         """The epoch whose validation is known but not its train summary (a kill between the two), as a row."""
-        if not self.pending:
-            return None
-        values = {k: v for k, v in self.pending.items() if k not in ("epoch", "num_updates")}
-        return make_row(self.pending["epoch"], self.pending["num_updates"], lr=self.last_lr, **values)
+        return make_row(lr=self.last_lr, **self.pending) if self.pending else None
 
 
 @dataclass

@@ -82,7 +82,22 @@ class Outcome:
         object.__setattr__(self, "status", RunStatus(self.status))  # "finished" is taken as RunStatus.FINISHED
 
     def reason(self) -> str:
-        return render_reason(self)
+        """The sentence of the outcome (the only wording of it)."""
+        d, f = self.divergence, self.failure
+        if d is not None:
+            if d.signal is Signal.FAIRSEQ_NAN:
+                return f"fairseq stopped on NaN/Inf after update {d.update}"
+            where = f"epoch {d.epoch} (after update {d.update})" if d.epoch is not None else f"update {d.update}"
+            return f"{d.signal.value} {d.value} at {where}"
+        if f is Failure.STOPPED:
+            return "stopped by the user; run the same command again to resume"
+        if f is Failure.UNREADABLE_CHECKPOINT:
+            return f"the last checkpoint cannot be read ({self.detail}); run again"
+        if f is Failure.FINISHED_THEN_CRASHED:
+            return f"fairseq finished training, then exited with {self.detail}"
+        if f is Failure.OUT_OF_MEMORY:
+            return f"out of memory ({self.detail}): fewer tokens per batch (data.max_tokens) or fewer jobs at a time"
+        return self.detail
 
     def record(self) -> dict[str, object]:
         """status.json's fields for this outcome (reason rendered; failure and divergence as values)."""
@@ -93,25 +108,6 @@ class Outcome:
             found["diverged_at"] = self.divergence.update
             found["divergence"] = self.divergence.signal.value
         return found
-
-
-def render_reason(outcome: Outcome) -> str:
-    """The sentence of an outcome (the only wording of it)."""
-    d, f = outcome.divergence, outcome.failure
-    if d is not None:
-        if d.signal is Signal.FAIRSEQ_NAN:
-            return f"fairseq stopped on NaN/Inf after update {d.update}"
-        where = f"epoch {d.epoch} (after update {d.update})" if d.epoch is not None else f"update {d.update}"
-        return f"{d.signal.value} {d.value} at {where}"
-    if f is Failure.STOPPED:
-        return "stopped by the user; run the same command again to resume"
-    if f is Failure.UNREADABLE_CHECKPOINT:
-        return f"the last checkpoint cannot be read ({outcome.detail}); run again"
-    if f is Failure.FINISHED_THEN_CRASHED:
-        return f"fairseq finished training, then exited with {outcome.detail}"
-    if f is Failure.OUT_OF_MEMORY:
-        return f"out of memory ({outcome.detail}): fewer tokens per batch (data.max_tokens) or fewer jobs at a time"
-    return outcome.detail
 
 
 def io_failure(error: OSError, near: Path | str | None = None, update: int = 0) -> Outcome:

@@ -1,10 +1,7 @@
 """A study's raw data: the files of each run a report is computed from, kept in the repository
-(docs/results/<study>/runs/, no checkpoints), and put back into a sweep folder so that the same sweep, resumed on a
-fresh clone on another machine, trains only what is missing (issue 48: studies outlive their machine).
-
-Only runs that are done (finished, diverged, failed) travel either way: a run unfinished when its session ended is
-trained again from the start, never resumed from a half-copied record.
-"""
+(docs/results/<study>/runs/, no checkpoints) and put back into a sweep folder, so that the same sweep resumed on a
+fresh clone trains only what is missing (issue 48: studies outlive their machine). Only done runs (finished, diverged)
+travel either way: an unfinished one is trained again from the start, never resumed from a half-copied record."""
 
 from __future__ import annotations
 

@@ -20,29 +20,50 @@ from prelnx.records.metrics import EpochRows, Row, row_builder, write_metrics
 LOG_NAME = "train.log"
 
 
+class ChildRecords:
+    """The one reading of the child's events (prelnx/child_report.py) into a run's records, live (launch/watch.py's
+    Watch is one) and rebuilt from train.log on a restart (`read_log`, `from_log`): the rows of its `stats` events (a
+    later record of a step replaces an earlier one: train.log holds every attempt), its `diagnosed` rows (None: the
+    run records none), whether it reported `done`, and what each worker `raised`."""
+
+    def __init__(self, grain: Grain, rows: list[Row] | None = None, diagnostics: list[Diagnostics] | None = None,
+                 from_log: bool = False) -> None:  # fmt: skip
+        self.grain, self.rows, self.diagnostics, self.from_log = grain, rows or [], diagnostics, from_log
+        self.builder = row_builder(grain, last_update=self.rows[-1]["num_updates"] if self.rows else 0)
+        self.done = False
+        self.raised: list[child_report.Raised] = []
+
+    def take(self, event: child_report.Event | None) -> Row | Diagnostics | None:
+        """Record the event: the row or the diagnostics row it completes, else None."""
+        self.done = self.done or isinstance(event, child_report.Done)
+        self.raised += [event] if isinstance(event, child_report.Raised) else []
+        if isinstance(event, child_report.Diagnosed) and (found := valid_diagnostics(event.row)) is not None:
+            update = found["num_updates"]  # a row without its update is none
+            self.diagnostics = [r for r in self.diagnostics or [] if r["num_updates"] != update] + [found]
+            return found
+        if not isinstance(event, child_report.Stats):
+            return None
+        row = self.builder.add(event.tag, event.stats, event.step)
+        if row is None and self.from_log and event.tag == "valid" and isinstance(self.builder, EpochRows):
+            # The valid record comes before the checkpoint is saved and the train summary after it:
+            # a kill between the two leaves an epoch whose validation is known but not its train summary.
+            row = self.builder.pending_row()
+        if row is None:
+            return None
+        if self.from_log:
+            row.update(wall_seconds=None, from_log=True)
+        self.rows = [r for r in self.rows if self.grain.step(r) != self.grain.step(row)] + [row]
+        return row
+
+
 def read_log(log_path: Path, grain: Grain = Grain.EPOCH) -> tuple[list[Row], list[Diagnostics]]:
-    """What the child reported in train.log (every attempt; a redone step's later record wins): the rows of its
-    `stats` events, and its `diagnosed` rows."""
-    if not log_path.is_file():
-        return [], []
-    builder = row_builder(grain)
-    rows: dict[int, Row] = {}
-    diagnostics: dict[int, Diagnostics] = {}
-    with open(log_path, errors="replace") as log:
-        for line in log:
-            event = child_report.parse(line)
-            if isinstance(event, child_report.Diagnosed) and (found := valid_diagnostics(event.row)) is not None:
-                diagnostics[found["num_updates"]] = found
-            if not isinstance(event, child_report.Stats):
-                continue
-            row = builder.add(event.tag, event.stats, event.step)
-            if row is None and event.tag == "valid" and isinstance(builder, EpochRows):
-                # The valid record comes before the checkpoint is saved and the train summary after it:
-                # a kill between the two leaves an epoch whose validation is known but not its train summary.
-                row = builder.pending_row()
-            if row is not None:
-                rows[grain.step(row)] = {**row, "wall_seconds": None, "from_log": True}
-    return [rows[step] for step in sorted(rows)], list(diagnostics.values())
+    """What the child reported in train.log (every attempt): its rows in training order, its diagnostics rows."""
+    records = ChildRecords(grain, from_log=True)
+    if log_path.is_file():
+        with open(log_path, errors="replace") as log:
+            for line in log:
+                records.take(child_report.parse(line))
+    return sorted(records.rows, key=grain.step), records.diagnostics or []
 
 
 @dataclass

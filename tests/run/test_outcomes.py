@@ -47,7 +47,7 @@ def test_rewording_the_disk_full_and_divergence_messages_changes_no_recorded_sta
     as_said = {"diverged": ended(diverging, tmp_path / "a"), "full": ended(tiny, disk / "a")}
     logged = {"as_said": last_logged_update(disk / "a")}
     shutil.rmtree(disk / "a")  # the disk as empty as it was
-    monkeypatch.setattr(outcome_module, "render_reason", lambda outcome: "REWORDED")
+    monkeypatch.setattr(Outcome, "reason", lambda outcome: "REWORDED")
     monkeypatch.setattr(outcome_module, "io_reason", lambda error, near=None: "REWORDED")
     reworded = {"diverged": ended(diverging, tmp_path / "b"), "full": ended(tiny, disk / "b")}
     logged["reworded"] = last_logged_update(disk / "b")

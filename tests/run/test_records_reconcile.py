@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from prelnx.data.check import DataDamaged, check_binarized, check_split, sentence_count
+from prelnx.launch.watch import Watch
 from prelnx.records.lock import RunLock, RunLocked, is_locked, owner_alive
+from prelnx.records.outcome import Signal
 from prelnx.records.grain import Grain
 from prelnx.records.reconcile import read_log, reconcile_rows
 from prelnx import child_report
@@ -59,6 +61,24 @@ def test_rows_from_the_log_keep_the_latest_attempt_of_an_epoch(tmp_path):
     ]) + "\n")  # fmt: skip
     rows, _ = read_log(log)
     assert [(r["epoch"], r["valid_loss"], r["train_loss"]) for r in rows] == [(1, 5.0, 6.0), (2, 4.0, 5.0)]
+
+
+def test_the_watch_reads_no_line_past_a_divergence_even_of_a_child_that_has_exited(tmp_path):
+    """prelnx's divergence decision is the first one in the log, and no row after it is recorded, however far the child
+    got before prelnx read its log (launch/watch.py)."""
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([
+        record("train_inner", epoch=1, loss=float("nan"), num_updates=3),
+        record("valid", epoch=1, valid_loss=float("nan"), valid_num_updates=4),
+        record("train", epoch=1, train_loss=float("nan"), train_num_updates=4),
+    ]) + "\n")  # fmt: skip
+    (tmp_path / "run").mkdir()
+    watch = Watch(tmp_path / "run", Grain.EPOCH, [], lambda event: None, None, {})
+    with subprocess.Popen(["true"]) as ended:
+        ended.wait()
+        watch.follow(ended, log, 0)
+    assert watch.divergence is not None and (watch.divergence.signal, watch.divergence.update) == (Signal.TRAIN_LOSS, 3)
+    assert watch.rows == [] and not (tmp_path / "run" / "metrics.jsonl").exists()
 
 
 def test_reconcile_prefers_saved_rows_rebuilds_missing_ones_and_drops_rows_past_the_checkpoint():
