@@ -1,5 +1,5 @@
-"""An ETA that settles quickly: each piece of work has a size (a model's layers, a run's updates); the clock starts
-when the first piece is done (start-ups are not work) and the pace is the size done since then per second."""
+"""The one ETA rule: what is left at the pace so far (`at_pace`), the pace counted from the end of the first piece of
+work (start-ups are not work); `Eta` applies it to pieces of known sizes (a model's layers, a run's updates)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ def duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def at_pace(seconds: float, done: float, left: float) -> float | None:
+    """Seconds to do `left` at the pace of `done` in `seconds`; None while no pace is known."""
+    return seconds / done * left if done > 0 and seconds > 0 else None
 
 
 class Eta:
@@ -32,6 +37,5 @@ class Eta:
     def text(self) -> str:
         """The ETA at the pace so far; none until a pace is known (two pieces done)."""
         elapsed = time.monotonic() - self.clock if self.clock is not None else 0.0
-        if self.since <= 0 or elapsed <= 0:
-            return "ETA after the next one"
-        return f"ETA {duration(max(0.0, self.total - self.done) * elapsed / self.since)}"
+        seconds = at_pace(elapsed, self.since, max(0.0, self.total - self.done))
+        return "ETA after the next one" if seconds is None else f"ETA {duration(seconds)}"

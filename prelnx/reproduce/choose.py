@@ -17,7 +17,7 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.paper import paper_data
 from prelnx.records.outcome import RunStatus
-from prelnx.report.arms import Arm, final_nll, load_arms
+from prelnx.report.arms import Arm, RunState, final_nll, load_arms, trained_margin
 from prelnx.sweep.spec import SweepSpec
 
 CHOICE_FILE = "choice.json"  # in the stage's folder: made once, kept for every later attempt
@@ -81,8 +81,7 @@ def sgd_lr(premise_dirs: list[Path]) -> Choice:
     evidence = [_line(a) for a in arms]
     if not finished:
         return Choice(rule, "no premise run finished: the committed lr stays", evidence)
-    meeting = [a for a in finished if (nll := final_nll(a)) is not None and a.plateau is not None
-               and nll <= a.plateau - margin]  # fmt: skip
+    meeting = [a for a in finished if a.outcome(margin).state is RunState.TRAINED]
     best = min(meeting or finished, key=lambda a: a.final())
     why = "meets the premise" if meeting else "no lr meets the premise: the lowest final valid loss"
     return Choice(rule, f"lr {best.lr:g} ({why}; final valid loss {best.final():.2f})", evidence, sgd_lr=best.lr)
@@ -100,10 +99,9 @@ def bert_scale(premise_dirs: list[Path], scales: list[dict[str, Any]], run_anywa
     with `run_anyway` stage 2 keeps the committed grid (a smoke test), else it is not run; the report says which.
     The rule is the protocol's (docs/protocols/paper_cpu.md, 2026-12-05 02:40 UTC): (i) and (ii), nothing more."""
     margin = float(_claim("bert", "bert_preln_fewer_updates")["premise"]["margin_bits"])
-    trained = float(paper_data()["trained_margin_bits"])
     rule = (f"the widest scale, then the largest Pre-LN lr L, such that (i) Post-LN with warm-up at L diverges or "
             f"ends >= {margin:g} bit above Post-LN with warm-up at its best lr and (ii) Pre-LN without warm-up at L "
-            f"trains (final valid nll at least {trained:g} bit below the unigram plateau)")  # fmt: skip
+            f"trains (final valid nll at least {trained_margin():g} bit below the unigram plateau)")  # fmt: skip
     evidence: list[str] = []
     candidates = []
     for folder, fixed in zip(premise_dirs, scales):
@@ -116,10 +114,7 @@ def bert_scale(premise_dirs: list[Path], scales: list[dict[str, Any]], run_anywa
         for pre in sorted((a for a in arms if a.layout == "pre"), key=lambda a: -a.lr):
             at_l = [a for a in arms if a.layout == "post" and a.lr == pre.lr]
             fails = at_l and (at_l[0].diverged or (at_l[0].final() or 0) >= best_post.final() + margin)
-            nll = final_nll(pre)
-            trains = pre.status == RunStatus.FINISHED and nll is not None and pre.plateau is not None \
-                and nll <= pre.plateau - trained  # fmt: skip
-            if fails and trains:
+            if fails and pre.outcome().state is RunState.TRAINED:
                 candidates.append((int(fixed.get("model.embed_dim", 0)), pre.lr, folder, fixed, best_post, at_l[0]))
     if not candidates:
         then = ("stage 2 runs the committed grid, and Figure 5a's premise decides nothing here" if run_anyway else

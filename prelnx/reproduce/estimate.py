@@ -74,13 +74,6 @@ def epoch_tokens(config: Config) -> int | None:
     return int(s.train_pairs * ((s.min_words + s.max_words) / 2 + 1))
 
 
-def updates(config: Config) -> int:
-    t, tokens = config.train, epoch_tokens(config)
-    per_epoch = max(1, math.ceil(tokens / max(1, t.max_tokens))) if tokens else None
-    planned = [value for value in (t.max_update, (t.max_epoch or 0) * (per_epoch or 0)) if value]
-    return int(min(planned)) if planned else per_epoch or 1
-
-
 @dataclass(frozen=True)
 class Work:
     updates: int
@@ -89,7 +82,11 @@ class Work:
 
 
 def work(config: Config) -> Work:
-    t, n, epoch = config.train, updates(config), epoch_tokens(config)
+    """The run's updates: the first of max_update and max_epoch epochs of its data to end it (neither: one epoch)."""
+    t, epoch = config.train, epoch_tokens(config)
+    per_epoch = max(1, math.ceil(epoch / max(1, t.max_tokens))) if epoch else None
+    planned = [value for value in (t.max_update, (t.max_epoch or 0) * (per_epoch or 0)) if value]
+    n = int(min(planned)) if planned else per_epoch or 1
     per_update = int(t.effective_batch_tokens or t.max_tokens * (t.update_freq or 1))
     return Work(n, float(n * min(per_update, epoch or per_update)), cost_per_token(model_sizes(config), _vocab(config)))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from prelnx.atomic import write_text_atomic
 from prelnx.console import results
-from prelnx.eta import duration
+from prelnx.eta import at_pace, duration
 from prelnx.exits import Exit
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import sweep_rows
@@ -37,7 +37,7 @@ class Overall:
 
     def text(self) -> str:
         done = [n for n in self.actual if n in self.estimated]
-        ratio = (sum(self.actual[n] for n in done) / sum(self.estimated[n] for n in done)) if done else 1.0
+        ratio = at_pace(sum(self.actual[n] for n in done), sum(self.estimated[n] for n in done), 1.0) or 1.0
         left = [n for n in self.estimated if n not in self.actual and n != self.current]
         seconds = sum(self.estimated[n] for n in left)
         if self.current and self.current not in self.actual:

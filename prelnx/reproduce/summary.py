@@ -31,12 +31,13 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
     from prelnx.report.arms import load_arms
     from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, check_claims
     from prelnx.report.outcome import not_measured
+    from prelnx.report.theory_claims import check_gradients, load_gradient_summary
 
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
         if not folders or not (folders[0] / "grads_summary.json").is_file():
             return {c["id"]: not_measured(c["id"], "the gradient stage has not run") for c in claims}
-        return _gradient_outcomes(folders[0], claims)
+        return check_gradients(load_gradient_summary(folders[0]))
     arms = [arm for folder in folders if is_sweep_dir(folder) for arm in load_arms(folder)]
     if not arms:
         return {c["id"]: not_measured(c["id"], "its stage has not run (or not here)") for c in claims}
@@ -45,23 +46,15 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
     return check_claims(claims, checks, [a for a in arms if a.task == task])
 
 
-def _gradient_outcomes(folder: Path, claims: list[dict[str, Any]]) -> dict[str, Any]:
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
-
-    summary = load_gradient_summary(folder)
-    return {c["id"]: GRADIENT_CHECKS[c["id"]](summary, c) for c in claims}
-
-
 def _replication(folder: Path) -> list[str]:
     """A gradient stage the claims table does not read (study B2): the claims its own seeds decide, as a table."""
-    from prelnx.paper import paper_data
     from prelnx.report.render import claims_table
     from prelnx.report.stats import Verdict
+    from prelnx.report.theory_claims import check_gradients, gradient_claims, load_gradient_summary
 
     if not (folder / "grads_summary.json").is_file() or not (folder / "grads.csv").is_file():
         return []
-    claims = paper_data()["gradients"]
-    outcomes = _gradient_outcomes(folder, claims)
+    claims, outcomes = gradient_claims(), check_gradients(load_gradient_summary(folder))
     measured = [c for c in claims if outcomes[c["id"]].verdict is not Verdict.NOT_MEASURED]
     return ["", f"This stage's own verdicts, on its seeds alone (a replication: it does not pool with stage "
             f"{CLAIM_STAGES['gradients'][0]}, whose verdicts the table of every claim shows):", "",

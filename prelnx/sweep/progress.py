@@ -1,7 +1,7 @@
 """Progress over a whole sweep, fed the runs' RowDone events and final statuses: runs done / total, epochs (or
 updates: the runs' grain) done / planned, and an ETA. The pace is the steps trained after each run's first row (which
 also holds fairseq's start-up, and for a resumed run everything before it) over the time since the sweep's first row
-(prelnx/eta.py's rule). `also` ends every line with ` || also(snapshot)` (a reproduction's stages beside it), from the
+(prelnx/eta.py's at_pace). `also` ends every line with ` || also(snapshot)` (a reproduction's stages beside it), from the
 typed `Snapshot`.
 """
 
@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from prelnx.eta import duration
+from prelnx.eta import at_pace, duration
 from prelnx.records import grain
 from prelnx.records.outcome import RunStatus
 from prelnx.sweep.spec import SweepPoint
@@ -76,8 +76,8 @@ class SweepProgress:
         remaining = sum(self.planned[n] - min(self.steps[n], self.planned[n]) for n in self.planned
                         if n not in self.ended)  # fmt: skip
         eta = None
-        if planned and remaining > 0 and self.clock is not None and self.counted:
-            eta = (time.monotonic() - self.clock) / self.counted * remaining
+        if planned and remaining > 0 and self.clock is not None:
+            eta = at_pace(time.monotonic() - self.clock, self.counted, remaining)
         return Snapshot(done, self.total, trained, planned, remaining, self.unit, eta, tuple(sorted(self.statuses.items())))
 
     def _summary(self) -> str:

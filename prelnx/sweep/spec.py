@@ -11,11 +11,12 @@ import dataclasses
 import itertools
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.load import ConfigError, default_run_name, find_config, load_config
+from prelnx.config.load import ConfigError, base_path, default_run_name, load_config
 from prelnx.config.overrides import parse_grid, parse_set
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
@@ -82,9 +83,7 @@ def load_spec(path: Path) -> SweepSpec:
         raise ConfigError(f"{path}: unknown sweep key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(SPEC_KEYS))}")
     if "base" not in data:
         raise ConfigError(f"{path}: base: missing; name the training config the sweep varies")
-    base = path.parent / str(data["base"])
-    if not base.is_file():
-        base = find_config(str(data["base"]))
+    base = base_path(path, data["base"])  # as a training config's base: is found
     grids = data.get("grid") or {}
     grids = grids if isinstance(grids, list) else [grids]
     for grid in grids:
@@ -221,6 +220,24 @@ def point_config(spec: SweepSpec, overrides: dict[str, Any]) -> Config:
     return load_config(spec.base, values=values)[0]
 
 
+def _configs(spec: SweepSpec, labelled: list[tuple[str, dict[str, Any]]]) -> list[Config]:
+    """Each (label, overrides)'s config; one ConfigError naming every invalid one by its label."""
+    configs, problems = [], []
+    for label, overrides in labelled:
+        try:
+            configs.append(point_config(spec, overrides))
+        except ConfigError as error:
+            problems.append(f"{label}: {error}")
+    if problems:
+        raise ConfigError("invalid sweep:\n" + "\n".join(problems))
+    return configs
+
+
+def _typed(config: Config, keys: Iterable[str]) -> dict[str, Any]:
+    """The keys' values as the schema typed them ("1e-3", a YAML 1.1 string, becomes 0.001), a tuple as a list."""
+    return {key: list(v) if isinstance(v := operator.attrgetter(key)(config), tuple) else v for key in keys}
+
+
 def expand(spec: SweepSpec) -> list[SweepPoint]:
     """All points of the sweep, validated; names are unique and readable."""
     assignments: list[dict[str, Any]] = []
@@ -230,19 +247,9 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
             excluded = any(all(point.get(k) == v for k, v in rule.items()) for rule in spec.exclude)
             if not excluded and point not in assignments:
                 assignments.append(point)
-    configs: list[Config] = []
-    problems: list[str] = []
-    for overrides in assignments:
-        try:
-            configs.append(point_config(spec, overrides))
-        except ConfigError as error:
-            problems.append(f"run {overrides}: {error}")
-    if problems:
-        raise ConfigError("invalid sweep:\n" + "\n".join(problems))
-    # Every point records every swept key, typed by the schema ("1e-3", a YAML 1.1 string, becomes 0.001).
-    keys = list(dict.fromkeys(key for point in assignments for key in point))
-    typed = [{key: operator.attrgetter(key)(config) for key in keys} for config in configs]
-    typed = [{key: list(v) if isinstance(v, tuple) else v for key, v in point.items()} for point in typed]
+    configs = _configs(spec, [(f"run {overrides}", overrides) for overrides in assignments])
+    keys = list(dict.fromkeys(key for point in assignments for key in point))  # every point records every swept key
+    typed = [_typed(config, keys) for config in configs]
     varying = name_keys(typed)
     names = [run_name(overrides, varying) for overrides in typed]
     if len(set(names)) != len(names):
@@ -265,20 +272,10 @@ def expand_arms(spec: SweepSpec) -> list[SweepPoint]:
     name and the arm's name; two names for one config refused."""
     grid_points = expand(dataclasses.replace(spec, arms={}, plan=None)) if spec.grids else []
     crossed = [(p.name if len(grid_points) > 1 else "", p.overrides) for p in grid_points] or [("", {})]
-    arms: list[SweepPoint] = []
-    problems: list[str] = []
-    for grid_name, grid_values in crossed:
-        for arm, overrides in (spec.arms or {"": {}}).items():
-            name = "_".join(part for part in (grid_name, arm) if part) or "base"
-            try:
-                config = point_config(spec, {**grid_values, **overrides})
-            except ConfigError as error:
-                problems.append(f"arm {name}: {error}")
-                continue
-            typed = {key: operator.attrgetter(key)(config) for key in {**grid_values, **overrides}}
-            arms.append(SweepPoint(name, {k: list(v) if isinstance(v, tuple) else v for k, v in typed.items()}, config))
-    if problems:
-        raise ConfigError("invalid sweep:\n" + "\n".join(problems))
+    named = [("_".join(part for part in (grid_name, arm) if part) or "base", {**grid_values, **overrides})
+             for grid_name, grid_values in crossed for arm, overrides in (spec.arms or {"": {}}).items()]  # fmt: skip
+    configs = _configs(spec, [(f"arm {name}", overrides) for name, overrides in named])
+    arms = [SweepPoint(name, _typed(config, overrides), config) for (name, overrides), config in zip(named, configs)]
     seen: dict[str, str] = {}
     for arm in arms:
         if (other := seen.setdefault(_identity(arm.config), arm.name)) != arm.name:

@@ -18,7 +18,7 @@ from typing import Any
 
 from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
-from prelnx.eta import duration
+from prelnx.eta import at_pace, duration
 from prelnx.records import grain
 from prelnx.records.lock import owner_alive
 from prelnx.records.metrics import read_metrics
@@ -133,12 +133,9 @@ def _batches(config: Config) -> tuple[Any, ...]:
 def eta_seconds(states: list[RunStanding]) -> float | None:
     """What is left at the pace so far: seconds per unit of the runs that recorded rows, times the units left,
     spread over the runs running now (at least one). None when nothing is left or no run has a pace yet."""
-    left = sum(state.left for state in states)
+    left = sum(state.left for state in states) / max(1, sum(state.status == RunStatus.RUNNING for state in states))
     timed = [state for state in states if state.seconds and state.step]
-    if not left or not timed:
-        return None
-    pace = sum(state.seconds or 0.0 for state in timed) / sum(state.step for state in timed)
-    return pace * left / max(1, sum(state.status == RunStatus.RUNNING for state in states))
+    return at_pace(sum(s.seconds or 0.0 for s in timed), sum(s.step for s in timed), left) if left else None
 
 
 def _number(value: float | None, digits: int) -> str:

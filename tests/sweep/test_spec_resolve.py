@@ -19,6 +19,8 @@ def test_a_grid_on_a_training_config_is_named_after_its_run_name_plus_grid(tiny_
     points = expand(spec)
     assert [p.config.optimizer.betas for p in points] == [(0.9, 0.98), (0.9, 0.999)]
     assert [p.name for p in points] == ["betas-0.9-0.98", "betas-0.9-0.999"]
+    # recorded as lists, as YAML gives them: summary.csv writes str(value), and a tuple would read "(0.9, 0.98)"
+    assert [p.overrides for p in points] == [{"optimizer.betas": [0.9, 0.98]}, {"optimizer.betas": [0.9, 0.999]}]
 
 
 def test_command_line_grid_and_set_extend_a_spec_file(tiny_config_file, tmp_path):
