@@ -7,7 +7,11 @@ layer: it imports nothing of prelnx, so data/, the plugin and every command read
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+Command = TypeVar("Command", bound=Callable[..., object])
 
 
 class Exit(enum.IntEnum):
@@ -35,13 +39,37 @@ STATUS_EXIT: dict[str, Exit] = {
 }
 # A set of runs exits with the code of the run that most needs attention: one still training, then one held by
 # another process, one that failed, one not trained to its end; diverged and finished runs are results.
-_PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
+PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
+
+
+# Each code in a command's --help (`documented`), in short; the comments above and docs/usage.md say more.
+SAYS = {
+    Exit.FINISHED: "finished",
+    Exit.FAILED: "failed (re-running resumes)",
+    Exit.BAD_INPUT: "bad input",
+    Exit.DIVERGED: "diverged",
+    Exit.BUSY: "the run dir is in use by another process",
+    Exit.RUNNING: "still running",
+    Exit.BUG: "a bug in prelnx",
+    Exit.INTERRUPTED: "interrupted (the same command resumes)",
+}
+
+
+def documented(*codes: Exit) -> Callable[[Command], Command]:
+    """A command whose --help (its docstring) ends with the codes it exits with, in this order, in SAYS's words."""
+
+    def document(command: Command) -> Command:
+        listed = ", ".join(f"{code.value} {SAYS[code]}" for code in codes)
+        command.__doc__ = f"{inspect.cleandoc(command.__doc__ or '')}\n\nExit codes: {listed}."
+        return command
+
+    return document
 
 
 def exit_for(statuses: Iterable[str]) -> Exit:
     """The exit code of a command over these runs' statuses (one run: its own code; none: FINISHED, nothing left)."""
     codes = {STATUS_EXIT[status] for status in statuses}
-    return next((code for code in _PRECEDENCE if code in codes), Exit.FINISHED)
+    return next((code for code in PRECEDENCE if code in codes), Exit.FINISHED)
 
 
 class Refusal(Exception):
