@@ -209,7 +209,7 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
-    need(m.embed_dim is None or m.attention_heads is None or m.embed_dim % m.attention_heads == 0,
+    need(m.embed_dim is None or not m.attention_heads or m.embed_dim % m.attention_heads == 0,
          "model.attention_heads", f"must divide model.embed_dim ({m.embed_dim}), got {m.attention_heads}")
     for key in ("dropout", "attention_dropout", "activation_dropout"):
         value = getattr(m, key)
