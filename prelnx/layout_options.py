@@ -23,10 +23,8 @@ def scalar(value: Any, kind: type) -> Any:
 
 @dataclass(frozen=True)
 class Option:
-    """One option of a layout: its config key `model.<key>`, default (whose type is the option's: bool, int, float
-    or str), the allowed values (`choices`, or a closed range `low`..`high` for a number) and help. This one
-    declaration drives the config's check (option_values), the plan's argument (--layout-options, JSON) and the
-    plugin's value (LayoutScheme.option)."""
+    """One option of a layout, `model.<key>`: its default (whose type, one of KINDS, is the option's), the allowed
+    values (`choices`, or the closed range `low`..`high` of a number) and help."""
 
     key: str
     default: bool | int | float | str
@@ -56,15 +54,14 @@ class Option:
 
 
 def option_values(row: Any, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The option values of a layout (its row, or a plugin scheme's class: its `options`) from `given` (model.<key>
-    -> value; the rest its defaults; keys it does not declare dropped), and (key, problem) pairs naming each bad
-    value and what is allowed."""
+    """A layout's (its row's, or a plugin scheme class's) option values from `given`, defaults for the rest and keys it
+    does not declare dropped; and a (key, problem) pair for each bad value, which is kept as given."""
     values, problems = {}, []
     name = getattr(row, "display", "") or getattr(row, "display_name", "") or getattr(row, "__name__", row.name)
     for option in row.options:
         try:
             values[option.key] = option.coerce(given.get(option.key, option.default))
-        except ValueError as error:  # kept as given: the config with a problem is refused
+        except ValueError as error:  # the config with a problem is refused
             values[option.key] = given[option.key]
             problems.append((f"model.{option.key}", f"{error} (layout {name}: {option.help})"))
     return values, problems

@@ -1,10 +1,7 @@
-"""THE layout table: every model.layout prelnx trains, one row each (read by everything that knows layouts); a
-shipped layout is one row here plus one plugin file (prelnx_fairseq_plugin/models/<name>.py, a LayoutScheme).
-
-A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md), a subclass of the plugin's LayoutScheme, is loaded
-here at config validation (thread-safe: sweeps validate in threads) and its class attributes become one more row;
-the plugin loads it (`--layout-file`) the same way. A layout's options: prelnx/layout_options.py. Standard library,
-prelnx/exits.py and prelnx/layout_options.py only: the plugin reads this table too.
+"""THE layout table: every model.layout prelnx trains, one row each; a shipped layout is one row here plus one plugin
+file (prelnx_fairseq_plugin/models/<name>.py). A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md) is loaded
+here at config validation (thread-safe: sweeps validate in threads), its class attributes one more row. Standard
+library, exits.py and layout_options.py only: the plugin reads this table too (and loads a user's file alike).
 """
 
 from __future__ import annotations

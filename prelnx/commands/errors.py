@@ -1,9 +1,5 @@
-"""The one handler of errors for every command: a refusal is one `error:` line and its exit code; anything else that
-escapes a command is a bug in prelnx, and says so with where it happened.
-
-Exit codes are prelnx/exits.py's one table: a `Refusal` exits with its own code (bad input, 2, unless it names
-another), a file not written or read (`OSError`) FAILED, the run dir in use BUSY, Ctrl-C INTERRUPTED, a bug BUG.
-"""
+"""The one handler of errors for every command: a refusal (or an error launch/errors.py knows) is one `error:` line and
+its exit code (prelnx/exits.py's table); anything else that escapes a command is a bug in prelnx, and says where."""
 
 from __future__ import annotations
 
