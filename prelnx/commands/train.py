@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.commands.errors import fail
 from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schedule import lr_curve_warnings
@@ -67,8 +66,8 @@ def train_command(
                 typer.echo(f"# {line}")
             return
         message, code = "", train(resolved, run_dir=target, force=force).exit_code
-    if message and code == 2:
-        fail(message, code)
+    if message and code == Exit.BAD_INPUT:
+        raise Refusal(message)
     if message:
         typer.echo(message, err=code != 0)
     raise typer.Exit(code)
