@@ -15,16 +15,22 @@ Command = TypeVar("Command", bound=Callable[..., object])
 
 
 class Exit(enum.IntEnum):
-    """Every exit code of every command; none is reused for a second meaning."""
+    """Every exit code of every command; none is reused for a second meaning. `says`: its words in a command's --help
+    (`documented`); the comments and docs/usage.md's table say more."""
 
-    FINISHED = 0  # done: every run trained its budget, the command did its work
-    FAILED = 1  # a run stopped by an error (a crash, a full disk), a file not written or read: re-running resumes
-    BAD_INPUT = 2  # a Refusal: a bad config, option, data or checkpoint; nothing was started
-    DIVERGED = 3  # a run stopped on a divergence: a result, not a failure to train
-    BUSY = 4  # the run dir is in use by another prelnx process; nothing was done
-    RUNNING = 5  # (prelnx status) a run is still training: ask again later
-    BUG = 70  # a bug in prelnx (sysexits' EX_SOFTWARE): never 1 or 2, so it never reads as a failed run or bad input
-    INTERRUPTED = 130  # stopped before its end (Ctrl-C, a scheduler) or not started yet: the same command resumes it
+    FINISHED = 0, "finished"  # done: every run trained its budget, the command did its work
+    FAILED = 1, "failed (re-running resumes)"  # an error stopped it: a crash, a full disk, a file not written or read
+    BAD_INPUT = 2, "bad input"  # a Refusal: a bad config, option, data or checkpoint; nothing was started
+    DIVERGED = 3, "diverged"  # a run stopped on a divergence: a result, not a failure to train
+    BUSY = 4, "the run dir is in use by another process"  # by another prelnx process; nothing was done
+    RUNNING = 5, "still running"  # (prelnx status) a run is still training: ask again later
+    BUG = 70, "a bug in prelnx"  # sysexits' EX_SOFTWARE: never 1 or 2, so it never reads as a failed run or bad input
+    INTERRUPTED = 130, "interrupted (the same command resumes)"  # Ctrl-C, a scheduler, or not started yet
+
+    def __new__(cls, code: int, says: str) -> Exit:
+        member = int.__new__(cls, code)
+        member._value_, member.says = code, says
+        return member
 
 
 # status.json's statuses (records.outcome.RunStatus's values) -> exit code; tests pin that every status has one.
@@ -42,24 +48,11 @@ STATUS_EXIT: dict[str, Exit] = {
 PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
 
 
-# Each code in a command's --help (`documented`), in short; the comments above and docs/usage.md say more.
-SAYS = {
-    Exit.FINISHED: "finished",
-    Exit.FAILED: "failed (re-running resumes)",
-    Exit.BAD_INPUT: "bad input",
-    Exit.DIVERGED: "diverged",
-    Exit.BUSY: "the run dir is in use by another process",
-    Exit.RUNNING: "still running",
-    Exit.BUG: "a bug in prelnx",
-    Exit.INTERRUPTED: "interrupted (the same command resumes)",
-}
-
-
 def documented(*codes: Exit) -> Callable[[Command], Command]:
-    """A command whose --help (its docstring) ends with the codes it exits with, in this order, in SAYS's words."""
+    """A command whose --help (its docstring) ends with the codes it exits with, in this order, in their words."""
 
     def document(command: Command) -> Command:
-        listed = ", ".join(f"{code.value} {SAYS[code]}" for code in codes)
+        listed = ", ".join(f"{code.value} {code.says}" for code in codes)
         command.__doc__ = f"{inspect.cleandoc(command.__doc__ or '')}\n\nExit codes: {listed}."
         return command
 

@@ -178,6 +178,6 @@ def test_usage_documents_every_code():
     (["data", "prepare"], "0 finished, 2 bad input, 130 interrupted (the same command resumes)."),
 ])  # fmt: skip
 def test_help_lists_exit_codes_in_the_tables_words(argv, codes):
-    """A command's --help says its exit codes as prelnx/exits.py's SAYS words them, not in words of its own."""
+    """A command's --help says its exit codes as prelnx/exits.py's Exit words them (`says`), not in words of its own."""
     result = runner.invoke(app, [*argv, "--help"])
     assert result.exit_code == 0 and codes in " ".join(result.output.split()), result.output
