@@ -26,6 +26,12 @@ class _Console(logging.Handler):
         stream.flush()  # a sweep's progress as it happens, in a job's log file too
 
 
+def columns(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as lines of left-aligned columns two spaces apart, the last column unpadded: every table a command prints."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows]
+
+
 def configure(verbosity: int = NORMAL) -> None:
     """This process's console (the last call wins): QUIET warnings only, NORMAL progress too, VERBOSE prelnx's debug
     lines and fairseq's INFO."""

@@ -7,20 +7,30 @@ layer: it imports nothing of prelnx, so data/, the plugin and every command read
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+Command = TypeVar("Command", bound=Callable[..., object])
 
 
 class Exit(enum.IntEnum):
-    """Every exit code of every command; none is reused for a second meaning."""
+    """Every exit code of every command; none is reused for a second meaning. `says`: its words in a command's --help
+    (`documented`); the comments and docs/usage.md's table say more."""
 
-    FINISHED = 0  # done: every run trained its budget, the command did its work
-    FAILED = 1  # a run stopped by an error (a crash, a full disk), a file not written or read: re-running resumes
-    BAD_INPUT = 2  # a Refusal: a bad config, option, data or checkpoint; nothing was started
-    DIVERGED = 3  # a run stopped on a divergence: a result, not a failure to train
-    BUSY = 4  # the run dir is in use by another prelnx process; nothing was done
-    RUNNING = 5  # (prelnx status) a run is still training: ask again later
-    BUG = 70  # a bug in prelnx (sysexits' EX_SOFTWARE): never 1 or 2, so it never reads as a failed run or bad input
-    INTERRUPTED = 130  # stopped before its end (Ctrl-C, a scheduler) or not started yet: the same command resumes it
+    FINISHED = 0, "finished"  # done: every run trained its budget, the command did its work
+    FAILED = 1, "failed (re-running resumes)"  # an error stopped it: a crash, a full disk, a file not written or read
+    BAD_INPUT = 2, "bad input"  # a Refusal: a bad config, option, data or checkpoint; nothing was started
+    DIVERGED = 3, "diverged"  # a run stopped on a divergence: a result, not a failure to train
+    BUSY = 4, "the run dir is in use by another process"  # by another prelnx process; nothing was done
+    RUNNING = 5, "still running"  # (prelnx status) a run is still training: ask again later
+    BUG = 70, "a bug in prelnx"  # sysexits' EX_SOFTWARE: never 1 or 2, so it never reads as a failed run or bad input
+    INTERRUPTED = 130, "interrupted (the same command resumes)"  # Ctrl-C, a scheduler, or not started yet
+
+    def __new__(cls, code: int, says: str) -> Exit:
+        member = int.__new__(cls, code)
+        member._value_, member.says = code, says
+        return member
 
 
 # status.json's statuses (records.outcome.RunStatus's values) -> exit code; tests pin that every status has one.
@@ -35,13 +45,24 @@ STATUS_EXIT: dict[str, Exit] = {
 }
 # A set of runs exits with the code of the run that most needs attention: one still training, then one held by
 # another process, one that failed, one not trained to its end; diverged and finished runs are results.
-_PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
+PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
+
+
+def documented(*codes: Exit) -> Callable[[Command], Command]:
+    """A command whose --help (its docstring) ends with the codes it exits with, in this order, in their words."""
+
+    def document(command: Command) -> Command:
+        listed = ", ".join(f"{code.value} {code.says}" for code in codes)
+        command.__doc__ = f"{inspect.cleandoc(command.__doc__ or '')}\n\nExit codes: {listed}."
+        return command
+
+    return document
 
 
 def exit_for(statuses: Iterable[str]) -> Exit:
     """The exit code of a command over these runs' statuses (one run: its own code; none: FINISHED, nothing left)."""
     codes = {STATUS_EXIT[status] for status in statuses}
-    return next((code for code in _PRECEDENCE if code in codes), Exit.FINISHED)
+    return next((code for code in PRECEDENCE if code in codes), Exit.FINISHED)
 
 
 class Refusal(Exception):

@@ -1,19 +1,30 @@
 """A layout's options (Layout API v1, docs/your_layout.md): declared once, on the layout (a shipped layout's row in
 prelnx/layouts.py, a user's class's `options`), read by the config's check, the plan's --layout-options and the
-plugin's LayoutScheme.option. Standard library only: the plugin reads it too."""
+plugin's LayoutScheme.option; and the one coercion of a value to a scalar type (`scalar`), the config's too. Standard
+library only: the plugin reads it too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}  # the scalar types, in words
+
+
+def scalar(value: Any, kind: type) -> Any:
+    """`value` as `kind` (one of KINDS), else ValueError: a bool is no int, nor an int a bool; an int or a number's
+    text widens to float (YAML 1.1 reads 5e-4, without a dot, as text)."""
+    if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
+        value = float(value)  # ValueError for text that is no number
+    if kind not in KINDS or not isinstance(value, kind) or (kind is bool) != isinstance(value, bool):
+        raise ValueError(f"expected {KINDS.get(kind, kind)}, got {value!r}")
+    return value
+
 
 @dataclass(frozen=True)
 class Option:
-    """One option of a layout: its config key `model.<key>`, default (whose type is the option's: bool, int, float
-    or str), the allowed values (`choices`, or a closed range `low`..`high` for a number) and help. This one
-    declaration drives the config's check (option_values), the plan's argument (--layout-options, JSON) and the
-    plugin's value (LayoutScheme.option)."""
+    """One option of a layout, `model.<key>`: its default (whose type, one of KINDS, is the option's), the allowed
+    values (`choices`, or the closed range `low`..`high` of a number) and help."""
 
     key: str
     default: bool | int | float | str
@@ -25,55 +36,33 @@ class Option:
     def allowed(self) -> str:
         if self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
-        kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[type(self.default)]
+        kind = KINDS[type(self.default)]
         bounds = f" in [{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}]"
         return kind + (bounds if (self.low, self.high) != (None, None) else "")
 
     def coerce(self, value: Any) -> Any:
         """The value as the option's type, or ValueError naming what is allowed."""
-        kind = type(self.default)
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        ok = isinstance(value, kind) and (kind is bool) == isinstance(value, bool) and value == value
-        if ok and self.choices:
-            ok = value in self.choices
-        if ok and self.low is not None:
-            ok = value >= self.low
-        if ok and self.high is not None:
-            ok = value <= self.high
+        try:
+            value = scalar(value, type(self.default))
+            ok = value == value and (not self.choices or value in self.choices)  # NaN is no value
+            ok = ok and (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+        except ValueError:
+            ok = False
         if not ok:
             raise ValueError(f"expected {self.allowed()}, got {value!r}")
         return value
 
 
 def option_values(row: Any, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The option values of a layout (its row, or a plugin scheme's class: its `options`) from `given` (model.<key>
-    -> value; the rest its defaults; keys it does not declare dropped), and (key, problem) pairs naming each bad
-    value and what is allowed."""
+    """A layout's (its row's, or a plugin scheme class's) option values from `given`, defaults for the rest and keys it
+    does not declare dropped; and a (key, problem) pair for each bad value, which is kept as given."""
     values, problems = {}, []
     name = getattr(row, "display", "") or getattr(row, "display_name", "") or getattr(row, "__name__", row.name)
     for option in row.options:
         try:
             values[option.key] = option.coerce(given.get(option.key, option.default))
-        except ValueError as error:  # kept as given: the config with a problem is refused
+        except ValueError as error:  # the config with a problem is refused
             values[option.key] = given[option.key]
             problems.append((f"model.{option.key}", f"{error} (layout {name}: {option.help})"))
     return values, problems
 
-
-def declared_options(cls: type) -> tuple[Option, ...]:
-    """A user class's `options`, checked: Options with identifier keys, distinct, their defaults allowed (ValueError
-    saying what is wrong, in one line, otherwise)."""
-    declared = tuple(getattr(cls, "options", ()) or ())
-    for option in declared:
-        if not isinstance(option, Option) or not option.key.isidentifier():
-            raise ValueError(f"each an Option(key, default, help, ...) (prelnx.layouts.Option) with an identifier "
-                             f"key, got {option!r}")
-        try:
-            option.coerce(option.default)
-        except (ValueError, KeyError):
-            raise ValueError(f"{option.key}'s default {option.default!r} is not allowed: a bool, int, float or str "
-                             f"within its choices/range") from None
-    if len({o.key for o in declared}) < len(declared):
-        raise ValueError("a key is declared twice")
-    return declared

@@ -1,10 +1,7 @@
-"""THE layout table: every model.layout prelnx trains, one row each (read by everything that knows layouts); a
-shipped layout is one row here plus one plugin file (prelnx_fairseq_plugin/models/<name>.py, a LayoutScheme).
-
-A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md), a subclass of the plugin's LayoutScheme, is loaded
-here at config validation (thread-safe: sweeps validate in threads) and its class attributes become one more row;
-the plugin loads it (`--layout-file`) the same way. A layout's options: prelnx/layout_options.py. Standard library,
-prelnx/exits.py and prelnx/layout_options.py only: the plugin reads this table too.
+"""THE layout table: every model.layout prelnx trains, one row each; a shipped layout is one row here plus one plugin
+file (prelnx_fairseq_plugin/models/<name>.py). A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md) is loaded
+here at config validation (thread-safe: sweeps validate in threads), its class attributes one more row. Standard
+library, exits.py and layout_options.py only: the plugin reads this table too (and loads a user's file alike).
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from prelnx.exits import Refusal
-from prelnx.layout_options import Option, declared_options, option_values  # noqa: F401 (option_values: its API)
+from prelnx.layout_options import Option, option_values  # noqa: F401 (the plugin's schemes.py imports both from here)
 
 # Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
@@ -89,10 +86,6 @@ class Layout:
         return self.family in (WARMUP_FREE, PLACEMENT)
 
 
-def _rows(*rows: Layout) -> dict[str, Layout]:
-    return {row.name: row for row in rows}
-
-
 FAIRSEQ = Reference("facebookresearch/fairseq", "fairseq/modules/transformer_layer.py", "v0.12.3 (ve-fairseq 0.12.3)")
 ADMIN_INIT = Option("admin_init", "profile", "Admin's w: a profiling forward pass at initialisation (profile, the "
                     "paper's) or sqrt((n+1)/ln(n+1) - 1) for n sublayers (closed_form, microsoft/admin-torch)",
@@ -103,7 +96,7 @@ MIXLN_ALPHA = Option("mixln_alpha", 0.25, "Mix-LN's share of Post-LN layers at t
                      "L) of L; the paper's 0.25)", low=0.0, high=1.0)  # fmt: skip
 CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
                    "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
-LAYOUTS: dict[str, Layout] = _rows(
+LAYOUTS: dict[str, Layout] = {row.name: row for row in (
     Layout("post", "Post-LN", PAPER, ALL_TASKS, ALL_NORMS, True, False, "tab:orange", FAIRSEQ),
     Layout("pre", "Pre-LN", PAPER, ALL_TASKS, ALL_NORMS, True, True, "tab:blue", FAIRSEQ),
     Layout("deepnorm", "DeepNorm", VARIANT, TRANSLATION, STATISTICAL, True, False, "tab:purple",
@@ -133,7 +126,7 @@ LAYOUTS: dict[str, Layout] = _rows(
     Layout("lnscale", "LayerNorm Scaling", PLACEMENT, TRANSLATION_AND_LM, STATISTICAL, True, True, "darkgoldenrod",
            Reference("lmsdss/LayerNorm-Scaling", "peft_pretraining/modeling_llama.py",
                      "3ac54dde961b04780b152bc8b38b71b2f8e1c16a")),
-)  # fmt: skip
+)}  # fmt: skip
 
 
 # A layout's recipe: its own options and the keys outside model.layout its authors set with it (a claim comparing
@@ -303,10 +296,20 @@ def user_layout(spec: str) -> Layout:
 
 
 def _options(path: str, cls: type) -> tuple[Option, ...]:
-    try:
-        return declared_options(cls)
-    except ValueError as error:
-        raise LayoutFileError(f"{path}: {cls.__name__}.options: {error}") from None
+    """The class's `options`, checked: Options with identifier keys, distinct, their defaults allowed."""
+    declared, where = tuple(getattr(cls, "options", ()) or ()), f"{path}: {cls.__name__}.options"
+    for option in declared:
+        if not isinstance(option, Option) or not option.key.isidentifier():
+            raise LayoutFileError(f"{where}: each an Option(key, default, help, ...) (prelnx.layouts.Option) with an "
+                                  f"identifier key, got {option!r}")
+        try:
+            option.coerce(option.default)
+        except (ValueError, KeyError):
+            raise LayoutFileError(f"{where}: {option.key}'s default {option.default!r} is not allowed: a bool, int, "
+                                  f"float or str within its choices/range") from None
+    if len({o.key for o in declared}) < len(declared):
+        raise LayoutFileError(f"{where}: a key is declared twice")
+    return declared
 
 
 def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:

@@ -32,15 +32,13 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Every shipped config: the name --config takes, its task (or `sweep of <task>`), and its purpose (the first
     line of its header)."""
     from prelnx.config.shipped import shipped_configs
+    from prelnx.console import columns
 
     found = [(item.name, _kind(item.path), item.purpose) for item in shipped_configs()]
     if as_json:
         typer.echo(json.dumps([dict(zip(("name", "task", "purpose"), row)) for row in found], indent=2))
         return
-    rows = [("name", "task", "purpose"), *found]
-    width, kinds = (max(len(row[column]) for row in rows) for column in (0, 1))
-    for name, kind, purpose in rows:
-        typer.echo(f"{name:<{width}}  {kind:<{kinds}}  {purpose}")
+    typer.echo("\n".join(columns([("name", "task", "purpose"), *found])))
 
 
 @configs_app.command("show", short_help="A shipped config resolved, with its base: chain.")

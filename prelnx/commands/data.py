@@ -11,6 +11,7 @@ import typer
 
 from prelnx.commands import options
 from prelnx.data.locations import DEFAULT_VALID_LINES, Dataset, default_folder
+from prelnx.exits import Exit, documented
 
 data_app = options.command_group(
     "Prepare datasets for training: download or take a local copy, tokenize, BPE, binarize for fairseq.")
@@ -35,6 +36,7 @@ def _command_line(ctx: typer.Context) -> str:
 
 
 @data_app.command("prepare", short_help="Download or copy, tokenize, BPE and binarize a dataset for fairseq.")
+@documented(Exit.FINISHED, Exit.BAD_INPUT, Exit.INTERRUPTED)
 def prepare_command(
     ctx: typer.Context,
     dataset: Annotated[Dataset, typer.Argument(help="iwslt14 (de->en) | wmt14 (en->de) | multi30k (de->en) | custom (any parallel text) | text (monolingual, for task: masked_lm).")],
@@ -63,7 +65,6 @@ def prepare_command(
     tool versions, the command).
 
     Without --source, the data is downloaded (resumable) into ~/.cache/prelnx/downloads.
-    Exit codes: 0 prepared (or already there), 2 bad input, 130 interrupted.
     """
     from prelnx.data.custom import corpus_from_options  # here, not at import: `prelnx --help` stays fast
     from prelnx.data.prepare import make_recipe, prepare_recipe, summary

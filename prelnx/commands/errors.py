@@ -1,27 +1,17 @@
-"""The one handler of errors for every command: a refusal is one `error:` line and its exit code; anything else that
-escapes a command is a bug in prelnx, and says so with where it happened.
-
-Exit codes are prelnx/exits.py's one table: a `Refusal` exits with its own code (bad input, 2, unless it names
-another), a file not written or read (`OSError`) FAILED, the run dir in use BUSY, Ctrl-C INTERRUPTED, a bug BUG.
-"""
+"""The one handler of errors for every command: a refusal (or an error launch/errors.py knows) is one `error:` line and
+its exit code (prelnx/exits.py's table); anything else that escapes a command is a bug in prelnx, and says where."""
 
 from __future__ import annotations
 
 import functools
 import traceback
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable
 
 import click
 import typer
 
 from prelnx.exits import Exit
 from prelnx.launch.errors import error_exit
-
-
-def fail(message: object, code: int) -> NoReturn:
-    """One `error:` line on stderr and the exit code (for an outcome a command returns rather than raises)."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def handled(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,7 +29,8 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
             known = error_exit(error)  # launch/errors.py's rule, rank 0's of a Slurm job too
             if known is not None:
-                fail(*known)
+                typer.echo(f"error: {known[0]}", err=True)
+                raise typer.Exit(known[1]) from None
             # the traceback, then where in prelnx it happened and the words a bug report needs
             frames = traceback.extract_tb(error.__traceback__)
             ours = [frame for frame in frames if "/prelnx/" in frame.filename.replace("\\", "/")] or frames

@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
+from prelnx.exits import Exit, documented
 
 
+@documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.DIVERGED, Exit.BUSY, Exit.INTERRUPTED)
 def finetune_command(
     config: Annotated[str, options.config("A fine-tuning config (task: sentence_prediction), e.g. configs/bert_cpu/finetune_synthetic.yaml.")],
     pretrained: Annotated[Path, typer.Option("--pretrained", help="The pre-trained run dir (a masked_lm run); the model's shape comes from its config.yaml.")],
@@ -23,7 +25,7 @@ def finetune_command(
     GLUE's MRPC or RTE, or the offline synthetic pair task), each with several seeds; writes
     finetune_summary.md/.json: each seed's best validation accuracy, and their mean with a 95 % interval.
 
-    Re-running resumes unfinished fine-tunings. Exit codes: 0 all finished, 1 one failed, 2 bad input.
+    Re-running resumes unfinished fine-tunings; the exit code is that of the fine-tuning most in need of attention.
     """
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import RUN_DIR_AS, default_folder, plan, run_all

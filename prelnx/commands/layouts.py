@@ -32,6 +32,8 @@ def layout_rows(value: str | None = None) -> list[dict[str, Any]]:
 def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     """Every shipped layout: the name model.layout takes, its display name, family, the tasks and model.norm values it
     is defined with, and whether it is built on Pre-LN. A layout file of yours is one more (prelnx layouts new)."""
+    from prelnx.console import columns
+
     rows = layout_rows()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -39,9 +41,7 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     cells = [("name", "display", "family", "pre-LN", "norms", "tasks"),
              *((r["name"], r["display"], r["family"], "yes" if r["pre_ln"] else "no", ",".join(r["norms"]),
                 ",".join(r["tasks"])) for r in rows)]  # fmt: skip
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]) - 1)]
-    for row in cells:
-        typer.echo("  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+    typer.echo("\n".join(columns(cells)))
 
 
 @layouts_app.command("show", short_help="One layout's row: a shipped name, or PATH.py:CLASS of yours.")

@@ -8,10 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
+from prelnx.exits import Exit, documented
 from prelnx.launch import Executor
 from prelnx.reproduce.scales import Scale
 
 
+@documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.INTERRUPTED)
 def reproduce_command(
     scale: Annotated[Scale, typer.Option("--scale", help="demo (every stage at toy size, offline, ~25 min on 2 cores), cpu (the shipped CPU studies, hours; Multi30k prepared), paper (the paper's configs on GPUs; IWSLT14 prepared).")],
     executor: Annotated[Executor, options.executor(help="Where the sweeps' runs train")] = Executor.LOCAL,
@@ -30,9 +32,9 @@ def reproduce_command(
     stages whose order and dependencies are fixed (prelnx/reproduce/scales.py), then one report.md.
 
     The plan comes first (with a compute estimate: measured here for demo and cpu, GPU-hours for paper).
-    Interrupted, run the same command again: complete stages are skipped and sweeps resume their runs.
-    Exit codes: 0 complete (or a dry run), 1 a stage did not complete, 2 the scale cannot run here (its data is
-    missing: the message names the command that prepares it), 130 interrupted.
+    Interrupted, run the same command again: complete stages are skipped and sweeps resume their runs. A stage that
+    did not complete fails it; a scale whose data is missing is bad input, and the message names the command that
+    prepares it.
     """
     from prelnx.reproduce.run import reproduce
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from prelnx.commands import options
-from prelnx.exits import Exit, exit_for
+from prelnx.exits import PRECEDENCE, Exit, documented, exit_for
 
 
 def _states(path: Path) -> tuple[str, list[str], list]:  # type: ignore[type-arg]
@@ -45,6 +45,7 @@ def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
     return json.dumps(record, indent=2), code
 
 
+@documented(*PRECEDENCE, Exit.BAD_INPUT)
 def status_command(
     path: Annotated[Path, typer.Argument(help="A run dir, a sweep folder or a reproduction's folder.", exists=True, file_okay=False)],
     watch: Annotated[bool, options.flag("--watch", "Redraw the table every --every seconds until no run is running (Ctrl-C stops).")] = False,
@@ -55,10 +56,8 @@ def status_command(
     diverged, why it failed), the totals and an ETA for what is left. A sweep's run not started yet shows its budget
     from its config (an epoch budget with its updates once a run of the same batches has trained an epoch); a
     sequential sweep shows its look, each claim's state and the claims each arm still gets seeds for. Reads the
-    records only: safe beside a running sweep.
-
-    Exit code: that of the run most in need of attention (docs/usage.md, "Exit codes"): 5 some still running,
-    4 held by another process, 1 failed, 130 interrupted or not started, 3 diverged, 0 all finished.
+    records only: safe beside a running sweep. It exits with the code of the run most in need of attention, in the
+    order below (docs/usage.md, "Exit codes").
     """
     while True:
         text, code = status_text(path, as_json)

@@ -9,16 +9,17 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.commands.errors import fail
 from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schedule import lr_curve_warnings
+from prelnx.exits import Exit, documented
 from prelnx.launch import RunExecutor
 from prelnx.launch.local import check_before_training, train
 from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm
 from prelnx.plan.launch import default_run_dir, plan_run
 
 
+@documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.DIVERGED, Exit.BUSY, Exit.INTERRUPTED)
 def train_command(
     config: Annotated[str, options.config()],
     set_: Annotated[Optional[list[str]], options.sets()] = None,
@@ -37,9 +38,8 @@ def train_command(
 
     Re-running the same command on the same run dir resumes from the last checkpoint. On Slurm the run's resources
     are asked in all, as sweep and reproduce ask them per run, and split evenly between its nodes and tasks.
-    Exit codes: 0 finished, 1 failed (also a full disk: status.json says which path), 2 bad config or input
-    (a refused checkpoint, damaged data, a Slurm job that can never start or cannot be submitted), 3 diverged,
-    4 the run dir is in use by another process, 130 interrupted.
+    A full disk fails the run (status.json says which path); a refused checkpoint, damaged data or a Slurm job that
+    can never start or cannot be submitted is bad input.
     """
     resolved, _ = load_config(config, set_ or [])
     for warning in lr_curve_warnings(resolved.schedule, resolved.optimizer.lr):
@@ -66,8 +66,8 @@ def train_command(
                 typer.echo(f"# {line}")
             return
         message, code = "", train(resolved, run_dir=target, force=force).exit_code
-    if message and code == 2:
-        fail(message, code)
+    if message and code == Exit.BAD_INPUT:
+        raise Refusal(message)
     if message:
         typer.echo(message, err=code != 0)
     raise typer.Exit(code)

@@ -23,6 +23,7 @@ from prelnx.config.overrides import parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.shipped import CHECKOUT_CONFIGS, name_of, shipped_root
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
+from prelnx.layout_options import KINDS, scalar
 from prelnx.layouts import absolute_spec, option_keys
 
 CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the installed package's, or the checkout's
@@ -204,11 +205,11 @@ def _type_name(hint: Any) -> str:
         return " or ".join(_type_name(a) for a in args) + " or null"
     if origin in (list, tuple):
         return f"a list ({', '.join(_type_name(a) for a in typing.get_args(hint) if a is not Ellipsis)})"
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(hint, str(hint))
+    return KINDS.get(hint, str(hint))
 
 
 def _coerce(value: Any, hint: Any) -> Any:
-    """The value as the schema's type, or raise TypeError. YAML already typed it; only safe widening happens here."""
+    """The value as the schema's type, or raise ValueError. YAML already typed it; only safe widening happens here."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Literal and value in args:
         return value
@@ -219,20 +220,15 @@ def _coerce(value: Any, hint: Any) -> Any:
             if arg is not type(None):
                 try:
                     return _coerce(value, arg)
-                except TypeError:
+                except ValueError:
                     continue
     elif origin is list and isinstance(value, list):
         return [_coerce(v, args[0]) for v in value]
     elif origin is tuple and isinstance(value, (list, tuple)) and len(value) == len(args):
         return tuple(_coerce(v, t) for v, t in zip(value, args))
-    elif hint in (bool, int, str) and isinstance(value, hint) and (hint is bool) == isinstance(value, bool):
-        return value  # an int is no bool, a bool no int
-    elif hint is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        try:
-            return float(value)  # a string too: YAML 1.1 reads 5e-4 (no dot) as one
-        except ValueError:
-            pass
-    raise TypeError
+    elif hint in KINDS:
+        return scalar(value, hint)
+    raise ValueError
 
 
 def _schema_fields(cls: type, prefix: str = "") -> dict[str, Any]:
@@ -280,7 +276,7 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
             continue
         try:
             values[key] = _coerce(value, leaves[key])
-        except TypeError:
+        except ValueError:
             problems.append(f"{source}: {key}: expected {_type_name(leaves[key])}, got {value!r}")
     if not problems:
         config = _build(Config, values)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+# The decays, named once (the plugin's warmup_decay implements each as --decay; its own DECAYS should read this).
+DECAYS = ("inverse_sqrt", "constant", "step", "linear")
 DECAY_START_KEYS = ("decay_period", "decay_start_update", "decay_start_epoch")  # inverse_sqrt: where its decay starts
 
 
@@ -26,7 +28,7 @@ class ScheduleConfig:
     # as lr/sqrt(t) from the first update: see docs/configs.md, "What no warm-up means".)
     warmup_updates: int = 0
     warmup_init_lr: float = 0.0
-    decay: Literal["inverse_sqrt", "constant", "step", "linear"] = "constant"
+    decay: Literal[DECAYS] = "constant"
     step_epochs: list[int] = field(default_factory=list)  # step: multiply the lr by step_factor from each of these epochs on
     step_factor: float = 0.1
     decay_start_epoch: int | None = None  # inverse_sqrt: hold the peak until this epoch starts, then decay from there

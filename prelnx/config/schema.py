@@ -11,8 +11,9 @@ from typing import Any, Callable, Literal
 from prelnx.config.schedule import Problems, ScheduleConfig, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
+from prelnx.layout_options import option_values
 from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
-                            absolute_spec, layout, option_values)
+                            absolute_spec, layout)
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
 ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
@@ -208,7 +209,7 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
-    need(m.embed_dim is None or m.attention_heads is None or m.embed_dim % m.attention_heads == 0,
+    need(m.embed_dim is None or not m.attention_heads or m.embed_dim % m.attention_heads == 0,
          "model.attention_heads", f"must divide model.embed_dim ({m.embed_dim}), got {m.attention_heads}")
     for key in ("dropout", "attention_dropout", "activation_dropout"):
         value = getattr(m, key)
@@ -321,7 +322,7 @@ def _placement_problems(m: ModelConfig, need: Callable[[bool, str, str], None]) 
     """The placements' own checks (docs/placements.md; an option's range is its declaration's): a Mix-LN with no
     Post-LN layer (floor(alpha L), the plugin's mixln.post_ln_layers, is 0)."""
     alpha = m.options.get("mixln_alpha")
-    if m.layout == "mixln" and isinstance(alpha, float):  # a value of another type is refused by its declaration
+    if m.layout == "mixln" and isinstance(alpha, float) and 0.0 <= alpha <= 1.0:  # else refused by its declaration
         for key in ("encoder_layers", "decoder_layers"):
             layers = getattr(m, key)
             need(layers is None or layers < 1 or math.floor(alpha * layers + 1e-9) != 0, f"model.{key}",

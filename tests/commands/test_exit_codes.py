@@ -170,3 +170,14 @@ def test_usage_documents_every_code():
     section = usage.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     for code in Exit:
         assert f"| {code.value} | `{code.name}`" in section, f"docs/usage.md, Exit codes: no row for {code!r}"
+
+
+@pytest.mark.parametrize(("argv", "codes"), [
+    (["train"], "0 finished, 1 failed (re-running resumes), 2 bad input, 3 diverged"),
+    (["status"], "5 still running, 4 the run dir is in use by another process, 1 failed"),
+    (["data", "prepare"], "0 finished, 2 bad input, 130 interrupted (the same command resumes)."),
+])  # fmt: skip
+def test_help_lists_exit_codes_in_the_tables_words(argv, codes):
+    """A command's --help says its exit codes as prelnx/exits.py's Exit words them (`says`), not in words of its own."""
+    result = runner.invoke(app, [*argv, "--help"])
+    assert result.exit_code == 0 and codes in " ".join(result.output.split()), result.output

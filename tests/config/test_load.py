@@ -91,6 +91,7 @@ def write(tmp_path: Path, data: dict) -> Path:
         ({"data": {"dataset": "imagenet"}}, "data.dataset: expected one of 'synthetic'"),
         ({"eval": {"bleu": {"beam": 0}}}, "eval.bleu.beam: must be >= 1"),
         ({"model": {"embed_dim": 30, "attention_heads": 4}}, "model.attention_heads: must divide model.embed_dim"),
+        ({"model": {"embed_dim": 32, "attention_heads": 0}}, "model.attention_heads: must be >= 1 or null, got 0"),
         ({"model": {"layout": "admin", "admin_init": "guess"}}, "model.admin_init: expected one of 'profile', 'closed_form'"),
         ({"model": {"layout": "tfixup", "norm": "rmsnorm"}}, "model.norm: layout: tfixup is built as its authors built it"),
         ({"model": {"layout": "b2t", "qk_norm": True}}, "model.qk_norm: layout: b2t is built as its authors built it"),

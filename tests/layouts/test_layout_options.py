@@ -37,6 +37,12 @@ def test_mixlns_option_is_declared_on_its_row_and_drives_default_check_and_argv(
     assert "--set model.mixln_alpha=1.5: model.mixln_alpha: expected a number in [0.0, 1.0], got 1.5" in line
     with pytest.raises(ConfigError, match="model.mixln_alpha: expected a number in .0.0, 1.0., got 'half'"):
         load_config(tiny_config_file(model={"layout": "mixln", "mixln_alpha": "half"}))
+    # typed as the schema's own keys are (layout_options.scalar): YAML 1.1's 5e-1 text is a number, a bool is not
+    assert load_config(tiny_config_file(model={"layout": "mixln"}), ["model.mixln_alpha=5e-1"])[0].model.options == {
+        "mixln_alpha": 0.5}
+    for refused_value in ("true", ".nan"):
+        with pytest.raises(ConfigError, match="model.mixln_alpha: expected a number"):
+            load_config(tiny_config_file(model={"layout": "mixln"}), [f"model.mixln_alpha={refused_value}"])
     # another layout does not take it (a run dir's old config.yaml holds every shipped option: still read)
     pre, _ = load_config(tiny_config_file(model={"layout": "pre", "mixln_alpha": 0.5, "admin_init": "profile"}))
     assert pre.model.options == {} and planned_options(pre) is None

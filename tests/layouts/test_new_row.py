@@ -40,7 +40,7 @@ def copy_with_a_new_layout(root: Path) -> Path:
         shutil.copytree(REPO / package, root / package, ignore=ignore)
     table = root / "prelnx" / "layouts.py"
     text = table.read_text()
-    end = text.index(")  # fmt: skip\n", text.index("LAYOUTS: dict[str, Layout] = _rows("))
+    end = text.index(")}  # fmt: skip\n", text.index("LAYOUTS: dict[str, Layout] = {"))
     table.write_text(text[:end] + ROW + text[end:])  # the one row
     (root / "prelnx_fairseq_plugin" / "models" / "halfres.py").write_text(SCHEME)  # the one plugin file
     return root
