@@ -18,19 +18,13 @@ def deepnorm_coefficients(side: str, encoder_layers: int, decoder_layers: int) -
     return (3 * decoder_layers) ** 0.25, (12 * decoder_layers) ** -0.25
 
 
-SCALED_BY_BETA = ("v_proj", "out_proj")  # inside each attention
-UNSCALED = ("q_proj", "k_proj")  # xavier_normal_ with gain 1
-
-
 def deepnorm_init_(layer: nn.Module, beta: float) -> None:
     """Re-initialise one fairseq transformer layer's weights as DeepNet does (biases untouched)."""
     for attention_name in ("self_attn", "encoder_attn"):
         attention = getattr(layer, attention_name, None)
         if attention is None:
             continue
-        for name in UNSCALED:
-            nn.init.xavier_normal_(getattr(attention, name).weight, gain=1.0)
-        for name in SCALED_BY_BETA:
-            nn.init.xavier_normal_(getattr(attention, name).weight, gain=beta)
+        for name, gain in (("q_proj", 1.0), ("k_proj", 1.0), ("v_proj", beta), ("out_proj", beta)):
+            nn.init.xavier_normal_(getattr(attention, name).weight, gain=gain)
     nn.init.xavier_normal_(layer.fc1.weight, gain=beta)
     nn.init.xavier_normal_(layer.fc2.weight, gain=beta)

@@ -63,14 +63,14 @@ class AdamMomentsConfig(AdamFamilyConfig):
 class AdamMoments(torch.optim.Optimizer):
     """fairseq's Adam (see the module docstring) with `second_moment_init` and `bias_correction`."""
 
+    supports_memory_efficient_fp16 = True  # both read by fairseq's FairseqOptimizer
+    supports_flat_params = True
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  second_moment_init="zero", bias_correction=True):  # fmt: skip
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         second_moment_init=str(second_moment_init), bias_correction=bool(bias_correction))  # fmt: skip
         super().__init__(params, defaults)
-
-    supports_memory_efficient_fp16 = True  # both read by fairseq's FairseqOptimizer
-    supports_flat_params = True
 
     @torch.no_grad()
     def step(self, closure=None):

@@ -33,11 +33,11 @@ class RAdamConfig(AdamFamilyConfig):
 
 @register_optimizer("radam", dataclass=RAdamConfig)
 class RAdam(FairseqOptimizer):
+    supports_flat_params = True  # fairseq's property asks torch's RAdam, which does not say
+
     def __init__(self, cfg: RAdamConfig, params):
         super().__init__(cfg)
         self._optimizer = torch.optim.RAdam(params, decoupled_weight_decay=True, **self.optimizer_config)
-
-    supports_flat_params = True  # fairseq's property asks torch's RAdam, which does not say
 
     @property
     def optimizer_config(self):
