@@ -1,5 +1,5 @@
 """A sweep's runs as the claims see them (read only through prelnx.records): each run's arm, rows and outcome
-(`RunState`, computed once by `run_outcome`: trained means a final valid nll at least paper.yaml's
+(`RunState`, computed once by `Arm.outcome`: trained means a final valid nll at least paper.yaml's
 `trained_margin_bits`, or a claim's own margin, below the unigram plateau), its seeds grouped, and per-seed samples
 in which a seed that failed is counted, never given a value; its context (the keys outside the claims' factors), and
 a claim's check decided on each context apart (`matched`).
@@ -63,25 +63,6 @@ def final_nll_of(rows: list[dict[str, Any]]) -> float | None:
     return float(value) if is_finite(value) else None
 
 
-def run_outcome(status: str, rows: list[dict[str, Any]], plateau: float | None, margin: float | None = None,
-                diverged_at: int | None = None) -> RunOutcome:  # fmt: skip
-    """A run's outcome from its status, its validation rows and the plateau (margin: paper.yaml's by default)."""
-    margin = trained_margin() if margin is None else margin
-    last = int(rows[-1].get("num_updates", 0)) if rows else None
-    if status == "diverged":
-        return RunOutcome(RunState.DIVERGED, diverged_at if diverged_at is not None else last, None)
-    if status != "finished":
-        return RunOutcome(RunState.NOT_FINISHED, last, None)
-    if not any("valid_loss" in r or "valid_nll_loss" in r for r in rows):
-        return RunOutcome(RunState.NO_VALIDATION, None, None)
-    nll = final_nll_of(rows)
-    if nll is None:
-        return RunOutcome(RunState.FAILED, last, None)
-    if plateau is None:
-        return RunOutcome(RunState.NOT_JUDGED, last, nll)
-    return RunOutcome(RunState.TRAINED if nll <= plateau - margin else RunState.FAILED, last, nll)
-
-
 @dataclass
 class Arm:
     """One run: its arm's settings, seed, results (prelnx.records.results.run_results), metrics rows and plateau."""
@@ -122,7 +103,21 @@ class Arm:
         return float(value) if is_finite(value) else None
 
     def outcome(self, margin: float | None = None) -> RunOutcome:
-        return run_outcome(self.status, self.rows, self.plateau, margin, self.diverged_at)
+        """Its outcome from its status, its validation rows and the plateau (margin: paper.yaml's by default)."""
+        margin = trained_margin() if margin is None else margin
+        last = int(self.rows[-1].get("num_updates", 0)) if self.rows else None
+        if self.status == "diverged":
+            return RunOutcome(RunState.DIVERGED, self.diverged_at if self.diverged_at is not None else last, None)
+        if self.status != "finished":
+            return RunOutcome(RunState.NOT_FINISHED, last, None)
+        if not any("valid_loss" in r or "valid_nll_loss" in r for r in self.rows):
+            return RunOutcome(RunState.NO_VALIDATION, None, None)
+        nll = final_nll_of(self.rows)
+        if nll is None:
+            return RunOutcome(RunState.FAILED, last, None)
+        if self.plateau is None:
+            return RunOutcome(RunState.NOT_JUDGED, last, nll)
+        return RunOutcome(RunState.TRAINED if nll <= self.plateau - margin else RunState.FAILED, last, nll)
 
 
 def optimizer_variant(optimizer: OptimizerConfig) -> str:
@@ -276,11 +271,9 @@ def loss_at(arm: Arm, at_update: float | None, after: bool = False) -> tuple[flo
     return (float(row["valid_loss"]), int(row.get("num_updates", 0))) if row else None
 
 
-def loss_sample(label: str, group: list[Arm], at_update: float | None = None, margin: float | None = None,
-                after: bool = False) -> Sample:  # fmt: skip
-    """The trained seeds' valid loss (final, or the last at or before `at_update`; `after`: the first at or after
-    it), the failed seeds counted."""
-    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after), margin)
+def loss_sample(label: str, group: list[Arm], at_update: float | None = None, after: bool = False) -> Sample:
+    """The trained seeds' valid loss (`loss_at`), the failed seeds counted."""
+    return outcome_sample(label, group, lambda arm: loss_at(arm, at_update, after))
 
 
 def at_updates(updates: list[int] | tuple[int, ...]) -> str:
@@ -315,32 +308,31 @@ def seed_groups(arms: list[Arm], by: Callable[[Arm], tuple] = lambda arm: arm.ke
     return groups
 
 
-def decide(check: Callable[..., ClaimOutcome], arms: list[Arm], *args: Any) -> ClaimOutcome:
-    """A claim decided on matched arms only (docs/verdicts.md): `check(arms, *args)` on each context of `arms` (its
-    runs' keys outside the claims' own factors, `with_contexts`) apart, so two arms it compares differ only in what the
-    claim is about. One context: the check as it is. Several: each case labelled with its context, the outcomes
-    merged (cases, notes, premises); none with a case while the pooled runs would have one: "not measured", naming
-    the keys the arms it needs differ in."""
-    parts = list(seed_groups(arms, lambda arm: arm.context).values())  # in the sweep's order of first appearance
-    if len(parts) <= 1:
-        return check(arms, *args)
-    outcomes = [(group[0].context_label, check(group, *args)) for group in parts]
-    merged = dataclasses.replace(outcomes[0][1], cases=[], notes=[], premises=[])
-    for label, outcome in outcomes:
-        merged.cases += [dataclasses.replace(c, label=f"{label}: {c.label}", family=label) for c in outcome.cases]
-        merged.notes += [f"{label}: {note}" for note in outcome.notes]
-        merged.premises += outcome.premises
-    if not merged.cases:
-        pooled = check(arms, *args)
-        if pooled.cases:
-            keys = ", ".join(differing_keys(arms))
-            merged.missing = (f"not measured: the arms this claim compares differ in {keys} (not one of its factors; "
-                              "each comparison needs the rest of the config alike)")  # fmt: skip
-        else:
-            merged.missing = pooled.missing
-    return merged
-
-
 def matched(check: Callable[..., ClaimOutcome]) -> Callable[..., ClaimOutcome]:
-    """The check, decided per context (`decide`): every claim table's entries go through this."""
-    return lambda arms, *args: decide(check, arms, *args)
+    """The check decided on matched arms only (docs/verdicts.md), as every claim table's entries are: `check(arms,
+    *args)` on each context of `arms` (its runs' keys outside the claims' own factors, `with_contexts`) apart, so two
+    arms it compares differ only in what the claim is about. One context: the check as it is. Several: each case
+    labelled with its context, the outcomes merged (cases, notes, premises); none with a case while the pooled runs
+    would have one: "not measured", naming the keys the arms it needs differ in."""
+
+    def decided(arms: list[Arm], *args: Any) -> ClaimOutcome:
+        parts = list(seed_groups(arms, lambda arm: arm.context).values())  # in the sweep's order of first appearance
+        if len(parts) <= 1:
+            return check(arms, *args)
+        outcomes = [(group[0].context_label, check(group, *args)) for group in parts]
+        merged = dataclasses.replace(outcomes[0][1], cases=[], notes=[], premises=[])
+        for label, outcome in outcomes:
+            merged.cases += [dataclasses.replace(c, label=f"{label}: {c.label}", family=label) for c in outcome.cases]
+            merged.notes += [f"{label}: {note}" for note in outcome.notes]
+            merged.premises += outcome.premises
+        if not merged.cases:
+            pooled = check(arms, *args)
+            if pooled.cases:
+                keys = ", ".join(differing_keys(arms))
+                merged.missing = (f"not measured: the arms this claim compares differ in {keys} (not one of its "
+                                  "factors; each comparison needs the rest of the config alike)")  # fmt: skip
+            else:
+                merged.missing = pooled.missing
+        return merged
+
+    return decided

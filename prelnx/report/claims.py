@@ -24,11 +24,12 @@ from prelnx.report.arms import (
     longest_warmup,
     loss_sample,
     matched,
+    outcome_sample,
     pick,
     trained_margin,
 )
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, check_claims, not_measured
-from prelnx.report.stats import Comparison, Verdict, above, below, compare, within
+from prelnx.report.stats import Comparison, Verdict, above, below, compare, compare_counts, within
 
 LOSS = "final valid loss (bits)"
 _STATES = {Verdict.HOLDS: PremiseState.MET, Verdict.DOES_NOT_HOLD: PremiseState.FAILED,
@@ -153,9 +154,27 @@ def _preln_and_comparator(arms: list[Arm]) -> tuple[list[Arm], list[Arm]]:
     return pre, longest_warmup(arms, layout="post", optimizer="adam", lr=pre[0].lr) if pre else []
 
 
-def comparator_trained(group: list[Arm]) -> Premise:
-    """"Matches X" needs X to have trained (trains, at paper.yaml's trained_margin_bits)."""
-    return trains({"statement": COMPARATOR, "margin_bits": trained_margin()}, group)
+def comparator_trained(group: list[Arm], statement: str = COMPARATOR, strict: bool = False) -> Premise:
+    """"Matches X" needs X to have trained (trains, at paper.yaml's trained_margin_bits); `strict`: a seed that failed
+    makes the premise fail (not unsettled)."""
+    premise = trains({"statement": statement, "margin_bits": trained_margin()}, group)
+    some = strict and premise.state is PremiseState.UNSETTLED  # some seeds trained, not all
+    return dataclasses.replace(premise, state=PremiseState.FAILED) if some else premise
+
+
+def failures_case(label: str, mine: list[Arm], base: list[Arm], margin: float | None, base_name: str,
+                  statement: str, mine_name: str | None = None) -> Case:  # fmt: skip
+    """`mine` fails less often than `base` (the failure counts alone, Fisher's exact test: stats.compare_counts);
+    premise: `base` fails in at least one seed (else there is nothing to fail less than: not testable). `margin`: the
+    claim's own trained margin (None: paper.yaml's)."""
+    mine_name = mine_name or describe_arm(mine[0]).split(' lr ')[0]
+    said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
+    method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
+    other = dataclasses.replace(outcome_sample(describe_arm(base[0]), base, lambda arm: (0.0, 0), margin), read="")
+    state = PremiseState.MET if other.failed else PremiseState.FAILED
+    premise = Premise(statement, state, f"{base_name} failed {other.failed}/{other.failed + other.measured}; "
+                      f"{mine_name} {method.failed}/{method.failed + method.measured}{said}")
+    return Case(label, compare_counts("failed runs", method, other), premise)
 
 
 def _preln_without_warmup(arms: list[Arm], optimizer: str = "adam") -> list[Arm]:

@@ -1,8 +1,10 @@
-"""The normalisation variants' own papers' claims (issue 48; methods.yaml's `norm_variants`), decided on a sweep's
-runs with the engine every claim uses (prelnx.report.claims.loss_case, placements.failures_case, .stats). They compare
-runs across model.norm and model.qk_norm - the keys that are every paper claim's context (prelnx.report.arms) - and
-only across those: the runs are grouped by every other context key, as `arms.decide` groups them, and each case is
-decided within its group (its Holm family).
+"""The normalisation variants (issue 48): a variant arm has model.norm other than layernorm or model.qk_norm true.
+Both keys are every paper claim's context (prelnx.report.arms): a paper claim compares runs of one norm only, and on
+a sweep with variant arms the later methods' claims (methods.yaml) are read on its LayerNorm arms without QK-Norm,
+only those `norm_variants.methods_claims` lists (the study's protocol names no other). The variants' own papers'
+claims (methods.yaml's `norm_variants`) compare runs across those two keys only, with the engine every claim uses
+(prelnx.report.claims' cases, .stats): the runs are grouped by every other context key, as `arms.matched` groups
+them, and each case is decided within its group (its Holm family); the report's section shows them.
 
 - matches_layernorm: per (optimizer, lr, warm-up arm), `layout` + `norm` against `layout` + LayerNorm, both without
   QK-Norm, same schedule: the final valid loss difference below the rule's margin (failed seeds counted by the
@@ -17,27 +19,50 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from prelnx.console import results
+from prelnx.layouts import display_name
 from prelnx.paper import norm_variants_data
-from prelnx.report.arms import Arm, differing_keys, pick, seed_groups, trained_margin
-from prelnx.report.claims import loss_case, trains
-from prelnx.report.norm_arms import NORM_KEYS, has_variants, variant_name
-from prelnx.report.outcome import ClaimOutcome, Premise, PremiseState
-from prelnx.report.placements import failures_case
+from prelnx.report.arms import Arm, differing_keys, pick, seed_groups
+from prelnx.report.claims import comparator_trained, failures_case, loss_case
+from prelnx.report.outcome import ClaimOutcome
+from prelnx.report.render import claims_table, claims_text
 from prelnx.report.stats import below
 
+NORM_KEYS = ("model.norm", "model.qk_norm")  # never a paper claim's factor; the variants' own claims' factors
+NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm", "dyt": "DyT"}  # docs/variants.md's names
 EVERY_SEED = ("The LayerNorm arm it is compared with trained in every seed (final valid nll clearly below the unigram "
               "plateau).")
 FAILS = "The arm without QK-Norm fails in at least one seed (else there is nothing to fail less than)."
 
 
-def _outside_norm(arm: Arm) -> tuple[tuple[str, str], ...]:
-    return tuple((k, v) for k, v in arm.context if k not in NORM_KEYS)
+def is_variant(arm: Arm) -> bool:
+    return arm.norm != "layernorm" or arm.qk_norm
+
+
+def has_variants(arms: list[Arm]) -> bool:
+    return any(is_variant(arm) for arm in arms)
+
+
+def layernorm_arms(arms: list[Arm]) -> list[Arm]:
+    """The runs with LayerNorm and no QK-Norm (the paper's norm)."""
+    return [arm for arm in arms if not is_variant(arm)]
+
+
+def methods_on_variants(methods: list[dict[str, Any]], keep: list[str]) -> list[dict[str, Any]]:
+    """methods.yaml's entries with only the claims `keep` names (`norm_variants.methods_claims`), `lm_claims` too."""
+    return [{**m, **{key: [c for c in m[key] if c["id"] in keep] for key in ("claims", "lm_claims") if key in m}}
+            for m in methods]  # fmt: skip
+
+
+def variant_name(arm: Arm) -> str:
+    """`Pre-LN + RMSNorm + QK-Norm`, `Post-LN + LayerNorm`: the layout's display name, its norm and QK-Norm."""
+    return f"{display_name(arm.layout)} + {NORM_NAMES.get(arm.norm, arm.norm)}{' + QK-Norm' if arm.qk_norm else ''}"
 
 
 def norm_groups(arms: list[Arm]) -> list[tuple[str, list[Arm]]]:
     """The runs grouped by their context outside the norm keys, each with its label: the other context keys it differs
     in from the rest of the sweep, in words ("" when there is one group)."""
-    groups = list(seed_groups(arms, _outside_norm).values())
+    groups = list(seed_groups(arms, lambda arm: tuple((k, v) for k, v in arm.context if k not in NORM_KEYS)).values())
     keys = [k for k in differing_keys(arms) if k not in NORM_KEYS]
 
     def label(group: list[Arm]) -> str:
@@ -45,13 +70,6 @@ def norm_groups(arms: list[Arm]) -> list[tuple[str, list[Arm]]]:
         return ", ".join(f"{k} {found[k].strip(chr(34)) if k in found else '-'}" for k in keys)
 
     return [(label(group) if len(groups) > 1 else "", group) for group in groups]
-
-
-def every_seed_trained(group: list[Arm]) -> Premise:
-    """`trains` at paper.yaml's trained margin, strict: a seed that failed makes the premise fail (not unsettled)."""
-    premise = trains({"statement": EVERY_SEED, "margin_bits": trained_margin()}, group)
-    some = premise.state is PremiseState.UNSETTLED  # some seeds trained, not all
-    return dataclasses.replace(premise, state=PremiseState.FAILED) if some else premise
 
 
 def _settings(group: list[Arm], *keys: str) -> list[dict[str, Any]]:
@@ -74,7 +92,8 @@ def matches_layernorm(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
             if base:
                 label = f"{family + ': ' if family else ''}{variant_name(mine[0])} vs {variant_name(base[0])}, " \
                         f"{_schedule(setting)}"  # fmt: skip
-                case = loss_case(label, mine, base, below(spec["margin_bits"]), every_seed_trained(base))
+                premise = comparator_trained(base, EVERY_SEED, strict=True)
+                case = loss_case(label, mine, base, below(spec["margin_bits"]), premise)
                 outcome.cases.append(dataclasses.replace(case, family=family))
     return outcome
 
@@ -106,3 +125,35 @@ def norm_claims(arms: list[Arm]) -> tuple[list[dict[str, Any]], dict[str, ClaimO
         return [], {}
     claims = norm_variants_data()["claims"]
     return claims, {claim["id"]: NORM_CHECKS[claim["kind"]](arms, claim) for claim in claims}
+
+
+NORM_INTRO = [
+    "The variants' own papers' claims (prelnx/methods.yaml, `norm_variants`; docs/variants.md), decided like the",
+    "paper's. paper.yaml's claims above are decided within each normalisation (model.norm, model.qk_norm) apart:",
+    "runs with different norms are never compared by them. These claims compare across the norm only, every other",
+    "key alike: RMSNorm and DyT against LayerNorm in the same layout and schedule, per warm-up arm, by the rule of",
+    "paper.yaml's preln_without_warmup_matches (the variant's final valid loss minus LayerNorm's below its margin, a",
+    "failed seed counted by the exact test, never given a loss; premise: LayerNorm trained in every seed), and",
+    "QK-Norm by its failed seeds against the same arm without it (Fisher's exact test, one-sided; premise: the arm",
+    "without QK-Norm fails at least once). The authors' set-ups, named beside each claim, are not this sweep's: a",
+    "verdict here says what the variant does at this scale, not whether the paper is right at its own.",
+]
+
+
+def _row(claim: dict[str, Any]) -> dict[str, Any]:
+    """A claim as the claims' table shows it: its authors, their code, and their set-up beside it."""
+    return {**claim, "claim": f"**{claim['cite']}**: {claim['claim']} *Their set-up: {claim['setting']}.*",
+            "source": f"{claim['paper']}, {claim['source']} ({claim['code']})", "paper": claim["stated"]}
+
+
+def norm_section(arms: list[Arm], say_claims: bool = False) -> list[str]:
+    """The report's section ([]: no variant arm in the sweep, so every other report is unchanged); `say_claims`: the
+    claims as lines on the terminal too, as the paper's are."""
+    claims, outcomes = norm_claims(arms)
+    if not claims:
+        return []
+    if say_claims:
+        for line in claims_text(claims, outcomes):
+            results.info(line)
+    return ["## The normalisation variants' claims", "", *NORM_INTRO, "",
+            *claims_table([_row(c) for c in claims], outcomes), ""]  # fmt: skip

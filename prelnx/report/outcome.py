@@ -35,7 +35,7 @@ class Case:
     label: str
     comparison: Comparison
     premise: Premise | None = None
-    family: str = ""  # its context (prelnx.report.arms.decide): Holm runs within one, so other contexts move no case
+    family: str = ""  # its context (prelnx.report.arms.matched): Holm runs within one, so other contexts move no case
 
     @property
     def verdict(self) -> Verdict:

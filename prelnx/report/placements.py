@@ -6,18 +6,18 @@ sweep is judged on, translation's and the language model's, and their sections o
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prelnx.paper import methods_data, norm_variants_data
-from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, matched, outcome_sample, pick
-from prelnx.report.norm_arms import has_variants, layernorm_arms, methods_on_variants
-from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
+from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, matched, pick
+from prelnx.report.claims import failures_case
+from prelnx.report.norm_claims import has_variants, layernorm_arms, methods_on_variants
+from prelnx.report.outcome import Case, ClaimOutcome, not_measured
 from prelnx.report.render import method_claims_table, ranking_table
-from prelnx.report.stats import Sample, below, compare, compare_counts
+from prelnx.report.stats import Sample, below, compare
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
 from prelnx.report.warmup_free import (
     METHOD_LAYOUTS,
@@ -68,21 +68,6 @@ def lr_sensitivity(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
             label = f"{warmup or 'no'} warm-up, lr {pair[0]:g} vs {pair[1]:g}"
             outcome.cases.append(Case(label, compare(metric, method, pre, below(spec["margin_bits"]))))
     return outcome
-
-
-def failures_case(label: str, mine: list[Arm], base: list[Arm], margin: float | None, base_name: str,
-                  statement: str, mine_name: str | None = None) -> Case:  # fmt: skip
-    """`mine` fails less often than `base` (the failure counts alone, Fisher's exact test: stats.compare_counts);
-    premise: `base` fails in at least one seed (else there is nothing to fail less than: not testable). `margin`: the
-    claim's own trained margin (None: paper.yaml's). Shared by fewer_failures and prelnx.report.norm_claims."""
-    mine_name = mine_name or describe_arm(mine[0]).split(' lr ')[0]
-    said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
-    method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
-    other = dataclasses.replace(outcome_sample(describe_arm(base[0]), base, lambda arm: (0.0, 0), margin), read="")
-    state = PremiseState.MET if other.failed else PremiseState.FAILED
-    premise = Premise(statement, state, f"{base_name} failed {other.failed}/{other.failed + other.measured}; "
-                      f"{mine_name} {method.failed}/{method.failed + method.measured}{said}")
-    return Case(label, compare_counts("failed runs", method, other), premise)
 
 
 def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:

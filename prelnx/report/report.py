@@ -25,8 +25,7 @@ from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
 from prelnx.report.outcome import check_claims, not_measured
-from prelnx.report.norm_arms import layernorm_arms
-from prelnx.report.norm_section import norm_section
+from prelnx.report.norm_claims import layernorm_arms, norm_section
 from prelnx.report.placements import methods_sections
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.sequential import how_decided

@@ -129,11 +129,6 @@ def gradient_claims() -> list[dict[str, Any]]:
     return paper_data()["gradients"]
 
 
-def check_gradients(summary: dict[str, Any]) -> dict[str, ClaimOutcome]:
-    """Every `gradients` claim of paper.yaml decided from a `prelnx grads` study's per-seed rows."""
-    return check_claims(gradient_claims(), GRADIENT_CHECKS, summary)
-
-
 # Lemma 1 (Section 3.3), on a `prelnx theory` run's per-seed rows.
 NORM = "‖x‖²/d"  # a level, not a difference (prelnx.report.render.LEVELS)
 GROWTH = "growth of ‖x‖²/d per layer"

@@ -1,6 +1,6 @@
 """Figure 3 for each normalisation variant (docs/protocols/norm_variants.md, "The gradients"; issue 48): paper.yaml's
 three gradient claims decided on each variant's folder of `prelnx grads` outputs, its Post-LN and Pre-LN read as that
-variant's own case, through prelnx.report.theory_claims (`check_gradients`: the rules and the code that decide them
+variant's own case, through prelnx.report.theory_claims (`GRADIENT_CHECKS`: the rules and the code that decide them
 for the paper, unchanged). DeepNorm (any layout besides Post-LN and Pre-LN) is measured beside them and shown - its
 per-seed ratios, mean and 95 % t interval - never decided. The report is built from the variant folders alone:
 grads.csv and grads_summary.json decide, machine.json names the CPU ("not recorded" where absent); hidden.csv and
@@ -20,10 +20,10 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.errors import Refusal
 from prelnx.layouts import display_name
 from prelnx.records.machine_record import read_machines
-from prelnx.report.outcome import ClaimOutcome
+from prelnx.report.outcome import ClaimOutcome, check_claims
 from prelnx.report.render import claims_table
 from prelnx.report.stats import Sample, Verdict, t_interval
-from prelnx.report.theory_claims import (check_gradients, depth_ratio, gradient_claims, layer_ratio,
+from prelnx.report.theory_claims import (GRADIENT_CHECKS, depth_ratio, gradient_claims, layer_ratio,
                                          load_gradient_summary)
 
 
@@ -89,7 +89,8 @@ def decide(raw: Path) -> list[VariantResult]:
             results.append(VariantResult(variant, None, {}, NOT_RECORDED))
             continue
         summary = load_gradient_summary(folder)
-        results.append(VariantResult(variant, summary, check_gradients(summary), _cpu(folder)))
+        results.append(VariantResult(variant, summary, check_claims(gradient_claims(), GRADIENT_CHECKS, summary),
+                                     _cpu(folder)))
     return results
 
 
@@ -198,9 +199,4 @@ def write_report(raw: Path, out: Path, title: str, label: str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, render_report(raw, title, label))
     return out
-
-
-def verdicts(raw: Path) -> dict[str, dict[str, Verdict]]:
-    """variant folder -> claim id -> verdict (what a reader of the summary table sees), for the measured variants."""
-    return {r.variant.folder: {key: r.outcomes[key].verdict for key in SHORT} for r in decide(raw) if r.summary}
 
