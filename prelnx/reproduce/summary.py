@@ -31,13 +31,13 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
     from prelnx.report.arms import load_arms
     from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, check_claims
     from prelnx.report.outcome import not_measured
-    from prelnx.report.theory_claims import check_gradients, load_gradient_summary
+    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
         if not folders or not (folders[0] / "grads_summary.json").is_file():
             return {c["id"]: not_measured(c["id"], "the gradient stage has not run") for c in claims}
-        return check_gradients(load_gradient_summary(folders[0]))
+        return check_claims(claims, GRADIENT_CHECKS, load_gradient_summary(folders[0]))
     arms = [arm for folder in folders if is_sweep_dir(folder) for arm in load_arms(folder)]
     if not arms:
         return {c["id"]: not_measured(c["id"], "its stage has not run (or not here)") for c in claims}
@@ -50,11 +50,13 @@ def _replication(folder: Path) -> list[str]:
     """A gradient stage the claims table does not read (study B2): the claims its own seeds decide, as a table."""
     from prelnx.report.render import claims_table
     from prelnx.report.stats import Verdict
-    from prelnx.report.theory_claims import check_gradients, gradient_claims, load_gradient_summary
+    from prelnx.report.outcome import check_claims
+    from prelnx.report.theory_claims import GRADIENT_CHECKS, gradient_claims, load_gradient_summary
 
     if not (folder / "grads_summary.json").is_file() or not (folder / "grads.csv").is_file():
         return []
-    claims, outcomes = gradient_claims(), check_gradients(load_gradient_summary(folder))
+    claims = gradient_claims()
+    outcomes = check_claims(claims, GRADIENT_CHECKS, load_gradient_summary(folder))
     measured = [c for c in claims if outcomes[c["id"]].verdict is not Verdict.NOT_MEASURED]
     return ["", f"This stage's own verdicts, on its seeds alone (a replication: it does not pool with stage "
             f"{CLAIM_STAGES['gradients'][0]}, whose verdicts the table of every claim shows):", "",
