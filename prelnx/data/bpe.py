@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from prelnx.data.output import text_path, tok_path
-from prelnx.data.textio import DataError, count_lines, read_lines, sha256_file, write_lines
+from prelnx.data.output import text_path
+from prelnx.data.textio import DataError, count_lines, read_lines, sha256_file, tok_path, write_lines
 from prelnx.data.workers import BpeStep, Workers
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.data.locations import DEFAULT_VALID_LINES
-from prelnx.data.output import tok_path
 from prelnx.data.sources import Recipe, SourceFiles
-from prelnx.data.textio import DataError, read_lines, sha256_file, write_lines
+from prelnx.data.textio import DataError, read_lines, sha256_file, tok_path, write_lines
 from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel
 
 LANG = "txt"  # the file suffix of monolingual text (fairseq's monolingual files carry no language)

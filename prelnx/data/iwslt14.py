@@ -11,9 +11,8 @@ from pathlib import Path
 
 from prelnx.data import moses
 from prelnx.data.locations import DATASETS
-from prelnx.data.output import tok_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
-from prelnx.data.textio import DataError, check_parallel, read_lines
+from prelnx.data.textio import DataError, check_parallel, read_lines, tok_path
 from prelnx.data.workers import MosesSteps, Workers, tokenize_segments
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prelnx.data.textio import DataError, count_lines, sha256_file
+from prelnx.data.textio import DataError, count_lines, sha256_file, tok_path
 
 if TYPE_CHECKING:
     from prelnx.data.sources import Recipe
@@ -149,8 +149,3 @@ def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict,
 def text_path(folder: Path, split: str, lang: str) -> Path:
     """The text that is binarized (after BPE), as fairseq's recipes leave it: text/{split}.{lang}."""
     return folder / "text" / f"{split}.{lang}"
-
-
-def tok_path(folder: Path, split: str, lang: str) -> Path:
-    """The same text before BPE (fairseq's recipes' tmp/{split}.{lang}): text/tok/{split}.{lang}."""
-    return folder / "text" / "tok" / f"{split}.{lang}"

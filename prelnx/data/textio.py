@@ -125,3 +125,8 @@ def check_aligned_segments(first: Path, second: Path) -> int:
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def tok_path(folder: Path, split: str, lang: str) -> Path:
+    """The same text before BPE (fairseq's recipes' tmp/{split}.{lang}): text/tok/{split}.{lang}."""
+    return folder / "text" / "tok" / f"{split}.{lang}"

@@ -20,8 +20,7 @@ from typing import Any, Self
 from tqdm import tqdm
 
 from prelnx.data import moses
-from prelnx.data.output import tok_path
-from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, write_lines
+from prelnx.data.textio import check_aligned_segments, parallel_lines, read_lines, seg_lines, tok_path, write_lines
 from prelnx.machine import usable_cores
 
 CHUNK_LINES = 1000  # lines per task: large enough that pickling is cheap next to tokenizing

@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from prelnx.commands.data import data_app
-from prelnx.data.output import text_path, tok_path
+from prelnx.data.output import text_path
+from prelnx.data.textio import tok_path
 from prelnx.data.textio import read_lines
 
 runner = CliRunner()

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from prelnx.cli import app
 from prelnx.commands.data import data_app
 from prelnx.data import bpe, iwslt14
-from prelnx.data.output import text_path, tok_path
+from prelnx.data.output import text_path
+from prelnx.data.textio import tok_path
 from prelnx.data.textio import seg_lines, sha256_file
 from prelnx.data.workers import Workers
 from tests.conftest import SHARED

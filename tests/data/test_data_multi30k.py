@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from prelnx.commands.data import data_app
 from prelnx.config.load import load_config
-from prelnx.data.output import tok_path
+from prelnx.data.textio import tok_path
 from prelnx.data.textio import read_lines, sha256_file
 from prelnx.launch.prepare import ensure_data
 from tests.conftest import SHARED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from prelnx.data import wmt14
-from prelnx.data.output import tok_path
+from prelnx.data.textio import tok_path
 from prelnx.data.textio import DataError
 from prelnx.data.workers import Workers
 from tests.conftest import SHARED
