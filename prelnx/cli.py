@@ -53,8 +53,6 @@ SHORT_HELP = {
     "env": "Versions, CPU, GPUs and Slurm here: the lines a bug report needs.",
     "layouts": "The layouts: list them, show one, start a file of yours.",
 }
-# groups of commands: prelnx.commands.<group>:<group>_app; the rest <name>_command
-GROUPS = ("data", "configs", "layouts")
 
 
 def build_app(only: str | None = None) -> typer.Typer:
@@ -65,7 +63,7 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is not None and name != only:
             continue
         module = importlib.import_module(f"prelnx.commands.{name}")
-        if name in GROUPS:  # every command of a group, as of `prelnx`, runs in the one error handler (command_group)
+        if hasattr(module, f"{name}_app"):  # a group's commands, as `prelnx`'s, run in the one handler (command_group)
             built.add_typer(getattr(module, f"{name}_app"), name=name, short_help=summary)
         else:
             built.command(name, short_help=summary)(getattr(module, f"{name}_command"))

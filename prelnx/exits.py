@@ -9,9 +9,7 @@ from __future__ import annotations
 import enum
 import inspect
 from collections.abc import Callable, Iterable
-from typing import TypeVar
-
-Command = TypeVar("Command", bound=Callable[..., object])
+from typing import Any
 
 
 class Exit(enum.IntEnum):
@@ -48,10 +46,10 @@ STATUS_EXIT: dict[str, Exit] = {
 PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
 
 
-def documented(*codes: Exit) -> Callable[[Command], Command]:
+def documented(*codes: Exit) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A command whose --help (its docstring) ends with the codes it exits with, in this order, in their words."""
 
-    def document(command: Command) -> Command:
+    def document(command: Callable[..., Any]) -> Callable[..., Any]:
         listed = ", ".join(f"{code.value} {code.says}" for code in codes)
         command.__doc__ = f"{inspect.cleandoc(command.__doc__ or '')}\n\nExit codes: {listed}."
         return command

@@ -22,7 +22,7 @@ from prelnx.layout_options import Option, option_values  # noqa: F401 (the plugi
 # Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
 PAPER, WARMUP_FREE, PLACEMENT, VARIANT = "paper", "warm-up-free", "placement", "variant"
-ALL_TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")  # the schema's task values
+ALL_TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")  # config.task's values, named once
 TRANSLATION, TRANSLATION_AND_LM = ("translation",), ("translation", "language_model")
 ALL_NORMS, STATISTICAL, LAYERNORM = ("layernorm", "rmsnorm", "dyt"), ("layernorm", "rmsnorm"), ("layernorm",)
 # Why a family refuses a norm or QK-Norm, in the config's error.

@@ -12,8 +12,8 @@ from prelnx.config.schedule import Problems, ScheduleConfig, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layout_options import option_values
-from prelnx.layouts import (ALL_NORMS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout, LayoutFileError,
-                            absolute_spec, layout)
+from prelnx.layouts import (ALL_NORMS, ALL_TASKS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout,
+                            LayoutFileError, absolute_spec, layout)
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
 ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
@@ -167,7 +167,7 @@ class Config:
     name: str | None = None  # run name; default: the config file's path under configs/, without .yaml
     # translation: fairseq's encoder-decoder transformer; masked_lm: BERT-style pre-training (roberta, Figure 5a);
     # sentence_prediction: fine-tuning it (MRPC, RTE: Figure 5b/c; `prelnx finetune`); language_model: transformer_lm
-    task: Literal["translation", "masked_lm", "sentence_prediction", "language_model"] = "translation"
+    task: Literal[ALL_TASKS] = "translation"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)

@@ -82,6 +82,8 @@ def write(tmp_path: Path, data: dict) -> Path:
         ({"optimizer": {"lr": -1}}, "optimizer.lr: must be > 0"),
         ({"optimizer": {"betas": [0.9]}}, "optimizer.betas: expected a list"),
         ({"schedule": {"warmup_updates": 1.5}}, "schedule.warmup_updates: expected an integer, got 1.5"),
+        ({"schedule": {"warmup_updates": True}}, "schedule.warmup_updates: expected an integer, got True"),  # no bool
+        ({"model": {"dropout": False}}, "model.dropout: expected a number, got False"),
         ({"schedule": {"decay": "step"}}, "schedule.step_epochs: decay: step needs at least one epoch"),
         ({"schedule": {"decay": "cosine"}}, "schedule.decay: expected one of"),
         ({"train": {"max_epoch": None}}, "train.max_epoch: set train.max_epoch or train.max_update"),
