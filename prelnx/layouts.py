@@ -14,10 +14,10 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from prelnx.exits import Refusal
-from prelnx.layout_options import Option, option_values  # noqa: F401 (the plugin's schemes.py imports both from here)
+from prelnx.layout_options import Option
 
 # Families: the paper's two, the warm-up-free recipes (docs/warmup_free.md), the norm placements since 2023
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
@@ -184,18 +184,6 @@ def display_name(value: str) -> str:
     except (KeyError, LayoutFileError):
         return value.rpartition(":")[2] or value
 
-
-class DisplayNames(Mapping[str, str]):
-    """model.layout -> display name, for every shipped layout and any user file (which never raises: display_name)."""
-
-    def __getitem__(self, key: str) -> str:
-        return display_name(key) if is_file_spec(key) else LAYOUTS[key].display
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(LAYOUTS)
-
-    def __len__(self) -> int:
-        return len(LAYOUTS)
 
 
 # ---- a user's layout: PATH.py:CLASS ------------------------------------------------------------------------------

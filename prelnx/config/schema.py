@@ -12,7 +12,7 @@ from prelnx.config.schedule import Problems, ScheduleConfig, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layout_options import option_values
-from prelnx.layouts import (ALL_NORMS, ALL_TASKS, LAYOUTS, NORM_REASON, QK_REASON, DisplayNames, Layout,
+from prelnx.layouts import (ALL_NORMS, ALL_TASKS, LAYOUTS, NORM_REASON, QK_REASON, Layout,
                             LayoutFileError, absolute_spec, layout)
 
 # fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
@@ -22,8 +22,6 @@ ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de
 MLM_ARCH_PRESETS = ("roberta_base",)
 # language_model: transformer_lm only; fairseq's other LM presets force decoder_normalize_before (transformer_lm.py)
 LM_ARCH_PRESETS = ("transformer_lm",)
-# model.layout -> its name in tables and figures, for every layout of the table (prelnx/layouts.py) and a user's file.
-LAYOUT_NAMES = DisplayNames()
 
 
 @dataclass

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.schema import LAYOUT_NAMES, Config
+from prelnx.config.schema import Config
+from prelnx.layouts import display_name
 from prelnx.records.grain import Grain
 from prelnx.records.outcome import Outcome
 from prelnx.records.metrics import Row
@@ -89,7 +90,7 @@ def render(event: Event) -> str:
         return " | ".join(parts)
     if isinstance(event, Started):
         c, s, m = event.config, event.config.schedule, event.config.model  # the model: e.g. "Pre-LN rmsnorm +qk-norm"
-        model = (LAYOUT_NAMES[m.layout] + ("" if m.norm == "layernorm" else f" {m.norm}")
+        model = (display_name(m.layout) + ("" if m.norm == "layernorm" else f" {m.norm}")
                  + (" +qk-norm" if m.qk_norm else ""))  # fmt: skip
         return (f"{'resuming' if event.resumed_from else 'starting'} {c.name}: {model}, {c.optimizer.name} "
                 f"lr {c.optimizer.lr:g}, warm-up {s.warmup_updates} updates, decay {s.decay}, data {event.data} -> "

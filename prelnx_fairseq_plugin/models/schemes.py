@@ -17,7 +17,8 @@ import torch
 from fairseq import utils
 from torch import nn
 
-from prelnx.layouts import LAYOUTS, Option, load_class, option_values  # Option: for a user's file to import
+from prelnx.layout_options import Option, option_values  # Option: for a user's file to import
+from prelnx.layouts import LAYOUTS, load_class
 
 from .norms import NormVariant, replace_layer_norms
 

@@ -126,11 +126,11 @@ def test_a_file_that_cannot_be_a_layout_is_one_line_naming_it(tmp_path, source, 
 
 
 def test_display_names_read_the_row_or_a_users_class(tmp_path):
-    from prelnx.config.schema import LAYOUT_NAMES
+    from prelnx.layouts import display_name
 
     from tests.conftest import REPO
 
-    assert LAYOUT_NAMES["tfixup"] == "T-Fixup" and list(LAYOUT_NAMES) == list(LAYOUTS)
-    assert LAYOUT_NAMES[f"{REPO / 'examples' / 'gated_preln.py'}:GatedPreLN"] == "Gated Pre-LN"
-    assert LAYOUT_NAMES.get(f"{tmp_path / 'gone.py'}:Gone", "?") == "Gone"  # an old run's file no longer there
-    assert LAYOUT_NAMES.get("sideways", "sideways") == "sideways"
+    assert display_name("tfixup") == "T-Fixup" and display_name("pre") == "Pre-LN"
+    assert display_name(f"{REPO / 'examples' / 'gated_preln.py'}:GatedPreLN") == "Gated Pre-LN"
+    assert display_name(f"{tmp_path / 'gone.py'}:Gone") == "Gone"  # an old run's file no longer there
+    assert display_name("sideways") == "sideways"
