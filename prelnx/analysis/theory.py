@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 from prelnx.analysis.grads.summary import csv_text, stats_by
 from prelnx.atomic import write_text_atomic
-from prelnx.config.errors import Refusal
 from prelnx.console import results
 from prelnx.eta import Eta
+from prelnx.exits import Refusal
 from prelnx.paper import paper_data
 
 POST_CLAIM, PRE_CLAIM = "postln_hidden_norm_three_halves", "preln_hidden_norm_grows_linearly"  # paper.yaml ids

@@ -70,7 +70,7 @@ def copy_command(
 ) -> None:
     """Copy a shipped config to DEST, comments included, its `base:` made the shipped name of its base, so that the
     copy resolves from any folder: edit it, then `prelnx train --config DEST`."""
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
     from prelnx.config.load import base_chain, find_config
     from prelnx.config.shipped import name_of
 

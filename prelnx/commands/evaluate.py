@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.config.errors import Refusal
 from prelnx.evaluate.evaluate import RUN_DIR_AS, evaluate
+from prelnx.exits import Refusal
 from prelnx.records.checkpoints import parse_checkpoint
 
 

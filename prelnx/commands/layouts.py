@@ -16,7 +16,7 @@ layouts_app = options.command_group("The layouts prelnx trains: list them, show 
 
 def layout_rows(value: str | None = None) -> list[dict[str, Any]]:
     """Every shipped layout's row (or the one of `value`: a name, or a user's PATH.py:CLASS), as plain values."""
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
     from prelnx.layouts import LAYOUTS, layout
 
     if value is None:
@@ -72,7 +72,7 @@ def new_command(
     """Write NAME.py: a subclass of the plugin's LayoutScheme (Pre-LN with a learned scale per residual branch) whose
     hooks you edit (docs/your_layout.md); it trains as written: `prelnx train -c CONFIG --set
     model.layout=./NAME.py:CLASS`."""
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
 
     cls, text = starting_file(name)
     target = out / f"{name}.py"

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import typer
 
 from prelnx.commands.errors import handled
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 
 SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
 

@@ -16,7 +16,7 @@ from prelnx.exits import PRECEDENCE, Exit, documented, exit_for
 
 def _states(path: Path) -> tuple[str, list[str], list]:  # type: ignore[type-arg]
     """What PATH is (run, sweep, reproduction), the lines above its table, and its runs' states."""
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
     from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
     from prelnx.sweep.looks import look_lines
     from prelnx.sweep.status import is_run_dir, is_sweep_dir, run_state, sweep_states

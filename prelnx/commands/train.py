@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.config.errors import Refusal
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schedule import lr_curve_warnings
+from prelnx.exits import Refusal
 from prelnx.exits import Exit, documented
 from prelnx.launch import RunExecutor
 from prelnx.launch.local import check_before_training, train

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.data.check import DataDamaged, check_binarized, check_monolingual, longest_sentence
 from prelnx.data.locations import DATASETS, data_home, default_folder
 from prelnx.data.synthetic import SyntheticTask, pairs_problem
+from prelnx.exits import Refusal
 
 MONOLINGUAL = ("masked_lm", "language_model")  # the tasks trained on one text, no pair: dict.txt, train/valid.bin/.idx
 

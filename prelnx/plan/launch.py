@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
+from prelnx.exits import Refusal
 from prelnx.machine import cpu_bf16_problem, may_have_gpu
 from prelnx.plan.common import optimization_argv, run_argv
 from prelnx.plan.data import data_dir

@@ -10,8 +10,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
+from prelnx.exits import Refusal
 from prelnx.machine import usable_cores
 
 SLURM_PORT_ENV = "PRELNX_SLURM_PORT"  # set by a Slurm task of `prelnx train --executor slurm`: its rendezvous port

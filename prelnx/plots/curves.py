@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.plots.diagnostics import new_figure, plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of_run_dir
 from prelnx.records.metrics import read_metrics

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.plugin_path import PLUGIN_DIR
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.status import read_status

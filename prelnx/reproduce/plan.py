@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
 from prelnx.config.load import find_config, flatten_values, load_config
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
 from prelnx.eta import duration
+from prelnx.exits import Refusal
 from prelnx.machine import usable_cores
 from prelnx.plan.model_sizes import model_sizes
 from prelnx.reproduce import estimate

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 
 
 @dataclass(frozen=True)

@@ -20,21 +20,21 @@ from typing import Any
 import yaml
 
 from prelnx.atomic import write_text_atomic
-from prelnx.config.errors import Refusal
 from prelnx.config.load import ConfigError
 from prelnx.config.schedule import lr_curve_warnings
+from prelnx.exits import Refusal
 from prelnx.launch import Executor
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
 from prelnx.records.frozen_claims import CLAIMS_KEY, frozen_claims
-from prelnx.records.raw_data import restore_runs
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
+from prelnx.records.raw_data import restore_runs
 from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_index, read_points, sweep_rows
 from prelnx.sequential import SeedPlan
-from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep import looks
+from prelnx.sweep.executors import run_local, run_submitit
 from prelnx.sweep.looks import Decider, run_looks
 from prelnx.sweep.progress import Snapshot
 from prelnx.sweep.seeds import fixed_plan

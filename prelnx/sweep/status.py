@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
 from prelnx.eta import at_pace, duration
+from prelnx.exits import Refusal
 from prelnx.records import grain
 from prelnx.records.lock import owner_alive
 from prelnx.records.metrics import read_metrics

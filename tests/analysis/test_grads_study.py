@@ -10,14 +10,14 @@ import pytest
 import yaml
 
 import prelnx.analysis.grads as grads_package
+from prelnx.analysis.grads.run import memory_per_worker
 from prelnx.analysis.grads.study import QUICK, GradsError, GradStudy
 from prelnx.analysis.grads.summary import paper_figure3, per_layer_stats, report_lines, summarize
-from prelnx.analysis.grads.run import memory_per_worker
-from prelnx.plan.model_sizes import model_sizes, preset_sizes
 from prelnx.commands.grads import parse_depths, parse_layouts
 from prelnx.commands.options import parse_seeds
-from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config
+from prelnx.exits import Refusal
+from prelnx.plan.model_sizes import model_sizes, preset_sizes
 
 # ----------------------------------------------------------------------------------- GradStudy.from_options
 
@@ -83,7 +83,7 @@ def test_checkpoint_option_is_the_one_grammar_of_evaluate_and_finetune(tmp_path)
     """--run-dir RUN_DIR --checkpoint best|last|FILE|PATH (tests/commands/test_grammar.py runs all three commands);
     the old RUN_DIR:best answers with the new spelling."""
     from prelnx.commands.grads import RUN_DIR_AS
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
     from prelnx.records.checkpoints import parse_checkpoint
 
     (tmp_path / "checkpoints").mkdir()

@@ -86,7 +86,7 @@ def test_the_folders_refusals_are_refusals():
     handler and rank 0 of a Slurm job render it alike, with its exit code; a plain ValueError is a bug."""
     import importlib
 
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
     from prelnx.launch.errors import error_exit
 
     targets = ("prelnx.plan.data:DataNotReady", "prelnx.plan.parallel:BatchError",
@@ -107,7 +107,7 @@ def test_the_folders_refusals_are_refusals():
 def test_a_gpu_asked_for_where_torch_sees_none_is_a_refusal(monkeypatch):
     import torch
 
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
     from prelnx.config.load import load_config
     from prelnx.plan.launch import use_cuda
 

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from prelnx.cli import app
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.records.checkpoints import checkpoint_grammar, parse_checkpoint, parse_checkpoints
 
 runner = CliRunner()

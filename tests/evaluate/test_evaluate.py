@@ -10,11 +10,11 @@ import torch
 from typer.testing import CliRunner
 
 from prelnx.cli import app
-from prelnx.config.errors import Refusal
 from prelnx.config.load import load_config
 from prelnx.evaluate.evaluate import EvaluationError, average_checkpoints, evaluate, score
-from prelnx.plan.data import data_dir
+from prelnx.exits import Refusal
 from prelnx.launch.local import train
+from prelnx.plan.data import data_dir
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from prelnx.cli import app
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.records.frozen_claims import read_frozen
 from prelnx.records.results import read_points, sweep_name
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
 from prelnx.config.schema import Config, check_values
+from prelnx.exits import Refusal
 from prelnx.layouts import absolute_spec, is_file_spec, names
 
 
