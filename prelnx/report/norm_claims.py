@@ -1,17 +1,9 @@
-"""The normalisation variants (issue 48): a variant arm has model.norm other than layernorm or model.qk_norm true.
-Both keys are every paper claim's context (prelnx.report.arms): a paper claim compares runs of one norm only, and on
-a sweep with variant arms the later methods' claims (methods.yaml) are read on its LayerNorm arms without QK-Norm,
-only those `norm_variants.methods_claims` lists (the study's protocol names no other). The variants' own papers'
-claims (methods.yaml's `norm_variants`) compare runs across those two keys only, with the engine every claim uses
-(prelnx.report.claims' cases, .stats): the runs are grouped by every other context key, as `arms.matched` groups
-them, and each case is decided within its group (its Holm family); the report's section shows them.
-
-- matches_layernorm: per (optimizer, lr, warm-up arm), `layout` + `norm` against `layout` + LayerNorm, both without
-  QK-Norm, same schedule: the final valid loss difference below the rule's margin (failed seeds counted by the
-  exact test, never given a loss); premise: the LayerNorm arm trained in every seed, else not testable.
-- fewer_failures_with_qk_norm: per (layout, norm, optimizer, lr, warm-up arm) with and without QK-Norm, the failed
-  seeds with it against without (Fisher's exact test); premise: the arm without QK-Norm fails at least once.
-"""
+"""The normalisation variants (issue 48; docs/variants.md): a variant arm has model.norm other than layernorm or
+model.qk_norm true. Both keys are every paper claim's context (prelnx.report.arms): a paper claim compares runs of one
+norm only, and on a variant sweep the later methods' claims are read on its LayerNorm arms without QK-Norm, only those
+`norm_variants.methods_claims` lists (the study's protocol names no other). methods.yaml's `norm_variants` claims
+compare across those two keys only, each case within its group of the other context keys (its Holm family), through
+the engine every claim uses; the report's section shows them (the rules in words: NORM_INTRO)."""
 
 from __future__ import annotations
 
@@ -81,6 +73,8 @@ def _schedule(setting: dict[str, Any]) -> str:
 
 
 def matches_layernorm(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    """Per schedule, `layout` + `norm` against `layout` + LayerNorm, both without QK-Norm: the final valid loss
+    difference below the margin; premise: LayerNorm trained in every seed (else not testable)."""
     layout, norm = spec["layout"], spec["norm"]
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} with {norm} and with "
                            "layernorm (no QK-Norm) at one schedule")  # fmt: skip
@@ -99,6 +93,8 @@ def matches_layernorm(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
 
 
 def fewer_failures_with_qk_norm(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
+    """Per arm run with and without QK-Norm, its failed seeds with it against without (Fisher's exact test); premise:
+    the arm without QK-Norm fails at least once."""
     outcome = ClaimOutcome(spec["id"], missing="not measured: the sweep has no arm both with and without QK-Norm "
                            "(same layout, norm and schedule)")  # fmt: skip
     for family, group in norm_groups(arms):

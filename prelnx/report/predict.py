@@ -1,16 +1,10 @@
 """Does a run-level quantity predict which runs fail, among runs that share every factor the design fixes per run, on
-seeds it was not fitted on? (issues 38, 46 finding 3, 49; protocol: configs/sweeps/why_warmup_edge.yaml's header.)
-
-A `Unit` is a run; its *cell* is every factor fixed per run but the seed (layout, optimizer, lr schedule and any
-other key that varies: the design's baseline). A pair is (failing run, trained run) of one cell, so a quantity that
-is a function of the cell - a per-layout constant, the schedule - ties every pair and scores the baseline's 0.5
-exactly: a mechanism must predict failure *within* what the design fixes. The direction is fitted on the fit seeds'
-pairs, the AUC scored on the held-out seeds' pairs (a tie 1/2); its interval is a percentile bootstrap over the cells
-that hold a pair (a cell carries all its seeds; a cell in no pair moves no number); the permutation p permutes the
-outcomes among each held-out cell's runs, exact (the distribution of the concordance summed over cells, by
-convolution) when the per-cell assignments number at most `exact_limit`, otherwise Monte Carlo over runs in a
-canonical order, so no number depends on the order runs are listed in. A design in which no cell holds both outcomes
-on the held-out seeds is "not testable with this design", naming what sets the outcome instead (`design_note`)."""
+seeds it was not fitted on? (issues 38, 46 finding 3, 49; the method: docs/why_warmup.md; the protocol:
+configs/sweeps/why_warmup_edge.yaml's header.) A pair is (failing run, trained run) of one *cell* (every factor fixed
+per run but the seed), so a function of the cell - a per-layout constant, the schedule - ties every pair and scores
+the design baseline's 0.5 exactly. The bootstrap resamples cells; the permutation p permutes the outcomes within each
+held-out cell, exact by convolution up to `exact_limit` assignments, else Monte Carlo over runs in a canonical order,
+so no number depends on the order runs are listed in."""
 
 from __future__ import annotations
 

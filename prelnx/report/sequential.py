@@ -1,17 +1,9 @@
-"""The claims at a look of a sequential sweep (docs/sequential.md): the engine's own outcome (stats.compare, the cases,
-the premises), each case kept only where its evidence also clears the look's nominal level (prelnx.sequential), Holm's
-step-down over a claim's cases with each step's boundaries at its own alpha / (k - i) (Maurer & Bretz 2013, Stat.
-Biopharm. Res. 5:311: Holm with group-sequential boundaries), and the non-binding futility rule.
-
-Every nominal level of a plan is at most the fixed design's 0.025, so the look's verdict is the engine's verdict
-made stricter, never a verdict the engine would not give: a quality verdict stands when the Welch (or one-sample) t
-interval at 1 - 2 p_k, widened by the grain, still lies on its side; a verdict of the failure counts when Fisher's
-one-sided p is at most p_k. A premise is read as the engine reads it (it makes a claim testable; it is not tested).
-
-`decide_look` is the sweep's injected decider (sweep/looks.py's `Decider`): every claim the sweep's arms make -
-paper.yaml's, methods.yaml's and each user layout file's - at one look, reading only the runs of that look, with the
-sweep's arms each claim reads (the arms whose removal changes the claim's outcome).
-"""
+"""The claims at a look of a sequential sweep (docs/sequential.md has the method): the engine's own outcome, each case
+kept only where its evidence also clears the look's nominal level p_k (prelnx.sequential; every p_k is at most the
+fixed design's 0.025, so a look's verdict is the engine's made stricter, never one it would not give), Holm's
+step-down with each step's boundaries at alpha / (k - i) (Maurer & Bretz 2013, Stat. Biopharm. Res. 5:311), and the
+non-binding futility rule. `decide_look` is the sweep's injected decider (sweep/looks.py's `Decider`): every claim at
+one look, on that look's runs, with the arms each claim reads (those whose removal changes its outcome)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""Section 3's claims at initialisation, every seed through prelnx.report.stats.compare with paper.yaml's numbers and
-margins. Figure 3 on a `prelnx grads` study (grads.csv, grads_summary.json): per seed a ratio of decoder W2 gradient
-norms (last layer, deepest over shallowest depth: 3c/d; last layer over the first: 3a/b) against paper.yaml's band
-("like 1/sqrt(L)": over sqrt(shallow / deep), in `rate_band`); a verdict against the paper says whether plain
-fairseq's models were measured (grads_summary.json's settings). The one owner of these rules: the paper's report, the
-claims table and prelnx.report.variant_gradients (the same claims per normalisation variant, and DeepNorm's ratios
-shown through `depth_ratio` and `layer_ratio`) all decide through them. Lemma 1 (Section 3.3) on a `prelnx theory` run:
-Post-LN's ||x^{post,5}_l||^2 / d (mean over layers) at 3/2; Pre-LN's ||x^pre_l||^2 / d inside [1 + l/2, 1 + 3l/2]
-per layer and its least-squares growth per layer inside [1/2, 3/2]."""
+"""Section 3's claims at initialisation, every seed through stats.compare with paper.yaml's numbers and margins, the
+one owner of these rules (the report, the claims table and variant_gradients decide through them; docs/gradients.md).
+Figure 3 on a `prelnx grads` study: per seed a ratio of decoder W2 gradient norms (3c/d: last layer, deepest over
+shallowest depth; 3a/b: last layer over the first) against paper.yaml's band; a verdict against the paper says whether
+plain fairseq's models were measured. Lemma 1 (Section 3.3) on a `prelnx theory` run: Post-LN's ||x^{post,5}_l||^2 / d
+at 3/2; Pre-LN's ||x^pre_l||^2 / d inside [1 + l/2, 1 + 3l/2] per layer, its growth per layer inside [1/2, 3/2]."""
 
 from __future__ import annotations
 

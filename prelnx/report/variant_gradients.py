@@ -1,13 +1,8 @@
-"""Figure 3 for each normalisation variant (docs/protocols/norm_variants.md, "The gradients"; issue 48): paper.yaml's
-three gradient claims decided on each variant's folder of `prelnx grads` outputs, its Post-LN and Pre-LN read as that
-variant's own case, through prelnx.report.theory_claims (`GRADIENT_CHECKS`: the rules and the code that decide them
-for the paper, unchanged). DeepNorm (any layout besides Post-LN and Pre-LN) is measured beside them and shown - its
-per-seed ratios, mean and 95 % t interval - never decided. The report is built from the variant folders alone:
-grads.csv and grads_summary.json decide, machine.json names the CPU ("not recorded" where absent); hidden.csv and
-output.txt are kept beside them as raw data and not read, and no figure is drawn or copied (figure3.png is not kept:
-grads.csv redraws it). These are not the paper's claims on its own models: the folders sit one level below
-docs/results/, where scripts/claims_table.py does not look, so they stay out of the paper's claims table.
-"""
+"""Figure 3 per normalisation variant (docs/protocols/norm_variants.md, "The gradients"; issue 48): paper.yaml's
+gradient claims decided on each variant's folder of `prelnx grads` outputs by prelnx.report.theory_claims'
+GRADIENT_CHECKS, unchanged, its Post-LN and Pre-LN read as the paper's; DeepNorm shown, never decided. Built from the
+folders alone (READ decides; machine.json names the CPU; no figure: grads.csv redraws it). The folders sit one level
+below docs/results/, where scripts/claims_table.py does not look: these stay out of the paper's claims table."""
 
 from __future__ import annotations
 
@@ -171,8 +166,8 @@ def variant_section(result: VariantResult, label: str) -> list[str]:
     return lines
 
 
-def render_report(raw: Path, title: str, label: str) -> str:
-    """The report's markdown; `label`: the variant folders' parent as the report names it (relative to the report)."""
+def write_report(raw: Path, out: Path, title: str, label: str) -> Path:
+    """The report's markdown into `out`; `label`: the variant folders' parent, as named relative to the report."""
     results = decide(raw)
     lines = [f"# {title}", "",
              "Protocol: [docs/protocols/norm_variants.md](../protocols/norm_variants.md), \"The gradients\" and its "
@@ -192,11 +187,7 @@ def render_report(raw: Path, title: str, label: str) -> str:
              f"What each outcome means (the protocol): {MEANING}", ""]  # fmt: skip
     for result in results:
         lines += variant_section(result, label)
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def write_report(raw: Path, out: Path, title: str, label: str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, render_report(raw, title, label))
+    write_text_atomic(out, "\n".join(lines).rstrip("\n") + "\n")
     return out
 

@@ -1,8 +1,8 @@
 """The explanations of warm-up on one sweep's runs (issues 31, 38, 49; configs/sweeps/why_warmup_edge.yaml): the
 `arm_difference` claims of methods.yaml's `why_warmup` (arm a minus arm b over seeds, per lr and warm-up; premise:
-Post-LN with Adam fails there without warm-up), each run's stratum (`schedule_key`) and cell (every factor fixed
-per run but the seed: records.run_config.arm_values, the one table of keys that cannot change training) and its continuous outcome (`worse`). "X trains where Y fails" does not hold when
-X never trained either (>= 2 seeds) while the premise holds: it is a claim of training, not of how much better."""
+Post-LN with Adam fails there without warm-up), each run's stratum (`schedule_key`), cell (every factor fixed per run
+but the seed: records.run_config.arm_values) and continuous outcome (`worse`). "X trains where Y fails" does not hold
+when X never trained either (>= 2 seeds) while the premise holds: a claim of training, not of how much better."""
 
 from __future__ import annotations
 

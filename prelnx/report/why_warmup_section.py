@@ -97,10 +97,6 @@ def ranked(verdicts: list[PredictiveVerdict]) -> list[PredictiveVerdict]:
                                              else -1.0), v.claim["id"]))  # fmt: skip
 
 
-def cell_label(cell: tuple[tuple[str, str], ...]) -> str:
-    return ", ".join(f"{key.rsplit('.', 1)[-1]} {value.strip(chr(39))}" for key, value in cell) or "one cell"
-
-
 def _seed_outcome(study: Study, arm: Arm, test: frozenset[int]) -> str:
     nll = final_nll(arm)
     text = (f"diverged at {arm.diverged_at}" if arm.diverged else f"{nll:.2f}" if nll is not None else "no nll")
@@ -120,7 +116,8 @@ def cells_table(study: Study, rules: Protocol) -> list[str]:
         failed = sum(study.failed(a) for a in group)
         held = {study.failed(a) for a in group if a.seed in rules.test_seeds}
         seeds = ", ".join(_seed_outcome(study, a, rules.test_seeds) for a in group)
-        lines.append(f"| {stratum_label(stratum)} | {cell_label(cell)} | {failed} / {len(group) - failed} | {seeds} | "
+        cell_label = ", ".join(f"{key.rsplit('.', 1)[-1]} {value.strip(chr(39))}" for key, value in cell) or "one cell"
+        lines.append(f"| {stratum_label(stratum)} | {cell_label} | {failed} / {len(group) - failed} | {seeds} | "
                      f"{'yes' if held == {True, False} else 'no'} |")  # fmt: skip
     return lines
 
@@ -160,10 +157,6 @@ def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
     return lines
 
 
-def _auc(p: Prediction) -> str:
-    return "-" if p.auc is None else f"{p.auc:.2f} [{p.low:.2f}, {p.high:.2f}]"
-
-
 def _fit(p: Prediction) -> str:
     direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
     pairs = f"{p.fit_pairs} pair{'s' if p.fit_pairs != 1 else ''}"
@@ -188,7 +181,8 @@ def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
         diff = "-" if p.difference is None else f"{p.difference:+.2f} [{p.diff_low:+.2f}, {p.diff_high:+.2f}]"
         pv = "-" if not p.pairs or not p.direction else f"{p.p_value:.3g} ({'exact' if p.exact else 'Monte Carlo'})"
         cont = "-" if p.continuous is None else f"{p.continuous:.2f}"
-        lines.append(f"{head} {_fit(p)} | {_auc(p)} | {diff} | {len(p.informative)} / {p.pairs} | {pv} | {cont} | "
+        auc = "-" if p.auc is None else f"{p.auc:.2f} [{p.low:.2f}, {p.high:.2f}]"
+        lines.append(f"{head} {_fit(p)} | {auc} | {diff} | {len(p.informative)} / {p.pairs} | {pv} | {cont} | "
                      f"{p.runs} / {len(v.excluded)} | **{_prediction_text(v)}** |")  # fmt: skip
     return lines
 
