@@ -114,6 +114,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shared = any(d.scope in ("module", "class") for defs in definitions.values() for d in defs)
         if shared:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = _longest_first(items)
+
+
+def _longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The order pytest-xdist hands the work out in (pytest_configure turns off its own, by a group's test count):
+    the longest work first - the groups holding a training, then the other trainings, then the groups sharing a
+    module-scoped set-up, then the rest - so that the suite ends on short tests that fill both workers, never on one
+    long training with the other worker idle. Each group's tests keep their order (a stable sort); serial runs keep
+    the files' order."""
+
+    def group(item: pytest.Item) -> str | None:
+        marker = item.get_closest_marker("xdist_group")
+        return None if marker is None else (marker.args[0] if marker.args else marker.kwargs.get("name"))
+
+    slow_groups = {group(item) for item in items if group(item) and item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        name = group(item)
+        if name is not None:
+            return 0 if name in slow_groups else 2
+        return 1 if item.get_closest_marker("slow") else 3
+
+    return sorted(items, key=rank)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's loadgroup queues the work in the collected order (`_longest_first`), not its default of the
+    groups with the most tests first (a group of many quick tests would start before a long training)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

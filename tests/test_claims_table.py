@@ -37,11 +37,18 @@ def committed(table):
     return table.rows(ROOT)
 
 
+# Deciding every committed study again takes seconds (as tests/test_bench_sequential.py's 64 committed runs): the
+# tests reading `committed` run in the slow tier; the hand-made studies below keep the generator in the quick one.
+READS_EVERY_STUDY = pytest.mark.slow
+
+
+@READS_EVERY_STUDY
 @pytest.mark.parametrize("target", ["README.md", "docs/results.md"])
 def test_the_published_table_is_the_generators_output(table, committed, target):
     assert table.block((ROOT / target).read_text(), target) == table.render(committed, target)
 
 
+@READS_EVERY_STUDY
 def test_every_claim_of_paper_yaml_has_a_row_and_none_has_a_made_up_verdict(table, committed):
     ids = [claim["id"] for kind in KINDS for claim in paper_data()[kind]]
     assert len(ids) == 12
@@ -105,6 +112,7 @@ def test_a_committed_theory_output_decides_lemma_1(table, tmp_path):
     assert rows[0].verdict in ("holds", "does not hold") or rows[0].verdict.startswith("inconclusive")
 
 
+@READS_EVERY_STUDY
 def test_a_premise_sweep_shows_its_premise_not_a_verdict(committed):
     """The committed SGD premise sweep has no arm without warm-up: Figure 2b's claim is "not measured" there, shown
     with the premise it checked (failed at every lr), never left out as if no study had looked."""

@@ -306,7 +306,13 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 COMMITTED = sorted(p.parent for p in RESULTS.glob("*/runs/sweep.json"))
 
 
-@pytest.mark.parametrize("raw", COMMITTED, ids=[p.parent.name for p in COMMITTED])
+def _study(raw: Path):
+    """A study of over 50 runs takes seconds to read (placements_lm's 219: ~20 CPU-seconds), so it runs in the slow
+    tier; the smaller studies keep every reader on committed raw data in the quick one."""
+    return pytest.param(raw, id=raw.parent.name, marks=pytest.mark.slow if len(list(raw.iterdir())) > 50 else ())
+
+
+@pytest.mark.parametrize("raw", [_study(raw) for raw in COMMITTED])
 def test_every_reader_reads_every_committed_run_dir_format(raw, tmp_path):
     """Each committed study's runs (format 1: status.json without `format`) read by the arms, the per-run rows and
     the outcome the report judges them by; a run dir stamped with today's format reads the same."""
