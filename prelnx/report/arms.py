@@ -189,13 +189,14 @@ def with_contexts(arms: list[Arm]) -> list[Arm]:
         arm.context = tuple((k, v) for k, v in sorted(arm.values.items()) if k not in factor_keys)
     differing = differing_keys(arms)
     for arm in arms:
-        found = dict(arm.context)
-        arm.context_label = ", ".join(f"{k} {_shown(found.get(k))}" for k in differing)
+        arm.context_label = context_words(arm, differing)
     return arms
 
 
-def _shown(value: str | None) -> str:
-    return "-" if value is None else value.strip('"')
+def context_words(arm: Arm, keys: list[str]) -> str:
+    """`model.encoder_layers 12, model.norm -`: the run's value of each context key (-: it has none), in words."""
+    found = dict(arm.context)
+    return ", ".join(f"{k} {'-' if found.get(k) is None else found[k].strip(chr(34))}" for k in keys)
 
 
 def differing_keys(arms: list[Arm]) -> list[str]:
@@ -291,13 +292,15 @@ def outcome_counts(outcomes: list[RunOutcome]) -> str:
     return ", ".join(parts) or "-"
 
 
-def describe_arm(arm: Arm) -> str:
-    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words (its layout by prelnx.layouts' name)."""
-    layout = display_name(arm.layout)
+def describe_arm(arm: Arm, settings: bool = True) -> str:
+    """`Post-LN adam lr 0.001, 120 warm-up`: an arm's settings in words (its layout by prelnx.layouts' name); without
+    `settings`: its method alone (`Post-LN adam`)."""
+    method = display_name(arm.layout) + ("" if arm.task == "masked_lm" else f" {arm.optimizer}")
+    if not settings:
+        return method
     warmup = f"{arm.warmup} warm-up" if arm.warmup else "no warm-up"
-    optimizer = "" if arm.task == "masked_lm" else f" {arm.optimizer}"
     context = f" ({arm.context_label})" if arm.context_label else ""
-    return f"{layout}{optimizer} lr {arm.lr:g}, {warmup}{context}"
+    return f"{method} lr {arm.lr:g}, {warmup}{context}"
 
 
 def seed_groups(arms: list[Arm], by: Callable[[Arm], tuple] = lambda arm: arm.key) -> dict[tuple, list[Arm]]:

@@ -160,7 +160,7 @@ def failures_case(label: str, mine: list[Arm], base: list[Arm], margin: float | 
     """`mine` fails less often than `base` (the failure counts alone, Fisher's exact test: stats.compare_counts);
     premise: `base` fails in at least one seed (else there is nothing to fail less than: not testable). `margin`: the
     claim's own trained margin (None: paper.yaml's)."""
-    mine_name = mine_name or describe_arm(mine[0]).split(' lr ')[0]
+    mine_name = mine_name or describe_arm(mine[0], settings=False)
     said = f" (trained: final valid nll ≥ {margin:g} bit below the plateau, this claim's own margin)" if margin else ""
     method = dataclasses.replace(outcome_sample(describe_arm(mine[0]), mine, lambda arm: (0.0, 0), margin), read="")
     other = dataclasses.replace(outcome_sample(describe_arm(base[0]), base, lambda arm: (0.0, 0), margin), read="")

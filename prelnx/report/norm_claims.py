@@ -14,7 +14,7 @@ from typing import Any
 from prelnx.console import results
 from prelnx.layouts import display_name
 from prelnx.paper import norm_variants_data
-from prelnx.report.arms import Arm, differing_keys, pick, seed_groups
+from prelnx.report.arms import Arm, context_words, differing_keys, pick, seed_groups
 from prelnx.report.claims import comparator_trained, failures_case, loss_case
 from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.render import claims_table, claims_text
@@ -56,12 +56,7 @@ def norm_groups(arms: list[Arm]) -> list[tuple[str, list[Arm]]]:
     in from the rest of the sweep, in words ("" when there is one group)."""
     groups = list(seed_groups(arms, lambda arm: tuple((k, v) for k, v in arm.context if k not in NORM_KEYS)).values())
     keys = [k for k in differing_keys(arms) if k not in NORM_KEYS]
-
-    def label(group: list[Arm]) -> str:
-        found = dict(group[0].context)
-        return ", ".join(f"{k} {found[k].strip(chr(34)) if k in found else '-'}" for k in keys)
-
-    return [(label(group) if len(groups) > 1 else "", group) for group in groups]
+    return [(context_words(group[0], keys) if len(groups) > 1 else "", group) for group in groups]
 
 
 def _settings(group: list[Arm], *keys: str) -> list[dict[str, Any]]:

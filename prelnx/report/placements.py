@@ -48,7 +48,7 @@ def _gaps(arms: list[Arm], layout: str, warmup: int, lrs: tuple[float, float]) -
             missing += 1
         else:
             values.append(abs((arm.final() or 0.0) - (by_seed[arm.seed].final() or 0.0)))
-    label = f"{describe_arm(high[0]).split(' lr ')[0]}, {warmup or 'no'} warm-up" if high else layout
+    label = f"{describe_arm(high[0], settings=False)}, {warmup or 'no'} warm-up" if high else layout
     return Sample(f"{label}: loss gap between lr {lrs[0]:g} and {lrs[1]:g}", tuple(values), failed, diverged,
                   missing, untestable=untestable, failure="failed at either lr", unjudged=unjudged)  # fmt: skip
 
