@@ -195,7 +195,7 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
     def portable(text: str) -> str:
         return text.replace(strip.rstrip("/") + "/", "") if strip else text
 
-    from prelnx.config.errors import Refusal  # noqa: PLC0415
+    from prelnx.exits import Refusal  # noqa: PLC0415
 
     if not (sweep_dir / "sweep.json").is_file():
         raise Refusal(f"--collect {sweep_dir}: not a sweep dir (no sweep.json); give the folder `prelnx sweep` wrote")
@@ -233,7 +233,7 @@ def collect_gradients(study_dir: Path, study: str, root: Path = ROOT) -> tuple[l
     """Copy each finished variant folder of `study_dir` (the folder `prelnx grads` wrote the variants into) into
     docs/results/<study>/<variant>/, replacing that variant's; returns the folders kept and, per variant not kept,
     why (not there, or not finished: no grads_summary.json yet). No finished variant at all is bad input."""
-    from prelnx.config.errors import Refusal  # noqa: PLC0415
+    from prelnx.exits import Refusal  # noqa: PLC0415
     from prelnx.report.variant_gradients import RAW_FILES, READ, VARIANTS  # noqa: PLC0415
 
     if not study_dir.is_dir():
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser.add_argument("--strip", metavar="FOLDER", help="with --collect: the repository copy the sweep ran in, "
                         "taken off its paths (a user's layout file then named relative to the repository)")
     args = parser.parse_args(argv)
-    from prelnx.config.errors import Refusal  # noqa: PLC0415 - bad input's one error line
+    from prelnx.exits import Refusal  # noqa: PLC0415 - bad input's one error line
 
     if args.collect and not args.study:
         parser.error("--collect needs --study")

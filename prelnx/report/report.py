@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
-from prelnx.config.errors import Refusal
 from prelnx.console import results
+from prelnx.exits import Refusal
 from prelnx.finetune.summary import SUMMARY_JSON, format_mean
 from prelnx.paper import paper_data
 from prelnx.plots.curves import plot
@@ -24,8 +24,8 @@ from prelnx.records.results import SUMMARY_LOCK, sweep_name
 from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
-from prelnx.report.outcome import check_claims, not_measured
 from prelnx.report.norm_claims import layernorm_arms, norm_section
+from prelnx.report.outcome import check_claims, not_measured
 from prelnx.report.placements import methods_sections
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.sequential import how_decided

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.layouts import display_name
 from prelnx.paper import paper_data
 from prelnx.report.outcome import Case, ClaimOutcome, check_claims, not_measured

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import write_text_atomic
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.layouts import display_name
 from prelnx.records.machine_record import read_machines
 from prelnx.report.outcome import ClaimOutcome, check_claims

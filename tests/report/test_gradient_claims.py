@@ -72,7 +72,7 @@ def test_a_study_that_did_not_record_its_models_says_so(tmp_path):
 
 def test_a_folder_with_no_study_is_a_refusal_naming_the_missing_file(tmp_path):
     """Bad input for `prelnx report --grads`: one Refusal (exit 2, no traceback), not a bare ValueError."""
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
 
     with pytest.raises(Refusal, match=r"--grads .*: no grads_summary\.json \(run `prelnx grads"):
         load_gradient_summary(tmp_path)

@@ -340,7 +340,7 @@ def test_every_reader_reads_every_committed_run_dir_format(raw, tmp_path):
 def test_a_run_dir_of_a_newer_format_is_refused_by_name(tmp_path):
     import json
 
-    from prelnx.config.errors import Refusal
+    from prelnx.exits import Refusal
 
     sweep = _sweep(tmp_path)
     run = sweep.folder / sweep.run("pre", 0, [7.0, 6.0])

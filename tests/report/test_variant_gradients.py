@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from prelnx.config.errors import Refusal
+from prelnx.exits import Refusal
 from prelnx.report import variant_gradients as vg
 from prelnx.report.stats import Verdict
 
