@@ -94,6 +94,13 @@ REZERO_FFN_INIT = Option("rezero_ffn_init", "xavier", "ReZero's FFN init: xavier
                          "bias, 70f72b7) or torch (majumderb/rezero's nn.Linear)", choices=("xavier", "torch"))
 MIXLN_ALPHA = Option("mixln_alpha", 0.25, "Mix-LN's share of Post-LN layers at the bottom of each stack (floor(alpha "
                      "L) of L; the paper's 0.25)", low=0.0, high=1.0)  # fmt: skip
+
+
+def post_ln_layers(alpha: float, layers: int) -> int:
+    """floor(alpha L), Mix-LN's Post-LN layers at the bottom of a stack of L (a hair of slack for 0.29 x 100)."""
+    return math.floor(alpha * layers + 1e-9)
+
+
 CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
                    "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
 LAYOUTS: dict[str, Layout] = {row.name: row for row in (
