@@ -23,6 +23,10 @@ from prelnx.layout_options import Option
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
 PAPER, WARMUP_FREE, PLACEMENT, VARIANT = "paper", "warm-up-free", "placement", "variant"
 ALL_TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")  # config.task's values, named once
+# fairseq's translation presets (fairseq/models/transformer/transformer_legacy.py): config.model.arch's values, each
+# registered by the plugin as prelnx_<name> (read here: a config validates without importing fairseq, 4 s).
+ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
+                "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
 TRANSLATION, TRANSLATION_AND_LM = ("translation",), ("translation", "language_model")
 ALL_NORMS, STATISTICAL, LAYERNORM = ("layernorm", "rmsnorm", "dyt"), ("layernorm", "rmsnorm"), ("layernorm",)
 # Why a family refuses a norm or QK-Norm, in the config's error.

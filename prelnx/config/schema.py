@@ -11,12 +11,9 @@ from prelnx.config.schedule import Problems, ScheduleConfig, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layout_options import option_values
-from prelnx.layouts import (ALL_NORMS, ALL_TASKS, LAYOUTS, NORM_REASON, QK_REASON, Layout,
+from prelnx.layouts import (ALL_NORMS, ALL_TASKS, ARCH_PRESETS, LAYOUTS, NORM_REASON, QK_REASON, Layout,
                             LayoutFileError, absolute_spec, layout, post_ln_layers)
 
-# fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
-ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
-                "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
 # fairseq's BERT-style encoder presets (fairseq/models/roberta/model.py; the layout's architecture: plan/encoder.py)
 MLM_ARCH_PRESETS = ("roberta_base",)
 # language_model: transformer_lm only; fairseq's other LM presets force decoder_normalize_before (transformer_lm.py)
