@@ -27,6 +27,8 @@ ALL_TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model"
 # registered by the plugin as prelnx_<name> (read here: a config validates without importing fairseq, 4 s).
 ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
                 "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
+# schedule.decay's values, each a --decay of the plugin's lr_scheduler/warmup_decay.py (here: the plugin reads no higher)
+DECAYS = ("inverse_sqrt", "constant", "step", "linear")
 TRANSLATION, TRANSLATION_AND_LM = ("translation",), ("translation", "language_model")
 ALL_NORMS, STATISTICAL, LAYERNORM = ("layernorm", "rmsnorm", "dyt"), ("layernorm", "rmsnorm"), ("layernorm",)
 # Why a family refuses a norm or QK-Norm, in the config's error.
