@@ -1,7 +1,8 @@
 """THE layout table: every model.layout prelnx trains, one row each; a shipped layout is one row here plus one plugin
 file (prelnx_fairseq_plugin/models/<name>.py). A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md) is loaded
 here at config validation (thread-safe: sweeps validate in threads), its class attributes one more row. Standard
-library, exits.py and layout_options.py only: the plugin reads this table too (and loads a user's file alike).
+library, exits.py and layout_options.py only: the plugin reads this table too (and loads a user's file alike), and
+the names it shares with the config (tasks, arch presets, decays), which live here for that reason.
 """
 
 from __future__ import annotations
