@@ -1,7 +1,8 @@
 """THE layout table: every model.layout prelnx trains, one row each; a shipped layout is one row here plus one plugin
 file (prelnx_fairseq_plugin/models/<name>.py). A user's `model.layout: PATH.py:CLASS` (docs/your_layout.md) is loaded
 here at config validation (thread-safe: sweeps validate in threads), its class attributes one more row. Standard
-library, exits.py and layout_options.py only: the plugin reads this table too (and loads a user's file alike).
+library, exits.py and layout_options.py only: the plugin reads this table too (and loads a user's file alike), and
+the names it shares with the config (tasks, arch presets, decays), which live here for that reason.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ from prelnx.layout_options import Option
 # (docs/placements.md), and DeepNorm (docs/variants.md). A user's layout is a placement of theirs.
 PAPER, WARMUP_FREE, PLACEMENT, VARIANT = "paper", "warm-up-free", "placement", "variant"
 ALL_TASKS = ("translation", "masked_lm", "sentence_prediction", "language_model")  # config.task's values, named once
+# fairseq's translation presets (fairseq/models/transformer/transformer_legacy.py): config.model.arch's values, each
+# registered by the plugin as prelnx_<name> (read here: a config validates without importing fairseq, 4 s).
+ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
+                "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
+# schedule.decay's values, each a --decay of the plugin's lr_scheduler/warmup_decay.py (here: the plugin reads no higher)
+DECAYS = ("inverse_sqrt", "constant", "step", "linear")
 TRANSLATION, TRANSLATION_AND_LM = ("translation",), ("translation", "language_model")
 ALL_NORMS, STATISTICAL, LAYERNORM = ("layernorm", "rmsnorm", "dyt"), ("layernorm", "rmsnorm"), ("layernorm",)
 # Why a family refuses a norm or QK-Norm, in the config's error.
@@ -94,6 +101,13 @@ REZERO_FFN_INIT = Option("rezero_ffn_init", "xavier", "ReZero's FFN init: xavier
                          "bias, 70f72b7) or torch (majumderb/rezero's nn.Linear)", choices=("xavier", "torch"))
 MIXLN_ALPHA = Option("mixln_alpha", 0.25, "Mix-LN's share of Post-LN layers at the bottom of each stack (floor(alpha "
                      "L) of L; the paper's 0.25)", low=0.0, high=1.0)  # fmt: skip
+
+
+def post_ln_layers(alpha: float, layers: int) -> int:
+    """floor(alpha L), Mix-LN's Post-LN layers at the bottom of a stack of L (a hair of slack for 0.29 x 100)."""
+    return math.floor(alpha * layers + 1e-9)
+
+
 CLINIC = Reference("LiyuanLucasLiu/Transformer-Clinic", "fairseq/fairseq/modules/transformer_layer.py",
                    "70f72b708ab074db5ca3726494e3263516041159")  # fmt: skip
 LAYOUTS: dict[str, Layout] = {row.name: row for row in (

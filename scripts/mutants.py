@@ -61,7 +61,7 @@ MUTANTS = (
            "return residual + layer.branch_dropout(x if index == 1 and len(layer.output_norms) == 3 "
            "else layer.output_norms[index](x))",
            k("decoder and (peri or reorder)", RECOMPUTE), "the decoder's cross-attention branch without its output norm"),
-    Mutant("mixln_round", f"{PLUGIN}/models/mixln.py", "return math.floor(alpha * layers + 1e-9)",
+    Mutant("mixln_round", "prelnx/layouts.py", "return math.floor(alpha * layers + 1e-9)",
            "return round(alpha * layers)", k("mixln", RECOMPUTE), "Mix-LN's Post-LN layer count rounded, not floored"),
     Mutant("residual_dropout_on_x_d", f"{PLUGIN}/models/residual.py",
            "stream.x_d = (layer.layer_input if stream.x_d is None else stream.x_d) + x",

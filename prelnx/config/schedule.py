@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-# The decays, named once (the plugin's warmup_decay implements each as --decay; its own DECAYS should read this).
-DECAYS = ("inverse_sqrt", "constant", "step", "linear")
+from prelnx.layouts import DECAYS
+
 DECAY_START_KEYS = ("decay_period", "decay_start_update", "decay_start_epoch")  # inverse_sqrt: where its decay starts
 
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -12,12 +11,9 @@ from prelnx.config.schedule import Problems, ScheduleConfig, schedule_problems
 from prelnx.data.locations import TRAINED
 from prelnx.data.synthetic import SyntheticTask
 from prelnx.layout_options import option_values
-from prelnx.layouts import (ALL_NORMS, ALL_TASKS, LAYOUTS, NORM_REASON, QK_REASON, Layout,
-                            LayoutFileError, absolute_spec, layout)
+from prelnx.layouts import (ALL_NORMS, ALL_TASKS, ARCH_PRESETS, LAYOUTS, NORM_REASON, QK_REASON, Layout,
+                            LayoutFileError, absolute_spec, layout, post_ln_layers)
 
-# fairseq's translation-transformer presets (fairseq/models/transformer/transformer_legacy.py).
-ARCH_PRESETS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
-                "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
 # fairseq's BERT-style encoder presets (fairseq/models/roberta/model.py; the layout's architecture: plan/encoder.py)
 MLM_ARCH_PRESETS = ("roberta_base",)
 # language_model: transformer_lm only; fairseq's other LM presets force decoder_normalize_before (transformer_lm.py)
@@ -318,11 +314,11 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
 
 def _placement_problems(m: ModelConfig, need: Callable[[bool, str, str], None]) -> None:
     """The placements' own checks (docs/placements.md; an option's range is its declaration's): a Mix-LN with no
-    Post-LN layer (floor(alpha L), the plugin's mixln.post_ln_layers, is 0)."""
+    Post-LN layer (post_ln_layers, floor(alpha L), is 0)."""
     alpha = m.options.get("mixln_alpha")
     if m.layout == "mixln" and isinstance(alpha, float) and 0.0 <= alpha <= 1.0:  # else refused by its declaration
         for key in ("encoder_layers", "decoder_layers"):
             layers = getattr(m, key)
-            need(layers is None or layers < 1 or math.floor(alpha * layers + 1e-9) != 0, f"model.{key}",
+            need(layers is None or layers < 1 or post_ln_layers(alpha, layers) != 0, f"model.{key}",
                  (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer in {layers} layers (floor(alpha L) "
                   f"= 0: it would be Pre-LN); use more layers or a larger model.mixln_alpha"))  # fmt: skip

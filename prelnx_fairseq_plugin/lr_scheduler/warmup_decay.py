@@ -24,14 +24,16 @@ from omegaconf import II
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.optim.lr_scheduler import FairseqLRScheduler, register_lr_scheduler
 
-DECAYS = ChoiceEnum(["constant", "inverse_sqrt", "step", "linear"])
+from prelnx.layouts import DECAYS
+
+DECAY_CHOICES = ChoiceEnum(list(DECAYS))
 
 
 @dataclass
 class WarmupDecayConfig(FairseqDataclass):
     warmup_updates: int = field(default=0, metadata={"help": "linear warm-up over N updates; 0 = start at the peak"})
     warmup_init_lr: float = field(default=0.0, metadata={"help": "lr at update 0 when warming up"})
-    decay: DECAYS = field(default="constant", metadata={"help": "what follows the warm-up"})
+    decay: DECAY_CHOICES = field(default="constant", metadata={"help": "what follows the warm-up"})
     step_epochs: str = field(default="", metadata={"help": "step: comma-separated epochs at which lr *= step_factor"})
     step_factor: float = field(default=0.1, metadata={"help": "step: the multiplier"})
     decay_start_epoch: int = field(default=0, metadata={"help": "inverse_sqrt: hold the peak until this epoch; 0 = off"})

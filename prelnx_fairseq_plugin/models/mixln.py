@@ -18,17 +18,13 @@ ReLU FFN, positions and init.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from torch import nn
 
+from prelnx.layouts import post_ln_layers
+
 from .schemes import LayoutScheme, register
-
-
-def post_ln_layers(alpha: float, layers: int) -> int:
-    """floor(alpha L), the number of Post-LN layers at the bottom of a stack of L (a hair of slack for 0.29 x 100)."""
-    return math.floor(alpha * layers + 1e-9)
 
 
 @register

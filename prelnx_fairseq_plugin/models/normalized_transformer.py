@@ -18,18 +18,13 @@ from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
+from prelnx.layouts import ARCH_PRESETS
+
 from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer
 from .norms import NORM_TYPES, NormVariant
 from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
 
 MODEL_NAME = "prelnx_transformer"
-
-# fairseq's translation presets (fairseq/models/transformer/transformer_legacy.py) -> prelnx_<name>.
-PRESETS: dict[str, Callable[[Any], None]] = {
-    name: getattr(fairseq_transformer, "base_architecture" if name == "transformer" else name)
-    for name in ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_vaswani_wmt_en_de_big",
-                 "transformer_vaswani_wmt_en_fr_big", "transformer_wmt_en_de_big", "transformer_wmt_en_de_big_t2t")
-}
 
 
 def _wrap_layer(layer: nn.Module, cfg: Any) -> nn.Module:
@@ -125,5 +120,6 @@ def _architecture(preset: Callable[[Any], None], args: Any) -> None:
     preset(args)
 
 
-for _name, _preset in PRESETS.items():
+for _name in ARCH_PRESETS:  # fairseq's preset function of each name -> prelnx_<name>
+    _preset = getattr(fairseq_transformer, "base_architecture" if _name == "transformer" else _name)
     register_model_architecture(MODEL_NAME, f"prelnx_{_name}")(functools.partial(_architecture, _preset))

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from prelnx.cli import app
 from prelnx.config.load import ConfigError, config_from_dict, config_to_dict, load_config
-from prelnx.layouts import LAYOUTS, MIXLN_ALPHA
+from prelnx.layouts import LAYOUTS, MIXLN_ALPHA, post_ln_layers
 from prelnx.plan.common import variant_argv
 
 runner = CliRunner()
@@ -67,6 +67,15 @@ def test_the_plugin_reads_the_declared_value_and_refuses_another(tiny_config_fil
 
     with pytest.raises(ValueError, match=r"--layout-options: model.mixln_alpha: expected a number in \[0.0, 1.0\]"):
         MixLN(Namespace(layout_options='{"mixln_alpha": 2}'))
+
+
+
+def test_a_mixln_with_no_post_ln_layer_is_refused_by_the_count_the_plugin_builds_with(tiny_config_file):
+    """One count (prelnx.layouts.post_ln_layers) decides both the refusal and the model: floor, with slack."""
+    assert [post_ln_layers(0.25, n) for n in (3, 4, 8)] == [0, 1, 2] and post_ln_layers(0.29, 100) == 29
+    with pytest.raises(ConfigError, match=r"model.encoder_layers: layout: mixln with mixln_alpha 0.25 has no Post-LN "
+                                          r"layer in 3 layers \(floor\(alpha L\) = 0: it would be Pre-LN\)"):
+        load_config(tiny_config_file(model={"layout": "mixln", "encoder_layers": 3, "decoder_layers": 4}))
 
 
 OPTIONED = '''

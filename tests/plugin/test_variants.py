@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from prelnx.config.load import load_config
-from prelnx.config.schema import ARCH_PRESETS
 from prelnx.launch.inprocess import build_task_and_model, load_plugin
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
+from prelnx.layouts import ARCH_PRESETS
 
 N_ENCODER, M_DECODER = 3, 2  # different depths, so that a formula using the wrong one fails
 
@@ -308,13 +308,19 @@ def test_the_gradient_study_measures_deepnorm(tiny_config_file, tmp_path):
     assert all(math.isfinite(row["grad_norm"]) and row["grad_norm"] > 0 for row in outcome.rows)
 
 
-def test_the_schemas_preset_names_are_the_plugins_and_fairseqs():
-    """The schema lists the preset names so that a config validates without importing fairseq (4 s); the
-    dimensions themselves are only fairseq's (the plugin applies fairseq's own preset functions)."""
-    from fairseq.models import ARCH_MODEL_REGISTRY
+def test_each_preset_a_config_accepts_is_fairseqs_own_preset_under_the_plugin():
+    """prelnx.layouts.ARCH_PRESETS (read by the config without importing fairseq, 4 s) are fairseq's presets: each
+    prelnx_<name> sets every dimension as fairseq's <name> does, plus the variant's defaults (all off)."""
+    from argparse import Namespace
 
-    from prelnx.config.schema import ARCH_PRESETS
-    from prelnx_fairseq_plugin.models.normalized_transformer import PRESETS
+    from fairseq.models import ARCH_CONFIG_REGISTRY
 
-    assert set(ARCH_PRESETS) == set(PRESETS)
-    assert all(name in ARCH_MODEL_REGISTRY and f"prelnx_{name}" in ARCH_MODEL_REGISTRY for name in ARCH_PRESETS)
+    load_plugin()
+    for name in ARCH_PRESETS:
+        fairseq_args, prelnx_args = Namespace(), Namespace()
+        ARCH_CONFIG_REGISTRY[name](fairseq_args)
+        ARCH_CONFIG_REGISTRY[f"prelnx_{name}"](prelnx_args)
+        variant = {key: value for key, value in vars(prelnx_args).items() if key not in vars(fairseq_args)}
+        assert {key: vars(prelnx_args)[key] for key in vars(fairseq_args)} == vars(fairseq_args), name
+        assert variant == {"norm_type": "layernorm", "deepnorm": False, "qk_norm": False, "dyt_init_alpha": 0.5,
+                           "layout_scheme": "none", "layout_file": "", "layout_options": "{}"}, name
