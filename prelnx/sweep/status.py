@@ -166,8 +166,7 @@ def table(states: list[RunStanding]) -> list[str]:
     eta = eta_seconds(states)
     left = sum(state.left for state in states)
     if left:
-        units = {state.unit for state in states if state.left}
-        unit = f"{units.pop()}s" if len(units) == 1 else "epochs/updates"
+        unit = grain.units_label({state.unit for state in states if state.left})
         lines.append(f"left: {left} {unit} of the runs' budgets; ETA " + (duration(eta) if eta is not None else
                      "unknown until a run records a validation"))  # fmt: skip
     return lines
