@@ -28,6 +28,11 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def load_average(decimals: int = 2) -> str:
+    """The 1, 5 and 15 minute load averages as the records print them ("1.23 0.98 0.50")."""
+    return " ".join(f"{x:.{decimals}f}" for x in os.getloadavg())
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process `pid` runs here (another user's too)."""
     try:

@@ -23,7 +23,7 @@ from prelnx.machine import usable_cores
 from prelnx.plan.data import data_dir, languages
 from prelnx.plan.launch import fairseq_program, use_cuda
 from prelnx.plugin_path import PLUGIN_DIR
-from prelnx.records.checkpoints import CheckpointChoice, epoch_checkpoints, parse_checkpoint
+from prelnx.records.checkpoints import CheckpointChoice, epoch_checkpoints, parse_checkpoints
 from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import read_run_config
 from prelnx.records.status import read_status
@@ -180,7 +180,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | CheckpointChoice, averag
         if not dry_run:
             average_checkpoints(chosen, averaged)
         return averaged, f"average of {', '.join(p.name for p in chosen)}"
-    choice = parse_checkpoint(checkpoint, run_dir_as=RUN_DIR_AS) if isinstance(checkpoint, str) else checkpoint
+    (choice,) = parse_checkpoints([checkpoint], run_dir_as=RUN_DIR_AS)  # a CheckpointChoice passes as it is
     recorded = read_status(run_dir)
     if choice.in_run and RunStatus.of(recorded) in (RunStatus.DIVERGED, RunStatus.FAILED) and not any(
             checkpoints.glob("checkpoint*.pt")):  # fmt: skip

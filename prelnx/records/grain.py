@@ -35,6 +35,11 @@ def stride(config: Config) -> int:
     return config.eval.every_updates or 1
 
 
+def units_label(units: set[str]) -> str:
+    """What a sum of runs' steps counts: "epochs", "updates", or "epochs/updates" where their units mix."""
+    return f"{next(iter(units))}s" if len(units) == 1 else "epochs/updates"
+
+
 def of_run_dir(run_dir: Path) -> Grain:
     """A run dir's grain, from its config.yaml (the epoch grain when it has none yet); RunConfigError when it
     cannot be read."""

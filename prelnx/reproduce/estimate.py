@@ -6,13 +6,12 @@ GPU-hours on a V100 at GPU_WPS (its source stated): docs/reproduce.md.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from prelnx.config.schema import Config
-from prelnx.machine import usable_cores
+from prelnx.machine import load_average, usable_cores
 from prelnx.plan.model_sizes import TRANSFORMER_BASE, model_sizes
 
 STARTUP_S = 8.0  # a fairseq training process's start-up and first validation, seconds on this kind of CPU
@@ -98,7 +97,7 @@ class Probe:
     seconds: float  # the probe's own time
 
     def describe(self) -> str:
-        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        load = load_average(1)
         return (f"measured here: the demo model trains {self.wps:,.0f} target tokens/s on one thread "
                 f"(a {self.seconds:.0f} s probe of forward+backward steps in this process; load average {load})")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.console import results
 from prelnx.eta import at_pace, duration
 from prelnx.exits import Exit
+from prelnx.machine import load_average
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import sweep_rows
 from prelnx.reproduce.plan import Plan, StagePlan, complete, grad_study, marker, stage_spec
@@ -215,8 +215,7 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
                             "submit it with --executor slurm")  # fmt: skip
     if dry_run:
         return Exit.FINISHED
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    write_text_atomic(out / "plan.txt", "\n".join(lines) + f"\n\nload average at the start: {load}\n")
+    write_text_atomic(out / "plan.txt", "\n".join(lines) + f"\n\nload average at the start: {load_average()}\n")
     outcome = run_stages(the_plan)
     report = write_summary(out, scale)
     log.info(f"report: {report}")

@@ -10,6 +10,7 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.finetune.summary import SUMMARY_MD
+from prelnx.machine import load_average
 from prelnx.records.results import sweep_rows
 from prelnx.reproduce.choose import read_choice, unchosen
 from prelnx.reproduce.plan import read_marker
@@ -143,8 +144,8 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
 def machine_lines() -> list[str]:
     from prelnx.launch.environment import environment  # `prelnx env`'s lines
 
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return [f"- {what}: {value}" for what, value in environment()] + [f"- load average when the report was written: {load}"]
+    load = f"- load average when the report was written: {load_average()}"
+    return [f"- {what}: {value}" for what, value in environment()] + [load]
 
 
 def write_summary(out: Path, scale: str) -> Path:

@@ -186,7 +186,6 @@ def run_submitit(
     cluster: str | None,
     options: dict[str, Any],
     on_done: Callable[[SweepPoint, RunStatus], None],
-    watcher: Any = None,
 ) -> dict[str, RunStatus]:
     """Submit the points as one job array (`cluster` None: Slurm, "local": submitit's local executor). Slurm's jobs are
     followed by the one watcher (launch/slurm_watch.py), submitit's local jobs by their own."""
@@ -201,10 +200,11 @@ def run_submitit(
             config = with_threads(point.config, request.cpus_per_task)
             jobs.append((point, executor.submit(SubmititRun(config, sweep_dir / point.name))))
     log.info(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
+    watcher = None
     if cluster is None:
         from prelnx.launch.slurm_watch import WATCHER
 
-        watcher = watcher or WATCHER
+        watcher = WATCHER
         for _, job in jobs:
             watcher.register_job(job.job_id)
     statuses: dict[str, RunStatus] = {}

@@ -40,9 +40,8 @@ class SweepProgress:
     def __init__(self, points: list[SweepPoint], also: Callable[[Snapshot], str] | None = None) -> None:
         self.total = len(points)
         self.planned = {p.name: grain.planned(p.config) for p in points}
-        kinds = {grain.of(p.config) for p in points}
         self.stride = {p.name: grain.stride(p.config) for p in points}  # units per row
-        self.unit = "updates" if kinds == {grain.Grain.UPDATE} else "epochs" if kinds == {grain.Grain.EPOCH} else "epochs/updates"
+        self.unit = grain.units_label({grain.of(p.config).value for p in points})
         self.steps: dict[str, int] = {p.name: 0 for p in points}
         self.seen: set[str] = set()  # runs that recorded a row in this process
         self.counted = 0  # steps trained after each run's first row, for the pace

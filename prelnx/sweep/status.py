@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import Config
+from prelnx.console import columns
 from prelnx.eta import at_pace, duration
 from prelnx.exits import Refusal
 from prelnx.records import grain
@@ -158,16 +159,13 @@ def table(states: list[RunStanding]) -> list[str]:
     rows = [(s.run, s.status, _progress(s),
              _number(s.valid_loss, 3), _number(s.valid_bleu, 2), "-" if s.diverged_at is None else str(s.diverged_at),
              s.reason or "-") for s in states]  # fmt: skip
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
-    lines = ["  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:-1])) + "  " + row[-1]
-             for row in [header, *rows]]  # fmt: skip
+    lines = columns([header, *rows])
     counts = Counter(state.status for state in states)
     lines.append(f"{len(states)} run(s): " + ", ".join(f"{count} {status}" for status, count in sorted(counts.items())))
     eta = eta_seconds(states)
     left = sum(state.left for state in states)
     if left:
-        units = {state.unit for state in states if state.left}
-        unit = f"{units.pop()}s" if len(units) == 1 else "epochs/updates"
+        unit = grain.units_label({state.unit for state in states if state.left})
         lines.append(f"left: {left} {unit} of the runs' budgets; ETA " + (duration(eta) if eta is not None else
                      "unknown until a run records a validation"))  # fmt: skip
     return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 from prelnx.reproduce.plan import Plan, StagePlan, marker, stage_spec
@@ -146,3 +147,4 @@ def test_b2s_section_shows_the_verdicts_of_its_own_seeds_and_the_claims_table_re
     assert "0.42 [95 % CI 0.39, 0.45]" in falls and "0.65 [95 % CI 0.60, 0.69]" in falls  # as docs/results.md
     assert falls.endswith("**does not hold** |"), falls
     assert "Post-LN's last-layer" not in b2  # B2 measured Pre-LN only: the Post-LN claims are not its to show
+    assert re.search(r"^- load average when the report was written: \d+\.\d\d \d+\.\d\d \d+\.\d\d$", report, re.M)

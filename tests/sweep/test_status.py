@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from prelnx.cli import app
 from prelnx.sweep.execute import plan_sweep, save_spec
+from prelnx.sweep.progress import SweepProgress
 from prelnx.sweep.spec import resolve_spec
 from prelnx.sweep.status import sweep_states, table
 
@@ -44,6 +45,15 @@ def test_a_pending_runs_budget_is_its_configs(tiny_config_file, tmp_path):
     assert set(_progress(tmp_path / "u").values()) == {"update 0/40"} and len(updates) == 2
     result = runner.invoke(app, ["status", str(tmp_path / "u")])
     assert result.exit_code == 130 and "?" not in result.output and "update 0/40" in result.output, result.output
+    both = table(states + sweep_states(tmp_path / "u"))  # 2 x 8 epochs and 2 x 40 updates
+    assert "left: 96 epochs/updates of the runs' budgets" in "\n".join(both)
+
+
+def test_a_sweeps_progress_counts_its_runs_grain(tiny_config_file, tmp_path):
+    points = []
+    for folder, fixed in (("e", "train.max_epoch=8"), ("u", "eval.every_updates=10")):
+        points += plan_sweep(resolve_spec(tiny_config_file(), ["optimizer.lr=0.001"], [fixed], "s"), tmp_path / folder)[1]
+    assert [SweepProgress(p).unit for p in (points[:1], points[1:], points)] == ["epochs", "updates", "epochs/updates"]
 
 
 def test_a_sweep_whose_base_moved_still_shows_its_runs(tiny_config_file, tmp_path):
