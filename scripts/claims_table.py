@@ -93,13 +93,12 @@ def _interval(outcome: Any) -> str:
     return "<br>".join(shown + ([f"and {more} more cases (in the report)"] if more > 0 else []))
 
 
-def _sweep_scale(folder: Path, arms: list[Any]) -> str:
+def _sweep_scale(arms: list[Any]) -> str:
     """`synthetic, 6-6 layers, d 128, 408 updates`: the study's data (a prepared dataset: its folder's name) and
     model (its first run's config) and the most updates any of its runs made."""
-    from prelnx.records.run_config import read_run_config  # noqa: PLC0415
     from prelnx.reproduce.estimate import model_sizes  # noqa: PLC0415
 
-    config = read_run_config(folder / arms[0].name)
+    config = arms[0].config  # read by load_arms
     sizes = model_sizes(config)
     layers = (f"{sizes['decoder_layers']} decoder" if config.task == "language_model" else
               f"{sizes['encoder_layers']}-{sizes['decoder_layers']}" if sizes["decoder_layers"] else
@@ -151,7 +150,7 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
             arms = load_arms(folder)
             if not arms:
                 continue
-            scale = _sweep_scale(folder, arms)
+            scale = _sweep_scale(arms)
             per_arm = " or ".join(sorted({str(len(group)) for group in seed_groups(arms).values()}, key=int))
             bert = [a for a in arms if a.task == "masked_lm"]
             trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
