@@ -139,7 +139,8 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
     """Every committed sweep study's training and BERT claims, decided from its raw data, checked against its report."""
     from prelnx.paper import paper_data  # noqa: PLC0415
     from prelnx.report.arms import load_arms, seed_groups  # noqa: PLC0415
-    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS  # noqa: PLC0415
+    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, training_arms  # noqa: PLC0415
+    from prelnx.report.outcome import check_claims  # noqa: PLC0415
     from prelnx.report.render import claims_table  # noqa: PLC0415
 
     rebuild, claims, found = _rebuild_script(), paper_data(), []
@@ -153,9 +154,9 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
             scale = _sweep_scale(arms)
             per_arm = " or ".join(sorted({str(len(group)) for group in seed_groups(arms).values()}, key=int))
             bert = [a for a in arms if a.task == "masked_lm"]
-            trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
+            trained = training_arms(arms)
             for kind, checks, group in (("training", TRAINING_CHECKS, trained), ("bert", BERT_CHECKS, bert)):
-                outcomes = {c["id"]: checks[c["id"]](group, c) for c in claims[kind]} if group else {}
+                outcomes = check_claims(claims[kind], checks, group) if group else {}
                 kept = _rows(claims[kind], outcomes, scale, report.relative_to(root).as_posix(), f"{per_arm} per arm")
                 ids = {row.claim for row in kept}
                 _checked(report, [claims_table([c], outcomes)[2] for c in claims[kind] if c["id"] in ids], root)
@@ -166,6 +167,7 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
 def analysis_rows(root: Path = ROOT) -> list[Row]:
     """Figure 3 from committed `prelnx grads` outputs, Lemma 1 from committed `prelnx theory` outputs."""
     from prelnx.paper import paper_data  # noqa: PLC0415
+    from prelnx.report.outcome import check_claims  # noqa: PLC0415
     from prelnx.report.theory_claims import (  # noqa: PLC0415
         GRADIENT_CHECKS,
         check_theory,
@@ -178,7 +180,7 @@ def analysis_rows(root: Path = ROOT) -> list[Row]:
         where = folder.relative_to(root).as_posix() + "/"
         if (folder / "grads.csv").is_file() and (folder / "grads_summary.json").is_file():
             summary = load_gradient_summary(folder)
-            outcomes = {c["id"]: GRADIENT_CHECKS[c["id"]](summary, c) for c in claims["gradients"]}
+            outcomes = check_claims(claims["gradients"], GRADIENT_CHECKS, summary)
             depths = summary["depths"]
             scale = f"{summary['settings']['config']}, depths {depths[0]}-{depths[-1]}"
             found += _rows(claims["gradients"], outcomes, scale, where)
