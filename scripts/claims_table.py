@@ -93,13 +93,12 @@ def _interval(outcome: Any) -> str:
     return "<br>".join(shown + ([f"and {more} more cases (in the report)"] if more > 0 else []))
 
 
-def _sweep_scale(folder: Path, arms: list[Any]) -> str:
+def _sweep_scale(arms: list[Any]) -> str:
     """`synthetic, 6-6 layers, d 128, 408 updates`: the study's data (a prepared dataset: its folder's name) and
     model (its first run's config) and the most updates any of its runs made."""
-    from prelnx.records.run_config import read_run_config  # noqa: PLC0415
     from prelnx.reproduce.estimate import model_sizes  # noqa: PLC0415
 
-    config = read_run_config(folder / arms[0].name)
+    config = arms[0].config  # read by load_arms
     sizes = model_sizes(config)
     layers = (f"{sizes['decoder_layers']} decoder" if config.task == "language_model" else
               f"{sizes['encoder_layers']}-{sizes['decoder_layers']}" if sizes["decoder_layers"] else
@@ -140,7 +139,8 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
     """Every committed sweep study's training and BERT claims, decided from its raw data, checked against its report."""
     from prelnx.paper import paper_data  # noqa: PLC0415
     from prelnx.report.arms import load_arms, seed_groups  # noqa: PLC0415
-    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS  # noqa: PLC0415
+    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, training_arms  # noqa: PLC0415
+    from prelnx.report.outcome import check_claims  # noqa: PLC0415
     from prelnx.report.render import claims_table  # noqa: PLC0415
 
     rebuild, claims, found = _rebuild_script(), paper_data(), []
@@ -151,12 +151,12 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
             arms = load_arms(folder)
             if not arms:
                 continue
-            scale = _sweep_scale(folder, arms)
+            scale = _sweep_scale(arms)
             per_arm = " or ".join(sorted({str(len(group)) for group in seed_groups(arms).values()}, key=int))
             bert = [a for a in arms if a.task == "masked_lm"]
-            trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
+            trained = training_arms(arms)
             for kind, checks, group in (("training", TRAINING_CHECKS, trained), ("bert", BERT_CHECKS, bert)):
-                outcomes = {c["id"]: checks[c["id"]](group, c) for c in claims[kind]} if group else {}
+                outcomes = check_claims(claims[kind], checks, group) if group else {}
                 kept = _rows(claims[kind], outcomes, scale, report.relative_to(root).as_posix(), f"{per_arm} per arm")
                 ids = {row.claim for row in kept}
                 _checked(report, [claims_table([c], outcomes)[2] for c in claims[kind] if c["id"] in ids], root)
@@ -167,6 +167,7 @@ def sweep_rows(root: Path = ROOT) -> list[Row]:
 def analysis_rows(root: Path = ROOT) -> list[Row]:
     """Figure 3 from committed `prelnx grads` outputs, Lemma 1 from committed `prelnx theory` outputs."""
     from prelnx.paper import paper_data  # noqa: PLC0415
+    from prelnx.report.outcome import check_claims  # noqa: PLC0415
     from prelnx.report.theory_claims import (  # noqa: PLC0415
         GRADIENT_CHECKS,
         check_theory,
@@ -179,7 +180,7 @@ def analysis_rows(root: Path = ROOT) -> list[Row]:
         where = folder.relative_to(root).as_posix() + "/"
         if (folder / "grads.csv").is_file() and (folder / "grads_summary.json").is_file():
             summary = load_gradient_summary(folder)
-            outcomes = {c["id"]: GRADIENT_CHECKS[c["id"]](summary, c) for c in claims["gradients"]}
+            outcomes = check_claims(claims["gradients"], GRADIENT_CHECKS, summary)
             depths = summary["depths"]
             scale = f"{summary['settings']['config']}, depths {depths[0]}-{depths[-1]}"
             found += _rows(claims["gradients"], outcomes, scale, where)

@@ -215,12 +215,10 @@ def collect(sweep_dir: Path, study: str, root: Path = ROOT, strip: str | None = 
     for point in json.loads((sweep_dir / "sweep.json").read_text())["runs"]:  # done runs only: others re-run
         keep_run(sweep_dir / point["name"], dest / point["name"], portable)
     from prelnx.plan.data import data_dir  # noqa: PLC0415
-    from prelnx.records.run_config import read_run_config  # noqa: PLC0415
 
     for arm in load_arms(dest)[:1]:  # the dictionary the plateau came from (one dataset per study)
-        config = read_run_config(dest / arm.name)
-        folder = data_dir(config)
-        name = dictionary_name(config)
+        folder = data_dir(arm.config)
+        name = dictionary_name(arm.config)
         for source in (sweep_dir / "data" / name, folder / name if folder is not None else None):
             if source is not None and source.is_file():  # the sweep's copy first, as the plateau reads it
                 (dest / "data").mkdir(exist_ok=True)

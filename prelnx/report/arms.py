@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from prelnx.config.schema import OptimizerConfig
+from prelnx.config.schema import Config, OptimizerConfig
 from prelnx.exits import Refusal
 from prelnx.layouts import RECIPE_KEYS, display_name
 from prelnx.paper import paper_data
@@ -84,6 +84,7 @@ class Arm:
     context_label: str = ""  # those of them that differ in the sweep, in words ("" when every run shares them)
     norm: str = "layernorm"  # model.norm: a context key, never a paper claim's factor (prelnx.report.norm_claims)
     qk_norm: bool = False  # model.qk_norm: likewise
+    config: Config | None = dataclasses.field(default=None, compare=False, repr=False)  # its config.yaml, read once
 
     @property
     def key(self) -> tuple:
@@ -151,7 +152,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
                         task=config.task, plateau=None if found is None else found.bits,
                         plateau_source="" if found is None else found.source,
                         diverged_at=_diverged_at(read_status(run_dir)), values=arm_values(config),
-                        norm=config.model.norm, qk_norm=bool(config.model.qk_norm)))  # fmt: skip
+                        norm=config.model.norm, qk_norm=bool(config.model.qk_norm), config=config))  # fmt: skip
     return with_contexts(arms)
 
 

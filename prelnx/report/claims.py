@@ -281,9 +281,14 @@ BERT_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = { 
 }
 
 
+def training_arms(arms: list[Arm]) -> list[Arm]:
+    """The runs the training claims read: a sweep's translation runs, else its decoder-only LM runs."""
+    return [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
+
+
 def paper_outcomes(arms: list[Arm], claims: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, ClaimOutcome]]:
-    """paper.yaml's claims a sweep is judged on, with their outcomes: the training claims on its translation runs (else
-    on its decoder-only LM runs), or the BERT claim on a masked-LM sweep (the translation claims do not apply)."""
-    trained = [a for a in arms if a.task == "translation"] or [a for a in arms if a.task == "language_model"]
+    """paper.yaml's claims a sweep is judged on, with their outcomes: the training claims on its `training_arms`, or
+    the BERT claim on a masked-LM sweep (the translation claims do not apply)."""
+    trained = training_arms(arms)
     listed, checks = (claims["bert"], BERT_CHECKS) if arms and not trained else (claims["training"], TRAINING_CHECKS)
     return listed, check_claims(listed, checks, trained or arms)

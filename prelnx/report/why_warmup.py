@@ -17,7 +17,6 @@ from typing import Any
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
 from prelnx.records.results import is_finite, sweep_name
-from prelnx.records.run_config import has_config, read_run_config
 from prelnx.layouts import display_name
 from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick
 from prelnx.report.claims import premise_state
@@ -143,11 +142,10 @@ def stratum_label(key: str) -> str:
 
 
 def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
-    read = {a.name: read_run_config(sweep_dir / a.name) for a in arms
-            if has_config(sweep_dir / a.name)}  # a run without its config has no stratum and no cell
-    schedules = {name: schedule_key(config_to_dict(config)) for name, config in read.items()}
+    read = [a for a in arms if a.config is not None]  # a run without its config has no stratum and no cell
+    schedules = {a.name: schedule_key(config_to_dict(a.config)) for a in read}
     factors = {a.name: {k: repr(json.loads(v)) for k, v in a.values.items()}  # every training key but the seed
-               for a in arms if a.name in read}  # (records.run_config.arm_values: keys that cannot change training)
+               for a in read}  # (records.run_config.arm_values: keys that cannot change training)
     keys = sorted({k for f in factors.values() for k in f})
     varied = [k for k in keys if len({f.get(k) for f in factors.values()}) > 1]
     cells = {name: tuple((k, f.get(k, "-")) for k in varied) for name, f in factors.items()}

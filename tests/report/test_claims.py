@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from scipy import stats as scipy_stats
 
-from prelnx.report.arms import load_arms
-from prelnx.report.claims import postln_adam_needs_warmup, postln_sgd_needs_warmup, short_warmup_large_lr
+from prelnx.report.arms import Arm, load_arms
+from prelnx.report.claims import (paper_outcomes, postln_adam_needs_warmup, postln_sgd_needs_warmup,
+                                  short_warmup_large_lr, training_arms)
 from prelnx.report.outcome import PremiseState
 from prelnx.paper import paper_data
 from prelnx.report.render import claims_table, verdict_text
@@ -24,6 +25,15 @@ def test_the_interval_is_welchs_t():
     expected = scipy_stats.ttest_ind(a.values, b.values, equal_var=False).confidence_interval(0.95)
     assert (c.low, c.high) == pytest.approx((expected.low, expected.high))
     assert c.verdict is Verdict.HOLDS and c.estimate == pytest.approx(a.mean - b.mean)
+
+
+def test_the_training_claims_read_the_translation_runs_else_the_language_model_runs_never_the_masked_lm_runs():
+    translation, lm, mlm = (Arm(name=task, layout="pre", optimizer="adam", warmup=0, lr=1e-3, seed=1, results={},
+                                rows=[], task=task) for task in ("translation", "language_model", "masked_lm"))
+    assert training_arms([lm, translation, mlm]) == [translation]  # a mixed sweep: its translation runs only
+    assert training_arms([mlm, lm]) == [lm]
+    assert training_arms([mlm]) == []
+    assert paper_outcomes([mlm], paper_data())[0] == paper_data()["bert"]  # a masked-LM sweep: the BERT claim
 
 
 def _needs_warmup(tmp_path, without: list[float], with_: list[float], **kwargs):

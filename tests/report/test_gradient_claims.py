@@ -13,7 +13,7 @@ from prelnx.analysis.grads.summary import csv_text
 from prelnx.config.load import load_config
 from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.paper import paper_data
-from prelnx.report.render import claims_table
+from prelnx.report.render import claims_table, interval_text
 from prelnx.report.stats import Verdict
 from tests.conftest import TINY
 
@@ -58,6 +58,7 @@ def test_figure3_verdicts_from_per_seed_ratios_and_the_plain_fairseq_note(tmp_pa
     grows = outcomes["postln_grows_with_layer"]
     assert [case.verdict for case in grows.cases] == [Verdict.HOLDS, Verdict.DOES_NOT_HOLD]  # Pre-LN falls: 0.67 + noise
     assert grows.verdict is Verdict.DOES_NOT_HOLD and grows.cases[1].comparison.a.n == 4
+    assert interval_text(grows.cases[0].comparison) == "2.86 [95 % CI 2.80, 2.91]"  # a ratio: a level, unsigned
     row = claims_table(paper_data()["gradients"], outcomes)[-1]
     assert "**Plain fairseq disagrees too**" in row and "--decoder-normalize-before" in row
     assert "Plain fairseq" not in claims_table(paper_data()["gradients"], outcomes)[2]  # only where it disagrees
