@@ -12,7 +12,6 @@ from prelnx.records.results import is_finite
 from prelnx.report.arms import Arm, RunState, at_updates, describe_arm, outcome_counts, seed_groups
 from prelnx.report.outcome import ClaimOutcome, Judged, PremiseState
 from prelnx.report.stats import MAX_SEEDS, ONE_SAMPLE, POWER, WELCH, Comparison, Sample, Verdict, counts_text
-from prelnx.report.theory_claims import LEVELS
 from prelnx.report.warmup_free import MethodClaims, RankRow
 
 MEASURED = {"failed to train": "trained", "did not reach the target": "reached it", "failed at either lr": "trained at both"}
@@ -38,6 +37,9 @@ def _region(region: tuple[float, float], log: bool = False) -> str:
     if math.isinf(lo) or math.isinf(hi):
         return f"< {high:{sign}.2f}" if math.isinf(lo) else f"> {low:{sign}.2f}"
     return f"within ±{hi:.2f}" if lo == -hi and not log else f"in [{low:.2f}, {high:.2f}]"
+
+
+LEVELS = ("ratio", "‖x‖²/d", "growth of ‖x‖²/d per layer")  # levels (prelnx.report.theory_claims), not differences
 
 
 def interval_text(c: Comparison) -> str:

@@ -21,11 +21,6 @@ from prelnx.paper import paper_data
 from prelnx.report.outcome import Case, ClaimOutcome, check_claims, not_measured
 from prelnx.report.stats import Sample, Verdict, above, compare
 
-RATIO = "ratio"  # Figure 3's metric
-NORM = "‖x‖²/d"  # Lemma 1's
-GROWTH = "growth of ‖x‖²/d per layer"
-LEVELS = (RATIO, NORM, GROWTH)  # levels, not differences: prelnx.report.render shows them unsigned
-
 
 def load_gradient_summary(grads_dir: Path) -> dict[str, Any]:
     """grads_summary.json, with the per-seed rows of grads.csv under `rows`."""
@@ -91,7 +86,7 @@ def _band(spec: dict[str, Any], key: str = "band") -> tuple[float, float]:
 def postln_last_layer_flat_in_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
     if "post" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
         return not_measured(spec["id"], "needs Post-LN at two depths or more")
-    case = Case("Post-LN", compare(RATIO, depth_ratio(summary, "post"), None, _band(spec)))
+    case = Case("Post-LN", compare("ratio", depth_ratio(summary, "post"), None, _band(spec)))
     return _with_note(ClaimOutcome(spec["id"], [case]), summary, ("post",))
 
 
@@ -101,10 +96,10 @@ def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, A
     shallow, deep = summary["depths"][0], summary["depths"][-1]
     ratio = depth_ratio(summary, "pre")
     predicted = (shallow / deep) ** 0.5
-    cases = [Case("Pre-LN falls", compare(RATIO, ratio, None, _band(spec)))]
+    cases = [Case("Pre-LN falls", compare("ratio", ratio, None, _band(spec)))]
     if "rate_band" in spec:
         rate = Sample(f"{ratio.label} over 1/sqrt(L)'s {predicted:.2f}", tuple(v / predicted for v in ratio.values))
-        cases.append(Case("like 1/sqrt(L)", compare(RATIO, rate, None, _band(spec, "rate_band"))))
+        cases.append(Case("like 1/sqrt(L)", compare("ratio", rate, None, _band(spec, "rate_band"))))
     outcome = ClaimOutcome(spec["id"], cases)
     outcome.notes.append(f"1/sqrt(L) predicts {predicted:.2f}")
     return _with_note(outcome, summary, ("pre",))
@@ -114,8 +109,8 @@ def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> Cl
     if not {"post", "pre"} <= set(summary.get("growth_last_over_first_layer", {})):
         return not_measured(spec["id"], "needs Post-LN and Pre-LN")
     outcome = ClaimOutcome(spec["id"], [
-        Case("Post-LN grows", compare(RATIO, layer_ratio(summary, "post"), None, above(float(spec["grows_above"])))),
-        Case("Pre-LN about flat", compare(RATIO, layer_ratio(summary, "pre"), None, _band(spec))),
+        Case("Post-LN grows", compare("ratio", layer_ratio(summary, "post"), None, above(float(spec["grows_above"])))),
+        Case("Pre-LN about flat", compare("ratio", layer_ratio(summary, "pre"), None, _band(spec))),
     ])  # fmt: skip
     return _with_note(outcome, summary, ("post", "pre"))
 
@@ -132,6 +127,8 @@ def gradient_claims() -> list[dict[str, Any]]:
 
 
 # Lemma 1 (Section 3.3), on a `prelnx theory` run's per-seed rows.
+NORM = "‖x‖²/d"  # a level, not a difference (prelnx.report.render.LEVELS)
+GROWTH = "growth of ‖x‖²/d per layer"
 HEADER = "Lemma 1 decided from every seed (paper.yaml's numbers and margins; a 95 % t interval over the seeds):"
 
 
