@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 from prelnx.analysis.grads.summary import csv_text
 from prelnx.paper import methods_data, paper_data
 from prelnx.report.arms import load_arms
-from prelnx.report.claims import preln_without_warmup_matches
+from prelnx.report.claims import preln_converges_faster, preln_without_warmup_matches
 from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
 from prelnx.report.outcome import Case, ClaimOutcome
 from prelnx.report.placements import check_placements
@@ -88,7 +88,7 @@ def test_3_diverged_seeds_never_vanish_from_at_update_and_updates_to_target_clai
         sweep.run("pre", 0, [6.0], seed=seed, status="diverged")
     sweep.seeds("post", 120, [6.50, 6.55, 6.60])
     arms = load_arms(sweep.save())
-    faster = preln_without_warmup_matches(arms, TRAINING["preln_converges_faster"])
+    faster = preln_converges_faster(arms, TRAINING["preln_converges_faster"])
     matches = preln_without_warmup_matches(arms, TRAINING["preln_without_warmup_matches"])
     assert faster.verdict is not Verdict.HOLDS  # was "holds" beside "matches → does not hold" on the same page
     assert faster.cases[0].comparison.a.diverged == 3 and faster.cases[0].comparison.a.values == ()
@@ -205,7 +205,7 @@ def test_9_every_line_names_its_metric_the_update_read_and_every_seed_by_its_out
     sweep.run("pre", 0, [7.5, float("nan")], seed=3, every=46)  # finished with a NaN loss: failed, not diverged
     sweep.run("pre", 0, [], seed=4)  # finished with no validation row
     arms = load_arms(sweep.save())
-    faster = preln_without_warmup_matches(arms, TRAINING["preln_converges_faster"])
+    faster = preln_converges_faster(arms, TRAINING["preln_converges_faster"])
     row = claims_table([TRAINING["preln_converges_faster"]], {faster.claim_id: faster})[-1]
     assert "Pre-LN at update ≤ 166" in row and "no warm-up at update 138: " in row  # the update actually read
     assert row.count("final valid loss (bits): ") == 1  # the metric, named once per comparison
