@@ -16,15 +16,19 @@ configs_app = options.command_group("The shipped configs: list them, show one re
 _BASE_LINE = re.compile(r"^base:[^\n#]*", re.MULTILINE)
 
 
-def _kind(path: Path) -> str:
-    """translation, masked_lm, ...: its task; a sweep spec: `sweep of <task>`."""
+def _kind(path: Path, known: dict[Path, str]) -> str:
+    """translation, masked_lm, ...: its task; a sweep spec: `sweep of <task>`. `known`: the kinds found so far (a
+    sweep's base is most often a config listed too: loaded once)."""
     from prelnx.config.load import base_chain, load_config
     from prelnx.sweep.spec import is_sweep_file  # the one rule: a spec has grid: or arms:
 
-    if is_sweep_file(path):
-        chain = base_chain(path)
-        return f"sweep of {_kind(chain[1])}" if len(chain) > 1 else "sweep"
-    return load_config(path)[0].task
+    if path not in known:
+        if is_sweep_file(path):
+            chain = base_chain(path)
+            known[path] = f"sweep of {_kind(chain[1], known)}" if len(chain) > 1 else "sweep"
+        else:
+            known[path] = load_config(path)[0].task
+    return known[path]
 
 
 @configs_app.command("list", short_help="Every shipped config: its name, task and purpose.")
@@ -34,7 +38,8 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     from prelnx.config.shipped import shipped_configs
     from prelnx.console import columns
 
-    found = [(item.name, _kind(item.path), item.purpose) for item in shipped_configs()]
+    known: dict[Path, str] = {}
+    found = [(item.name, _kind(item.path, known), item.purpose) for item in shipped_configs()]
     if as_json:
         typer.echo(json.dumps([dict(zip(("name", "task", "purpose"), row)) for row in found], indent=2))
         return

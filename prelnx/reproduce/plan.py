@@ -1,8 +1,8 @@
 """A scale's stages as they would run here: each stage's runs, its data check and its compute estimate.
 
 Pure: reads configs, data and a reproduction's markers (stages/<stage>.json, <stage>/choice.json); writes nothing
-(but the CPU probe's synthetic data cache). Missing data refuses the whole plan (PlanError, naming what prepares
-it), unless a user brings it (a corpus): that stage is then planned as not run, with the reason.
+(but the CPU probe's synthetic data cache, when the data is here). Missing data refuses the whole plan (PlanError,
+naming what prepares it), unless a user brings it (a corpus): that stage is then planned as not run, with the reason.
 """
 
 from __future__ import annotations
@@ -260,8 +260,8 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2,
             pace += (". Data not prepared here: an epoch of " + ", ".join(
                 f"{name} assumed {pairs:,} pairs x ~{per} target tokens" for name, (pairs, per)
                 in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
-    else:
-        probe = estimate.probe()
+    else:  # a plan its missing data refuses is estimated without the probe's seconds of training
+        probe = estimate.reference() if any(sp.missing for sp in plans.values()) else estimate.probe()
         pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} runs at "
                 f"a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")
         for sp in plans.values():

@@ -101,6 +101,9 @@ def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, 
     result = CliRunner().invoke(app, ["reproduce", "--scale", "cpu", "--dry-run"])
     assert result.exit_code == 2, result.output
     plan = result.output.splitlines()
+    # refused for its data: estimated at once at the stated reference pace, without the probe's seconds of training
+    assert plan[1].startswith("estimate: not measured here (the data is missing, so no probe ran): the demo model at "
+                              "3,900 target tokens/s on one thread, the probe's pace on an AMD EPYC"), plan[1]  # fmt: skip
     premise = next(i for i, line in enumerate(plan) if line.startswith(" 4. nmt_premise "))
     marked = next(line for line in plan[premise:] if "MISSING DATA:" in line)
     assert "data.path: data-bin/multi30k-8k.de-en" in marked and "bash scripts/prepare_cpu_study.sh" in marked
@@ -116,6 +119,19 @@ def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, 
     assert "6 seeds" in looks[3] and "17, 18, 19" in looks[3] and "33, 34 in this order" in looks[3]
     assert "6 seeds" in looks[4] and "35, 36, 37" in looks[4] and "51, 52 in this order" in looks[4]
     assert "if it chooses nothing, this stage and those after it are not run" in result.output  # D2's rule
+
+
+@pytest.mark.slow  # the probe: a few real training steps of the demo's model, seconds
+def test_a_plan_whose_data_is_here_measures_this_machines_pace(tmp_path, monkeypatch):
+    from prelnx.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["reproduce", "--scale", "demo", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    pace = result.output.splitlines()[1]
+    assert pace.startswith("estimate: measured here: the demo model trains ") and " s probe of " in pace, pace
+    assert float(pace.split(" trains ")[1].split()[0].replace(",", "")) > 0
+    assert "total: ~" in result.output and not (tmp_path / "runs").exists()
 
 
 def test_bad_scale_is_one_error(tmp_path):

@@ -5,6 +5,7 @@ killed; the parent's Watch reads its output as it reads fairseq's. No product mo
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import subprocess
@@ -204,10 +205,16 @@ def code_strings(path: Path) -> list[tuple[int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]  # fmt: skip
 
 
-def test_no_product_module_matches_fairseqs_wording_for_a_state():
+@functools.cache
+def product_strings() -> tuple[tuple[str, int, str], ...]:
+    """(file, line, text) of every string constant of the product's code, parsed once for the two checks below."""
     files = sorted((ROOT / "prelnx").rglob("*.py")) + sorted((ROOT / "prelnx_fairseq_plugin").rglob("*.py"))
     assert len(files) > 100
-    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in files for line, text in code_strings(path)
+    return tuple((str(path.relative_to(ROOT)), line, text) for path in files for line, text in code_strings(path))
+
+
+def test_no_product_module_matches_fairseqs_wording_for_a_state():
+    found = [f"{path}:{line}: {text!r}" for path, line, text in product_strings()
              if any(marker in text.lower() for marker in MARKERS)]  # fmt: skip
     assert found == []
 
@@ -218,11 +225,9 @@ LOG_RECORD = re.compile(r"\|\s*(train_inner|train|valid)\s*\||\\\|\\s\*.*\b(trai
 
 
 def test_no_product_module_parses_fairseqs_log_line_for_a_record():
-    files = sorted((ROOT / "prelnx").rglob("*.py")) + sorted((ROOT / "prelnx_fairseq_plugin").rglob("*.py"))
     assert LOG_RECORD.search(r"\|\s*(train_inner|train|valid)\s*\|\s*(\{.*\})\s*$")  # the regex it replaced
     assert LOG_RECORD.search("| valid |") and not LOG_RECORD.search(r"\|\s*prelnx_diagnostics\s*\|")
-    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in files for line, text in code_strings(path)
-             if LOG_RECORD.search(text)]  # fmt: skip
+    found = [f"{path}:{line}: {text!r}" for path, line, text in product_strings() if LOG_RECORD.search(text)]
     assert found == []
 
 
