@@ -231,9 +231,22 @@ def _coerce(value: Any, hint: Any) -> Any:
     raise ValueError
 
 
+def _hints(cls: type) -> dict[type, dict[str, Any]]:
+    """Each dataclass of the schema under `cls` (itself included) -> its fields' type hints."""
+    found = {cls: typing.get_type_hints(cls)}
+    for hint in found[cls].values():
+        if dataclasses.is_dataclass(hint):
+            found.update(_hints(hint))
+    return found
+
+
+# The schema's type hints, resolved once at import: typing.get_type_hints was most of reading a run's config.yaml.
+HINTS = _hints(Config)
+
+
 def _schema_fields(cls: type, prefix: str = "") -> dict[str, Any]:
     """Dotted key -> type hint for every leaf of the schema."""
-    hints = typing.get_type_hints(cls)
+    hints = HINTS[cls]
     leaves: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
@@ -246,7 +259,7 @@ def _schema_fields(cls: type, prefix: str = "") -> dict[str, Any]:
 
 def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
     kwargs: dict[str, Any] = {}
-    hints = typing.get_type_hints(cls)
+    hints = HINTS[cls]
     for f in dataclasses.fields(cls):
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(hints[f.name]):

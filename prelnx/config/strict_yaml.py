@@ -2,6 +2,10 @@
 a file over MAX_BYTES, MAX_NODES nodes (aliases expanded: a 489-byte alias bomb would take hours) or MAX_DEPTH levels
 is refused naming the bound; with `top_keys`, a file that is not that kind's is refused without its content (`base:
 /etc/shadow` must not print its lines), and syntax errors quote only PyYAML's token names and single characters.
+A file prelnx wrote (`emitted`: a run's config.yaml, yaml.safe_dump's output) is scanned and parsed by libyaml (C,
+~6x faster), composed and constructed by PyYAML with the same bounds and checks; a file libyaml cannot read is read
+again by PyYAML alone, so its error is said in PyYAML's words. A user's file is read by PyYAML alone (libyaml reads
+some text PyYAML refuses, and reads `!` as '' where PyYAML reads null).
 """
 
 from __future__ import annotations
@@ -12,8 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from prelnx.config.errors import ConfigError
+
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # a PyYAML built without libyaml: every file is read by PyYAML alone
+    CParser = None
+_EVENTS = (CParser,) if CParser is not None else ()
 
 MAX_BYTES = 1 << 20  # 1 MiB
 MAX_NODES = 20_000  # scalars, lists and mappings, as written and once aliases are expanded
@@ -28,12 +41,12 @@ class YamlInputError(ConfigError):
     """The file cannot be read as a config; the message names it and says what is wrong."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that stops composing at MAX_NODES nodes or MAX_DEPTH levels (before the file is fully read)."""
+class _Bounded:
+    """PyYAML's composer, stopped at MAX_NODES nodes or MAX_DEPTH levels (before the file is fully read)."""
 
-    def __init__(self, text: str, source: str) -> None:
-        super().__init__(text)
-        self.source, self.nodes, self.depth = source, 0, 0
+    source: str
+    nodes: int
+    depth: int
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self.nodes += 1
@@ -45,9 +58,29 @@ class _BoundedLoader(yaml.SafeLoader):
             if self.depth > MAX_DEPTH:
                 raise YamlInputError(f"{self.source}: refused: lists or mappings nested more than {MAX_DEPTH} deep "
                                      f"(the bound on a config's nesting; a config nests 3 or 4 deep)")  # fmt: skip
-            return super().compose_node(parent, index)
+            return super().compose_node(parent, index)  # type: ignore[misc]
         finally:
             self.depth -= 1
+
+
+class _PyYamlLoader(_Bounded, yaml.SafeLoader):
+    """PyYAML's own reader, scanner and parser: a user's file, and every error's words."""
+
+    def __init__(self, text: str, source: str) -> None:
+        yaml.SafeLoader.__init__(self, text)  # its reader refuses a character YAML does not allow here
+        self.source, self.nodes, self.depth = source, 0, 0
+
+
+class _LibyamlLoader(_Bounded, Composer, *_EVENTS, SafeConstructor, Resolver):  # type: ignore[misc]
+    """libyaml's scanner and parser (CParser's events), PyYAML's composer (before CParser's own: the bounds),
+    resolver and constructor: yaml.safe_dump's output read as _PyYamlLoader reads it."""
+
+    def __init__(self, text: str, source: str) -> None:
+        CParser.__init__(self, text)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self.source, self.nodes, self.depth = source, 0, 0
 
 
 def _walk(root: yaml.Node, source: str) -> list[str]:
@@ -105,29 +138,51 @@ def _check_kind(node: yaml.Node, source: str, top_keys: Collection[str], what: s
                              f"(its content is not shown)")  # fmt: skip
 
 
-def parse_yaml(text: str, source: str, top_keys: Collection[str] | None = None, what: str = "a config") -> Any:
+def _load(loader: Any, source: str, top_keys: Collection[str] | None, what: str) -> Any:
+    node = loader.get_single_node()
+    if node is not None:
+        problems = _walk(node, source)
+        if top_keys is not None:
+            _check_kind(node, source, top_keys, what)
+        if problems:
+            raise YamlInputError("\n  ".join(problems))
+    return None if node is None else loader.construct_document(node)
+
+
+def parse_yaml(
+    text: str, source: str, top_keys: Collection[str] | None = None, what: str = "a config", emitted: bool = False
+) -> Any:
     """The YAML document in `text`; YamlInputError on a syntax error, a duplicated key, a broken bound, or (with
-    `top_keys`) a document whose top-level keys are not those of `what`. The size bound is read_yaml's."""
-    loader = _BoundedLoader(text, source)
+    `top_keys`) a document whose top-level keys are not those of `what`. The size bound is read_yaml's. `emitted`:
+    text prelnx wrote with yaml.safe_dump, parsed by libyaml (a syntax error is said by PyYAML, which reads it again)."""
+    if emitted and CParser is not None:
+        fast = _LibyamlLoader(text, source)
+        try:
+            return _load(fast, source, top_keys, what)
+        except yaml.YAMLError:
+            pass  # PyYAML reads it again below, and says what is wrong in its words
+        finally:
+            fast.dispose()
+    loader = None
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            problems = _walk(node, source)
-            if top_keys is not None:
-                _check_kind(node, source, top_keys, what)
-            if problems:
-                raise YamlInputError("\n  ".join(problems))
-        return None if node is None else loader.construct_document(node)
+        loader = _PyYamlLoader(text, source)
+        return _load(loader, source, top_keys, what)
+    except yaml.reader.ReaderError as error:  # a character YAML does not allow: its code, not the text
+        line = text.count("\n", 0, error.position) + 1
+        raise YamlInputError(f"{source} line {line}: not valid YAML ({str(error).splitlines()[0]})") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         problem = _QUOTED.sub("(text)", str(getattr(error, "problem", None) or type(error).__name__))
         raise YamlInputError(f"{source}{where}: not valid YAML ({problem})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
-def read_yaml(path: Path, top_keys: Collection[str] | None = None, what: str = "a config") -> Any:
+def read_yaml(
+    path: Path, top_keys: Collection[str] | None = None, what: str = "a config", emitted: bool = False
+) -> Any:
     """Read and parse a YAML file strictly (UTF-8, within the bounds, no duplicated keys; see parse_yaml)."""
     try:
         with path.open("rb") as file:
@@ -142,4 +197,4 @@ def read_yaml(path: Path, top_keys: Collection[str] | None = None, what: str = "
     except UnicodeDecodeError as error:
         raise YamlInputError(f"{path}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}); "
                              f"save the file as UTF-8") from None  # fmt: skip
-    return parse_yaml(text, str(path), top_keys, what)
+    return parse_yaml(text, str(path), top_keys, what, emitted)

@@ -37,7 +37,7 @@ def read_run_config(run_dir: Path) -> Config:
     if not path.is_file():
         raise RunConfigError(f"{run_dir}: not a run dir (no {CONFIG_NAME}); give a folder `prelnx train` wrote")
     try:
-        return config_from_dict(read_yaml(path, TOP_KEYS, "a run's config") or {}, str(path))
+        return config_from_dict(read_yaml(path, TOP_KEYS, "a run's config", emitted=True) or {}, str(path))
     except (YamlInputError, ConfigError) as error:  # one problem a line, each naming the file: one line here
         lines = [line.strip().removeprefix(str(path)).lstrip(": ") for line in str(error).splitlines()]
         said = "; ".join(line for line in lines if line and not line.endswith(":"))  # not ConfigError's heading

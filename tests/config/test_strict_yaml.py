@@ -6,7 +6,10 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import hypothesis
 import pytest
+import yaml
+from hypothesis import strategies as st
 
 from prelnx.config.load import ConfigError, load_config
 from prelnx.config.strict_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES, YamlInputError, parse_yaml
@@ -125,3 +128,48 @@ def test_syntax_errors_quote_no_text_of_the_file(tmp_path):
     tab = r"line 2: not valid YAML \(found character '\\t' that cannot start any token"
     with pytest.raises(ConfigError, match=tab):
         load_config(path)
+
+
+def test_a_character_yaml_does_not_allow_is_one_error_naming_its_line_and_code(tmp_path):
+    path = tmp_path / "odd.yaml"
+    path.write_text('train: {max_epoch: 1}\nname: "a\x7fb"\n')  # PyYAML's reader refused it with a traceback before
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value) == (f"{path} line 2: not valid YAML (unacceptable character #x007f: special characters "
+                                f"are not allowed)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        alias_bomb(),
+        "x: " + "[" * 100 + "]" * 100 + "\n",
+        "x: &a {y: *a}\n",
+        "train: {max_epoch: 1, max_epoch: 2}\n",
+        "alice: *hashhashhash\n",
+        "model:\n\tlayout: pre\n",
+        "- alice\n- $6$saltsalt$hashhashhash\n",
+    ],
+    ids=["alias bomb", "deep", "self-reference", "duplicate", "undefined alias", "tab", "a list"],
+)
+def test_a_file_prelnx_wrote_is_read_by_libyaml_within_the_same_bounds_and_checks(text, hang_guard):
+    """`emitted` (a run's config.yaml) parses with libyaml; every bound, check and error is PyYAML's path's."""
+    said = []
+    for emitted in (False, True):
+        try:
+            said.append(repr(parse_yaml(text, "f.yaml", ("train", "model"), "a run's config", emitted=emitted)))
+        except YamlInputError as error:
+            said.append(str(error))
+    assert said[0] == said[1] and said[0].startswith("f.yaml"), said
+
+
+LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+
+
+@hypothesis.settings(max_examples=30, deadline=None)
+@hypothesis.given(
+    st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner))
+)
+def test_whatever_yaml_safe_dump_wrote_libyaml_reads_as_pyyaml_does(data):
+    text = yaml.safe_dump({"train": data}, sort_keys=False)
+    assert parse_yaml(text, "f.yaml", emitted=True) == parse_yaml(text, "f.yaml") == {"train": data}
