@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.schema import Config
-from prelnx.launch.inprocess import load_plugin
+from prelnx.launch.inprocess import build_model, load_plugin
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.launch import fairseq_argv
 
@@ -29,11 +29,11 @@ from prelnx.plan.launch import fairseq_argv
 _CONVERTED: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Any, Any]] = {}
 
 
-def built(argv: list[str], seed: int | None = None) -> tuple[Any, Any, Any]:
-    """(cfg, task, model) for a fairseq training argv: the model at initialisation, seeded with `seed` (None: the
-    argv's --seed, as build_task_and_model). `cfg` has the groups a test reads (cfg.criterion, cfg.model, ...) as
-    attributes, its model group this argv's."""
-    from fairseq import options, tasks, utils
+def converted(argv: list[str]) -> tuple[Any, Any]:
+    """(cfg, task) for a fairseq training argv, as training_cfg and setup_task give them: `cfg` has the groups a test
+    reads (cfg.common, cfg.criterion, cfg.model, ...) as attributes, its model group this argv's; `task` is shared by
+    every argv of the same conversion (a test that changes it sets up its own from cfg.task)."""
+    from fairseq import options, tasks
     from fairseq.dataclass.utils import _set_legacy_defaults, convert_namespace_to_omegaconf, override_module_args
     from fairseq.models import ARCH_MODEL_REGISTRY
     from omegaconf import DictConfig
@@ -54,11 +54,21 @@ def built(argv: list[str], seed: int | None = None) -> tuple[Any, Any, Any]:
         _CONVERTED[key] = cfg, tasks.setup_task(cfg.task)
     cfg, task = _CONVERTED[key]
     model_cfg = model_args if model_args is not None else copy.deepcopy(cfg.model)
-    utils.set_torch_seed(cfg.common.seed if seed is None else seed)
-    model = task.build_model(model_cfg)
-    return Namespace(**{**{group: cfg[group] for group in cfg}, "model": model_cfg}), task, model
+    return Namespace(**{**{group: cfg[group] for group in cfg}, "model": model_cfg}), task
 
 
-def translation(config: Config, save_dir: Path = Path("unused-checkpoints")) -> tuple[Any, Any, Any]:
-    """(cfg, task, model) of a prelnx config: the argv of `prelnx train` on CPU (training_cfg's), built."""
-    return built(fairseq_argv(config, ensure_data(config), save_dir, cuda=False))
+def built(argv: list[str], seed: int | None = None) -> tuple[Any, Any, Any]:
+    """(cfg, task, model) for a fairseq training argv: the model at initialisation, seeded with `seed` (None: the
+    argv's --seed), by build_task_and_model's build_model."""
+    cfg, task = converted(argv)
+    return cfg, task, build_model(task, cfg, seed)
+
+
+def translation_argv(config: Config, save_dir: Path = Path("unused-checkpoints")) -> list[str]:
+    """The argv of `prelnx train` on CPU for a prelnx config (training_cfg's)."""
+    return fairseq_argv(config, ensure_data(config), save_dir, cuda=False)
+
+
+def translation(config: Config) -> tuple[Any, Any, Any]:
+    """(cfg, task, model) of a prelnx config, as build_task_and_model gives them."""
+    return built(translation_argv(config))

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from prelnx.config.load import config_to_dict, load_config
-from prelnx.launch.inprocess import build_model, training_cfg
+from prelnx.launch.inprocess import build_model
 from prelnx.launch.local import train
 from prelnx.plan.launch import plan_run
 from prelnx.records.metrics import read_metrics
@@ -153,7 +153,7 @@ def test_tfixup_scales_a_shared_embedding_once_by_the_encoders_factor(tiny_confi
                                                         "share_decoder_input_output_embed": True}))  # fmt: skip
         from fairseq import tasks
 
-        cfg = training_cfg(config)
+        cfg, _ = builder.converted(builder.translation_argv(config))
         task = tasks.setup_task(cfg.task)
         task.tgt_dict = task.src_dict  # one dictionary for both sides, as a joined dictionary is
         return build_model(task, cfg)
