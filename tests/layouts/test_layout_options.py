@@ -54,12 +54,12 @@ def test_mixlns_option_is_declared_on_its_row_and_drives_default_check_and_argv(
 
 def test_the_plugin_reads_the_declared_value_and_refuses_another(tiny_config_file):
     """The planned value reaches the model: Mix-LN with alpha 0.5 of 4 layers has 2 Post-LN layers (0.25: 1)."""
-    from prelnx.launch.inprocess import build_task_and_model
+    from tests.plugin import build
 
     for alpha, post in ((0.5, 2), (0.25, 1)):
         config, _ = load_config(tiny_config_file(model={"layout": "mixln", "encoder_layers": 4, "decoder_layers": 4}),
                                 [f"model.mixln_alpha={alpha}"])  # fmt: skip
-        _, _, model = build_task_and_model(config)
+        _, _, model = build.translation(config)
         assert [layer.normalize_before for layer in model.encoder.layers] == [False] * post + [True] * (4 - post)
     from argparse import Namespace
 
@@ -99,14 +99,14 @@ class Offset(LayoutScheme):
 
 
 def test_a_user_files_option_is_checked_planned_and_built(tmp_path, tiny_config_file, monkeypatch):
-    from prelnx.launch.inprocess import build_task_and_model
+    from tests.plugin import build
 
     (tmp_path / "offset.py").write_text(OPTIONED)
     spec = f"{tmp_path / 'offset.py'}:Offset"
     config, _ = load_config(tiny_config_file(model={"layout": spec, "offset": 0.5}))
     assert config.model.options == {"offset": 0.5, "where": "both"}
     assert planned_options(config) == {"offset": 0.5, "where": "both"}
-    _, _, model = build_task_and_model(config)
+    _, _, model = build.translation(config)
     assert {float(layer.offset) for layer in (*model.encoder.layers, *model.decoder.layers)} == {0.5}
     shown = runner.invoke(app, ["layouts", "show", spec])
     assert "model.offset (default 0.0; a number in [-1.0, 1.0]): added to" in shown.output, shown.output

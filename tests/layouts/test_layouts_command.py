@@ -45,13 +45,13 @@ def _new(tmp_path, monkeypatch) -> str:
 def test_a_new_layout_file_is_a_row_and_builds_as_written(tmp_path, tiny_config_file, monkeypatch):
     """The written file is a layout row (`show`) and the model the plan builds from it has its hooks' parameters."""
     from prelnx.config.load import load_config
-    from prelnx.launch.inprocess import build_task_and_model
+    from tests.plugin import build
 
     spec = _new(tmp_path, monkeypatch)
     shown = json.loads(runner.invoke(app, ["layouts", "show", spec, "--json"]).output)
     assert shown["display"] == "Scaled preln" and shown["pre_ln"] and shown["file"].endswith(spec[1:])
     config, _ = load_config(tiny_config_file(), [f"model.layout={spec}"])
-    _, _, model = build_task_and_model(config)
+    _, _, model = build.translation(config)
     assert [tuple(layer.branch_scales.shape) for layer in (*model.encoder.layers, *model.decoder.layers)] == [
         (2,), (2,), (3,), (3,)]  # one scale per sublayer: self-attention, (cross-attention,) FFN
     assert model.encoder.layers[0].normalize_before and model.decoder.layer_norm is not None  # pre_ln = True

@@ -19,11 +19,10 @@ import torch.nn.functional as F
 
 from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig, check_values
-from prelnx.launch.inprocess import build_task_and_model, load_plugin
 from prelnx.layouts import LAYOUTS, option_keys
 from prelnx.plan.common import normalize_before_argv, variant_argv
 from prelnx.plan.language_model import LM_PLUGIN_ARCH
-from tests.plugin import recompute
+from tests.plugin import build as builder, recompute
 
 PLACEMENTS = ("peri", "reorder", "mixln", "residual", "lnscale")
 DIM = 32  # the tiny config's embed_dim
@@ -31,17 +30,13 @@ DIM = 32  # the tiny config's embed_dim
 
 def build(tiny_config_file, **model):
     config, _ = load_config(tiny_config_file(model=model))
-    return build_task_and_model(config)[2].eval()
+    return builder.translation(config)[2].eval()
 
 
 def build_lm(tmp_path, *, seed=1, arch=LM_PLUGIN_ARCH, plain=False, **model):
     """A decoder-only model as fairseq-train builds it from the argv plan/common.py gives for these model keys."""
-    from fairseq import options, tasks
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
     from prelnx.plugin_path import PLUGIN_DIR
 
-    load_plugin()
     (tmp_path / "dict.txt").write_text("".join(f"w{i} 1\n" for i in range(40)))
     declared = {key: model[key] for key in option_keys(model.get("layout")) if key in model}  # model.<option>
     fields = {key: value for key, value in model.items() if key not in declared}
@@ -51,10 +46,7 @@ def build_lm(tmp_path, *, seed=1, arch=LM_PLUGIN_ARCH, plain=False, **model):
             "--decoder-layers", str(model.get("decoder_layers", 3)), "--decoder-embed-dim", str(DIM),
             "--decoder-input-dim", str(DIM), "--decoder-output-dim", str(DIM), "--decoder-ffn-embed-dim", "64",
             "--decoder-attention-heads", "2", "--tokens-per-sample", "16", "--share-decoder-input-output-embed"]  # fmt: skip
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
-    task = tasks.setup_task(cfg.task)
-    torch.manual_seed(seed)
-    return task.build_model(cfg.model).eval()
+    return builder.built(argv, seed)[2].eval()
 
 
 def run_layer(layer, x):
@@ -274,17 +266,11 @@ def test_the_lm_arch_with_default_options_is_fairseqs_transformer_lm_weight_for_
 
 def build_lm_plain(tmp_path, extra):
     """fairseq's own `--arch transformer_lm` (its dataclass defaults: Post-LN unless --decoder-normalize-before)."""
-    from fairseq import options, tasks
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
     argv = [str(tmp_path), "--task", "language_modeling", "--arch", "transformer_lm", *extra, "--decoder-layers", "3",
             "--decoder-embed-dim", str(DIM), "--decoder-input-dim", str(DIM), "--decoder-output-dim", str(DIM),
             "--decoder-ffn-embed-dim", "64", "--decoder-attention-heads", "2", "--tokens-per-sample", "16",
             "--share-decoder-input-output-embed"]  # fmt: skip
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
-    task = tasks.setup_task(cfg.task)
-    torch.manual_seed(1)
-    return dict(task.build_model(cfg.model).state_dict())
+    return dict(builder.built(argv, 1)[2].state_dict())
 
 
 @pytest.mark.parametrize(

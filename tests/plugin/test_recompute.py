@@ -17,11 +17,10 @@ import yaml
 
 from prelnx.config.load import load_config
 from prelnx.config.schema import Config, ModelConfig
-from prelnx.launch.inprocess import build_task_and_model, load_plugin
 from prelnx.plan.common import normalize_before_argv, variant_argv
 from prelnx.plan.language_model import LM_PLUGIN_ARCH
 from tests.conftest import TINY
-from tests.plugin import recompute
+from tests.plugin import build, recompute
 from tests.plugin.recompute import ACTIVATION_DROPOUT, DIM, DROPOUT, FFN, HEADS
 
 DEPTH = 6  # x 0.25 = 1.5: Mix-LN's floor (1) and round (2) differ
@@ -38,17 +37,13 @@ def translation_model(folder, layout: str):
     path = folder / f"{layout}.yaml"
     path.write_text(yaml.safe_dump({**TINY, "model": model}))
     config, _ = load_config(path)
-    return build_task_and_model(config)[2]
+    return build.translation(config)[2]
 
 
 def language_model(folder, layout: str, seed: int = 1, **model):
     """The decoder-only model as fairseq-train builds it from the argv plan/common.py gives for these model keys."""
-    from fairseq import options, tasks
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
     from prelnx.plugin_path import PLUGIN_DIR
 
-    load_plugin()
     (folder / "dict.txt").write_text("".join(f"w{i} 1\n" for i in range(40)))
     config = Config(model=dataclasses.replace(ModelConfig(), layout=layout, **model))
     argv = [str(folder), "--user-dir", str(PLUGIN_DIR), "--task", "language_modeling", "--arch", LM_PLUGIN_ARCH,
@@ -57,10 +52,7 @@ def language_model(folder, layout: str, seed: int = 1, **model):
             "--decoder-ffn-embed-dim", str(FFN), "--decoder-attention-heads", str(HEADS), "--tokens-per-sample", "16",
             "--dropout", str(DROPOUT), "--activation-dropout", str(ACTIVATION_DROPOUT), "--attention-dropout", "0",
             "--share-decoder-input-output-embed"]  # fmt: skip
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
-    task = tasks.setup_task(cfg.task)
-    torch.manual_seed(seed)
-    return task.build_model(cfg.model)
+    return build.built(argv, seed)[2]
 
 
 @pytest.fixture(scope="module")

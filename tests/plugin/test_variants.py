@@ -16,18 +16,18 @@ import torch
 import torch.nn.functional as F
 
 from prelnx.config.load import load_config
-from prelnx.launch.inprocess import build_task_and_model, load_plugin
+from prelnx.launch.inprocess import load_plugin
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
 from prelnx.layouts import ARCH_PRESETS
+from tests.plugin import build as builder
 
 N_ENCODER, M_DECODER = 3, 2  # different depths, so that a formula using the wrong one fails
 
 
 def build(tiny_config_file, **model):
     config, _ = load_config(tiny_config_file(model=model))
-    _, _, built = build_task_and_model(config)
-    return built
+    return builder.translation(config)[2]
 
 
 def module_types(model) -> set[str]:

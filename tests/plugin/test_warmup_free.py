@@ -24,13 +24,14 @@ from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info
 from tests.helpers import FAR_EPOCHS, epochs_recorded, stop_after_an_epoch
+from tests.plugin import build as builder
 
 N_ENCODER, M_DECODER = 4, 2  # different depths, and 2N != 3M: a formula counting the wrong stack fails
 
 
 def build(tiny_config_file, **model):
     config, _ = load_config(tiny_config_file(model={"encoder_layers": N_ENCODER, "decoder_layers": M_DECODER, **model}))
-    return build_task_and_model(config)[2]
+    return builder.translation(config)[2]
 
 
 def stacks(model):
@@ -54,7 +55,7 @@ def every_parameter_gets_a_gradient(cfg, task, model) -> bool:
 def built(tiny_config_file, **model):
     """(fairseq cfg, task, model)."""
     config, _ = load_config(tiny_config_file(model={"encoder_layers": N_ENCODER, "decoder_layers": M_DECODER, **model}))
-    return build_task_and_model(config)
+    return builder.translation(config)
 
 
 # -------------------------------------------------------------------------------------------------------- Admin

@@ -18,10 +18,11 @@ import pytest
 import torch
 
 from prelnx.config.load import config_to_dict, load_config
-from prelnx.launch.inprocess import build_model, build_task_and_model, training_cfg
+from prelnx.launch.inprocess import build_model
 from prelnx.launch.local import train
 from prelnx.plan.launch import plan_run
 from prelnx.records.metrics import read_metrics
+from tests.plugin import build as builder
 
 RECIPES = Path(__file__).resolve().parents[2] / "configs" / "warmup_free"
 
@@ -35,7 +36,7 @@ def admin_model(request, tiny_config_file):
     if request.param == "tiny":
         model.update(arch="transformer", encoder_layers=4, decoder_layers=3, embed_dim=32, ffn_dim=64, attention_heads=2)
     config, _ = load_config(tiny_config_file(model=model))
-    built = build_task_and_model(config)[2]
+    built = builder.translation(config)[2]
     assert built.encoder.layers[0].dropout_module.p == 0.3
     if request.param == "iwslt14":
         assert len(built.encoder.layers) == len(built.decoder.layers) == 6
@@ -152,7 +153,7 @@ def test_tfixup_scales_a_shared_embedding_once_by_the_encoders_factor(tiny_confi
                                                         "share_decoder_input_output_embed": True}))  # fmt: skip
         from fairseq import tasks
 
-        cfg = training_cfg(config)
+        cfg, _ = builder.converted(builder.translation_argv(config))
         task = tasks.setup_task(cfg.task)
         task.tgt_dict = task.src_dict  # one dictionary for both sides, as a joined dictionary is
         return build_model(task, cfg)
