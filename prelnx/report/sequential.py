@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from typing import Any
 
 from scipy import stats as scipy_stats
 
-from prelnx.paper import paper_data
+from prelnx.paper import methods_data, paper_data
 from prelnx.report.arms import Arm, load_arms
 from prelnx.report.claims import paper_outcomes
 from prelnx.report.outcome import Case, ClaimOutcome, combined
@@ -98,11 +99,14 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
     return (ClaimState.FUTILE if reach and no_holds and no_dnh else ClaimState.OPEN), verdict
 
 
-def all_outcomes(arms: list[Arm]) -> dict[str, ClaimOutcome]:
+def all_outcomes(arms: list[Arm], claims: dict[str, Any] | None = None) -> dict[str, ClaimOutcome]:
     """Every claim the report decides from these runs: paper.yaml's, methods.yaml's (its `norm_variants` too, on a
-    sweep with variant arms), each user layout file's."""
-    outcomes = paper_outcomes(arms, paper_data())[1] | norm_claims(arms)[1]
-    for found in method_claims(*([a for a in arms if a.task == task] for task in ("translation", TASK))):
+    sweep with variant arms), each user layout file's. `claims`: paper.yaml's and methods.yaml's methods as read once
+    for a look ({"paper", "methods"}; None: read now)."""
+    claims = claims or {"paper": paper_data(), "methods": methods_data()}
+    outcomes = paper_outcomes(arms, claims["paper"])[1] | norm_claims(arms)[1]
+    read = {"methods": claims["methods"], "layout_files": None}  # the layout files: as they read now
+    for found in method_claims(*([a for a in arms if a.task == task] for task in ("translation", TASK)), read):
         for method in found or []:  # a user layout file's claim ids carry their layout already
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
                              for key, value in method.outcomes.items()})
@@ -119,10 +123,11 @@ def decide_look(sweep_dir: Path, groups: dict[str, tuple[str, ...]], plan: SeedP
     """The sweep's decider: each claim's state at this look, the arms it reads, the runs it was decided on."""
     wanted = {run: arm for arm, runs in groups.items() for run in runs}
     arms = [a for a in load_arms(sweep_dir) if a.name in wanted]
-    outcomes = all_outcomes(arms)
+    claims = {"paper": paper_data(), "methods": methods_data()}  # read once for the look, not once per arm left out
+    outcomes = all_outcomes(arms, claims)
     reads: dict[str, list[str]] = {claim: [] for claim in outcomes}
     for arm in groups:  # the arms a claim reads: removing one changes its outcome
-        without = all_outcomes([a for a in arms if wanted[a.name] != arm])
+        without = all_outcomes([a for a in arms if wanted[a.name] != arm], claims)
         for claim, outcome in outcomes.items():
             if claim not in without or _fingerprint(without[claim]) != _fingerprint(outcome):
                 reads[claim].append(arm)
