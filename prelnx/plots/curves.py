@@ -9,17 +9,18 @@ it is drawn on its own, dashed, with an x where it stopped.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from prelnx.config.schema import Config
 from prelnx.exits import Refusal
-from prelnx.plots.diagnostics import new_figure, plot_diagnostics, save_figure
-from prelnx.records.grain import Grain, of_run_dir
+from prelnx.plots.diagnostics import Formats, new_figure, plot_diagnostics, save_figure
+from prelnx.records.grain import Grain, of, of_run_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import finite, is_finite, read_points, sweep_name
+from prelnx.records.results import finite, is_finite, override_keys, read_index
 from prelnx.records.status import recorded_status
 
 SHORT_KEYS = {
@@ -41,11 +42,8 @@ class RunCurves:
     overrides: dict[str, Any]
     rows: list[dict[str, Any]]
     status: RunStatus
+    grain: Grain
     arm: str = ""  # the label without the seed: runs with the same arm are drawn as one mean with a band
-
-    @cached_property
-    def grain(self) -> Grain:
-        return of_run_dir(self.run_dir)
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -66,23 +64,25 @@ def _label(overrides: dict[str, Any], varying: list[str], fallback: str) -> str:
     return ", ".join(parts) or fallback
 
 
-def collect_runs(path: Path) -> list[RunCurves]:
-    """A run dir -> that run; a sweep dir -> its runs (from sweep.json, else every subfolder with metrics)."""
+def collect_runs(path: Path, configs: Mapping[str, Config] | None = None) -> list[RunCurves]:
+    """A run dir -> that run; a sweep dir -> its runs (from sweep.json, else every subfolder with metrics). Each
+    run's grain from `configs` (run name -> its config, as the report's arms read it), else from its config.yaml."""
     if (path / "metrics.jsonl").is_file() or (path / "status.json").is_file():
-        return [RunCurves(path.name, path, {}, read_metrics(path), recorded_status(path))]
-    points = read_points(path)
+        return [RunCurves(path.name, path, {}, read_metrics(path), recorded_status(path), of_run_dir(path))]
+    points = read_index(path).get("runs", [])
     if not points:
         points = [{"name": d.name, "overrides": {}} for d in sorted(path.iterdir()) if (d / "metrics.jsonl").is_file()]
     if not points:
         raise NothingToPlot(f"{path}: neither a run dir (metrics.jsonl) nor a sweep dir (sweep.json or run subfolders)")
-    keys = list(dict.fromkeys(k for p in points for k in p["overrides"]))
-    varying = [k for k in keys if len({repr(p["overrides"].get(k)) for p in points}) > 1]
+    varying = [k for k in override_keys(points) if len({repr(p["overrides"].get(k)) for p in points}) > 1]
     arm_keys = [k for k in varying if k != "train.seed"]
     runs = []
     for point in points:
-        run_dir = path / point["name"]
+        run_dir, config = path / point["name"], (configs or {}).get(point["name"])
         runs.append(RunCurves(_label(point["overrides"], varying, point["name"]), run_dir, point["overrides"],
-                              read_metrics(run_dir), recorded_status(run_dir), _label(point["overrides"], arm_keys, "all runs")))  # fmt: skip
+                              read_metrics(run_dir), recorded_status(run_dir),
+                              of(config) if config is not None else of_run_dir(run_dir),
+                              _label(point["overrides"], arm_keys, "all runs")))  # fmt: skip
     return runs
 
 
@@ -91,7 +91,7 @@ def _points(run: RunCurves, key: str) -> list[tuple[int, float]]:
     return [(run.grain.step(row), float(row[key])) for row in run.rows if is_finite(row.get(key))]
 
 
-def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path) -> list[Path]:
+def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out: Path, formats: Formats) -> list[Path]:
     if not any(is_finite(row.get(key)) for run in runs for row in run.rows):
         return []  # no run has a value: no empty figure
     from matplotlib import colormaps
@@ -126,7 +126,7 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7 if len(runs) > 6 else 8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # never over the data
-    return save_figure(fig, out, _FILE_NAMES[key])
+    return save_figure(fig, out, _FILE_NAMES[key], formats)
 
 
 OFF_SCALE = 2.0  # a loss above this many times the median of all drawn losses is off the scale (a diverged run)
@@ -179,7 +179,7 @@ PANEL_KEYS = ("model.layout", "model.norm", "model.qk_norm", "optimizer.name")
 _FILE_NAMES = {"valid_loss": "loss", "valid_bleu": "bleu", "lr": "lr"}
 
 
-def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
+def _heatmap(runs: list[RunCurves], out: Path, formats: Formats) -> list[Path]:
     """Best valid BLEU over warm-up x lr (mean over seeds), one panel per combination of the other keys."""
     x_key, y_key = "schedule.warmup_updates", "optimizer.lr"
     if not all(x_key in r.overrides and y_key in r.overrides for r in runs):
@@ -221,21 +221,24 @@ def _heatmap(runs: list[RunCurves], out: Path) -> list[Path]:
         title = ", ".join(f"{SHORT_KEYS.get(k, k)}={example.get(k)}" for k in other_keys) or "all runs"
         ax.set_title(f"best valid BLEU ({title})", fontsize=9)
         fig.colorbar(image, ax=ax)
-    return save_figure(fig, out, "heatmap")
+    return save_figure(fig, out, "heatmap", formats)
 
 
-def plot(path: Path, out: Path | None = None) -> list[Path]:
-    """Write loss, bleu and lr (.png/.svg; heatmap too for a warm-up x lr grid; diagnostics for runs with
-    train.diagnostics: plots/diagnostics.py); returns the files. A figure no run has data for is not drawn."""
-    runs = collect_runs(path)
+def plot(
+    path: Path, out: Path | None = None, configs: Mapping[str, Config] | None = None, formats: Formats = ("png", "svg")
+) -> list[Path]:
+    """Write loss, bleu and lr (in `formats`; heatmap too for a warm-up x lr grid; diagnostics for runs with
+    train.diagnostics: plots/diagnostics.py); returns the files. A figure no run has data for is not drawn.
+    `configs`: the runs' configs already read (collect_runs)."""
+    runs = collect_runs(path, configs)
     out = out or path
     out.mkdir(parents=True, exist_ok=True)
-    name = sweep_name(path) or path.resolve().name
-    files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out)
-    files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out)
+    name = read_index(path)["name"] or path.resolve().name
+    files = _curve_figure(runs, "valid_loss", "validation loss (bits/token)", f"Validation loss - {name}", out, formats)
+    files += _curve_figure(runs, "valid_bleu", "validation BLEU", f"Validation BLEU - {name}", out, formats)
     # The lr at the end of each epoch: runs that should differ in warm-up only must share this curve after it.
     at = "at each validation" if all(run.grain is Grain.UPDATE for run in runs) else "end of epoch"
-    files += _curve_figure(runs, "lr", f"learning rate ({at})", f"Learning rate - {name}", out)
-    files += _heatmap(runs, out)
-    files += plot_diagnostics(runs, name, out)
+    files += _curve_figure(runs, "lr", f"learning rate ({at})", f"Learning rate - {name}", out, formats)
+    files += _heatmap(runs, out, formats)
+    files += plot_diagnostics(runs, name, out, formats)
     return files

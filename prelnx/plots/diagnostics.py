@@ -54,7 +54,10 @@ def new_figure(size: tuple[float, float], rows: int = 1, columns: int = 1, **kwa
     return figure, figure.subplots(rows, columns, **kwargs)
 
 
-def save_figure(fig: Any, out: Path, stem: str, formats: tuple[str, ...] = ("png", "svg"), dpi: int = 120) -> list:
+Formats = tuple[str, ...]  # the file formats a figure is written in: ("png", "svg"), or a report's ("png",)
+
+
+def save_figure(fig: Any, out: Path, stem: str, formats: Formats = ("png", "svg"), dpi: int = 120) -> list:
     """Lay the figure out and write `<stem>.<format>` in out for each format (every prelnx figure), each atomically:
     a reader never sees half a file."""
     fig.tight_layout()
@@ -72,7 +75,7 @@ def save_figure(fig: Any, out: Path, stem: str, formats: tuple[str, ...] = ("png
     return files
 
 
-def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:
+def plot_diagnostics(runs: list[Any], title: str, out: Path, formats: Formats = ("png", "svg")) -> list[Path]:
     """The diagnostics figure of a run (every group's curve per quantity, and lr x lambda_c), or the summary of a
     sweep's runs (one summary line per run and quantity; plots.curves.RunCurves: run_dir, label, status); [] when
     none recorded diagnostics."""
@@ -105,4 +108,4 @@ def plot_diagnostics(runs: list[Any], title: str, out: Path) -> list[Path]:
     if sweep:
         axes[0].legend(fontsize=6)
     fig.suptitle(f"Diagnostics - {title}", fontsize=11)
-    return save_figure(fig, out, "diagnostics_summary" if sweep else "diagnostics")
+    return save_figure(fig, out, "diagnostics_summary" if sweep else "diagnostics", formats)

@@ -59,27 +59,36 @@ SWEEP_INDEX = "sweep.json"
 
 
 def read_index(sweep_dir: Path) -> dict[str, Any]:
-    """The one reader of sweep.json, as `prelnx sweep` saved it: its name, runs ([{"name", "overrides"}]) and frozen
-    claims; {} where there is none, a Refusal for a file that is not that index."""
+    """The one reader of sweep.json, as `prelnx sweep` saved it: its name ("" where it has none), runs ([{"name",
+    "overrides"}]; none for a folder without sweep.json) and frozen claims; a Refusal for a file that is not that
+    index."""
     index = sweep_dir / SWEEP_INDEX
     try:
         record = json.loads(index.read_text()) if index.is_file() else {}
         if record and not isinstance(record.get("runs"), list):
             raise KeyError("runs")
+        record = {"name": "", "runs": [], **record}
+        record["name"] = str(record["name"] or "")  # in its place: save_index writes the record back
         return record
-    except (json.JSONDecodeError, KeyError, AttributeError, OSError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, KeyError, AttributeError, OSError, UnicodeDecodeError, TypeError) as error:
         raise Refusal(f"{index}: not the sweep index `prelnx sweep` writes ({type(error).__name__}); run the "
                          f"sweep again to rewrite it") from None  # fmt: skip
 
 
 def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The sweep's runs (sweep.json's): [{"name", "overrides"}]; none for a folder without sweep.json."""
-    return read_index(sweep_dir).get("runs", [])
+    """sweep.json's runs (read_index's)."""
+    return read_index(sweep_dir)["runs"]
 
 
 def sweep_name(sweep_dir: Path) -> str:
-    """The sweep's name as sweep.json has it; "" for a folder without one."""
-    return str(read_index(sweep_dir).get("name") or "")
+    """sweep.json's name (read_index's)."""
+    return read_index(sweep_dir)["name"]
+
+
+def override_keys(points: list[dict[str, Any]]) -> list[str]:
+    """The keys a sweep's runs override (sweep.json's), each once, in the order they first appear: the columns of
+    its summary and the keys its curves are labelled by."""
+    return list(dict.fromkeys(key for point in points for key in point["overrides"]))
 
 
 SUMMARY_LOCK = ".summary.lock"  # held while a sweep's summary and report are rewritten (two sweeps may share a folder)
@@ -87,7 +96,7 @@ SUMMARY_LOCK = ".summary.lock"  # held while a sweep's summary and report are re
 
 def sweep_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """One row per run of a sweep: its name and overrides, then its results (records only; nothing is written)."""
-    points = read_points(sweep_dir)
-    keys = list(dict.fromkeys(key for point in points for key in point["overrides"]))
+    points = read_index(sweep_dir)["runs"]
+    keys = override_keys(points)
     return [{"run": point["name"], **{key: point["overrides"].get(key) for key in keys},
              **run_results(sweep_dir / point["name"])} for point in points]  # fmt: skip

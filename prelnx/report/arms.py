@@ -22,7 +22,7 @@ from prelnx.paper import paper_data
 from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import is_finite, read_points, run_results
+from prelnx.records.results import is_finite, read_index, run_results
 from prelnx.records.run_config import arm_values, has_config, read_run_config
 from prelnx.records.status import format_problem, read_status
 from prelnx.report.outcome import ClaimOutcome
@@ -136,7 +136,7 @@ def _diverged_at(status: dict[str, Any]) -> int | None:
 def load_arms(sweep_dir: Path) -> list[Arm]:
     """Every run of the sweep, the norm variants' too (model.norm and model.qk_norm are context keys: a paper claim
     compares runs of one norm only; the variants' own claims, prelnx.report.norm_claims, compare across them)."""
-    names = [p["name"] for p in read_points(sweep_dir)] or sorted(d.name for d in sweep_dir.iterdir() if has_config(d))
+    names = [p["name"] for p in read_index(sweep_dir)["runs"]] or sorted(d.name for d in sweep_dir.iterdir() if has_config(d))
     arms = []
     for name in names:
         run_dir = sweep_dir / name

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from prelnx.records.machine_record import read_machines
-from prelnx.records.results import is_finite, read_points, run_results
+from prelnx.records.results import is_finite, read_index, run_results
 
 UNKNOWN = "not recorded (a run dir written before machine.json)"
 
@@ -29,7 +29,7 @@ def _mean(values: list[float]) -> str:
 def machines_section(sweep_dir: Path) -> list[str]:
     """The report's lines: a table of each arm's mean per CPU kind when its runs trained on several, one line when on
     one; none for raw data from before machine.json existed."""
-    points = read_points(sweep_dir)
+    points = read_index(sweep_dir)["runs"]
     runs = [(point, sweep_dir / point["name"]) for point in points if (sweep_dir / point["name"]).is_dir()]
     if not runs:
         return []

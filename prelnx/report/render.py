@@ -39,13 +39,10 @@ def _region(region: tuple[float, float], log: bool = False) -> str:
     return f"within ±{hi:.2f}" if lo == -hi and not log else f"in [{low:.2f}, {high:.2f}]"
 
 
-LEVELS = ("ratio", "‖x‖²/d", "growth of ‖x‖²/d per layer")  # levels (prelnx.report.theory_claims), not differences
-
-
 def interval_text(c: Comparison) -> str:
     if c.estimate != c.estimate:  # nan: an arm has no seed with the quantity
         return "no estimate (an arm has no seed with the quantity)"
-    f = ".2f" if c.metric in LEVELS else "+.2f"  # a ratio or a norm is a level; everything else a difference
+    f = ".2f" if c.level else "+.2f"  # a ratio or a norm is a level; everything else a difference
     shown = (lambda v: f"{math.exp(v):.2f}") if c.a.log else (lambda v: f"{v:{f}}")  # a log ratio: as the ratio
     if c.one_seed:
         why = "1 seed" if c.reason == "1 seed" else "fewer than 2 seeds per arm"

@@ -20,7 +20,7 @@ from prelnx.plots.curves import plot
 from prelnx.records.frozen_claims import changed_claims, current_claims, read_frozen
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import SUMMARY_LOCK, sweep_name
+from prelnx.records.results import SUMMARY_LOCK, read_index
 from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
@@ -145,10 +145,9 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     figures_dir = report_dir / f"{out.stem}_figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
     rows = summarize(sweep_dir)
-    for figure in plot(sweep_dir, figures_dir):
-        if figure.suffix != ".png":
-            figure.unlink()  # the report embeds PNGs; the SVGs stay in the sweep dir's own plots
     arms = load_arms(sweep_dir)
+    configs = {arm.name: arm.config for arm in arms if arm.config is not None}  # each run's, read once (load_arms)
+    plot(sweep_dir, figures_dir, configs, ("png",))  # the report embeds PNGs; the sweep dir's own plots have SVGs too
     translation = [a for a in arms if a.task == "translation"]
     lm = [a for a in arms if a.task == "language_model"]  # the paper's training claims on a decoder-only LM
     bert_only = bool(arms) and not translation and not lm  # a masked-LM sweep: the translation claims do not apply
@@ -166,7 +165,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
 
     # the sweep by its name (sweep.json's, which a committed copy of its runs keeps) and its folder relative to the
     # report: a committed report names no path of the machine that made it
-    name = sweep_name(sweep_dir) or sweep_dir.resolve().name
+    name = read_index(sweep_dir)["name"] or sweep_dir.resolve().name
     where = sweep_label or os.path.relpath(sweep_dir.resolve(), out.resolve().parent)
     lines = [f"# {title or 'prelnx report: ' + name}", ""]
     lines += [f"Sweep {name} (folder `{where}`, relative to this report): {len(rows)} runs; statuses: "

@@ -115,6 +115,7 @@ class Comparison:
     p_outside: float = 1.0  # the p-value of "does not hold" (two-sided scale, against 0.05), for Holm
     grain: float = 0.0
     quality: Verdict | None = None  # the seeds' quality alone (None: not testable)
+    level: bool = False  # the estimate is a level (a ratio, a norm: shown unsigned), not a difference (signed)
 
     @property
     def one_seed(self) -> bool:
@@ -221,11 +222,12 @@ def finite_only(sample: Sample) -> Sample:
                                no_value=sample.no_value + tuple(f"{v}" for v in bad))  # fmt: skip
 
 
-def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float]) -> Comparison:
+def compare(metric: str, a: Sample, b: Sample | None, region: tuple[float, float], level: bool = False) -> Comparison:
     """The one path: the verdict by the rule in this module's docstring. A seed with no value (`finite_only`) keeps
-    the verdict from holding or not holding: at most inconclusive, with the seeds it lacks named."""
+    the verdict from holding or not holding: at most inconclusive, with the seeds it lacks named. `level`: the
+    quantity is a level (Comparison.level)."""
     a, b = finite_only(a), finite_only(b) if b is not None else None
-    comparison = _compare(metric, a, b, region)
+    comparison = dataclasses.replace(_compare(metric, a, b, region), level=level)
     lacking = [s for s in (a, b) if s is not None and s.no_value]
     if lacking and comparison.verdict in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD):
         why = "; ".join(f"{len(s.no_value)} of {s.n} seeds of {s.label} have no value "

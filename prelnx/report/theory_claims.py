@@ -19,7 +19,7 @@ from prelnx.exits import Refusal
 from prelnx.layouts import display_name
 from prelnx.paper import paper_data
 from prelnx.report.outcome import Case, ClaimOutcome, check_claims, not_measured
-from prelnx.report.stats import Sample, Verdict, above, compare
+from prelnx.report.stats import Comparison, Sample, Verdict, above, compare
 
 
 def load_gradient_summary(grads_dir: Path) -> dict[str, Any]:
@@ -78,6 +78,11 @@ def _with_note(outcome: ClaimOutcome, summary: dict[str, Any], layouts: tuple[st
     return outcome
 
 
+def _level(metric: str, sample: Sample, region: tuple[float, float]) -> Comparison:
+    """Every claim here compares a level of one sample (a ratio, a norm: shown unsigned) with paper.yaml's region."""
+    return compare(metric, sample, None, region, level=True)
+
+
 def _band(spec: dict[str, Any], key: str = "band") -> tuple[float, float]:
     low, high = spec[key]
     return float(low), float(high)
@@ -86,7 +91,7 @@ def _band(spec: dict[str, Any], key: str = "band") -> tuple[float, float]:
 def postln_last_layer_flat_in_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
     if "post" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
         return not_measured(spec["id"], "needs Post-LN at two depths or more")
-    case = Case("Post-LN", compare("ratio", depth_ratio(summary, "post"), None, _band(spec)))
+    case = Case("Post-LN", _level("ratio", depth_ratio(summary, "post"), _band(spec)))
     return _with_note(ClaimOutcome(spec["id"], [case]), summary, ("post",))
 
 
@@ -96,10 +101,10 @@ def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, A
     shallow, deep = summary["depths"][0], summary["depths"][-1]
     ratio = depth_ratio(summary, "pre")
     predicted = (shallow / deep) ** 0.5
-    cases = [Case("Pre-LN falls", compare("ratio", ratio, None, _band(spec)))]
+    cases = [Case("Pre-LN falls", _level("ratio", ratio, _band(spec)))]
     if "rate_band" in spec:
         rate = Sample(f"{ratio.label} over 1/sqrt(L)'s {predicted:.2f}", tuple(v / predicted for v in ratio.values))
-        cases.append(Case("like 1/sqrt(L)", compare("ratio", rate, None, _band(spec, "rate_band"))))
+        cases.append(Case("like 1/sqrt(L)", _level("ratio", rate, _band(spec, "rate_band"))))
     outcome = ClaimOutcome(spec["id"], cases)
     outcome.notes.append(f"1/sqrt(L) predicts {predicted:.2f}")
     return _with_note(outcome, summary, ("pre",))
@@ -109,8 +114,8 @@ def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> Cl
     if not {"post", "pre"} <= set(summary.get("growth_last_over_first_layer", {})):
         return not_measured(spec["id"], "needs Post-LN and Pre-LN")
     outcome = ClaimOutcome(spec["id"], [
-        Case("Post-LN grows", compare("ratio", layer_ratio(summary, "post"), None, above(float(spec["grows_above"])))),
-        Case("Pre-LN about flat", compare("ratio", layer_ratio(summary, "pre"), None, _band(spec))),
+        Case("Post-LN grows", _level("ratio", layer_ratio(summary, "post"), above(float(spec["grows_above"])))),
+        Case("Pre-LN about flat", _level("ratio", layer_ratio(summary, "pre"), _band(spec))),
     ])  # fmt: skip
     return _with_note(outcome, summary, ("post", "pre"))
 
@@ -127,7 +132,7 @@ def gradient_claims() -> list[dict[str, Any]]:
 
 
 # Lemma 1 (Section 3.3), on a `prelnx theory` run's per-seed rows.
-NORM = "‖x‖²/d"  # a level, not a difference (prelnx.report.render.LEVELS)
+NORM = "‖x‖²/d"
 GROWTH = "growth of ‖x‖²/d per layer"
 HEADER = "Lemma 1 decided from every seed (paper.yaml's numbers and margins; a 95 % t interval over the seeds):"
 
@@ -164,7 +169,7 @@ def postln_hidden_norm_three_halves(summary: dict[str, Any], spec: dict[str, Any
     values = tuple(statistics.fmean(row["post"] for row in by_layer.values()) for by_layer in seeds.values())
     sample = Sample(f"Post-LN ‖x^(post,5)‖²/d, mean over {layers} layers (d {summary['d']})", values)
     region = (expectation - margin, expectation + margin)
-    outcome = ClaimOutcome(spec["id"], [Case("every seed's mean over layers", compare(NORM, sample, None, region))])
+    outcome = ClaimOutcome(spec["id"], [Case("every seed's mean over layers", _level(NORM, sample, region))])
     outcome.notes.append(f"Lemma 1: {expectation:g}, claimed within ±{margin:g}")
     return outcome
 
@@ -180,11 +185,11 @@ def preln_hidden_norm_grows_linearly(summary: dict[str, Any], spec: dict[str, An
     for layer in layers:
         sample = Sample(f"Pre-LN ‖x_{layer}‖²/d", tuple(by_layer[layer]["pre"] for by_layer in seeds.values()))
         region = (intercept + low * layer, intercept + high * layer)
-        outcome.cases.append(Case(f"layer {layer}", compare(NORM, sample, None, region)))
+        outcome.cases.append(Case(f"layer {layer}", _level(NORM, sample, region)))
     if len(layers) > 1:
         slopes = tuple(_slope(layers, [by_layer[layer]["pre"] for layer in layers]) for by_layer in seeds.values())
         sample = Sample(f"Pre-LN ‖x_l‖²/d, least-squares slope over layers {layers[0]}-{layers[-1]}", slopes)
-        outcome.cases.append(Case("grows linearly", compare(GROWTH, sample, None, (low, high))))
+        outcome.cases.append(Case("grows linearly", _level(GROWTH, sample, (low, high))))
     else:
         outcome.notes.append("one layer: no growth per layer to measure")
     return outcome

@@ -16,7 +16,7 @@ from typing import Any
 
 from prelnx.config.load import config_to_dict
 from prelnx.records.diagnostics import read_diagnostics
-from prelnx.records.results import is_finite, sweep_name
+from prelnx.records.results import is_finite, read_index
 from prelnx.layouts import display_name
 from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick
 from prelnx.report.claims import premise_state
@@ -150,7 +150,7 @@ def load_study(sweep_dir: Path, arms: list[Arm], margin: float) -> Study:
     varied = [k for k in keys if len({f.get(k) for f in factors.values()}) > 1]
     cells = {name: tuple((k, f.get(k, "-")) for k in varied) for name, f in factors.items()}
     return Study(arms, {a.name: read_diagnostics(sweep_dir / a.name) for a in arms}, margin, schedules, cells,
-                 sweep_name(sweep_dir))  # fmt: skip
+                 read_index(sweep_dir)["name"])  # fmt: skip
 
 
 def arm_name(layout: str, optimizer: str) -> str:

@@ -31,7 +31,7 @@ from prelnx.records.frozen_claims import CLAIMS_KEY, frozen_claims
 from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.raw_data import restore_runs
-from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, read_index, read_points, sweep_rows
+from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, override_keys, read_index, sweep_rows
 from prelnx.sequential import SeedPlan
 from prelnx.sweep import looks
 from prelnx.sweep.executors import run_local, run_submitit
@@ -50,7 +50,7 @@ TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx
 
 
 def _columns(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
-    keys = list(dict.fromkeys(key for point in read_points(sweep_dir) for key in point["overrides"]))
+    keys = override_keys(read_index(sweep_dir)["runs"])
     tested = any(row["test_bleu_tokenized"] is not None for row in rows)
     return ["run", *keys, *RESULT_COLUMNS, *(TEST_COLUMNS if tested else [])]
 

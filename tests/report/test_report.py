@@ -11,7 +11,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
+from prelnx.config.strict_yaml import read_yaml  # noqa: E402
 from prelnx.plots.curves import _draw_bands, collect_runs, plot  # noqa: E402
+from prelnx.records import run_config  # noqa: E402
 from prelnx.report.report import write_report  # noqa: E402
 from prelnx.report.stats import Verdict  # noqa: E402
 from tests.helpers import logged
@@ -38,11 +40,16 @@ def study(tmp_path) -> Sweep:
     return sweep
 
 
-def test_every_claim_is_printed_with_means_interval_premise_and_verdict(tmp_path):
+def test_every_claim_is_printed_with_means_interval_premise_and_verdict(tmp_path, monkeypatch):
     sweep_dir = study(tmp_path).save()
+    read = []  # the config.yaml files parsed
+    monkeypatch.setattr(
+        run_config, "read_yaml", lambda path, *args, **kw: read.append(path) or read_yaml(path, *args, **kw)
+    )
     with logged() as printed:
         report = write_report(sweep_dir, tmp_path / "out" / "report.md", say_claims=True).read_text()
     text = "\n".join(printed)
+    assert sorted(read) == sorted(sweep_dir.glob("*/config.yaml"))  # each once: the curves' grain is the arms' config
     # the sweep named by its name and its folder relative to the report, never by a path of this machine
     assert f"Sweep {sweep_dir.name} (folder `../{sweep_dir.relative_to(tmp_path)}`, relative to this report)" in report
     assert str(tmp_path) not in report
@@ -93,7 +100,7 @@ def test_coinciding_curves_stay_visible_and_the_legend_is_off_the_data(tmp_path,
     runs = collect_runs(sweep.save())
     kept = {}
     monkeypatch.setattr(Figure, "savefig", lambda fig, *args, **kwargs: kept.setdefault("fig", fig))
-    curves._curve_figure(runs, "valid_loss", "valid loss", "t", tmp_path)
+    curves._curve_figure(runs, "valid_loss", "valid loss", "t", tmp_path, ("png",))
     ax = kept["fig"].axes[0]
     first, second = ax.get_lines()[:2]
     assert list(first.get_ydata()) == list(second.get_ydata())  # they coincide...
@@ -114,7 +121,7 @@ def test_a_diverged_runs_huge_loss_does_not_flatten_the_other_curves(tmp_path, m
     sweep.run("post", 120, [9.0, 1.7e8], optimizer="sgd", lr=1.0, status="diverged")  # fairseq's last loss
     kept = {}
     monkeypatch.setattr(Figure, "savefig", lambda fig, *args, **kwargs: kept.setdefault("fig", fig))
-    curves._curve_figure(collect_runs(sweep.save()), "valid_loss", "valid loss", "t", tmp_path)
+    curves._curve_figure(collect_runs(sweep.save()), "valid_loss", "valid loss", "t", tmp_path, ("png",))
     ax = kept["fig"].axes[0]
     assert 7.5 < ax.get_ylim()[0] < 8.1 and 9.6 < ax.get_ylim()[1] < 11  # the trained runs' range, not 0 to 1.7e8
     (note,) = [t for t in ax.texts if "off scale" in t.get_text()]
