@@ -39,7 +39,7 @@ def test_spending_is_spent_exactly_under_the_null():
 def test_the_integration_reproduces_jennison_and_turnbull_constants():
     """Classical (not spending) designs, Jennison & Turnbull (2000) Tables 2.1 and 2.3, K = 5, two-sided 0.05
     (one-sided 0.025): Pocock's constant C_P = 2.413, O'Brien & Fleming's C_B = 2.040 (bounds C_B sqrt(K/k)).
-    Each root is bracketed within 0.02 of the published constant and found to 1e-5 (each integration costs seconds):
+    Each root is bracketed within 0.02 of the published constant and found to 1e-5 (each integration: milliseconds):
     a root outside its bracket fails brentq (f(a) and f(b) of one sign), one inside it is checked to 1e-3 below."""
     pocock = optimize.brentq(lambda c: sum(crossing_probabilities(FIVE, (c,) * 5)) - 0.025, 2.393, 2.433, xtol=1e-5)
     obf = optimize.brentq(lambda c: sum(crossing_probabilities(FIVE, tuple(c * (5 / k) ** 0.5 for k in range(1, 6))))
