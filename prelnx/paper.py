@@ -11,8 +11,12 @@ import yaml
 CLAIM_FIELDS = ("claim", "source", "paper", "margin_bits", "fraction")  # what `same_as` takes from paper.yaml
 
 
+# libyaml's loader where PyYAML has it (~10x faster on methods.yaml, read by every report's claims); the same dict
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read(name: str) -> dict[str, Any]:
-    return yaml.safe_load(resources.files("prelnx").joinpath(name).read_text())
+    return yaml.load(resources.files("prelnx").joinpath(name).read_text(), Loader=_LOADER)
 
 
 def paper_data() -> dict[str, Any]:
