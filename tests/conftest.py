@@ -106,7 +106,9 @@ def tiny_run(finished_tiny_run: Path, tiny_config_file, tmp_path: Path):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n auto --dist loadgroup`), a module whose tests share a module-scoped fixture (one
     training, one data preparation, one theory run) goes to one worker, which builds that fixture once; every other
-    test goes wherever a worker is free. Tests with their own `xdist_group` (the Slurm cluster's) keep it."""
+    test goes wherever a worker is free; the tests on the session's tiny training (`finished_tiny_run`, a session
+    fixture: each worker that meets one trains it, 3.6 s) go to one worker too. Tests with their own `xdist_group`
+    (the Slurm cluster's) keep it."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
@@ -114,6 +116,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shared = any(d.scope in ("module", "class") for defs in definitions.values() for d in defs)
         if shared:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        elif "finished_tiny_run" in definitions:
+            item.add_marker(pytest.mark.xdist_group("finished_tiny_run"))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items[:] = _longest_first(items)
 

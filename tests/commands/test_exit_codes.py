@@ -111,9 +111,7 @@ def test_a_bug_exits_70_and_says_so(command, tmp_path, monkeypatch):
 
 
 # --- a run's outcomes: train, status ------------------------------------------------------------------------------
-# The tests on a copy of the session's tiny training run on one pytest-xdist worker (`--dist loadgroup`), which trains
-# it once: spread over two, each worker trained it (3.6 s each in the quick tier).
-ON_THE_SESSIONS_RUN = pytest.mark.xdist_group("finished_tiny_run")
+# (The tests on a copy of the session's tiny training share one pytest-xdist worker: tests/conftest.py.)
 
 
 def _as(run_dir, status: str) -> None:
@@ -121,7 +119,6 @@ def _as(run_dir, status: str) -> None:
     (run_dir / "status.json").write_text(json.dumps({**record, "status": status, "diverged_at": record["update"]}))
 
 
-@ON_THE_SESSIONS_RUN
 @pytest.mark.parametrize(("recorded", "code"), [("finished", Exit.FINISHED), ("diverged", Exit.DIVERGED)])
 def test_train_on_a_run_that_already_ended_exits_with_its_outcome(tiny_run, recorded, code):
     """The real command on a real run dir: nothing left to train, the exit code is the run's outcome's."""
@@ -134,7 +131,6 @@ def test_train_on_a_run_that_already_ended_exits_with_its_outcome(tiny_run, reco
     assert status.exit_code == code, status.output
 
 
-@ON_THE_SESSIONS_RUN
 def test_train_on_a_run_another_process_trains_exits_busy(tiny_run):
     from prelnx.records.lock import RunLock
 
