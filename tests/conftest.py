@@ -15,7 +15,7 @@ from prelnx.machine import usable_cores
 # 2x on 2 cores (OpenMP threads spin waiting for a core the other holds). Set before any test imports torch.
 _SHARE = str(max(1, usable_cores() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 os.environ.setdefault("OMP_NUM_THREADS", _SHARE)
-os.environ.setdefault("MKL_NUM_THREADS", _SHARE)
+os.environ.setdefault("MKL_NUM_THREADS", os.environ["OMP_NUM_THREADS"])  # OMP_NUM_THREADS=1 alone means one thread
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
