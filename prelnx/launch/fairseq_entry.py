@@ -1,7 +1,7 @@
 """The entry of every fairseq process prelnx starts (`python -m prelnx.launch.fairseq_entry fairseq_cli.train ARGS`,
 `fairseq_cli.generate`, torchrun's and Slurm's workers): fairseq's own program without the modules of UNUSED, which
 import scikit-learn (and so scipy.stats), about 1 s of every fairseq start, more than a tiny training takes
-(docs/benchmarks.md), nor those of CHILD_UNUSED (a further ~0.4 CPU-s of each start). They become empty modules that
+(docs/benchmarks.md), nor those of CHILD_UNUSED (a further ~0.5 CPU-s of each start). They become empty modules that
 register nothing: command.txt's plain `fairseq-train` trains the same run. It reports how the program ended as
 child_report's `done` or `raised` (then re-raised). Standard library only: it runs before torch and fairseq."""
 
