@@ -185,7 +185,7 @@ def with_contexts(arms: list[Arm]) -> list[Arm]:
             per_value.setdefault(getattr(arm, factor), set()).add(arm.values.get(key))
         return all(len(found) == 1 for found in per_value.values())
 
-    factor_keys = {k for a in arms for k in a.values if belongs(k)}
+    factor_keys = {k for k in {k for a in arms for k in a.values} if belongs(k)}  # each key once, not once per run
     for arm in arms:
         arm.context = tuple((k, v) for k, v in sorted(arm.values.items()) if k not in factor_keys)
     differing = differing_keys(arms)
@@ -203,7 +203,7 @@ def context_words(arm: Arm, keys: list[str]) -> str:
 def differing_keys(arms: list[Arm]) -> list[str]:
     """The context keys in which these runs differ (what keeps them from being compared)."""
     contexts = [dict(a.context) for a in arms]  # once, not once per (run, key, run): reading a study of 200 runs
-    return sorted({k for c in contexts for k, v in c.items() if any(d.get(k) != v for d in contexts)})
+    return sorted(k for k in {k for c in contexts for k in c} if len({c.get(k) for c in contexts}) > 1)
 
 
 def pick(arms: list[Arm], **criteria: Any) -> list[Arm]:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from prelnx.paper import methods_data
-from prelnx.report.arms import first_update_at, load_arms
+from prelnx.report.arms import Arm, differing_keys, first_update_at, load_arms
 from prelnx.report.render import claims_table, method_claims_table
 from prelnx.report.warmup_free import check_methods, log_updates_sample
 from tests.report.runs import Sweep, write_dictionary
@@ -91,3 +91,15 @@ def test_a_seeds_reached_or_not_is_its_own_curve_whatever_its_class(losses, stat
         assert sample.values == (math.log(reached[0]),) and first_update_at(arm, target) == reached[0]
     else:
         assert sample.values == () and sample.failed + sample.missing == 1
+
+
+CONTEXT = st.dictionaries(st.sampled_from(["model.a", "model.b", "train.c"]), st.sampled_from(['"1"', '"2"']))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(CONTEXT, min_size=1, max_size=5))
+def test_runs_differ_in_each_key_one_has_with_a_value_another_has_not(contexts):
+    """differing_keys by its definition: a key some run's context has, and another run's has otherwise or lacks."""
+    arms = [Arm(f"r{i}", "post", "adam", 0, 1e-3, 1, {}, [], context=tuple(c.items())) for i, c in enumerate(contexts)]
+    expected = sorted({k for c in contexts for k, v in c.items() if any(d.get(k) != v for d in contexts)})
+    assert differing_keys(arms) == expected
