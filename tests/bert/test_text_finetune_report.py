@@ -35,6 +35,23 @@ def english_lines(count: int) -> list[str]:
     return [f"{subjects[i % 5]} {verbs[(i // 5) % 5]} {objects[(i // 25) % 5]} ." for i in range(count)]
 
 
+@pytest.fixture(scope="module")
+def masked_lm_sweep(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """A masked-LM sweep of a Post-LN and a Pre-LN arm, 40 updates each, run once for this module: its report is
+    checked, and its Pre-LN run is the pre-training fine-tuned with seeds. (`prelnx sweep`, its output folder.)"""
+    from tests.bert.conftest import TINY_MLM
+    from tests.helpers import config_writer
+
+    folder = tmp_path_factory.mktemp("mlm-sweep")
+    base = config_writer(TINY_MLM, folder, "mlm.yaml")(name="base.yaml", train={"max_update": 40})
+    spec = folder / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"name": "bert_tiny", "base": str(base), "grid": [
+        {"model.layout": ["post"], "schedule.warmup_updates": [20], "optimizer.lr": [0.001]},
+        {"model.layout": ["pre"], "schedule.warmup_updates": [0], "optimizer.lr": [0.003]}]}))  # fmt: skip
+    out = folder / "sweep"
+    return prelnx("sweep", "--config", str(spec), "--out", str(out), "--jobs", "2"), out
+
+
 @pytest.mark.slow
 def test_text_is_prepared_with_bpe_and_a_masked_lm_trains_on_it(tmp_path, mlm_config_file):
     corpus = tmp_path / "corpus"
@@ -72,10 +89,13 @@ def test_text_preparation_errors_name_the_input(tmp_path):
 
 
 @pytest.mark.slow
-def test_finetuning_with_seeds_writes_accuracies_and_an_interval(tmp_path, mlm_config_file):
-    pre_config, _ = load_config(mlm_config_file(train={"max_update": 20}))
-    pretrained = tmp_path / "pre"
-    assert train(pre_config, run_dir=pretrained).status == "finished"
+def test_finetuning_with_seeds_writes_accuracies_and_an_interval(tmp_path, masked_lm_sweep):
+    done, sweep_out = masked_lm_sweep
+    pre = [run for run in sweep_out.iterdir() if (run / "config.yaml").is_file()
+           and load_config(run / "config.yaml")[0].model.layout == "pre"]  # fmt: skip
+    assert len(pre) == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    pretrained = pre[0]  # the sweep's Pre-LN run: 40 updates
+    assert json.loads((pretrained / "status.json").read_text())["status"] == "finished"
     finetune = tmp_path / "ft.yaml"
     finetune.write_text(yaml.safe_dump({
         "task": "sentence_prediction", "data": {"dataset": "synthetic"}, "model": {"arch": "roberta_base"},
@@ -85,16 +105,16 @@ def test_finetuning_with_seeds_writes_accuracies_and_an_interval(tmp_path, mlm_c
     done = prelnx("finetune", "--config", str(finetune), "--pretrained", str(pretrained), "--seeds", "2", "--out", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     summary = json.loads((out / "finetune_summary.json").read_text())
-    assert len(summary) == 1 and summary[0]["pretrain_update"] == 20
+    assert len(summary) == 1 and summary[0]["pretrain_update"] == 40
     accuracies = [seed["accuracy"] for seed in summary[0]["seeds"].values()]
     assert len(accuracies) == 2 and all(0.0 <= a <= 100.0 for a in accuracies)
     assert summary[0]["mean_accuracy"] == pytest.approx(sum(accuracies) / 2)
     assert summary[0]["interval95"] is not None and summary[0]["interval95"] >= 0
-    run = out / "update-20" / "seed-1"
+    run = out / "update-40" / "seed-1"
     command = (run / "command.txt").read_text()
     assert "--task sentence_prediction" in command and "--finetune-from-model" in command
     assert "--arch roberta_prenorm" in command and "--encoder-layers 2" in command  # the pre-trained model's shape
-    snapshot = out / "update-20" / "pretrained.pt"  # the weights the folder's name says, whatever pre-training does next
+    snapshot = out / "update-40" / "pretrained.pt"  # the weights the folder's name says, whatever pre-training does next
     assert f"--finetune-from-model {snapshot.resolve()}" in command and snapshot.is_file()
     assert "mean" in (out / "finetune_summary.md").read_text()
 
@@ -150,14 +170,8 @@ def test_the_claim_is_a_case_per_preln_learning_rate_with_its_premise():
 
 
 @pytest.mark.slow
-def test_a_masked_lm_sweep_reports_the_fraction_beside_the_papers(tmp_path, mlm_config_file):
-    base = mlm_config_file(name="base.yaml", train={"max_update": 40})
-    spec = tmp_path / "sweep.yaml"
-    spec.write_text(yaml.safe_dump({"name": "bert_tiny", "base": str(base), "grid": [
-        {"model.layout": ["post"], "schedule.warmup_updates": [20], "optimizer.lr": [0.001]},
-        {"model.layout": ["pre"], "schedule.warmup_updates": [0], "optimizer.lr": [0.003]}]}))  # fmt: skip
-    out = tmp_path / "sweep"
-    done = prelnx("sweep", "--config", str(spec), "--out", str(out), "--jobs", "2")
+def test_a_masked_lm_sweep_reports_the_fraction_beside_the_papers(masked_lm_sweep):
+    done, out = masked_lm_sweep
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "/80 updates" in done.stdout  # the sweep's progress counts updates for update-grain runs
     report = (out / "report.md").read_text()

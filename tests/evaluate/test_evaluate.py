@@ -93,14 +93,3 @@ def test_missing_checkpoint_and_unprepared_split_are_clear_errors(trained_run, t
         evaluate(trained_run, average_last=5)
     result = CliRunner().invoke(app, ["evaluate", str(tmp_path)])
     assert result.exit_code == 2 and "not a run dir" in result.output
-
-
-@pytest.mark.slow
-def test_a_run_that_diverged_before_its_first_checkpoint_says_so(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}))
-    run_dir = tmp_path / "diverged"
-    result = train(config, run_dir=run_dir, on_event=lambda event: None)
-    assert result.status == "diverged" and not list((run_dir / "checkpoints").glob("checkpoint*.pt"))
-    with pytest.raises(EvaluationError, match=rf"the run diverged at update {result.update} \(.*\) before its first "
-                                              r"checkpoint: it has no model to evaluate"):  # fmt: skip
-        evaluate(run_dir)

@@ -7,6 +7,8 @@ The proof of the distributed semantics: 2 workers x max_tokens 512 train exactly
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -72,33 +74,48 @@ def test_two_workers_train_exactly_as_one_process_accumulating_two_batches(tiny_
     assert max((a[key].float() - b[key].float()).abs().max().item() for key in a) < 1e-4
 
 
-def test_the_effective_batch_is_kept_by_deriving_update_freq(tiny_config_file, tmp_path):
-    config, _ = load_config(tiny_config_file(train={"max_epoch": 1, "threads": 1, "processes": 2,
-                                                    "effective_batch_tokens": 2048}))  # fmt: skip
-    assert train(config, run_dir=tmp_path / "run").status == "finished"
-    command = (tmp_path / "run" / "command.txt").read_text()
-    assert command.startswith("# batch per update: 2048 tokens = max_tokens 512 x 2 worker(s) x update_freq 2")
-    assert "--update-freq 2" in command
-    assert "update_freq: 2" in (tmp_path / "run" / "config.yaml").read_text()
+def rank_1_worker(run_dir: Path) -> int | None:
+    """The pid of torchrun's worker of rank 1 of the run training in `run_dir` (None until it has started)."""
+    for pid in processes_mentioning(str(run_dir / "checkpoints")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"RANK=1" in environ and b"LOCAL_RANK=1" in environ:
+            return pid
+    return None
 
 
 def test_a_killed_worker_ends_the_group_failed_and_the_rerun_resumes(tiny_config_file, tmp_path):
+    """One group of two workers (one torchrun) for three properties: the effective batch is kept by deriving
+    update_freq (2048 tokens = 512 x 2 workers x update_freq 2, in the command and the recorded config); a worker
+    killed by a signal is named with its rank and the signal, the group ends failed with no worker left behind; the
+    re-run resumes and trains each epoch once."""
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1, "processes": 2})
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1, "processes": 2,
+                                     "effective_batch_tokens": 2048})  # fmt: skip
     parent = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config),
                                "--run-dir", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     deadline = time.monotonic() + 240
     while not read_metrics(run_dir):
         assert time.monotonic() < deadline and parent.poll() is None, "the first epoch never ended"
         time.sleep(0.2)
+    command = (run_dir / "command.txt").read_text()
+    assert command.startswith("# batch per update: 2048 tokens = max_tokens 512 x 2 worker(s) x update_freq 2")
+    assert "--update-freq 2" in command and "torchrun --standalone --nproc-per-node 2" in command
+    assert "update_freq: 2" in (run_dir / "config.yaml").read_text()
     workers = [pid for pid in processes_mentioning(str(run_dir / "checkpoints"))
                if "torch.distributed.run" not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")]
     assert len(workers) == 2, workers
-    subprocess.run(["kill", "-9", str(workers[-1])], check=True)
+    victim = rank_1_worker(run_dir)
+    assert victim in workers, (victim, workers)
+    os.kill(victim, signal.SIGKILL)
     output, _ = parent.communicate(timeout=120)
     assert parent.returncode == 1, output
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "failed" and "exited with code" in status["reason"], status
+    assert status["failure"] == "crash" and "worker rank 1 was killed by signal 9 (SIGKILL)" in status["reason"]
+    assert "worker rank 1 was killed by signal 9 (SIGKILL)" in output, output  # what the user is told
     assert not processes_mentioning(str(run_dir / "checkpoints"))  # no worker left behind
 
     failed_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
@@ -107,33 +124,3 @@ def test_a_killed_worker_ends_the_group_failed_and_the_rerun_resumes(tiny_config
     assert "resuming" in said, said
     epochs = [row["epoch"] for row in read_metrics(run_dir)]
     assert epochs == list(range(1, len(epochs) + 1)) and epochs[-1] > failed_at  # each epoch once, trained on
-
-
-def test_a_worker_killed_by_a_signal_is_named_with_its_rank_and_the_signal(tiny_config_file, tmp_path):
-    import os
-    import signal
-    import threading
-
-    config, _ = load_config(tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1, "processes": 2}))
-    run_dir = tmp_path / "run"
-    results = []
-    thread = threading.Thread(target=lambda: results.append(train(config, run_dir=run_dir, on_event=lambda e: None)))
-    thread.start()
-    deadline = time.monotonic() + 180
-    victim = None
-    while victim is None and time.monotonic() < deadline:
-        for pid in processes_mentioning(str(run_dir / "checkpoints")):
-            try:
-                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"RANK=1" in environ and b"LOCAL_RANK=1" in environ and (run_dir / "metrics.jsonl").is_file():
-                victim = pid
-        time.sleep(0.2)
-    assert victim is not None, "rank 1 never started"
-    os.kill(victim, signal.SIGKILL)
-    thread.join(timeout=180)
-    assert results and results[0].status == "failed", results
-    assert "worker rank 1 was killed by signal 9 (SIGKILL)" in results[0].reason, results[0].reason
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status["failure"] == "crash" and "worker rank 1 was killed by signal 9" in status["reason"]

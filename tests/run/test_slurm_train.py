@@ -57,10 +57,11 @@ def test_two_slurm_tasks_train_exactly_as_one_process_accumulating_two_batches(s
     assert json.loads((tmp_path / "two" / "status.json").read_text())["status"] == "finished"
 
 
-def _job_id() -> str:
+def _job_id(other_than: str | None = None) -> str:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+        out = [job for job in out if job != other_than]
         if out:
             return out[0]
         time.sleep(0.2)
@@ -68,6 +69,9 @@ def _job_id() -> str:
 
 
 def test_a_cancelled_job_ends_unfinished_and_the_rerun_resumes(slurm, tiny_config_file, tmp_path):
+    """A 2-task job cancelled after an epoch: its client ends unfinished, Slurm ends every task's fairseq, and the
+    re-run resumes. Then that re-run's client is killed while its job trains on: a further re-run is refused,
+    naming the job that still trains this run (one job's worth of training for both)."""
     run_dir, epochs = tmp_path / "run", FAR_EPOCHS  # neither job can end before it is cancelled
     config = tiny_config_file(train={"max_epoch": epochs, "threads": 1, "processes": 2})
     client = subprocess.Popen(train_on_slurm(config, run_dir, slurm), stdout=subprocess.PIPE,
@@ -83,17 +87,41 @@ def test_a_cancelled_job_ends_unfinished_and_the_rerun_resumes(slurm, tiny_confi
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] in ("interrupted", "failed") and status["reason"], status
     assert status["epochs"] < epochs, status
-    deadline = time.monotonic() + 60
-    while processes_mentioning(str(run_dir / "checkpoints")):  # Slurm ends every task's fairseq
-        assert time.monotonic() < deadline, "fairseq outlived its cancelled job"
-        time.sleep(0.5)
+    _wait_until_no_fairseq(run_dir)  # Slurm ends every task's fairseq
 
     cancelled_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
-    said = run_until_it_trains_past(train_on_slurm(config, run_dir, slurm), run_dir, cancelled_at,
-                                    tmp_path / "rerun.txt", stop=lambda client: subprocess.run(["scancel", _job_id()]))  # fmt: skip
-    assert "resuming" in said, said[-3000:]
+    still_training: list[str] = []
+
+    def kill_the_client(client: subprocess.Popen) -> None:  # the submitting side dies; the job goes on
+        still_training.append(_job_id(other_than=job))
+        client.kill()
+
+    try:
+        said = run_until_it_trains_past(train_on_slurm(config, run_dir, slurm), run_dir, cancelled_at,
+                                        tmp_path / "rerun.txt", stop=kill_the_client)  # fmt: skip
+        assert "resuming" in said, said[-3000:]
+        [job] = still_training
+        rerun = subprocess.run(train_on_slurm(config, run_dir, slurm), capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 4, rerun.stdout + rerun.stderr
+        assert f"Slurm job {job} still trains this run" in rerun.stderr and f"scancel {job}" in rerun.stderr
+        assert "Traceback" not in rerun.stderr
+    finally:
+        for job in still_training:
+            subprocess.run(["scancel", job])
+    _wait_until_no_fairseq(run_dir)
+    deadline = time.monotonic() + 60
+    while subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split():
+        assert time.monotonic() < deadline, "the cancelled job never left Slurm's queue"
+        time.sleep(0.5)  # the next test finds the queue empty, as after a client that followed its job to the end
     recorded = [row["epoch"] for row in read_metrics(run_dir)]
     assert recorded == list(range(1, len(recorded) + 1)) and recorded[-1] > cancelled_at  # each epoch once, trained on
+
+
+def _wait_until_no_fairseq(run_dir: Path) -> None:
+    deadline = time.monotonic() + 60
+    while processes_mentioning(str(run_dir / "checkpoints")):
+        assert time.monotonic() < deadline, "fairseq outlived its cancelled job"
+        time.sleep(0.5)
 
 
 def test_a_request_the_partition_can_never_meet_is_reported_and_cancelled(slurm, tiny_config_file, tmp_path):
@@ -203,25 +231,3 @@ def test_one_watcher_asks_squeue_once_for_all_its_jobs_and_a_job_it_no_longer_li
     watcher.update()
     calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
     assert len(calls) == 3 and calls[2].endswith("-j 12"), calls  # ended jobs are asked about no more
-
-
-def test_after_the_client_is_killed_the_rerun_names_the_job_that_still_trains(slurm, tiny_config_file, tmp_path):
-    run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS, "threads": 1})
-    client = subprocess.Popen(train_on_slurm(config, run_dir, slurm, cpus=1), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
-    job = _job_id()
-    try:
-        deadline = time.monotonic() + 240
-        while not read_metrics(run_dir):
-            assert time.monotonic() < deadline and client.poll() is None, "the first epoch never ended"
-            time.sleep(0.2)
-        client.kill()  # the submitting side dies; the job goes on
-        client.wait(timeout=30)
-        rerun = subprocess.run(train_on_slurm(config, run_dir, slurm, cpus=1), capture_output=True, text=True,
-                               timeout=120)  # fmt: skip
-        assert rerun.returncode == 4, rerun.stdout + rerun.stderr
-        assert f"Slurm job {job} still trains this run" in rerun.stderr and f"scancel {job}" in rerun.stderr
-        assert "Traceback" not in rerun.stderr
-    finally:
-        subprocess.run(["scancel", job])

@@ -14,7 +14,7 @@ from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.machine_record import read_machines
 from prelnx.machine import cpu_name
-from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, rendered, scalar_steps, stop_after_an_epoch
+from tests.helpers import FAR_EPOCHS, epochs_recorded, rendered, scalar_steps, stop_after_an_epoch
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +80,10 @@ def test_interrupted_run_resumes_from_its_checkpoint(tiny_config_file, tmp_path)
 
 
 def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
+    """One diverging training for what a run that diverged records and what it leaves: status diverged at the real
+    update (never 0) with exit code 3, and no checkpoint, so `evaluate` says it has no model instead of failing."""
+    from prelnx.evaluate.evaluate import EvaluationError, evaluate
+
     config, _ = load_config(tiny_config_file(optimizer={"name": "sgd", "lr": 1.0e6}, train={"max_epoch": 2}))
     run_dir = tmp_path / "run"
     result = train(config, run_dir=run_dir)
@@ -87,27 +91,12 @@ def test_absurd_learning_rate_ends_as_diverged(tiny_config_file, tmp_path):
     assert result.status == "diverged" and status["status"] == "diverged", (run_dir / "train.log").read_text()[-2000:]
     assert result.exit_code == 3
     assert "update" in status and status["reason"]
-
-
-def test_sigterm_stops_the_fairseq_child_and_leaves_a_resumable_run(tiny_config_file, tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})
-    process = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "train", "--config", str(config),
-                                "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 180
-    while not read_metrics(run_dir):
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.3)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=90) == 130
-    assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
-    time.sleep(1)
-    assert processes_mentioning(str(run_dir / "checkpoints")) == []
+    assert status["update"] >= 1 and "update 0" not in status["reason"], status  # the real update
+    # diverged before its first checkpoint: nothing to evaluate, and evaluate says so
+    assert not list((run_dir / "checkpoints").glob("checkpoint*.pt"))
+    with pytest.raises(EvaluationError, match=rf"the run diverged at update {result.update} \(.*\) before its first "
+                                              r"checkpoint: it has no model to evaluate"):  # fmt: skip
+        evaluate(run_dir)
 
 
 def test_a_finished_run_trains_on_when_its_budget_grows(tiny_run, tiny_config_file):
