@@ -1,22 +1,21 @@
 """Training diagnostics (issue 31): real tiny trainings write diagnostics.jsonl at the asked intervals with finite
-values, TensorBoard shows them, a killed and resumed run has each row once; config errors name the key."""
+values, TensorBoard shows them; config errors name the key. That a killed and resumed run has each row once is
+checked on tests/run/test_faults.py's killed parent, which trains with these diagnostics."""
 
 from __future__ import annotations
 
 import math
 import shutil
-import sys
 
 import pytest
 
-from prelnx import child_report
 from prelnx.config.load import ConfigError, load_config
 from prelnx.launch.local import train
 from prelnx.plan.common import optimization_argv, run_argv
 from prelnx.records.diagnostics import FILE, PER_GROUP, read_diagnostics
 from prelnx.records.metrics import read_metrics
 from prelnx.records.status import read_status
-from tests.helpers import FAR_EPOCHS, run_until_it_trains_past, scalar_steps, stop_after_an_epoch
+from tests.helpers import scalar_steps
 
 EVERY, SHARPNESS = 2, 3
 
@@ -73,32 +72,6 @@ def test_rows_at_the_asked_intervals_finite_in_tensorboard_and_training_unchange
     for name in ("run", "plain"):
         (tmp_path / name).rename(tmp_path / "sweep" / name)
     assert tmp_path / "sweep" / "diagnostics_summary.png" in plot(tmp_path / "sweep")  # the run without draws nothing
-
-
-@pytest.mark.slow
-def test_a_killed_then_interrupted_run_resumed_has_each_row_once(tiny_config_file, tmp_path):
-    """Killed (SIGKILL of prelnx, so no end-of-attempt reconciliation) past its first epoch, resumed and stopped
-    again after the epoch it trains next (budgets it cannot reach: FAR_EPOCHS). The rows are those of the
-    measured updates up to the last checkpoint, each once, in the file and in TensorBoard."""
-    config_file = tiny_config_file(train=diagnosed(max_epoch=FAR_EPOCHS))
-    run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config_file), "--run-dir", str(run_dir)]
-    run_until_it_trains_past(command, run_dir, 1, tmp_path / "first.log", stop=lambda process: process.kill())
-
-    config, _ = load_config(config_file)
-    lines: list[str] = []
-    second = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines))
-    assert second.status == "interrupted" and lines[0].startswith("resuming")
-    checkpoint = read_status(run_dir)["checkpoint"]["update"]
-    assert checkpoint >= 3 * read_metrics(run_dir)[0]["num_updates"]  # two epochs before the kill, one after
-    updates = [row["num_updates"] for row in read_diagnostics(run_dir)]
-    assert updates == measured(checkpoint)
-    assert scalar_steps(run_dir, "diagnostics/grad_norm/encoder.0.ffn") == [u for u in updates if u % EVERY == 0]
-    assert scalar_steps(run_dir, "diagnostics/lambda_c") == [u for u in updates if u % SHARPNESS == 0]
-    # every record train.log holds up to the checkpoint (both attempts) is in the file once
-    events = [child_report.parse(line) for line in (run_dir / "train.log").read_text().splitlines()]
-    logged = {event.row["num_updates"] for event in events if isinstance(event, child_report.Diagnosed)}
-    assert sorted(u for u in logged if u <= checkpoint) == updates
 
 
 @pytest.mark.parametrize("sections, key", [

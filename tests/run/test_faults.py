@@ -17,12 +17,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from prelnx import child_report
 from prelnx.config.load import ConfigError, load_config
 from prelnx.records.checkpoints import checkpoint_info
+from prelnx.records.diagnostics import read_diagnostics
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.prepare import ensure_data
 from prelnx.launch.local import train
-from tests.helpers import FAR_EPOCHS, processes_mentioning, rendered, run_until_it_trains_past, scalar_steps
+from tests.helpers import FAR_EPOCHS, epochs_recorded, processes_mentioning, rendered, scalar_steps, stop_after_an_epoch
+from tests.run.test_diagnostics import EVERY, SHARPNESS, diagnosed, measured
 
 pytestmark = pytest.mark.slow
 QUIET = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
@@ -67,10 +70,15 @@ def assert_records_match_checkpoint(run_dir: Path, epochs: int | None = None, st
 
 
 def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_config_file, tmp_path):
+    """prelnx killed (SIGKILL, so no end-of-attempt reconciliation) past its second epoch, with diagnostics on: its
+    fairseq child dies with it and the status stays "running"; the re-run resumes from the checkpoint and is stopped
+    after the epoch it trains next (budgets it cannot reach: FAR_EPOCHS). The records say what the checkpoint
+    trained, each epoch once, and the diagnostics rows are those of the measured updates up to the checkpoint, each
+    once, in the file and in TensorBoard (the check tests/run/test_diagnostics.py leaves to this training)."""
     run_dir = tmp_path / "run"
-    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})  # neither attempt can end before it is stopped
-    parent = start_prelnx("train", "--config", str(config), "--run-dir", str(run_dir))
-    wait_for(lambda: read_metrics(run_dir), "the first epoch")  # the child then trains on
+    config_file = tiny_config_file(train=diagnosed(max_epoch=FAR_EPOCHS))  # neither attempt can end before its stop
+    parent = start_prelnx("train", "--config", str(config_file), "--run-dir", str(run_dir))
+    wait_for(lambda: [epoch for epoch in epochs_recorded(run_dir) if epoch > 1], "the second epoch")  # trains on
     children = processes_mentioning(str(run_dir / "checkpoints"))
     assert children, "no fairseq child found"
     parent.send_signal(signal.SIGKILL)
@@ -79,11 +87,24 @@ def test_parent_killed_takes_the_child_with_it_and_the_rerun_reconciles(tiny_con
     assert status_of(run_dir)["status"] == "running"  # the parent could not say more: the re-run will
 
     killed_at = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
-    command = [sys.executable, "-m", "prelnx.cli", "train", "--config", str(config), "--run-dir", str(run_dir)]
-    said = run_until_it_trains_past(command, run_dir, killed_at, tmp_path / "rerun.txt")
-    assert "resuming" in said and f"from epoch {killed_at}" in said, said
+    config, _ = load_config(config_file)
+    lines: list[str] = []
+    resumed = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines, past=killed_at))
+    assert resumed.status == "interrupted" and lines[0].startswith("resuming"), lines
+    assert f"from epoch {killed_at}" in lines[0], lines
     assert_records_match_checkpoint(run_dir, status="interrupted")
     assert checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch > killed_at
+
+    checkpoint = status_of(run_dir)["checkpoint"]["update"]
+    assert checkpoint >= 3 * read_metrics(run_dir)[0]["num_updates"]  # two epochs before the kill, one after
+    updates = [row["num_updates"] for row in read_diagnostics(run_dir)]
+    assert updates == measured(checkpoint)
+    assert scalar_steps(run_dir, "diagnostics/grad_norm/encoder.0.ffn") == [u for u in updates if u % EVERY == 0]
+    assert scalar_steps(run_dir, "diagnostics/lambda_c") == [u for u in updates if u % SHARPNESS == 0]
+    # every record train.log holds up to the checkpoint (both attempts) is in the file once
+    events = [child_report.parse(line) for line in (run_dir / "train.log").read_text().splitlines()]
+    logged = {event.row["num_updates"] for event in events if isinstance(event, child_report.Diagnosed)}
+    assert sorted(u for u in logged if u <= checkpoint) == updates
 
 
 def test_epochs_the_parent_missed_are_rebuilt_from_fairseqs_own_log(tiny_run):
