@@ -68,3 +68,14 @@ def test_the_rows_come_from_the_events_alone(finished_tiny_run, tmp_path):
     # the reconciliation rebuilding rows after a restart, likewise
     assert values(read_log(events)[0]) == values(recorded)
     assert read_log(text) == ([], [])
+
+
+def test_a_diagnostics_row_measured_again_by_a_resumed_attempt_replaces_the_first(tmp_path):
+    """train.log holds every attempt: an update measured before a kill and again after the resume (from an earlier
+    checkpoint) is one diagnostics row, the later attempt's, as a metrics row is (ChildRecords.take)."""
+    log = tmp_path / "train.log"
+    first = [child_report.Diagnosed({"num_updates": update, "grad_norm": 1.0}) for update in (1, 2, 3)]
+    again = [child_report.Diagnosed({"num_updates": update, "grad_norm": 2.0}) for update in (3, 4)]
+    log.write_text("".join(child_report.line(event) for event in [*first, *again]) + "not an event\n")
+    kept = [(row["num_updates"], row["grad_norm"]) for row in read_log(log)[1]]
+    assert kept == [(1, 1.0), (2, 1.0), (3, 2.0), (4, 2.0)]
