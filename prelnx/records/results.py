@@ -75,16 +75,6 @@ def read_index(sweep_dir: Path) -> dict[str, Any]:
                          f"sweep again to rewrite it") from None  # fmt: skip
 
 
-def read_points(sweep_dir: Path) -> list[dict[str, Any]]:
-    """sweep.json's runs (read_index's)."""
-    return read_index(sweep_dir)["runs"]
-
-
-def sweep_name(sweep_dir: Path) -> str:
-    """sweep.json's name (read_index's)."""
-    return read_index(sweep_dir)["name"]
-
-
 def override_keys(points: list[dict[str, Any]]) -> list[str]:
     """The keys a sweep's runs override (sweep.json's), each once, in the order they first appear: the columns of
     its summary and the keys its curves are labelled by."""

@@ -24,7 +24,7 @@ from prelnx.records import grain
 from prelnx.records.lock import owner_alive
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
-from prelnx.records.results import SWEEP_INDEX, finite, read_points
+from prelnx.records.results import SWEEP_INDEX, finite, read_index
 from prelnx.records.run_config import has_config, read_run_config
 from prelnx.records.status import read_status
 from prelnx.sweep.spec import load_spec, point_config
@@ -108,7 +108,7 @@ def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunStanding]:
     with contextlib.suppress(Refusal, OSError):  # a spec whose base moved: its pending runs' budgets are unknown ("?")
         spec = load_spec(sweep_dir / "sweep.yaml") if (sweep_dir / "sweep.yaml").is_file() else None
     states, configs = [], []
-    for point in read_points(sweep_dir):
+    for point in read_index(sweep_dir)["runs"]:
         run_dir = sweep_dir / point["name"]
         config = read_run_config(run_dir) if has_config(run_dir) else None
         if config is None and spec is not None:  # not started: the spec's base, its `set:` and the point's grid values

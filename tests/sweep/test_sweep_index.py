@@ -11,15 +11,15 @@ from typer.testing import CliRunner
 from prelnx.cli import app
 from prelnx.exits import Refusal
 from prelnx.records.frozen_claims import read_frozen
-from prelnx.records.results import read_points, sweep_name
+from prelnx.records.results import read_index
 
 
 def test_sweep_json_has_one_reader_that_refuses_a_file_that_is_not_the_index(tmp_path):
-    assert sweep_name(tmp_path) == "" and read_points(tmp_path) == [] and read_frozen(tmp_path) is None
+    assert read_index(tmp_path)["name"] == "" and read_index(tmp_path)["runs"] == [] and read_frozen(tmp_path) is None
     (tmp_path / "sweep.json").write_text(json.dumps({"name": "s", "runs": []}))
-    assert sweep_name(tmp_path) == "s" and read_frozen(tmp_path) is None
+    assert read_index(tmp_path)["name"] == "s" and read_frozen(tmp_path) is None
     for bad in ("{broken", "[1]", '{"name": "s"}'):
         (tmp_path / "sweep.json").write_text(bad)
         with pytest.raises(Refusal, match="not the sweep index"):
-            sweep_name(tmp_path)
+            read_index(tmp_path)
         assert CliRunner().invoke(app, ["plot", str(tmp_path)]).exit_code == 2
