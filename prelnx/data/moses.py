@@ -41,11 +41,18 @@ class PerlPunctNormalizer(MosesPunctNormalizer):
         # penn=True in sacremoses adds the `` -> ' and '' -> " rules the perl script applies when *not* -penn.
         self.NORMALIZE_UNICODE = [*self.NORMALIZE_UNICODE[:9], ("‘", '"'), ("‚", '"'), *self.NORMALIZE_UNICODE[11:]]
         super().__init__(lang=lang, penn=True, perl_parity=True)
+        # sacremoses' table, each pattern compiled once: its normalize passes the pattern's text to re.sub, a lookup
+        # in re's cache for each of ~45 patterns on every line (a third of its time)
+        self._compiled = [(re.compile(pattern), substitution) for pattern, substitution in self.substitutions]
 
     def normalize(self, text: str) -> str:
         # The perl script keeps each line's "\n", which its non-English rule `(\.+)"(\s*[^<])` -> `"$1$2` can
         # match: a German `."` at the end of a line becomes `".`. (sacremoses strips the result either way.)
-        return super().normalize(text + "\n")
+        # sacremoses' normalize as built here (no unicode-punctuation pre-pass, no control-character post-pass).
+        text += "\n"
+        for pattern, substitution in self._compiled:
+            text = pattern.sub(substitution, text)
+        return text.strip()
 
 
 def tokenize(moses: MosesTokenizer, line: str, *, aggressive_dash: bool = False) -> str:
