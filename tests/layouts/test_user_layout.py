@@ -1,7 +1,8 @@
 """A researcher's own placement in one file (examples/gated_preln.py), named by a config in an empty folder outside
-the checkout: it trains in a sweep against Pre-LN, runs the gradient study and is reported; a bad file is one line and exit 2 before
-anything is created. Every command is prelnx's CLI in a child process whose working directory is that folder (the
-bad files' refusals but one: the same app in this process, in that folder). The trainings are in the slow tier."""
+the checkout: it trains in a sweep against Pre-LN, runs the gradient study and is reported; a bad file is one line
+and exit 2 before anything is created. Every command is prelnx's CLI in a child process whose working directory is
+that folder (the bad files' refusals but one: the same app in this process, in that folder). The trainings are in
+the slow tier."""
 
 from __future__ import annotations
 
