@@ -1,7 +1,8 @@
 """A researcher's own placement in one file (examples/gated_preln.py), named by a config in an empty folder outside
-the checkout: it trains, sweeps, runs the gradient study and is reported; a bad file is one line and exit 2 before
-anything is created. Every command is prelnx's CLI in a child process whose working directory is that folder (the
-bad files' refusals but one: the same app in this process, in that folder). The trainings are in the slow tier."""
+the checkout: it trains in a sweep against Pre-LN, runs the gradient study and is reported; a bad file is one line
+and exit 2 before anything is created. Every command is prelnx's CLI in a child process whose working directory is
+that folder (the bad files' refusals but one: the same app in this process, in that folder). The trainings are in
+the slow tier."""
 
 from __future__ import annotations
 
@@ -40,20 +41,40 @@ def write_config(folder: Path, layout: str = SPEC, name: str = "tiny.yaml") -> P
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     """An empty folder outside the checkout with the example's file and a tiny config naming it."""
-    assert not tmp_path.resolve().is_relative_to(REPO)
-    shutil.copy(EXAMPLE, tmp_path / "gated_preln.py")
-    write_config(tmp_path)
-    return tmp_path
+    return _folder(tmp_path)
+
+
+def _folder(path: Path) -> Path:
+    assert not path.resolve().is_relative_to(REPO)
+    shutil.copy(EXAMPLE, path / "gated_preln.py")
+    write_config(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder after `prelnx sweep` of the example against Pre-LN (2 jobs): one sweep trains the example for the
+    tests that read its run (a `prelnx train` of it would be the same training, and two processes more)."""
+    folder = _folder(tmp_path_factory.mktemp("swept"))
+    done = prelnx(folder, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--jobs", "2",
+                  "--name", "mine")  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return folder
+
+
+def swept_run(folder: Path, layout: str) -> Path:
+    """The run dir of the sweep's arm whose model.layout is `layout`."""
+    rows = list(csv.DictReader((folder / "runs" / "mine" / "summary.csv").open()))
+    (row,) = [row for row in rows if row["model.layout"] == layout]
+    return folder / "runs" / "mine" / row["run"]
 
 
 @pytest.mark.slow  # a real training (sweep, gradient study) in a child process
-def test_the_example_trains_with_its_gates_learned(folder):
-    done = prelnx(folder, "train", "-c", "tiny.yaml")
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    run = folder / "runs" / "train" / "tiny"
+def test_the_example_trains_with_its_gates_learned(swept):
+    run = swept_run(swept, f"{swept / 'gated_preln.py'}:GatedPreLN")
     assert json.loads((run / "status.json").read_text())["status"] == "finished"
     # fairseq's process was given the file by its absolute path and built the class in it
-    assert f"--layout-file {folder / 'gated_preln.py'}:GatedPreLN" in (run / "command.txt").read_text()
+    assert f"--layout-file {swept / 'gated_preln.py'}:GatedPreLN" in (run / "command.txt").read_text()
     from prelnx.records.checkpoints import load_checkpoint
 
     model = load_checkpoint(run / "checkpoints" / "checkpoint_last.pt")["model"]
@@ -64,14 +85,11 @@ def test_the_example_trains_with_its_gates_learned(folder):
 
 
 @pytest.mark.slow  # a real training (sweep, gradient study) in a child process
-def test_the_example_sweeps_against_pre_ln_and_is_reported(folder):
-    done = prelnx(folder, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--jobs", "2",
-                  "--name", "mine")  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    sweep = folder / "runs" / "mine"
+def test_the_example_sweeps_against_pre_ln_and_is_reported(swept):
+    sweep = swept / "runs" / "mine"
     rows = list(csv.DictReader((sweep / "summary.csv").open()))
     assert sorted(row["status"] for row in rows) == ["finished", "finished"]
-    assert {row["model.layout"] for row in rows} == {"pre", f"{folder / 'gated_preln.py'}:GatedPreLN"}
+    assert {row["model.layout"] for row in rows} == {"pre", f"{swept / 'gated_preln.py'}:GatedPreLN"}
     report = (sweep / "report.md").read_text()
     assert "Gated Pre-LN" in report  # an arm of its own, by its class's display_name (prelnx.layouts.display_name)
 

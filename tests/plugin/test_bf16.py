@@ -75,18 +75,39 @@ def train_plain(config_path: Path, precision: str, save_dir: Path, *overrides: s
     return plain_fairseq(fairseq_argv(config, ensure_data(config), save_dir, cuda=False))
 
 
+# The tiny translation (no dropout, clipping at 0.5, one epoch) that the plain-command test and prelnx's bf16 run train.
+TRANSLATION = {"model": NO_DROPOUT, "train": {"max_epoch": 1, "clip_norm": 0.5}}
+
+
+@pytest.fixture(scope="module")
+def plain_translation(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, list[str]]]:
+    """(folder, log, argv) of the tiny translation trained by plain fairseq-train in fp32 and in bf16, each precision's
+    checkpoints in folder/<precision>: trained once for the plain-command test and for prelnx's bf16 run, whose
+    command.txt must be the bf16 argv (and so reproduce that run)."""
+    from tests.conftest import TINY
+
+    folder = tmp_path_factory.mktemp("plain-translation")
+    path = write_config(folder / "tiny.yaml", TINY, **TRANSLATION)
+    logs, argvs = {}, {}
+    for precision in ("fp32", "bf16"):
+        config, _ = load_config(path, [f"train.precision={precision}", "train.device=cpu"])
+        argvs[precision] = fairseq_argv(config, ensure_data(config), folder / precision, cuda=False)
+        logs[precision] = plain_fairseq(argvs[precision])
+    return folder, logs, argvs
+
+
 @pytest.mark.slow
-def test_plain_bf16_command_trains_translation_under_autocast_with_fp32_weights(tiny_config_file, tmp_path):
-    path = tiny_config_file(model=NO_DROPOUT, train={"max_epoch": 1, "clip_norm": 0.5})
-    fp32 = records(train_plain(path, "fp32", tmp_path / "fp32"), "valid")
-    bf16_log = train_plain(path, "bf16", tmp_path / "bf16")
+def test_plain_bf16_command_trains_translation_under_autocast_with_fp32_weights(plain_translation):
+    folder, logs, _ = plain_translation
+    fp32 = records(logs["fp32"], "valid")
+    bf16_log = logs["bf16"]
     bf16 = records(bf16_log, "valid")
     assert len(bf16) == len(fp32) == 1
     assert math.isfinite(bf16[0]["valid_loss"])
     assert all(math.isfinite(r["train_loss"]) for r in records(bf16_log, "train"))
     assert bf16[0]["valid_loss"] == pytest.approx(fp32[0]["valid_loss"], rel=0.05)
     # bf16 matmuls change the numbers (autocast is on; one-thread fp32 is bit-reproducible), not the training
-    weights = {precision: torch.load(tmp_path / precision / "checkpoint_last.pt", map_location="cpu",
+    weights = {precision: torch.load(folder / precision / "checkpoint_last.pt", map_location="cpu",
                                      weights_only=False)["model"] for precision in ("fp32", "bf16")}  # fmt: skip
     changed = [name for name, tensor in weights["fp32"].items() if not torch.equal(tensor, weights["bf16"][name])]
     assert changed
@@ -94,7 +115,7 @@ def test_plain_bf16_command_trains_translation_under_autocast_with_fp32_weights(
             for precision, model in weights.items()}  # fmt: skip
     assert (flat["bf16"] - flat["fp32"]).norm() / flat["fp32"].norm() < 0.05
     assert all(r["train_clip"] > 0 for r in records(bf16_log, "train"))  # clipping at 0.5 acted, on fp32 gradients
-    assert_fp32_checkpoint(tmp_path / "bf16" / "checkpoint_last.pt")
+    assert_fp32_checkpoint(folder / "bf16" / "checkpoint_last.pt")
 
 
 @pytest.mark.slow
@@ -116,8 +137,11 @@ def test_plain_bf16_command_pretrains_and_finetunes_an_encoder(tmp_path):
 
 @needs_bf16
 @pytest.mark.slow
-def test_prelnx_trains_in_bf16_on_cpu_and_command_txt_reproduces_it(tiny_config_file, tmp_path):
-    path = tiny_config_file(model=NO_DROPOUT, train={"max_epoch": 1, "precision": "bf16", "device": "cpu"})
+def test_prelnx_trains_in_bf16_on_cpu_and_command_txt_reproduces_it(tiny_config_file, tmp_path, plain_translation):
+    """command.txt's fairseq-train argv is the plain bf16 run's (its checkpoints' folder aside), and that run's
+    validation losses are prelnx's."""
+    folder, logs, argvs = plain_translation
+    path = tiny_config_file(**{**TRANSLATION, "train": {**TRANSLATION["train"], "precision": "bf16", "device": "cpu"}})
     config, _ = load_config(path)
     run = tmp_path / "run"
     assert train(config, run_dir=run).status == "finished"
@@ -126,9 +150,10 @@ def test_prelnx_trains_in_bf16_on_cpu_and_command_txt_reproduces_it(tiny_config_
     assert_fp32_checkpoint(run / "checkpoints" / "checkpoint_last.pt")
     command = (run / "command.txt").read_text().strip()
     assert " --cpu --bf16 " in command
-    again = command.replace(str(run / "checkpoints"), str(tmp_path / "again"))
+    again = command.replace(str(run / "checkpoints"), str(folder / "bf16"))
     argv = shlex.split(again.partition(" fairseq-train ")[2])
-    assert [r["valid_loss"] for r in records(plain_fairseq(argv), "valid")] == losses
+    assert argv == argvs["bf16"]
+    assert [r["valid_loss"] for r in records(logs["bf16"], "valid")] == losses
 
 
 @needs_bf16

@@ -11,11 +11,12 @@ import math
 import pytest
 
 from prelnx.config.load import load_config
-from prelnx.launch.inprocess import build_task_and_model, load_plugin
+from prelnx.launch.inprocess import load_plugin
 from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info
 from prelnx.records.metrics import read_metrics
 from tests.helpers import FAR_EPOCHS, epochs_recorded, stop_after_an_epoch
+from tests.plugin import build
 
 
 def module_types(model) -> set[str]:
@@ -46,7 +47,7 @@ def test_a_tiny_training_of_each_placement_finishes_and_its_checkpoint_rebuilds_
     rows = read_metrics(run_dir)
     assert rows and all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
     assert f"--layout-scheme {layout}" in (run_dir / "command.txt").read_text()
-    config_model = build_task_and_model(config)[2]
+    config_model = build.translation(config)[2]
     assert checkpoint_module_types(run_dir) == module_types(config_model)
 
 
@@ -67,7 +68,7 @@ def test_a_placement_run_stopped_after_an_epoch_resumes_from_its_checkpoint(tiny
     assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > reached
     assert all(math.isfinite(row["valid_loss"]) for row in read_metrics(run_dir))
     assert "--layout-scheme residual" in (run_dir / "command.txt").read_text()
-    assert checkpoint_module_types(run_dir) == module_types(build_task_and_model(config)[2])
+    assert checkpoint_module_types(run_dir) == module_types(build.translation(config)[2])
 
 
 @pytest.mark.slow

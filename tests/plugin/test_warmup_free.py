@@ -6,8 +6,8 @@ form (its profile, FFN and forward at IWSLT14 size: test_warmup_free_recipes.py)
 norms, ReZero's identity layers (its norms' LayerNorm of the input when Post-LN's norms are kept), B2T's extra path
 and rescaled init; ReZero's FFN as Transformer-Clinic draws it (Xavier-uniform, zero bias), or torch's with the
 majumderb/rezero option. Then each
-method trains under 2 torchrun workers, is interrupted, resumed and evaluated (Admin with its w travelling in the
-checkpoint).
+method trains an epoch, is interrupted, resumed under 2 torchrun workers, interrupted again and evaluated (Admin with
+its w travelling in the checkpoint).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 
 from prelnx.config.load import load_config
-from prelnx.launch.inprocess import build_task_and_model
 from prelnx.records.metrics import read_metrics
 from prelnx.launch.local import train
 from prelnx.records.checkpoints import checkpoint_info
+from tests.conftest import TINY
 from tests.helpers import FAR_EPOCHS, epochs_recorded, stop_after_an_epoch
 from tests.plugin import build as builder
 
@@ -226,34 +226,47 @@ def test_b2t_rescales_every_layer_weight_by_one_over_sqrt_n(tiny_config_file):
 # ---------------------------------------------------------------------------------------------------- training
 
 
-def _interrupt_twice(config, run_dir) -> list[str]:
-    """Stopped after its first epoch, resumed, and stopped again after the next: the budget (FAR_EPOCHS) is far
-    beyond both stops, so neither attempt can end before its stop lands, however fast the machine. Returns the
-    second attempt's lines; asserts that it resumed and that every epoch is recorded once, finite."""
-    assert train(config, run_dir=run_dir, on_event=stop_after_an_epoch()).status == "interrupted"
+# 2 workers x max_tokens 512 a step; one process reaches the same batch per update with update_freq 2, which trains
+# exactly as the 2 workers do (tests/run/test_data_parallel.py), so a run may change its number of workers on resume.
+TWO_WORKERS = {"processes": 2, "effective_batch_tokens": 2 * TINY["train"]["max_tokens"]}
+
+
+def _interrupt_twice(path, run_dir) -> list[str]:
+    """The config at `path` (train.processes 2) trained by one process and stopped after its first epoch (only to
+    have a real checkpoint to resume: a torchrun group costs two more processes), resumed from that checkpoint under
+    2 torchrun workers (DDP, gloo) and stopped again after the next epoch: the budget (FAR_EPOCHS) is far beyond both
+    stops, so neither attempt can end before its stop lands, however fast the machine. Returns the second attempt's
+    lines; asserts that it resumed under torchrun and that every epoch is recorded once, finite."""
+    one, _ = load_config(path, ["train.processes=1"])
+    assert train(one, run_dir=run_dir, on_event=stop_after_an_epoch()).status == "interrupted"
+    assert "torchrun" not in (run_dir / "command.txt").read_text()
     reached = checkpoint_info(run_dir / "checkpoints" / "checkpoint_last.pt").epoch
     lines: list[str] = []
-    result = train(config, run_dir=run_dir, on_event=stop_after_an_epoch(lines, past=reached))
+    two, _ = load_config(path)
+    result = train(two, run_dir=run_dir, on_event=stop_after_an_epoch(lines, past=reached))
     assert result.status == "interrupted", (run_dir / "train.log").read_text()[-3000:]
     assert lines[0].startswith("resuming"), lines
+    command = (run_dir / "command.txt").read_text()
+    assert "torchrun --standalone --nproc-per-node 2" in command and "--update-freq 2" not in command, command
     epochs = epochs_recorded(run_dir)
     assert epochs == list(range(1, len(epochs) + 1)) and len(epochs) > reached
+    rows = read_metrics(run_dir)
+    assert all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
     return lines
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["tfixup", "rezero", "rezero_postln", "b2t"])
 def test_each_method_trains_under_two_workers_resumes_and_evaluates(tiny_config_file, tmp_path, layout):
-    """A real training per method under 2 torchrun workers (DDP: every parameter must take part), interrupted after
-    its first epoch, resumed from its checkpoint and interrupted again, then evaluated (the model rebuilt from the checkpoint)."""
+    """A real training per method: an epoch, interrupted, resumed from its checkpoint under 2 torchrun workers (DDP:
+    every parameter must take part) and interrupted again, then evaluated (the model rebuilt from its last
+    checkpoint)."""
     from prelnx.evaluate.evaluate import evaluate
 
-    config, _ = load_config(tiny_config_file(model={"layout": layout}, train={"max_epoch": FAR_EPOCHS, "processes": 2},
-                                             eval={"bleu": {"enabled": False}}))  # fmt: skip
+    path = tiny_config_file(model={"layout": layout}, train={"max_epoch": FAR_EPOCHS, **TWO_WORKERS},
+                            eval={"bleu": {"enabled": False}})  # fmt: skip
     run_dir = tmp_path / "run"
-    _interrupt_twice(config, run_dir)
-    rows = read_metrics(run_dir)
-    assert all(math.isfinite(row["valid_loss"]) and math.isfinite(row["train_loss"]) for row in rows)
+    _interrupt_twice(path, run_dir)
     command = (run_dir / "command.txt").read_text()
     assert "torchrun" in command and f"--layout-scheme {layout}" in command
     assert 0.0 <= evaluate(run_dir, beam=1, checkpoint="last")["bleu_tokenized"] <= 100.0
@@ -266,12 +279,12 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
     from prelnx.evaluate.evaluate import evaluate
     from prelnx.launch.inprocess import load_plugin
 
-    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": FAR_EPOCHS, "processes": 2},
+    path = tiny_config_file(model={"layout": "admin"}, train={"max_epoch": FAR_EPOCHS, **TWO_WORKERS},
                             eval={"bleu": {"enabled": False}})  # fmt: skip
     config, _ = load_config(path)
     run_dir = tmp_path / "run"
 
-    _interrupt_twice(config, run_dir)
+    _interrupt_twice(path, run_dir)
     command = (run_dir / "command.txt").read_text()
     assert "torchrun" in command and """--layout-scheme admin --layout-options '{"admin_init": "profile"}'""" in command
     assert "Admin profile" in (run_dir / "train.log").read_text()  # the profile is in the run dir's log
@@ -283,7 +296,7 @@ def test_admin_under_two_workers_resumes_and_evaluates_with_its_w_from_the_check
     load_plugin()
     saved = checkpoint_utils.load_checkpoint_to_cpu(str(run_dir / "checkpoints" / "checkpoint_last.pt"))["model"]
     models, _, _ = checkpoint_utils.load_model_ensemble_and_task([str(run_dir / "checkpoints" / "checkpoint_last.pt")])
-    fresh = dict(build_task_and_model(config)[2].named_parameters())
+    fresh = dict(builder.translation(config)[2].named_parameters())
     ws = {name: p for name, p in models[0].named_parameters() if name.endswith("admin_w")}
     assert len(ws) == 4
     for name, w in ws.items():
