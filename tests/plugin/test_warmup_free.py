@@ -258,9 +258,10 @@ def _interrupt_twice(path, run_dir) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["tfixup", "rezero", "rezero_postln", "b2t"])
 def test_each_method_trains_under_two_workers_resumes_and_evaluates(tiny_config_file, tmp_path, layout):
-    """A real training per method: an epoch, interrupted, resumed from its checkpoint under 2 torchrun workers (DDP:
-    every parameter must take part) and interrupted again, then evaluated (the model rebuilt from its last
-    checkpoint)."""
+    """A real training per method: an epoch, interrupted, resumed from its checkpoint under 2 torchrun workers and
+    interrupted again, then evaluated (the model rebuilt from its last checkpoint). That every parameter gets a
+    gradient is checked in process (`every_parameter_gets_a_gradient`): fairseq's legacy_ddp, which prelnx runs on
+    CPU, fills a missing gradient with zeros rather than failing, so two workers alone would not show one."""
     from prelnx.evaluate.evaluate import evaluate
 
     path = tiny_config_file(model={"layout": layout}, train={"max_epoch": FAR_EPOCHS, **TWO_WORKERS},
