@@ -69,7 +69,7 @@ def collect_runs(path: Path, configs: Mapping[str, Config] | None = None) -> lis
     run's grain from `configs` (run name -> its config, as the report's arms read it), else from its config.yaml."""
     if (path / "metrics.jsonl").is_file() or (path / "status.json").is_file():
         return [RunCurves(path.name, path, {}, read_metrics(path), recorded_status(path), of_run_dir(path))]
-    points = read_index(path).get("runs", [])
+    points = read_index(path)["runs"]
     if not points:
         points = [{"name": d.name, "overrides": {}} for d in sorted(path.iterdir()) if (d / "metrics.jsonl").is_file()]
     if not points:

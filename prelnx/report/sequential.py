@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from scipy import stats as scipy_stats
 
@@ -99,13 +99,23 @@ def claim_state(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> tuple[Claim
     return (ClaimState.FUTILE if reach and no_holds and no_dnh else ClaimState.OPEN), verdict
 
 
-def all_outcomes(arms: list[Arm], claims: dict[str, Any] | None = None) -> dict[str, ClaimOutcome]:
+class Published(NamedTuple):
+    """paper.yaml and methods.yaml's methods, read once for a look (not once per arm it leaves out)."""
+
+    paper: dict[str, Any]
+    methods: list[dict[str, Any]]
+
+
+def published() -> Published:
+    return Published(paper_data(), methods_data())
+
+
+def all_outcomes(arms: list[Arm], claims: Published | None = None) -> dict[str, ClaimOutcome]:
     """Every claim the report decides from these runs: paper.yaml's, methods.yaml's (its `norm_variants` too, on a
-    sweep with variant arms), each user layout file's. `claims`: paper.yaml's and methods.yaml's methods as read once
-    for a look ({"paper", "methods"}; None: read now)."""
-    claims = claims or {"paper": paper_data(), "methods": methods_data()}
-    outcomes = paper_outcomes(arms, claims["paper"])[1] | norm_claims(arms)[1]
-    read = {"methods": claims["methods"], "layout_files": None}  # the layout files: as they read now
+    sweep with variant arms), each user layout file's. `claims`: as read for the look (None: read now)."""
+    claims = claims or published()
+    outcomes = paper_outcomes(arms, claims.paper)[1] | norm_claims(arms)[1]
+    read = {"methods": claims.methods, "layout_files": None}  # the layout files: as they read now
     for found in method_claims(*([a for a in arms if a.task == task] for task in ("translation", TASK)), read):
         for method in found or []:  # a user layout file's claim ids carry their layout already
             outcomes.update({key if "#" in key else f"{method.spec['layout']}#{key}": value
@@ -123,7 +133,7 @@ def decide_look(sweep_dir: Path, groups: dict[str, tuple[str, ...]], plan: SeedP
     """The sweep's decider: each claim's state at this look, the arms it reads, the runs it was decided on."""
     wanted = {run: arm for arm, runs in groups.items() for run in runs}
     arms = [a for a in load_arms(sweep_dir) if a.name in wanted]
-    claims = {"paper": paper_data(), "methods": methods_data()}  # read once for the look, not once per arm left out
+    claims = published()
     outcomes = all_outcomes(arms, claims)
     reads: dict[str, list[str]] = {claim: [] for claim in outcomes}
     for arm in groups:  # the arms a claim reads: removing one changes its outcome
