@@ -8,6 +8,7 @@ at 3/2; Pre-LN's ||x^pre_l||^2 / d inside [1 + l/2, 1 + 3l/2] per layer, its gro
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import statistics
@@ -88,26 +89,20 @@ def _band(spec: dict[str, Any], key: str = "band") -> tuple[float, float]:
     return float(low), float(high)
 
 
-def postln_last_layer_flat_in_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
-    if "post" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
-        return not_measured(spec["id"], "needs Post-LN at two depths or more")
-    case = Case("Post-LN", _level("ratio", depth_ratio(summary, "post"), _band(spec)))
-    return _with_note(ClaimOutcome(spec["id"], [case]), summary, ("post",))
-
-
-def preln_last_layer_falls_with_depth(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
-    if "pre" not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
-        return not_measured(spec["id"], "needs Pre-LN at two depths or more")
-    shallow, deep = summary["depths"][0], summary["depths"][-1]
-    ratio = depth_ratio(summary, "pre")
-    predicted = (shallow / deep) ** 0.5
-    cases = [Case("Pre-LN falls", _level("ratio", ratio, _band(spec)))]
-    if "rate_band" in spec:
-        rate = Sample(f"{ratio.label} over 1/sqrt(L)'s {predicted:.2f}", tuple(v / predicted for v in ratio.values))
-        cases.append(Case("like 1/sqrt(L)", _level("ratio", rate, _band(spec, "rate_band"))))
-    outcome = ClaimOutcome(spec["id"], cases)
-    outcome.notes.append(f"1/sqrt(L) predicts {predicted:.2f}")
-    return _with_note(outcome, summary, ("pre",))
+def last_layer_in_depth(summary: dict[str, Any], spec: dict[str, Any], layout: str, label: str) -> ClaimOutcome:
+    """The layout's depth_ratio in paper.yaml's band; with a `rate_band` (Pre-LN's), also like 1/sqrt(L)."""
+    if layout not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
+        return not_measured(spec["id"], f"needs {display_name(layout)} at two depths or more")
+    ratio = depth_ratio(summary, layout)
+    outcome = ClaimOutcome(spec["id"], [Case(label, _level("ratio", ratio, _band(spec)))])
+    if layout == "pre":
+        shallow, deep = summary["depths"][0], summary["depths"][-1]
+        predicted = (shallow / deep) ** 0.5
+        if "rate_band" in spec:
+            rate = Sample(f"{ratio.label} over 1/sqrt(L)'s {predicted:.2f}", tuple(v / predicted for v in ratio.values))
+            outcome.cases.append(Case("like 1/sqrt(L)", _level("ratio", rate, _band(spec, "rate_band"))))
+        outcome.notes.append(f"1/sqrt(L) predicts {predicted:.2f}")
+    return _with_note(outcome, summary, (layout,))
 
 
 def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
@@ -121,8 +116,8 @@ def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> Cl
 
 
 GRADIENT_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutcome]] = {
-    "postln_last_layer_flat_in_depth": postln_last_layer_flat_in_depth,
-    "preln_last_layer_falls_with_depth": preln_last_layer_falls_with_depth,
+    "postln_last_layer_flat_in_depth": functools.partial(last_layer_in_depth, layout="post", label="Post-LN"),
+    "preln_last_layer_falls_with_depth": functools.partial(last_layer_in_depth, layout="pre", label="Pre-LN falls"),
     "postln_grows_with_layer": postln_grows_with_layer,
 }
 

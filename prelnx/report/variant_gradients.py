@@ -68,13 +68,6 @@ def variant_folders(raw: Path) -> dict[str, Path]:
     return {v.folder: raw / v.folder for v in VARIANTS if all((raw / v.folder / name).is_file() for name in READ)}
 
 
-def _cpu(folder: Path) -> str:
-    machines = read_machines(folder)
-    if not machines:
-        return NOT_RECORDED
-    return "; ".join(f"{m.kind}, {m.cores} cores, {m.time}" for m in machines)
-
-
 def decide(raw: Path) -> list[VariantResult]:
     """Each variant's three claims from its folder (one with none: not measured, no data yet)."""
     found, results = variant_folders(raw), []
@@ -84,8 +77,8 @@ def decide(raw: Path) -> list[VariantResult]:
             results.append(VariantResult(variant, None, {}, NOT_RECORDED))
             continue
         summary = load_gradient_summary(folder)
-        results.append(VariantResult(variant, summary, check_claims(gradient_claims(), GRADIENT_CHECKS, summary),
-                                     _cpu(folder)))
+        cpu = "; ".join(f"{m.kind}, {m.cores} cores, {m.time}" for m in read_machines(folder)) or NOT_RECORDED
+        results.append(VariantResult(variant, summary, check_claims(gradient_claims(), GRADIENT_CHECKS, summary), cpu))
     return results
 
 
@@ -140,11 +133,6 @@ def _last_layer_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _claims(variant: Variant) -> list[dict[str, Any]]:
-    """paper.yaml's gradient claims, each named as read for this variant."""
-    return [{**c, "claim": f"**{variant.name}**: {c['claim']}"} for c in gradient_claims()]
-
-
 def variant_section(result: VariantResult, label: str) -> list[str]:
     variant, summary = result.variant, result.summary
     lines = [f"## {variant.name} (`{label}{variant.folder}/`)", ""]
@@ -157,7 +145,8 @@ def variant_section(result: VariantResult, label: str) -> list[str]:
               f"per model. CPU: {result.cpu}.", "",
               "Last-layer decoder W2 gradient norm, mean ± sd over seeds:", "", *_last_layer_table(summary), "",
               f"The claims, with {variant.name}'s Post-LN and Pre-LN as the paper's:", "",
-              *claims_table(_claims(variant), result.outcomes), ""]  # fmt: skip
+              *claims_table([{**c, "claim": f"**{variant.name}**: {c['claim']}"} for c in gradient_claims()],
+                            result.outcomes), ""]  # fmt: skip
     for layout in (layout for layout in summary["layouts"] if layout not in DECIDED):
         name = display_name(layout)
         lines += [f"{name} (a Post-LN placement, measured beside them): shown, not decided - no claim is made for it.",

@@ -157,27 +157,24 @@ def plot_ranking(rows: list[RankRow], path: Path) -> Path:
 
 def _per_setting(arms: list[Arm], layout: str, spec: dict[str, Any], arm_a: tuple[str, bool, str | None],
                  arm_b: tuple[str, bool, str | None], needs: str,
-                 premise: Callable[[list[Arm]], Premise] | None = None) -> ClaimOutcome:  # fmt: skip
-    """One case per (optimizer, lr) of the layout's at which both arms ran, each arm (layout, with warm-up, optimizer:
-    None for the case's) read by `_arm`; `premise`: read on the comparator (b) of each case."""
+                 case: Callable[[str, list[Arm], list[Arm]], Case] | None = None) -> ClaimOutcome:  # fmt: skip
+    """One case per (optimizer, lr) of the layout's at which both arms ran, each arm (layout, with warm-up: its
+    longest, optimizer: None for the case's); `case(label, a, b)` (default: a's final valid loss minus b's below the
+    margin, no premise)."""
     outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {needs}")
-    for optimizer, lr in _settings(arms, layout):
-        a, b = (_arm(arms, name, other or optimizer, lr, warmup) for name, warmup, other in (arm_a, arm_b))
+    for optimizer, lr in sorted({(a.optimizer, a.lr) for a in pick(arms, layout=layout)}):
+        a, b = (longest_warmup(arms, layout=name, optimizer=other or optimizer, lr=lr) if warmup else
+                pick(arms, layout=name, optimizer=other or optimizer, lr=lr, warmup=0)
+                for name, warmup, other in (arm_a, arm_b))
         if a and b:
-            outcome.cases.append(loss_case(f"{optimizer} lr {lr:g}", a, b, below(spec["margin_bits"]),
-                                           premise(b) if premise else None))  # fmt: skip
+            label = f"{optimizer} lr {lr:g}"
+            outcome.cases.append(case(label, a, b) if case else loss_case(label, a, b, below(spec["margin_bits"])))
     return outcome
 
 
 def _named(layout: str) -> str:
     """A layout as a claim's line names it: a user's file by its display name (its path is this machine's)."""
     return display_name(layout) if is_file_spec(layout) else layout
-
-
-def _arm(arms: list[Arm], layout: str, optimizer: str, lr: float, warmup: bool) -> list[Arm]:
-    if warmup:
-        return longest_warmup(arms, layout=layout, optimizer=optimizer, lr=lr)
-    return pick(arms, layout=layout, optimizer=optimizer, lr=lr, warmup=0)
 
 
 def no_warmup(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
@@ -190,7 +187,8 @@ def matches_postln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
     warmup = spec.get("arm", "no_warmup") == "warmup"
     needs = f"{_named(layout)} {'with' if warmup else 'without'} warm-up and Post-LN with warm-up at one lr"
     return _per_setting(arms, layout, spec, (layout, warmup, None), ("post", True, spec.get("postln_optimizer")),
-                        needs, comparator_trained)  # "matches X" needs X to have trained
+                        needs, lambda label, a, b: loss_case(label, a, b, below(spec["margin_bits"]),
+                                                             comparator_trained(b)))  # "matches X": X trained
 
 
 def beats_preln(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
@@ -226,13 +224,6 @@ def log_updates_sample(label: str, group: list[Arm], target: float, grain: int) 
     return dataclasses.replace(sample, grain=resolution, log=True)
 
 
-def classes_note(groups: list[list[Arm]]) -> str:
-    """`outcome class of the seeds (...): ReZero ...: 3 trained; Post-LN ...: 2 trained, 1 failed to train`."""
-    parts = [f"{describe_arm(group[0])}: {outcome_counts([a.outcome() for a in group])}" for group in groups]
-    return ("outcome class of the seeds, a separate column (a seed that reached the target reached it, whatever its "
-            "final loss): " + "; ".join(parts))
-
-
 def ratio_band(spec: dict[str, Any]) -> tuple[float, float]:
     """1 / `speedup` (the method's updates over the baseline's) within `margin_factor` either way, as logs."""
     ratio, factor = 1.0 / float(spec["speedup"]), float(spec["margin_factor"])
@@ -246,28 +237,29 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Clai
     for what its curve did (log_updates_sample); its outcome class is a note beside it, never the reading."""
     target = float(spec["target_loss_bits"])
     metric = f"updates to valid loss {target:g} bits, ratio"
-    outcome = ClaimOutcome(spec["id"], missing=f"not measured: the sweep has no {layout} without warm-up and "
-                           "Post-LN with warm-up at one lr")  # fmt: skip
     classes = []
-    for optimizer, lr in _settings(arms, layout):
-        method, post = _arm(arms, layout, optimizer, lr, False), _arm(arms, "post", optimizer, lr, True)
-        if not method or not post:
-            continue
+
+    def case(setting: str, method: list[Arm], post: list[Arm]) -> Case:
         grain = validation_grain(method + post)
         a = log_updates_sample(describe_arm(method[0]), method, target, grain)
         b = log_updates_sample(describe_arm(post[0]), post, target, grain)
-        label = f"{optimizer} lr {lr:g}, updates to {target:g} bits (validations every {grain} updates)"
+        label = f"{setting}, updates to {target:g} bits (validations every {grain} updates)"
         state = PremiseState.FAILED if not b.measured else PremiseState.UNSETTLED if b.failed else PremiseState.MET
         premise = Premise(f"Post-LN with warm-up reaches the target valid loss ({target:g} bits)", state,
                           f"{b.measured}/{b.n} seeds reached it")  # fmt: skip
-        outcome.cases.append(Case(label, compare(metric, a, b, ratio_band(spec)), premise))
-        classes.append(classes_note([method, post]))
+        classes.append("; ".join(f"{describe_arm(group[0])}: {outcome_counts([arm.outcome() for arm in group])}"
+                                 for group in (method, post)))
+        return Case(label, compare(metric, a, b, ratio_band(spec)), premise)
+
+    outcome = _per_setting(arms, layout, spec, (layout, False, None), ("post", True, None),
+                           f"{layout} without warm-up and Post-LN with warm-up at one lr", case)
     if outcome.cases:
         low, high = (math.exp(v) for v in ratio_band(spec))
         outcome.notes.append(f"the paper's ratio: 1/{float(spec['speedup']):g} = {1 / float(spec['speedup']):.2f} "
                              f"(\"{float(spec['speedup']) - 1:.0%} faster\"), claimed within a factor "
                              f"{float(spec['margin_factor']):g} of it: [{low:.2f}, {high:.2f}]")  # fmt: skip
-    outcome.notes += classes
+    outcome.notes += [f"outcome class of the seeds, a separate column (a seed that reached the target reached it, "
+                      f"whatever its final loss): {parts}" for parts in classes]
     return outcome
 
 
