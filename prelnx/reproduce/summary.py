@@ -10,8 +10,23 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.finetune.summary import SUMMARY_MD
+from prelnx.launch.environment import environment
 from prelnx.machine import load_average
+from prelnx.paper import paper_data
 from prelnx.records.results import sweep_rows
+from prelnx.report.arms import load_arms
+from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+from prelnx.report.outcome import ClaimOutcome, check_claims, not_measured
+from prelnx.report.render import claims_table
+from prelnx.report.stats import Verdict
+from prelnx.report.theory_claims import (
+    GRADIENT_CHECKS,
+    check_theory,
+    gradient_claims,
+    load_gradient_summary,
+    load_theory_summary,
+    theory_claims,
+)
 from prelnx.reproduce.choose import read_choice, unchosen
 from prelnx.reproduce.plan import read_marker
 from prelnx.reproduce.scales import CLAIM_STAGES, SCALES, Stage
@@ -31,11 +46,6 @@ TOY = {
 def _outcomes(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
     """The family's claims decided on its stages' runs; when its stage was not run because its premise stage's rule
     chose nothing (Stage.skip_unless_chosen): not testable at this scale, with the premise runs as the evidence."""
-    from prelnx.report.arms import load_arms
-    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, check_claims
-    from prelnx.report.outcome import ClaimOutcome, not_measured
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
-
     for stage in SCALES[scale]:
         choice = read_choice(out / stage.name) if stage.name in CLAIM_STAGES[family] else None
         if stage.skip_unless_chosen and choice is not None and not choice.chosen:
@@ -57,11 +67,6 @@ def _outcomes(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) 
 
 def _replication(folder: Path) -> list[str]:
     """A gradient stage the claims table does not read (study B2): the claims its own seeds decide, as a table."""
-    from prelnx.report.render import claims_table
-    from prelnx.report.stats import Verdict
-    from prelnx.report.outcome import check_claims
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, gradient_claims, load_gradient_summary
-
     if not (folder / "grads_summary.json").is_file() or not (folder / "grads.csv").is_file():
         return []
     claims = gradient_claims()
@@ -75,9 +80,6 @@ def _replication(folder: Path) -> list[str]:
 def _theory_rows(out: Path) -> list[str]:
     """Lemma 1's claims decided from the theory stage's per-seed rows (prelnx.report.theory_claims, the rule
     `prelnx theory` prints), then LayerNorm's Jacobian: table rows under the claims table's header."""
-    from prelnx.report.render import claims_table
-    from prelnx.report.theory_claims import check_theory, load_theory_summary, theory_claims
-
     folder = out / "theory"
     if not (folder / "theory_summary.json").is_file() or not (folder / "theory_hidden.csv").is_file():
         return ["| The mean-field results (Lemmas 1-2, LayerNorm's Jacobian) | Section 3.3 | - | the theory stage has not run | - | not measured |"]
@@ -135,10 +137,6 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
 
 def write_summary(out: Path, scale: str) -> Path:
     """Write out/report.md from the run dirs under `out`; returns its path."""
-    from prelnx.launch.environment import environment
-    from prelnx.paper import paper_data
-    from prelnx.report.render import claims_table
-
     report = out / "report.md"
     claims = paper_data()
     families = ("training", "gradients", "bert")
