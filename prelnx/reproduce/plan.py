@@ -18,7 +18,7 @@ from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
 from prelnx.eta import duration
 from prelnx.exits import Refusal
-from prelnx.machine import usable_cores
+from prelnx.machine import cpu_bf16_flags, usable_cores
 from prelnx.plan.model_sizes import model_sizes
 from prelnx.reproduce import estimate
 from prelnx.reproduce.scales import PAPER_GPU, SCALES, Stage
@@ -101,8 +101,6 @@ BF16_FROM = {"embed_dim": 512, "ffn_dim": 1024}
 def cpu_precision(configs: list[Config]) -> tuple[str, str]:
     """The precision a CPU-scale stage trains in, and why: bf16 where this CPU has native bf16 and every model of
     the stage is at least IWSLT14-sized, fp32 otherwise."""
-    from prelnx.machine import cpu_bf16_flags
-
     if not configs:
         return "fp32", "no runs"
     sizes = [model_sizes(config) for config in configs]
