@@ -58,12 +58,14 @@ def case_verdicts(outcome: ClaimOutcome, plan: SeedPlan, look: int) -> list[Verd
     return verdicts
 
 
-def side_z(c: Comparison) -> list[tuple[float, float]]:
-    """The z (significance-level scale) of "holds" and of "does not hold" at this look, one pair per route that can
-    decide the comparison: the trained seeds' t interval (Welch or one-sample) and the failure counts (Fisher), which
-    decide first wherever a seed failed. Empty: nothing to read. The counts' p is the leading side's, so their pair
-    gives it to both sides (conservative: a route kept open keeps seeds coming, which futility may always do)."""
-    routes = []
+def unreachable(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
+    """(holds out of reach, does not hold out of reach) for one undecided case (prelnx.sequential.reachable): a side
+    is out of reach only when it is on every route that can decide the case. A route's pair is the z (significance-
+    level scale) of "holds" and of "does not hold" at this look: the trained seeds' t interval (Welch or one-sample)
+    and the failure counts (Fisher), which decide first wherever a seed failed. No route: nothing to read. The
+    counts' p is the leading side's, so their pair gives it to both sides (conservative: a route kept open keeps
+    seeds coming, which futility may always do)."""
+    c, routes = case.comparison, []
     if c.se and c.df:
         lo, hi, e, g = c.region[0], c.region[1], c.estimate, c.grain
         inside = min(e - g - lo, hi - e - g)
@@ -72,13 +74,6 @@ def side_z(c: Comparison) -> list[tuple[float, float]]:
     if c.failures_p is not None:
         z = float(scipy_stats.norm.isf(min(max(c.failures_p, 1e-300), 1.0)))
         routes.append((z, z))
-    return routes
-
-
-def unreachable(case: Case, plan: SeedPlan, look: int) -> tuple[bool, bool]:
-    """(holds out of reach, does not hold out of reach) for one undecided case (prelnx.sequential.reachable): a side
-    is out of reach only when it is on every route that can decide the case."""
-    routes = side_z(case.comparison)
     if not routes:
         return False, False
     return (all(not reachable(z[0], plan, look) for z in routes),

@@ -112,28 +112,22 @@ class Probe:
                 f"(a {self.seconds:.0f} s probe of forward+backward steps in this process; load average {load})")
 
 
-def _probe_cost(config: Config) -> float:
-    return cost_per_token(model_sizes(config), _vocab(config))
-
-
-def reference() -> Probe:
-    """The probe's answer without the probe: REFERENCE_WPS at the demo model's cost per token."""
+def probe(measured: bool = True, steps: int = 4) -> Probe:
+    """A few real training steps of the demo's model on one thread, timed after a warm-up step; not `measured`: the
+    probe's answer without the probe, REFERENCE_WPS at the demo model's cost per token."""
     from prelnx.config.load import load_config
 
-    return Probe(REFERENCE_WPS, _probe_cost(load_config(PROBE_CONFIG)[0]), 0.0, measured=False)
-
-
-def probe(steps: int = 4) -> Probe:
-    """A few real training steps of the demo's model on one thread, timed after a warm-up step."""
+    started = time.perf_counter()
+    config, _ = load_config(PROBE_CONFIG)
+    cost = cost_per_token(model_sizes(config), _vocab(config))
+    if not measured:  # a refusal comes at once: neither torch nor fairseq is imported
+        return Probe(REFERENCE_WPS, cost, 0.0, measured=False)
     import warnings
 
     import torch
 
-    from prelnx.config.load import load_config
     from prelnx.launch.inprocess import build_task_and_model
 
-    started = time.perf_counter()
-    config, _ = load_config(PROBE_CONFIG)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -158,7 +152,7 @@ def probe(steps: int = 4) -> Probe:
                     tokens += int(sample["ntokens"])
     finally:
         torch.set_num_threads(threads)
-    return Probe(tokens / clock, _probe_cost(config), time.perf_counter() - started)
+    return Probe(tokens / clock, cost, time.perf_counter() - started)
 
 
 def cpu_seconds(runs: list[Work], probe: Probe, jobs: int) -> float:

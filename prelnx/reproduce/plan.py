@@ -18,13 +18,11 @@ from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
 from prelnx.eta import duration
 from prelnx.exits import Refusal
-from prelnx.machine import usable_cores
+from prelnx.machine import cpu_bf16_flags, usable_cores
 from prelnx.plan.model_sizes import model_sizes
 from prelnx.reproduce import estimate
-from prelnx.reproduce.scales import PAPER_GPU, Stage, stages
+from prelnx.reproduce.scales import PAPER_GPU, SCALES, Stage
 from prelnx.sweep.spec import SweepSpec, resolve_spec, with_command_line
-
-DEFAULT_SEEDS: dict[str, tuple[int, ...] | None] = {"demo": (1,), "cpu": None, "paper": None}  # None: each sweep's own
 
 
 class PlanError(Refusal):
@@ -103,8 +101,6 @@ BF16_FROM = {"embed_dim": 512, "ffn_dim": 1024}
 def cpu_precision(configs: list[Config]) -> tuple[str, str]:
     """The precision a CPU-scale stage trains in, and why: bf16 where this CPU has native bf16 and every model of
     the stage is at least IWSLT14-sized, fp32 otherwise."""
-    from prelnx.machine import cpu_bf16_flags
-
     if not configs:
         return "fp32", "no runs"
     sizes = [model_sizes(config) for config in configs]
@@ -229,9 +225,9 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2,
          seeds: tuple[int, ...] | None = None) -> Plan:
     """Every stage of `scale` with its runs and estimate, whether its data is here or not (each StagePlan's
     `missing` says what is missing: the plan comes before the data)."""
-    seeds = seeds if seeds is not None else DEFAULT_SEEDS.get(scale)
+    seeds = seeds if seeds is not None else (1,) if scale == "demo" else None  # None: each sweep's own
     plans: dict[str, StagePlan] = {}
-    for stage in stages(scale):
+    for stage in SCALES[scale]:
         sp = plans[stage.name] = StagePlan(stage)
         if stage.kind in ("sweep", "configs"):
             _sweep_plan(sp, seeds, out, scale)
@@ -261,7 +257,7 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2,
                 f"{name} assumed {pairs:,} pairs x ~{per} target tokens" for name, (pairs, per)
                 in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
     else:  # a plan its missing data refuses is estimated without the probe's seconds of training
-        probe = estimate.reference() if any(sp.missing for sp in plans.values()) else estimate.probe()
+        probe = estimate.probe(measured=not any(sp.missing for sp in plans.values()))
         pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} runs at "
                 f"a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")
         for sp in plans.values():

@@ -11,8 +11,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from prelnx.exits import Refusal
-
 
 @dataclass(frozen=True)
 class Stage:
@@ -128,9 +126,3 @@ PAPER_GPU = "NVIDIA V100"
 
 
 Scale = enum.StrEnum("Scale", {name.upper(): name for name in SCALES})  # --scale's choices, from the one table
-
-
-def stages(scale: str) -> list[Stage]:
-    if scale not in SCALES:
-        raise Refusal(f"--scale {scale}: allowed: {', '.join(SCALES)}")
-    return SCALES[scale]

@@ -10,11 +10,26 @@ from typing import Any
 from prelnx.atomic import write_text_atomic
 from prelnx.eta import duration
 from prelnx.finetune.summary import SUMMARY_MD
+from prelnx.launch.environment import environment
 from prelnx.machine import load_average
+from prelnx.paper import paper_data
 from prelnx.records.results import sweep_rows
+from prelnx.report.arms import load_arms
+from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
+from prelnx.report.outcome import ClaimOutcome, check_claims, not_measured
+from prelnx.report.render import claims_table
+from prelnx.report.stats import Verdict
+from prelnx.report.theory_claims import (
+    GRADIENT_CHECKS,
+    check_theory,
+    gradient_claims,
+    load_gradient_summary,
+    load_theory_summary,
+    theory_claims,
+)
 from prelnx.reproduce.choose import read_choice, unchosen
 from prelnx.reproduce.plan import read_marker
-from prelnx.reproduce.scales import CLAIM_STAGES, Stage, stages
+from prelnx.reproduce.scales import CLAIM_STAGES, SCALES, Stage
 from prelnx.sweep.status import is_sweep_dir
 
 TOY = {
@@ -28,12 +43,15 @@ TOY = {
 }  # fmt: skip
 
 
-def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
-    from prelnx.report.arms import load_arms
-    from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS, check_claims
-    from prelnx.report.outcome import not_measured
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, load_gradient_summary
-
+def _outcomes(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """The family's claims decided on its stages' runs; when its stage was not run because its premise stage's rule
+    chose nothing (Stage.skip_unless_chosen): not testable at this scale, with the premise runs as the evidence."""
+    for stage in SCALES[scale]:
+        choice = read_choice(out / stage.name) if stage.name in CLAIM_STAGES[family] else None
+        if stage.skip_unless_chosen and choice is not None and not choice.chosen:
+            why = f"stage {stage.name} not run: the rule of {', '.join(stage.after)} chose nothing"
+            evidence = f"the premise runs ({', '.join(stage.after)}): " + "; ".join(choice.evidence)
+            return {c["id"]: ClaimOutcome(c["id"], missing=evidence, untestable=why) for c in claims}
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
         if not folders or not (folders[0] / "grads_summary.json").is_file():
@@ -49,11 +67,6 @@ def _outcomes(out: Path, family: str, claims: list[dict[str, Any]]) -> dict[str,
 
 def _replication(folder: Path) -> list[str]:
     """A gradient stage the claims table does not read (study B2): the claims its own seeds decide, as a table."""
-    from prelnx.report.render import claims_table
-    from prelnx.report.stats import Verdict
-    from prelnx.report.outcome import check_claims
-    from prelnx.report.theory_claims import GRADIENT_CHECKS, gradient_claims, load_gradient_summary
-
     if not (folder / "grads_summary.json").is_file() or not (folder / "grads.csv").is_file():
         return []
     claims = gradient_claims()
@@ -64,28 +77,9 @@ def _replication(folder: Path) -> list[str]:
             *claims_table(measured, outcomes)]  # fmt: skip
 
 
-def _not_tested(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) -> dict[str, Any]:
-    """The family's claims when its stage was not run because its premise stage's rule chose nothing
-    (Stage.skip_unless_chosen): not testable at this scale, with the premise runs as the evidence."""
-    from prelnx.report.outcome import ClaimOutcome
-
-    for stage in stages(scale):
-        if not (stage.skip_unless_chosen and stage.name in CLAIM_STAGES[family]):
-            continue
-        choice = read_choice(out / stage.name)
-        if choice is not None and not choice.chosen:
-            why = f"stage {stage.name} not run: the rule of {', '.join(stage.after)} chose nothing"
-            evidence = f"the premise runs ({', '.join(stage.after)}): " + "; ".join(choice.evidence)
-            return {c["id"]: ClaimOutcome(c["id"], missing=evidence, untestable=why) for c in claims}
-    return {}
-
-
 def _theory_rows(out: Path) -> list[str]:
     """Lemma 1's claims decided from the theory stage's per-seed rows (prelnx.report.theory_claims, the rule
     `prelnx theory` prints), then LayerNorm's Jacobian: table rows under the claims table's header."""
-    from prelnx.report.render import claims_table
-    from prelnx.report.theory_claims import check_theory, load_theory_summary, theory_claims
-
     folder = out / "theory"
     if not (folder / "theory_summary.json").is_file() or not (folder / "theory_hidden.csv").is_file():
         return ["| The mean-field results (Lemmas 1-2, LayerNorm's Jacobian) | Section 3.3 | - | the theory stage has not run | - | not measured |"]
@@ -141,23 +135,12 @@ def _stage_section(out: Path, stage: Stage, report: Path) -> list[str]:
     return lines + [""]
 
 
-def machine_lines() -> list[str]:
-    from prelnx.launch.environment import environment  # `prelnx env`'s lines
-
-    load = f"- load average when the report was written: {load_average()}"
-    return [f"- {what}: {value}" for what, value in environment()] + [load]
-
-
 def write_summary(out: Path, scale: str) -> Path:
     """Write out/report.md from the run dirs under `out`; returns its path."""
-    from prelnx.paper import paper_data
-    from prelnx.report.render import claims_table
-
     report = out / "report.md"
     claims = paper_data()
     families = ("training", "gradients", "bert")
-    outcomes = {k: v for family in families for k, v in {**_outcomes(out, family, claims[family]),
-                                                         **_not_tested(out, scale, family, claims[family])}.items()}
+    outcomes = {k: v for family in families for k, v in _outcomes(out, scale, family, claims[family]).items()}
     every = [claim for family in families for claim in claims[family]]
     lines = [f"# Xiong et al. 2020 reproduced at scale `{scale}`", "",
              f"Made by `prelnx reproduce --scale {scale}` in this folder; every number below is read from the run "
@@ -167,8 +150,8 @@ def write_summary(out: Path, scale: str) -> Path:
              "it is stated in, what was measured (difference and 95 % interval over seeds, or why there is none) "
              "and the verdict (prelnx report's rules: see any stage's report for the method).", ""]  # fmt: skip
     lines += claims_table(every, outcomes) + _theory_rows(out) + ["", "## Per figure", ""]
-    premises = [s for s in stages(scale) if "premise" in s.name]
-    for stage in stages(scale):
+    premises = [s for s in SCALES[scale] if "premise" in s.name]
+    for stage in SCALES[scale]:
         if stage not in premises:
             lines += _stage_section(out, stage, report)
     lines += ["## Premise sweeps", "", "Run before the arms they choose; each rule is committed in the sweep's YAML "
@@ -182,7 +165,7 @@ def write_summary(out: Path, scale: str) -> Path:
               "estimate (" + ("; ".join(said) or "no plan.txt") + ").", "",
               "| stage | kind | wall time | estimated before | runs |", "|---|---|---|---|---|"]  # fmt: skip
     not_run: set[str] = set()  # a rule that chose nothing, and every stage after such a stage (run.py's outcome)
-    for stage in stages(scale):
+    for stage in SCALES[scale]:
         done = read_marker(out, stage.name)
         if done is None and (unchosen(out / stage.name) if stage.skip_unless_chosen else not_run & set(stage.after)):
             not_run.add(stage.name)
@@ -192,6 +175,7 @@ def write_summary(out: Path, scale: str) -> Path:
         else:
             lines.append(f"| {stage.name} | {stage.kind} | {duration(done['seconds'])} | "
                          f"{duration(done['estimated_seconds']) if done.get('estimated_seconds') else '-'} | {done.get('runs') or '-'} |")  # fmt: skip
-    lines += ["", "## Versions and machine", "", *machine_lines(), ""]
+    lines += ["", "## Versions and machine", "", *(f"- {what}: {value}" for what, value in environment()),
+              f"- load average when the report was written: {load_average()}", ""]  # `prelnx env`'s lines, the load
     write_text_atomic(report, "\n".join(lines) + "\n")
     return report

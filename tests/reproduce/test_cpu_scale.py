@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prelnx.reproduce.plan import Plan, StagePlan, marker, stage_spec
 from prelnx.reproduce.run import run_stages
-from prelnx.reproduce.scales import stages
+from prelnx.reproduce.scales import SCALES
 from tests.helpers import logged
 from tests.report.runs import PLATEAU_WORDS, Sweep
 
@@ -29,19 +29,19 @@ PROTOCOL = [  # (stage, study, after): the protocol's studies in its order
 
 
 def test_the_cpu_scale_is_the_protocols_studies_in_its_order():
-    cpu = {stage.name: stage for stage in stages("cpu")}
+    cpu = {stage.name: stage for stage in SCALES["cpu"]}
     assert [(name, stage.after) for name, stage in cpu.items()] == [(name, after) for name, _, after in PROTOCOL]
     assert "nmt_test_bleu" not in cpu and "bert_premise_d256" not in cpu  # no claim of the protocol reads them
     assert cpu["grads"].source == cpu["grads_b2"].source == "grads/figure3_multi30k.yaml"  # B2: the same config
     assert cpu["nmt"].choose == "sgd_lr" and cpu["bert"].choose == "bert_scale"
     assert [name for name, stage in cpu.items() if stage.skip_unless_chosen] == ["bert"]  # a field, not the scale
-    assert not any(stage.skip_unless_chosen for scale in ("demo", "paper") for stage in stages(scale))
+    assert not any(stage.skip_unless_chosen for scale in ("demo", "paper") for stage in SCALES[scale])
 
 
 def test_b2_measures_pre_ln_alone_at_seeds_11_to_30_and_e_keeps_its_fresh_seeds(tmp_path):
     from prelnx.reproduce.plan import grad_study
 
-    cpu = {stage.name: stage for stage in stages("cpu")}
+    cpu = {stage.name: stage for stage in SCALES["cpu"]}
     b, b2 = grad_study(cpu["grads"])[1], grad_study(cpu["grads_b2"])[1]  # what `prelnx grads` is given
     assert (b.layouts, b.seeds, b.depths) == (("post", "pre"), tuple(range(1, 11)), (6, 8, 10, 12, 14))
     assert (b2.layouts, b2.seeds, b2.depths) == (("pre",), tuple(range(11, 31)), b.depths)
@@ -62,7 +62,7 @@ def _cpu_bert_plan(out: Path, premise: Path) -> Plan:
     rebuild_reports._unpacked(premise, out / "bert_premise_d128")  # the run files as `prelnx sweep` wrote them
     marker(out, "bert_premise_d128").parent.mkdir(parents=True)
     marker(out, "bert_premise_d128").write_text(json.dumps({"stage": "bert_premise_d128", "seconds": 1.0}))
-    cpu = {stage.name: stage for stage in stages("cpu")}
+    cpu = {stage.name: stage for stage in SCALES["cpu"]}
     d1 = StagePlan(cpu["bert_premise_d128"], spec=stage_spec(cpu["bert_premise_d128"], None, out))
     return Plan("cpu", out, "local", 2, None, [d1, StagePlan(cpu["bert"]), StagePlan(cpu["finetune"])], "test")
 

@@ -12,22 +12,22 @@ from typer.testing import CliRunner
 
 from prelnx.reproduce.plan import Plan, StagePlan, marker
 from prelnx.reproduce.run import RUNNERS, run_stages
-from prelnx.reproduce.scales import SCALES, Stage, stages
+from prelnx.reproduce.scales import SCALES, Stage
 from tests.helpers import logged
 
 
 @pytest.mark.parametrize("scale", sorted(SCALES))
 def test_every_stage_comes_after_what_it_needs(scale):
-    order = [stage.name for stage in stages(scale)]
+    order = [stage.name for stage in SCALES[scale]]
     assert len(set(order)) == len(order)
-    for index, stage in enumerate(stages(scale)):
+    for index, stage in enumerate(SCALES[scale]):
         assert stage.kind in RUNNERS
         needed = [*stage.after, *stage.options.get("of", []), *([stage.options["pretrained"]] if "pretrained" in stage.options else [])]
         assert all(name in order[:index] for name in needed), (stage.name, needed)
 
 
 def test_the_demo_runs_premises_before_their_arms_pretraining_before_finetuning_training_before_bleu():
-    demo = {stage.name: stage for stage in stages("demo")}
+    demo = {stage.name: stage for stage in SCALES["demo"]}
     order = list(demo)
     assert order.index("nmt_premise") < order.index("nmt") < order.index("nmt_test_bleu")
     assert demo["nmt"].after == ("nmt_premise",) and demo["nmt"].choose == "sgd_lr"
@@ -44,7 +44,7 @@ def test_a_scale_reuses_shipped_configs():
     from prelnx.config.load import find_config
 
     for scale in SCALES:
-        for stage in stages(scale):
+        for stage in SCALES[scale]:
             for source in filter(None, (stage.source, *stage.sources)):
                 assert find_config(source).is_file()
 
@@ -73,7 +73,7 @@ def test_paper_dry_run_plans_with_iwslt14_and_refuses_without_it(tmp_path, monke
     assert "prelnx data prepare iwslt14" in missing.output and "nothing was created" in missing.output
     # the plan before the data: every stage with its runs and GPU-hours, the missing data marked where it is needed
     plan = missing.output.splitlines()
-    for index, stage in enumerate(stages("paper"), 1):
+    for index, stage in enumerate(SCALES["paper"], 1):
         assert any(line.startswith(f"{index:2d}. {stage.name} ") for line in plan), (stage.name, missing.output)
     fig2 = next(i for i, line in enumerate(plan) if line.startswith(" 3. fig2 "))
     assert "GPU-h" in plan[fig2] and float(plan[fig2].split("~")[1].split()[0]) > 1  # its epoch assumed, said so
@@ -85,7 +85,7 @@ def test_paper_dry_run_plans_with_iwslt14_and_refuses_without_it(tmp_path, monke
     _fake_iwslt14(tmp_path)
     planned = CliRunner().invoke(app, ["reproduce", "--scale", "paper", "--dry-run", "--executor", "slurm"])
     assert planned.exit_code == 0, planned.output
-    for stage in stages("paper"):
+    for stage in SCALES["paper"]:
         assert f" {stage.name} " in planned.output
     assert "GPU-h" in planned.output and "V100" in planned.output
     assert "would submit 8 jobs" in planned.output  # Figure 2's sweep: one Slurm job per run
@@ -111,7 +111,7 @@ def test_cpu_scale_without_multi30k_names_the_script_that_prepares_it(tmp_path, 
     assert "the data of stage(s) grads, grads_b2, nmt_premise, nmt, nmt_faster, nmt_sgd_long, nmt_short_g, nmt_short_h is missing" in result.output
     # every study of the protocol with its estimate; the sequential ones with their looks (E, F: their own seeds 9-16;
     # G: 17-34; H: 35-52)
-    for index, stage in enumerate(stages("cpu"), 1):
+    for index, stage in enumerate(SCALES["cpu"], 1):
         line = next(line for line in plan if line.startswith(f"{index:2d}. {stage.name} "))
         assert " ~" in line and (" min " in line or " h " in line or " s " in line), line
     looks = [line for line in plan if line.strip().startswith("looks (obrien-fleming spending")]
