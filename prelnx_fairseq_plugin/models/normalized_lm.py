@@ -53,9 +53,7 @@ class NormalizedTransformerLanguageModel(TransformerLanguageModel):
         # A flat namespace (fairseq passes a dataclass model its DictConfig): TransformerConfig copies the plugin's
         # extra options from a namespace only.
         args = cfg if isinstance(cfg, Namespace) else Namespace(**OmegaConf.to_container(cfg, resolve=True))
-        check_variant(args, sides=("decoder",))
-        if utils.safe_getattr(args, "deepnorm", False):
-            raise ValueError("--deepnorm's coefficients are an encoder-decoder's; the language model has none")
+        check_variant(args)  # no --deepnorm: the model has no such option (fairseq's parser refuses it)
         if args.character_embeddings or args.adaptive_input:
             raise ValueError(f"--arch {MODEL_NAME}: no --character-embeddings or --adaptive-input")
         # What TransformerLanguageModel.build_model does for a plain embedding, in its order (the same draws).

@@ -20,10 +20,10 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import nn
 
-from prelnx.layouts import ARCH_PRESETS
+from prelnx.layouts import ALL_NORMS, ARCH_PRESETS  # ALL_NORMS: the one owner of the norms' names
 
 from .deepnorm import deepnorm_coefficients, deepnorm_init_
-from .norms import NORM_TYPES, NormVariant
+from .norms import NormVariant
 from .qk_norm_attention import normalize_qk
 from .schemes import NO_SCHEME, SCHEMES, LayoutScheme, make_scheme, scheme_class
 
@@ -61,7 +61,7 @@ class _ScaledResidual:
 
 
 class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
-    """fairseq's encoder layer (same forward, same module names), changed by `_built_layer` once fairseq has built it."""
+    """fairseq's encoder layer (same forward, same module names), changed by `_built_layer` once fairseq built it."""
 
 
 class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
@@ -118,13 +118,12 @@ def build_stack(stack: nn.Module, cfg: Any, side: str) -> None:
         scheme.build_stack(stack, cfg, side)
 
 
-def check_variant(args: Any, sides: tuple[str, ...] = ("encoder", "decoder")) -> None:
-    """Refuse the combinations that are not a defined model (the prelnx config refuses them first). `sides`: the
-    model's stacks (the language model has only a decoder)."""
+def check_variant(args: Any) -> None:
+    """Refuse the combinations that are not a defined model (the prelnx config refuses them first)."""
     variant = NormVariant.of(args)
-    if variant.norm_type not in NORM_TYPES:
-        raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
-    if variant.deepnorm and any(getattr(args, f"{side}_normalize_before", False) for side in sides):
+    if variant.norm_type not in ALL_NORMS:
+        raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(ALL_NORMS)}")
+    if variant.deepnorm and any(getattr(args, f"{side}_normalize_before", False) for side in ("encoder", "decoder")):
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
     if variant.deepnorm and variant.norm_type == "dyt":  # alpha up-weights a stream only a statistical norm rescales
         raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")
@@ -140,7 +139,7 @@ class NormalizedTransformerModel(TransformerModel):
     def add_args(cls, parser: Any) -> None:
         super().add_args(parser)
         # No argparse defaults here, as in fairseq's own add_args: the architecture functions set them.
-        parser.add_argument("--norm-type", choices=NORM_TYPES, help="the module in place of every LayerNorm")
+        parser.add_argument("--norm-type", choices=ALL_NORMS, help="the module in place of every LayerNorm")
         parser.add_argument("--dyt-init-alpha", type=float, metavar="A", help="DyT: initial alpha (default 0.5)")
         parser.add_argument("--deepnorm", action="store_true", help="Post-LN with residual alpha*x + f(x), beta init")
         parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")

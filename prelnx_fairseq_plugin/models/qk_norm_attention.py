@@ -21,10 +21,8 @@ class HeadNormedLinear(nn.Linear):
     def __init__(self, linear: nn.Linear, num_heads: int, head_norm: nn.Module) -> None:
         """`linear` taken over: the same projection (the very same weight and bias tensors), now head-normalised. Its
         placeholder weights are on the meta device: no random draws, so the model starts from the weights of the same
-        seed without it."""
+        seed without it. Its features split into the heads: fairseq's attention has asserted it."""
         super().__init__(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
-        if linear.out_features % num_heads:
-            raise ValueError(f"{linear.out_features} projected features do not split into {num_heads} heads")
         self.num_heads = num_heads
         self.head_norm = head_norm
         self.weight = linear.weight
