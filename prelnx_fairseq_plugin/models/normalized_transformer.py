@@ -69,9 +69,8 @@ class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
 
 
 def _built_layer(layer: nn.Module, cfg: Any, side: str) -> nn.Module:
-    """A layer fairseq has just built, changed only where the variant or the scheme says so (where the norm sits is
-    fairseq's normalize_before), then wrapped as fairseq's build_encoder_layer / build_decoder_layer wrap it
-    (activation checkpointing, FSDP)."""
+    """A layer fairseq has just built, changed only where the variant or the scheme says so, then wrapped as fairseq's
+    build_encoder_layer / build_decoder_layer wrap it (activation checkpointing, FSDP)."""
     variant = NormVariant.of(cfg)
     if variant.qk_norm:  # first: as if fairseq had built the attentions with their norms
         for attention in (layer.self_attn, getattr(layer, "encoder_attn", None)):
