@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -21,14 +20,6 @@ PROFILE_BATCH = (16, 32)  # sentences x tokens of the profiling pass: about an I
 PROFILE_SEED = 12345  # the profiling batch's and dropout's private seed: the same w in every worker of a run
 
 
-@dataclass
-class _Profile:
-    """The running ratio of one stack during the profiling pass, and the w it gave each sublayer."""
-
-    ratio: float = 1.0
-    values: list[float] = field(default_factory=list)
-
-
 @register
 class Admin(LayoutScheme):
     name = "admin"
@@ -40,16 +31,15 @@ class Admin(LayoutScheme):
         if self.option("admin_init") == "closed_form":  # admin-torch's w (option: prelnx/layouts.py ADMIN_INIT)
             n = count * getattr(cfg, side).layers
             layer.admin_w.data.fill_(math.sqrt((n + 1) / math.log(n + 1) - 1))
-        layer.admin_profile = None  # a _Profile only during the profiling pass
+        layer.admin_profile = None  # during the profiling pass only: its stack's ratios (each w so far, then the next)
 
     def residual(self, layer: nn.Module, index: int, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        profile = layer.admin_profile
-        if profile is not None:  # w_i is the ratio so far; the next ratio is sqrt(Var(x_i * w_i) + Var(f_i))
+        ratios = layer.admin_profile
+        if ratios is not None:  # w_i is the ratio so far; the next ratio is sqrt(Var(x_i * w_i) + Var(f_i))
             with torch.no_grad():
-                layer.admin_w[index].fill_(profile.ratio)
-                profile.values.append(profile.ratio)
+                layer.admin_w[index].fill_(ratios[-1])
                 shortcut = (residual * layer.admin_w[index]).double()
-                profile.ratio = math.sqrt(float(shortcut.var(correction=0) + x.double().var(correction=0)))
+                ratios.append(math.sqrt(float(shortcut.var(correction=0) + x.double().var(correction=0))))
         return residual * layer.admin_w[index] + x
 
     def build_model(self, model: nn.Module, args: Any) -> None:
@@ -64,7 +54,7 @@ class Admin(LayoutScheme):
 def profile_admin(model: nn.Module) -> dict[str, list[float]]:
     """Set every admin_w from one profiling forward pass (training mode, fixed batch); returns w per stack."""
     stacks = {"encoder": model.encoder, "decoder": model.decoder}
-    profiles = {side: _Profile() for side in stacks}
+    profiles = {side: [1.0] for side in stacks}  # the running ratio of each stack, from 1
     layers = [(module, side) for side, stack in stacks.items() for module in stack.modules() if hasattr(module, "admin_w")]
     for layer, side in layers:
         layer.admin_profile = profiles[side]
@@ -78,7 +68,7 @@ def profile_admin(model: nn.Module) -> dict[str, list[float]]:
         for layer, _ in layers:
             layer.admin_profile = None
         model.train(was_training)
-    return {side: profile.values for side, profile in profiles.items()}
+    return {side: ratios[:-1] for side, ratios in profiles.items()}  # the last ratio is no sublayer's w
 
 
 def profiling_batch(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

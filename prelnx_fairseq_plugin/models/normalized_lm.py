@@ -44,24 +44,16 @@ class NormalizedLMConfig(TransformerLanguageModelConfig):
     layout_options: str = field(default="{}", metadata={"help": "the layout's declared options, JSON (layouts.Option)"})
 
 
-def _namespace(cfg: Any) -> Namespace:
-    """The model's options as a flat namespace (fairseq passes a dataclass model its DictConfig): TransformerConfig
-    copies the plugin's extra options from a namespace only."""
-    if isinstance(cfg, Namespace):
-        return cfg
-    return Namespace(**OmegaConf.to_container(cfg, resolve=True))
-
-
 @register_model(MODEL_NAME, dataclass=NormalizedLMConfig)
 class NormalizedTransformerLanguageModel(TransformerLanguageModel):
     """fairseq's transformer_lm whose decoder follows --norm-type, --qk-norm and --layout-scheme."""
 
     @classmethod
     def build_model(cls, cfg: Any, task: Any) -> "NormalizedTransformerLanguageModel":
-        args = _namespace(cfg)
-        check_variant(args, sides=("decoder",))
-        if utils.safe_getattr(args, "deepnorm", False):
-            raise ValueError("--deepnorm's coefficients are an encoder-decoder's; the language model has none")
+        # A flat namespace (fairseq passes a dataclass model its DictConfig): TransformerConfig copies the plugin's
+        # extra options from a namespace only.
+        args = cfg if isinstance(cfg, Namespace) else Namespace(**OmegaConf.to_container(cfg, resolve=True))
+        check_variant(args)  # no --deepnorm: the model has no such option (fairseq's parser refuses it)
         if args.character_embeddings or args.adaptive_input:
             raise ValueError(f"--arch {MODEL_NAME}: no --character-embeddings or --adaptive-input")
         # What TransformerLanguageModel.build_model does for a plain embedding, in its order (the same draws).

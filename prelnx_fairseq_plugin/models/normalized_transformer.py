@@ -11,24 +11,79 @@ import functools
 from dataclasses import fields
 from typing import Any, Callable
 
+import torch
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models import transformer as fairseq_transformer
 from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerEncoderBase, TransformerModel
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch import nn
 
-from prelnx.layouts import ARCH_PRESETS
+from prelnx.layouts import ALL_NORMS, ARCH_PRESETS  # ALL_NORMS: the one owner of the norms' names
 
-from .normalized_layers import NormalizedDecoderLayer, NormalizedEncoderLayer
-from .norms import NORM_TYPES, NormVariant
-from .schemes import NO_SCHEME, SCHEMES, make_scheme, scheme_class
+from .deepnorm import deepnorm_coefficients, deepnorm_init_
+from .norms import NormVariant
+from .qk_norm_attention import normalize_qk
+from .schemes import NO_SCHEME, SCHEMES, LayoutScheme, make_scheme, scheme_class
 
 MODEL_NAME = "prelnx_transformer"
 
 
-def _wrap_layer(layer: nn.Module, cfg: Any) -> nn.Module:
-    """What fairseq's build_encoder_layer / build_decoder_layer do around a layer (activation checkpointing, FSDP)."""
+class _ScaledResidual:
+    """DeepNorm's residual, alpha * residual + x (alpha = 1 leaves fairseq's own residual), or the scheme's.
+
+    fairseq's forward calls residual_connection once per sublayer, in order; forward numbers them (from 0 at every
+    call, so activation checkpointing's re-run and incremental decoding count alike) and keeps the layer's input
+    for the schemes that use it (B2T).
+    """
+
+    residual_alpha: float
+    scheme: LayoutScheme | None
+    layer_input: torch.Tensor | None = None
+    _sublayer: int = 0
+
+    def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        self._sublayer, self.layer_input = 0, x
+        try:
+            return super().forward(x, *args, **kwargs)  # type: ignore[misc]
+        finally:
+            self.layer_input = None  # not kept alive between calls
+
+    def residual_connection(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        if self.scheme is not None:
+            index, self._sublayer = self._sublayer, self._sublayer + 1
+            return self.scheme.residual(self, index, x, residual)
+        return residual * self.residual_alpha + x
+
+    def extra_repr(self) -> str:
+        return f"residual_alpha={self.residual_alpha:.4g}" if self.residual_alpha != 1.0 else ""
+
+
+class NormalizedEncoderLayer(_ScaledResidual, TransformerEncoderLayerBase):
+    """fairseq's encoder layer (same forward, same module names), changed by `_built_layer` once fairseq built it."""
+
+
+class NormalizedDecoderLayer(_ScaledResidual, TransformerDecoderLayerBase):
+    """fairseq's decoder layer, as NormalizedEncoderLayer is the encoder's."""
+
+
+def _built_layer(layer: nn.Module, cfg: Any, side: str) -> nn.Module:
+    """A layer fairseq has just built, changed only where the variant or the scheme says so, then wrapped as fairseq's
+    build_encoder_layer / build_decoder_layer wrap it (activation checkpointing, FSDP)."""
+    variant = NormVariant.of(cfg)
+    if variant.qk_norm:  # first: as if fairseq had built the attentions with their norms
+        for attention in (layer.self_attn, getattr(layer, "encoder_attn", None)):
+            if attention is not None:
+                normalize_qk(attention, variant.norm, layer.quant_noise, layer.quant_noise_block_size)
+    variant.swap_norms(layer)
+    layer.residual_alpha = 1.0
+    if variant.deepnorm:
+        layer.residual_alpha, beta = deepnorm_coefficients(side, cfg.encoder.layers, cfg.decoder.layers)
+        deepnorm_init_(layer, beta)
+    layer.scheme = make_scheme(cfg)
+    if layer.scheme is not None:
+        layer.scheme.build_layer(layer, cfg, side)
     checkpoint = cfg.checkpoint_activations
     if checkpoint:
         layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
@@ -41,7 +96,7 @@ class NormalizedTransformerEncoder(TransformerEncoderBase):
         build_stack(self, cfg, "encoder")
 
     def build_encoder_layer(self, cfg: Any) -> nn.Module:
-        return _wrap_layer(NormalizedEncoderLayer(cfg, return_fc=self.return_fc), cfg)
+        return _built_layer(NormalizedEncoderLayer(cfg, return_fc=self.return_fc), cfg, "encoder")
 
 
 class NormalizedTransformerDecoder(TransformerDecoderBase):
@@ -50,7 +105,7 @@ class NormalizedTransformerDecoder(TransformerDecoderBase):
         build_stack(self, cfg, "decoder")
 
     def build_decoder_layer(self, cfg: Any, no_encoder_attn: bool = False) -> nn.Module:
-        return _wrap_layer(NormalizedDecoderLayer(cfg, no_encoder_attn), cfg)
+        return _built_layer(NormalizedDecoderLayer(cfg, no_encoder_attn), cfg, "decoder")
 
 
 def build_stack(stack: nn.Module, cfg: Any, side: str) -> None:
@@ -62,13 +117,12 @@ def build_stack(stack: nn.Module, cfg: Any, side: str) -> None:
         scheme.build_stack(stack, cfg, side)
 
 
-def check_variant(args: Any, sides: tuple[str, ...] = ("encoder", "decoder")) -> None:
-    """Refuse the combinations that are not a defined model (the prelnx config refuses them first). `sides`: the
-    model's stacks (the language model has only a decoder)."""
+def check_variant(args: Any) -> None:
+    """Refuse the combinations that are not a defined model (the prelnx config refuses them first)."""
     variant = NormVariant.of(args)
-    if variant.norm_type not in NORM_TYPES:
-        raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(NORM_TYPES)}")
-    if variant.deepnorm and any(getattr(args, f"{side}_normalize_before", False) for side in sides):
+    if variant.norm_type not in ALL_NORMS:
+        raise ValueError(f"--norm-type: unknown {variant.norm_type!r}; allowed: {', '.join(ALL_NORMS)}")
+    if variant.deepnorm and any(getattr(args, f"{side}_normalize_before", False) for side in ("encoder", "decoder")):
         raise ValueError("--deepnorm is a Post-LN scheme; drop --encoder/--decoder-normalize-before")
     if variant.deepnorm and variant.norm_type == "dyt":  # alpha up-weights a stream only a statistical norm rescales
         raise ValueError("--deepnorm needs a statistical norm (--norm-type layernorm or rmsnorm), not dyt")
@@ -84,7 +138,7 @@ class NormalizedTransformerModel(TransformerModel):
     def add_args(cls, parser: Any) -> None:
         super().add_args(parser)
         # No argparse defaults here, as in fairseq's own add_args: the architecture functions set them.
-        parser.add_argument("--norm-type", choices=NORM_TYPES, help="the module in place of every LayerNorm")
+        parser.add_argument("--norm-type", choices=ALL_NORMS, help="the module in place of every LayerNorm")
         parser.add_argument("--dyt-init-alpha", type=float, metavar="A", help="DyT: initial alpha (default 0.5)")
         parser.add_argument("--deepnorm", action="store_true", help="Post-LN with residual alpha*x + f(x), beta init")
         parser.add_argument("--qk-norm", action="store_true", help="normalise queries and keys per head")

@@ -18,23 +18,15 @@ from torch import nn
 class HeadNormedLinear(nn.Linear):
     """A Linear projection to num_heads * head_dim features, then `head_norm` over each head's head_dim features."""
 
-    def __init__(self, in_features: int, out_features: int, num_heads: int, head_norm: nn.Module, bias: bool = True,
-                 device: torch.device | str | None = None):  # fmt: skip
-        super().__init__(in_features, out_features, bias=bias, device=device)
-        if out_features % num_heads:
-            raise ValueError(f"{out_features} projected features do not split into {num_heads} heads")
+    def __init__(self, linear: nn.Linear, num_heads: int, head_norm: nn.Module) -> None:
+        """`linear` taken over: the same projection (the very same weight and bias tensors), now head-normalised. Its
+        placeholder weights are on the meta device: no random draws, so the model starts from the weights of the same
+        seed without it. Its features split into the heads: fairseq's attention has asserted it."""
+        super().__init__(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
         self.num_heads = num_heads
         self.head_norm = head_norm
-
-    @classmethod
-    def taking_over(cls, linear: nn.Linear, num_heads: int, head_norm: nn.Module) -> HeadNormedLinear:
-        """The same projection (the very same weight and bias tensors), now head-normalised. Its placeholder weights
-        are on the meta device: no random draws, so the model starts from the weights of the same seed without it."""
-        projection = cls(linear.in_features, linear.out_features, num_heads, head_norm, bias=linear.bias is not None,
-                         device="meta")  # fmt: skip
-        projection.weight = linear.weight
-        projection.bias = linear.bias
-        return projection
+        self.weight = linear.weight
+        self.bias = linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         projected = super().forward(x)
@@ -52,7 +44,7 @@ def normalize_qk(attention: MultiheadAttention, head_norm: Callable[[int], nn.Mo
     over by HeadNormedLinears (`head_norm(head_dim)` builds each norm), with the layer's quant noise as fairseq's."""
 
     def normed(projection: nn.Linear) -> nn.Module:
-        taken = HeadNormedLinear.taking_over(projection, attention.num_heads, head_norm(attention.head_dim))
+        taken = HeadNormedLinear(projection, attention.num_heads, head_norm(attention.head_dim))
         return quant_noise(taken, q_noise, block_size)
 
     attention.q_proj = normed(attention.q_proj)

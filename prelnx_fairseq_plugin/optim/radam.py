@@ -44,31 +44,23 @@ class RAdam(FairseqOptimizer):
         return adam_options(self.cfg)
 
     def step(self, closure=None, scale=1.0, groups=None):
-        if str(getattr(self.cfg, "second_moment_init", "zero")) == "gradient":
-            for group in self.optimizer.param_groups:
-                for p in group["params"]:
-                    state = self.optimizer.state[p]
-                    if p.grad is not None and len(state) == 0:  # torch's RAdam fills in nothing it finds set
-                        scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
-                        state["step"] = torch.tensor(0.0, dtype=scalar)
-                        state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                        second_moment_gradient(state, p.grad / scale)
-        if str(getattr(self.cfg, "radam_first_steps", "momentum")) != "decay_only":
-            super().step(closure, scale, groups)
-            return
-        kept = self._unrectified_weights()
+        gradient_init = str(getattr(self.cfg, "second_moment_init", "zero")) == "gradient"
+        decay_only = str(getattr(self.cfg, "radam_first_steps", "momentum")) == "decay_only"
+        kept = {}  # decay_only: the weights (and lr x weight_decay) of each parameter due an unrectified update
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.optimizer.state[p]
+                if gradient_init and len(state) == 0:  # torch's RAdam fills in nothing it finds set
+                    scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
+                    state["step"] = torch.tensor(0.0, dtype=scalar)
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    second_moment_gradient(state, p.grad / scale)
+                if decay_only:
+                    step = int(state["step"]) + 1 if "step" in state else 1
+                    if unrectified(step, group["betas"][1]):
+                        kept[p] = (p.data.clone(), float(group["lr"]) * float(group["weight_decay"]))
         super().step(closure, scale, groups)
         for p, (weights, decay) in kept.items():  # Clinic: the moments moved, the weights only by weight decay
             p.data.copy_(weights).mul_(1 - decay)
-
-    def _unrectified_weights(self) -> dict[torch.Tensor, tuple[torch.Tensor, float]]:
-        """The weights (and lr x weight_decay) of every parameter whose coming update is unrectified."""
-        kept = {}
-        for group in self.optimizer.param_groups:
-            beta2 = group["betas"][1]
-            for p in group["params"]:
-                state = self.optimizer.state[p]
-                step = int(state["step"]) + 1 if "step" in state else 1
-                if p.grad is not None and unrectified(step, beta2):
-                    kept[p] = (p.data.clone(), float(group["lr"]) * float(group["weight_decay"]))
-        return kept
