@@ -45,15 +45,6 @@ class BleuScores:
     sacrebleu_signature: str
 
 
-def detokenize(lines: list[str], language: str | None) -> list[str]:
-    if language is None:
-        return lines
-    from sacremoses import MosesDetokenizer
-
-    detokenizer = MosesDetokenizer(lang=language)
-    return [detokenizer.detokenize(line.split()) for line in lines]
-
-
 def score(hypotheses: list[str], references: list[str], *, target_lang: str | None,
           compound_split: bool = False) -> BleuScores:  # fmt: skip
     """`hypotheses`/`references`: tokenized, BPE removed. `target_lang` None means the text needs no detokenizing."""
@@ -64,8 +55,13 @@ def score(hypotheses: list[str], references: list[str], *, target_lang: str | No
     # force: the text is tokenized on purpose here (sacrebleu would warn about it)
     tokenized = sacrebleu.corpus_bleu([split(h) for h in hypotheses], [[split(r) for r in references]],
                                       tokenize="none", force=True)  # fmt: skip
+    if target_lang is not None:  # SacreBLEU scores detokenized text
+        from sacremoses import MosesDetokenizer
+
+        detokenize = MosesDetokenizer(lang=target_lang).detokenize
+        hypotheses, references = ([detokenize(line.split()) for line in text] for text in (hypotheses, references))
     metric = sacrebleu.BLEU()
-    detok = metric.corpus_score(detokenize(hypotheses, target_lang), [detokenize(references, target_lang)])
+    detok = metric.corpus_score(hypotheses, [references])
     return BleuScores(round(tokenized.score, 2), round(detok.score, 2), str(metric.get_signature()))
 
 
