@@ -98,20 +98,6 @@ def staged_folder(out: Path, done: Callable[[], bool] = lambda: False) -> Iterat
                 folder.rmdir()
 
 
-def tool_versions() -> dict[str, str]:
-    from prelnx.machine import FAIRSEQ, installed  # its metadata's 20 ms, which every training's start need not pay
-
-    versions = {"python": platform.python_version()}
-    for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
-        version, found = installed(name)
-        if found:
-            versions[name] = version
-    version, distribution = installed(*FAIRSEQ)  # the first of them installed
-    if distribution:
-        versions["fairseq"] = f"{version} ({distribution})"
-    return versions
-
-
 def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -> Path:
     """Unless `out_dir`'s manifest.json holds every entry of `identity`, `build(staging)` writes the data and returns
     the manifest, written last; returns `out_dir`."""
@@ -125,6 +111,16 @@ def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -
 
 def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict, bpe: dict | None) -> None:
     """Line counts of every split and side (the text that was binarized), sha256 of every file, and how it was made."""
+    from prelnx.machine import FAIRSEQ, installed  # its metadata's 20 ms, which every training's start need not pay
+
+    tools = {"python": platform.python_version()}
+    for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
+        version, found = installed(name)
+        if found:
+            tools[name] = version
+    version, distribution = installed(*FAIRSEQ)  # the first of them installed
+    if distribution:
+        tools["fairseq"] = f"{version} ({distribution})"
     files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != MANIFEST)
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -139,7 +135,7 @@ def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict,
         },
         "bpe": bpe,
         "sources": sources,
-        "tools": tool_versions(),
+        "tools": tools,
         "files": {
             str(path.relative_to(folder)): {"sha256": sha256_file(path), "bytes": path.stat().st_size} for path in files
         },

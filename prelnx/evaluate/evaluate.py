@@ -28,8 +28,6 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import read_run_config
 from prelnx.records.status import read_status
 
-# Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
-NO_DETOKENIZER = {"synthetic"}
 RUN_DIR_AS = "prelnx evaluate RUN_DIR"  # how evaluate is given its run dir, for --checkpoint's refusals
 _LINE = re.compile(r"^([HT])-(\d+)\t(.*)$")
 
@@ -215,7 +213,8 @@ def evaluate(
         if compound_split is None:
             compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
         hypotheses, references = generate(plan, batch_size)
-        target = None if config.data.dataset in NO_DETOKENIZER else languages(config)[1]
+        # text the synthetic task writes is already "detokenized" (space-separated pseudo-words)
+        target = None if config.data.dataset == "synthetic" else languages(config)[1]
         scores = score(hypotheses, references, target_lang=target, compound_split=compound_split)
         result = {
             "split": split,
