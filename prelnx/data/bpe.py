@@ -26,37 +26,22 @@ def learn_joint_bpe(texts: list[Path], code: Path, *, merges: int, workers: int 
         joint.unlink(missing_ok=True)
 
 
-def copy_bpe_code(given: Path, code: Path) -> int:
-    """Check an existing subword-nmt code file (prepare.make_recipe: it exists) and copy it to `code`; returns its
-    number of merges."""
-    lines = list(read_lines(given))
-    if not lines:
-        raise DataError(f"--bpe-code {given} is empty")
-    header = 1 if lines[0].startswith("#version") else 0
-    for number, line in enumerate(lines[header:], start=header + 1):
-        if len(line.split(" ")) != 2:
-            raise DataError(f"--bpe-code {given}: line {number} is not a BPE merge ('left right'): {line[:60]!r}")
-    shutil.copyfile(given, code)
-    return len(lines) - header
-
-
-def settings(given: Path | None, merges: int | None) -> dict | None:
-    """What decides the BPE step, for a recipe's settings: the given code's sha256, or the merges to learn."""
-    if given is not None:
-        return {"code_sha256": sha256_file(given)}
-    return {"joint_merges": merges} if merges else None
-
-
 def encode(folder: Path, *, splits: list[str], languages: tuple[str, ...], given: Path | None, merges: int,
            workers: Workers) -> dict:  # fmt: skip
-    """Write `folder/code` (learned jointly on text/tok/train.* of every side, or copied from `given`), then
-    subword-nmt apply_bpe.py -c code < text/tok/{split}.{lang} > text/{split}.{lang} for every split and side;
-    returns the code's manifest entry."""
+    """Write `folder/code` (learned jointly on text/tok/train.* of every side, or `given` checked and copied:
+    prepare.make_recipe saw it exists), then subword-nmt apply_bpe.py -c code < text/tok/{split}.{lang} >
+    text/{split}.{lang} for every split and side; returns the code's manifest entry."""
     code = folder / "code"
     if given is not None:
-        entry = {"merges": copy_bpe_code(given, code), "from": str(given)}
-    elif "train" not in splits:
-        raise DataError("learning BPE needs the training split; pass --bpe-code to apply an existing code file")
+        lines = list(read_lines(given))
+        if not lines:
+            raise DataError(f"--bpe-code {given} is empty")
+        header = 1 if lines[0].startswith("#version") else 0
+        for number, line in enumerate(lines[header:], start=header + 1):
+            if len(line.split(" ")) != 2:
+                raise DataError(f"--bpe-code {given}: line {number} is not a BPE merge ('left right'): {line[:60]!r}")
+        shutil.copyfile(given, code)
+        entry = {"merges": len(lines) - header, "from": str(given)}
     else:
         learn_joint_bpe([tok_path(folder, "train", lang) for lang in languages], code, merges=merges,
                         workers=workers.count)  # fmt: skip

@@ -132,10 +132,7 @@ def text_recipe(*, source: str | None, corpus_options: dict) -> Recipe:
         hashes = {str(path.resolve()): sha256_file(path) for path in paths.values()}
     except OSError as error:
         raise DataError(f"--source: {error.filename}: cannot read ({error.strerror or error})") from None
-    settings = {
-        "inputs_sha256": hashes,
-        "valid_lines": corpus.valid_lines, "tokenize": corpus.tokenize, "lowercase": corpus.lowercase,
-    }  # fmt: skip
+    settings = {"inputs_sha256": hashes, **{key: value for key, value in asdict(corpus).items() if key != "source"}}
     return Recipe("text", (LANG, LANG), ["train", "valid"], settings,
                   gather=lambda _, work: SourceFiles.given(str(corpus.source), paths, hashes),
                   write=partial(write_text, corpus=corpus), monolingual=True)

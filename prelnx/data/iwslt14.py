@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 from prelnx.data import moses
 from prelnx.data.locations import DATASETS
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import DataError, check_parallel, read_lines, tok_path
-from prelnx.data.workers import MosesSteps, Workers, tokenize_segments
+from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz"  # fairseq's mirror of the release
 LANGUAGES = DATASETS["iwslt14"].languages
@@ -74,7 +75,7 @@ def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, splits: 
         _build_train_valid(sources.paths, folder, workers)
     if "test" in splits:  # the five dev/test sets' segments, tokenized and lowercased, concatenated in order
         sides = {lang: [sources.paths[name] for name in names] for lang, names in TEST_FILES.items()}
-        tokenize_segments(sides, folder, workers, lowercase=True)
+        tokenize_parallel({"test": sides}, folder, workers, partial(MosesSteps, lowercase=True), segments=True)
 
 
 def gather(source: str | None, work: Path, splits: Sequence[str] = tuple(NEEDED)) -> SourceFiles:

@@ -1,4 +1,5 @@
-"""A prepared folder: built in a temporary sibling and renamed into place when complete, with a manifest.json.
+"""A prepared folder: built in a temporary sibling and renamed into place when complete, with a manifest.json;
+its binary splits written by fairseq-preprocess (`binarize`).
 
 `manifest.json` is written last, inside the staging folder, so a folder that has one is complete; a failed
 preparation leaves nothing under the output name. `build_cached` builds generated data the same way, once per
@@ -97,20 +98,6 @@ def staged_folder(out: Path, done: Callable[[], bool] = lambda: False) -> Iterat
                 folder.rmdir()
 
 
-def tool_versions() -> dict[str, str]:
-    from prelnx.machine import FAIRSEQ, installed  # its metadata's 20 ms, which every training's start need not pay
-
-    versions = {"python": platform.python_version()}
-    for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
-        version, found = installed(name)
-        if found:
-            versions[name] = version
-    version, distribution = installed(*FAIRSEQ)  # the first of them installed
-    if distribution:
-        versions["fairseq"] = f"{version} ({distribution})"
-    return versions
-
-
 def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -> Path:
     """Unless `out_dir`'s manifest.json holds every entry of `identity`, `build(staging)` writes the data and returns
     the manifest, written last; returns `out_dir`."""
@@ -124,6 +111,16 @@ def build_cached(out_dir: Path, identity: dict, build: Callable[[Path], dict]) -
 
 def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict, bpe: dict | None) -> None:
     """Line counts of every split and side (the text that was binarized), sha256 of every file, and how it was made."""
+    from prelnx.machine import FAIRSEQ, installed  # its metadata's 20 ms, which every training's start need not pay
+
+    tools = {"python": platform.python_version()}
+    for name in ("prelnx", "sacremoses", "subword-nmt", "torch"):
+        version, found = installed(name)
+        if found:
+            tools[name] = version
+    version, distribution = installed(*FAIRSEQ)  # the first of them installed
+    if distribution:
+        tools["fairseq"] = f"{version} ({distribution})"
     files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != MANIFEST)
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -138,7 +135,7 @@ def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict,
         },
         "bpe": bpe,
         "sources": sources,
-        "tools": tool_versions(),
+        "tools": tools,
         "files": {
             str(path.relative_to(folder)): {"sha256": sha256_file(path), "bytes": path.stat().st_size} for path in files
         },
@@ -149,3 +146,48 @@ def write_manifest(folder: Path, recipe: Recipe, *, command: str, sources: dict,
 def text_path(folder: Path, split: str, lang: str) -> Path:
     """The text that is binarized (after BPE), as fairseq's recipes leave it: text/{split}.{lang}."""
     return folder / "text" / f"{split}.{lang}"
+
+
+def binarize(
+    text_dir: Path,
+    dest_dir: Path,
+    *,
+    source_lang: str,
+    target_lang: str,
+    splits: list[str],
+    joined_dictionary: bool = False,
+    workers: int = 1,
+    monolingual: bool = False,
+    dictionary: Path | None = None,
+) -> None:
+    """Write fairseq dictionaries and binary splits for `text_dir/{split}.{lang}` into `dest_dir`, through fairseq's
+    own preprocessing (`fairseq-preprocess`).
+
+    The first split is the one the dictionaries are built from (normally "train"). `monolingual`: the
+    `source_lang` text only, written as fairseq's masked_lm reads it (dict.txt, {split}.bin/.idx);
+    `dictionary`: use this dictionary instead of building one (fine-tuning data must use the pre-training ids).
+    """
+    from fairseq import options
+    from fairseq_cli import preprocess
+
+    argv = ["--destdir", str(dest_dir), "--workers", str(workers)]
+    if monolingual:  # no language: the prefixes are the files themselves, the outputs carry no suffix
+        argv.append("--only-source")
+    else:
+        argv += ["--source-lang", source_lang, "--target-lang", target_lang]
+    prefixes = {"train": "--trainpref", "valid": "--validpref", "test": "--testpref"}
+    for split in splits:
+        argv += [prefixes[split], str(text_dir / (f"{split}.{source_lang}" if monolingual else split))]
+    if joined_dictionary:
+        argv.append("--joined-dictionary")
+    if dictionary is not None:
+        argv += ["--srcdict", str(dictionary)]
+    args = options.get_preprocessing_parser().parse_args(argv)
+    handlers_before = list(preprocess.logger.handlers)
+    try:
+        preprocess.main(args)  # its progress: dest_dir/preprocess.log, and the terminal with -v (prelnx/console.py)
+    finally:
+        # fairseq adds a log-file handler per call; drop it so repeated calls in one process do not pile up.
+        for handler in preprocess.logger.handlers[len(handlers_before) :]:
+            handler.close()
+            preprocess.logger.removeHandler(handler)

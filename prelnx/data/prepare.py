@@ -10,12 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from prelnx.data import bpe, iwslt14, multi30k, wmt14
-from prelnx.data.binarize import binarize
 from prelnx.data.custom import CustomCorpus, custom_recipe, text_recipe
 from prelnx.data.locations import DATASETS, Dataset
-from prelnx.data.output import check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
+from prelnx.data.output import binarize, check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
 from prelnx.data.sources import Recipe
-from prelnx.data.textio import DataError
+from prelnx.data.textio import DataError, sha256_file
 from prelnx.data.workers import Workers
 
 log = logging.getLogger(__name__)
@@ -50,7 +49,10 @@ def make_recipe(
     else:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(Dataset)}")
     merges = bpe_merges or DATASETS[dataset].bpe_merges
-    settings = {**recipe.settings, "bpe": bpe.settings(bpe_code, merges)}
+    bpe_setting = {"joint_merges": merges} if merges else None  # what decides the BPE step: the merges to learn, or
+    if bpe_code is not None:
+        bpe_setting = {"code_sha256": sha256_file(bpe_code)}  # the given code's sha256
+    settings = {**recipe.settings, "bpe": bpe_setting}
     return replace(recipe, settings=settings, bpe_code=bpe_code, bpe_merges=merges)
 
 

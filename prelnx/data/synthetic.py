@@ -12,8 +12,7 @@ import random
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from prelnx.data.binarize import binarize
-from prelnx.data.output import build_cached
+from prelnx.data.output import binarize, build_cached
 from prelnx.data.textio import write_lines
 
 _CONSONANTS = "bdfgklmnprstvz"

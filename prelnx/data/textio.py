@@ -27,16 +27,13 @@ class DataError(Refusal):
     """Bad input data, a missing file or download, an unwritable output folder: one clear message (what to do)."""
 
 
-def _open_binary(path: Path) -> BinaryIO:
-    try:
-        return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    except OSError as error:
-        raise DataError(f"cannot read {path}: {error.strerror or error}") from None
-
-
 def read_lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 text file (gzip if it ends in .gz), without their '\\n'."""
-    with _open_binary(path) as handle:
+    try:
+        handle: BinaryIO = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+    except OSError as error:
+        raise DataError(f"cannot read {path}: {error.strerror or error}") from None
+    with handle:
         number = 0
         try:
             for number, raw in enumerate(handle, start=1):

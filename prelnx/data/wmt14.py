@@ -16,7 +16,7 @@ from prelnx.data.locations import DATASETS
 from prelnx.data.output import text_path
 from prelnx.data.sources import Download, Recipe, SourceFiles, locate
 from prelnx.data.textio import read_lines
-from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel, tokenize_segments
+from prelnx.data.workers import MosesSteps, Workers, tokenize_parallel
 
 LANGUAGES = DATASETS["wmt14"].languages
 CLEAN = {"ratio": 1.5, "min_len": 1, "max_len": 250}
@@ -40,8 +40,9 @@ HINT = (
 
 def build_test(files: dict[str, Path], folder: Path, workers: Workers) -> int:
     """text/tok/test.{en,de}: newstest2014's segments, tokenized with -a; returns the number of lines."""
-    sides = {lang: [files[TEST_FILES[lang]]] for lang in LANGUAGES}
-    return tokenize_segments(sides, folder, workers, aggressive_dash=True)
+    steps = partial(MosesSteps, aggressive_dash=True)
+    return tokenize_parallel({"test": {lang: [files[TEST_FILES[lang]]] for lang in LANGUAGES}}, folder, workers, steps,
+                             segments=True)["test"]  # fmt: skip
 
 
 def _clean_train(folder: Path) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import islice
 from multiprocessing.pool import Pool
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 from tqdm import tqdm
 
@@ -129,26 +129,19 @@ class Workers:
             yield pending.popleft().get()
 
 
-def tokenize_parallel(
-    splits: dict[str, dict[str, list[Path]]], folder: Path, workers: Workers, steps: Callable[[str], Step] | None
-) -> None:
-    """Each split's sides (every pair of files checked parallel first, before any work): their lines through
-    steps(lang) (None: as they are), concatenated in order into text/tok/{split}.{lang}."""
-    totals = {split: sum(parallel_lines(*pair) for pair in zip(*sides.values())) for split, sides in splits.items()}
+def tokenize_parallel(splits: dict[str, dict[str, list[Path]]], folder: Path, workers: Workers,
+                      steps: Callable[[str], Step] | None, *, segments: bool = False) -> dict[str, int]:  # fmt: skip
+    """Each split's sides (every pair of files checked parallel first, before any work): their lines (`segments`: the
+    `<seg>` lines of XML/SGML files, checked aligned) through steps(lang) (None: as they are), concatenated in order
+    into text/tok/{split}.{lang}; returns each split's number of lines."""
+    count = check_aligned_segments if segments else parallel_lines
+    totals = {split: sum(count(*pair) for pair in zip(*sides.values())) for split, sides in splits.items()}
     for split, sides in splits.items():
         for lang, paths in sides.items():
             lines = (line for path in paths for line in read_lines(path))
+            if segments:
+                lines = seg_lines(lines)
             if steps is not None:
                 lines = workers.map(steps(lang), lines, desc=f"tokenize {split}.{lang}", total=totals[split])
             write_lines(tok_path(folder, split, lang), lines)
-
-
-def tokenize_segments(sides: dict[str, list[Path]], folder: Path, workers: Workers, **steps: Any) -> int:
-    """The `<seg>` lines of each side's XML/SGML files (the two sides checked aligned file by file first), through
-    MosesSteps(lang, **steps), concatenated in order into text/tok/test.{lang}; returns the number of segments."""
-    count = sum(check_aligned_segments(first, second) for first, second in zip(*sides.values()))
-    for lang, paths in sides.items():
-        segments = (line for path in paths for line in seg_lines(read_lines(path)))
-        lines = workers.map(MosesSteps(lang, **steps), segments, desc=f"tokenize test.{lang}")
-        write_lines(tok_path(folder, "test", lang), lines)
-    return count
+    return totals

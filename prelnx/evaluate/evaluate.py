@@ -28,8 +28,6 @@ from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import read_run_config
 from prelnx.records.status import read_status
 
-# Text the synthetic task writes is already "detokenized" (space-separated pseudo-words).
-NO_DETOKENIZER = {"synthetic"}
 RUN_DIR_AS = "prelnx evaluate RUN_DIR"  # how evaluate is given its run dir, for --checkpoint's refusals
 _LINE = re.compile(r"^([HT])-(\d+)\t(.*)$")
 
@@ -45,15 +43,6 @@ class BleuScores:
     sacrebleu_signature: str
 
 
-def detokenize(lines: list[str], language: str | None) -> list[str]:
-    if language is None:
-        return lines
-    from sacremoses import MosesDetokenizer
-
-    detokenizer = MosesDetokenizer(lang=language)
-    return [detokenizer.detokenize(line.split()) for line in lines]
-
-
 def score(hypotheses: list[str], references: list[str], *, target_lang: str | None,
           compound_split: bool = False) -> BleuScores:  # fmt: skip
     """`hypotheses`/`references`: tokenized, BPE removed. `target_lang` None means the text needs no detokenizing."""
@@ -64,8 +53,13 @@ def score(hypotheses: list[str], references: list[str], *, target_lang: str | No
     # force: the text is tokenized on purpose here (sacrebleu would warn about it)
     tokenized = sacrebleu.corpus_bleu([split(h) for h in hypotheses], [[split(r) for r in references]],
                                       tokenize="none", force=True)  # fmt: skip
+    if target_lang is not None:  # SacreBLEU scores detokenized text
+        from sacremoses import MosesDetokenizer
+
+        detokenize = MosesDetokenizer(lang=target_lang).detokenize
+        hypotheses, references = ([detokenize(line.split()) for line in text] for text in (hypotheses, references))
     metric = sacrebleu.BLEU()
-    detok = metric.corpus_score(detokenize(hypotheses, target_lang), [detokenize(references, target_lang)])
+    detok = metric.corpus_score(hypotheses, [references])
     return BleuScores(round(tokenized.score, 2), round(detok.score, 2), str(metric.get_signature()))
 
 
@@ -219,7 +213,8 @@ def evaluate(
         if compound_split is None:
             compound_split = config.data.dataset == "wmt14"  # see the schema: fairseq's WMT14 En-De convention
         hypotheses, references = generate(plan, batch_size)
-        target = None if config.data.dataset in NO_DETOKENIZER else languages(config)[1]
+        # text the synthetic task writes is already "detokenized" (space-separated pseudo-words)
+        target = None if config.data.dataset == "synthetic" else languages(config)[1]
         scores = score(hypotheses, references, target_lang=target, compound_split=compound_split)
         result = {
             "split": split,
