@@ -46,8 +46,7 @@ RUNNING_CHILDREN: set[subprocess.Popen] = set()  # a sweep stopped by SIGTERM st
 def stop_children() -> None:
     # SIGTERM, not SIGINT: a child started from a background job inherits SIGINT as ignored.
     for child in list(RUNNING_CHILDREN):
-        if child.poll() is None:
-            child.terminate()  # a re-run leaves these alone (unless --force)
+        child.terminate()  # a re-run leaves these alone (unless --force); one that has ended gets nothing
 
 
 @contextlib.contextmanager
@@ -222,8 +221,6 @@ def train(
         outcome = _attempt(plan, lock, on_event, extra_env, on_start, cpus)
         on_event(Ended(run_dir, outcome))
         return RunResult(run_dir, outcome.status, outcome.update, outcome.reason())
-    except RunIOError:
-        raise
     except OSError as error:  # taking the lock, moving a run aside, reading its checkpoints: never a traceback
         raise RunIOError(error.errno, io_reason(error, run_dir)) from None
     finally:

@@ -1,6 +1,5 @@
-"""`prelnx train --executor slurm`, the submitting side: check, submit one job, follow it (rank 0's output from the
-job's log, the job's state while it waits), cancel it when Slurm says it can never start or on Ctrl-C or SIGTERM,
-and return the run's exit code. What the tasks do is in launch/slurm_task.py.
+"""`prelnx train --executor slurm`, the submitting side: the job's resources, its submission, and following it to the
+run's exit code (each function says how). What the tasks do is in launch/slurm_task.py.
 """
 
 from __future__ import annotations
@@ -89,8 +88,8 @@ class Rank0Output(LogLines):
 
 
 def follow(job: Any, request: SlurmRequest, poll_s: float = 1.0, watcher: Any = None) -> tuple[str, int]:
-    """Wait for the job, showing rank 0's output; (closing message, exit code). Ctrl-C cancels the job. Its state
-    comes from the one watcher (launch/slurm_watch.py), which asks Slurm at its own pace."""
+    """Wait for the job, showing rank 0's output; (closing message, exit code). Ctrl-C cancels the job, as does Slurm
+    saying it can never start. Its state comes from the one watcher (launch/slurm_watch.py), at its own pace."""
     from prelnx.launch.slurm_watch import WATCHER
 
     watcher = watcher or WATCHER
@@ -137,27 +136,23 @@ def outcome(job: Any, state: str | None, raised: child_report.Raised | None = No
     return why, Exit.FAILED
 
 
-def active_job(run_dir: Path) -> str | None:
-    """The Slurm job of this run dir that has not ended (its submitit folder names every job submitted for it)."""
-    from prelnx.launch.slurm_watch import WATCHER
-
-    folder = submitit_folder(run_dir)
-    ids = sorted((p.name for p in folder.iterdir() if p.name.isdigit()), key=int, reverse=True) if folder.is_dir() else []
-    for job_id in ids:
-        WATCHER.register_job(job_id)  # then one squeue call for all of them
-    return next((job_id for job_id in ids if WATCHER.look(job_id).active), None)
-
-
 def train_on_slurm(config: Config, run_dir: Path, request: SlurmRequest, *, force: bool = False) -> tuple[str, int]:
     """Check, submit, wait: (closing message, exit code) of the run. What stops a local `prelnx train` before it
     trains (bad batch, data not ready, a run dir in use) is raised here, before anything is submitted."""
     plan_run(config, run_dir, task_env("0"))  # the batch of nodes x processes workers: BatchError before submitting
     ensure_data(config)  # generated here once (synthetic), not by the tasks racing each other
     if is_locked(run_dir):
-        job_id = active_job(run_dir)
+        from prelnx.launch.slurm_watch import WATCHER
+
+        folder = submitit_folder(run_dir)  # it names every job submitted for this run dir
+        ids = (sorted((p.name for p in folder.iterdir() if p.name.isdigit()), key=int, reverse=True)
+               if folder.is_dir() else [])  # fmt: skip
+        for job_id in ids:
+            WATCHER.register_job(job_id)  # then one squeue call for all of them
+        job_id = next((job_id for job_id in ids if WATCHER.look(job_id).active), None)  # the newest not ended
         if job_id is not None:  # e.g. the client that submitted it was stopped: the job trains on
             raise RunLocked(f"{run_dir}: Slurm job {job_id} still trains this run; follow it with `squeue -j {job_id}` "
-                            f"(its log: {submitit_folder(run_dir) / job_id}), or stop it with `scancel {job_id}` and "
+                            f"(its log: {folder / job_id}), or stop it with `scancel {job_id}` and "
                             f"run this command again to resume")  # fmt: skip
         raise RunLocked(f"{run_dir}: this run dir is in use by another prelnx process (on this or another machine); "
                         f"wait for it to end, or stop it first")  # fmt: skip

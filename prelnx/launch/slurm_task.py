@@ -1,12 +1,10 @@
 """One run across the tasks of ONE Slurm job of train.nodes x train.processes tasks (`prelnx train --executor slurm`).
 
 Rank 0 runs prelnx's own `launch.local.train` (only it writes the run dir); every other rank runs command.txt's
-fairseq as its own child (the plugin's parent watch: a pid means something only on its node), from when rank 0 has
-taken the run dir until rank 0's task has ended (`Rank0Marks`: files in the submitit folder the nodes share). They
-meet through fairseq's Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000; the CPU fix is in
-prelnx_fairseq_plugin/distributed.py). On timeout or preemption rank 0 requeues the job, which resumes as a re-run
-does. The submitting side is slurm_job.py. Slurm's CPUs per node and scancel are asked here; its queue, by the one
-watcher (slurm_watch.py).
+fairseq as its own child (the plugin's parent watch: a pid means something only on its node) while rank 0's trains
+(`Rank0Marks`). They meet through fairseq's Slurm rendezvous (`--distributed-port` = 20000 + job id % 20000; the CPU
+fix is in prelnx_fairseq_plugin/distributed.py). The submitting side is slurm_job.py. Slurm's CPUs per node and
+scancel are asked here; its queue, by the one watcher (slurm_watch.py).
 """
 
 from __future__ import annotations
@@ -29,17 +27,18 @@ DEFAULT_TIME_MIN = 24 * 60
 GRACE_S = 30  # how long the other ranks' fairseq may outlive rank 0's task (it ends its own training meanwhile)
 
 
-def _run(argv: list[str]) -> str | None:
+def run_slurm(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+    """A Slurm command's answer (sinfo, scancel, squeue); None where it could not run or did not answer in 30 s."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def partition_cpus(partition: str | None) -> int | None:
     """CPUs per node of `partition` (the default partition if None), from sinfo; None if Slurm does not say."""
-    for line in (_run(["sinfo", "-h", "-o", "%P %c"] + (["-p", partition] if partition else [])) or "").splitlines():
+    done = run_slurm(["sinfo", "-h", "-o", "%P %c"] + (["-p", partition] if partition else []))
+    for line in (done.stdout if done is not None and done.returncode == 0 else "").splitlines():
         name, _, cpus = line.partition(" ")
         if partition is None and not name.endswith("*"):
             continue
@@ -62,7 +61,7 @@ ENDED = "ENDED"  # squeue no longer lists the job: it ended (how, Slurm no longe
 
 
 def cancel(job_id: str) -> None:
-    _run(["scancel", str(job_id)])
+    run_slurm(["scancel", str(job_id)])
 
 
 @dataclass(frozen=True)

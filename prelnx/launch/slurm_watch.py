@@ -10,13 +10,12 @@ followed (submitit: 0.1 s).
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
 
 from submitit.slurm.slurm import SlurmInfoWatcher
 
-from prelnx.launch.slurm_task import ENDED
+from prelnx.launch.slurm_task import ENDED, run_slurm
 
 DELAY_S = 60  # the longest wait between two looks at the queue (submitit's default)
 # squeue reasons that no amount of waiting changes (Slurm's documentation of job reason codes).
@@ -46,26 +45,18 @@ class Look:
 
 
 class QueueWatcher(SlurmInfoWatcher):
-    """submitit's Slurm watcher asking squeue, once for every registered job that has not ended."""
-
     def __init__(self, delay_s: int = DELAY_S) -> None:
         super().__init__(delay_s=delay_s)
         self.answered = time.monotonic()  # when squeue last answered (from the start: no failure yet)
 
-    def _make_command(self) -> list[str] | None:
-        ids = sorted({job_id.split("_")[0] for job_id in self._registered - self._finished})
-        # an array's elements are listed one a line (-r) under the array's id
-        return ["squeue", "-h", "-r", "--states=all", "-o", "%i|%T|%r", "-j", ",".join(ids)] if ids else None
-
     def update(self) -> None:
         """One squeue call for every job not ended; a job it does not list has ENDED; no answer changes nothing."""
-        if (command := self._make_command()) is None:
+        ids = sorted({job_id.split("_")[0] for job_id in self._registered - self._finished})
+        if not ids:
             return
         self._num_calls += 1
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            done = None
+        # an array's elements are listed one a line (-r) under the array's id
+        done = run_slurm(["squeue", "-h", "-r", "--states=all", "-o", "%i|%T|%r", "-j", ",".join(ids)])
         # squeue refuses a list of job ids of which it knows none ("Invalid job id"): they have all ended
         if done is not None and (done.returncode == 0 or "Invalid job id" in done.stderr):
             self.answered = time.monotonic()

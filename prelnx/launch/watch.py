@@ -62,8 +62,7 @@ class LogLines:
 
 
 class Watch(ChildRecords):
-    """Follows the child's log file: its records (as the restart reads them), status heartbeats, divergence and I/O
-    failures."""
+    """Follows the child's log: its records, status heartbeats, divergence and I/O failures."""
 
     def __init__(self, run_dir: Path, grain: Grain, rows: list[Row], listener: Listener,
                  loss_ceiling: float | None, hparams: dict[str, Any],
@@ -83,34 +82,27 @@ class Watch(ChildRecords):
     def follow(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
         """Open TensorBoard (while fairseq starts up), read the log from `offset` until the child exits (or prelnx
         stops it: Ctrl-C, a divergence, an I/O failure), close TensorBoard."""
+        log = LogLines(log_path, offset)
         try:
-            try:
-                rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain, diagnostics=self.diagnostics)
-                self.tensorboard = TensorBoardLog(self.run_dir, self.grain)
-            except OSError as error:
-                self.io_failed = io_failure(error, self.run_dir)
-                process.terminate()
-                return
-            self._read(process, log_path, offset)
+            rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain, diagnostics=self.diagnostics)
+            self.tensorboard = TensorBoardLog(self.run_dir, self.grain)
+            while not (self.divergence or self.io_failed):  # the lines after one are never read (an ended child's too)
+                ended = process.poll() is not None
+                for line in log.lines(final=ended):
+                    self._line(line)
+                    if self.divergence or self.io_failed:
+                        break
+                if ended:
+                    break
+                time.sleep(0.1)
+        except OSError as error:  # opening TensorBoard (_line records the failures of what it writes)
+            self.io_failed = io_failure(error, self.run_dir)
         except KeyboardInterrupt:
             self.stopped = True
-            process.terminate()
         finally:
+            process.terminate()  # prelnx stops it; nothing for a child that has exited
             if self.tensorboard is not None:
                 self.tensorboard.close()
-
-    def _read(self, process: subprocess.Popen, log_path: Path, offset: int) -> None:
-        log = LogLines(log_path, offset)
-        while True:
-            ended = process.poll() is not None
-            for line in log.lines(final=ended):
-                self._line(line)
-                if self.divergence or self.io_failed:  # the lines after it are never read (an ended child's too)
-                    process.terminate()
-                    return
-            if ended:
-                return
-            time.sleep(0.1)
 
     def _line(self, line: str) -> None:
         event = child_report.parse(line)
