@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from prelnx.atomic import write_text_atomic
-from prelnx.records.grain import Grain
 
 
 class Row(TypedDict, total=False):
@@ -114,10 +113,6 @@ class UpdateRows:
                        **{key: record.get(key) for key in VALID_FIELDS})  # fmt: skip
         self.losses = []
         return row
-
-
-def row_builder(grain: Grain, last_update: int = 0) -> EpochRows | UpdateRows:
-    return UpdateRows(last_update=last_update) if grain is Grain.UPDATE else EpochRows(last_update=last_update)
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:

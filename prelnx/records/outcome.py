@@ -89,15 +89,12 @@ class Outcome:
                 return f"fairseq stopped on NaN/Inf after update {d.update}"
             where = f"epoch {d.epoch} (after update {d.update})" if d.epoch is not None else f"update {d.update}"
             return f"{d.signal.value} {d.value} at {where}"
-        if f is Failure.STOPPED:
-            return "stopped by the user; run the same command again to resume"
-        if f is Failure.UNREADABLE_CHECKPOINT:
-            return f"the last checkpoint cannot be read ({self.detail}); run again"
-        if f is Failure.FINISHED_THEN_CRASHED:
-            return f"fairseq finished training, then exited with {self.detail}"
-        if f is Failure.OUT_OF_MEMORY:
-            return f"out of memory ({self.detail}): fewer tokens per batch (data.max_tokens) or fewer jobs at a time"
-        return self.detail
+        sentences = {Failure.STOPPED: "stopped by the user; run the same command again to resume",
+                     Failure.UNREADABLE_CHECKPOINT: "the last checkpoint cannot be read ({}); run again",
+                     Failure.FINISHED_THEN_CRASHED: "fairseq finished training, then exited with {}",
+                     Failure.OUT_OF_MEMORY: "out of memory ({}): fewer tokens per batch (data.max_tokens) or fewer jobs "
+                                            "at a time"}  # fmt: skip
+        return sentences.get(f, "{}").format(self.detail)  # {}: the detail (any other failure: the detail alone)
 
     def record(self) -> dict[str, object]:
         """status.json's fields for this outcome (reason rendered; failure and divergence as values)."""

@@ -15,7 +15,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.records.checkpoints import CheckpointDamaged, CheckpointInfo, CheckpointRefused, load_checkpoint
 from prelnx.records.diagnostics import FILE, Diagnostics, read_diagnostics, valid_diagnostics
 from prelnx.records.grain import Grain
-from prelnx.records.metrics import EpochRows, Row, row_builder, write_metrics
+from prelnx.records.metrics import EpochRows, Row, UpdateRows, write_metrics
 
 LOG_NAME = "train.log"
 
@@ -29,7 +29,8 @@ class ChildRecords:
     def __init__(self, grain: Grain, rows: list[Row] | None = None, diagnostics: list[Diagnostics] | None = None,
                  from_log: bool = False) -> None:  # fmt: skip
         self.grain, self.rows, self.diagnostics, self.from_log = grain, rows or [], diagnostics, from_log
-        self.builder = row_builder(grain, last_update=self.rows[-1]["num_updates"] if self.rows else 0)
+        builder = UpdateRows if grain is Grain.UPDATE else EpochRows
+        self.builder = builder(last_update=self.rows[-1]["num_updates"] if self.rows else 0)
         self.done = False
         self.raised: list[child_report.Raised] = []
 
@@ -79,18 +80,11 @@ class Reconciled:
     diagnostics: list[Diagnostics] = field(default_factory=list)
 
     def describe(self) -> list[str]:
-        said, unit = [], "validations at updates" if self.grain is Grain.UPDATE else "epochs"
-        if self.recovered:
-            said.append(f"{unit} {_span(self.recovered)} were missing from metrics.jsonl; rebuilt from train.log")
-        if self.dropped:
-            said.append(f"{unit} {_span(self.dropped)} are past the last checkpoint; they will be trained again")
-        if self.lost:
-            said.append(f"the metrics of {unit} {_span(self.lost)} were lost (trained, but in no record)")
-        return said
-
-
-def _span(steps: list[int]) -> str:
-    return ", ".join(str(s) for s in steps)
+        unit = "validations at updates" if self.grain is Grain.UPDATE else "epochs"
+        sentences = ((self.recovered, "{} {} were missing from metrics.jsonl; rebuilt from train.log"),
+                     (self.dropped, "{} {} are past the last checkpoint; they will be trained again"),
+                     (self.lost, "the metrics of {} {} were lost (trained, but in no record)"))  # fmt: skip
+        return [sentence.format(unit, ", ".join(str(s) for s in steps)) for steps, sentence in sentences if steps]
 
 
 def reconcile_rows(saved: list[Row], logged: list[Row], grain: Grain, checkpoint_update: int,

@@ -145,7 +145,7 @@ def test_a_row_is_what_a_plain_fairseq_training_step_computes(study, small_confi
 def test_every_model_of_a_seed_sees_the_same_batches(small_config):
     config, _ = load_config(small_config)
     first, second = Worker(config, 2, TOKENS), Worker(config, 2, TOKENS)
-    post_model, pre_model = first.fresh_model(ModelSpec("post", 2, 1)), second.fresh_model(ModelSpec("pre", 6, 1))
+    post_model, pre_model = first.model(ModelSpec("post", 2, 1)), second.model(ModelSpec("pre", 6, 1))
     post = first.seed_batches(1, first.fairseq_cfg("post", 2, 1), post_model)
     pre = second.seed_batches(1, second.fairseq_cfg("pre", 6, 1), pre_model)
     assert len(post) == 2 and all(torch.equal(a["target"], b["target"]) for a, b in zip(post, pre))
@@ -154,7 +154,7 @@ def test_every_model_of_a_seed_sees_the_same_batches(small_config):
     assert not all(torch.equal(a["target"], b["target"]) for a, b in zip(post, other))
     # Post-LN and Pre-LN of a seed and depth also start from the same weights (their LayerNorms aside).
     a = post_model.state_dict()
-    b = second.fresh_model(ModelSpec("pre", 2, 1)).state_dict()
+    b = second.model(ModelSpec("pre", 2, 1)).state_dict()
     assert all(torch.equal(a[key], b[key]) for key in a if "fc" in key or "attn" in key)
 
 

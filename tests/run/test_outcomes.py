@@ -74,6 +74,13 @@ def test_reasons_are_rendered_from_the_values():
     assert nan.reason() == "fairseq stopped on NaN/Inf after update 37"
     stopped = Outcome("interrupted", 5, Failure.STOPPED)
     assert stopped.record()["failure"] == "stopped" and "run the same command again" in stopped.reason()
+    said = {failure: Outcome("failed", 5, failure, detail="X {0}").reason() for failure in (*Failure, None)}
+    assert said == {Failure.STOPPED: "stopped by the user; run the same command again to resume",
+                    Failure.UNREADABLE_CHECKPOINT: "the last checkpoint cannot be read (X {0}); run again",
+                    Failure.FINISHED_THEN_CRASHED: "fairseq finished training, then exited with X {0}",
+                    Failure.OUT_OF_MEMORY: "out of memory (X {0}): fewer tokens per batch (data.max_tokens) or fewer "
+                                           "jobs at a time",
+                    Failure.DISK_FULL: "X {0}", Failure.IO: "X {0}", Failure.CRASH: "X {0}", None: "X {0}"}  # fmt: skip
 
 
 @pytest.mark.parametrize("budget", [{"max_update": 7, "max_epoch": None}, {"max_epoch": 2}])

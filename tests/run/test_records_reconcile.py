@@ -88,7 +88,10 @@ def test_reconcile_prefers_saved_rows_rebuilds_missing_ones_and_drops_rows_past_
     assert [r["epoch"] for r in result.rows] == [1, 2]
     assert result.rows[0]["valid_loss"] == 5.0  # prelnx's own row wins
     assert result.recovered == [2] and result.lost == [3] and result.dropped == [4]
-    assert any("lost" in line for line in result.describe())
+    assert result.describe() == ["epochs 2 were missing from metrics.jsonl; rebuilt from train.log",
+                                 "epochs 4 are past the last checkpoint; they will be trained again",
+                                 "the metrics of epochs 3 were lost (trained, but in no record)"]  # fmt: skip
+    assert reconcile_rows(saved[:1], [], Grain.EPOCH, completed_epochs=1, checkpoint_update=4).describe() == []
 
 
 # status.py --------------------------------------------------------------------------------------------------------

@@ -43,15 +43,14 @@ class Worker:
             self.cfgs[key] = cfg
         return self.cfgs[key]
 
-    def fresh_model(self, spec: ModelSpec) -> Any:
-        """What `build_task_and_model` returns for this variant: seeded with the seed, then `task.build_model`."""
-        cfg = self.fairseq_cfg(spec.layout, spec.depth, spec.seed)
-        with warnings.catch_warnings(action="ignore"):
-            return build_model(self.task, cfg, seed=spec.seed)
-
-    def checkpoint_model(self, spec: ModelSpec) -> Any:
+    def model(self, spec: ModelSpec) -> Any:
+        """What `build_task_and_model` returns for this variant (seeded with the seed, then `task.build_model`), or
+        the checkpoint's trained model (loaded once)."""
+        cfg = self.fairseq_cfg(spec.layout, spec.depth, spec.seed)  # sets up the task
+        if spec.checkpoint is None:
+            with warnings.catch_warnings(action="ignore"):
+                return build_model(self.task, cfg, seed=spec.seed)
         if spec.checkpoint not in self.checkpoints:
-            self.fairseq_cfg(spec.layout, spec.depth, spec.seed)  # sets up the task
             self.checkpoints[spec.checkpoint] = load_checkpoint_model(Path(spec.checkpoint), self.task)[0]
         return self.checkpoints[spec.checkpoint]
 
@@ -87,7 +86,7 @@ class Worker:
         import torch
 
         start = time.perf_counter()
-        model = self.checkpoint_model(spec) if spec.checkpoint else self.fresh_model(spec)
+        model = self.model(spec)
         built = time.perf_counter()
         samples = self.seed_batches(spec.seed, self.cfgs[(spec.layout, spec.depth)], model)
         loaded = time.perf_counter()
@@ -98,7 +97,7 @@ class Worker:
             weight.requires_grad_(True)
         model.train()  # dropout as configured, as in training
         sums = dict.fromkeys(ffn, 0.0)
-        fwdbwd, tokens = 0.0, 0
+        fwdbwd = 0.0
         rms: dict[tuple[str, int], float] = {}
         handles = output_rms_hooks(model, rms)
         for index, sample in enumerate(samples):
@@ -112,13 +111,12 @@ class Worker:
             scale = 1.0 / float(sample_size)  # what fairseq's trainer does: multiply_grads(1 / sample_size)
             for key, weight in ffn.items():
                 sums[key] += float(weight.grad.norm()) * scale
-            tokens += int(sample["ntokens"])
         for handle in handles:
             handle.remove()
         model.zero_grad(set_to_none=True)
         norms = {key: total / len(samples) for key, total in sums.items()}
         hidden = {key: total / len(samples) for key, total in rms.items()}
-        return ModelResult(spec, norms, tokens, built - start, loaded - built, fwdbwd, hidden_rms=hidden)
+        return ModelResult(spec, norms, built - start, loaded - built, fwdbwd, hidden_rms=hidden)
 
 
 def _layers(model: Any) -> list[tuple[str, int, Any]]:

@@ -176,4 +176,4 @@ def run_study(study: GradStudy, out_dir: Path, plots: bool = True) -> StudyOutco
         files.append(plot_figure3(summary, out_dir / "figure3.png"))
     summary["timing"]["total_wall_s"] = time.perf_counter() - start  # with the plots
     write_text_atomic(files[1], json.dumps(summary, indent=2) + "\n")
-    return StudyOutcome(rows, checkpoint_rows, summary, files)
+    return StudyOutcome(rows, summary, files)

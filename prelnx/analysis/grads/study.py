@@ -49,7 +49,6 @@ class ModelSpec:
 class ModelResult:
     spec: ModelSpec
     norms: dict[tuple[str, int, str], float]  # (side, layer, weight) -> mean Frobenius norm over the batches
-    tokens: int  # target tokens seen, over all batches
     build_s: float  # building (or loading) the model and its fairseq cfg
     data_s: float  # loading the dataset and collating this seed's batches (0 when cached)
     fwdbwd_s: float  # criterion forward + backward, summed over the batches
@@ -88,7 +87,6 @@ class GradStudy:
 @dataclass
 class StudyOutcome:
     rows: list[dict[str, Any]]
-    checkpoint_rows: list[dict[str, Any]]
     summary: dict[str, Any]
     files: list[Path] = field(default_factory=list)
 

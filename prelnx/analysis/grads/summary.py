@@ -11,17 +11,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from prelnx.analysis.grads.study import LAYOUTS, WEIGHTS, ModelResult
+from prelnx.paper import paper_data
 
 CSV_COLUMNS = ("layout", "depth", "seed", "side", "layer", "weight", "grad_norm")
 HIDDEN_COLUMNS = ("layout", "depth", "seed", "side", "layer", "rms")  # hidden.csv: each layer's output RMS at init
 LAYER_KEYS = ("layout", "depth", "side", "layer", "weight")  # a per-layer statistic's group (hidden.csv's: no weight)
-
-
-def paper_figure3() -> dict[str, Any]:
-    """Figure 3 of the paper as read off its plots (prelnx/paper.yaml, `figure3`): text per layout."""
-    from prelnx.paper import paper_data
-
-    return paper_data()["figure3"]
 
 
 def result_rows(results: Iterable[ModelResult], hidden: bool = False) -> list[dict[str, Any]]:
@@ -67,11 +61,6 @@ def read_grads_csv(path: Path) -> list[dict[str, Any]]:
         ]  # fmt: skip
 
 
-def _mean_std(values: list[float]) -> dict[str, float]:
-    """Mean and sample standard deviation (0 for a single seed) over seeds."""
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
-
-
 def _ratio(numerator: float, denominator: float) -> float:
     """A ratio of gradient norms; NaN where the denominator is 0 (ReZero's FFN gradients are 0 at initialisation:
     its a = 0 cuts every sublayer off the loss)."""
@@ -79,11 +68,13 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 
 def stats_by(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple, dict[str, float]]:
-    """The rows' `keys` values -> mean/std/n of `value` over seeds, in key order."""
+    """The rows' `keys` values -> mean, sample standard deviation (0 for a single seed) and n of `value` over seeds,
+    in key order."""
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         groups.setdefault(tuple(row[key] for key in keys), []).append(row[value])
-    return {key: _mean_std(values) for key, values in sorted(groups.items())}
+    return {key: {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                  "n": len(values)} for key, values in sorted(groups.items())}  # fmt: skip
 
 
 def _entries(stats: dict[tuple, dict[str, float]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -91,14 +82,9 @@ def _entries(stats: dict[tuple, dict[str, float]], keys: tuple[str, ...]) -> lis
     return [{**dict(zip(keys, key)), **values} for key, values in stats.items()]
 
 
-def per_layer_stats(rows: list[dict[str, Any]]) -> dict[tuple[str, int, str, int, str], dict[str, float]]:
-    """(layout, depth, side, layer, weight) -> mean/std/n over seeds."""
-    return stats_by(rows, LAYER_KEYS, "grad_norm")
-
-
 def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON summary: per-layer mean/std over seeds, the last-layer W2 per depth, the growth across layers."""
-    stats = per_layer_stats(rows)
+    stats = stats_by(rows, LAYER_KEYS, "grad_norm")
     depths = sorted({row["depth"] for row in rows})
     layouts = sorted({row["layout"] for row in rows}, key=_table_order)  # the table's order, then a user's files
     last_w2 = {
@@ -125,10 +111,10 @@ def summarize(rows: list[dict[str, Any]], checkpoint_rows: list[dict[str, Any]])
         "growth_depth": shown,
         "growth_last_over_first_layer": growth,
         "per_layer": _entries(stats, LAYER_KEYS),
-        "paper": paper_figure3(),
+        "paper": paper_data()["figure3"],  # Figure 3 as read off its plots: text per layout
     }
     if checkpoint_rows:
-        summary["checkpoint"] = _entries(per_layer_stats(checkpoint_rows), LAYER_KEYS)
+        summary["checkpoint"] = _entries(stats_by(checkpoint_rows, LAYER_KEYS, "grad_norm"), LAYER_KEYS)
     return summary
 
 
@@ -155,7 +141,7 @@ def _table_order(layout: str) -> tuple[int, str]:
 
 def report_lines(summary: dict[str, Any]) -> list[str]:
     """The closing table: our numbers beside the paper's."""
-    paper = paper_figure3()
+    paper = paper_data()["figure3"]
     lines = ["last-layer (decoder) W2 gradient norm, mean +- std over seeds:"]
     for layout, by_depth in summary["last_layer_w2"].items():
         cells = "  ".join(f"{depth}: {v['mean']:.3f}+-{v['std']:.3f}" for depth, v in by_depth.items())
