@@ -106,12 +106,6 @@ def problems(plan: SeedPlan) -> list[str]:
     return found
 
 
-def _simpson(n: int) -> np.ndarray:
-    weights = np.ones(n)
-    weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
-    return weights / 3.0
-
-
 def _normal_pdf(z: np.ndarray, sd: float) -> np.ndarray:
     """scipy's norm.pdf(z) / sd without its argument checks, which cost more than the exponentials here."""
     return np.exp(-(z * z) / 2.0) / (math.sqrt(2 * math.pi) * sd)
@@ -122,6 +116,8 @@ def _looks(fractions: tuple[float, ...], choose: Callable[[int, float, Callable[
     """The recursive integration over the looks: at look k (information t) `choose(k, t, crossing)` gives its boundary
     c (z scale), crossing(c) being P(no crossing before, Z_k >= c) when E[Z_K] = drift; each look's (c, crossing(c))."""
     found: list[tuple[float, float]] = []
+    simpson = np.ones(GRID)  # Simpson's weights, times 3
+    simpson[1:-1:2], simpson[2:-1:2] = 4.0, 2.0
     grid = mass = np.empty(0)  # mass: the Simpson weights times the continuation density at the grid's points
     previous_t = 0.0
     for k, t in enumerate(fractions):
@@ -143,7 +139,7 @@ def _looks(fractions: tuple[float, ...], choose: Callable[[int, float, Callable[
         else:
             sd = math.sqrt(step)
             density = _normal_pdf((np.subtract.outer(new_grid, grid) - mean_step) / sd, sd) @ mass
-        grid, mass = new_grid, _simpson(GRID) * (new_grid[1] - new_grid[0]) * density
+        grid, mass = new_grid, simpson / 3.0 * (new_grid[1] - new_grid[0]) * density
         previous_t = t
     return found
 

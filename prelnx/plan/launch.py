@@ -19,7 +19,7 @@ from prelnx.plan.common import optimization_argv, run_argv
 from prelnx.plan.data import data_dir
 from prelnx.plan.encoder import masked_lm_argv, sentence_prediction_argv
 from prelnx.plan.language_model import language_model_argv
-from prelnx.plan.parallel import Parallel, describe_batch, resolve, with_effective_batch
+from prelnx.plan.parallel import describe_batch, resolve, with_effective_batch
 from prelnx.plan.translation import translation_argv
 
 RUNS = Path("runs")
@@ -86,8 +86,7 @@ def fairseq_argv(config: Config, data: Path, save_dir: Path, *, cuda: bool) -> l
 @dataclass(frozen=True)
 class Launch:
     argv: list[str]  # fairseq-train arguments
-    env: dict[str, str]  # additions to the environment
-    threads: int  # torch threads per worker
+    env: dict[str, str]  # additions to the environment (torch's threads per worker among them)
     launcher: list[str] = field(default_factory=list)  # torchrun's arguments for several workers; [] for one
     batch: str = ""  # how the batch per update is made up (parallel.describe_batch)
     # srun's arguments when the workers are Slurm tasks (each runs the child command itself): for command.txt only
@@ -122,7 +121,6 @@ class RunPlan:
     data: Path
     run_dir: Path
     launch: Launch
-    parallel: Parallel
 
     @property
     def checkpoints(self) -> Path:
@@ -133,18 +131,17 @@ def plan_run(config: Config, run_dir: Path, env: dict[str, str] | None = None) -
     """The run of `config` in `run_dir` on this machine; `env`: the run's own environment additions (parallel.resolve).
     A Refusal (BatchError) for a batch or worker request this machine cannot meet."""
     cuda = use_cuda(config)
-    if config.train.precision == "bf16" and not cuda:  # refused before training, where it would train
-        problem = cpu_bf16_problem()
-        if problem is not None:
-            raise Refusal(problem)
+    # refused before training, where it would train
+    if config.train.precision == "bf16" and not cuda and (problem := cpu_bf16_problem()) is not None:
+        raise Refusal(problem)
     parallel = resolve(config, cuda, env)
     config = with_effective_batch(config, parallel)  # update_freq from train.effective_batch_tokens
     threads = parallel.threads(config.train.threads)
     data = data_dir(config)
     argv = fairseq_argv(config, data, run_dir / "checkpoints", cuda=cuda) + parallel.fairseq_argv()
-    launch = Launch(argv, {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}, threads,
-                    parallel.launcher(), describe_batch(config, parallel), parallel.slurm_tasks())  # fmt: skip
-    return RunPlan(config, data, run_dir, launch, parallel)
+    launch = Launch(argv, {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}, parallel.launcher(),
+                    describe_batch(config, parallel), parallel.slurm_tasks())  # fmt: skip
+    return RunPlan(config, data, run_dir, launch)
 
 
 def with_threads(config: Config, threads: int) -> Config:

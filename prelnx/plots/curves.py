@@ -50,10 +50,6 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DASHES = ("-", (0, (5, 2)), (0, (1, 1)), (0, (5, 1, 1, 1)))
 
 
-class NothingToPlot(Refusal):
-    pass
-
-
 def _label(overrides: dict[str, Any], varying: list[str], fallback: str) -> str:
     parts = []
     for key in varying:
@@ -73,7 +69,7 @@ def collect_runs(path: Path, configs: Mapping[str, Config] | None = None) -> lis
     if not points:
         points = [{"name": d.name, "overrides": {}} for d in sorted(path.iterdir()) if (d / "metrics.jsonl").is_file()]
     if not points:
-        raise NothingToPlot(f"{path}: neither a run dir (metrics.jsonl) nor a sweep dir (sweep.json or run subfolders)")
+        raise Refusal(f"{path}: neither a run dir (metrics.jsonl) nor a sweep dir (sweep.json or run subfolders)")
     varying = [k for k in override_keys(points) if len({repr(p["overrides"].get(k)) for p in points}) > 1]
     arm_keys = [k for k in varying if k != "train.seed"]
     runs = []

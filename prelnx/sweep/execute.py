@@ -49,16 +49,11 @@ RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "be
 TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx evaluate` ran
 
 
-def _columns(sweep_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
-    keys = override_keys(read_index(sweep_dir)["runs"])
-    tested = any(row["test_bleu_tokenized"] is not None for row in rows)
-    return ["run", *keys, *RESULT_COLUMNS, *(TEST_COLUMNS if tested else [])]
-
-
 def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
     """One row per run: its overrides, then its results. Also (re)writes summary.csv and summary.md."""
     rows = sweep_rows(sweep_dir)
-    columns = _columns(sweep_dir, rows)
+    tested = any(row["test_bleu_tokenized"] is not None for row in rows)
+    columns = ["run", *override_keys(read_index(sweep_dir)["runs"]), *RESULT_COLUMNS, *(TEST_COLUMNS if tested else [])]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
@@ -147,14 +142,15 @@ def check_points(points: list[SweepPoint]) -> None:
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
     """The folder and every run the sweep may train (an armed spec: every arm to its plan's last look)."""
     if spec.armed:
-        arms = expand_arms(spec)
-        return out or sweep_dir(spec.name), arm_runs(spec, arms, seed_plan(spec, arms).order)
+        arms, plan = armed(spec)
+        return out or sweep_dir(spec.name), arm_runs(spec, arms, plan.order)
     return out or sweep_dir(spec.name), expand(spec)
 
 
-def seed_plan(spec: SweepSpec, arms: list[SweepPoint]) -> SeedPlan:
-    """The spec's plan; arms without `seeds:` have the base's seed alone."""
-    return spec.plan or fixed_plan((arms[0].config.train.seed,))
+def armed(spec: SweepSpec) -> tuple[list[SweepPoint], SeedPlan]:
+    """An armed spec's arms and its plan; arms without `seeds:` have the base's seed alone."""
+    arms = expand_arms(spec)
+    return arms, spec.plan or fixed_plan((arms[0].config.train.seed,))
 
 
 def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -167,8 +163,7 @@ def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> li
     """What `prelnx sweep --dry-run` prints: the folder and each run with its overrides (an armed spec: its arms and
     seed plan, sweep/looks.py)."""
     if spec.armed:
-        arms = expand_arms(spec)
-        return [f"-> {sweep_dir}", *looks.plan_lines(spec, arms, seed_plan(spec, arms))]
+        return [f"-> {sweep_dir}", *looks.plan_lines(spec, *armed(spec))]
     return [f"sweep {spec.name}: {len(points)} runs -> {sweep_dir}"] + [
         f"  {p.name}: " + ", ".join(f"{k}={v}" for k, v in p.overrides.items()) for p in points]
 
@@ -214,8 +209,7 @@ def run_sweep(
     check_points(points)  # before anything is created
     for warning in warnings(points):
         log.warning(warning)
-    arms = expand_arms(spec) if spec.armed else []
-    plan = seed_plan(spec, arms) if arms else None
+    arms, plan = armed(spec) if spec.armed else ([], None)
     sequential = plan is not None and plan.sequential
     if sequential and decide is None:
         raise Refusal(f"sweep {spec.name}: a sequential seeds: plan needs the claims' decider (prelnx sweep passes it)")
@@ -229,22 +223,22 @@ def run_sweep(
     log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}, "
          f"{jobs} at a time)")  # fmt: skip
 
+    statuses: dict[str, RunStatus] = {}
+
     def on_done(point: SweepPoint, status: RunStatus) -> None:
+        statuses[point.name] = status
         if after_run is not None and status is RunStatus.FINISHED:
             after_run(sweep_dir / point.name)
         summarize_locked(sweep_dir)
 
-    statuses: dict[str, RunStatus] = {}
-
     def run_points(points: list[SweepPoint]) -> None:
         if executor == "local":
-            statuses.update(run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores,
-                                      also=progress_also))
+            run_local(points, sweep_dir, jobs, on_done, force=force, pin_cores=pin_cores, also=progress_also)
         else:
             options = {**spec.slurm, **{key: v for key, v in (slurm_options or {}).items() if v is not None}}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
-            statuses.update(run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done))
+            run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done)
 
     try:
         if sequential:
@@ -255,7 +249,7 @@ def run_sweep(
             run_points(points)
     finally:
         rows = summarize_locked(sweep_dir)
-    log.info(_markdown(rows, _columns(sweep_dir, rows)))  # summary.md's text
+    log.info((sweep_dir / "summary.md").read_text())
     elsewhere = sorted(name for name, status in statuses.items() if status is RunStatus.ELSEWHERE)
     if elsewhere:
         log.info(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "

@@ -62,7 +62,7 @@ def run_local(
     force: bool = False,
     pin_cores: bool = False,
     also: Callable[[Snapshot], str] | None = None,
-) -> dict[str, RunStatus]:
+) -> None:
     """`jobs` runs at a time, each with cores/jobs CPU threads and, where GPUs exist, its own GPU(s).
     force: train every point again (a finished run is set aside, as `prelnx train --force` does).
     pin_cores: each job slot's processes kept on their own cores (docs/benchmarks.md: measured, off by default).
@@ -77,7 +77,7 @@ def run_local(
     for slot in range(jobs):
         slots.put(slot)  # a job's GPUs and cores
     lock = threading.Lock()
-    statuses: dict[str, RunStatus] = {}
+    statuses: dict[str, RunStatus] = {}  # this call's, for the runs trained elsewhere
     progress = SweepProgress(points, also)
 
     def listen(name: str, event: Event) -> None:
@@ -126,7 +126,6 @@ def run_local(
         for point in [p for p in waiting if not is_locked(sweep_dir / p.name)]:
             waiting.remove(point)
             work(point, picked_up=True)  # finished elsewhere: "already finished"; stopped elsewhere: resumed here
-    return statuses
 
 
 def _ended_without_result(job_id: str, state: str | None, run_dir: Path) -> RunStatus:
@@ -186,7 +185,7 @@ def run_submitit(
     cluster: str | None,
     options: dict[str, Any],
     on_done: Callable[[SweepPoint, RunStatus], None],
-) -> dict[str, RunStatus]:
+) -> None:
     """Submit the points as one job array (`cluster` None: Slurm, "local": submitit's local executor). Slurm's jobs are
     followed by the one watcher (launch/slurm_watch.py), submitit's local jobs by their own."""
     import submitit
@@ -207,7 +206,6 @@ def run_submitit(
         watcher = WATCHER
         for _, job in jobs:
             watcher.register_job(job.job_id)
-    statuses: dict[str, RunStatus] = {}
     waiting = list(jobs)
     ended_at: dict[str, float] = {}  # when Slurm was first seen to have ended a job whose result is not there
     while waiting:
@@ -235,9 +233,7 @@ def run_submitit(
             else:
                 continue
             waiting.remove((point, job))
-            statuses[point.name] = status
             log.info(f"[{point.name}] {status}")
             on_done(point, status)
         if waiting:
             time.sleep(1.0)  # a look at files; the watcher asks Slurm at its own pace
-    return statuses

@@ -117,8 +117,7 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
         active = list(state.running)
     state.done = True
     write_text_atomic(sweep_dir / LOOKS_FILE, state.to_json())
-    spent = len(scheduled)
-    log.info(f"sequential sweep {spec.name}: {spent} runs of at most {most_runs(plan, len(arms))} "
+    log.info(f"sequential sweep {spec.name}: {len(scheduled)} runs of at most {most_runs(plan, len(arms))} "
              f"({len(arms)} arms x {plan.looks[-1]} seeds)")  # fmt: skip
     return state
 
