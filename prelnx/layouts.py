@@ -152,9 +152,9 @@ RECIPE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def names(family: str | None = None, task: str | None = None) -> tuple[str, ...]:
-    """The shipped layouts' names, in the table's order (of one family, or defined for one task)."""
-    return tuple(n for n, row in LAYOUTS.items() if family in (None, row.family) and task in (None, *row.tasks))
+def names(family: str | None = None) -> tuple[str, ...]:
+    """The shipped layouts' names, in the table's order (of one family)."""
+    return tuple(n for n, row in LAYOUTS.items() if family in (None, row.family))
 
 
 class LayoutFileError(Refusal):
@@ -317,14 +317,14 @@ def _options(path: str, cls: type) -> tuple[Option, ...]:
 def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
     """The class's `claims`, checked: each a dict with a unique `id`, a `kind` of CLAIM_KINDS, the `claim` in words
     and its kind's numbers; `source` and `paper` default to the file. LayoutFileError (one line) otherwise."""
-    declared, checked, seen = getattr(cls, "claims", ()) or (), [], set()
+    declared, checked = getattr(cls, "claims", ()) or (), []
     if not isinstance(declared, (list, tuple)):
         raise LayoutFileError(f"{path}: {cls.__name__}.claims must be a list of dicts, got {type(declared).__name__}")
     for index, claim in enumerate(declared):
         where = f"{path}: {cls.__name__}.claims[{index}]"
         if not isinstance(claim, dict) or not isinstance(claim.get("id"), str) or not claim["id"]:
             raise LayoutFileError(f"{where}: a dict with an 'id' (a name of the claim), a 'kind' and a 'claim'")
-        if claim["id"] in seen:
+        if claim["id"] in {other["id"] for other in checked}:
             raise LayoutFileError(f"{where}: id {claim['id']!r} is used twice")
         kind = claim.get("kind")
         if kind not in CLAIM_KINDS:
@@ -338,6 +338,5 @@ def _claims(path: str, cls: type) -> tuple[dict[str, Any], ...]:
                 raise LayoutFileError(f"{where} ({claim['id']}): {kind} needs '{key}', {words}, got {value!r}")
         if kind == "matches_postln" and claim.get("arm", "no_warmup") not in ("no_warmup", "warmup"):
             raise LayoutFileError(f"{where} ({claim['id']}): 'arm' is no_warmup or warmup, got {claim['arm']!r}")
-        seen.add(claim["id"])
         checked.append({"source": "its layout file", "paper": "-", **claim})
     return tuple(checked)

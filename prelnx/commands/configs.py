@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated
@@ -40,10 +39,8 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
 
     known: dict[Path, str] = {}
     found = [(item.name, _kind(item.path, known), item.purpose) for item in shipped_configs()]
-    if as_json:
-        typer.echo(json.dumps([dict(zip(("name", "task", "purpose"), row)) for row in found], indent=2))
-        return
-    typer.echo("\n".join(columns([("name", "task", "purpose"), *found])))
+    header = ("name", "task", "purpose")
+    options.echo(as_json, [dict(zip(header, row)) for row in found], "\n".join(columns([header, *found])))
 
 
 @configs_app.command("show", short_help="A shipped config resolved, with its base: chain.")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
-
-import typer
 
 from prelnx.commands import options
 
@@ -16,9 +13,5 @@ def env_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     from prelnx.launch.environment import environment
 
     rows = environment()
-    if as_json:
-        typer.echo(json.dumps(dict(rows), indent=2))
-        return
     width = max(len(what) for what, _ in rows)
-    for what, value in rows:
-        typer.echo(f"- {what + ':':<{width + 1}} {value}")
+    options.echo(as_json, dict(rows), "\n".join(f"- {what + ':':<{width + 1}} {value}" for what, value in rows))

@@ -40,5 +40,4 @@ def finetune_command(
         for run in runs:
             typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
         return
-    code = run_all(runs, folder)
-    raise typer.Exit(code)
+    raise typer.Exit(run_all(runs, folder))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,13 +34,10 @@ def list_command(as_json: Annotated[bool, options.json_flag()] = False) -> None:
     from prelnx.console import columns
 
     rows = layout_rows()
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
     cells = [("name", "display", "family", "pre-LN", "norms", "tasks"),
              *((r["name"], r["display"], r["family"], "yes" if r["pre_ln"] else "no", ",".join(r["norms"]),
                 ",".join(r["tasks"])) for r in rows)]  # fmt: skip
-    typer.echo("\n".join(columns(cells)))
+    options.echo(as_json, rows, "\n".join(columns(cells)))
 
 
 @layouts_app.command("show", short_help="One layout's row: a shipped name, or PATH.py:CLASS of yours.")
@@ -53,14 +49,13 @@ def show_command(
     from prelnx.layouts import Option
 
     (row,) = layout_rows(name)
-    if as_json:
-        typer.echo(json.dumps(row, indent=2))
-        return
+    lines = []
     for key, value in row.items():
         if key == "options":  # model.<key>: default; allowed; help
             value = [f"model.{o['key']} (default {o['default']!r}; {Option(**o).allowed()}): {o['help']}" for o in value]
         shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
-        typer.echo(f"{key + ':':<10} {shown if shown not in (None, '', ()) else '-'}")
+        lines.append(f"{key + ':':<10} {shown if shown not in (None, '', ()) else '-'}")
+    options.echo(as_json, row, "\n".join(lines))
 
 
 @layouts_app.command("new", short_help="Write a starting layout file of yours, NAME.py, that trains as it is.")

@@ -5,6 +5,7 @@ Flags show no value placeholder in --help (`metavar=""`).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import typer
@@ -30,39 +31,29 @@ def command_group(help: str) -> typer.Typer:
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
 
 
-def config(help: str = "A YAML config: a path, or a shipped config's name from any folder (e.g. iwslt_preln, "
-                       "demo/preln_nowarmup; prelnx configs list).") -> Any:  # fmt: skip
-    return typer.Option("--config", "-c", help=help)
+def _option(*names: str, default_help: str | None = None, **settings: Any) -> Callable[..., Any]:
+    """The declaration of an option several commands share: its names and settings here, its help (what it means
+    in that command) given by each command, or `default_help`."""
+    return lambda help=default_help: typer.Option(*names, help=help, **settings)
 
 
-def sets(help: str = "Override a config key, e.g. --set optimizer.lr=1e-3 or --set 'optimizer.betas=[0.9,0.98]' "
-                     "(repeatable; the value is YAML).") -> Any:  # fmt: skip
-    return typer.Option("--set", help=help)
-
-
-def out(help: str) -> Any:
-    return typer.Option("--out", "-o", help=help)
-
-
-def jobs(help: str) -> Any:
-    return typer.Option("--jobs", "-j", min=1, help=help)
-
-
-def dry_run(help: str = "Show what would be done; do nothing.") -> Any:
-    return typer.Option("--dry-run", metavar="", help=help)
-
-
-def force(help: str) -> Any:
-    return typer.Option("--force", metavar="", help=help)
+config = _option("--config", "-c", default_help="A YAML config: a path, or a shipped config's name from any folder "
+                                                "(e.g. iwslt_preln, demo/preln_nowarmup; prelnx configs list).")
+sets = _option("--set", default_help="Override a config key, e.g. --set optimizer.lr=1e-3 or --set "
+                                     "'optimizer.betas=[0.9,0.98]' (repeatable; the value is YAML).")
+out = _option("--out", "-o")
+jobs = _option("--jobs", "-j", min=1)
+dry_run = _option("--dry-run", metavar="")
+force = _option("--force", metavar="")
+partition = _option("--partition", default_help="Slurm: the partition [default: Slurm's default partition].")
+run_dir = _option("--run-dir")
+# --json: the same facts as one JSON object on stdout, for scripts
+json_flag = _option("--json", metavar="", default_help="Print one JSON object (the same facts, unrendered) instead.")
 
 
 def executor(choices: tuple[str, ...] = (), help: str = "Where training runs") -> Any:
     """--executor: its choices are its type's (an Enum: launch.Executor), else `choices`, listed in its help."""
     return typer.Option("--executor", help=help + (f": {', '.join(choices)}." if choices else "."))
-
-
-def partition(help: str = "Slurm: the partition [default: Slurm's default partition].") -> Any:
-    return typer.Option("--partition", help=help)
 
 
 def time_min() -> Any:
@@ -104,10 +95,6 @@ def slurm_per_run(gpus_default: str = "0") -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_dir(help: str) -> Any:
-    return typer.Option("--run-dir", help=help)
-
-
 def checkpoint(help: str, many: bool = False, default: str | None = None) -> Any:
     """--checkpoint of evaluate, grads and finetune: one grammar (records/checkpoints.py parses it)."""
     from prelnx.records.checkpoints import checkpoint_grammar
@@ -121,5 +108,6 @@ def flag(name: str, help: str) -> Any:  # any other on/off option
     return typer.Option(name, metavar="", help=help)
 
 
-def json_flag() -> Any:  # --json: the same facts as one JSON object on stdout, for scripts
-    return typer.Option("--json", metavar="", help="Print one JSON object (the same facts, unrendered) instead.")
+def echo(as_json: bool, facts: Any, text: str) -> None:
+    """With --json (json_flag) the facts as one JSON object, for scripts; else the text, rendered for people."""
+    typer.echo(json.dumps(facts, indent=2) if as_json else text)

@@ -11,8 +11,7 @@ import typer
 from prelnx.commands import options
 from prelnx.config.load import dump_config, load_config
 from prelnx.config.schedule import lr_curve_warnings
-from prelnx.exits import Refusal
-from prelnx.exits import Exit, documented
+from prelnx.exits import Exit, Refusal, documented
 from prelnx.launch import RunExecutor
 from prelnx.launch.local import check_before_training, train
 from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm

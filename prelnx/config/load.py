@@ -81,10 +81,10 @@ def closest_key(key: str, known: Collection[str]) -> str | None:
     return near[0] if near else None
 
 
-def closest_files(name: str | Path, roots: Iterable[Path], limit: int = 4) -> list[str]:
-    """Up to `limit` .yaml files under the roots (recursively) or beside `name` whose last path parts are spelt
-    closest to `name`'s (the best, and those nearly as close): `configs/demo/preln_nowarmpu.yaml` ->
-    configs/demo/preln_nowarmup.yaml; a bare name is compared by file name."""
+def did_you_mean(name: str | Path, roots: Iterable[Path], otherwise: str = "", limit: int = 4) -> str:
+    """`; did you mean A or B?` naming up to `limit` .yaml files under the roots (recursively) or beside `name` whose
+    last path parts are spelt closest to `name`'s (the best, and those nearly as close), else `otherwise`:
+    `configs/demo/preln_nowarmpu.yaml` -> configs/demo/preln_nowarmup.yaml; a bare name is compared by file name."""
     wanted = Path(name).with_suffix("")
     parts = [p for p in wanted.parts if p not in ("configs", ".")] or [wanted.name]
     folders = [(root, "**/*.yaml") for root in roots]
@@ -99,7 +99,8 @@ def closest_files(name: str | Path, roots: Iterable[Path], limit: int = 4) -> li
             shown = candidate.relative_to(Path.cwd()) if candidate.is_relative_to(Path.cwd()) else candidate
             scored.append((-ratio, str(shown)))
     best = min(scored, default=(0.0, ""))[0]
-    return [shown for score, shown in sorted(set(scored))[:limit] if score <= best + 0.05]  # the closest ones only
+    near = [shown for score, shown in sorted(set(scored))[:limit] if score <= best + 0.05]  # the closest ones only
+    return f"; did you mean {' or '.join(near)}?" if near else otherwise
 
 
 def find_config(name: str | Path) -> Path:
@@ -121,8 +122,7 @@ def find_config(name: str | Path) -> Path:
             if len(matches) > 1:
                 listed = ", ".join(m.relative_to(root).with_suffix("").as_posix() for m in matches)
                 raise ConfigError(f"{name}: ambiguous, several configs have this name under {root}: {listed}")
-    near = closest_files(name, roots)
-    hint = f"; did you mean {' or '.join(near)}?" if near else " (prelnx configs list names every shipped config)"
+    hint = did_you_mean(name, roots, " (prelnx configs list names every shipped config)")
     raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in the shipped configs, "
                       f"{CONFIGS_DIR}){hint}")
 
@@ -154,8 +154,7 @@ def base_path(path: Path, base: object) -> Path:
     try:
         return find_config(base)
     except ConfigError:
-        near = closest_files(beside, [Path.cwd() / "configs", CONFIGS_DIR])
-        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        hint = did_you_mean(beside, [Path.cwd() / "configs", CONFIGS_DIR])
         raise ConfigError(f"{path}: base: {base} not found (relative to {path.parent} or under configs/)"
                           f"{hint}") from None  # fmt: skip
 
@@ -231,39 +230,27 @@ def _coerce(value: Any, hint: Any) -> Any:
     raise ValueError
 
 
-def _hints(cls: type) -> dict[type, dict[str, Any]]:
-    """Each dataclass of the schema under `cls` (itself included) -> its fields' type hints."""
-    found = {cls: typing.get_type_hints(cls)}
-    for hint in found[cls].values():
+def _schema(cls: type, prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> type hint of every section (a dataclass) and every leaf of the schema under `cls`."""
+    found: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        found[f"{prefix}{name}"] = hint
         if dataclasses.is_dataclass(hint):
-            found.update(_hints(hint))
+            found.update(_schema(hint, f"{prefix}{name}."))
     return found
 
 
 # The schema's type hints, resolved once at import: typing.get_type_hints was most of reading a run's config.yaml.
-HINTS = _hints(Config)
-
-
-def _schema_fields(cls: type, prefix: str = "") -> dict[str, Any]:
-    """Dotted key -> type hint for every leaf of the schema."""
-    hints = HINTS[cls]
-    leaves: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        if dataclasses.is_dataclass(hint):
-            leaves.update(_schema_fields(hint, f"{prefix}{f.name}."))
-        else:
-            leaves[f"{prefix}{f.name}"] = hint
-    return leaves
+SCHEMA = _schema(Config)
+LEAVES = {key: hint for key, hint in SCHEMA.items() if not dataclasses.is_dataclass(hint)}
 
 
 def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
     kwargs: dict[str, Any] = {}
-    hints = HINTS[cls]
     for f in dataclasses.fields(cls):
         key = f"{prefix}{f.name}"
-        if dataclasses.is_dataclass(hints[f.name]):
-            kwargs[f.name] = _build(hints[f.name], values, key + ".")
+        if dataclasses.is_dataclass(SCHEMA[key]):
+            kwargs[f.name] = _build(SCHEMA[key], values, key + ".")
         elif key in values:
             kwargs[f.name] = values[key]
     return cls(**kwargs)
@@ -272,8 +259,7 @@ def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
 def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Config:
     """Validate flattened (value, source) leaves against the schema; every problem goes into one ConfigError.
     `origin` names the config in messages about keys it leaves at their defaults."""
-    leaves = _schema_fields(Config)
-    sections = {key.rsplit(".", 1)[0] for key in leaves if "." in key}
+    sections = SCHEMA.keys() - LEAVES.keys()
     problems: list[str] = []
     values: dict[str, Any] = {}
     options = option_keys(flat.get("model.layout", (None, ""))[0])  # model.<key> a layout declares (layouts.Option)
@@ -281,16 +267,16 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
         if key.startswith("model.") and key[6:] in options:
             values.setdefault("model.options", {})[key[6:]] = value  # typed and checked by its declaration
             continue
-        if key not in leaves:
+        if key not in LEAVES:
             if key in sections and value in ({}, None):
                 continue  # an empty section
-            near = closest_key(key, list(leaves))
+            near = closest_key(key, list(LEAVES))
             problems.append(f"{source}: {key}: unknown key" + (f"; did you mean {near}?" if near else ""))
             continue
         try:
-            values[key] = _coerce(value, leaves[key])
+            values[key] = _coerce(value, LEAVES[key])
         except ValueError:
-            problems.append(f"{source}: {key}: expected {_type_name(leaves[key])}, got {value!r}")
+            problems.append(f"{source}: {key}: expected {_type_name(LEAVES[key])}, got {value!r}")
     if not problems:
         config = _build(Config, values)
         sources = {key: source for key, (_, source) in flat.items()}

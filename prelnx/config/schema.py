@@ -199,7 +199,6 @@ def check_values(config: Config) -> list[tuple[str, str]]:
     every = config.eval.every_updates
     need(every is None or every >= 1, "eval.every_updates", f"must be >= 1 or null, got {every}")
     problems += layout_problems(config)
-    _placement_problems(m, need)
     for key in ("encoder_layers", "decoder_layers", "embed_dim", "ffn_dim", "attention_heads"):
         value = getattr(m, key)
         need(value is None or value >= 1, f"model.{key}", f"must be >= 1 or null, got {value}")
@@ -288,7 +287,9 @@ def _task_problems(config: Config, need: Callable[[bool, str, str], None]) -> No
 
 def layout_problems(config: Config) -> list[tuple[str, str]]:
     """model.layout against its row of the table: a known layout (or a loadable file of yours), defined for the
-    config's task, its norm and its QK-Norm. The one check of a layout's flags (the plugin trusts it)."""
+    config's task, its norm and its QK-Norm; its options (an option's range is its declaration's), and the
+    placements' own checks (docs/placements.md): a Mix-LN with no Post-LN layer (post_ln_layers, floor(alpha L), is
+    0). The one check of a layout's flags (the plugin trusts it)."""
     m, task = config.model, config.task
     try:
         row: Layout = layout(m.layout)
@@ -298,7 +299,7 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
         shipped = ", ".join(repr(name) for name in LAYOUTS)
         return [("model.layout", (f"expected one of {shipped}, got {m.layout!r} (or a file of yours, PATH.py:CLASS: "
                                  f"docs/your_layout.md)"))]  # fmt: skip
-    problems = option_values(row, m.options)[1]
+    problems = Problems(option_values(row, m.options)[1])
     if task not in row.tasks:
         allowed = ", ".join(name for name, other in LAYOUTS.items() if task in other.tasks)
         problems.append(("model.layout", (f"task: {task} has layouts {allowed} ({row.display if row.file else m.layout} is "
@@ -309,16 +310,11 @@ def layout_problems(config: Config) -> list[tuple[str, str]]:
     if m.qk_norm and not row.qk_norm:
         why = QK_REASON.get(row.family, "is defined without QK-Norm") if row.file is None else "is defined (by its file) without QK-Norm"
         problems.append(("model.qk_norm", f"layout: {m.layout} {why}; use qk_norm: false"))
-    return problems
-
-
-def _placement_problems(m: ModelConfig, need: Callable[[bool, str, str], None]) -> None:
-    """The placements' own checks (docs/placements.md; an option's range is its declaration's): a Mix-LN with no
-    Post-LN layer (post_ln_layers, floor(alpha L), is 0)."""
     alpha = m.options.get("mixln_alpha")
     if m.layout == "mixln" and isinstance(alpha, float) and 0.0 <= alpha <= 1.0:  # else refused by its declaration
         for key in ("encoder_layers", "decoder_layers"):
             layers = getattr(m, key)
-            need(layers is None or layers < 1 or post_ln_layers(alpha, layers) != 0, f"model.{key}",
-                 (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer in {layers} layers (floor(alpha L) "
-                  f"= 0: it would be Pre-LN); use more layers or a larger model.mixln_alpha"))  # fmt: skip
+            problems.need(layers is None or layers < 1 or post_ln_layers(alpha, layers) != 0, f"model.{key}",
+                          (f"layout: mixln with mixln_alpha {alpha} has no Post-LN layer in {layers} layers "
+                           f"(floor(alpha L) = 0: it would be Pre-LN); use more layers or a larger model.mixln_alpha"))
+    return problems
