@@ -1,8 +1,5 @@
-"""The compute a stage will take, before it runs: a run's updates x tokens per update, weighted by the model's cost
-per token; at demo and cpu scale this machine's pace from a probe (plus STARTUP_S per run; a plan refused for its
-missing data: REFERENCE_WPS, no probe), at paper scale GPU-hours on a V100 at GPU_WPS (its source stated):
-docs/reproduce.md.
-"""
+"""The compute a stage will take, before it runs (docs/reproduce.md): a run's updates x tokens per update, weighted by
+the model's cost per token; at demo and cpu scale this machine's pace (`probe`), at paper scale GPU-hours on a V100."""
 
 from __future__ import annotations
 
