@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prelnx.data.textio import DataError, count_lines, sha256_file, tok_path
+from prelnx.data.textio import DataError, count_lines, sha256_file
 
 if TYPE_CHECKING:
     from prelnx.data.sources import Recipe

@@ -46,8 +46,6 @@ class BleuScores:
 def score(hypotheses: list[str], references: list[str], *, target_lang: str | None,
           compound_split: bool = False) -> BleuScores:  # fmt: skip
     """`hypotheses`/`references`: tokenized, BPE removed. `target_lang` None means the text needs no detokenizing."""
-    if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     # fairseq's WMT14 En-De convention for tokenized BLEU: 'a-b' -> 'a ##AT##-##AT## b'
     split = (lambda line: re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)) if compound_split else str
     # force: the text is tokenized on purpose here (sacrebleu would warn about it)
