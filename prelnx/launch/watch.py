@@ -36,6 +36,7 @@ from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
 
 STOP_CODES = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
+_TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")  # a field of torchrun's "Root Cause" block
 
 
 class LogLines:
@@ -223,9 +224,6 @@ def status_counts(run_grain: Grain, rows: list[Row], checkpoint: CheckpointInfo 
     if run_grain is Grain.UPDATE:
         return {"epochs": checkpoint.epoch if checkpoint else 0, "validations": len(rows)}
     return {"epochs": len(rows)}
-
-
-_TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")
 
 
 def torchrun_failure(lines: list[str], raised: Raised | None = None) -> str | None:

@@ -17,7 +17,7 @@ from prelnx.atomic import write_text_atomic
 from prelnx.console import results
 from prelnx.eta import at_pace, duration
 from prelnx.exits import Exit
-from prelnx.machine import load_average
+from prelnx.machine import load_average, may_have_gpu
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import sweep_rows
 from prelnx.reproduce.plan import Plan, StagePlan, complete, grad_study, marker, stage_spec
@@ -194,7 +194,6 @@ def reproduce(scale: str, out: Path | None = None, *, executor: str = "local", j
     Returns the exit code: FINISHED every stage complete (or a dry run), FAILED a stage incomplete or waiting.
     Raises PlanError (exit 2) when the scale cannot run here; `executor` is one of launch.Executor (--executor's
     choices)."""
-    from prelnx.machine import may_have_gpu
     from prelnx.reproduce.plan import PlanError, check_argv, plan, plan_lines
     from prelnx.reproduce.summary import write_summary
 
