@@ -103,8 +103,7 @@ def raised(error: BaseException) -> Raised:
              (Kind.DIVERGED, lambda e: isinstance(e, FloatingPointError)),
              (Kind.OUT_OF_MEMORY, lambda e: isinstance(e, memory)))  # fmt: skip
     kind, cause = next(((kind, e) for kind, test in tests for e in _chain(error) if test(e)), (Kind.FAILED, error))
-    named = cause.filename if isinstance(cause, OSError) and cause.filename is not None else None
-    number = cause.errno if isinstance(cause, OSError) else None
+    number, named = (cause.errno, cause.filename) if isinstance(cause, OSError) else (None, None)
     return Raised(type(cause).__name__, str(cause).strip(), kind, number, None if named is None else os.fsdecode(named))
 
 

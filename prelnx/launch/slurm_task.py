@@ -24,6 +24,8 @@ from prelnx.plan.launch import plan_run, with_threads
 from prelnx.plan.parallel import SLURM_PORT_ENV, rendezvous_port
 
 DEFAULT_TIME_MIN = 24 * 60
+DEFAULT_CPUS_CAP = 8  # the CPUs a task gets when none are asked: the partition's per node, shared, up to this
+ENDED = "ENDED"  # squeue no longer lists the job: it ended (how, Slurm no longer says)
 GRACE_S = 30  # how long the other ranks' fairseq may outlive rank 0's task (it ends its own training meanwhile)
 
 
@@ -48,16 +50,10 @@ def partition_cpus(partition: str | None) -> int | None:
     return None
 
 
-DEFAULT_CPUS_CAP = 8  # the CPUs a task gets when none are asked: the partition's per node, shared, up to this
-
-
 def default_cpus_per_run(partition: str | None, tasks_per_node: int = 1) -> int:
     """CPUs for each of `tasks_per_node` tasks: the partition's CPUs per node shared by them, up to DEFAULT_CPUS_CAP."""
     cpus = partition_cpus(partition)
     return max(1, min(DEFAULT_CPUS_CAP, cpus // tasks_per_node)) if cpus else DEFAULT_CPUS_CAP
-
-
-ENDED = "ENDED"  # squeue no longer lists the job: it ended (how, Slurm no longer says)
 
 
 def cancel(job_id: str) -> None:

@@ -36,6 +36,7 @@ from prelnx.records.status import write_status
 from prelnx.records.tensorboard import TensorBoardLog, rebuild
 
 STOP_CODES = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
+_TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")  # a field of torchrun's "Root Cause" block
 
 
 class LogLines:
@@ -175,7 +176,6 @@ class Watch(ChildRecords):
     def finish(self, plan: RunPlan, outcome: Outcome) -> Outcome:
         """Once the child has gone: reconcile with the last checkpoint and write the final status (on a full disk
         `failed` if it fits); returns the outcome as recorded."""
-        run_dir = self.run_dir
         remove_partial_writes(plan.checkpoints)  # the child is gone: a *.pt.tmp is a save it never finished
         last = plan.checkpoints / "checkpoint_last.pt"
         unreadable = ""
@@ -196,26 +196,26 @@ class Watch(ChildRecords):
                 upto = info.update if info else 0
                 if outcome.status is RunStatus.DIVERGED:
                     upto = max([upto, outcome.update] + [row["num_updates"] for row in self.diagnostics or []])
-                reconciled = reconcile_run(run_dir, self.grain, stride(plan.config), self.rows, info, upto)
+                reconciled = reconcile_run(self.run_dir, self.grain, stride(plan.config), self.rows, info, upto)
                 rows, kept = reconciled.rows, reconciled.diagnostics
                 if reconciled.lost:
                     extra["lost_validations" if self.grain is Grain.UPDATE else "lost_epochs"] = reconciled.lost
                 diagnostics = kept if diagnostics is not None or kept else None
-            rebuild(run_dir, rows, self.hparams, best_and_final(rows), self.grain, diagnostics)
+            rebuild(self.run_dir, rows, self.hparams, best_and_final(rows), self.grain, diagnostics)
         except OSError as error:
             rows = self.rows
             # a full disk that fairseq reported keeps fairseq's own path
             if not (outcome.status is RunStatus.FAILED and outcome.failure is Failure.DISK_FULL):
-                outcome = io_failure(error, run_dir, outcome.update)
+                outcome = io_failure(error, self.run_dir, outcome.update)
         if info is not None:
             extra["checkpoint"] = {"epoch": info.epoch, "update": info.update}
             update = info.update if outcome.status is RunStatus.FINISHED else max(outcome.update, info.update)
             outcome = replace(outcome, update=update)
         try:
-            write_status(run_dir, outcome.status, update=outcome.update, **outcome.record(),
+            write_status(self.run_dir, outcome.status, update=outcome.update, **outcome.record(),
                          **status_counts(self.grain, rows, info), **best_and_final(rows), **extra)  # fmt: skip
         except OSError as error:
-            self.listener(Note(f"status.json could not be written ({io_reason(error, run_dir)})", warning=True))
+            self.listener(Note(f"status.json could not be written ({io_reason(error, self.run_dir)})", warning=True))
         return outcome
 
 
@@ -224,9 +224,6 @@ def status_counts(run_grain: Grain, rows: list[Row], checkpoint: CheckpointInfo 
     if run_grain is Grain.UPDATE:
         return {"epochs": checkpoint.epoch if checkpoint else 0, "validations": len(rows)}
     return {"epochs": len(rows)}
-
-
-_TORCHRUN_FIELD = re.compile(r"^\s*(rank|exitcode|traceback)\s*:\s*(.*)$")
 
 
 def torchrun_failure(lines: list[str], raised: Raised | None = None) -> str | None:
