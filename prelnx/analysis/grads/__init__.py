@@ -2,6 +2,5 @@
 
 For every layout x depth x seed, a model built as `prelnx train` builds it gets the same real mini-batches; a row
 of grads.csv is the Frobenius norm of an FFN weight's (W1 = fc1, W2 = fc2) per-token gradient, the mean over the
-batches; hidden.csv holds each layer's output RMS. Modules: study (what to measure), measure (one model in a
-worker), summary (rows, statistics, the closing table), run (the pool and `run_study`).
+batches; hidden.csv holds each layer's output RMS.
 """

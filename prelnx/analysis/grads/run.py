@@ -135,8 +135,7 @@ def run_study(study: GradStudy, out_dir: Path, plots: bool = True) -> StudyOutco
     if study.checkpoint is not None:  # checked here, once, so that a bad file is one clear error
         probe = Worker(study.config, study.batches, study.tokens_per_batch())
         probe.fairseq_cfg(study.layouts[0], study.depths[0], study.seeds[0])
-        _, layout, depth = load_checkpoint_model(Path(study.checkpoint), probe.task)
-        checkpoint = (layout, depth)
+        checkpoint = load_checkpoint_model(Path(study.checkpoint), probe.task)[1:]  # its (layout, depth)
     specs = plan_models(study, checkpoint)
     workers, threads = plan_workers(study, specs)
     setup_s = time.perf_counter() - start
