@@ -59,7 +59,13 @@ def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
     writer.writeheader()
     writer.writerows(rows)
     write_text_atomic(sweep_dir / "summary.csv", buffer.getvalue())
-    write_text_atomic(sweep_dir / "summary.md", _markdown(rows, columns))
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        cells = [_cell(row.get(c)) for c in columns]
+        if row.get("status") == RunStatus.DIVERGED and row.get("update") is not None:
+            cells[columns.index("status")] = f"diverged (update {row['update']})"
+        lines.append("| " + " | ".join(cells) + " |")
+    write_text_atomic(sweep_dir / "summary.md", "\n".join(lines) + "\n")
     return rows
 
 
@@ -69,16 +75,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e-2 else f"{value:.3f}".rstrip("0").rstrip(".")
     return str(value)
-
-
-def _markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        cells = [_cell(row.get(c)) for c in columns]
-        if row.get("status") == RunStatus.DIVERGED and row.get("update") is not None:
-            cells[columns.index("status")] = f"diverged (update {row['update']})"
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def _grouped(found: dict[str, list[str]]) -> list[str]:

@@ -259,14 +259,6 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     return [SweepPoint(name, overrides, config) for name, overrides, config in zip(names, typed, configs)]
 
 
-def _identity(config: Config) -> str:
-    """What makes two configs one arm: everything but the run's name and seed."""
-    data = dataclasses.asdict(config)
-    data.pop("name", None)
-    data["train"].pop("seed", None)
-    return repr(data)
-
-
 def expand_arms(spec: SweepSpec) -> list[SweepPoint]:
     """Every arm of an armed spec (grid points times named arms), its seed still the base's: named by the grid's run
     name and the arm's name; two names for one config refused."""
@@ -278,7 +270,10 @@ def expand_arms(spec: SweepSpec) -> list[SweepPoint]:
     arms = [SweepPoint(name, _typed(config, overrides), config) for (name, overrides), config in zip(named, configs)]
     seen: dict[str, str] = {}
     for arm in arms:
-        if (other := seen.setdefault(_identity(arm.config), arm.name)) != arm.name:
+        identity = dataclasses.asdict(arm.config)  # what makes two configs one arm: all but the run's name and seed
+        identity.pop("name", None)
+        identity["train"].pop("seed", None)
+        if (other := seen.setdefault(repr(identity), arm.name)) != arm.name:
             raise ConfigError(f"sweep {spec.name}: arms {other} and {arm.name} are one config (they differ only in "
                               f"their names); give each arm one name")  # fmt: skip
     return arms
