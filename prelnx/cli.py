@@ -103,23 +103,15 @@ RENAMED_OPTIONS: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
-def renamed_option(argv: list[str]) -> str | None:
-    """The one line for an old spelling in `argv`, else None."""
-    command = _invoked(argv) or ""
-    for old in (word.split("=", 1)[0] for word in argv):
-        if (command, old) in RENAMED_OPTIONS:
-            new, meaning = RENAMED_OPTIONS[command, old]
-            return f"{command} {old}: renamed {new} ({meaning}); use that name"
-    return None
-
-
 def main() -> None:
     threading.excepthook = _thread_errors_in_one_line
-    old = renamed_option(sys.argv[1:])
-    if old is not None:
-        sys.stderr.write(f"error: {old}\n")
-        raise SystemExit(2)
-    build_app(_invoked(sys.argv[1:]))()
+    command = _invoked(sys.argv[1:])
+    for old in (word.split("=", 1)[0] for word in sys.argv[1:]):
+        if (command or "", old) in RENAMED_OPTIONS:
+            new, meaning = RENAMED_OPTIONS[command or "", old]
+            sys.stderr.write(f"error: {command} {old}: renamed {new} ({meaning}); use that name\n")
+            raise SystemExit(2)
+    build_app(command)()
 
 
 if __name__ == "__main__":

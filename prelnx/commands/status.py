@@ -11,32 +11,25 @@ from typing import Annotated
 import typer
 
 from prelnx.commands import options
-from prelnx.exits import PRECEDENCE, Exit, documented, exit_for
-
-
-def _states(path: Path) -> tuple[str, list[str], list]:  # type: ignore[type-arg]
-    """What PATH is (run, sweep, reproduction), the lines above its table, and its runs' states."""
-    from prelnx.exits import Refusal
-    from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
-    from prelnx.sweep.looks import look_lines
-    from prelnx.sweep.status import is_run_dir, is_sweep_dir, run_state, sweep_states
-
-    if is_reproduction(path):
-        return "reproduction", stage_lines(path), reproduction_states(path)
-    if is_sweep_dir(path):
-        return "sweep", look_lines(path), sweep_states(path)  # a sequential sweep: its look
-    if is_run_dir(path):
-        return "run", [], [run_state(path)]
-    raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a "
-                  f"reproduction (stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
+from prelnx.exits import PRECEDENCE, Exit, Refusal, documented, exit_for
 
 
 def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
     """The table (what PATH is, the lines above its table, then the table), or one JSON object (what PATH is, its
     runs' states as the table's columns unrendered, the ETA and the exit code); and the exit code."""
-    from prelnx.sweep.status import eta_seconds, table
+    from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
+    from prelnx.sweep.looks import look_lines
+    from prelnx.sweep.status import eta_seconds, is_run_dir, is_sweep_dir, run_state, sweep_states, table
 
-    kind, head, states = _states(path)
+    if is_reproduction(path):
+        kind, head, states = "reproduction", stage_lines(path), reproduction_states(path)
+    elif is_sweep_dir(path):
+        kind, head, states = "sweep", look_lines(path), sweep_states(path)  # a sequential sweep: its look
+    elif is_run_dir(path):
+        kind, head, states = "run", [], [run_state(path)]
+    else:
+        raise Refusal(f"{path}: not a run dir (config.yaml, status.json), a sweep folder (sweep.json) or a "
+                      f"reproduction (stages/); give the folder prelnx train, sweep or reproduce wrote")  # fmt: skip
     code = exit_for(state.status for state in states)
     if not as_json:
         return "\n".join([f"{kind} {path}", *head, *table(states)]), code

@@ -21,12 +21,10 @@ import yaml
 from prelnx.config.errors import ConfigError
 from prelnx.config.overrides import parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
-from prelnx.config.shipped import CHECKOUT_CONFIGS, name_of, shipped_root
+from prelnx.config.shipped import CONFIGS_DIR, name_of
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
 from prelnx.layout_options import KINDS, scalar
 from prelnx.layouts import absolute_spec, option_keys
-
-CONFIGS_DIR = shipped_root() or CHECKOUT_CONFIGS  # the shipped configs: the installed package's, or the checkout's
 
 # What a config file's top level may hold: `base:` (inheritance, read here) and the schema's sections.
 TOP_KEYS = ("base", *(f.name for f in dataclasses.fields(Config)))

@@ -14,21 +14,24 @@ CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 PACKAGE = "prelnx._configs"
 
 
-def shipped_root() -> Path | None:
-    """The folder of the shipped configs: the installed package's, else the checkout's; None if neither exists."""
+def shipped_root() -> Path:
+    """The folder of the shipped configs: the installed package's, else the checkout's (none there: no configs)."""
     spec = importlib.util.find_spec(PACKAGE)
     for location in (spec.submodule_search_locations or []) if spec is not None else []:
         if Path(location).is_dir():
             return Path(location)
-    return CHECKOUT_CONFIGS if CHECKOUT_CONFIGS.is_dir() else None
+    return CHECKOUT_CONFIGS
 
 
-def name_of(path: Path, roots: Iterable[Path | None] = ()) -> str | None:
+CONFIGS_DIR = shipped_root()
+
+
+def name_of(path: Path, roots: Iterable[Path] = (CONFIGS_DIR,)) -> str | None:
     """`.../configs/demo/preln_nowarmup.yaml` -> `demo/preln_nowarmup`, its name under the first of `roots` that
     holds it (default: the shipped configs); None for a file under none of them."""
     resolved = path.resolve()
-    for root in roots or (shipped_root(),):
-        if root is not None and resolved.is_relative_to(root.resolve()):
+    for root in roots:
+        if resolved.is_relative_to(root.resolve()):
             return resolved.relative_to(root.resolve()).with_suffix("").as_posix()
     return None
 
@@ -51,8 +54,5 @@ def _purpose(path: Path) -> str:
 
 
 def shipped_configs() -> list[Shipped]:
-    root = shipped_root()
-    if root is None:
-        return []
-    return [Shipped(path.relative_to(root).with_suffix("").as_posix(), path, _purpose(path))
-            for path in sorted(root.rglob("*.yaml"))]  # fmt: skip
+    return [Shipped(path.relative_to(CONFIGS_DIR).with_suffix("").as_posix(), path, _purpose(path))
+            for path in sorted(CONFIGS_DIR.rglob("*.yaml"))]  # fmt: skip
