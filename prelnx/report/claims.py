@@ -71,8 +71,6 @@ def trains(spec: dict[str, Any], group: list[Arm]) -> Premise:
 def fails_or_worse(spec: dict[str, Any], at_larger: list[Arm], at_own: list[Arm]) -> Premise:
     """Post-LN with warm-up at the larger lr diverges in every seed, or ends margin_bits worse than at its own lr."""
     statement, margin = spec["statement"], float(spec["margin_bits"])
-    if not at_own:
-        return Premise(statement, PremiseState.UNCHECKED, "the sweep has no Post-LN with warm-up")
     if not at_larger:
         return Premise(statement, PremiseState.UNCHECKED, f"the sweep has no Post-LN with warm-up at this lr "
                        f"(its Post-LN runs are at lr {', '.join(sorted({f'{a.lr:g}' for a in at_own}))})")  # fmt: skip

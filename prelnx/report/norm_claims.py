@@ -131,12 +131,6 @@ NORM_INTRO = [
 ]
 
 
-def _row(claim: dict[str, Any]) -> dict[str, Any]:
-    """A claim as the claims' table shows it: its authors, their code, and their set-up beside it."""
-    return {**claim, "claim": f"**{claim['cite']}**: {claim['claim']} *Their set-up: {claim['setting']}.*",
-            "source": f"{claim['paper']}, {claim['source']} ({claim['code']})", "paper": claim["stated"]}
-
-
 def norm_section(arms: list[Arm], say_claims: bool = False) -> list[str]:
     """The report's section ([]: no variant arm in the sweep, so every other report is unchanged); `say_claims`: the
     claims as lines on the terminal too, as the paper's are."""
@@ -146,5 +140,6 @@ def norm_section(arms: list[Arm], say_claims: bool = False) -> list[str]:
     if say_claims:
         for line in claims_text(claims, outcomes):
             results.info(line)
-    return ["## The normalisation variants' claims", "", *NORM_INTRO, "",
-            *claims_table([_row(c) for c in claims], outcomes), ""]  # fmt: skip
+    rows = [{**c, "claim": f"**{c['cite']}**: {c['claim']} *Their set-up: {c['setting']}.*",  # authors, code, set-up
+             "source": f"{c['paper']}, {c['source']} ({c['code']})", "paper": c["stated"]} for c in claims]
+    return ["## The normalisation variants' claims", "", *NORM_INTRO, "", *claims_table(rows, outcomes), ""]

@@ -54,14 +54,13 @@ def dictionary_name(config: Config) -> str:
 def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | None = None) -> Plateau | None:
     """The run's unigram plateau from the first source that has it (the module's docstring), or None."""
     name = dictionary_name(config)
-    if sweep_dir is not None and (bits := dictionary_entropy(sweep_dir / "data" / name)) is not None:
-        return Plateau(bits, f"{name}, the sweep's copy")
-    if data_folder is None:
-        return None
-    if (bits := dictionary_entropy(data_folder / name)) is not None:
-        return Plateau(bits, name)
-    src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
-    stem = data_folder / ("train" if config.task in MONOLINGUAL else f"train.{src}-{tgt}.{tgt}")
-    if (bits := binarized_entropy(stem)) is not None:
-        return Plateau(bits, f"the binarized training set's tokens ({stem.name}.bin)")
+    sources = [] if sweep_dir is None else [(dictionary_entropy, sweep_dir / "data" / name, f"{name}, the sweep's copy")]
+    if data_folder is not None:
+        src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
+        stem = data_folder / ("train" if config.task in MONOLINGUAL else f"train.{src}-{tgt}.{tgt}")
+        sources += [(dictionary_entropy, data_folder / name, name),
+                    (binarized_entropy, stem, f"the binarized training set's tokens ({stem.name}.bin)")]
+    for entropy, path, source in sources:
+        if (bits := entropy(path)) is not None:
+            return Plateau(bits, source)
     return None

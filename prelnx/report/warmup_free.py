@@ -85,10 +85,6 @@ def user_methods(arms: list[Arm], frozen: dict[str, list[dict[str, Any]]] | None
     return methods
 
 
-def _settings(arms: list[Arm], layout: str) -> list[tuple[str, float]]:
-    return sorted({(a.optimizer, a.lr) for a in pick(arms, layout=layout)})
-
-
 def target_loss(arms: list[Arm], optimizer: str, lr: float) -> float | None:
     """Post-LN with warm-up's mean final valid loss over its finished seeds (None: no such arm, or all diverged)."""
     post = longest_warmup(arms, layout="post", optimizer=optimizer, lr=lr)
