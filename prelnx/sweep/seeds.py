@@ -42,12 +42,12 @@ def parse_seeds(path: Path, value: Any) -> SeedPlan:
     if not isinstance(looks, list):
         found.append(f"seeds.looks: {usage}")
         looks = []
-    order = value.get("seeds", ())
-    if order and _seed_list(order) is None:
+    order = value.get("seeds") or []
+    if order and (not isinstance(order, list) or _seed_list(order) is None):  # a count is no order
         found.append(f"seeds.seeds: expected a list of integer seeds, got {order!r}")
-        order = ()
+        order = []
     plan = SeedPlan(tuple(looks), str(value.get("method", "obrien-fleming")), value.get("futility", FUTILITY),
-                    tuple(order or ()))  # fmt: skip
+                    tuple(order))  # fmt: skip
     found += [f"seeds.{problem}" for problem in problems(plan)] if looks else []
     if found:
         raise ConfigError(f"{path}: " + "; ".join(found))
