@@ -17,11 +17,6 @@ from prelnx.records.results import is_finite, read_index, run_results
 UNKNOWN = "not recorded (a run dir written before machine.json)"
 
 
-def _kind(run_dir: Path) -> str:
-    machines = read_machines(run_dir)
-    return machines[-1].kind if machines else UNKNOWN  # the attempt that finished it
-
-
 def _mean(values: list[float]) -> str:
     return f"{statistics.fmean(values):.3f} ({len(values)})" if values else "-"
 
@@ -33,7 +28,7 @@ def machines_section(sweep_dir: Path) -> list[str]:
     runs = [(point, sweep_dir / point["name"]) for point in points if (sweep_dir / point["name"]).is_dir()]
     if not runs:
         return []
-    kinds = {name: _kind(run_dir) for name, run_dir in ((p["name"], d) for p, d in runs)}
+    kinds = {p["name"]: m[-1].kind if (m := read_machines(d)) else UNKNOWN for p, d in runs}  # the finishing attempt
     if set(kinds.values()) == {UNKNOWN}:  # raw data from before machine.json: nothing to say, the report unchanged
         return []
     if len(set(kinds.values())) == 1:

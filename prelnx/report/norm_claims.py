@@ -104,9 +104,8 @@ def fewer_failures_with_qk_norm(arms: list[Arm], spec: dict[str, Any]) -> ClaimO
     return outcome
 
 
-NORM_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {
-    "matches_layernorm": matches_layernorm,
-    "fewer_failures_with_qk_norm": fewer_failures_with_qk_norm,
+NORM_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] = {  # a kind is its check's name
+    check.__name__: check for check in (matches_layernorm, fewer_failures_with_qk_norm)
 }
 
 

@@ -92,9 +92,7 @@ def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Cla
 
 CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # each on matched arms only
     **{kind: METHOD_CHECKS[kind] for kind in ("beats_preln", "matches_postln", "no_warmup")},  # matched already
-    "lr_sensitivity": matched(lr_sensitivity),
-    "fewer_failures": matched(fewer_failures),
-    "not_testable_here": matched(not_testable_here),
+    **{check.__name__: matched(check) for check in (lr_sensitivity, fewer_failures, not_testable_here)},  # by name
 }
 
 

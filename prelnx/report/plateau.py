@@ -54,7 +54,7 @@ def dictionary_name(config: Config) -> str:
 def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | None = None) -> Plateau | None:
     """The run's unigram plateau from the first source that has it (the module's docstring), or None."""
     name = dictionary_name(config)
-    sources = [] if sweep_dir is None else [(dictionary_entropy, sweep_dir / "data" / name, f"{name}, the sweep's copy")]
+    sources = [(dictionary_entropy, sweep_dir / "data" / name, f"{name}, the sweep's copy")] if sweep_dir else []
     if data_folder is not None:
         src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
         stem = data_folder / ("train" if config.task in MONOLINGUAL else f"train.{src}-{tgt}.{tgt}")

@@ -195,9 +195,8 @@ def _slope(layers: list[int], values: list[float]) -> float:
     return statistics.linear_regression(layers, values).slope if all(map(math.isfinite, values)) else math.nan
 
 
-THEORY_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutcome]] = {
-    "postln_hidden_norm_three_halves": postln_hidden_norm_three_halves,
-    "preln_hidden_norm_grows_linearly": preln_hidden_norm_grows_linearly,
+THEORY_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], ClaimOutcome]] = {  # a claim id: its check's name
+    check.__name__: check for check in (postln_hidden_norm_three_halves, preln_hidden_norm_grows_linearly)
 }
 
 

@@ -264,12 +264,9 @@ def trains_deeper(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOu
                         "grouped by layout, warm-up and lr); depth is what the claim is about")  # fmt: skip
 
 
-CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # each on matched arms only
-    "no_warmup": matched(no_warmup),
-    "matches_postln": matched(matches_postln),
-    "beats_preln": matched(beats_preln),
-    "converges_faster": matched(converges_faster),
-    "trains_deeper": matched(trains_deeper),
+CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # a kind: its check's name
+    check.__name__: matched(check)  # each on matched arms only
+    for check in (no_warmup, matches_postln, beats_preln, converges_faster, trains_deeper)
 }
 
 

@@ -21,6 +21,7 @@ from prelnx.layouts import display_name
 from prelnx.report.arms import Arm, describe_arm, final_nll, loss_sample, pick
 from prelnx.report.claims import premise_state
 from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
+from prelnx.report.render import verdict_text
 from prelnx.report.stats import Sample, Verdict, above, below, compare
 
 Row = dict[str, Any]
@@ -175,6 +176,10 @@ class ExplanationVerdict:
     @property
     def verdict(self) -> Verdict:
         return self.override[0] if self.override else self.outcome.verdict
+
+    @property
+    def text(self) -> str:
+        return f"{self.override[0].value} ({self.override[1]})" if self.override else verdict_text(self.outcome)
 
 
 def _premise(study: Study, spec: dict[str, Any], lr: float) -> Premise:

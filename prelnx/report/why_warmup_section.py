@@ -18,7 +18,7 @@ from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
 from prelnx.report.arms import Arm, final_nll, trained_margin
 from prelnx.report.predict import Prediction, Protocol, Unit, predict
-from prelnx.report.render import _case_lines, _premise_lines, verdict_text
+from prelnx.report.render import _case_lines, _premise_lines
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
     QUANTITY_NAMES,
@@ -40,6 +40,11 @@ class PredictiveVerdict:
     claim: dict[str, Any]
     prediction: Prediction | None  # None: no run has the quantity in the window
     excluded: tuple[tuple[str, str], ...] = ()  # (run, why) of the runs the prediction could not read
+
+    @property
+    def text(self) -> str:
+        p = self.prediction
+        return "not measured (no run has it in the window)" if p is None else f"{p.verdict.value} ({p.why})"
 
 
 def protocol(spec: dict[str, Any], sweep: str = "") -> Protocol:
@@ -142,10 +147,6 @@ INTRO = [
 ]
 
 
-def _verdict(v: ExplanationVerdict) -> str:
-    return f"{v.override[0].value} ({v.override[1]})" if v.override is not None else verdict_text(v.outcome)
-
-
 def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
     lines = [("| explanation | claim | measured: mean per arm over seeds, difference [95 % CI], claimed side | premise | "
              "verdict |"), "|---|---|---|---|---|"]  # fmt: skip
@@ -153,7 +154,7 @@ def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
         measured = "<br>".join(_case_lines(v.outcome)).replace("|", "/")
         premise = "<br>".join(_premise_lines(v.outcome)).replace("|", "/") or "-"
         who = f"{v.explanation['name']} ({v.explanation['cite']})"
-        lines.append(f"| {who} | {v.claim['claim']} | {measured} | {premise} | **{_verdict(v)}** |")
+        lines.append(f"| {who} | {v.claim['claim']} | {measured} | {premise} | **{v.text}** |")
     return lines
 
 
@@ -161,11 +162,6 @@ def _fit(p: Prediction) -> str:
     direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
     pairs = f"{p.fit_pairs} pair{'s' if p.fit_pairs != 1 else ''}"
     return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction}; {pairs})"
-
-
-def _prediction_text(v: PredictiveVerdict) -> str:
-    p = v.prediction
-    return "not measured (no run has it in the window)" if p is None else f"{p.verdict.value} ({p.why})"
 
 
 def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
@@ -183,7 +179,7 @@ def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
         cont = "-" if p.continuous is None else f"{p.continuous:.2f}"
         auc = "-" if p.auc is None else f"{p.auc:.2f} [{p.low:.2f}, {p.high:.2f}]"
         lines.append(f"{head} {_fit(p)} | {auc} | {diff} | {len(p.informative)} / {p.pairs} | {pv} | {cont} | "
-                     f"{p.runs} / {len(v.excluded)} | **{_prediction_text(v)}** |")  # fmt: skip
+                     f"{p.runs} / {len(v.excluded)} | **{v.text}** |")  # fmt: skip
     return lines
 
 
@@ -252,10 +248,8 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
     rules = protocol(spec, study.sweep)
     predictions, verdicts = check_explanations(study, spec, rules)
     if say_claims:
-        for v in ranked(predictions):
-            results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_prediction_text(v)}")
-        for v in verdicts:
-            results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {_verdict(v)}")
+        for v in [*ranked(predictions), *verdicts]:
+            results.info(f"{v.claim['claim']} ({v.explanation['cite']}): {v.text}")
     p = spec["prediction"]
     plateau = f"{study.plateau:.2f} bits" if study.plateau is not None else "unknown: the dictionary is not here"
     words = {"margin": study.margin, "plateau": plateau, "w0": p["window"][0], "w1": p["window"][1],
