@@ -77,9 +77,6 @@ class _SkipUnused(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             importlib.import_module("fairseq.models")
         return importlib.machinery.ModuleSpec(name, self) if name in self.skipped else None
 
-    def create_module(self, spec):  # type: ignore[no-untyped-def]
-        return None  # the default: an empty module
-
     def exec_module(self, module) -> None:  # type: ignore[no-untyped-def]
         module.__doc__ = SKIPPED_DOC
 

@@ -75,7 +75,6 @@ class Watch(ChildRecords):
         self.wall_before = walls[-1] if walls else 0.0
         self.started = time.monotonic()
         self.tail: collections.deque[str] = collections.deque(maxlen=60)
-        self.tensorboard: TensorBoardLog | None = None
         self.divergence: Divergence | None = None  # prelnx itself stops a diverging run
         self.stopped = False  # by the user
         self.io_failed: Outcome | None = None  # prelnx could not write the run dir's files
@@ -84,13 +83,14 @@ class Watch(ChildRecords):
         """Open TensorBoard (while fairseq starts up), read the log from `offset` until the child exits (or prelnx
         stops it: Ctrl-C, a divergence, an I/O failure), close TensorBoard."""
         log = LogLines(log_path, offset)
+        tensorboard: TensorBoardLog | None = None  # the rows' and diagnostics' TensorBoard events, once it opens
         try:
             rebuild(self.run_dir, self.rows, self.hparams, grain=self.grain, diagnostics=self.diagnostics)
-            self.tensorboard = TensorBoardLog(self.run_dir, self.grain)
+            tensorboard = TensorBoardLog(self.run_dir, self.grain)
             while not (self.divergence or self.io_failed):  # the lines after one are never read (an ended child's too)
                 ended = process.poll() is not None
                 for line in log.lines(final=ended):
-                    self._line(line)
+                    self._line(line, tensorboard)
                     if self.divergence or self.io_failed:
                         break
                 if ended:
@@ -102,24 +102,23 @@ class Watch(ChildRecords):
             self.stopped = True
         finally:
             process.terminate()  # prelnx stops it; nothing for a child that has exited
-            if self.tensorboard is not None:
-                self.tensorboard.close()
+            if tensorboard is not None:
+                tensorboard.close()
 
-    def _line(self, line: str) -> None:
+    def _line(self, line: str, tensorboard: TensorBoardLog) -> None:
         event = child_report.parse(line)
         if event is None:
             self.tail.append(line.rstrip("\n"))
         try:
             if isinstance(event, Stats):
-                self._record(event)
+                self._record(event, tensorboard)
             elif (row := self.take(event)) is not None:  # a diagnostics row
                 append_diagnostics(self.run_dir, row)
-                if self.tensorboard is not None:
-                    self.tensorboard.diagnostics(row)
+                tensorboard.diagnostics(row)
         except OSError as error:
             self.io_failed = io_failure(error, self.run_dir)
 
-    def _record(self, event: Stats) -> None:
+    def _record(self, event: Stats, tensorboard: TensorBoardLog) -> None:
         record, update = event.stats, self.builder.last_update if event.step is None else event.step
         if event.tag == "train_inner":
             self.listener(Progress(int(record.get("epoch", 0)), update, record.get("loss"), record.get("lr"),
@@ -132,8 +131,7 @@ class Watch(ChildRecords):
         if (row := self.take(event)) is not None:
             row["wall_seconds"] = round(self.wall_before + time.monotonic() - self.started, 1)
             write_metrics(self.run_dir, self.rows)
-            if self.tensorboard is not None:
-                self.tensorboard.row(row)
+            tensorboard.row(row)
             self.listener(RowDone(row, self.grain))
         write_status(self.run_dir, RunStatus.RUNNING, update=self.builder.last_update)
 
