@@ -117,14 +117,10 @@ def layernorm_jacobian_norms(d: int, scales: tuple[float, ...], seed: int) -> li
 
 def summarize_hidden(rows: list[dict[str, float]]) -> list[dict[str, Any]]:
     """Per layer: mean and std over seeds of both layouts, and Pre-LN's bounds (the verdicts: the judge's)."""
-    post, pre = stats_by(rows, ("layer",), "post"), stats_by(rows, ("layer",), "pre")
-    table = []
-    for (layer,), post_stats in post.items():
-        lower, upper = pre_bounds(layer)
-        table.append({"layer": layer, "post_mean": post_stats["mean"], "post_std": post_stats["std"],
-                      "pre_mean": pre[(layer,)]["mean"], "pre_std": pre[(layer,)]["std"], "pre_lower": lower,
-                      "pre_upper": upper})  # fmt: skip
-    return table
+    keys = ("layer", "pre_lower", "pre_upper")  # the bounds are the layer's: on every seed's row of it
+    post, pre = stats_by(rows, keys, "post"), stats_by(rows, keys, "pre")
+    return [{"layer": key[0], "post_mean": post[key]["mean"], "post_std": post[key]["std"], "pre_mean": pre[key]["mean"],
+             "pre_std": pre[key]["std"], "pre_lower": key[1], "pre_upper": key[2]} for key in post]  # fmt: skip
 
 
 def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: bool = True,
