@@ -70,12 +70,6 @@ def build_app(only: str | None = None) -> typer.Typer:
     return built
 
 
-def _invoked(argv: list[str]) -> str | None:
-    """The command `argv` runs (its first word, when it names one), else None (help, a typo: every command)."""
-    first = next((word for word in argv if not word.startswith("-")), None)
-    return first if first in SHORT_HELP else None
-
-
 def __getattr__(name: str) -> Any:  # `from prelnx.cli import app`: the whole command line
     if name == "app":
         return build_app()
@@ -105,7 +99,8 @@ RENAMED_OPTIONS: dict[tuple[str, str], tuple[str, str]] = {
 
 def main() -> None:
     threading.excepthook = _thread_errors_in_one_line
-    command = _invoked(sys.argv[1:])
+    first = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
+    command = first if first in SHORT_HELP else None  # the command run, else None (help, a typo: every command)
     for old in (word.split("=", 1)[0] for word in sys.argv[1:]):
         if (command or "", old) in RENAMED_OPTIONS:
             new, meaning = RENAMED_OPTIONS[command or "", old]

@@ -32,8 +32,8 @@ def command_group(help: str) -> typer.Typer:
 
 
 def _option(*names: str, default_help: str | None = None, **settings: Any) -> Callable[..., Any]:
-    """The declaration of an option several commands share: its names and settings here, its help (what it means
-    in that command) given by each command, or `default_help`."""
+    """An option several commands share: its names and settings here; its help (what it means in a command) given
+    by each command, or `default_help`."""
     return lambda help=default_help: typer.Option(*names, help=help, **settings)
 
 

@@ -11,10 +11,6 @@ import yaml
 from prelnx.config.errors import ConfigError
 
 
-class OverrideError(ConfigError):
-    """A malformed override; the message names the option and shows the expected form."""
-
-
 def _yaml_value(raw: str) -> Any:
     if not raw.strip():
         return ""
@@ -27,7 +23,7 @@ def _yaml_value(raw: str) -> Any:
 def _split_key(text: str, option: str, example: str) -> tuple[str, str]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise OverrideError(f"{option} {text}: expected {example}")
+        raise ConfigError(f"{option} {text}: expected {example}")
     return key.strip(), raw
 
 
@@ -59,5 +55,5 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     key, raw = _split_key(text, "--grid", "KEY=V1,V2,..., e.g. --grid optimizer.lr=5e-4,1e-3")
     values = [part.strip() for part in split_values(raw)]
     if not raw.strip() or any(not value for value in values):
-        raise OverrideError(f"--grid {text}: a value is empty; expected KEY=V1,V2,..., e.g. --grid optimizer.lr=5e-4,1e-3")
+        raise ConfigError(f"--grid {text}: a value is empty; expected KEY=V1,V2,..., e.g. --grid optimizer.lr=5e-4,1e-3")
     return key, [_yaml_value(value) for value in values]

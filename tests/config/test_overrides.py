@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from prelnx.config.overrides import OverrideError, parse_grid, parse_set, split_values
+from prelnx.config.errors import ConfigError
+from prelnx.config.overrides import parse_grid, parse_set, split_values
 
 
 # overrides.py -----------------------------------------------------------------------------------------------------
@@ -17,7 +18,7 @@ def test_set_and_grid_read_yaml_values_and_keep_bracketed_lists_whole():
     assert parse_grid("optimizer.betas=[0.9,0.98],[0.9,0.999]") == ("optimizer.betas", [[0.9, 0.98], [0.9, 0.999]])
     assert split_values("[8],[6,9]") == ["[8]", "[6,9]"]
     for bad, option in (("lr", "--set"), ("=1", "--set")):
-        with pytest.raises(OverrideError, match=option):
+        with pytest.raises(ConfigError, match=option):
             parse_set(bad)
-    with pytest.raises(OverrideError, match="--grid optimizer.lr=1e-3,: a value is empty"):
+    with pytest.raises(ConfigError, match="--grid optimizer.lr=1e-3,: a value is empty"):
         parse_grid("optimizer.lr=1e-3,")
