@@ -81,8 +81,6 @@ def warmup_decay_lr(
 
 @register_lr_scheduler("warmup_decay", dataclass=WarmupDecayConfig)
 class WarmupDecaySchedule(FairseqLRScheduler):
-    """Linear warm-up, then constant, inverse_sqrt, step or linear decay (formulas: module docstring)."""
-
     def __init__(self, cfg: WarmupDecayConfig, optimizer):
         super().__init__(cfg, optimizer)
         if isinstance(cfg.lr, Collection) and len(cfg.lr) > 1:

@@ -46,8 +46,6 @@ class NormalizedLMConfig(TransformerLanguageModelConfig):
 
 @register_model(MODEL_NAME, dataclass=NormalizedLMConfig)
 class NormalizedTransformerLanguageModel(TransformerLanguageModel):
-    """fairseq's transformer_lm whose decoder follows --norm-type, --qk-norm and --layout-scheme."""
-
     @classmethod
     def build_model(cls, cfg: Any, task: Any) -> "NormalizedTransformerLanguageModel":
         # A flat namespace (fairseq passes a dataclass model its DictConfig): TransformerConfig copies the plugin's

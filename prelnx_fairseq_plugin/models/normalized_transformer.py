@@ -132,8 +132,6 @@ def check_variant(args: Any) -> None:
 
 @register_model(MODEL_NAME)
 class NormalizedTransformerModel(TransformerModel):
-    """fairseq's transformer whose norms, residuals and attention follow --norm-type, --deepnorm and --qk-norm."""
-
     @classmethod
     def add_args(cls, parser: Any) -> None:
         super().add_args(parser)
