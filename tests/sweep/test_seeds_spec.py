@@ -48,6 +48,10 @@ def test_two_names_for_one_config_are_refused(tiny_config_file, tmp_path):
     ({"arms": {"a": {}}, "seeds": {"looks": [4, 6], "alpha": 0.05}}, "seeds.alpha: unknown"),
     ({"arms": {"a": {}}, "seeds": "many"}, "seeds: expected a list of seeds"),
     ({"arms": {"a": {}}, "seeds": [1, 1]}, "a seed is listed twice"),
+    ({"arms": {"a": {}}, "seeds": {"looks": [2, 3], "seeds": 3}},
+     "seeds.seeds: expected a list of integer seeds, got 3"),  # a count is no order
+    ({"arms": {"a": {}}, "seeds": {"looks": [2, 3], "seeds": [4, 4, 5]}},
+     "seeds.seeds: [4, 4, 5]: a seed is listed twice"),
     ({"arms": {"a b": {}}}, "arms.a b: an arm's name is letters"),
     ({"arms": {"a": {"train.seed": 3}}}, "arms.a: train.seed is set by seeds:"),
     ({"arms": {"a": {}}, "grid": {"train.seed": [1, 2]}}, "train.seed in grid:/set: and arms:/seeds: in one spec"),
@@ -62,6 +66,17 @@ def test_a_bad_plan_is_exit_2_without_a_traceback(tiny_config_file, tmp_path):
     path = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [1, 2]})
     result = runner.invoke(app, ["sweep", "-c", str(path), "--dry-run"])
     assert result.exit_code == 2 and "seeds.looks: [1, 2]: expected" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_plans_seeds_is_a_list_of_seeds_never_a_count(tiny_config_file, tmp_path):
+    listed = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [2, 3], "seeds": [7, 8, 9]})
+    assert load_spec(listed).plan == SeedPlan((2, 3), seeds=(7, 8, 9))  # the order the seeds are added in
+    missing = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [2, 3]})
+    assert load_spec(missing).plan.order == (1, 2, 3)
+    count = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [2, 3], "seeds": 3})
+    result = runner.invoke(app, ["sweep", "-c", str(count), "--dry-run"])
+    assert result.exit_code == 2 and "seeds.seeds: expected a list of integer seeds, got 3" in result.output
     assert "Traceback" not in result.output
 
 
