@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from prelnx.cli import app
 from prelnx.config.load import ConfigError
 from prelnx.sequential import SeedPlan
-from prelnx.sweep.execute import plan_sweep
+from prelnx.sweep.execute import armed, plan_sweep
 from prelnx.sweep.spec import arm_runs, expand, expand_arms, load_spec, resolve_spec
 
 runner = CliRunner()
@@ -34,6 +34,15 @@ def test_named_arms_crossed_with_the_grid(tiny_config_file, tmp_path):
     assert [r.name for r in runs][:2] == ["layout-post_cold_seed-1", "layout-post_warm_seed-1"]  # first seeds first
     assert runs[-1].config.train.seed == 2 and runs[-1].config.name == "s/layout-pre_warm_seed-2"
     assert len(plan_sweep(spec, tmp_path / "out")[1]) == 12  # every run the plan may cost: 4 arms x 3 seeds
+
+
+def test_arms_without_seeds_run_the_base_configs_seed(tiny_config_file, tmp_path):
+    arms = {"cold": {"schedule.warmup_updates": 0}, "warm": {"schedule.warmup_updates": 10}}
+    spec = load_spec(write(tmp_path, tiny_config_file(train={"seed": 7}), arms=arms))
+    named, plan = armed(spec)
+    assert [a.name for a in named] == ["cold", "warm"] and plan == SeedPlan((1,), seeds=(7,))  # one seed: the base's
+    runs = plan_sweep(spec, tmp_path / "out")[1]
+    assert [r.name for r in runs] == ["cold_seed-7", "warm_seed-7"] and [r.config.train.seed for r in runs] == [7, 7]
 
 
 def test_two_names_for_one_config_are_refused(tiny_config_file, tmp_path):
