@@ -162,17 +162,12 @@ class SubmititRun:
 SWEEP_GPUS_DEFAULT = "one with train.device: cuda (a sweep's run is one worker), else 0"  # sweep_request's
 
 
-def sweep_request(options: dict[str, Any], cluster: str | None, runs: int, cuda: bool = False) -> SlurmRequest:
+def sweep_request(options: dict[str, Any], cuda: bool = False) -> SlurmRequest:
     """Each run's job from the sweep's options (spec.SLURM_KEYS, typed by the spec's check and prelnx sweep's flags,
     which win over the spec's slurm:): one task of `cpus_per_run` CPUs (default: the partition's CPUs per node up to 8
-    on Slurm, this machine's cores shared by the runs for submitit's local executor) and `gpus_per_run` GPUs (default:
-    one with train.device: cuda)."""
-    if options.get("cpus_per_run"):
-        cpus = options["cpus_per_run"]
-    elif cluster is None:
-        cpus = default_cpus_per_run(options.get("partition"))
-    else:
-        cpus = max(1, usable_cores() // runs)
+    on Slurm; 1 for submitit's local executor, set by run_sweep) and `gpus_per_run` GPUs (default: one with
+    train.device: cuda)."""
+    cpus = options.get("cpus_per_run") or default_cpus_per_run(options.get("partition"))
     gpus = options.get("gpus_per_run")
     return SlurmRequest(1, 1, cpus, gpus_per_node=int(cuda) if gpus is None else gpus,
                         mem_gb=options.get("mem_gb_per_run"), time_min=options.get("time_min") or DEFAULT_TIME_MIN,
@@ -190,7 +185,7 @@ def run_submitit(
     followed by the one watcher (launch/slurm_watch.py), submitit's local jobs by their own."""
     import submitit
 
-    request = sweep_request(options, cluster, len(points), any(p.config.train.device == "cuda" for p in points))
+    request = sweep_request(options, any(p.config.train.device == "cuda" for p in points))
     executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
     executor.update_parameters(**request.parameters(options.get("job_name", sweep_dir.name)))
     jobs = []

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from prelnx.cli import app
 from prelnx.config.load import ConfigError
 from prelnx.sequential import SeedPlan
-from prelnx.sweep.execute import plan_sweep
+from prelnx.sweep.execute import armed, plan_sweep
 from prelnx.sweep.spec import arm_runs, expand, expand_arms, load_spec, resolve_spec
 
 runner = CliRunner()
@@ -36,6 +36,15 @@ def test_named_arms_crossed_with_the_grid(tiny_config_file, tmp_path):
     assert len(plan_sweep(spec, tmp_path / "out")[1]) == 12  # every run the plan may cost: 4 arms x 3 seeds
 
 
+def test_arms_without_seeds_run_the_base_configs_seed(tiny_config_file, tmp_path):
+    arms = {"cold": {"schedule.warmup_updates": 0}, "warm": {"schedule.warmup_updates": 10}}
+    spec = load_spec(write(tmp_path, tiny_config_file(train={"seed": 7}), arms=arms))
+    named, plan = armed(spec)
+    assert [a.name for a in named] == ["cold", "warm"] and plan == SeedPlan((1,), seeds=(7,))  # one seed: the base's
+    runs = plan_sweep(spec, tmp_path / "out")[1]
+    assert [r.name for r in runs] == ["cold_seed-7", "warm_seed-7"] and [r.config.train.seed for r in runs] == [7, 7]
+
+
 def test_two_names_for_one_config_are_refused(tiny_config_file, tmp_path):
     spec = load_spec(write(tmp_path, tiny_config_file(), arms={"a": {"optimizer.lr": 0.003}, "b": {}}, seeds=[1, 2]))
     with pytest.raises(ConfigError, match="arms a and b are one config"):
@@ -48,6 +57,10 @@ def test_two_names_for_one_config_are_refused(tiny_config_file, tmp_path):
     ({"arms": {"a": {}}, "seeds": {"looks": [4, 6], "alpha": 0.05}}, "seeds.alpha: unknown"),
     ({"arms": {"a": {}}, "seeds": "many"}, "seeds: expected a list of seeds"),
     ({"arms": {"a": {}}, "seeds": [1, 1]}, "a seed is listed twice"),
+    ({"arms": {"a": {}}, "seeds": {"looks": [2, 3], "seeds": 3}},
+     "seeds.seeds: expected a list of integer seeds, got 3"),  # a count is no order
+    ({"arms": {"a": {}}, "seeds": {"looks": [2, 3], "seeds": [4, 4, 5]}},
+     "seeds.seeds: [4, 4, 5]: a seed is listed twice"),
     ({"arms": {"a b": {}}}, "arms.a b: an arm's name is letters"),
     ({"arms": {"a": {"train.seed": 3}}}, "arms.a: train.seed is set by seeds:"),
     ({"arms": {"a": {}}, "grid": {"train.seed": [1, 2]}}, "train.seed in grid:/set: and arms:/seeds: in one spec"),
@@ -62,6 +75,17 @@ def test_a_bad_plan_is_exit_2_without_a_traceback(tiny_config_file, tmp_path):
     path = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [1, 2]})
     result = runner.invoke(app, ["sweep", "-c", str(path), "--dry-run"])
     assert result.exit_code == 2 and "seeds.looks: [1, 2]: expected" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_plans_seeds_is_a_list_of_seeds_never_a_count(tiny_config_file, tmp_path):
+    listed = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [2, 3], "seeds": [7, 8, 9]})
+    assert load_spec(listed).plan == SeedPlan((2, 3), seeds=(7, 8, 9))  # the order the seeds are added in
+    missing = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [2, 3]})
+    assert load_spec(missing).plan.order == (1, 2, 3)
+    count = write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds={"looks": [2, 3], "seeds": 3})
+    result = runner.invoke(app, ["sweep", "-c", str(count), "--dry-run"])
+    assert result.exit_code == 2 and "seeds.seeds: expected a list of integer seeds, got 3" in result.output
     assert "Traceback" not in result.output
 
 

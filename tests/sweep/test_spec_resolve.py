@@ -68,12 +68,12 @@ def test_a_specs_slurm_section_is_the_typed_request_of_each_runs_job_and_a_typo_
             "slurm": {"partition": "cpu", "cpus_per_run": 2, "mem_gb_per_run": 4, "time_min": 30}}
     spec_file.write_text(yaml.safe_dump(data))
     spec = resolve_spec(spec_file, [], [], None)
-    request = sweep_request(spec.slurm, None, 2)  # prelnx sweep's flags would be merged over spec.slurm first
+    request = sweep_request(spec.slurm)  # prelnx sweep's flags would be merged over spec.slurm first
     assert (request.nodes, request.tasks_per_node, request.cpus_per_task, request.mem_gb, request.time_min,
             request.partition, request.array_parallelism) == (1, 1, 2, 4, 30, "cpu", 64)  # fmt: skip
     assert request.gpus_per_node == 0  # a CPU sweep asks no GPU; a cuda one a GPU per run unless told (train's rule)
-    assert sweep_request(spec.slurm, None, 2, cuda=True).gpus_per_node == 1
-    assert sweep_request({**spec.slurm, "gpus_per_run": 0}, None, 2, cuda=True).gpus_per_node == 0
+    assert sweep_request(spec.slurm, cuda=True).gpus_per_node == 1
+    assert sweep_request({**spec.slurm, "gpus_per_run": 0}, cuda=True).gpus_per_node == 0
     parameters = request.parameters("s")
     assert parameters["cpus_per_task"] == 2 and parameters["timeout_min"] == 30 and parameters["mem_gb"] == 4
     assert parameters["slurm_partition"] == "cpu" and parameters["slurm_array_parallelism"] == 64

@@ -151,10 +151,30 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
 
 
 def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):
-    spec = spec_from_command_line(tiny_config_file(train={"max_epoch": 1}), ["train.seed=1,2"], [], "sub")
+    base = tiny_config_file(train={"max_epoch": 1, "threads": None})
+    spec = spec_from_command_line(base, ["train.seed=1,2"], [], "sub")
     rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local")
     assert [row["status"] for row in rows] == ["finished", "finished"]
     assert (tmp_path / "sub" / ".submitit").is_dir()
+    for run in ("seed-1", "seed-2"):  # each job asks 1 CPU (submitit's local default), its run 1 thread
+        assert yaml.safe_load((tmp_path / "sub" / run / "config.yaml").read_text())["train"]["threads"] == 1
+
+
+def test_a_run_another_process_holds_is_named_at_the_sweeps_end(tiny_config_file, tmp_path):
+    # one run, named base (one grid value), locked by a live process until it is killed
+    spec = spec_from_command_line(tiny_config_file(train={"max_epoch": 1}), ["train.seed=1"], [], "held")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from prelnx.records.lock import RunLock; RunLock(Path(sys.argv[1])).acquire(); "
+                               "print('held', flush=True); time.sleep(600)", str(tmp_path / "held" / "base")],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with logged() as lines:  # submitit's job finds it locked and leaves it; a local sweep would wait for it
+            run_sweep(spec, out=tmp_path / "held", executor="submitit-local")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert lines[-1].startswith("1 run(s) running elsewhere, trained by another prelnx process: base. "), lines
 
 
 def test_a_sweep_without_its_data_stops_before_creating_anything(tiny_config_file, tmp_path):
