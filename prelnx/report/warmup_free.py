@@ -85,13 +85,6 @@ def user_methods(arms: list[Arm], frozen: dict[str, list[dict[str, Any]]] | None
     return methods
 
 
-def target_loss(arms: list[Arm], optimizer: str, lr: float) -> float | None:
-    """Post-LN with warm-up's mean final valid loss over its finished seeds (None: no such arm, or all diverged)."""
-    post = longest_warmup(arms, layout="post", optimizer=optimizer, lr=lr)
-    finals = [v for a in post if not a.diverged and (v := a.final()) is not None]
-    return sum(finals) / len(finals) if finals else None
-
-
 def ranking(arms: list[Arm], task: str = "translation") -> list[RankRow]:
     """Every arm of the task that trained, ranked by its mean final valid loss (best first); each method by
     prelnx.layouts' display name."""
@@ -103,7 +96,10 @@ def ranking(arms: list[Arm], task: str = "translation") -> list[RankRow]:
         name, optimizer, warmup, lr = group[0].layout, group[0].optimizer, group[0].warmup, group[0].lr
         sample = loss_sample(describe_arm(group[0]), group)
         low, high = t_interval(sample)[1:] if sample.measured > 1 else (None, None)
-        target = target_loss([a for a in arms if a.context == group[0].context], optimizer, lr)
+        context = [a for a in arms if a.context == group[0].context]
+        post = longest_warmup(context, layout="post", optimizer=optimizer, lr=lr)  # the target: its finished seeds' mean
+        finals = [v for a in post if not a.diverged and (v := a.final()) is not None]
+        target = sum(finals) / len(finals) if finals else None
         reached = () if target is None else tuple(u for a in group if (u := first_update_at(a, target)) is not None)
         rows.append(RankRow(name, display_name(name), optimizer, warmup, lr, sample, low, high, target, reached))
     return sorted(rows, key=lambda r: (r.sample.failure_share, r.sample.mean if r.sample.values else math.inf,

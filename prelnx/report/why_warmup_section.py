@@ -158,12 +158,6 @@ def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
     return lines
 
 
-def _fit(p: Prediction) -> str:
-    direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
-    pairs = f"{p.fit_pairs} pair{'s' if p.fit_pairs != 1 else ''}"
-    return "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction}; {pairs})"
-
-
 def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
     lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC "
               "[95 % CI] | minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous "
@@ -174,11 +168,14 @@ def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
         if p is None:
             lines.append(f"{head} - | - | - | - | - | - | 0 / {len(v.excluded)} | **not measured** |")
             continue
+        direction = {1: "larger fails", -1: "smaller fails", 0: "none"}[p.direction]
+        pairs = f"{p.fit_pairs} pair{'s' if p.fit_pairs != 1 else ''}"
+        fit = "-" if p.fit_auc is None else f"{p.fit_auc:.2f} ({direction}; {pairs})"
         diff = "-" if p.difference is None else f"{p.difference:+.2f} [{p.diff_low:+.2f}, {p.diff_high:+.2f}]"
         pv = "-" if not p.pairs or not p.direction else f"{p.p_value:.3g} ({'exact' if p.exact else 'Monte Carlo'})"
         cont = "-" if p.continuous is None else f"{p.continuous:.2f}"
         auc = "-" if p.auc is None else f"{p.auc:.2f} [{p.low:.2f}, {p.high:.2f}]"
-        lines.append(f"{head} {_fit(p)} | {auc} | {diff} | {len(p.informative)} / {p.pairs} | {pv} | {cont} | "
+        lines.append(f"{head} {fit} | {auc} | {diff} | {len(p.informative)} / {p.pairs} | {pv} | {cont} | "
                      f"{p.runs} / {len(v.excluded)} | **{v.text}** |")  # fmt: skip
     return lines
 
