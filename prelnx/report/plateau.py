@@ -13,7 +13,7 @@ import numpy as np
 
 from prelnx.config.schema import Config
 from prelnx.data.check import split_tokens
-from prelnx.plan.data import MONOLINGUAL
+from prelnx.plan.data import MONOLINGUAL, languages
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,9 @@ def binarized_entropy(stem: Path) -> float | None:
 
 
 def dictionary_name(config: Config) -> str:
-    return "dict.txt" if config.task in MONOLINGUAL else f"dict.{config.data.target_lang or 'tgt'}.txt"
+    """fairseq's target dictionary: dict.txt, or dict.<target>.txt with the dataset's own target language unless
+    data.target_lang names another (prelnx.plan.data.languages: IWSLT14's is dict.en.txt)."""
+    return "dict.txt" if config.task in MONOLINGUAL else f"dict.{languages(config)[1]}.txt"
 
 
 def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | None = None) -> Plateau | None:
@@ -56,7 +58,7 @@ def find_plateau(config: Config, data_folder: Path | None, sweep_dir: Path | Non
     name = dictionary_name(config)
     sources = [(dictionary_entropy, sweep_dir / "data" / name, f"{name}, the sweep's copy")] if sweep_dir else []
     if data_folder is not None:
-        src, tgt = config.data.source_lang or "src", config.data.target_lang or "tgt"
+        src, tgt = languages(config)
         stem = data_folder / ("train" if config.task in MONOLINGUAL else f"train.{src}-{tgt}.{tgt}")
         sources += [(dictionary_entropy, data_folder / name, name),
                     (binarized_entropy, stem, f"the binarized training set's tokens ({stem.name}.bin)")]
