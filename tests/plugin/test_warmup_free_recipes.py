@@ -115,7 +115,11 @@ def test_admin_profile_is_the_recurrence_in_training_mode(admin_model):
             assert profiled == pytest.approx(expected, rel=1e-6), f"{side} sublayer {i + 2}"
         assert pairs[-1][0] > 1.5  # w grows along the stack (IWSLT14 size: about 2.6 in the encoder, 3.0 in the decoder)
     at_build = [layer.admin_w.detach().clone() for layer in admin_model.encoder.layers]
-    profile_admin(admin_model)  # deterministic: every worker of a run, every rebuild, gets the same w
+    returned = profile_admin(admin_model)  # deterministic: every worker of a run, every rebuild, gets the same w
+    for side in ("encoder", "decoder"):  # what it returns (the log's w per sublayer) is the w it set, in stack order
+        stack = getattr(admin_model, side)
+        set_w = [float(w[0]) for layer in stack.layers for w in layer.admin_w.detach()]  # float32: rel 1e-6
+        assert returned[side] == pytest.approx(set_w, rel=1e-6), side
     assert all(torch.equal(w, layer.admin_w.detach()) for w, layer in zip(at_build, admin_model.encoder.layers))
     in_eval = _recomputed_w(admin_model, training=False)
     for side, pairs in in_eval.items():  # dropout 0.3 changes the branch variances: the test can tell the modes apart
