@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, get_args
+from typing import Any
 
 PREFIX = "prelnx-event "
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -81,7 +81,8 @@ def _number(value: Any) -> Any:
 
 
 Event = Done | Raised | Stats | Diagnosed
-TYPES: dict[str, type] = {kind.__name__.lower(): kind for kind in get_args(Event)}  # "done": Done, ...
+NAMES: dict[type, str] = {Done: "done", Raised: "raised", Stats: "stats", Diagnosed: "diagnosed"}
+TYPES = {name: kind for kind, name in NAMES.items()}
 
 
 def _chain(error: BaseException | None) -> list[BaseException]:
@@ -109,7 +110,7 @@ def raised(error: BaseException) -> Raised:
 
 def line(event: Event) -> str:
     """The event's line (with its newline)."""
-    return PREFIX + json.dumps({"event": type(event).__name__.lower(), **asdict(event)}) + "\n"
+    return PREFIX + json.dumps({"event": NAMES[type(event)], **asdict(event)}) + "\n"
 
 
 def parse(text: str) -> Event | None:
