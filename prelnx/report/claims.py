@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from prelnx.paper import figure5a_fraction
+from prelnx.paper import paper_data
 from prelnx.records.outcome import RunStatus
 from prelnx.report.arms import (
     NO_PLATEAU,
@@ -225,8 +225,9 @@ TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] 
 }
 
 
-# The BERT claim (Figure 5a), on the masked-LM runs.
-PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/paper.yaml, figure5a)
+# The BERT claim (Figure 5a), on the masked-LM runs: Pre-LN's updates to reach the valid loss Post-LN reaches, as a
+# fraction of Post-LN's (prelnx/paper.yaml's figure5a: 500k / 700k).
+PAPER_FRACTION = paper_data()["figure5a"]["preln_updates"] / paper_data()["figure5a"]["postln_updates"]
 
 
 def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, float, int, int | None]:
