@@ -24,12 +24,6 @@ def paper_data() -> dict[str, Any]:
     return _read("paper.yaml")
 
 
-def figure5a_fraction() -> float:
-    """Pre-LN's updates to reach the valid loss Post-LN reaches, as a fraction of Post-LN's (500k / 700k)."""
-    numbers = paper_data()["figure5a"]
-    return numbers["preln_updates"] / numbers["postln_updates"]
-
-
 def methods_data() -> list[dict[str, Any]]:
     """prelnx/methods.yaml's methods, each claim complete: one with `same_as: <paper.yaml id>` takes that claim's
     text, source, paper and margin (paper.yaml stays their one owner)."""

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from prelnx.paper import figure5a_fraction
+from prelnx.paper import paper_data
 from prelnx.records.outcome import RunStatus
 from prelnx.report.arms import (
     NO_PLATEAU,
@@ -28,7 +28,7 @@ from prelnx.report.arms import (
     pick,
     trained_margin,
 )
-from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, check_claims, not_measured
+from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, check_claims
 from prelnx.report.stats import Comparison, Verdict, above, below, compare, compare_counts, within
 
 LOSS = "final valid loss (bits)"
@@ -110,11 +110,12 @@ def short_warmup_large_lr(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome
     posts = [a for a in pick(arms, layout="post", optimizer="adam") if a.warmup > 0]
     warmups, lrs = sorted({a.warmup for a in posts}), sorted({a.lr for a in posts})
     if len(warmups) < 2 or len(lrs) < 2:
-        return not_measured(spec["id"], "needs Post-LN (Adam) with two warm-up lengths at two lrs")
+        return ClaimOutcome(spec["id"], missing="needs Post-LN (Adam) with two warm-up lengths at two lrs")
     large = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[-1])
     small = pick(arms, layout="post", optimizer="adam", warmup=warmups[0], lr=lrs[0])
     if not large or not small:
-        return not_measured(spec["id"], f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and {lrs[-1]:g}")
+        return ClaimOutcome(spec["id"], missing=f"needs Post-LN with {warmups[0]} warm-up at lr {lrs[0]:g} and "
+                            f"{lrs[-1]:g}")  # fmt: skip
     edge = longest_warmup(arms, layout="post", optimizer="adam", lr=lrs[-1])
     premise = trains(spec["premise"], edge) if "premise" in spec else None
     case = loss_case(f"{warmups[0]} warm-up", large, small, above(spec["margin_bits"]), premise)
@@ -181,7 +182,7 @@ def preln_without_warmup_matches(arms: list[Arm], spec: dict[str, Any], faster: 
     pre = _preln_without_warmup(arms)
     post = longest_warmup(arms, layout="post", optimizer="adam", lr=pre[0].lr) if pre else []
     if not pre or not post:
-        return not_measured(spec["id"], "needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
+        return ClaimOutcome(spec["id"], missing="needs Pre-LN without warm-up and Post-LN with warm-up at its lr")
     label, at = f"against Post-LN with warm-up at lr {pre[0].lr:g}", None
     validated = [int(a.rows[-1]["num_updates"]) for a in post if a.rows]
     if faster and not validated:  # every Post-LN seed diverged before its first validation: no update count
@@ -205,8 +206,8 @@ def layout_matters_more_than_optimizer(arms: list[Arm], spec: dict[str, Any]) ->
     adam = pick(arms, layout="pre", optimizer="adam", warmup=0, lr=lr)
     post = pick(arms, layout="post", optimizer="adam", warmup=0, lr=lr)
     if not adam or not radam or not post:
-        return not_measured(spec["id"], "needs Pre-LN with Adam and RAdam and Post-LN with Adam, all without warm-up, "
-                            "at one lr")  # fmt: skip
+        return ClaimOutcome(spec["id"], missing="needs Pre-LN with Adam and RAdam and Post-LN with Adam, all without "
+                            "warm-up, at one lr")  # fmt: skip
     margin = spec["margin_bits"]
     return ClaimOutcome(spec["id"], [
         loss_case("optimizer (Pre-LN, no warm-up)", adam, radam, within(margin)),
@@ -224,8 +225,9 @@ TRAINING_CHECKS: dict[str, Callable[[list[Arm], dict[str, Any]], ClaimOutcome]] 
 }
 
 
-# The BERT claim (Figure 5a), on the masked-LM runs.
-PAPER_FRACTION = figure5a_fraction()  # 500k / 700k (prelnx/paper.yaml, figure5a)
+# The BERT claim (Figure 5a), on the masked-LM runs: Pre-LN's updates to reach the valid loss Post-LN reaches, as a
+# fraction of Post-LN's (prelnx/paper.yaml's figure5a: 500k / 700k).
+PAPER_FRACTION = paper_data()["figure5a"]["preln_updates"] / paper_data()["figure5a"]["postln_updates"]
 
 
 def fraction_of_updates(pre: list[Arm], post: list[Arm]) -> tuple[float | None, float, int, int | None]:
@@ -260,7 +262,8 @@ def preln_fewer_updates(arms: list[Arm], spec: dict[str, Any]) -> ClaimOutcome:
     pres = _masked_lm(arms, layout="pre", warmup=0)
     finished_posts = [a for a in posts if a.status == RunStatus.FINISHED and a.final() is not None]
     if not pres or not finished_posts:
-        return not_measured(spec["id"], "needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN without")
+        return ClaimOutcome(spec["id"], missing="needs masked-LM runs of Post-LN with warm-up (finished) and Pre-LN "
+                            "without")  # fmt: skip
     by_lr = [[a for a in finished_posts if a.lr == lr] for lr in dict.fromkeys(a.lr for a in finished_posts)]
     post = min(by_lr, key=lambda group: statistics.fmean(a.final() or 0.0 for a in group))
     post_updates = max(int(a.rows[-1]["num_updates"]) for a in post)

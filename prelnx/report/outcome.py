@@ -99,7 +99,3 @@ def combined(verdicts: list[Verdict]) -> Verdict:
 def check_claims(claims: list[dict[str, Any]], checks: dict[str, Any], evidence: Any) -> dict[str, ClaimOutcome]:
     """Each claim its check decides, from a sweep's arms or a gradient or theory summary (the one claim loop)."""
     return {claim["id"]: checks[claim["id"]](evidence, claim) for claim in claims if claim["id"] in checks}
-
-
-def not_measured(claim_id: str, why: str = "the sweep has no runs for these arms") -> ClaimOutcome:
-    return ClaimOutcome(claim_id, missing=why)

@@ -15,7 +15,7 @@ from prelnx.paper import methods_data, norm_variants_data
 from prelnx.report.arms import NO_PLATEAU, Arm, RunState, describe_arm, matched, pick
 from prelnx.report.claims import failures_case
 from prelnx.report.norm_claims import has_variants, layernorm_arms, methods_on_variants
-from prelnx.report.outcome import Case, ClaimOutcome, not_measured
+from prelnx.report.outcome import Case, ClaimOutcome
 from prelnx.report.render import method_claims_table, ranking_table
 from prelnx.report.stats import Sample, below, compare
 from prelnx.report.warmup_free import CHECKS as METHOD_CHECKS
@@ -87,7 +87,8 @@ def fewer_failures(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimO
 
 
 def not_testable_here(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    return not_measured(spec["id"], f"not testable from this sweep (valid losses and failures only): {spec['decided_by']}")
+    return ClaimOutcome(spec["id"], missing=f"not testable from this sweep (valid losses and failures only): "
+                        f"{spec['decided_by']}")  # fmt: skip
 
 
 CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # each on matched arms only

@@ -25,7 +25,7 @@ from prelnx.report.arms import load_arms, trained_margin
 from prelnx.report.claims import BERT_CHECKS, paper_outcomes
 from prelnx.report.machines import machines_section
 from prelnx.report.norm_claims import layernorm_arms, norm_section
-from prelnx.report.outcome import check_claims, not_measured
+from prelnx.report.outcome import ClaimOutcome, check_claims
 from prelnx.report.placements import methods_sections
 from prelnx.report.render import arms_table, claims_table, claims_text
 from prelnx.report.sequential import how_decided
@@ -157,8 +157,8 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
         listed = "; ".join(f"{r['run']} {r['status']}" for r in unusable[:3]) + ("; ..." if len(unusable) > 3 else "")
         for claim_id, outcome in outcomes.items():
             if outcome.verdict is Verdict.NOT_MEASURED:
-                outcomes[claim_id] = not_measured(claim_id, f"not measured: {len(unusable)} run(s) did not finish "
-                                                  f"({listed}); see 'Runs that did not finish'")  # fmt: skip
+                outcomes[claim_id] = ClaimOutcome(claim_id, missing=f"not measured: {len(unusable)} run(s) did not "
+                                                  f"finish ({listed}); see 'Runs that did not finish'")  # fmt: skip
     if say_claims:
         for line in claims_text(claim_list, outcomes):
             results.info(line)

@@ -19,7 +19,7 @@ from typing import Any
 from prelnx.exits import Refusal
 from prelnx.layouts import display_name
 from prelnx.paper import paper_data
-from prelnx.report.outcome import Case, ClaimOutcome, check_claims, not_measured
+from prelnx.report.outcome import Case, ClaimOutcome, check_claims
 from prelnx.report.stats import Comparison, Sample, Verdict, above, compare
 
 
@@ -92,7 +92,7 @@ def _band(spec: dict[str, Any], key: str = "band") -> tuple[float, float]:
 def last_layer_in_depth(summary: dict[str, Any], spec: dict[str, Any], layout: str, label: str) -> ClaimOutcome:
     """The layout's depth_ratio in paper.yaml's band; with a `rate_band` (Pre-LN's), also like 1/sqrt(L)."""
     if layout not in summary.get("last_layer_w2", {}) or len(summary["depths"]) < 2:
-        return not_measured(spec["id"], f"needs {display_name(layout)} at two depths or more")
+        return ClaimOutcome(spec["id"], missing=f"needs {display_name(layout)} at two depths or more")
     ratio = depth_ratio(summary, layout)
     outcome = ClaimOutcome(spec["id"], [Case(label, _level("ratio", ratio, _band(spec)))])
     if layout == "pre":
@@ -107,7 +107,7 @@ def last_layer_in_depth(summary: dict[str, Any], spec: dict[str, Any], layout: s
 
 def postln_grows_with_layer(summary: dict[str, Any], spec: dict[str, Any]) -> ClaimOutcome:
     if not {"post", "pre"} <= set(summary.get("growth_last_over_first_layer", {})):
-        return not_measured(spec["id"], "needs Post-LN and Pre-LN")
+        return ClaimOutcome(spec["id"], missing="needs Post-LN and Pre-LN")
     outcome = ClaimOutcome(spec["id"], [
         Case("Post-LN grows", _level("ratio", layer_ratio(summary, "post"), above(float(spec["grows_above"])))),
         Case("Pre-LN about flat", _level("ratio", layer_ratio(summary, "pre"), _band(spec))),
@@ -203,7 +203,8 @@ def theory_claims() -> list[dict[str, Any]]:
 def check_theory(summary: dict[str, Any]) -> dict[str, ClaimOutcome]:
     """Every `theory` claim of paper.yaml decided from the summary's per-seed rows (none: each not measured)."""
     if not summary["rows"]:
-        return {claim["id"]: not_measured(claim["id"], "the theory run has no rows") for claim in theory_claims()}
+        return {claim["id"]: ClaimOutcome(claim["id"], missing="the theory run has no rows")
+                for claim in theory_claims()}  # fmt: skip
     return check_claims(theory_claims(), THEORY_CHECKS, summary)
 
 

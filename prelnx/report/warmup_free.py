@@ -29,7 +29,7 @@ from prelnx.report.arms import (
     seed_groups,
 )
 from prelnx.report.claims import comparator_trained, loss_case
-from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState, not_measured
+from prelnx.report.outcome import Case, ClaimOutcome, Premise, PremiseState
 from prelnx.report.stats import Sample, below, compare, t_interval
 
 METHOD_LAYOUTS = names(WARMUP_FREE) + names(VARIANT)  # any of them in a sweep: the report's section (prelnx.layouts)
@@ -256,8 +256,8 @@ def converges_faster(arms: list[Arm], layout: str, spec: dict[str, Any]) -> Clai
 
 
 def trains_deeper(arms: list[Arm], layout: str, spec: dict[str, Any]) -> ClaimOutcome:
-    return not_measured(spec["id"], "not measured: this report compares arms at one depth (the sweep's arms are "
-                        "grouped by layout, warm-up and lr); depth is what the claim is about")  # fmt: skip
+    return ClaimOutcome(spec["id"], missing="not measured: this report compares arms at one depth (the sweep's arms "
+                        "are grouped by layout, warm-up and lr); depth is what the claim is about")  # fmt: skip
 
 
 CHECKS: dict[str, Callable[[list[Arm], str, dict[str, Any]], ClaimOutcome]] = {  # a kind: its check's name

@@ -16,7 +16,7 @@ from prelnx.paper import paper_data
 from prelnx.records.results import sweep_rows
 from prelnx.report.arms import load_arms
 from prelnx.report.claims import BERT_CHECKS, TRAINING_CHECKS
-from prelnx.report.outcome import ClaimOutcome, check_claims, not_measured
+from prelnx.report.outcome import ClaimOutcome, check_claims
 from prelnx.report.render import claims_table
 from prelnx.report.stats import Verdict
 from prelnx.report.theory_claims import (
@@ -55,11 +55,11 @@ def _outcomes(out: Path, scale: str, family: str, claims: list[dict[str, Any]]) 
     folders = [out / name for name in CLAIM_STAGES[family] if (out / name).is_dir()]
     if family == "gradients":
         if not folders or not (folders[0] / "grads_summary.json").is_file():
-            return {c["id"]: not_measured(c["id"], "the gradient stage has not run") for c in claims}
+            return {c["id"]: ClaimOutcome(c["id"], missing="the gradient stage has not run") for c in claims}
         return check_claims(claims, GRADIENT_CHECKS, load_gradient_summary(folders[0]))
     arms = [arm for folder in folders if is_sweep_dir(folder) for arm in load_arms(folder)]
     if not arms:
-        return {c["id"]: not_measured(c["id"], "its stage has not run (or not here)") for c in claims}
+        return {c["id"]: ClaimOutcome(c["id"], missing="its stage has not run (or not here)") for c in claims}
     checks = TRAINING_CHECKS if family == "training" else BERT_CHECKS
     task = "translation" if family == "training" else "masked_lm"
     return check_claims(claims, checks, [a for a in arms if a.task == task])

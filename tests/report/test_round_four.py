@@ -237,6 +237,18 @@ def test_finding_5_a_lemma_1_seed_with_no_number_is_no_value_never_a_crash(bad):
     assert any(f"no value ({bad})" in line for line in lines)
 
 
+def test_a_theory_run_with_no_rows_leaves_every_lemma_1_claim_not_measured_saying_why():
+    """check_theory's promise: every `theory` claim of paper.yaml, each not measured (never left out, never a crash
+    on a seedless sample), and `prelnx theory` records and prints why."""
+    ids = [claim["id"] for claim in paper_data()["theory"]]
+    outcomes = check_theory({"d": 512, "rows": []})
+    assert list(outcomes) == ids and len(ids) == 2
+    assert all(o.verdict is Verdict.NOT_MEASURED and not o.cases for o in outcomes.values())
+    verdicts, lines = judge({"d": 512, "rows": []})
+    assert [verdicts[i]["verdict"] for i in ids] == ["not measured"] * 2
+    assert sum("  the theory run has no rows" == line for line in lines) == 2
+
+
 @pytest.mark.parametrize("task", ["language_model", "masked_lm"])
 def test_finding_5_lm_and_masked_lm_runs_read_their_nll_from_the_loss_their_criterion_logs(tmp_path, task):
     """fairseq's cross_entropy and masked_lm criteria log no nll_loss: the row stores valid_nll_loss null, and runs
