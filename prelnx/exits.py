@@ -65,7 +65,7 @@ def exit_for(statuses: Iterable[str]) -> Exit:
 
 class Refusal(Exception):
     """A command stops on purpose: bad input by default (the message says what would be valid), or another outcome
-    its `exit_code` names. commands/errors.py renders it as one `error:` line; anything else escaping is a bug.
+    its `exit_code` names. commands/options.py renders it as one `error:` line; anything else escaping is a bug.
     Not a ValueError: code that catches a refusal says `except Refusal`, so a bug's ValueError never reads as one."""
 
     exit_code: Exit = Exit.BAD_INPUT

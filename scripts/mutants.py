@@ -104,7 +104,7 @@ MUTANTS = (
     Mutant("rezero_scalar_on_the_shortcut", f"{PLUGIN}/models/rezero.py",
            "return residual + layer.rezero_alpha * x", "return layer.rezero_alpha * residual + x",
            k("rezero-encoder", RECOMPUTE), "ReZero's a on the shortcut"),
-    Mutant("deepnorm_encoder_alpha", f"{PLUGIN}/models/deepnorm.py", "return 0.81 * depth, 0.87 / depth",
+    Mutant("deepnorm_encoder_alpha", f"{PLUGIN}/models/normalized_transformer.py", "return 0.81 * depth, 0.87 / depth",
            "return depth, 0.87 / depth", k("deepnorm and encoder", RECOMPUTE), "DeepNorm's encoder alpha without the table's 0.81"),
     # --- optimizers
     Mutant("radam_decay_only_without_decay", f"{PLUGIN}/optim/radam.py", "p.data.copy_(weights).mul_(1 - decay)",

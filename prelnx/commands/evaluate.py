@@ -10,7 +10,7 @@ import typer
 from prelnx.commands import options
 from prelnx.evaluate.evaluate import RUN_DIR_AS, evaluate
 from prelnx.exits import Refusal
-from prelnx.records.checkpoints import parse_checkpoint
+from prelnx.records.checkpoints import parse_checkpoints
 
 
 def evaluate_command(
@@ -32,7 +32,7 @@ def evaluate_command(
         raise Refusal(f"--checkpoint {checkpoint} and --average-last {average_last}: give one of them "
                       "(--average-last translates with the average of the last N epoch checkpoints)")
     # a bad value: one line, before anything is read
-    choice = parse_checkpoint("best" if checkpoint is None else checkpoint, run_dir_as=RUN_DIR_AS)
+    (choice,) = parse_checkpoints(["best" if checkpoint is None else checkpoint], run_dir_as=RUN_DIR_AS)
     result = evaluate(run_dir, split=split, checkpoint=choice, average_last=average_last, beam=beam,
                       lenpen=lenpen, batch_size=batch_size, out=out, dry_run=dry_run)  # fmt: skip
     if dry_run:

@@ -47,11 +47,12 @@ def grads_command(
     """
     from prelnx.analysis.grads.run import run_study
     from prelnx.analysis.grads.summary import report_lines
-    from prelnx.records.checkpoints import parse_checkpoint
+    from prelnx.records.checkpoints import parse_checkpoints
 
     # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
-    given = checkpoint is not None or run_dir is not None
-    choice = parse_checkpoint("best" if checkpoint is None else checkpoint, run_dir_as=RUN_DIR_AS) if given else None
+    choice = None
+    if checkpoint is not None or run_dir is not None:
+        (choice,) = parse_checkpoints(["best" if checkpoint is None else checkpoint], run_dir_as=RUN_DIR_AS)
     resolved, _ = load_config(config, set_ or [])
     trained = choice.files(run_dir)[0] if choice else None
     if choice and not choice.in_run and run_dir is not None:  # said, not silently dropped

@@ -5,23 +5,57 @@ Flags show no value placeholder in --help (`metavar=""`).
 
 from __future__ import annotations
 
+import functools
 import json
+import traceback
 from typing import Any, Callable
 
+import click
 import typer
 
-from prelnx.commands.errors import handled
-from prelnx.exits import Refusal
+from prelnx.exits import Exit, Refusal
+from prelnx.launch.errors import error_exit
 
 SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
 
 
+def _handled(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`command` inside the one handler of errors for every command (Typer reads the wrapped signature): a refusal (or
+    an error launch/errors.py knows) is one `error:` line and its exit code (prelnx/exits.py's table); anything else
+    that escapes a command is a bug in prelnx, and says where."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.ClickException, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
+            raise typer.Exit(Exit.INTERRUPTED) from None
+        except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
+            known = error_exit(error)  # launch/errors.py's rule, rank 0's of a Slurm job too
+            if known is not None:
+                typer.echo(f"error: {known[0]}", err=True)
+                raise typer.Exit(known[1]) from None
+            # the traceback, then where in prelnx it happened and the words a bug report needs
+            frames = traceback.extract_tb(error.__traceback__)
+            ours = [frame for frame in frames if "/prelnx/" in frame.filename.replace("\\", "/")] or frames
+            where = f"{ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else "unknown location"
+            typer.echo("".join(traceback.format_exception(error)).rstrip("\n"), err=True)
+            typer.echo(f"error: this is a bug in prelnx ({type(error).__name__}: {error}) at {where}; please report "
+                       f"it with the traceback above and the output of `prelnx env`", err=True)  # fmt: skip
+            raise typer.Exit(Exit.BUG) from None
+
+    return run
+
+
 class _Group(typer.Typer):
-    """Typer whose every command runs inside the one error handler (commands/errors.py's `handled`)."""
+    """Typer whose every command runs inside the one error handler (`_handled`)."""
 
     def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         register = super().command(*args, **kwargs)
-        return lambda function: register(handled(function))
+        return lambda function: register(_handled(function))
 
 
 def command_group(help: str) -> typer.Typer:

@@ -18,11 +18,10 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from prelnx.config.errors import ConfigError
 from prelnx.config.overrides import parse_set
 from prelnx.config.schema import TASK_KEYS, Config, check_values
 from prelnx.config.shipped import CONFIGS_DIR, name_of
-from prelnx.config.strict_yaml import YamlInputError, read_yaml
+from prelnx.config.strict_yaml import ConfigError, YamlInputError, read_yaml
 from prelnx.layout_options import KINDS, scalar
 from prelnx.layouts import absolute_spec, option_keys
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from prelnx.config.errors import ConfigError
+from prelnx.config.strict_yaml import ConfigError
 
 
 def _yaml_value(raw: str) -> Any:

@@ -20,7 +20,7 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
-from prelnx.config.errors import ConfigError
+from prelnx.exits import Refusal
 
 try:
     from yaml.cyaml import CParser
@@ -35,6 +35,11 @@ MAX_DEPTH = 64  # lists and mappings inside each other
 _NAME = re.compile(r"[A-Za-z_][\w.\-]{0,63}")  # what a key of a config can look like
 # quoted text in PyYAML's messages that is not a token name ('<scalar>') or one character ('\t')
 _QUOTED = re.compile(r"'(?!<[\w ]+>')(?:[^'\\]|\\.){2,}'|\"(?:[^\"\\]|\\.){2,}\"")
+
+
+class ConfigError(Refusal):
+    """A config that cannot run (a malformed override and an unreadable YAML file too: prelnx/exits.py's Refusal, the
+    one error type of a command that stops on purpose); the message lists every problem."""
 
 
 class YamlInputError(ConfigError):

@@ -162,11 +162,6 @@ def parse_checkpoints(values: Sequence[str | CheckpointChoice], *, run_dir_as: s
     return tuple(value if isinstance(value, CheckpointChoice) else _parse(value, run_dir_as, many) for value in values)
 
 
-def parse_checkpoint(text: str, *, run_dir_as: str) -> CheckpointChoice:
-    """One --checkpoint value (evaluate, grads): parse_checkpoints' grammar without `stages`."""
-    return parse_checkpoints([text], run_dir_as=run_dir_as)[0]
-
-
 def _parse(text: str, run_dir_as: str, many: bool) -> CheckpointChoice:
     run_dir, sep, which = text.rpartition(":")
     if text in CHECKPOINT_NAMES or text == STAGES:

@@ -84,17 +84,18 @@ def test_checkpoint_option_is_the_one_grammar_of_evaluate_and_finetune(tmp_path)
     the old RUN_DIR:best answers with the new spelling."""
     from prelnx.commands.grads import RUN_DIR_AS
     from prelnx.exits import Refusal
-    from prelnx.records.checkpoints import parse_checkpoint
+    from prelnx.records.checkpoints import parse_checkpoints
 
     (tmp_path / "checkpoints").mkdir()
     for name in ("checkpoint_best.pt", "checkpoint_last.pt", "checkpoint3.pt"):
         (tmp_path / "checkpoints" / name).write_bytes(b"")
     for value, name in (("best", "checkpoint_best.pt"), ("last", "checkpoint_last.pt"), ("checkpoint3.pt", "checkpoint3.pt")):
-        assert parse_checkpoint(value, run_dir_as=RUN_DIR_AS).files(tmp_path) == [tmp_path / "checkpoints" / name]
-    assert parse_checkpoint(f"{tmp_path}/checkpoints/checkpoint3.pt", run_dir_as=RUN_DIR_AS).files(None) == [
-        tmp_path / "checkpoints" / "checkpoint3.pt"]  # a path needs no run dir
+        (choice,) = parse_checkpoints([value], run_dir_as=RUN_DIR_AS)
+        assert choice.files(tmp_path) == [tmp_path / "checkpoints" / name]
+    (a_file,) = parse_checkpoints([f"{tmp_path}/checkpoints/checkpoint3.pt"], run_dir_as=RUN_DIR_AS)
+    assert a_file.files(None) == [tmp_path / "checkpoints" / "checkpoint3.pt"]  # a path needs no run dir
     with pytest.raises(Refusal, match=rf"^--checkpoint {tmp_path}:last: renamed --run-dir {tmp_path} --checkpoint last "):
-        parse_checkpoint(f"{tmp_path}:last", run_dir_as=RUN_DIR_AS)
+        parse_checkpoints([f"{tmp_path}:last"], run_dir_as=RUN_DIR_AS)
 
 
 # ---------------------------------------------------------------------------------------- statistics, summary

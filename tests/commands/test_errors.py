@@ -1,4 +1,4 @@
-"""The one error handler (prelnx/commands/errors.py): a refusal is one line and its exit code, anything else is a bug
+"""The one error handler (prelnx/commands/options.py): a refusal is one line and its exit code, anything else is a bug
 that says so (exit 70), never bad input (exit 2)."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from prelnx.cli import app
 from prelnx.exits import Refusal
-from prelnx.records.checkpoints import checkpoint_grammar, parse_checkpoint, parse_checkpoints
+from prelnx.records.checkpoints import checkpoint_grammar, parse_checkpoints
 
 runner = CliRunner()
 
@@ -113,13 +113,13 @@ def test_the_checkpoint_grammar():
     }  # fmt: skip
     for value, line in refusals.items():
         with pytest.raises(Refusal) as refused:
-            parse_checkpoint(value, run_dir_as=as_)
+            parse_checkpoints([value], run_dir_as=as_)
         assert str(refused.value) == line and refused.value.exit_code == 2
     with pytest.raises(Refusal, match=r"^--checkpoint: one checkpoint here, got 2$"):
         parse_checkpoints(["best", "last"], run_dir_as=as_)
     with pytest.raises(Refusal, match=r"^--checkpoint best: a checkpoint of a run dir; give the run dir \(--run-dir "
                                       r"RUN_DIR\), or a path to a .pt \(./model.pt\)$"):  # fmt: skip
-        parse_checkpoint("best", run_dir_as=as_).files(None)
+        parse_checkpoints(["best"], run_dir_as=as_)[0].files(None)
 
 
 def test_evaluate_grads_and_finetune_say_the_same_checkpoint_grammar():

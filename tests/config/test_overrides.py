@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prelnx.config.errors import ConfigError
+from prelnx.config.strict_yaml import ConfigError
 from prelnx.config.overrides import parse_grid, parse_set, split_values
 
 
