@@ -277,3 +277,16 @@ def test_a_slurm_jobs_rank_0_error_is_read_from_the_event_its_task_reported(tmp_
     job = SimpleNamespace(job_id="7", task=lambda rank: SimpleNamespace(paths=paths, result=result))
     message, code = slurm_job.outcome(job, "COMPLETED", output.raised)
     assert code == 1 and "rank 0 failed (KeyError: 'REWORDED')" in message, message
+
+
+def test_the_event_lines_are_a_stable_format_that_old_run_dirs_are_read_back_with():
+    """train.log keeps these lines, and a resume or a report reads a run dir written by an older prelnx: each event's
+    name and fields are a format, pinned here word for word (a renamed class must not rename its event)."""
+    assert child_report.line(Done()) == 'prelnx-event {"event": "done"}\n'
+    assert child_report.line(Raised("OSError", "No space left", Kind.DISK_FULL, 28, "/r/x.pt")) == (
+        'prelnx-event {"event": "raised", "type": "OSError", "message": "No space left", "kind": "disk_full", '
+        '"errno": 28, "path": "/r/x.pt"}\n')
+    assert child_report.line(child_report.Stats("valid", {"loss": "2.5"}, 7)) == (
+        'prelnx-event {"event": "stats", "tag": "valid", "stats": {"loss": 2.5}, "step": 7}\n')
+    assert child_report.line(child_report.Diagnosed({"num_updates": 3})) == (
+        'prelnx-event {"event": "diagnosed", "row": {"num_updates": 3}}\n')
