@@ -1,5 +1,6 @@
-"""The refusals that stop a run before it trains (config/errors.py's Refusal, with its exit code), and what rank 0 of
-a Slurm job reports of an error: its message and exit code, as `prelnx train` would exit (commands/errors.py)."""
+"""The refusals that stop a run before it trains (prelnx.exits.Refusal, config/strict_yaml.py's ConfigError among
+them, with their exit codes), and what rank 0 of a Slurm job reports of an error: its message and exit code, as
+`prelnx train` would exit (commands/options.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class SlurmUnavailable(Refusal):
 
 
 def error_exit(error: BaseException) -> tuple[str, int] | None:
-    """The one line and exit code of an error that is not a bug (every command's, through commands/errors.py, and
+    """The one line and exit code of an error that is not a bug (every command's, through commands/options.py, and
     rank 0's of a Slurm job); None for a bug."""
     if isinstance(error, Refusal):  # a run dir in use (records.lock's RunLocked) too: BUSY
         return str(error), error.exit_code
