@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import traceback
 from typing import Any, Callable
 
@@ -16,6 +17,7 @@ import typer
 from prelnx.exits import Exit, Refusal
 from prelnx.launch.errors import error_exit
 
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # prelnx/: where a bug happened
 SEEDS_HELP = "a count N (seeds 1..N) or a list (3,7)"  # the one grammar of --seeds, in every command
 
 
@@ -40,7 +42,7 @@ def _handled(command: Callable[..., Any]) -> Callable[..., Any]:
                 raise typer.Exit(known[1]) from None
             # the traceback, then where in prelnx it happened and the words a bug report needs
             frames = traceback.extract_tb(error.__traceback__)
-            ours = [frame for frame in frames if "/prelnx/" in frame.filename.replace("\\", "/")] or frames
+            ours = [frame for frame in frames if os.path.abspath(frame.filename).startswith(PACKAGE)] or frames
             where = f"{ours[-1].filename}:{ours[-1].lineno} in {ours[-1].name}" if ours else "unknown location"
             typer.echo("".join(traceback.format_exception(error)).rstrip("\n"), err=True)
             typer.echo(f"error: this is a bug in prelnx ({type(error).__name__}: {error}) at {where}; please report "

@@ -3,12 +3,15 @@ that says so (exit 70), never bad input (exit 2)."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+import prelnx
 from prelnx.cli import app
 from prelnx.exits import Exit
 
@@ -26,7 +29,11 @@ def test_an_unexpected_error_inside_a_command_is_reported_as_a_bug_with_its_loca
     result = runner.invoke(app, ["reproduce", "--scale", "demo", "--dry-run", "--out", str(tmp_path / "r")])
     assert result.exit_code == Exit.BUG == 70, result.output
     assert "this is a bug in prelnx (ValueError: invalid literal for int()" in result.output
-    assert "test_errors.py" in result.output and "in broken_plan" in result.output  # where it happened
+    assert "test_errors.py" in result.output and "in broken_plan" in result.output  # the traceback has every frame
+    # the error line says where in prelnx (the deepest frame in the package: the command that called the broken
+    # function), never a frame of the caller's own code, even in a checkout whose folder is itself named prelnx
+    where = re.search(r"\) at (.+):\d+ in (\w+); please report", result.output)
+    assert where and Path(prelnx.__file__).parent in Path(os.path.abspath(where[1])).parents, result.output
     assert "Traceback (most recent call last)" in result.output
     assert not (tmp_path / "r").exists()
 
