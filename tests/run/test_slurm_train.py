@@ -157,9 +157,9 @@ def test_without_slurm_the_submission_is_refused_in_one_line(tiny_config_file, t
     assert "Traceback" not in done.stderr
 
 
-def fake_squeue(folder: Path, answers: list[tuple[int, str]]) -> str:
-    """A `squeue` program that gives `answers` (exit code, output) in turn, the last one for ever, and logs its
-    arguments; returns a PATH that finds it first."""
+def fake_squeue(folder: Path, answers: list[tuple[int, str] | tuple[int, str, str]]) -> str:
+    """A `squeue` program that gives `answers` (exit code, output[, error output: a failure's default is a timeout])
+    in turn, the last one for ever, and logs its arguments; returns a PATH that finds it first."""
     folder.mkdir(exist_ok=True)
     (folder / "answers.json").write_text(json.dumps(answers))
     script = folder / "squeue"
@@ -171,9 +171,10 @@ calls = folder / "calls.txt"
 n = len(calls.read_text().splitlines()) if calls.exists() else 0
 calls.open("a").write(" ".join(sys.argv[1:]) + "\\n")
 answers = json.loads((folder / "answers.json").read_text())
-code, out = answers[min(n, len(answers) - 1)]
+code, out, *err = answers[min(n, len(answers) - 1)]
 sys.stdout.write(out)
-sys.stderr.write("" if code == 0 else "slurm_load_jobs error: Socket timed out on send/recv operation\\n")
+timeout = "slurm_load_jobs error: Socket timed out on send/recv operation\\n"
+sys.stderr.write(err[0] if err else "" if code == 0 else timeout)
 sys.exit(code)
 """)
     script.chmod(0o755)
@@ -231,3 +232,25 @@ def test_one_watcher_asks_squeue_once_for_all_its_jobs_and_a_job_it_no_longer_li
     watcher.update()
     calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
     assert len(calls) == 3 and calls[2].endswith("-j 12"), calls  # ended jobs are asked about no more
+
+
+def test_a_job_squeue_refuses_as_an_invalid_job_id_has_ended(tmp_path, monkeypatch):
+    """squeue forgets an ended job after a while, and then refuses its id (exit 1, "Invalid job id specified")
+    instead of listing nothing: the job has ended, where a failure of another kind (a timeout) says nothing."""
+    from prelnx.launch.slurm_watch import Look, QueueWatcher
+
+    refused = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    monkeypatch.setenv("PATH", fake_squeue(tmp_path / "bin", [(0, "21|RUNNING|None\n"), (1, ""), refused]))
+    watcher = QueueWatcher()
+    watcher.register_job("21")
+    assert watcher.look("21") == Look("RUNNING", "None") and watcher.look("21").active
+    answered = watcher.answered
+    watcher.update()  # a timeout: no news, the job still runs
+    assert watcher.get_state("21", mode="cache") == "RUNNING" and not watcher.is_done("21", mode="cache")
+    assert watcher.answered == answered
+    watcher.update()  # the refusal: an answer, and the job has ended
+    assert watcher.get_state("21", mode="cache") == "ENDED" and watcher.is_done("21", mode="cache")
+    assert watcher.answered > answered and not watcher.look("21").active
+    watcher.update()
+    calls = (tmp_path / "bin" / "calls.txt").read_text().splitlines()
+    assert len(calls) == 3 and all(call.endswith("-j 21") for call in calls), calls  # an ended job is asked no more
