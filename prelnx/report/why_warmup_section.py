@@ -18,7 +18,7 @@ from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
 from prelnx.report.arms import Arm, final_nll, trained_margin
 from prelnx.report.predict import Prediction, Protocol, Unit, predict
-from prelnx.report.render import _case_lines, _premise_lines
+from prelnx.report.render import claims_table
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
     QUANTITY_NAMES,
@@ -147,17 +147,6 @@ INTRO = [
 ]
 
 
-def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
-    lines = [("| explanation | claim | measured: mean per arm over seeds, difference [95 % CI], claimed side | premise | "
-             "verdict |"), "|---|---|---|---|---|"]  # fmt: skip
-    for v in verdicts:
-        measured = "<br>".join(_case_lines(v.outcome)).replace("|", "/")
-        premise = "<br>".join(_premise_lines(v.outcome)).replace("|", "/") or "-"
-        who = f"{v.explanation['name']} ({v.explanation['cite']})"
-        lines.append(f"| {who} | {v.claim['claim']} | {measured} | {premise} | **{v.text}** |")
-    return lines
-
-
 def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
     lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC "
               "[95 % CI] | minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous "
@@ -258,8 +247,13 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
              *predictions_table(predictions), ""]  # fmt: skip
     if excluded := excluded_lines(predictions):
         lines += ["Runs a predictor could not read (counted in the cells above, not in its AUC):", "", *excluded, ""]
+    arm_claims = [{"id": v.claim["id"], "explanation": f"{v.explanation['name']} ({v.explanation['cite']})",
+                   "claim": v.claim["claim"]} for v in verdicts]  # fmt: skip
     lines += ["What this study can and cannot separate:", "", *separation_lines(predictions), "",
-              "### Interventions and arm claims (arms of one schedule, over seeds)", "", *claims_table(verdicts), ""]
+              "### Interventions and arm claims (arms of one schedule, over seeds)", "",
+              *claims_table(arm_claims, {v.claim["id"]: v.outcome for v in verdicts}, ("explanation", "claim"),
+                            "measured: mean per arm over seeds, difference [95 % CI], claimed side",
+                            {v.claim["id"]: v.text for v in verdicts}), ""]  # fmt: skip
     if withdrawn := [f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, confounded "
                      f"by warm-up) is withdrawn; re-decided above as `{claim['id']}`." for explanation in
                      spec["explanations"] for claim in explanation["claims"] if claim.get("replaces")]:  # fmt: skip
