@@ -127,17 +127,20 @@ def _premise_lines(outcome: ClaimOutcome) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def claims_table(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome]) -> list[str]:
-    """One row per claim: the paper, the measured cases (means, n, difference and interval), premise, verdict."""
-    lines = [("| claim | source | paper | this sweep: mean (seeds) per arm, difference [95 % CI], claimed side "
-             "| premise | verdict |"), "|---|---|---|---|---|---|"]
+def claims_table(claims: list[dict[str, Any]], outcomes: dict[str, ClaimOutcome],
+                 columns: tuple[str, ...] = ("claim", "source", "paper"),
+                 measured_as: str = "this sweep: mean (seeds) per arm, difference [95 % CI], claimed side",
+                 verdicts: dict[str, str] | None = None) -> list[str]:  # fmt: skip
+    """One row per claim: its `columns` (the paper's claim, source and number), the measured cases (means, n,
+    difference and interval), premise, verdict (bold unless not measured; `verdicts`: each claim's, given, bold)."""
+    lines = [f"| {' | '.join(columns)} | {measured_as} | premise | verdict |", "|---" * (len(columns) + 3) + "|"]
     for claim in claims:
         outcome = outcomes.get(claim["id"]) or ClaimOutcome(claim["id"])
         measured = "<br>".join([*_case_lines(outcome), *outcome.notes]).replace("|", "/")
         premise = "<br>".join(_premise_lines(outcome)).replace("|", "/") or "-"
-        verdict = verdict_text(outcome)
-        mark = verdict if outcome.verdict is Verdict.NOT_MEASURED else f"**{verdict}**"
-        lines.append(f"| {claim['claim']} | {claim['source']} | {claim['paper']} | {measured} | {premise} | {mark} |")
+        verdict = verdicts[claim["id"]] if verdicts else verdict_text(outcome)
+        mark = f"**{verdict}**" if verdicts or outcome.verdict is not Verdict.NOT_MEASURED else verdict
+        lines.append(f"| {' | '.join(claim[column] for column in columns)} | {measured} | {premise} | {mark} |")
     return lines
 
 

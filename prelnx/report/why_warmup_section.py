@@ -18,12 +18,10 @@ from prelnx.paper import explanations_data
 from prelnx.plots.why_warmup import INFINITE_AS, Panel, RunSeries, early_window_figure
 from prelnx.report.arms import Arm, final_nll, trained_margin
 from prelnx.report.predict import Prediction, Protocol, Unit, predict
-from prelnx.report.render import _case_lines, _premise_lines
+from prelnx.report.render import claims_table
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
-    QUANTITY_NAMES,
-    REDUCED,
-    SERIES,
+    QUANTITIES,
     ExplanationVerdict,
     Study,
     arm_difference,
@@ -67,7 +65,7 @@ def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], l
         elif value is None or math.isnan(value):
             when = f"diverged at update {arm.diverged_at}, " if arm.diverged else ""
             what = "no" if value is None else "a NaN"
-            excluded.append((arm.name, f"{when}{what} {QUANTITY_NAMES.get(quantity, quantity)} measured in updates "
+            excluded.append((arm.name, f"{when}{what} {QUANTITIES[quantity][0]} measured in updates "
                                        f"{window[0]}-{window[1]}"))  # fmt: skip
         else:
             found.append(Unit(study.cells[arm.name], study.schedules[arm.name], arm.seed, study.failed(arm), value,
@@ -147,23 +145,12 @@ INTRO = [
 ]
 
 
-def claims_table(verdicts: list[ExplanationVerdict]) -> list[str]:
-    lines = [("| explanation | claim | measured: mean per arm over seeds, difference [95 % CI], claimed side | premise | "
-             "verdict |"), "|---|---|---|---|---|"]  # fmt: skip
-    for v in verdicts:
-        measured = "<br>".join(_case_lines(v.outcome)).replace("|", "/")
-        premise = "<br>".join(_premise_lines(v.outcome)).replace("|", "/") or "-"
-        who = f"{v.explanation['name']} ({v.explanation['cite']})"
-        lines.append(f"| {who} | {v.claim['claim']} | {measured} | {premise} | **{v.text}** |")
-    return lines
-
-
 def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
     lines = [("| rank | explanation | claim | quantity (early window) | fit AUC (direction; pairs) | held-out AUC "
               "[95 % CI] | minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous "
               "| runs read / excluded | verdict |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, v in enumerate(ranked(verdicts), start=1):
-        p, quantity = v.prediction, QUANTITY_NAMES.get(v.claim["quantity"], v.claim["quantity"])
+        p, quantity = v.prediction, QUANTITIES.get(v.claim["quantity"], (v.claim["quantity"],))[0]
         head = f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | {quantity} |"
         if p is None:
             lines.append(f"{head} - | - | - | - | - | - | 0 / {len(v.excluded)} | **not measured** |")
@@ -206,7 +193,7 @@ def separation_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
 
 
 def _panel_runs(study: Study, stratum: str, quantity: str, last: int, test: set[int]) -> tuple[RunSeries, ...]:
-    value, runs = REDUCED[quantity][0], []
+    value, runs = QUANTITIES[quantity][1], []
     for arm in study.arms:
         if study.schedules.get(arm.name) != stratum or not arm.status.done:
             continue
@@ -226,7 +213,7 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
                       and a.status.done}) == 2]  # fmt: skip
     lines = [(f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
              f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn."), ""]  # fmt: skip
-    for index, (quantity, series) in enumerate(SERIES.items()):
+    for index, (quantity, series) in enumerate((q, figure) for q, (*_, figure) in QUANTITIES.items() if figure):
         panels = [Panel(stratum_label(s), _panel_runs(study, s, quantity, 2 * window[1], test)) for s in strata]
         panels = [p for p in panels if any(r.updates for r in p.runs)]
         if panels:
@@ -258,8 +245,13 @@ def why_warmup_section(sweep_dir: Path, arms: list[Arm], figures_dir: Path, repo
              *predictions_table(predictions), ""]  # fmt: skip
     if excluded := excluded_lines(predictions):
         lines += ["Runs a predictor could not read (counted in the cells above, not in its AUC):", "", *excluded, ""]
+    arm_claims = [{"id": v.claim["id"], "explanation": f"{v.explanation['name']} ({v.explanation['cite']})",
+                   "claim": v.claim["claim"]} for v in verdicts]  # fmt: skip
     lines += ["What this study can and cannot separate:", "", *separation_lines(predictions), "",
-              "### Interventions and arm claims (arms of one schedule, over seeds)", "", *claims_table(verdicts), ""]
+              "### Interventions and arm claims (arms of one schedule, over seeds)", "",
+              *claims_table(arm_claims, {v.claim["id"]: v.outcome for v in verdicts}, ("explanation", "claim"),
+                            "measured: mean per arm over seeds, difference [95 % CI], claimed side",
+                            {v.claim["id"]: v.text for v in verdicts}), ""]  # fmt: skip
     if withdrawn := [f"- `{claim['replaces']}` (issue 31: failing minus trained runs pooled over the sweep, confounded "
                      f"by warm-up) is withdrawn; re-decided above as `{claim['id']}`." for explanation in
                      spec["explanations"] for claim in explanation["claims"] if claim.get("replaces")]:  # fmt: skip
