@@ -1,6 +1,6 @@
 """The "Why warm-up" figures of a report: per quantity, a panel per stratum (runs that share the lr schedule), every
 run a line (red failed, blue trained, dashed the held-out seed's), the predictors' early window shaded. The report
-computes the series (prelnx.report.why_warmup.QUANTITIES, each with its title); this module only draws them."""
+computes the series (prelnx.report.why_warmup.REDUCED, named by SERIES); this module only draws them."""
 
 from __future__ import annotations
 

@@ -26,6 +26,15 @@ from prelnx.report.stats import Sample, Verdict, above, below, compare
 
 Row = dict[str, Any]
 OPTIMIZER_NAMES = {"adam": "Adam", "gi_adam": "GI-Adam", "adam_no_bias_correction": "Adam without bias correction"}
+QUANTITY_NAMES = {
+    "final_loss": "final valid loss (bits)",
+    "last_grad_log10": "log10 gradient norm, decoder's last FFN",
+    "overshoot_share": "share of sharpness measurements with lr x lambda_c > 2",
+    "update_ratio_log10": "log10 median update / weight",
+    "attn_logit_max": "largest attention logit",
+    "lr_sharpness_max": "largest lr x lambda_c",
+    "early_lr": "mean lr (the schedule alone)",
+}
 
 
 # Per-row reductions (also the figures' series): one value per measured update, None where not measured.
@@ -55,20 +64,16 @@ def lr_sharpness(row: Row) -> float | None:
     return math.inf if "rises at every step" in note else None
 
 
-# quantity -> (its name in the tables, its per-row series, whether it is read as log10, the reduction over the
-# updates read, its figure's title ("": not drawn)); final_loss and overshoot_share are not per-row (no series)
-QUANTITIES: dict[str, tuple[str, Callable[[Row], float | None] | None, bool, Callable[[list[float]], float], str]] = {
-    "final_loss": ("final valid loss (bits)", None, False, max, ""),
-    "last_grad_log10": ("log10 gradient norm, decoder's last FFN", last_ffn_grad, True, statistics.fmean,
-                        "grad_norm (decoder's last FFN)"),
-    "overshoot_share": ("share of sharpness measurements with lr x lambda_c > 2", None, False, max, ""),
-    "update_ratio_log10": ("log10 median update / weight", median_update_ratio, True, statistics.fmean,
-                           "median update / weight"),
-    "attn_logit_max": ("largest attention logit", max_attention_logit, False, max, "largest attention logit"),
-    "lr_sharpness_max": ("largest lr x lambda_c", lr_sharpness, False, max, "lr x lambda_c"),
-    "early_lr": ("mean lr (the schedule alone)", lambda row: float(row["lr"]) if is_finite(row.get("lr")) else None,
-                 False, statistics.fmean, ""),
+# quantity -> (its per-row series, whether it is read as log10, the reduction over the updates read)
+REDUCED: dict[str, tuple[Callable[[Row], float | None], bool, Callable[[list[float]], float]]] = {
+    "last_grad_log10": (last_ffn_grad, True, statistics.fmean),
+    "update_ratio_log10": (median_update_ratio, True, statistics.fmean),
+    "attn_logit_max": (max_attention_logit, False, max),
+    "lr_sharpness_max": (lr_sharpness, False, max),
+    "early_lr": (lambda row: float(row["lr"]) if is_finite(row.get("lr")) else None, False, statistics.fmean),
 }
+SERIES = {"last_grad_log10": "grad_norm (decoder's last FFN)", "update_ratio_log10": "median update / weight",
+          "attn_logit_max": "largest attention logit", "lr_sharpness_max": "lr x lambda_c"}  # the figures' series
 
 
 def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> float | None:
@@ -79,9 +84,9 @@ def run_quantity(quantity: str, rows: list[Row], updates: list[int] | None) -> f
         if not measured:
             return None
         return sum((s := lr_sharpness(r)) is not None and s > 2 for r in measured) / len(measured)
-    _, series, log, reduce, _ = QUANTITIES.get(quantity, ("", None, False, max, ""))
-    if series is None:
-        raise ValueError(f"unknown quantity {quantity!r} (valid: {', '.join(QUANTITIES)})")
+    if quantity not in REDUCED:
+        raise ValueError(f"unknown quantity {quantity!r} (valid: {', '.join(QUANTITY_NAMES)})")
+    series, log, reduce = REDUCED[quantity]
     values = [math.log10(v) if log else v for r in rows if (v := series(r)) is not None and (not log or v > 0)]
     return reduce(values) if values else None
 
@@ -214,7 +219,7 @@ def arm_difference(study: Study, spec: dict[str, Any], claim: dict[str, Any],
             continue
         premise = _premise(study, spec["premise"], lr) if claim["quantity"] == "final_loss" else None
         case = f"lr {lr:g}" + (f", {warmup} warm-up updates" if warmup else "")
-        outcome.cases.append(Case(case, compare(QUANTITIES[claim["quantity"]][0], sa, sb, region), premise))
+        outcome.cases.append(Case(case, compare(QUANTITY_NAMES[claim["quantity"]], sa, sb, region), premise))
         never_trained = sb.n >= 2 and not any(not study.failed(r) for r in b)
         if premise is not None and premise.state is PremiseState.MET and never_trained:
             why = (f"at lr {lr:g} {sb.label} failed in every seed too (none ended more than {study.margin:g} bit "

@@ -21,7 +21,9 @@ from prelnx.report.predict import Prediction, Protocol, Unit, predict
 from prelnx.report.render import claims_table
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
-    QUANTITIES,
+    QUANTITY_NAMES,
+    REDUCED,
+    SERIES,
     ExplanationVerdict,
     Study,
     arm_difference,
@@ -65,7 +67,7 @@ def units(study: Study, quantity: str, window: list[int]) -> tuple[list[Unit], l
         elif value is None or math.isnan(value):
             when = f"diverged at update {arm.diverged_at}, " if arm.diverged else ""
             what = "no" if value is None else "a NaN"
-            excluded.append((arm.name, f"{when}{what} {QUANTITIES[quantity][0]} measured in updates "
+            excluded.append((arm.name, f"{when}{what} {QUANTITY_NAMES.get(quantity, quantity)} measured in updates "
                                        f"{window[0]}-{window[1]}"))  # fmt: skip
         else:
             found.append(Unit(study.cells[arm.name], study.schedules[arm.name], arm.seed, study.failed(arm), value,
@@ -150,7 +152,7 @@ def predictions_table(verdicts: list[PredictiveVerdict]) -> list[str]:
               "[95 % CI] | minus baseline [95 % CI] | informative cells / pairs | permutation p | C-index, continuous "
               "| runs read / excluded | verdict |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for rank, v in enumerate(ranked(verdicts), start=1):
-        p, quantity = v.prediction, QUANTITIES.get(v.claim["quantity"], (v.claim["quantity"],))[0]
+        p, quantity = v.prediction, QUANTITY_NAMES.get(v.claim["quantity"], v.claim["quantity"])
         head = f"| {rank} | {v.explanation['name']} ({v.explanation['cite']}) | {v.claim['claim']} | {quantity} |"
         if p is None:
             lines.append(f"{head} - | - | - | - | - | - | 0 / {len(v.excluded)} | **not measured** |")
@@ -193,7 +195,7 @@ def separation_lines(verdicts: list[PredictiveVerdict]) -> list[str]:
 
 
 def _panel_runs(study: Study, stratum: str, quantity: str, last: int, test: set[int]) -> tuple[RunSeries, ...]:
-    value, runs = QUANTITIES[quantity][1], []
+    value, runs = REDUCED[quantity][0], []
     for arm in study.arms:
         if study.schedules.get(arm.name) != stratum or not arm.status.done:
             continue
@@ -213,7 +215,7 @@ def figures(study: Study, spec: dict[str, Any], figures_dir: Path, report_dir: P
                       and a.status.done}) == 2]  # fmt: skip
     lines = [(f"Strata holding both outcomes only; lr x lambda_c is infinite where the loss rose at every step down "
              f"the update, drawn at {INFINITE_AS:g}. Updates up to {2 * window[1]} are drawn."), ""]  # fmt: skip
-    for index, (quantity, series) in enumerate((q, figure) for q, (*_, figure) in QUANTITIES.items() if figure):
+    for index, (quantity, series) in enumerate(SERIES.items()):
         panels = [Panel(stratum_label(s), _panel_runs(study, s, quantity, 2 * window[1], test)) for s in strata]
         panels = [p for p in panels if any(r.updates for r in p.runs)]
         if panels:

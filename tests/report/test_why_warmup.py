@@ -23,7 +23,7 @@ import prelnx.report.report as report_module
 from prelnx.report.report import write_report
 from prelnx.report.stats import Verdict
 from prelnx.report.why_warmup import (
-    QUANTITIES,
+    QUANTITY_NAMES,
     last_ffn_grad,
     load_study,
     lr_sharpness,
@@ -295,7 +295,7 @@ def test_runs_that_diverge_early_are_counted_or_listed_never_dropped(tmp_path):
     verdicts = check_explanations(study, spec, rules)[0]
     early = next(a for a in study.arms if a.diverged_at == 3)
     for v in verdicts:
-        assert v.excluded == ((early.name, f"diverged at update 3, no {QUANTITIES[v.claim['quantity']][0]} measured "
+        assert v.excluded == ((early.name, f"diverged at update 3, no {QUANTITY_NAMES[v.claim['quantity']]} measured "
                                f"in updates 1-40"),)  # fmt: skip
         assert v.prediction.runs == 31  # the one diverged at 25 read up to its divergence
     assert f"- {early.name}: diverged at update 3" in "\n".join(excluded_lines(verdicts))
