@@ -5,7 +5,6 @@ constant never holding as a mechanism is the prediction engine's, issue 46 findi
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import tempfile
@@ -14,10 +13,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from prelnx.paper import methods_data
 from prelnx.report.arms import Arm, differing_keys, first_update_at, load_arms
-from prelnx.report.render import claims_table, method_claims_table
-from prelnx.report.warmup_free import check_methods, log_updates_sample
+from prelnx.report.render import claims_table
+from prelnx.report.warmup_free import log_updates_sample
 from tests.report.runs import Sweep, write_dictionary
 from tests.report.test_properties import ARMS, CLAIMS, _curve, _outcomes, _signature, sweeps
 
