@@ -144,7 +144,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     report_dir = out.parent
     figures_dir = report_dir / f"{out.stem}_figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
-    rows = summarize(sweep_dir)
+    rows, summary_md = summarize(sweep_dir)
     arms = load_arms(sweep_dir)
     configs = {arm.name: arm.config for arm in arms if arm.config is not None}  # each run's, read once (load_arms)
     plot(sweep_dir, figures_dir, configs, ("png",))  # the report embeds PNGs; the sweep dir's own plots have SVGs too
@@ -182,7 +182,7 @@ def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, titl
     lines += why_warmup_section(sweep_dir, layernorm_arms(translation), figures_dir, report_dir, say_claims)
     lines += ["## Results", "", "Per arm, its seeds by outcome and the mean ± sample sd over its trained seeds:", ""]
     lines += arms_table(arms) + ["", "Per seed:", ""]
-    lines += [(sweep_dir / "summary.md").read_text().strip(), ""]
+    lines += [summary_md.strip(), ""]
     if unusable:
         lines += ["## Runs that did not finish", "", "| run | status | reason |", "|---|---|---|"]
         lines += [f"| {r['run']} | {r['status']} | {str(r.get('reason') or '-').replace('|', '/')} |" for r in unusable]

@@ -15,7 +15,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -49,7 +49,15 @@ RESULT_COLUMNS = ["status", "update", "best_valid_loss", "final_valid_loss", "be
 TEST_COLUMNS = ["test_bleu_tokenized", "test_sacrebleu"]  # present once `prelnx evaluate` ran
 
 
-def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
+class Summary(NamedTuple):
+    """What summarize wrote: one row per run (summary.csv's) and summary.md's text, for a caller to print or embed
+    without reading the file back."""
+
+    rows: list[dict[str, Any]]
+    markdown: str
+
+
+def summarize(sweep_dir: Path) -> Summary:
     """One row per run: its overrides, then its results. Also (re)writes summary.csv and summary.md."""
     rows = sweep_rows(sweep_dir)
     tested = any(row["test_bleu_tokenized"] is not None for row in rows)
@@ -65,8 +73,9 @@ def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
         if row.get("status") == RunStatus.DIVERGED and row.get("update") is not None:
             cells[columns.index("status")] = f"diverged (update {row['update']})"
         lines.append("| " + " | ".join(cells) + " |")
-    write_text_atomic(sweep_dir / "summary.md", "\n".join(lines) + "\n")
-    return rows
+    markdown = "\n".join(lines) + "\n"
+    write_text_atomic(sweep_dir / "summary.md", markdown)
+    return Summary(rows, markdown)
 
 
 def _cell(value: Any) -> str:
@@ -149,7 +158,7 @@ def armed(spec: SweepSpec) -> tuple[list[SweepPoint], SeedPlan]:
     return arms, spec.plan or fixed_plan((arms[0].config.train.seed,))
 
 
-def summarize_locked(sweep_dir: Path) -> list[dict[str, Any]]:
+def summarize_locked(sweep_dir: Path) -> Summary:
     """Two sweeps on one folder rewrite its summary one at a time."""
     with held(sweep_dir / SUMMARY_LOCK):
         return summarize(sweep_dir)
@@ -244,11 +253,11 @@ def run_sweep(
         else:
             run_points(points)
     finally:
-        rows = summarize_locked(sweep_dir)
-    log.info((sweep_dir / "summary.md").read_text())
+        summary = summarize_locked(sweep_dir)
+    log.info(summary.markdown)
     elsewhere = sorted(name for name, status in statuses.items() if status is RunStatus.ELSEWHERE)
     if elsewhere:
         log.info(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
              f"Run the sweep again once it has ended to see them finished here.")
-    return rows
+    return summary.rows
 

@@ -77,7 +77,8 @@ def test_the_summary_lists_every_point_with_its_status(tmp_path):
     write_status(tmp_path / "lr-1", "finished", update=8)
     (tmp_path / "lr-1" / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "num_updates": 8, "valid_loss": 3.0,
                                                                  "valid_bleu": 5.0, "wall_seconds": 2.0}) + "\n")  # fmt: skip
-    rows = summarize(tmp_path)
+    rows, markdown = summarize(tmp_path)
+    assert markdown == (tmp_path / "summary.md").read_text()  # what it wrote, for a caller to print or embed
     assert [(r["run"], r["status"]) for r in rows] == [("lr-1", "finished"), ("lr-2", "pending")]
     assert rows[0]["best_valid_loss"] == 3.0 and math.isclose(rows[0]["best_valid_bleu"], 5.0)
     assert (tmp_path / "summary.csv").read_text().startswith("run,optimizer.lr,status")
