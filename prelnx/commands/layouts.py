@@ -67,18 +67,12 @@ def new_command(
     """Write NAME.py: a subclass of the plugin's LayoutScheme (Pre-LN with a learned scale per residual branch) whose
     hooks you edit (docs/your_layout.md); it trains as written: `prelnx train -c CONFIG --set
     model.layout=./NAME.py:CLASS`."""
-    from prelnx.layouts import LAYOUTS, LayoutFileError
-
-    if not name.isidentifier() or name in LAYOUTS:
-        raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
-                              f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
-    cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"
-    display = " ".join(part for part in name.split("_") if part).capitalize() or name
+    cls, text = starting_file(name)
     target = out / f"{name}.py"
     if target.exists() and not force:
         raise Refusal(f"{target}: exists; give another NAME or --out, or --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(STARTING_FILE.format(name=name, cls=cls, display=display), encoding="utf-8")
+    target.write_text(text, encoding="utf-8")
     spec = target if target.is_absolute() or str(target).startswith(".") else f"./{target}"
     typer.echo(f"wrote {target}: model.layout: {spec}:{cls}")
 
@@ -114,3 +108,15 @@ class {cls}(LayoutScheme):
     def residual(self, layer, index, x, residual):
         return residual + layer.branch_scales[index] * x
 '''
+
+
+def starting_file(name: str) -> tuple[str, str]:
+    """(class name, text) of a new layout file named `name` (an identifier no shipped layout has)."""
+    from prelnx.layouts import LAYOUTS, LayoutFileError
+
+    if not name.isidentifier() or name in LAYOUTS:
+        raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
+                              f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
+    cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"
+    display = " ".join(part for part in name.split("_") if part).capitalize() or name
+    return cls, STARTING_FILE.format(name=name, cls=cls, display=display)
