@@ -169,3 +169,23 @@ def test_the_plugin_imports_only_fairseq_torch_and_prelnxs_bottom_layer():
                 elif top not in sys.stdlib_module_names and top not in PLUGIN_MAY_IMPORT:
                     found.append(f"{path.relative_to(PLUGIN.parent)} imports {name}")
     assert not found, "\n".join(found)
+
+
+PYPLOT = {"matplotlib.pyplot", "pylab", "matplotlib.pylab"}
+
+
+def test_no_module_imports_pyplot():
+    """A sweep draws its figures from threads: pyplot keeps one registry of figures for the process, so every figure is
+    matplotlib's object API (prelnx/plots/diagnostics.py). The quick guard; tests/run/test_thread_safety.py draws
+    from threads at a barrier and compares the bytes (slow: it draws dozens of figures)."""
+    found = []
+    for path in sorted([*PACKAGE.rglob("*.py"), *PLUGIN.rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            found += [f"{path.relative_to(PACKAGE.parent)} imports {n}" for n in names if n in PYPLOT]
+    assert not found, "\n".join(found)

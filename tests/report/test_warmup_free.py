@@ -269,6 +269,7 @@ def test_tfixups_radam_reading_is_compared_with_post_ln_as_the_authors_trained_i
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # nine figures drawn; tests/test_layers.py's pyplot guard is the quick check
 def test_the_ranking_figure_is_drawn_without_pyplot_and_alike_from_threads(tmp_path):
     """A sweep reports from threads: the figure is matplotlib's object API (no pyplot's shared registry of open
     figures), and four threads drawing at once write the bytes one alone writes."""

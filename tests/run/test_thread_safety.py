@@ -72,6 +72,7 @@ def test_configs_first_loaded_by_many_threads_at_once():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # dozens of figures drawn; tests/test_layers.py's pyplot guard is the quick check
 def test_figures_drawn_by_many_threads_at_once_are_the_figures_drawn_alone(tmp_path):
     """plots/ draws with matplotlib's object API (pyplot keeps one registry of figures for the process): N threads
     plotting N copies of one sweep at once each write exactly the figure one thread writes alone."""
@@ -116,6 +117,7 @@ def _grads_summary() -> dict:
             "seeds": [1, 2], "settings": {"config": "made-up"}}  # fmt: skip
 
 
+@pytest.mark.slow  # dozens of figures drawn; tests/test_layers.py's pyplot guard is the quick check
 def test_gradient_figures_drawn_by_many_threads_at_once_are_the_figure_drawn_alone(tmp_path):
     """plots/gradients.py draws with the object API too: N threads drawing Figure 3 at once each write the bytes one
     thread writes alone, and pyplot is never imported (its figure registry is the shared state)."""
