@@ -20,17 +20,19 @@ MATCHES = "Pre-LN without warm-up reaches the quality of Post-LN with warm-up."
 
 
 def test_a_sweep_whose_runs_all_diverged_is_reported_as_not_testable(tiny_config_file, tmp_path):
-    # Adam at lr 1e6 puts NaN in the weights within 1-2 updates, with or without a 2-update warm-up.
+    # Adam at lr 1e6 puts NaN in the weights within 1-2 updates, with or without a 2-update warm-up. One seed an arm
+    # (each run a fairseq start, ~2.9 CPU-s): "neither arm trained" is decided from the arms having no trained seed,
+    # before the rule that one seed a side is never a verdict ("1 seed", which this test would see as inconclusive).
     spec = tmp_path / "sweep.yaml"
     spec.write_text(yaml.safe_dump({
         "name": "dead", "base": str(tiny_config_file(train={"max_epoch": 1})),
-        "grid": [{"model.layout": ["pre"], "schedule.warmup_updates": [0], "train.seed": [1, 2]},
-                 {"model.layout": ["post"], "schedule.warmup_updates": [2], "train.seed": [1, 2]}],
+        "grid": [{"model.layout": ["pre"], "schedule.warmup_updates": [0], "train.seed": [1]},
+                 {"model.layout": ["post"], "schedule.warmup_updates": [2], "train.seed": [1]}],
         "set": {"optimizer.name": "adam", "optimizer.lr": 1.0e6},
     }, sort_keys=False))  # fmt: skip
     sweep_dir = tmp_path / "out"
     rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=2)
-    assert [row["status"] for row in rows] == ["diverged"] * 4
+    assert [row["status"] for row in rows] == ["diverged"] * 2
     assert not any(row.get("epochs") for row in rows)  # before any validation
 
     with logged() as lines:
