@@ -22,6 +22,7 @@ from typing import Any
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.exits import STATUS_EXIT
 from prelnx.config.schema import Config
+from prelnx.console import results
 from prelnx.launch.errors import RunConflict, RunIOError
 from prelnx.launch.events import Ended, Event, Listener, Note, Started, render
 from prelnx.launch.prepare import ensure_data
@@ -99,8 +100,10 @@ def reap(process: subprocess.Popen) -> int:
 
 
 def log_event(event: Event) -> None:
-    """An event's line on the console (prelnx/console.py): a warning on stderr, the rest on stdout."""
-    log.log(logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO, render(event))
+    """An event's line on the console (prelnx/console.py): a warning on stderr, the rest on stdout; how the run ended
+    is the command's answer, said under -q too."""
+    level = logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO
+    (results if isinstance(event, Ended) else log).log(level, render(event))
 
 
 @dataclass(frozen=True)
