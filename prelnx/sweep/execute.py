@@ -144,6 +144,12 @@ def check_points(points: list[SweepPoint]) -> None:
         raise ConfigError("the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))
 
 
+def check_folder(spec: SweepSpec, sweep_dir: Path) -> None:
+    """A folder that holds another sweep is refused: its runs, looks and frozen claims are that sweep's."""
+    if (held := read_index(sweep_dir)["name"]) not in ("", spec.name):
+        raise Refusal(f"{sweep_dir}: holds sweep {held!r}, not {spec.name!r}; give this sweep another --out")
+
+
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
     """The folder and every run the sweep may train (an armed spec: every arm to its plan's last look)."""
     if spec.armed:
@@ -212,6 +218,7 @@ def run_sweep(
         raise Refusal("--force works with --executor local (a requeued Slurm job must resume, not start again)")
     sweep_dir, points = plan_sweep(spec, out)
     check_points(points)  # before anything is created
+    check_folder(spec, sweep_dir)
     for warning in warnings(points):
         log.warning(warning)
     arms, plan = armed(spec) if spec.armed else ([], None)
