@@ -38,3 +38,18 @@ def test_a_folder_that_holds_another_sweep_is_refused_by_the_run_and_the_dry_run
         done = CliRunner().invoke(app, [*argv, *extra])
         assert done.exit_code == 2 and "holds sweep 'seq', not 'tiny-grid'" in done.output, done.output
     assert (folder / "sweep.json").read_text() == index and sorted(p.name for p in folder.iterdir()) == ["sweep.json"]
+
+
+def test_a_run_dir_is_no_sweep_folder(tmp_path, tiny_config_file):
+    """`--out` at a run dir of `prelnx train` would put the sweep's runs inside that run (and `prelnx status` would show
+    the sweep in its place): refused, nothing written."""
+    from prelnx.config.load import load_config
+    from prelnx.records.run_config import write_run_config
+
+    run_dir = tmp_path / "run"
+    write_run_config(run_dir, load_config(tiny_config_file())[0])
+    before = sorted(p.name for p in run_dir.iterdir())
+    argv = ["sweep", "--config", str(tiny_config_file()), "--grid", "optimizer.lr=1e-3", "--out", str(run_dir)]
+    done = CliRunner().invoke(app, [*argv, "--dry-run"])
+    assert done.exit_code == 2 and "a run dir" in done.output, done.output
+    assert sorted(p.name for p in run_dir.iterdir()) == before
