@@ -135,6 +135,8 @@ class Existing:
 def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
     """What the run dir holds of this run; refuses a different run (RunConflict). A finished run's budget
     (train.max_epoch, train.max_update) may grow when the schedule does not depend on it."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunConflict(f"--run-dir {run_dir}: a file, not a folder; give the folder the run's files go in")
     differences = None if force else saved_differences(run_dir, config)
     if differences is None:
         return Existing({}, [])
