@@ -36,6 +36,7 @@ from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
+from prelnx.records.results import SWEEP_INDEX
 from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved_differences, write_run_config
 from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
@@ -135,8 +136,9 @@ class Existing:
 def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
     """What the run dir holds of this run; refuses a different run (RunConflict). A finished run's budget
     (train.max_epoch, train.max_update) may grow when the schedule does not depend on it."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunConflict(f"--run-dir {run_dir}: a file, not a folder; give the folder the run's files go in")
+    if (run_dir.exists() and not run_dir.is_dir()) or (run_dir / SWEEP_INDEX).is_file():
+        what = "a sweep's folder, not a run dir" if run_dir.is_dir() else "a file, not a folder"
+        raise RunConflict(f"--run-dir {run_dir}: {what}; give the folder the run's files go in")
     differences = None if force else saved_differences(run_dir, config)
     if differences is None:
         return Existing({}, [])
