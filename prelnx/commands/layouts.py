@@ -69,8 +69,6 @@ def new_command(
     model.layout=./NAME.py:CLASS`."""
     cls, text = starting_file(name)
     target = out / f"{name}.py"
-    if out.exists() and not out.is_dir():
-        raise Refusal(f"--out {out}: a file, not a folder; give the folder to write {name}.py in")
     if target.exists() and not force:
         raise Refusal(f"{target}: exists; give another NAME or --out, or --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
