@@ -82,7 +82,7 @@ jobs = _option("--jobs", "-j", min=1)
 dry_run = _option("--dry-run", metavar="")
 force = _option("--force", metavar="")
 partition = _option("--partition", default_help="Slurm: the partition [default: Slurm's default partition].")
-run_dir = _option("--run-dir")
+run_dir = _option("--run-dir", file_okay=False)
 # --json: the same facts as one JSON value on stdout, for scripts
 json_flag = _option("--json", metavar="", default_help="Print the same facts as JSON, unrendered, instead.")
 

@@ -136,9 +136,8 @@ class Existing:
 def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
     """What the run dir holds of this run; refuses a different run (RunConflict). A finished run's budget
     (train.max_epoch, train.max_update) may grow when the schedule does not depend on it."""
-    if (run_dir.exists() and not run_dir.is_dir()) or (run_dir / SWEEP_INDEX).is_file():
-        what = "a sweep's folder, not a run dir" if run_dir.is_dir() else "a file, not a folder"
-        raise RunConflict(f"--run-dir {run_dir}: {what}; give the folder the run's files go in")
+    if (run_dir / SWEEP_INDEX).is_file():  # (a file: refused by the option, commands/options.py)
+        raise RunConflict(f"--run-dir {run_dir}: a sweep's folder, not a run dir; give the run a folder of its own")
     differences = None if force else saved_differences(run_dir, config)
     if differences is None:
         return Existing({}, [])

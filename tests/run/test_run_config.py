@@ -81,7 +81,7 @@ def test_a_run_dir_that_is_a_file_or_a_sweep_is_bad_input_in_the_run_and_the_dry
     argv = ["train", "--config", str(tiny_config_file()), "--run-dir", str(a_file)]
     for extra in (["--dry-run"], []):
         done = CliRunner().invoke(app, [*argv, *extra])
-        assert done.exit_code == 2 and "--run-dir" in done.output and "a file, not a folder" in done.output, done.output
+        assert done.exit_code == 2 and "--run-dir" in done.output and "is a file" in done.output, done.output
     assert a_file.read_text() == "mine"
     sweep_dir = tmp_path / "sweep"  # a sweep's folder: the run's files among its runs, status would show the sweep
     sweep_dir.mkdir()
