@@ -27,8 +27,9 @@ def _print_version(value: bool) -> None:
 def _group(
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                           help="Print prelnx's version and exit.")] = False,  # fmt: skip
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Warnings and errors only: no progress.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug lines too, and fairseq's own INFO lines.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress: warnings, errors and the answer only.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="fairseq's own INFO lines too, where it runs in "
+                                          "this process (a training's: in its train.log).")] = False,
 ) -> None:
     from prelnx import console
 

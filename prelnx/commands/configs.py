@@ -67,7 +67,7 @@ def show_command(
 @configs_app.command("copy", short_help="Copy a shipped config to a file to edit.")
 def copy_command(
     name: Annotated[str, typer.Argument(help="A config's name (prelnx configs list).")],
-    dest: Annotated[Path, typer.Argument(help="The file to write (or a folder: the config's file name in it).")],
+    dest: Annotated[str, typer.Argument(help="The file to write (or a folder: the config's file name in it).")],
     force: Annotated[bool, options.force("Replace DEST if it exists.")] = False,
 ) -> None:
     """Copy a shipped config to DEST, comments included, its `base:` made the shipped name of its base, so that the
@@ -77,7 +77,7 @@ def copy_command(
     from prelnx.config.shipped import name_of
 
     source = find_config(name)
-    target = dest / source.name if dest.is_dir() else dest
+    target = Path(dest) / source.name if dest.endswith("/") or Path(dest).is_dir() else Path(dest)  # (Path drops a "/")
     if target.exists() and not force:
         raise Refusal(f"{target}: exists; give another DEST, or --force to replace it")
     text = source.read_text(encoding="utf-8")

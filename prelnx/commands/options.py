@@ -77,14 +77,14 @@ config = _option("--config", "-c", default_help="A YAML config: a path, or a shi
                                                 "(e.g. iwslt_preln, demo/preln_nowarmup; prelnx configs list).")
 sets = _option("--set", default_help="Override a config key, e.g. --set optimizer.lr=1e-3 or --set "
                                      "'optimizer.betas=[0.9,0.98]' (repeatable; the value is YAML).")
-out = _option("--out", "-o")
+out = _option("--out", "-o", file_okay=False)  # a folder in every command (docs/usage.md)
 jobs = _option("--jobs", "-j", min=1)
 dry_run = _option("--dry-run", metavar="")
 force = _option("--force", metavar="")
 partition = _option("--partition", default_help="Slurm: the partition [default: Slurm's default partition].")
-run_dir = _option("--run-dir")
-# --json: the same facts as one JSON object on stdout, for scripts
-json_flag = _option("--json", metavar="", default_help="Print one JSON object (the same facts, unrendered) instead.")
+run_dir = _option("--run-dir", file_okay=False)
+# --json: the same facts as one JSON value on stdout, for scripts
+json_flag = _option("--json", metavar="", default_help="Print the same facts as JSON, unrendered, instead.")
 
 
 def executor(choices: tuple[str, ...] = (), help: str = "Where training runs") -> Any:
@@ -145,5 +145,5 @@ def flag(name: str, help: str) -> Any:  # any other on/off option
 
 
 def echo(as_json: bool, facts: Any, text: str) -> None:
-    """With --json (json_flag) the facts as one JSON object, for scripts; else the text, rendered for people."""
+    """With --json (json_flag) the facts as one JSON value, for scripts; else the text, rendered for people."""
     typer.echo(json.dumps(facts, indent=2) if as_json else text)

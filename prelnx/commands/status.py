@@ -18,7 +18,7 @@ def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
     """The table (what PATH is, the lines above its table, then the table), or one JSON object (what PATH is, its
     runs' states as the table's columns unrendered, the ETA and the exit code); and the exit code."""
     from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
-    from prelnx.sweep.looks import look_lines
+    from prelnx.sweep.looks import LOOKS_FILE, look_lines
     from prelnx.sweep.status import eta_seconds, is_run_dir, is_sweep_dir, run_state, sweep_states, table
 
     if is_reproduction(path):
@@ -35,6 +35,8 @@ def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
         return "\n".join([f"{kind} {path}", *head, *table(states)]), code
     record = {"path": str(path), "kind": kind, "runs": [dataclasses.asdict(state) for state in states],
               "eta_seconds": eta_seconds(states), "exit_code": int(code), "outcome": code.name.lower()}  # fmt: skip
+    if kind == "sweep" and (path / LOOKS_FILE).is_file():  # a sequential sweep: its looks, as the lines above say them
+        record["looks"] = json.loads((path / LOOKS_FILE).read_text())
     return json.dumps(record, indent=2), code
 
 

@@ -120,8 +120,8 @@ def find_config(name: str | Path) -> Path:
                 listed = ", ".join(m.relative_to(root).with_suffix("").as_posix() for m in matches)
                 raise ConfigError(f"{name}: ambiguous, several configs have this name under {root}: {listed}")
     hint = did_you_mean(name, roots, " (prelnx configs list names every shipped config)")
-    raise ConfigError(f"{name}: no such config file (looked here, in ./configs/ and in the shipped configs, "
-                      f"{CONFIGS_DIR}){hint}")
+    raise ConfigError(f"{name}: {'a folder, not a' if path.is_dir() else 'no such'} config file (looked here, in "
+                      f"./configs/ and in the shipped configs, {CONFIGS_DIR}){hint}")
 
 
 def default_run_name(config_path: Path) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 from prelnx.atomic import io_reason, write_text_atomic
 from prelnx.exits import STATUS_EXIT
 from prelnx.config.schema import Config
+from prelnx.console import results
 from prelnx.launch.errors import RunConflict, RunIOError
 from prelnx.launch.events import Ended, Event, Listener, Note, Started, render
 from prelnx.launch.prepare import ensure_data
@@ -35,6 +36,7 @@ from prelnx.records.lock import RunLock, RunLocked, is_locked
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
+from prelnx.records.results import SWEEP_INDEX
 from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved_differences, write_run_config
 from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
@@ -99,8 +101,10 @@ def reap(process: subprocess.Popen) -> int:
 
 
 def log_event(event: Event) -> None:
-    """An event's line on the console (prelnx/console.py): a warning on stderr, the rest on stdout."""
-    log.log(logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO, render(event))
+    """An event's line on the console (prelnx/console.py): a warning on stderr, the rest on stdout; how the run ended
+    is the command's answer, said under -q too."""
+    level = logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO
+    (results if isinstance(event, Ended) else log).log(level, render(event))
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,8 @@ class Existing:
 def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
     """What the run dir holds of this run; refuses a different run (RunConflict). A finished run's budget
     (train.max_epoch, train.max_update) may grow when the schedule does not depend on it."""
+    if (run_dir / SWEEP_INDEX).is_file():  # (a file: refused by the option, commands/options.py)
+        raise RunConflict(f"--run-dir {run_dir}: a sweep's folder, not a run dir; give the run a folder of its own")
     differences = None if force else saved_differences(run_dir, config)
     if differences is None:
         return Existing({}, [])

@@ -157,7 +157,9 @@ class Watch(ChildRecords):
             return io_failure(error, self.run_dir / "checkpoints", update)
         if raised is not None and raised.kind is Kind.OUT_OF_MEMORY:
             return Outcome(RunStatus.FAILED, update, Failure.OUT_OF_MEMORY, detail=raised.describe())
-        return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq exited with code {returncode}: {self.last_error()}")
+        how = (f"was killed by signal {-returncode} ({signal_name(-returncode)})" if returncode < 0
+               else f"exited with code {returncode}: {self.last_error()}")
+        return Outcome(RunStatus.FAILED, update, Failure.CRASH, detail=f"fairseq {how}")
 
     def telling(self) -> Raised | None:
         """Of what the workers raised, the first of the kind that says most (one worker's divergence makes the
@@ -224,6 +226,10 @@ def status_counts(run_grain: Grain, rows: list[Row], checkpoint: CheckpointInfo 
     return {"epochs": len(rows)}
 
 
+def signal_name(number: int) -> str:
+    return next((s.name for s in signal.Signals if s.value == number), f"signal {number}")
+
+
 def torchrun_failure(lines: list[str], raised: Raised | None = None) -> str | None:
     """torchrun's "Root Cause (first observed failure)" block as one sentence: which worker ended and how (a signal by
     its name, an exit code with what a worker reported it raised); None without such a block (one worker, no
@@ -238,6 +244,6 @@ def torchrun_failure(lines: list[str], raised: Raised | None = None) -> str | No
     code = fields.get("exitcode", "").split(" ")[0]
     if code.lstrip("-").isdigit() and int(code) < 0:
         number = -int(code)
-        name = next((s.name for s in signal.Signals if s.value == number), f"signal {number}")
+        name = signal_name(number)
         return f"worker rank {rank} was killed by signal {number} ({name}); the other workers were stopped"
     return f"worker rank {rank} exited with code {code or '?'}" + (f": {raised.describe()}" if raised else "")

@@ -132,6 +132,8 @@ def check_report_inputs(sweep_dir: Path, grads_dir: Path | None) -> None:
         raise ReportError(f"{sweep_dir}: not a sweep dir (no sweep.json); give the folder `prelnx sweep` wrote")
     if grads_dir is not None and not grads_dir.is_dir():
         raise ReportError(f"--grads {grads_dir}: no such folder")
+    if grads_dir is not None:
+        load_gradient_summary(grads_dir)  # a folder with no study: refused before anything is written, --dry-run too
 
 
 def write_report(sweep_dir: Path, out: Path, grads_dir: Path | None = None, title: str | None = None,

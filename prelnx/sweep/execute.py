@@ -32,6 +32,7 @@ from prelnx.records.lock import held
 from prelnx.records.outcome import RunStatus
 from prelnx.records.raw_data import restore_runs
 from prelnx.records.results import SUMMARY_LOCK, SWEEP_INDEX, override_keys, read_index, sweep_rows
+from prelnx.records.run_config import has_config
 from prelnx.sequential import SeedPlan
 from prelnx.sweep import looks
 from prelnx.sweep.executors import run_local, run_submitit
@@ -144,6 +145,14 @@ def check_points(points: list[SweepPoint]) -> None:
         raise ConfigError("the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))
 
 
+def check_folder(spec: SweepSpec, sweep_dir: Path) -> None:
+    """A folder that holds another sweep is refused: its runs, looks and frozen claims are that sweep's."""
+    if has_config(sweep_dir):
+        raise Refusal(f"{sweep_dir}: a run dir (prelnx train's), not a sweep folder; give this sweep another --out")
+    if (held := read_index(sweep_dir)["name"]) not in ("", spec.name):
+        raise Refusal(f"{sweep_dir}: holds sweep {held!r}, not {spec.name!r}; give this sweep another --out")
+
+
 def plan_sweep(spec: SweepSpec, out: Path | None) -> tuple[Path, list[SweepPoint]]:
     """The folder and every run the sweep may train (an armed spec: every arm to its plan's last look)."""
     if spec.armed:
@@ -212,6 +221,7 @@ def run_sweep(
         raise Refusal("--force works with --executor local (a requeued Slurm job must resume, not start again)")
     sweep_dir, points = plan_sweep(spec, out)
     check_points(points)  # before anything is created
+    check_folder(spec, sweep_dir)
     for warning in warnings(points):
         log.warning(warning)
     arms, plan = armed(spec) if spec.armed else ([], None)

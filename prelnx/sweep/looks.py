@@ -144,7 +144,7 @@ def look_lines(sweep_dir: Path) -> list[str]:
     state = read_state(sweep_dir)
     if state is None:
         return []
-    where = "ended" if state.done else "running"
+    where = "ended" if state.done else "not ended"
     lines = [f"look {state.look + 1} of {len(state.looks)} ({state.looks[state.look]} seeds per arm), {where}"]
     lines += [f"  claim {c.claim}: {c.state.value} at look {c.look + 1} ({c.verdict}; {c.runs} runs)"
               for c in state.claims.values()]  # fmt: skip

@@ -222,14 +222,14 @@ def point_config(spec: SweepSpec, overrides: dict[str, Any]) -> Config:
 
 def _configs(spec: SweepSpec, labelled: list[tuple[str, dict[str, Any]]]) -> list[Config]:
     """Each (label, overrides)'s config; one ConfigError naming every invalid one by its label."""
-    configs, problems = [], []
+    configs, problems = [], {}  # a problem -> the points that have it: said once
     for label, overrides in labelled:
         try:
             configs.append(point_config(spec, overrides))
         except ConfigError as error:
-            problems.append(f"{label}: {error}")
+            problems.setdefault(str(error), []).append(label)
     if problems:
-        raise ConfigError("invalid sweep:\n" + "\n".join(problems))
+        raise ConfigError("invalid sweep:\n" + "\n".join(f"{', '.join(at)}: {text}" for text, at in problems.items()))
     return configs
 
 

@@ -71,3 +71,5 @@ def test_configs_copy_gives_a_file_to_edit_whose_base_still_resolves(tmp_path, m
     assert again.exit_code == 2 and "exists" in again.output and "--force" in again.output
     into = runner.invoke(app, ["configs", "copy", "sweeps/demo", str(elsewhere)])  # a folder: the file's own name
     assert into.exit_code == 0 and "base: demo/base" in (elsewhere / "demo.yaml").read_text()
+    new = runner.invoke(app, ["configs", "copy", "demo/base", f"{elsewhere / 'new'}/"])  # a folder to make: not a file
+    assert new.exit_code == 0 and (elsewhere / "new" / "base.yaml").is_file(), new.output

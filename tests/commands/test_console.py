@@ -78,3 +78,19 @@ def test_quiet_takes_away_progress_never_the_result_asked_for():
     assert done.exit_code == 0, done.output
     assert "seed 1 done" not in done.stdout  # progress: gone under -q
     assert "Lemma 1 decided from every seed" in done.stdout and "verdict: " in done.stdout, done.stdout
+
+
+def test_quiet_train_still_says_how_the_run_ended(tiny_run):
+    """-q on `prelnx train`: the run's outcome is the command's answer (a failed run would otherwise end in silence,
+    only its exit code saying so). No fairseq: prelnx was killed after the last checkpoint held the whole budget, so
+    the re-run records it finished without training."""
+    from typer.testing import CliRunner
+
+    from prelnx.cli import build_app
+    from prelnx.records.status import write_status
+
+    config, run_dir = tiny_run
+    write_status(run_dir, "running", update=4)
+    done = CliRunner().invoke(build_app("train"), ["-q", "train", "--config", str(config), "--run-dir", str(run_dir)])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip() == f"{run_dir}: finished", done.stdout  # the answer, and no progress

@@ -214,3 +214,17 @@ def test_evaluate_refuses_a_checkpoint_and_an_average_at_once(tmp_path):
     both = runner.invoke(app, ["evaluate", str(tmp_path), "--checkpoint", "last", "--average-last", "2", "--dry-run"])
     assert both.exit_code == 2, both.output
     assert both.output.strip().startswith("error: --checkpoint last and --average-last 2: give one of them"), both.output
+
+
+def test_out_is_a_folder_in_every_command_and_a_file_there_is_bad_input(tmp_path):
+    """--out names the folder a command writes (docs/usage.md): an existing file there is exit 2 before anything
+    runs, where `layouts new`, `plot` and `report` answered exit 1 (`file exists`, `not a directory`) after starting,
+    and `report --dry-run` said it would write into it."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    (tmp_path / "sweep.json").write_text('{"name": "s", "runs": []}')
+    for argv in (["layouts", "new", "mine"], ["plot", str(tmp_path)], ["report", str(tmp_path), "--dry-run"],
+                 ["theory", "--dry-run"], ["sweep", "--config", "demo/preln_nowarmup", "--dry-run"]):  # fmt: skip
+        done = runner.invoke(app, [*argv, "--out", str(a_file)])
+        assert done.exit_code == 2 and "is a file" in done.output, (argv, done.output)
+    assert a_file.read_text() == "mine"

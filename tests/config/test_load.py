@@ -54,6 +54,9 @@ def test_bare_name_is_looked_up_under_configs(monkeypatch, tmp_path):
         find_config("base.yaml")
     with pytest.raises(ConfigError, match="no such config"):
         find_config("nope.yaml")
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(ConfigError, match=r"^runs: a folder, not a config file"):  # not "no such config file"
+        find_config("runs")
 
 
 def test_base_inheritance_and_set_overrides(tmp_path):

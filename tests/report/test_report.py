@@ -138,3 +138,21 @@ def test_a_folder_that_is_no_sweep_is_one_error_line_and_exit_2(tmp_path):
     assert result.exit_code == 2, result.output
     assert "not a sweep dir (no sweep.json)" in result.output and "Traceback" not in result.output
     assert "this is a bug" not in result.output
+
+
+def test_a_grads_folder_without_a_study_is_refused_by_the_dry_run_and_before_anything_is_written(tmp_path):
+    """`--dry-run` makes the real run's checks: a --grads folder with no grads_summary.json is exit 2 in both, and
+    the real run writes no figure first."""
+    from typer.testing import CliRunner
+
+    from prelnx.cli import app
+
+    sweep = Sweep(tmp_path / "s")
+    sweep.run("post", 0, [9.0, 8.9], lr=1e-3)
+    sweep_dir, empty = sweep.save(), tmp_path / "not_grads"
+    empty.mkdir()
+    for extra in (["--dry-run"], []):
+        argv = ["report", str(sweep_dir), "--grads", str(empty), "--out", str(tmp_path / "r"), *extra]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 2 and "no grads_summary.json" in result.output, result.output
+    assert not (tmp_path / "r").exists()

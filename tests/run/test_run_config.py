@@ -69,3 +69,23 @@ def test_a_damaged_run_config_is_one_error_naming_the_file_in_every_reader(mlm_r
     result = CliRunner().invoke(app, ["evaluate", str(run_dir)])
     assert result.exit_code == 2 and str(path) in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output, result.output
+
+
+def test_a_run_dir_that_is_a_file_or_a_sweep_is_bad_input_in_the_run_and_the_dry_run(tmp_path, tiny_config_file):
+    """--run-dir naming a file: the dry run said 'in use by another prelnx process' (exit 4), the run 'file exists'
+    (exit 1). Both are one line naming --run-dir, exit 2, and the file is untouched; a sweep's folder likewise."""
+    from prelnx.cli import app
+
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    argv = ["train", "--config", str(tiny_config_file()), "--run-dir", str(a_file)]
+    for extra in (["--dry-run"], []):
+        done = CliRunner().invoke(app, [*argv, *extra])
+        assert done.exit_code == 2 and "--run-dir" in done.output and "is a file" in done.output, done.output
+    assert a_file.read_text() == "mine"
+    sweep_dir = tmp_path / "sweep"  # a sweep's folder: the run's files among its runs, status would show the sweep
+    sweep_dir.mkdir()
+    (sweep_dir / "sweep.json").write_text('{"name": "s", "runs": []}')
+    done = CliRunner().invoke(app, ["train", "--config", str(tiny_config_file()), "--run-dir", str(sweep_dir)])
+    assert done.exit_code == 2 and "a sweep's folder, not a run dir" in done.output, done.output
+    assert [p.name for p in sweep_dir.iterdir()] == ["sweep.json"]

@@ -131,3 +131,11 @@ def test_the_report_lines_say_how_each_claim_was_decided(tmp_path, whole):
     assert ("- postln_adam_needs_warmup: decided at look 1 of 3 (4 seeds per arm): holds, on 8 runs of 2 arm(s); "
             "a fixed design: 16 runs") in lines  # fmt: skip
     assert how_decided(tmp_path) == []
+
+
+def test_status_does_not_call_a_stopped_sweeps_look_running(tmp_path):
+    """looks.json of a sweep whose look has not ended (a killed sweep, or one training now): whether anything trains
+    is the runs' table's to say (status.json and its lock), not the look's line."""
+    (tmp_path / LOOKS_FILE).write_text(json.dumps({"look": 0, "looks": [2, 3], "method": "obrien-fleming",
+                                                   "claims": {}, "running": {}, "done": False}))  # fmt: skip
+    assert look_lines(tmp_path) == ["look 1 of 2 (2 seeds per arm), not ended"]

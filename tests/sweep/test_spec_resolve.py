@@ -37,6 +37,9 @@ def test_a_misspelt_key_is_named_with_a_suggestion(tiny_config_file):
         expand(resolve_spec(tiny_config_file(), ["optimizer.lrr=1,2"], [], None))
     with pytest.raises(ConfigError, match="--grid optimizer.lr: expected KEY=V1,V2"):
         resolve_spec(tiny_config_file(), ["optimizer.lr"], [], None)
+    with pytest.raises(ConfigError) as raised:  # one problem of every point: said once, naming the points
+        expand(resolve_spec(tiny_config_file(), ["optimizer.lrr=1,2,3", "train.seed=1,2"], [], None))
+    assert str(raised.value).count("unknown key") == 1 and str(raised.value).count("run {") == 6, str(raised.value)
 
 
 def test_trainings_and_sweeps_never_land_in_each_others_folders(tmp_path, monkeypatch):

@@ -79,3 +79,19 @@ def test_a_pending_epoch_budget_is_sized_in_updates_by_a_run_of_the_same_batches
     other = _sweep(tiny_config_file(), tmp_path / "b", ["train.max_tokens=512,256"])  # other batches: no size
     shutil.copytree(finished_tiny_run, other["max_tokens-512"])
     assert _progress(tmp_path / "b")["max_tokens-256"] == "epoch 0/2"
+
+
+def test_status_json_of_a_sequential_sweep_carries_its_looks(tiny_config_file, tmp_path):
+    """The text shows the look and each claim's state above the table; --json, "the same facts", carried only the runs."""
+    import json
+
+    from prelnx.sweep.looks import LOOKS_FILE
+
+    _sweep(tiny_config_file(), tmp_path / "s", ["optimizer.lr=0.001,0.002"])
+    looks = {"look": 0, "looks": [2, 3], "method": "obrien-fleming", "running": {}, "done": False, "claims": {
+        "c": {"claim": "c", "state": "open", "verdict": "inconclusive", "arms": ["a", "b"], "runs": 4, "look": 0}}}
+    (tmp_path / "s" / LOOKS_FILE).write_text(json.dumps(looks))
+    shown = runner.invoke(app, ["status", str(tmp_path / "s")])
+    assert "claim c: open at look 1" in shown.output, shown.output
+    record = json.loads(runner.invoke(app, ["status", str(tmp_path / "s"), "--json"]).output)
+    assert record["looks"] == looks and record["kind"] == "sweep"
