@@ -77,7 +77,7 @@ config = _option("--config", "-c", default_help="A YAML config: a path, or a shi
                                                 "(e.g. iwslt_preln, demo/preln_nowarmup; prelnx configs list).")
 sets = _option("--set", default_help="Override a config key, e.g. --set optimizer.lr=1e-3 or --set "
                                      "'optimizer.betas=[0.9,0.98]' (repeatable; the value is YAML).")
-out = _option("--out", "-o")
+out = _option("--out", "-o", file_okay=False)  # a folder: a file there is refused before any work
 jobs = _option("--jobs", "-j", min=1)
 dry_run = _option("--dry-run", metavar="")
 force = _option("--force", metavar="")

@@ -214,3 +214,17 @@ def test_evaluate_refuses_a_checkpoint_and_an_average_at_once(tmp_path):
     both = runner.invoke(app, ["evaluate", str(tmp_path), "--checkpoint", "last", "--average-last", "2", "--dry-run"])
     assert both.exit_code == 2, both.output
     assert both.output.strip().startswith("error: --checkpoint last and --average-last 2: give one of them"), both.output
+
+
+@pytest.mark.parametrize("argv", [
+    ["theory", "--seeds", "1", "--layers", "1", "--hidden-size", "4", "--scales", "1"],
+    ["grads", "--config", "grads/figure3_synthetic", "--dry-run"],
+])  # fmt: skip
+def test_an_out_that_is_a_file_is_refused_before_any_work(argv, tmp_path):
+    """--out is a folder on every command: a file there is bad input at once, not a failure after the computing."""
+    taken = tmp_path / "taken.txt"
+    taken.write_text("mine\n")
+    result = runner.invoke(app, [*argv, "--out", str(taken)])
+    assert result.exit_code == 2 and "is a file" in result.output, result.output
+    assert "would measure" not in result.output and "theory:" not in result.output, result.output
+    assert taken.read_text() == "mine\n"
