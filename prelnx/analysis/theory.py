@@ -131,8 +131,8 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: boo
     if settings.d < 2 or settings.layers < 1 or settings.tokens < 1 or not settings.seeds:
         raise TheoryError(f"need d >= 2, layers >= 1, tokens >= 1 and at least one seed; got d {settings.d}, "
                           f"layers {settings.layers}, tokens {settings.tokens}, {len(settings.seeds)} seeds")  # fmt: skip
-    if not settings.scales or any(scale <= 0 for scale in settings.scales):
-        raise TheoryError(f"--scales: every scale must be > 0, got {list(settings.scales)}")
+    if not settings.scales or any(not 0 < scale < float("inf") for scale in settings.scales):  # nan fails too
+        raise TheoryError(f"--scales: every scale must be finite and > 0, got {list(settings.scales)}")
     log.info(f"theory: hidden-state norms of {len(settings.seeds)} random {settings.layers}-layer networks (d {settings.d}, "
              f"{settings.tokens} tokens), then LayerNorm's Jacobian at {len(settings.scales)} scales")  # fmt: skip
     hidden_rows, eta, started = [], Eta(len(settings.seeds)), time.monotonic()
