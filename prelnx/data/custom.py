@@ -6,6 +6,7 @@ docs/studies.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -74,6 +75,9 @@ def custom_recipe(corpus: CustomCorpus) -> Recipe:
             raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
     if corpus.source_lang == corpus.target_lang:
         raise DataError(f"--source-lang and --target-lang are both {corpus.source_lang!r}; they must differ")
+    for flag, lang in zip(("--source-lang", "--target-lang"), corpus.languages):
+        if not re.fullmatch(r"[\w-]+", lang):  # part of every file name: train.SRC-TGT.LANG.bin
+            raise DataError(f"{flag} {lang!r}: a language code is letters, digits, _ or - (e.g. de)")
     paths: dict[str, Path] = {}  # the inputs by their name in the recipe, {split}.{lang}
     for split, pair in corpus.files.items():
         for flag, lang, path in zip(("src", "tgt"), corpus.languages, pair):

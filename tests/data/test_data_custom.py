@@ -174,6 +174,8 @@ def test_option_mistakes(corpus, tmp_path):
         "no such file or folder",
         "--source /path/to/multi30k",
     )
+    for lang in ("", "de/at"):  # were fairseq-preprocess's 'no such file' (exit 1) after the text was written
+        _fails(_args(corpus, tmp_path / "b", "--source-lang", lang), f"--source-lang {lang!r}: a language code is")
     bad_code = _write(tmp_path / "code", ["#version: 0.2", "a b", "not a merge line"])
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(bad_code)), "line 3 is not a BPE merge")
     assert not (tmp_path / "b").exists()
