@@ -82,6 +82,7 @@ def test_custom_with_tokenization_lowercasing_and_bpe(corpus, tmp_path):
     assert manifest["languages"] == {"source": "de", "target": "en"} and manifest["bpe"]["merges"] == 40
     assert (out / "dict.de.txt").read_text() == (out / "dict.en.txt").read_text()  # joined
     assert "--tokenize" in manifest["command"] and "--joined-dictionary" in manifest["command"]
+    assert "it/s" not in result.output  # no progress bar off a terminal: subword-nmt's learning drew one
     assert _leftovers(tmp_path) == []
 
 
