@@ -9,10 +9,11 @@ import typer
 
 from prelnx.commands import options
 from prelnx.evaluate.evaluate import RUN_DIR_AS, evaluate
-from prelnx.exits import Refusal
+from prelnx.exits import Exit, Refusal, documented
 from prelnx.records.checkpoints import parse_checkpoints
 
 
+@documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.BUSY, Exit.INTERRUPTED)
 def evaluate_command(
     run_dir: Annotated[Path, typer.Argument(help="A run dir written by prelnx train.", exists=True, file_okay=False)],
     split: Annotated[str, typer.Option("--split", help="Which prepared split to translate: test or valid.")] = "test",
@@ -25,7 +26,7 @@ def evaluate_command(
     dry_run: Annotated[bool, options.dry_run("Say which checkpoint, split and decoding would be used; translate nothing.")] = False,
 ) -> None:
     """Translate a split with fairseq's generator and report tokenized BLEU (comparable to the paper) and
-    SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
+    SacreBLEU on detokenized text (with its signature). Writes <split>.json, .hyp and .ref to RUN_DIR/eval (--out).
     Decodes with the run's eval.bleu (beam, lenpen), as its validation BLEU did, unless --beam/--lenpen say otherwise.
     """
     if checkpoint is not None and average_last is not None:  # one of them names the weights, never both silently
