@@ -167,7 +167,8 @@ def test_option_mistakes(corpus, tmp_path):
         ["prepare", "custom", "--train-src", str(corpus["train.de"]), "--out", str(tmp_path / "b")],
         "--train-src and --train-tgt go together",
     )
-    _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt")
+    _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt (training text,")
+    _fails(_args(corpus, tmp_path / "b", "--valid-src", str(tmp_path)), f"--valid-src {tmp_path}: a folder, not a file")
     _fails(["prepare", "iwslt14", "--tokenize", "--out", str(tmp_path / "b")], "are for `custom`, not iwslt14")
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(tmp_path / "nope")), "--bpe-code", "no such file")
     _fails(
