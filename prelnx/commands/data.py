@@ -81,7 +81,10 @@ def prepare_command(
     if dry_run:
         typer.echo(f"would prepare {recipe.describe()} into {target}")
         return
-    prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
+    from prelnx.launch.local import sigterm_interrupts
+
+    with sigterm_interrupts():  # kill (a scheduler's stop) as Ctrl-C: exit 130, the staging folder removed
+        prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
     typer.echo(summary(target))
     if dataset is Dataset.text or (out is not None and out != default_folder(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data

@@ -79,6 +79,26 @@ def test_the_installed_entry_point_has_the_same_handler(tmp_path):
     assert done.returncode == 2 and done.stderr.strip() == "error: --seeds: need at least 1 seed, got 0", done.stderr
 
 
+def test_sigterm_interrupts_a_command_as_ctrl_c_does(tmp_path):
+    """`kill` (SIGTERM: a scheduler's stop) is Ctrl-C to every command: exit 130, its clean-up done. Here data prepare
+    waits inside its staging folder, hashing a source that is a named pipe nobody writes, until the signal."""
+    import time
+
+    source = tmp_path / "multi30k"
+    source.mkdir()
+    os.mkfifo(source / "train.de.gz")
+    child = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "data", "prepare", "multi30k", "--source", str(source),
+                              "--out", str(tmp_path / "bin"), "--jobs", "1"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=tmp_path)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".bin.staging-*")) and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.terminate()
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["multi30k"]  # no staging folder left behind
+
+
 def test_an_old_option_spelling_names_the_new_one(tmp_path):
     for argv, line in ((["theory", "--d", "8"], "error: theory --d: renamed --hidden-size (same meaning); use that name"),
                        (["data", "prepare", "iwslt14", "--workers=2"], "error: data --workers: renamed --jobs")):
