@@ -205,6 +205,8 @@ def test_checkpoint_is_measured_on_the_same_batches_and_its_gradients_are_smalle
         (["--layouts", "post,middle"], "--layouts: unknown layout middle"),
         (["--depths", "6,0"], "--depths: every depth must be >= 1"),
         (["--seeds", "0"], "--seeds: need at least 1 seed"),
+        (["--depths", "", "--dry-run"], "--depths: every depth must be >= 1"),  # empty: was the default study
+        (["--seeds", "", "--dry-run"], "--seeds: expected a count N"),
         (["--batches", "0"], "--batches: must be >= 1"),
         (["--checkpoint", "no/such/checkpoint.pt"], "--checkpoint no/such/checkpoint.pt: no such file"),
         (["--checkpoint", "runs/x:best"], "--checkpoint runs/x:best: renamed --run-dir runs/x --checkpoint best"),
