@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -32,6 +33,8 @@ def evaluate_command(
     if checkpoint is not None and average_last is not None:  # one of them names the weights, never both silently
         raise Refusal(f"--checkpoint {checkpoint} and --average-last {average_last}: give one of them "
                       "(--average-last translates with the average of the last N epoch checkpoints)")
+    if lenpen is not None and not math.isfinite(lenpen):  # fairseq would rank the beam by nan; json.dump writes NaN
+        raise Refusal(f"--lenpen {lenpen}: expected a finite number (1.0: no length penalty)")
     # a bad value: one line, before anything is read
     (choice,) = parse_checkpoints(["best" if checkpoint is None else checkpoint], run_dir_as=RUN_DIR_AS)
     result = evaluate(run_dir, split=split, checkpoint=choice, average_last=average_last, beam=beam,

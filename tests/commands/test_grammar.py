@@ -214,6 +214,9 @@ def test_evaluate_refuses_a_checkpoint_and_an_average_at_once(tmp_path):
     both = runner.invoke(app, ["evaluate", str(tmp_path), "--checkpoint", "last", "--average-last", "2", "--dry-run"])
     assert both.exit_code == 2, both.output
     assert both.output.strip().startswith("error: --checkpoint last and --average-last 2: give one of them"), both.output
+    for value in ("nan", "inf"):  # were decoded with and written to eval/<split>.json as NaN / Infinity
+        bad = runner.invoke(app, ["evaluate", str(tmp_path), "--lenpen", value, "--dry-run"])
+        assert bad.exit_code == 2 and f"error: --lenpen {value}: expected a finite number" in bad.output, bad.output
 
 
 @pytest.mark.parametrize("argv", [
