@@ -71,12 +71,11 @@ def prepare_command(
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
     text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
-    if dataset is Dataset.text:
-        recipe = make_recipe("text", source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, text_options=text_options)
-    else:
-        corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
-                                     tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
-        recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
+    own = {} if dataset is Dataset.text else {"tokenize": tokenize, "lowercase": lowercase}  # text's own options too
+    corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
+                                 joined_dictionary=joined_dictionary, **own)  # any given for text is refused
+    recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus,
+                         text_options=text_options)
     target = out or default_folder(dataset.value)
     if dry_run:
         typer.echo(f"would prepare {recipe.describe()} into {target}")

@@ -170,6 +170,10 @@ def test_option_mistakes(corpus, tmp_path):
     _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt (training text,")
     _fails(_args(corpus, tmp_path / "b", "--valid-src", str(tmp_path)), f"--valid-src {tmp_path}: a folder, not a file")
     _fails(["prepare", "iwslt14", "--tokenize", "--out", str(tmp_path / "b")], "are for `custom`, not iwslt14")
+    for option in (["--source-lang", "en"], ["--joined-dictionary"], ["--train-src", str(corpus["train.en"]),
+                   "--train-tgt", str(corpus["train.de"])]):  # were ignored without a word  # fmt: skip
+        _fails(["prepare", "text", "--source", str(corpus["train.en"]), *option, "--out", str(tmp_path / "b")],
+               "are for `custom`, not text")
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(tmp_path / "nope")), "--bpe-code", "no such file")
     _fails(
         ["prepare", "multi30k", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")],
