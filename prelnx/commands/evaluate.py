@@ -46,5 +46,6 @@ def evaluate_command(
         return
     typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "
                f"lenpen {result['lenpen']}):")  # fmt: skip
-    typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   (BPE removed, tokenized text; comparable to the paper)")
+    text = "BPE removed, tokenized text; comparable to the paper" if result["remove_bpe"] else "the text as binarized"
+    typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   ({text})")
     typer.echo(f"  SacreBLEU      {result['sacrebleu']:.2f}   {result['sacrebleu_signature']}")

@@ -5,6 +5,7 @@ from a checkpoint or the average of the last ones."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -219,6 +220,7 @@ def evaluate(
             "checkpoint": plan["checkpoint"],
             "beam": plan["beam"],
             "lenpen": plan["lenpen"],
+            "remove_bpe": config.eval.bleu.remove_bpe,
             **asdict(scores),
             "compound_split": compound_split,
             "sentences": len(hypotheses),
@@ -243,6 +245,9 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoic
         raise EvaluationError(f"split {split!r} is not prepared in {data} (no {split}.{source}-{target}.{source}.idx)")
     path, described = resolve_checkpoint(run_dir, checkpoint, average_last, dry_run=dry_run)
     bleu, test = config.eval.bleu, config.eval.test  # test decoding: eval.test, else validation's eval.bleu
+    if bleu.remove_bpe is None and (data / "code").is_file():  # data prepare's BPE code: the text is subword units
+        logging.getLogger(__name__).warning(f"{data} holds BPE'd text but the run's eval.bleu.remove_bpe is null: its "
+                                            f"BLEU scores subword units (train with --set eval.bleu.remove_bpe='@@ ')")
     beam = beam or test.beam or bleu.beam
     lenpen = lenpen if lenpen is not None else test.lenpen if test.lenpen is not None else bleu.lenpen
     return {"split": split, "checkpoint": described, "path": path, "data": data, "config": config,

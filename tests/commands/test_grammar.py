@@ -4,6 +4,7 @@ from their owner."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -231,3 +232,24 @@ def test_an_out_that_is_a_file_is_refused_before_any_work(argv, tmp_path):
     assert result.exit_code == 2 and "is a file" in result.output, result.output
     assert "would measure" not in result.output and "theory:" not in result.output, result.output
     assert taken.read_text() == "mine\n"
+
+
+@pytest.mark.slow  # the session's tiny training
+def test_evaluate_says_when_bleu_scores_subword_units(tiny_run, tmp_path):
+    """A run on BPE'd data (data prepare writes its `code`) without eval.bleu.remove_bpe scores subword units: evaluate
+    says so, and its line no longer calls that BLEU 'BPE removed, comparable to the paper'."""
+    from prelnx.config.load import load_config
+    from prelnx.plan.data import data_dir
+
+    run = tiny_run[1]
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    data = tmp_path / "bped"
+    shutil.copytree(data_dir(load_config(run / "config.yaml")[0]), data)
+    (data / "code").write_text("#version: 0.2\na b\n")  # as if prepared with BPE
+    config["data"]["path"] = str(data)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    planned = runner.invoke(app, ["evaluate", str(run), "--dry-run"])
+    assert planned.exit_code == 0 and "holds BPE'd text but the run's eval.bleu.remove_bpe is null" in planned.output
+    done = runner.invoke(app, ["evaluate", str(run), "--beam", "1"])
+    assert done.exit_code == 0 and "(the text as binarized)" in done.output and "comparable" not in done.output
+    assert json.loads((run / "eval" / "test.json").read_text())["remove_bpe"] is None
