@@ -85,6 +85,11 @@ def prepare_command(
     with sigterm_interrupts():  # kill (a scheduler's stop) as Ctrl-C: exit 130, the staging folder removed
         prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
     typer.echo(summary(target))
-    if dataset is Dataset.text or (out is not None and out != default_folder(dataset.value)):
+    if dataset in (Dataset.text, Dataset.custom) or (out is not None and out != default_folder(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data
-        typer.echo(f"train on it: prelnx train --config ... --set data.dataset={name} --set data.path={target}")
+        sets = {"data.dataset": name, "data.path": target}
+        if (source_lang, target_lang) != ("src", "tgt"):  # custom's codes name its files (train.de-en.de.bin)
+            sets.update({"data.source_lang": source_lang, "data.target_lang": target_lang})
+        if dataset is not Dataset.text and (target / "code").is_file():  # BLEU on words, not on subword units
+            sets["eval.bleu.remove_bpe"] = "'@@ '"
+        typer.echo("train on it: prelnx train --config ..." + "".join(f" --set {k}={v}" for k, v in sets.items()))

@@ -83,6 +83,9 @@ def test_custom_with_tokenization_lowercasing_and_bpe(corpus, tmp_path):
     assert (out / "dict.de.txt").read_text() == (out / "dict.en.txt").read_text()  # joined
     assert "--tokenize" in manifest["command"] and "--joined-dictionary" in manifest["command"]
     assert "it/s" not in result.output  # no progress bar off a terminal: subword-nmt's learning drew one
+    assert result.output.strip().endswith(f"train on it: prelnx train --config ... --set data.dataset=custom --set "
+                                          f"data.path={out} --set data.source_lang=de --set data.target_lang=en --set "
+                                          f"eval.bleu.remove_bpe='@@ '")  # without them: 'not prepared', BPE'd BLEU
     assert _leftovers(tmp_path) == []
 
 
@@ -94,6 +97,7 @@ def test_custom_as_given_keeps_the_text(corpus, tmp_path):
     assert list(read_lines(text_path(out, "valid", "en"))) == TARGET * 2
     assert not (out / "code").exists() and not (out / "test.de-en.de.bin").exists()
     assert json.loads((out / "manifest.json").read_text())["bpe"] is None
+    assert result.output.strip().endswith("--set data.source_lang=de --set data.target_lang=en")  # no BPE to remove
 
 
 def _fails(args, *fragments):
