@@ -98,6 +98,12 @@ def test_custom_as_given_keeps_the_text(corpus, tmp_path):
     assert not (out / "code").exists() and not (out / "test.de-en.de.bin").exists()
     assert json.loads((out / "manifest.json").read_text())["bpe"] is None
     assert result.output.strip().endswith("--set data.source_lang=de --set data.target_lang=en")  # no BPE to remove
+    from prelnx.config.load import load_config
+    from prelnx.plan.data import data_problem
+
+    config, _ = load_config("demo/base", ["data.dataset=custom", f"data.path={out}"])  # no languages: src, tgt
+    assert data_problem(config) == (f"data.path: {out} holds dict.de.txt, dict.en.txt, not dict.src.txt, dict.tgt.txt: "
+                                    "set data.source_lang and data.target_lang to the languages it was prepared for")
 
 
 def _fails(args, *fragments):
