@@ -210,6 +210,14 @@ def test_help_defaults_are_their_owners():
         assert f"[default: {DEFAULT_TIME_MIN}]" in runner.invoke(app, [command, "--help"], terminal_width=400).output
 
 
+def test_finetune_refuses_overrides_the_pretrained_run_decides(tmp_path):
+    """The fine-tuning's model and sample length are the pre-trained run's: a --set of them was silently dropped."""
+    for item in ("model.dropout=0.1", "data.tokens_per_sample=64"):
+        result = runner.invoke(app, ["finetune", "--config", "bert_cpu/finetune_synthetic", "--pretrained", str(tmp_path),
+                                     "--set", item, "--dry-run"])  # fmt: skip
+        assert result.exit_code == 2 and result.output.startswith(f"error: --set {item}: the model and"), result.output
+
+
 def test_evaluate_refuses_a_checkpoint_and_an_average_at_once(tmp_path):
     """--average-last names the weights as --checkpoint does: both given is one line, not one silently ignored."""
     both = runner.invoke(app, ["evaluate", str(tmp_path), "--checkpoint", "last", "--average-last", "2", "--dry-run"])
