@@ -200,12 +200,13 @@ def evaluate(
     """Generate the split, score it, write <out>/<split>.json and .hyp (out: RUN_DIR/eval); returns the JSON's
     content (dry_run: the plan, and does nothing). Holds the run dir's lock meanwhile (one writer per run dir):
     RunLocked while the run trains or another evaluation of it runs."""
+    from prelnx.launch.local import sigterm_interrupts
     from prelnx.records.lock import RunLock
 
     if dry_run:
         return plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
     read_run_config(run_dir)  # a folder that is not a run dir gets no lock file
-    with RunLock(run_dir).acquire():
+    with RunLock(run_dir).acquire(), sigterm_interrupts():  # kill as Ctrl-C: fairseq-generate stopped, exit 130
         plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
         config, out = plan["config"], plan["out"]
         compound_split = config.eval.bleu.compound_split
