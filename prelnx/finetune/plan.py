@@ -21,7 +21,7 @@ from pathlib import Path
 from prelnx.exits import Exit, Refusal, exit_for
 from prelnx.config.schema import Config, check_values
 from prelnx.finetune.summary import SUMMARY_MD, summarize, write_summary
-from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, load_checkpoint, parse_checkpoints
+from prelnx.records.checkpoints import CheckpointChoice, checkpoint_info, parse_checkpoints
 from prelnx.records.outcome import RunStatus
 from prelnx.records.run_config import RunConfigError, read_run_config
 
@@ -102,9 +102,6 @@ def plan(base: Config, pretrained_run: Path, chosen: Sequence[str | CheckpointCh
     runs = []
     for checkpoint in dict.fromkeys(path for choice in choices for path in choice.files(pretrained_run)):
         update = checkpoint_info(checkpoint).update  # best/last move on while pre-training goes on
-        task = (load_checkpoint(checkpoint, mmap=True).get("cfg") or {}).get("task", {}).get("_name")
-        if task not in (None, "masked_lm", "sentence_prediction"):  # a path from a translation run: fairseq refuses it
-            raise FinetunePlanError(f"--checkpoint {checkpoint}: a {task} model, not a masked_lm one")
         stage = f"update-{update}"
         snapshot = out / stage / "pretrained.pt"
         for seed in seeds:
