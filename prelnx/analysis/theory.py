@@ -48,6 +48,13 @@ class TheorySettings:
     tokens: int = 8  # sequence length of the Gaussian input (as in the note)
     scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # input scalings for the Jacobian check
 
+    def __post_init__(self) -> None:  # refused when made: a dry run refuses what the run would
+        if self.d < 2 or self.layers < 1 or self.tokens < 1 or not self.seeds:
+            raise TheoryError(f"need d >= 2, layers >= 1, tokens >= 1 and at least one seed; got d {self.d}, "
+                              f"layers {self.layers}, tokens {self.tokens}, {len(self.seeds)} seeds")  # fmt: skip
+        if not self.scales or any(not 0 < scale < float("inf") for scale in self.scales):  # nan fails too
+            raise TheoryError(f"--scales: every scale must be finite and > 0, got {list(self.scales)}")
+
 
 def pre_bounds(layer: int) -> tuple[float, float]:
     """Lemma 1's bounds on E||x^{pre}_l||^2 / d: 1 + l/2 and 1 + 3l/2 (paper.yaml)."""
@@ -128,11 +135,6 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: boo
     """Both checks over every seed; prints the tables; writes CSVs, theory_summary.json and plots to out_dir if given.
     `judge` (prelnx.report.theory_claims.judge) decides Lemma 1's claims from every seed's rows: its verdicts go
     into the summary (`verdicts`) and its lines are printed."""
-    if settings.d < 2 or settings.layers < 1 or settings.tokens < 1 or not settings.seeds:
-        raise TheoryError(f"need d >= 2, layers >= 1, tokens >= 1 and at least one seed; got d {settings.d}, "
-                          f"layers {settings.layers}, tokens {settings.tokens}, {len(settings.seeds)} seeds")  # fmt: skip
-    if not settings.scales or any(scale <= 0 for scale in settings.scales):
-        raise TheoryError(f"--scales: every scale must be > 0, got {list(settings.scales)}")
     log.info(f"theory: hidden-state norms of {len(settings.seeds)} random {settings.layers}-layer networks (d {settings.d}, "
              f"{settings.tokens} tokens), then LayerNorm's Jacobian at {len(settings.scales)} scales")  # fmt: skip
     hidden_rows, eta, started = [], Eta(len(settings.seeds)), time.monotonic()

@@ -71,18 +71,25 @@ def prepare_command(
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
     text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
-    if dataset is Dataset.text:
-        recipe = make_recipe("text", source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, text_options=text_options)
-    else:
-        corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
-                                     tokenize=tokenize, lowercase=lowercase, joined_dictionary=joined_dictionary)  # fmt: skip
-        recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus)
+    own = {} if dataset is Dataset.text else {"tokenize": tokenize, "lowercase": lowercase}  # text's own options too
+    corpus = corpus_from_options(pairs, dataset=dataset.value, source_lang=source_lang, target_lang=target_lang,
+                                 joined_dictionary=joined_dictionary, **own)  # any given for text is refused
+    recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus,
+                         text_options=text_options)
     target = out or default_folder(dataset.value)
     if dry_run:
         typer.echo(f"would prepare {recipe.describe()} into {target}")
         return
-    prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
+    from prelnx.launch.local import sigterm_interrupts
+
+    with sigterm_interrupts():  # kill (a scheduler's stop) as Ctrl-C: exit 130, the staging folder removed
+        prepare_recipe(recipe, target, workers=workers, force=force, command=_command_line(ctx))
     typer.echo(summary(target))
-    if dataset is Dataset.text or (out is not None and out != default_folder(dataset.value)):
+    if dataset in (Dataset.text, Dataset.custom) or (out is not None and out != default_folder(dataset.value)):
         name = "custom" if dataset is Dataset.text else dataset.value  # masked_lm reads prepared text as custom data
-        typer.echo(f"train on it: prelnx train --config ... --set data.dataset={name} --set data.path={target}")
+        sets = {"data.dataset": name, "data.path": target}
+        if (source_lang, target_lang) != ("src", "tgt"):  # custom's codes name its files (train.de-en.de.bin)
+            sets.update({"data.source_lang": source_lang, "data.target_lang": target_lang})
+        if dataset is not Dataset.text and (target / "code").is_file():  # BLEU on words, not on subword units
+            sets["eval.bleu.remove_bpe"] = "'@@ '"
+        typer.echo("train on it: prelnx train --config ..." + "".join(f" --set {k}={v}" for k, v in sets.items()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,10 +10,11 @@ import typer
 
 from prelnx.commands import options
 from prelnx.evaluate.evaluate import RUN_DIR_AS, evaluate
-from prelnx.exits import Refusal
+from prelnx.exits import Exit, Refusal, documented
 from prelnx.records.checkpoints import parse_checkpoints
 
 
+@documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.BUSY, Exit.INTERRUPTED)
 def evaluate_command(
     run_dir: Annotated[Path, typer.Argument(help="A run dir written by prelnx train.", exists=True, file_okay=False)],
     split: Annotated[str, typer.Option("--split", help="Which prepared split to translate: test or valid.")] = "test",
@@ -25,12 +27,14 @@ def evaluate_command(
     dry_run: Annotated[bool, options.dry_run("Say which checkpoint, split and decoding would be used; translate nothing.")] = False,
 ) -> None:
     """Translate a split with fairseq's generator and report tokenized BLEU (comparable to the paper) and
-    SacreBLEU on detokenized text (with its signature). Writes RUN_DIR/eval/<split>.json and <split>.hyp.
+    SacreBLEU on detokenized text (with its signature). Writes <split>.json, .hyp and .ref to RUN_DIR/eval (--out).
     Decodes with the run's eval.bleu (beam, lenpen), as its validation BLEU did, unless --beam/--lenpen say otherwise.
     """
     if checkpoint is not None and average_last is not None:  # one of them names the weights, never both silently
         raise Refusal(f"--checkpoint {checkpoint} and --average-last {average_last}: give one of them "
                       "(--average-last translates with the average of the last N epoch checkpoints)")
+    if lenpen is not None and not math.isfinite(lenpen):  # fairseq would rank the beam by nan; json.dump writes NaN
+        raise Refusal(f"--lenpen {lenpen}: expected a finite number (1.0: no length penalty)")
     # a bad value: one line, before anything is read
     (choice,) = parse_checkpoints(["best" if checkpoint is None else checkpoint], run_dir_as=RUN_DIR_AS)
     result = evaluate(run_dir, split=split, checkpoint=choice, average_last=average_last, beam=beam,
@@ -42,5 +46,6 @@ def evaluate_command(
         return
     typer.echo(f"{run_dir} {split} ({result['sentences']} sentences, {result['checkpoint']}, beam {result['beam']}, "
                f"lenpen {result['lenpen']}):")  # fmt: skip
-    typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   (BPE removed, tokenized text; comparable to the paper)")
+    text = "BPE removed, tokenized text; comparable to the paper" if result["remove_bpe"] else "the text as binarized"
+    typer.echo(f"  tokenized BLEU {result['bleu_tokenized']:.2f}   ({text})")
     typer.echo(f"  SacreBLEU      {result['sacrebleu']:.2f}   {result['sacrebleu_signature']}")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.exits import Exit, documented
+from prelnx.exits import Exit, Refusal, documented
 
 
 @documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.DIVERGED, Exit.BUSY, Exit.INTERRUPTED)
@@ -31,6 +31,9 @@ def finetune_command(
     from prelnx.finetune.plan import RUN_DIR_AS, default_folder, plan, run_all
     from prelnx.records.checkpoints import parse_checkpoints
 
+    ignored = [item for item in set_ or [] if item.startswith(("model.", "data.tokens_per_sample"))]
+    if ignored:  # finetune_config takes these from the pre-trained run: never an override silently dropped
+        raise Refusal(f"--set {ignored[0]}: the model and data.tokens_per_sample are the pre-trained run's")
     # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
     choices = parse_checkpoints(checkpoint or ["best"], run_dir_as=RUN_DIR_AS, many=True)
     base, _ = load_config(config, set_ or [])

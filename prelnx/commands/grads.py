@@ -59,8 +59,8 @@ def grads_command(
         logging.getLogger(__name__).warning(f"--run-dir {run_dir} is not read: --checkpoint {checkpoint} is a file "
                                             f"of its own")  # fmt: skip
     study = GradStudy.from_options(resolved, layouts=parse_layouts(layouts), quick=quick,
-                                   depths=parse_depths(depths) if depths else None,
-                                   seeds=options.parse_seeds(seeds) if seeds else None, batches=batches,
+                                   depths=parse_depths(depths) if depths is not None else None,
+                                   seeds=options.parse_seeds(seeds) if seeds is not None else None, batches=batches,
                                    max_tokens=max_tokens,
                                    checkpoint=trained, workers=workers, threads=threads)  # fmt: skip
     if dry_run:

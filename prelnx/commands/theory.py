@@ -36,7 +36,8 @@ def theory_command(
         raise TheoryError(f"--scales: expected numbers like 1,2,4, got {scales!r}") from None
     settings = TheorySettings(d=hidden_size, layers=layers, seeds=options.parse_seeds(seeds), tokens=tokens, scales=scale_values)
     if dry_run:
-        typer.echo(f"would check {settings} -> {out or 'the terminal only'}")
+        typer.echo(f"would check d {settings.d}, {settings.layers} layers, {settings.tokens} tokens, seeds "
+                   f"{','.join(map(str, settings.seeds))}, scales {scales} -> {out or 'the terminal only'}")  # fmt: skip
         return
     run_theory(settings, out, judge=judge)  # Lemma 1's verdicts (report sits above analysis)
     if out is not None:

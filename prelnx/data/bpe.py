@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 
 from prelnx.data.output import text_path
@@ -12,7 +13,10 @@ from prelnx.data.workers import BpeStep, Workers
 
 def learn_joint_bpe(texts: list[Path], code: Path, *, merges: int, workers: int = 1) -> None:
     """subword-nmt learn_bpe.py -s MERGES < (cat TEXTS) > CODE, as fairseq's recipes run it (min frequency 2)."""
-    from subword_nmt.learn_bpe import learn_bpe
+    from subword_nmt import learn_bpe as subword
+    from tqdm import tqdm
+
+    subword.tqdm = partial(tqdm, disable=None)  # its bar on a terminal only, as Workers.map's
 
     joint = code.with_name(code.name + ".joint-input")
     with open(joint, "wb") as out:
@@ -21,7 +25,7 @@ def learn_joint_bpe(texts: list[Path], code: Path, *, merges: int, workers: int 
                 shutil.copyfileobj(handle, out)
     try:
         with open(joint, encoding="utf-8") as infile, open(code, "w", encoding="utf-8") as outfile:
-            learn_bpe(infile, outfile, merges, min_frequency=2, num_workers=max(1, workers))
+            subword.learn_bpe(infile, outfile, merges, min_frequency=2, num_workers=max(1, workers))
     finally:
         joint.unlink(missing_ok=True)
 

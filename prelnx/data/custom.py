@@ -6,6 +6,7 @@ docs/studies.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -71,14 +72,18 @@ def write_custom(sources: SourceFiles, folder: Path, workers: Workers, *, corpus
 def custom_recipe(corpus: CustomCorpus) -> Recipe:
     for split in ("train", "valid"):
         if split not in corpus.files:
-            raise DataError(f"custom data needs --{split}-src and --{split}-tgt (fairseq-train validates every epoch)")
+            raise DataError(f"custom data needs --{split}-src and --{split}-tgt (training text, and validation text: "
+                            f"fairseq-train validates every epoch)")  # fmt: skip
     if corpus.source_lang == corpus.target_lang:
         raise DataError(f"--source-lang and --target-lang are both {corpus.source_lang!r}; they must differ")
+    for flag, lang in zip(("--source-lang", "--target-lang"), corpus.languages):
+        if not re.fullmatch(r"[\w-]+", lang):  # part of every file name: train.SRC-TGT.LANG.bin
+            raise DataError(f"{flag} {lang!r}: a language code is letters, digits, _ or - (e.g. de)")
     paths: dict[str, Path] = {}  # the inputs by their name in the recipe, {split}.{lang}
     for split, pair in corpus.files.items():
         for flag, lang, path in zip(("src", "tgt"), corpus.languages, pair):
             if not path.is_file():
-                raise DataError(f"--{split}-{flag} {path}: no such file")
+                raise DataError(f"--{split}-{flag} {path}: {'a folder, not a file' if path.is_dir() else 'no such file'}")
             paths[f"{split}.{lang}"] = path
     settings = {
         "files": {split: [str(path.resolve()) for path in pair] for split, pair in corpus.files.items()},

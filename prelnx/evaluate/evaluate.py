@@ -5,6 +5,7 @@ from a checkpoint or the average of the last ones."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -199,12 +200,13 @@ def evaluate(
     """Generate the split, score it, write <out>/<split>.json and .hyp (out: RUN_DIR/eval); returns the JSON's
     content (dry_run: the plan, and does nothing). Holds the run dir's lock meanwhile (one writer per run dir):
     RunLocked while the run trains or another evaluation of it runs."""
+    from prelnx.launch.local import sigterm_interrupts
     from prelnx.records.lock import RunLock
 
     if dry_run:
         return plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out, dry_run=True)
     read_run_config(run_dir)  # a folder that is not a run dir gets no lock file
-    with RunLock(run_dir).acquire():
+    with RunLock(run_dir).acquire(), sigterm_interrupts():  # kill as Ctrl-C: fairseq-generate stopped, exit 130
         plan = plan_evaluation(run_dir, split, checkpoint, average_last, beam, lenpen, out)
         config, out = plan["config"], plan["out"]
         compound_split = config.eval.bleu.compound_split
@@ -219,6 +221,7 @@ def evaluate(
             "checkpoint": plan["checkpoint"],
             "beam": plan["beam"],
             "lenpen": plan["lenpen"],
+            "remove_bpe": config.eval.bleu.remove_bpe,
             **asdict(scores),
             "compound_split": compound_split,
             "sentences": len(hypotheses),
@@ -243,6 +246,9 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoic
         raise EvaluationError(f"split {split!r} is not prepared in {data} (no {split}.{source}-{target}.{source}.idx)")
     path, described = resolve_checkpoint(run_dir, checkpoint, average_last, dry_run=dry_run)
     bleu, test = config.eval.bleu, config.eval.test  # test decoding: eval.test, else validation's eval.bleu
+    if bleu.remove_bpe is None and (data / "code").is_file():  # data prepare's BPE code: the text is subword units
+        logging.getLogger(__name__).warning(f"{data} holds BPE'd text but the run's eval.bleu.remove_bpe is null: its "
+                                            f"BLEU scores subword units (train with --set eval.bleu.remove_bpe='@@ ')")
     beam = beam or test.beam or bleu.beam
     lenpen = lenpen if lenpen is not None else test.lenpen if test.lenpen is not None else bleu.lenpen
     return {"split": split, "checkpoint": described, "path": path, "data": data, "config": config,

@@ -58,6 +58,10 @@ def data_problem(config: Config) -> str | None:
         return (f"data.path: {folder} holds no binarized text for {config.task} (needs dict.txt, train.bin/.idx, "
                 f"valid.bin/.idx). Prepare it with `prelnx data prepare text --source <your text> --out <folder>` "
                 f"(see docs/studies.md, 'BERT pre-training without warm-up') and point data.path at the output folder.")  # fmt: skip
+    held = sorted(path.name for path in folder.glob("dict.*.txt"))
+    if held and len(missing) == len(needed):  # none of these languages, but some
+        return (f"data.path: {folder} holds {', '.join(held)}, not {', '.join(missing)}: set data.source_lang and "
+                f"data.target_lang to the languages it was prepared for")  # fmt: skip
     if missing:
         return (f"data.path: {folder} holds no binarized {config.data.dataset} data (missing {', '.join(missing)}). "
                 f"Prepare it with `prelnx data prepare {config.data.dataset}` (see docs/data.md) and point data.path "

@@ -205,11 +205,14 @@ def test_checkpoint_is_measured_on_the_same_batches_and_its_gradients_are_smalle
         (["--layouts", "post,middle"], "--layouts: unknown layout middle"),
         (["--depths", "6,0"], "--depths: every depth must be >= 1"),
         (["--seeds", "0"], "--seeds: need at least 1 seed"),
+        (["--depths", "", "--dry-run"], "--depths: every depth must be >= 1"),  # empty: was the default study
+        (["--seeds", "", "--dry-run"], "--seeds: expected a count N"),
         (["--batches", "0"], "--batches: must be >= 1"),
         (["--checkpoint", "no/such/checkpoint.pt"], "--checkpoint no/such/checkpoint.pt: no such file"),
         (["--checkpoint", "runs/x:best"], "--checkpoint runs/x:best: renamed --run-dir runs/x --checkpoint best"),
         (["--checkpoint", "best"], "--checkpoint best: a checkpoint of a run dir; give the run dir (--run-dir RUN_DIR)"),
         (["--set", "model.layout=middle"], "--set model.layout=middle: model.layout: expected one of"),
+        (["--max-tokens", "5", "--depths", "1", "--seeds", "1"], "--max-tokens 5: smaller than a training sentence (Sentences lengths"),
     ],
 )
 def test_bad_input_is_one_error_with_exit_code_2(small_config, tmp_path, arguments, message):

@@ -93,6 +93,14 @@ def test_command_writes_tables_and_plots(tmp_path):
     assert bad.exit_code == 2 and "error: " in bad.output and "Traceback" not in bad.output
     bad = runner.invoke(app, ["theory", "--scales", "1,x"])
     assert bad.exit_code == 2 and "--scales" in bad.output
+    for bad_option in (["--hidden-size", "1"], ["--scales", "0"]):  # the dry run refuses what the run would
+        bad = runner.invoke(app, ["theory", *bad_option, "--dry-run"])
+        assert bad.exit_code == 2 and "error: " in bad.output and "would check" not in bad.output, bad.output
+    dry = runner.invoke(app, ["theory", "--hidden-size", "8", "--seeds", "3,7", "--dry-run"])
+    assert dry.output.startswith("would check d 8, 12 layers, 8 tokens, seeds 3,7, scales 0.25,"), dry.output
+    for scale in ("nan", "inf"):  # float() reads them; LayerNorm's Jacobian of them was a bug's exit 70
+        bad = runner.invoke(app, ["theory", "--seeds", "1", "--layers", "1", "--hidden-size", "4", "--scales", scale])
+        assert bad.exit_code == 2 and "--scales: every scale must be finite" in bad.output, bad.output
 
 
 # Lemma 1's numbers as claims (issue 37): the real computation at a tiny size, the number tested with its margin.

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import prelnx
@@ -79,6 +80,26 @@ def test_the_installed_entry_point_has_the_same_handler(tmp_path):
     assert done.returncode == 2 and done.stderr.strip() == "error: --seeds: need at least 1 seed, got 0", done.stderr
 
 
+def test_sigterm_interrupts_a_command_as_ctrl_c_does(tmp_path):
+    """`kill` (SIGTERM: a scheduler's stop) is Ctrl-C to every command: exit 130, its clean-up done. Here data prepare
+    waits inside its staging folder, hashing a source that is a named pipe nobody writes, until the signal."""
+    import time
+
+    source = tmp_path / "multi30k"
+    source.mkdir()
+    os.mkfifo(source / "train.de.gz")
+    child = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "data", "prepare", "multi30k", "--source", str(source),
+                              "--out", str(tmp_path / "bin"), "--jobs", "1"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=tmp_path)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".bin.staging-*")) and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.terminate()
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["multi30k"]  # no staging folder left behind
+
+
 def test_an_old_option_spelling_names_the_new_one(tmp_path):
     for argv, line in ((["theory", "--d", "8"], "error: theory --d: renamed --hidden-size (same meaning); use that name"),
                        (["data", "prepare", "iwslt14", "--workers=2"], "error: data --workers: renamed --jobs")):
@@ -140,3 +161,25 @@ def test_a_trainings_warning_goes_to_stderr_and_the_rest_to_stdout(capsys):
     out, err = capsys.readouterr()
     assert err == "warning: checkpoint_last.pt is damaged\n" and out == "runs/x: already finished at update 6\n"
     assert render(Note("x")) == render(Note("x", warning=True)) == "x"  # the console says which is a warning
+
+
+@pytest.mark.slow  # the session's tiny training
+def test_sigterm_interrupts_an_evaluation_as_ctrl_c_does(finished_tiny_run, tmp_path):
+    """evaluate holds the run dir's lock and a fairseq child: `kill` stops it with exit 130, as Ctrl-C does. The last
+    epoch checkpoint here is a named pipe nobody writes: the evaluation waits in it, lock held, until the signal."""
+    import shutil
+    import time
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_tiny_run, run)
+    (run / ".lock").unlink(missing_ok=True)
+    os.mkfifo(run / "checkpoints" / "checkpoint9.pt")
+    child = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "evaluate", str(run), "--average-last", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (run / ".lock").exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # past the lock, into the pipe: it waits there for good
+    child.terminate()
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr

@@ -4,6 +4,7 @@ from their owner."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -209,11 +210,22 @@ def test_help_defaults_are_their_owners():
         assert f"[default: {DEFAULT_TIME_MIN}]" in runner.invoke(app, [command, "--help"], terminal_width=400).output
 
 
+def test_finetune_refuses_overrides_the_pretrained_run_decides(tmp_path):
+    """The fine-tuning's model and sample length are the pre-trained run's: a --set of them was silently dropped."""
+    for item in ("model.dropout=0.1", "data.tokens_per_sample=64"):
+        result = runner.invoke(app, ["finetune", "--config", "bert_cpu/finetune_synthetic", "--pretrained", str(tmp_path),
+                                     "--set", item, "--dry-run"])  # fmt: skip
+        assert result.exit_code == 2 and result.output.startswith(f"error: --set {item}: the model and"), result.output
+
+
 def test_evaluate_refuses_a_checkpoint_and_an_average_at_once(tmp_path):
     """--average-last names the weights as --checkpoint does: both given is one line, not one silently ignored."""
     both = runner.invoke(app, ["evaluate", str(tmp_path), "--checkpoint", "last", "--average-last", "2", "--dry-run"])
     assert both.exit_code == 2, both.output
     assert both.output.strip().startswith("error: --checkpoint last and --average-last 2: give one of them"), both.output
+    for value in ("nan", "inf"):  # were decoded with and written to eval/<split>.json as NaN / Infinity
+        bad = runner.invoke(app, ["evaluate", str(tmp_path), "--lenpen", value, "--dry-run"])
+        assert bad.exit_code == 2 and f"error: --lenpen {value}: expected a finite number" in bad.output, bad.output
 
 
 def test_out_is_a_folder_in_every_command_and_a_file_there_is_bad_input(tmp_path):
@@ -228,3 +240,38 @@ def test_out_is_a_folder_in_every_command_and_a_file_there_is_bad_input(tmp_path
         done = runner.invoke(app, [*argv, "--out", str(a_file)])
         assert done.exit_code == 2 and "is a file" in done.output, (argv, done.output)
     assert a_file.read_text() == "mine"
+
+
+@pytest.mark.parametrize("argv", [
+    ["theory", "--seeds", "1", "--layers", "1", "--hidden-size", "4", "--scales", "1"],
+    ["grads", "--config", "grads/figure3_synthetic", "--dry-run"],
+])  # fmt: skip
+def test_an_out_that_is_a_file_is_refused_before_any_work(argv, tmp_path):
+    """--out is a folder on every command: a file there is bad input at once, not a failure after the computing."""
+    taken = tmp_path / "taken.txt"
+    taken.write_text("mine\n")
+    result = runner.invoke(app, [*argv, "--out", str(taken)])
+    assert result.exit_code == 2 and "is a file" in result.output, result.output
+    assert "would measure" not in result.output and "theory:" not in result.output, result.output
+    assert taken.read_text() == "mine\n"
+
+
+@pytest.mark.slow  # the session's tiny training
+def test_evaluate_says_when_bleu_scores_subword_units(tiny_run, tmp_path):
+    """A run on BPE'd data (data prepare writes its `code`) without eval.bleu.remove_bpe scores subword units: evaluate
+    says so, and its line no longer calls that BLEU 'BPE removed, comparable to the paper'."""
+    from prelnx.config.load import load_config
+    from prelnx.plan.data import data_dir
+
+    run = tiny_run[1]
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    data = tmp_path / "bped"
+    shutil.copytree(data_dir(load_config(run / "config.yaml")[0]), data)
+    (data / "code").write_text("#version: 0.2\na b\n")  # as if prepared with BPE
+    config["data"]["path"] = str(data)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    planned = runner.invoke(app, ["evaluate", str(run), "--dry-run"])
+    assert planned.exit_code == 0 and "holds BPE'd text but the run's eval.bleu.remove_bpe is null" in planned.output
+    done = runner.invoke(app, ["evaluate", str(run), "--beam", "1"])
+    assert done.exit_code == 0 and "(the text as binarized)" in done.output and "comparable" not in done.output
+    assert json.loads((run / "eval" / "test.json").read_text())["remove_bpe"] is None

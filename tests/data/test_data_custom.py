@@ -82,6 +82,10 @@ def test_custom_with_tokenization_lowercasing_and_bpe(corpus, tmp_path):
     assert manifest["languages"] == {"source": "de", "target": "en"} and manifest["bpe"]["merges"] == 40
     assert (out / "dict.de.txt").read_text() == (out / "dict.en.txt").read_text()  # joined
     assert "--tokenize" in manifest["command"] and "--joined-dictionary" in manifest["command"]
+    assert "it/s" not in result.output  # no progress bar off a terminal: subword-nmt's learning drew one
+    assert result.output.strip().endswith(f"train on it: prelnx train --config ... --set data.dataset=custom --set "
+                                          f"data.path={out} --set data.source_lang=de --set data.target_lang=en --set "
+                                          f"eval.bleu.remove_bpe='@@ '")  # without them: 'not prepared', BPE'd BLEU
     assert _leftovers(tmp_path) == []
 
 
@@ -93,6 +97,13 @@ def test_custom_as_given_keeps_the_text(corpus, tmp_path):
     assert list(read_lines(text_path(out, "valid", "en"))) == TARGET * 2
     assert not (out / "code").exists() and not (out / "test.de-en.de.bin").exists()
     assert json.loads((out / "manifest.json").read_text())["bpe"] is None
+    assert result.output.strip().endswith("--set data.source_lang=de --set data.target_lang=en")  # no BPE to remove
+    from prelnx.config.load import load_config
+    from prelnx.plan.data import data_problem
+
+    config, _ = load_config("demo/base", ["data.dataset=custom", f"data.path={out}"])  # no languages: src, tgt
+    assert data_problem(config) == (f"data.path: {out} holds dict.de.txt, dict.en.txt, not dict.src.txt, dict.tgt.txt: "
+                                    "set data.source_lang and data.target_lang to the languages it was prepared for")
 
 
 def _fails(args, *fragments):
@@ -166,14 +177,21 @@ def test_option_mistakes(corpus, tmp_path):
         ["prepare", "custom", "--train-src", str(corpus["train.de"]), "--out", str(tmp_path / "b")],
         "--train-src and --train-tgt go together",
     )
-    _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt")
+    _fails(["prepare", "custom", "--out", str(tmp_path / "b")], "needs --train-src and --train-tgt (training text,")
+    _fails(_args(corpus, tmp_path / "b", "--valid-src", str(tmp_path)), f"--valid-src {tmp_path}: a folder, not a file")
     _fails(["prepare", "iwslt14", "--tokenize", "--out", str(tmp_path / "b")], "are for `custom`, not iwslt14")
+    for option in (["--source-lang", "en"], ["--joined-dictionary"], ["--train-src", str(corpus["train.en"]),
+                   "--train-tgt", str(corpus["train.de"])]):  # were ignored without a word  # fmt: skip
+        _fails(["prepare", "text", "--source", str(corpus["train.en"]), *option, "--out", str(tmp_path / "b")],
+               "are for `custom`, not text")
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(tmp_path / "nope")), "--bpe-code", "no such file")
     _fails(
         ["prepare", "multi30k", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")],
         "no such file or folder",
         "--source /path/to/multi30k",
     )
+    for lang in ("", "de/at"):  # were fairseq-preprocess's 'no such file' (exit 1) after the text was written
+        _fails(_args(corpus, tmp_path / "b", "--source-lang", lang), f"--source-lang {lang!r}: a language code is")
     bad_code = _write(tmp_path / "code", ["#version: 0.2", "a b", "not a merge line"])
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(bad_code)), "line 3 is not a BPE merge")
     assert not (tmp_path / "b").exists()

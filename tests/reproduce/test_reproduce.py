@@ -139,6 +139,8 @@ def test_bad_scale_is_one_error(tmp_path):
 
     result = CliRunner().invoke(app, ["reproduce", "--scale", "huge", "--dry-run", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "'huge' is not one of 'demo', 'cpu', 'paper'" in result.output  # Scale's values
+    empty = CliRunner().invoke(app, ["reproduce", "--scale", "demo", "--seeds", "", "--dry-run", "--out", str(tmp_path)])
+    assert empty.exit_code == 2 and "error: --seeds: expected a count N" in empty.output, empty.output  # not the default
 
 
 @pytest.mark.slow

@@ -62,18 +62,21 @@ class Worker:
 
             if "train" not in self.task.datasets:
                 self.task.load_dataset("train", combine=False, epoch=1)
-            iterator = self.task.get_batch_iterator(
-                dataset=self.task.dataset("train"),
-                max_tokens=self.max_tokens,
-                max_sentences=cfg.dataset.batch_size,
-                max_positions=utils.resolve_max_positions(self.task.max_positions(), model.max_positions()),
-                ignore_invalid_inputs=True,
-                required_batch_size_multiple=cfg.dataset.required_batch_size_multiple,
-                seed=seed,
-                num_workers=0,
-                epoch=1,
-                disable_iterator_cache=True,  # the cached iterator would ignore the seed
-            )
+            try:
+                iterator = self.task.get_batch_iterator(
+                    dataset=self.task.dataset("train"),
+                    max_tokens=self.max_tokens,
+                    max_sentences=cfg.dataset.batch_size,
+                    max_positions=utils.resolve_max_positions(self.task.max_positions(), model.max_positions()),
+                    ignore_invalid_inputs=True,
+                    required_batch_size_multiple=cfg.dataset.required_batch_size_multiple,
+                    seed=seed,
+                    num_workers=0,
+                    epoch=1,
+                    disable_iterator_cache=True,  # the cached iterator would ignore the seed
+                )
+            except AssertionError as error:  # fairseq's batch_by_size: a sentence longer than a batch
+                raise GradsError(f"--max-tokens {self.max_tokens}: smaller than a training sentence ({error})") from None
             with warnings.catch_warnings(action="ignore"):  # torch warns that pin_memory does nothing without a GPU
                 batches = iterator.next_epoch_itr(shuffle=True)
                 samples = [sample for _, sample in zip(range(self.batches), batches)]
