@@ -49,7 +49,7 @@ def sweep_command(
     look's seeds only to the arms an undecided claim reads (docs/sequential.md); looks.json and `prelnx status`
     show the look.
     """
-    listed = options.parse_seeds(seeds) if seeds else None
+    listed = options.parse_seeds(seeds) if seeds is not None else None  # '' is refused, never the spec's seeds
     spec = resolve_spec(find_config(config), grid or [], set_ or [], name, listed)
     sweep_dir, points = plan_sweep(spec, out)
     if dry_run:

@@ -70,8 +70,8 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
         raise CheckpointDamaged(f"{path}: damaged or not a checkpoint (its bytes are not a torch checkpoint)") from None
     except (RuntimeError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
         # a few bytes that are no zip file go to torch's legacy unpickler, which fails in many ways (IndexError...)
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({first})") from None
+        said = ": ".join([type(error).__name__, *str(error).strip().splitlines()[:1]])  # KeyError's words: a bare key
+        raise CheckpointDamaged(f"{path}: damaged or not a checkpoint ({said})") from None
 
 
 @dataclass(frozen=True)

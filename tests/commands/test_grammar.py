@@ -31,6 +31,8 @@ def test_sweep_takes_seeds_as_a_count_or_a_list(tiny_config_file, tmp_path):
     assert listed.exit_code == 0 and "train.seed=3" in listed.output and "train.seed=7" in listed.output, listed.output
     bad = runner.invoke(app, ["sweep", "--config", base, "--seeds", "0", "--dry-run"])
     assert bad.exit_code == 2 and bad.output.strip() == "error: --seeds: need at least 1 seed, got 0", bad.output
+    empty = runner.invoke(app, ["sweep", "--config", base, "--seeds", "", "--dry-run"])  # was: the spec's own seeds
+    assert empty.exit_code == 2 and empty.output.startswith("error: --seeds: expected a count N"), empty.output
     assert not (tmp_path / "s").exists()
 
 

@@ -76,3 +76,14 @@ def test_evaluate_and_resume_on_an_old_torch_say_one_line_and_exit_2(tiny_run):
         assert done.stderr.startswith(f"error: {run_dir / 'checkpoints'}") and "refused: torch 2.5.1" in done.stderr
         assert all(advisory in done.stderr for advisory in ADVISORIES), (what, done.stderr)
     assert not (run_dir / "eval").exists()
+
+
+@pytest.mark.parametrize(("content", "said"), [(b"junk\n", "(KeyError: 174812789)"), (b"", "(EOFError)")])
+def test_a_few_bytes_that_are_no_checkpoint_say_what_failed_in_words(tmp_path, content, said):
+    """torch's legacy unpickler fails on junk with a KeyError whose text is a bare number: the error's name says it."""
+    from prelnx.records.checkpoints import CheckpointDamaged, load_checkpoint
+
+    (junk := tmp_path / "junk.pt").write_bytes(content)
+    with pytest.raises(CheckpointDamaged) as raised:
+        load_checkpoint(junk)
+    assert str(raised.value) == f"{junk}: damaged or not a checkpoint {said}"
