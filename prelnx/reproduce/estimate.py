@@ -81,6 +81,7 @@ class Work:
     updates: int
     tokens: float  # tokens trained
     cost: float  # cost per token (cost_per_token)
+    sized: bool = True  # False: its epochs' data is not here to count, each taken as one update (a lower bound)
 
 
 def work(config: Config) -> Work:
@@ -90,7 +91,8 @@ def work(config: Config) -> Work:
     planned = [value for value in (t.max_update, (t.max_epoch or 0) * (per_epoch or 0)) if value]
     n = int(min(planned)) if planned else per_epoch or 1
     per_update = int(t.effective_batch_tokens or t.max_tokens * (t.update_freq or 1))
-    return Work(n, float(n * min(per_update, epoch or per_update)), cost_per_token(model_sizes(config), _vocab(config)))
+    return Work(n, float(n * min(per_update, epoch or per_update)), cost_per_token(model_sizes(config), _vocab(config)),
+                sized=per_epoch is not None or bool(t.max_update))
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ def _cost(sp: StagePlan, scale: str) -> str:
         return "not run"
     if scale == "paper":
         return "CPU" + (f" ~{duration(sp.seconds)}" if sp.seconds else ", not timed")
-    return f"~{duration(sp.seconds)}"
+    return ("at least " if any(not w.sized for w in sp.work) else "") + f"~{duration(sp.seconds)}"
 
 
 def plan_lines(p: Plan) -> list[str]:
@@ -310,7 +310,9 @@ def plan_lines(p: Plan) -> list[str]:
         lines += ["", f"total: ~{sum(sp.gpu_hours for sp in todo):,.1f} GPU-hours on {PAPER_GPU} (the stages not run "
                       f"excluded), and the CPU stages (theory, gradients)"]  # fmt: skip
     else:
-        lines += ["", f"total: ~{duration(sum(sp.seconds for sp in todo))} of training here"]
+        low = any(not w.sized for sp in todo for w in sp.work)  # a stage's data not here: an epoch read as one update
+        lines += ["", f"total: {'at least ' * low}~{duration(sum(sp.seconds for sp in todo))} of training here"
+                  + (" (the epochs of data not prepared here counted as one update each)" if low else "")]
     return lines  # missing data: reproduce's refusal, after these lines, names the stages
 
 
