@@ -85,9 +85,11 @@ def run_state(run_dir: Path, name: str | None = None, config: Config | None = No
     if unit == "epoch" and isinstance(last.get("epoch"), int) and last["epoch"] > 0 and last.get("num_updates"):
         per_epoch = int(last["num_updates"]) // last["epoch"]
     seconds, diverged_at = last.get("wall_seconds"), recorded.get("diverged_at")
+    unreadable = not recorded and (run_dir / "status.json").exists()  # damaged from outside: it cannot know, says so
     return RunStanding(run=name or run_dir.name, status=status, step=step, planned=planned, unit=unit, update=update,
                     valid_loss=_last(rows, "valid_loss"), valid_bleu=_last(rows, "valid_bleu"),
-                    reason=str(recorded.get("reason") or "") if status is RunStatus.FAILED else "",
+                    reason="status.json unreadable: its status is not known" if unreadable else
+                    str(recorded.get("reason") or "") if status is RunStatus.FAILED else "",
                     diverged_at=int(diverged_at) if isinstance(diverged_at, int) else None,
                     seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
                     updates_per_epoch=per_epoch)  # fmt: skip

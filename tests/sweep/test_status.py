@@ -95,3 +95,12 @@ def test_status_json_of_a_sequential_sweep_carries_its_looks(tiny_config_file, t
     assert "claim c: open at look 1" in shown.output, shown.output
     record = json.loads(runner.invoke(app, ["status", str(tmp_path / "s"), "--json"]).output)
     assert record["looks"] == looks and record["kind"] == "sweep"
+
+
+def test_a_run_whose_status_json_cannot_be_read_says_so(tiny_run):
+    """status.json is written atomically, so only something outside prelnx damages it: the run is then shown as it
+    reads (pending, nothing recorded), with why its status is not known, never a plain `pending`."""
+    run_dir = tiny_run[1]
+    (run_dir / "status.json").write_text('{"status": "fini')
+    result = runner.invoke(app, ["status", str(run_dir)])
+    assert "status.json unreadable: its status is not known" in result.output, result.output
