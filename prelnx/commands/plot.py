@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -24,9 +25,11 @@ def plot_command(
 
     if dry_run:
         for run in collect_runs(path):
-            typer.echo(f"{run.label}: {run.status}, {len(run.rows)} epochs")
+            typer.echo(f"{run.label}: {run.status}, {len(run.rows)} validation row(s)")  # epochs or every N updates
         typer.echo(f"figures would go to {out or path}")
         return
     files = plot(path, out)
+    if not files:  # every figure needs a validation row or an lr: say why nothing was written
+        logging.getLogger(__name__).warning(f"{path}: nothing to plot yet (no run has a validation row)")
     for file in files:
         typer.echo(str(file))

@@ -94,3 +94,13 @@ def test_quiet_train_still_says_how_the_run_ended(tiny_run):
     done = CliRunner().invoke(build_app("train"), ["-q", "train", "--config", str(config), "--run-dir", str(run_dir)])
     assert done.exit_code == 0, done.output
     assert done.stdout.strip() == f"{run_dir}: finished", done.stdout  # the answer, and no progress
+
+
+def test_a_plot_with_nothing_to_draw_says_so_on_stderr(tmp_path):
+    """A run that has recorded no validation yet draws no figure: `plot` said nothing at all (exit 0); now a warning."""
+    write_status(tmp_path / "run", "running", update=0)
+    (tmp_path / "run" / "metrics.jsonl").write_text("")
+    done = subprocess.run([sys.executable, "-m", "prelnx.cli", "plot", str(tmp_path / "run")], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "", (done.stdout, done.stderr)
+    assert "nothing to plot yet (no run has a validation row)" in done.stderr, done.stderr
