@@ -25,9 +25,15 @@ def of(config: Config) -> Grain:
     return Grain.UPDATE if config.eval.every_updates is not None else Grain.EPOCH
 
 
+def budget(config: Config) -> Grain:
+    """The unit a run's budget counts in: updates where the config caps them or validates every N, else epochs
+    (`prelnx status` and a sweep's progress line alike)."""
+    return Grain.UPDATE if config.train.max_update or of(config) is Grain.UPDATE else Grain.EPOCH
+
+
 def planned(config: Config) -> int:
-    """How many of the grain's units the run is set to train (0 when the config does not say)."""
-    return (config.train.max_update or 0) if of(config) is Grain.UPDATE else (config.train.max_epoch or 0)
+    """How many of the budget's units the run is set to train (0 when the config does not say)."""
+    return (config.train.max_update or 0) if budget(config) is Grain.UPDATE else (config.train.max_epoch or 0)
 
 
 def stride(config: Config) -> int:

@@ -87,7 +87,7 @@ def run_local(
             return
         line = render(event)
         if isinstance(event, RowDone):
-            line += f" || {progress.row_done(name, event.grain.step(event.row))}"
+            line += f" || {progress.row_done(name, progress.budget[name].step(event.row))}"
         log.log(logging.WARNING if isinstance(event, Note) and event.warning else logging.INFO, f"[{name}] {line}")
 
     def work(point: SweepPoint, picked_up: bool = False) -> RunStatus:

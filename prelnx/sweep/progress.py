@@ -40,8 +40,10 @@ class SweepProgress:
     def __init__(self, points: list[SweepPoint], also: Callable[[Snapshot], str] | None = None) -> None:
         self.total = len(points)
         self.planned = {p.name: grain.planned(p.config) for p in points}
-        self.stride = {p.name: grain.stride(p.config) for p in points}  # units per row
-        self.unit = grain.units_label({grain.of(p.config).value for p in points})
+        self.budget = {p.name: grain.budget(p.config) for p in points}  # the unit each run's budget counts in
+        self.stride = {p.name: grain.stride(p.config) if grain.of(p.config) is self.budget[p.name] else
+                       self.planned[p.name] for p in points}  # units per row (an epoch's updates: unknown before it)
+        self.unit = grain.units_label({grain.budget(p.config).value for p in points})
         self.steps: dict[str, int] = {p.name: 0 for p in points}
         self.seen: set[str] = set()  # runs that recorded a row in this process
         self.counted = 0  # steps trained after each run's first row, for the pace

@@ -76,7 +76,7 @@ def run_state(run_dir: Path, name: str | None = None, config: Config | None = No
     if config is None and has_config(run_dir):
         config = read_run_config(run_dir)
     planned, unit, step = 0, "epoch", 0  # the budget: in updates when the config caps them (or validates every N)
-    if config is not None and (config.train.max_update or grain.of(config) is grain.Grain.UPDATE):
+    if config is not None and grain.budget(config) is grain.Grain.UPDATE:
         planned, unit = config.train.max_update or 0, "update"
         step = max(update or 0, int(last.get("num_updates") or 0))
     elif config is not None:

@@ -40,6 +40,16 @@ def test_sweep_progress_counts_updates_for_runs_at_the_update_grain():
     assert progress.counted == 100
 
 
+def test_a_budget_in_updates_is_counted_in_updates_at_the_epoch_grain_too():
+    """Rows once an epoch, the budget train.max_update alone: the line said only `0/2 runs done`, no steps, no ETA."""
+    config = Config(train=TrainConfig(max_epoch=None, max_update=300))
+    progress = SweepProgress([SimpleNamespace(name=n, config=config) for n in "ab"])
+    assert progress.budget["a"].step({"epoch": 1, "num_updates": 53}) == 53  # the executor reads the row by it
+    assert "sweep: 0/2 runs done | 53/600 updates | ETA after the next row" in progress.row_done("a", 53)
+    assert "sweep: 0/2 runs done | 106/600 updates | ETA " in progress.row_done("a", 106)
+    assert progress.counted == 53  # an epoch's updates counted whole: not capped at a stride of 1
+
+
 def test_what_a_sweep_line_ends_with_is_rendered_from_the_typed_progress():
     """A reproduction shows its own progress beside a sweep's: it receives the values, not the line's text."""
     from prelnx.sweep.progress import Snapshot
