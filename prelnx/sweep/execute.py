@@ -235,8 +235,8 @@ def run_sweep(
         restored = restore_runs(raw_data, sweep_dir, [point.name for point in points])
         log.info(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
     prepare_generated_data(points)
-    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}, "
-         f"{jobs} at a time)")  # fmt: skip
+    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}"
+         f"{f', {jobs} at a time' if executor == 'local' else ''})")  # fmt: skip
 
     statuses: dict[str, RunStatus] = {}
 
