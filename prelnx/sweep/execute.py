@@ -24,6 +24,7 @@ from prelnx.config.load import ConfigError
 from prelnx.config.schedule import lr_curve_warnings
 from prelnx.exits import Refusal
 from prelnx.launch import Executor
+from prelnx.launch.local import sigterm_interrupts
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
@@ -253,7 +254,8 @@ def run_sweep(
             options = {**spec.slurm, **{key: v for key, v in (slurm_options or {}).items() if v is not None}}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
-            run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done)
+            with sigterm_interrupts():  # kill stops this client as Ctrl-C does (exit 130); Slurm jobs train on
+                run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done)
 
     try:
         if sequential:
