@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.exits import exit_for
+from prelnx.exits import Exit, documented, exit_for
 from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
@@ -20,6 +20,7 @@ from prelnx.sweep.executors import SWEEP_GPUS_DEFAULT
 from prelnx.sweep.spec import resolve_spec
 
 
+@documented(Exit.FINISHED, Exit.FAILED, Exit.BAD_INPUT, Exit.DIVERGED, Exit.RUNNING, Exit.INTERRUPTED)
 def sweep_command(
     config: Annotated[str, options.config("A sweep spec (YAML with grid:), or a training config used as the base of --grid.")],
     grid: Annotated[Optional[list[str]], typer.Option("--grid", help="KEY=V1,V2: values to sweep (repeatable; a product). Values are YAML; brackets keep a list whole: --grid 'optimizer.betas=[0.9,0.98],[0.9,0.999]'.")] = None,

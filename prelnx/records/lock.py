@@ -1,6 +1,6 @@
 """One writer per run dir: an exclusive flock held for the life of the run (a crash or kill -9 leaves no stale lock),
 inherited by the fairseq child and its data loaders; they follow a killed prelnx within seconds, so a lock whose owner
-pid (written in the file) is dead is waited for (up to DEAD_OWNER_WAIT_S) before refusing.
+pid (written in the file, with its host) is dead is waited for (up to DEAD_OWNER_WAIT_S) before refusing.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,14 +27,15 @@ class RunLocked(Refusal):
     exit_code = Exit.BUSY
 
 
-def owner_alive(folder: Path) -> bool:
-    """Whether the pid written in `folder`'s lock file is a live process here (reads the file only: no lock is
-    probed, so a starting training never finds its own run dir taken). False without a lock file or a pid."""
+def owner_alive(folder: Path) -> bool | None:
+    """Whether the pid written in `folder`'s lock file is a live process, if written on this host (reads the file
+    only: no lock is probed, so a starting training never finds its own run dir taken). None where this host cannot
+    tell: no lock file, no pid, or an owner on another host (a Slurm node's)."""
     try:
-        owner = (folder / LOCK_NAME).read_text(errors="replace").strip()
+        pid, host = ((folder / LOCK_NAME).read_text(errors="replace").split() + ["", ""])[:2]
     except OSError:
-        return False
-    return owner.isdigit() and pid_alive(int(owner))
+        return None
+    return pid_alive(int(pid)) if pid.isdigit() and host == socket.gethostname() else None
 
 
 class RunLock:
@@ -64,7 +66,7 @@ class RunLock:
         deadline = time.monotonic() + DEAD_OWNER_WAIT_S
         while fd is None:
             with open(self.path, "rb") as handle:
-                owner = handle.read(64).decode(errors="replace").strip() or "unknown"
+                owner = (handle.read(300).decode(errors="replace").split() or ["unknown"])[0]
             dead = owner.isdigit() and not pid_alive(int(owner))
             if dead and time.monotonic() < deadline:
                 time.sleep(0.25)  # its training processes are ending (the kernel signals them): wait for them
@@ -77,7 +79,7 @@ class RunLock:
                                 f"wait for it to end, or stop it first (kill {owner})")  # fmt: skip
         try:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         except OSError:
             pass  # a full disk: the lock holds all the same, only the pid in the message is missing
         self.fd = fd

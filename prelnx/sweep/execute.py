@@ -24,6 +24,7 @@ from prelnx.config.load import ConfigError
 from prelnx.config.schedule import lr_curve_warnings
 from prelnx.exits import Refusal
 from prelnx.launch import Executor
+from prelnx.launch.local import sigterm_interrupts
 from prelnx.launch.prepare import ensure_data
 from prelnx.plan.data import data_dir, data_problem
 from prelnx.plan.launch import plan_run, sweep_dir
@@ -235,8 +236,8 @@ def run_sweep(
         restored = restore_runs(raw_data, sweep_dir, [point.name for point in points])
         log.info(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
     prepare_generated_data(points)
-    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}, "
-         f"{jobs} at a time)")  # fmt: skip
+    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}"
+         f"{f', {jobs} at a time' if executor == 'local' else ''})")  # fmt: skip
 
     statuses: dict[str, RunStatus] = {}
 
@@ -253,7 +254,8 @@ def run_sweep(
             options = {**spec.slurm, **{key: v for key, v in (slurm_options or {}).items() if v is not None}}
             if executor == "submitit-local":
                 options.setdefault("cpus_per_run", 1)
-            run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done)
+            with sigterm_interrupts():  # kill stops this client as Ctrl-C does (exit 130); Slurm jobs train on
+                run_submitit(points, sweep_dir, None if executor == "slurm" else "local", options, on_done)
 
     try:
         if sequential:

@@ -68,6 +68,8 @@ class SweepProgress:
         with self.lock:
             self.statuses[status] += 1
             self.ended.add(name)  # whatever it did not train will not be trained by this sweep
+            if status == RunStatus.FINISHED:  # one found finished sends no rows: it trained its budget all the same
+                self.steps[name] = self.planned[name]
             return self._summary()
 
     def snapshot(self) -> Snapshot:

@@ -1,9 +1,9 @@
 """Where a run or a sweep stands, from its records only (nothing written, no lock taken): each run's status, how far
 it trained of its budget, its last validation, why it failed or where it diverged; totals; an ETA at the runs' pace.
 
-A run is `running` while its status says so and its owner (the pid in its lock file) is alive here, or its train.log
-moved in the last ACTIVE_S seconds (a run on another machine, a Slurm node); else it is shown `interrupted`. No lock
-is probed: taking one for an instant could make a starting training refuse its own run dir.
+A run is `running` while its status says so and its owner (the pid and host in its lock file) is alive here, or, for
+an owner on another host (a Slurm node), its train.log moved in the last ACTIVE_S seconds; else it is `interrupted`.
+No lock is probed: taking one for an instant could make a starting training refuse its own run dir.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def run_state(run_dir: Path, name: str | None = None, config: Config | None = No
     none in its run dir, and its budget is still known), else its config.yaml's."""
     recorded = read_status(run_dir)
     status = RunStatus.of(recorded)
-    if status is RunStatus.RUNNING and not (owner_alive(run_dir) or _recently_active(run_dir)):
+    alive = owner_alive(run_dir)  # None: its owner is not known here (a Slurm node's): its log must move
+    if status is RunStatus.RUNNING and not (_recently_active(run_dir) if alive is None else alive):
         status = RunStatus.INTERRUPTED
     rows = read_metrics(run_dir)
     last = rows[-1] if rows else {}

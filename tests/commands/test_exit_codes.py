@@ -180,6 +180,7 @@ def test_usage_documents_every_code():
     (["status"], "5 still running, 4 the run dir is in use by another process, 1 failed"),
     (["data", "prepare"], "0 finished, 2 bad input, 130 interrupted (the same command resumes)."),
     (["evaluate"], "2 bad input, 4 the run dir is in use by another process, 130"),  # 4: evaluating a training run
+    (["sweep"], "3 diverged, 5 still running, 130"),  # 5: --executor slurm ends while a run's other job trains it
 ])  # fmt: skip
 def test_help_lists_exit_codes_in_the_tables_words(argv, codes):
     """A command's --help says its exit codes as prelnx/exits.py's Exit words them (`says`), not in words of its own."""

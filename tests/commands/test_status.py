@@ -88,3 +88,15 @@ def test_a_run_still_training_then_stopped(tiny_config_file, tmp_path):
 
     stopped = runner.invoke(app, ["status", str(run_dir)])
     assert stopped.exit_code == Exit.INTERRUPTED and "interrupted" in stopped.output, stopped.output
+
+
+def test_a_killed_run_is_interrupted_at_once_not_running_while_its_log_is_fresh(tiny_config_file, tmp_path):
+    """kill -9 of `prelnx train` (status.json still says running, train.log written a moment ago): the lock's owner
+    is a dead pid of this host, so status says interrupted (130) at once, not `running` (5) for minutes."""
+    run_dir = tmp_path / "killed"
+    run_until_it_trains_past([sys.executable, "-m", "prelnx.cli", "train", "--config",
+                              str(tiny_config_file(train={"max_epoch": FAR_EPOCHS})), "--run-dir", str(run_dir)],
+                             run_dir, 1, tmp_path / "train.log", stop=lambda process: process.kill())  # fmt: skip
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "running"
+    result = runner.invoke(app, ["status", str(run_dir)])
+    assert result.exit_code == Exit.INTERRUPTED and "interrupted" in result.output, result.output

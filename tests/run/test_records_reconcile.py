@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -124,7 +125,7 @@ def test_a_held_lock_is_refused_with_the_owner_and_released_by_the_kernel(tmp_pa
     assert not owner_alive(tmp_path)  # the pid in the file is gone (prelnx status then says interrupted)
     assert not owner_alive(tmp_path / "never-locked")
     with RunLock(tmp_path):  # the kernel dropped the dead holder's lock: no stale lock
-        assert (tmp_path / ".lock").read_text().strip() == str(os.getpid())
+        assert (tmp_path / ".lock").read_text().split() == [str(os.getpid()), socket.gethostname()]
 
 
 # datacheck.py -----------------------------------------------------------------------------------------------------

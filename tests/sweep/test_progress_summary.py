@@ -30,6 +30,15 @@ def test_an_interrupted_run_is_not_counted_done():
     assert summary.startswith("sweep: 1/2 runs done") and "1 interrupted" in summary
 
 
+def test_a_run_found_finished_counts_its_whole_budget():
+    """A resumed sweep skips its finished runs (no rows): they still trained their budget (was: '1/2 runs done |
+    0/8 epochs', then a resumed run's epochs counted against the whole sweep's budget)."""
+    points = [SimpleNamespace(name=n, config=Config(train=TrainConfig(max_epoch=4))) for n in "ab"]
+    progress = SweepProgress(points)
+    assert progress.run_done("a", "finished").startswith("sweep: 1/2 runs done | 4/8 epochs")
+    assert progress.row_done("b", 3).startswith("sweep: 1/2 runs done | 7/8 epochs")  # b resumed from epoch 2
+
+
 def test_sweep_progress_counts_updates_for_runs_at_the_update_grain():
     config = Config(train=TrainConfig(max_update=300), eval=EvalConfig(every_updates=100))
     progress = SweepProgress([SimpleNamespace(name=n, config=config) for n in "ab"])

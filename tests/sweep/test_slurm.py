@@ -73,3 +73,25 @@ def test_a_run_whose_job_was_killed_before_returning_is_recorded_failed_not_wait
     assert status["update"] == 20 and "Slurm job 13_0 left Slurm's queue before the run returned" in status["reason"]
     write_status(tmp_path, "finished", update=30)  # it had ended the run itself: that stands
     assert _ended_without_result("13_0", "CANCELLED", tmp_path) == "finished"
+
+
+def test_a_sigterm_to_the_sweep_on_slurm_interrupts_it_as_ctrl_c_does(slurm, tiny_config_file, tmp_path):
+    """kill (SIGTERM) of `prelnx sweep --executor slurm` while its job trains: exit 130 with the interrupted line,
+    as the local executor and Ctrl-C (was: killed silently by the signal, exit -15 / 143, no line)."""
+    from tests.helpers import FAR_EPOCHS, epochs_recorded
+
+    config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})
+    client = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(config), "--grid",
+                               "optimizer.lr=0.001", "--out", str(tmp_path / "s"), "--executor", "slurm",
+                               "--cpus-per-run", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not epochs_recorded(tmp_path / "s" / "base") and time.monotonic() < deadline:
+            assert client.poll() is None, client.stdout.read()
+            time.sleep(0.5)
+        client.terminate()
+        output, _ = client.communicate(timeout=60)
+    finally:
+        client.kill()
+        subprocess.run(["scancel", "--user", "root"], capture_output=True)
+    assert client.returncode == 130 and "interrupted" in output, (client.returncode, output)

@@ -153,8 +153,10 @@ def test_interrupted_sweep_resumes_only_what_is_missing(tiny_config_file, tmp_pa
 def test_submitit_local_executor_runs_a_tiny_sweep(tiny_config_file, tmp_path):
     base = tiny_config_file(train={"max_epoch": 1, "threads": None})
     spec = spec_from_command_line(base, ["train.seed=1,2"], [], "sub")
-    rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local")
+    with logged() as lines:
+        rows = run_sweep(spec, out=tmp_path / "sub", executor="submitit-local")
     assert [row["status"] for row in rows] == ["finished", "finished"]
+    assert f"sweep sub: 2 runs in {tmp_path / 'sub'} (submitit-local)" in lines  # not '1 at a time': --jobs is local's
     assert (tmp_path / "sub" / ".submitit").is_dir()
     for run in ("seed-1", "seed-2"):  # each job asks 1 CPU (submitit's local default), its run 1 thread
         assert yaml.safe_load((tmp_path / "sub" / run / "config.yaml").read_text())["train"]["threads"] == 1
