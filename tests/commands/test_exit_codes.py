@@ -175,6 +175,28 @@ def test_usage_documents_every_code():
         assert f"| {code.value} | `{code.name}`" in section, f"docs/usage.md, Exit codes: no row for {code!r}"
 
 
+def test_usage_tables_columns_are_the_codes_each_commands_help_lists():
+    """docs/usage.md's exit-code table and each command's `Exit codes:` line (exits.documented) say the same codes."""
+    import re
+
+    import typer.main
+
+    from tests.conftest import REPO
+
+    section = (REPO / "docs" / "usage.md").read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("|")]
+    header, body = rows[0], rows[2:]
+    commands = typer.main.get_command(app).commands
+    listing = {name for name, command in commands.items() if "Exit codes:" in (command.help or "")}
+    assert listing <= set(header), f"docs/usage.md, Exit codes: no column for {sorted(listing - set(header))}"
+    for column, name in enumerate(header):
+        if name not in commands:
+            continue  # the column of several commands (grads, theory, report, ...): no `Exit codes:` line of one
+        listed = re.findall(r"(\d+) [a-z]", commands[name].help.split("Exit codes:", 1)[1])
+        marked = [row[0] for row in body if row[column] and row[0] != str(Exit.BUG.value)]  # 70: every command
+        assert sorted(map(int, listed)) == sorted(map(int, marked)), (name, listed, marked)
+
+
 @pytest.mark.parametrize(("argv", "codes"), [
     (["train"], "0 finished, 1 failed (re-running resumes), 2 bad input, 3 diverged"),
     (["status"], "5 still running, 4 the run dir is in use by another process, 1 failed"),
