@@ -299,16 +299,17 @@ def user_layout(spec: str) -> Layout:
 
 def _options(path: str, cls: type) -> tuple[Option, ...]:
     """The class's `options`, checked: Options with identifier keys, distinct, their defaults allowed."""
-    declared, where = tuple(getattr(cls, "options", ()) or ()), f"{path}: {cls.__name__}.options"
+    declared, where = getattr(cls, "options", ()) or (), f"{path}: {cls.__name__}.options"
+    declared = tuple(declared) if isinstance(declared, (list, tuple)) else (declared,)  # `(Option(...))`: one
     for option in declared:
         if not isinstance(option, Option) or not option.key.isidentifier():
             raise LayoutFileError(f"{where}: each an Option(key, default, help, ...) (prelnx.layouts.Option) with an "
                                   f"identifier key, got {option!r}")
         try:
             option.coerce(option.default)
-        except (ValueError, KeyError):
-            raise LayoutFileError(f"{where}: {option.key}'s default {option.default!r} is not allowed: a bool, int, "
-                                  f"float or str within its choices/range") from None
+        except (ValueError, KeyError) as error:  # ValueError: what its range or choices allow; KeyError: no scalar
+            raise LayoutFileError(f"{where}: {option.key}'s default {option.default!r} is not allowed: "
+                                  f"{error if isinstance(error, ValueError) else 'a bool, int, float or str'}") from None
     if len({o.key for o in declared}) < len(declared):
         raise LayoutFileError(f"{where}: a key is declared twice")
     return declared
