@@ -265,11 +265,12 @@ def load_class(spec: str) -> type:
                               f"{'Pre-LN' if getattr(cls, 'pre_ln', False) else 'Post-LN'} itself)")  # fmt: skip
     for hook in overridden:
         method, parameters = getattr(cls, hook), HOOKS[hook]
+        got = f"{hook} = {method!r}"  # not a method (`residual = 3`): no signature to show
         try:
+            got = f"{hook}{inspect.signature(method)}"
             inspect.signature(method).bind(None, *parameters)
         except (TypeError, ValueError):
-            raise LayoutFileError(f"{path}: {name}.{hook} must take (self, {', '.join(parameters)}), "
-                                  f"got {hook}{inspect.signature(method)}") from None  # fmt: skip
+            raise LayoutFileError(f"{path}: {name}.{hook} must take (self, {', '.join(parameters)}), got {got}") from None
     return cls
 
 
@@ -285,7 +286,8 @@ def user_layout(spec: str) -> Layout:
     if clash is not None:
         raise LayoutFileError(f"{path}: {cls.__name__}: name {scheme!r} / display_name {display!r} clashes with the "
                               f"shipped layout {clash.name} ({clash.display}); choose another")  # fmt: skip
-    norms = tuple(getattr(cls, "norm_types", LAYERNORM))
+    norms = getattr(cls, "norm_types", LAYERNORM)
+    norms = (norms,) if isinstance(norms, str) else tuple(norms)  # `("rmsnorm")`, the tuple's comma left out: one
     bad = [n for n in norms if n not in ALL_NORMS]
     if bad or not norms:
         raise LayoutFileError(f"{path}: {cls.__name__}.norm_types: each must be one of {', '.join(ALL_NORMS)}, "

@@ -179,7 +179,7 @@ def test_an_option_named_as_a_model_key_is_refused_not_silently_the_key(tmp_path
         load_config(tiny_config_file(model={"layout": "mixln"}), ["model.options={mixln_alpha: 0.5}"])
 
 
-def test_options_without_the_tuples_comma_is_one_option_not_a_bug(tmp_path):
+def test_options_or_norm_types_without_the_tuples_comma_is_one_value_not_a_bug(tmp_path):
     """`options = (Option(...))` (no trailing comma: an Option, not a tuple) was a TypeError, exit 70."""
     from prelnx.layouts import user_layout
 
@@ -188,3 +188,6 @@ def test_options_without_the_tuples_comma_is_one_option_not_a_bug(tmp_path):
         '               Option("where", "both", "which residuals", choices=("both", "ffn")))',
         'options = (Option("offset", 0.0, "added to every residual branch\'s output", low=-1.0, high=1.0))'))
     assert [o.key for o in user_layout(f"{tmp_path / 'offset.py'}:Offset").options] == ["offset"]
+    # the same slip in norm_types, ("rmsnorm"): was read letter by letter, "got ['r', 'm', 's', ...]"
+    (tmp_path / "offset.py").write_text(OPTIONED.replace("    pre_ln = True", "    pre_ln = True\n    norm_types = ('rmsnorm')"))
+    assert user_layout(f"{tmp_path / 'offset.py'}:Offset").norms == ("rmsnorm",)
