@@ -181,14 +181,17 @@ def layout(value: str) -> Layout:
     return user_layout(value) if is_file_spec(value) else LAYOUTS[value]
 
 
-def option_keys(value: str | None) -> set[str]:
+def option_keys(value: str | None) -> set[str] | None:
     """Every key a model.<key> option may have under layout `value`: the shipped layouts' (a run dir's config holds
-    them all) and a user file's own; a file that does not load adds none (model.layout's check says why)."""
+    them all) and a user file's own; None for a file that does not load (any key may be its: model.layout's check
+    says why, not an 'unknown key' per option)."""
     keys = {option.key for row in LAYOUTS.values() for option in row.options}
     try:
         return keys | ({o.key for o in layout(value).options} if isinstance(value, str) else set())
-    except (KeyError, LayoutFileError):
+    except KeyError:
         return keys
+    except LayoutFileError:
+        return None
 
 
 def display_name(value: str) -> str:

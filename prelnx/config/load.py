@@ -261,11 +261,11 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     problems: list[str] = []
     values: dict[str, Any] = {}
     layout, source = flat.get("model.layout", (None, ""))
-    options = option_keys(layout)  # model.<key> a layout declares (layouts.Option)
+    options = option_keys(layout)  # model.<key> a layout declares (layouts.Option); None: its file does not load
     problems += [f"{source}: model.layout: {layout}'s option {key!r} is the config's own model.{key}; rename it"
-                 for key in sorted(options) if f"model.{key}" in SCHEMA]
+                 for key in sorted(options or ()) if f"model.{key}" in SCHEMA]
     for key, (value, source) in flat.items():
-        if key.startswith("model.") and key[6:] in options:
+        if key.startswith("model.") and (key[6:] in options if options is not None else key not in LEAVES):
             values.setdefault("model.options", {})[key[6:]] = value  # typed and checked by its declaration
             continue
         if key not in LEAVES:

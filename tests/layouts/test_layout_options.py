@@ -191,3 +191,14 @@ def test_options_or_norm_types_without_the_tuples_comma_is_one_value_not_a_bug(t
     # the same slip in norm_types, ("rmsnorm"): was read letter by letter, "got ['r', 'm', 's', ...]"
     (tmp_path / "offset.py").write_text(OPTIONED.replace("    pre_ln = True", "    pre_ln = True\n    norm_types = ('rmsnorm')"))
     assert user_layout(f"{tmp_path / 'offset.py'}:Offset").norms == ("rmsnorm",)
+
+
+def test_a_run_whose_layout_file_is_gone_says_so_not_unknown_key(tmp_path, tiny_config_file):
+    """The file moved after the sweep: report, plot and status said 'model.offset: unknown key; did you mean
+    model.embed_dim?' of each run's config.yaml, never that the file is missing."""
+    (tmp_path / "offset.py").write_text(OPTIONED)
+    config, _ = load_config(tiny_config_file(model={"layout": f"{tmp_path / 'offset.py'}:Offset", "offset": 0.5}))
+    (tmp_path / "offset.py").unlink()
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict(config_to_dict(config), "run/config.yaml")
+    assert "offset.py: no such file" in str(refused.value) and "unknown key" not in str(refused.value)
