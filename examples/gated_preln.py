@@ -10,9 +10,10 @@ starts at 0 on a model without norms). Train it with
 
   cd examples && prelnx train -c gated_preln.yaml --set train.threads=1
 
-`model.layout: ./gated_preln.py:GatedPreLN` (a path relative to where prelnx runs) names this class. prelnx loads
-the file when it validates the config (a bad file is one error line, exit 2, before anything trains); fairseq's
-process loads it again from the absolute path the plan passes (--layout-file).
+`model.layout: ./gated_preln.py:GatedPreLN` (relative to the folder of the config that names it; on the command
+line, to the working directory) names this class. prelnx loads the file when it validates the config (a bad file is
+one error line, exit 2, before anything trains); fairseq's process loads it again from the absolute path the plan
+passes (--layout-file).
 """
 
 from __future__ import annotations

@@ -181,14 +181,17 @@ def layout(value: str) -> Layout:
     return user_layout(value) if is_file_spec(value) else LAYOUTS[value]
 
 
-def option_keys(value: str | None) -> set[str]:
+def option_keys(value: str | None) -> set[str] | None:
     """Every key a model.<key> option may have under layout `value`: the shipped layouts' (a run dir's config holds
-    them all) and a user file's own; a file that does not load adds none (model.layout's check says why)."""
+    them all) and a user file's own; None for a file that does not load (any key may be its: model.layout's check
+    says why, not an 'unknown key' per option)."""
     keys = {option.key for row in LAYOUTS.values() for option in row.options}
     try:
         return keys | ({o.key for o in layout(value).options} if isinstance(value, str) else set())
-    except (KeyError, LayoutFileError):
+    except KeyError:
         return keys
+    except LayoutFileError:
+        return None
 
 
 def display_name(value: str) -> str:
@@ -265,11 +268,12 @@ def load_class(spec: str) -> type:
                               f"{'Pre-LN' if getattr(cls, 'pre_ln', False) else 'Post-LN'} itself)")  # fmt: skip
     for hook in overridden:
         method, parameters = getattr(cls, hook), HOOKS[hook]
+        got = f"{hook} = {method!r}"  # not a method (`residual = 3`): no signature to show
         try:
+            got = f"{hook}{inspect.signature(method)}"
             inspect.signature(method).bind(None, *parameters)
         except (TypeError, ValueError):
-            raise LayoutFileError(f"{path}: {name}.{hook} must take (self, {', '.join(parameters)}), "
-                                  f"got {hook}{inspect.signature(method)}") from None  # fmt: skip
+            raise LayoutFileError(f"{path}: {name}.{hook} must take (self, {', '.join(parameters)}), got {got}") from None
     return cls
 
 
@@ -285,7 +289,8 @@ def user_layout(spec: str) -> Layout:
     if clash is not None:
         raise LayoutFileError(f"{path}: {cls.__name__}: name {scheme!r} / display_name {display!r} clashes with the "
                               f"shipped layout {clash.name} ({clash.display}); choose another")  # fmt: skip
-    norms = tuple(getattr(cls, "norm_types", LAYERNORM))
+    norms = getattr(cls, "norm_types", LAYERNORM)
+    norms = (norms,) if isinstance(norms, str) else tuple(norms)  # `("rmsnorm")`, the tuple's comma left out: one
     bad = [n for n in norms if n not in ALL_NORMS]
     if bad or not norms:
         raise LayoutFileError(f"{path}: {cls.__name__}.norm_types: each must be one of {', '.join(ALL_NORMS)}, "
@@ -299,16 +304,17 @@ def user_layout(spec: str) -> Layout:
 
 def _options(path: str, cls: type) -> tuple[Option, ...]:
     """The class's `options`, checked: Options with identifier keys, distinct, their defaults allowed."""
-    declared, where = tuple(getattr(cls, "options", ()) or ()), f"{path}: {cls.__name__}.options"
+    declared, where = getattr(cls, "options", ()) or (), f"{path}: {cls.__name__}.options"
+    declared = tuple(declared) if isinstance(declared, (list, tuple)) else (declared,)  # `(Option(...))`: one
     for option in declared:
         if not isinstance(option, Option) or not option.key.isidentifier():
             raise LayoutFileError(f"{where}: each an Option(key, default, help, ...) (prelnx.layouts.Option) with an "
                                   f"identifier key, got {option!r}")
         try:
             option.coerce(option.default)
-        except (ValueError, KeyError):
-            raise LayoutFileError(f"{where}: {option.key}'s default {option.default!r} is not allowed: a bool, int, "
-                                  f"float or str within its choices/range") from None
+        except (ValueError, KeyError) as error:  # ValueError: what its range or choices allow; KeyError: no scalar
+            raise LayoutFileError(f"{where}: {option.key}'s default {option.default!r} is not allowed: "
+                                  f"{error if isinstance(error, ValueError) else 'a bool, int, float or str'}") from None
     if len({o.key for o in declared}) < len(declared):
         raise LayoutFileError(f"{where}: a key is declared twice")
     return declared

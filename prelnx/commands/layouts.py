@@ -114,7 +114,7 @@ def starting_file(name: str) -> tuple[str, str]:
     """(class name, text) of a new layout file named `name` (an identifier no shipped layout has)."""
     from prelnx.layouts import LAYOUTS, LayoutFileError
 
-    if not name.isidentifier() or name in LAYOUTS:
+    if not name.isidentifier() or name.casefold() in {n.casefold() for r in LAYOUTS.values() for n in (r.name, r.display)}:
         raise LayoutFileError(f"{name!r}: a layout's name is a Python identifier that no shipped layout has "
                               f"(shipped: {', '.join(LAYOUTS)})")  # fmt: skip
     cls = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Layout"

@@ -239,7 +239,8 @@ def _schema(cls: type, prefix: str = "") -> dict[str, Any]:
 
 # The schema's type hints, resolved once at import: typing.get_type_hints was most of reading a run's config.yaml.
 SCHEMA = _schema(Config)
-LEAVES = {key: hint for key, hint in SCHEMA.items() if not dataclasses.is_dataclass(hint)}
+# model.options is no key of a config: it holds the layout's own options, each written as model.<key>
+LEAVES = {key: hint for key, hint in SCHEMA.items() if not dataclasses.is_dataclass(hint) and key != "model.options"}
 
 
 def _build(cls: type, values: dict[str, Any], prefix: str = "") -> Any:
@@ -259,9 +260,12 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     sections = SCHEMA.keys() - LEAVES.keys()
     problems: list[str] = []
     values: dict[str, Any] = {}
-    options = option_keys(flat.get("model.layout", (None, ""))[0])  # model.<key> a layout declares (layouts.Option)
+    layout, source = flat.get("model.layout", (None, ""))
+    options = option_keys(layout)  # model.<key> a layout declares (layouts.Option); None: its file does not load
+    problems += [f"{source}: model.layout: {layout}'s option {key!r} is the config's own model.{key}; rename it"
+                 for key in sorted(options or ()) if f"model.{key}" in SCHEMA]
     for key, (value, source) in flat.items():
-        if key.startswith("model.") and key[6:] in options:
+        if key.startswith("model.") and (key[6:] in options if options is not None else key not in LEAVES):
             values.setdefault("model.options", {})[key[6:]] = value  # typed and checked by its declaration
             continue
         if key not in LEAVES:

@@ -16,6 +16,7 @@ from typing import Any
 
 from prelnx.config.schema import Config
 from prelnx.exits import Refusal
+from prelnx.layouts import display_name, is_file_spec
 from prelnx.plots.diagnostics import Formats, new_figure, plot_diagnostics, save_figure
 from prelnx.records.grain import Grain, of, of_run_dir
 from prelnx.records.metrics import read_metrics
@@ -56,6 +57,7 @@ def _label(overrides: dict[str, Any], varying: list[str], fallback: str) -> str:
         if key in overrides:
             value = overrides[key]
             text = f"{value:g}" if isinstance(value, float) else str(value)
+            text = display_name(text) if key == "model.layout" and is_file_spec(text) else text  # not its path
             parts.append(f"{SHORT_KEYS.get(key, key.rsplit('.', 1)[-1])}={text}")
     return ", ".join(parts) or fallback
 
@@ -93,8 +95,10 @@ def _curve_figure(runs: list[RunCurves], key: str, ylabel: str, title: str, out:
     from matplotlib import colormaps
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = new_figure((10.5 if len(runs) > 6 else 9.5, 4.8))
-    ax.set_prop_cycle(color=colormaps["tab20"].colors if len(runs) > 10 else colormaps["tab10"].colors)
+    # wide enough for the legend beside the axes (~0.06 in a character, its seeds' note included), and ten hues
+    # before any is repeated lighter (tab20's order paired each colour with its lighter shade: two arms, one hue)
+    fig, ax = new_figure((max(9.5, 5.0 + 0.06 * max(len(run.label) + 35 for run in runs)), 4.8))
+    ax.set_prop_cycle(color=colormaps["tab20"].colors[::2] + colormaps["tab20"].colors[1::2])
     by_update = [run.grain is Grain.UPDATE for run in runs]
     banded = _draw_bands(ax, runs, key)
     for index, run in enumerate(runs):

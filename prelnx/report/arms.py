@@ -174,11 +174,15 @@ def _factor_of(key: str) -> str | None:
 def with_contexts(arms: list[Arm]) -> list[Arm]:
     """Each run's context (its arm's keys outside the claims' factors) and, when the sweep's runs differ in it, the
     differing keys in words (`model.encoder_layers 12`): runs in different contexts are never compared."""
+    # each layout's recipe keys: RECIPE_KEYS' and its options (a user's file's too), as its runs' configs hold them
+    recipes = {a.layout: {*RECIPE_KEYS.get(a.layout, ()), *(f"model.{k}" for k in a.config.model.options)}
+               if a.config else set(RECIPE_KEYS.get(a.layout, ())) for a in arms}  # fmt: skip
+
     def belongs(key: str) -> bool:
-        factor = _factor_of(key)
+        factor = _factor_of(key) or ("layout" if any(key in keys for keys in recipes.values()) else None)
         if key in FACTOR_KEYS or factor is None:
             return key in FACTOR_KEYS
-        if factor == "layout" and not any(key in RECIPE_KEYS.get(a.layout, ()) for a in arms):
+        if factor == "layout" and not any(key in recipes[a.layout] for a in arms):
             return False
         per_value: dict[Any, set[str | None]] = {}
         for arm in arms:

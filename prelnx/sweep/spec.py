@@ -93,7 +93,12 @@ def load_spec(path: Path) -> SweepSpec:
             grid[LAYOUT_KEY] = [absolute_spec(v, path.parent) if isinstance(v, str) else v for v in grid[LAYOUT_KEY]]
     fixed = dict(data.get("set") or {})
     arms = parse_arms(path, data["arms"]) if "arms" in data else {}
-    for overrides in [fixed, *arms.values()]:
+    exclude = data.get("exclude") or []
+    if not isinstance(exclude, list) or not all(isinstance(rule, dict) and rule for rule in exclude):
+        raise ConfigError(f"{path}: exclude: expected a list of mappings of grid key -> value (points to leave out)")
+    if unknown := {key for rule in exclude for key in rule} - {key for grid in grids for key in grid}:
+        raise ConfigError(f"{path}: exclude: {', '.join(sorted(unknown))}: not a key of grid: (it would exclude nothing)")
+    for overrides in [fixed, *arms.values(), *exclude]:
         if isinstance(overrides.get(LAYOUT_KEY), str):
             overrides[LAYOUT_KEY] = absolute_spec(overrides[LAYOUT_KEY], path.parent)
     plan = parse_seeds(path, data["seeds"]) if "seeds" in data else None
@@ -101,7 +106,7 @@ def load_spec(path: Path) -> SweepSpec:
         raise ConfigError(f"{path}: {SEED_KEY} in grid:/set: and arms:/seeds: in one spec; with arms, the seeds are "
                           f"seeds: (a list, or looks)")  # fmt: skip
     return SweepSpec(str(data.get("name") or path.stem), base, fixed, [g for g in grids if g],
-                     zipped=[list(group) for group in data.get("zip") or []], exclude=list(data.get("exclude") or []),
+                     zipped=[list(group) for group in data.get("zip") or []], exclude=exclude,
                      slurm=_slurm_section(path, data.get("slurm") or {}), arms=arms, plan=plan)  # fmt: skip
 
 
@@ -234,8 +239,11 @@ def _configs(spec: SweepSpec, labelled: list[tuple[str, dict[str, Any]]]) -> lis
 
 
 def _typed(config: Config, keys: Iterable[str]) -> dict[str, Any]:
-    """The keys' values as the schema typed them ("1e-3", a YAML 1.1 string, becomes 0.001), a tuple as a list."""
-    return {key: list(v) if isinstance(v := operator.attrgetter(key)(config), tuple) else v for key in keys}
+    """The keys' values as the schema typed them ("1e-3", a YAML 1.1 string, becomes 0.001), a tuple as a list; a
+    layout's option (model.<key>) from model.options, left out where the point's layout has no such option."""
+    options = {f"model.{key}": value for key, value in config.model.options.items()}
+    return {key: list(v) if isinstance(v := options[key] if key in options else operator.attrgetter(key)(config), tuple)
+            else v for key in keys if key in options or not key.startswith("model.") or hasattr(config.model, key[6:])}
 
 
 def expand(spec: SweepSpec) -> list[SweepPoint]:

@@ -129,7 +129,8 @@ def test_a_bad_declaration_is_one_line_naming_the_file(tmp_path):
     (tmp_path / "offset.py").write_text(bad)
     with pytest.raises(LayoutFileError) as refused:
         user_layout(f"{tmp_path / 'offset.py'}:Offset")
-    assert "\n" not in str(refused.value) and "Offset.options: where's default 'all' is not allowed" in str(refused.value)
+    assert "\n" not in str(refused.value) and ("Offset.options: where's default 'all' is not allowed: expected one of "
+                                              "'both', 'ffn', got 'all'") in str(refused.value)
 
 
 def test_a_schemes_own_norm_is_dyt_at_the_configured_initial_alpha():
@@ -141,3 +142,63 @@ def test_a_schemes_own_norm_is_dyt_at_the_configured_initial_alpha():
 
     norm = LayoutScheme(Namespace(norm_type="dyt", dyt_init_alpha=1.25)).make_norm(8)
     assert isinstance(norm, DynamicTanh) and norm.alpha.item() == 1.25
+
+
+def test_a_sweep_varies_a_layouts_option_beside_layouts_without_it(tmp_path, tiny_config_file):
+    """A grid over model.mixln_alpha, or over a user's option in one row beside Post-LN's, was a bug (exit 70:
+    'ModelConfig' object has no attribute 'mixln_alpha'): each point names its option's value, a point whose layout
+    has no such option none."""
+    from prelnx.sweep.spec import expand, expand_arms, load_spec
+
+    (tmp_path / "offset.py").write_text(OPTIONED)
+    base = tiny_config_file(model={"layout": "mixln", "encoder_layers": 4, "decoder_layers": 4})
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(f"base: {base.name}\ngrid:\n  model.mixln_alpha: [0.25, 0.5]\n")
+    points = expand(load_spec(spec))
+    assert [(p.name, p.overrides, p.config.model.options) for p in points] == [
+        ("mixln_alpha-0.25", {"model.mixln_alpha": 0.25}, {"mixln_alpha": 0.25}),
+        ("mixln_alpha-0.5", {"model.mixln_alpha": 0.5}, {"mixln_alpha": 0.5})]
+    spec.write_text(f"base: {base.name}\ngrid:\n  - model.layout: [post]\n  - model.layout: [./offset.py:Offset]\n"
+                    f"    model.offset: [0.5]\narms:\n  a: {{optimizer.lr: 0.001}}\n  b: {{optimizer.lr: 0.002}}\n")
+    arms = {arm.name: arm for arm in expand_arms(load_spec(spec))}
+    assert arms["layout-post_a"].overrides == {"model.layout": "post", "optimizer.lr": 0.001}
+    assert arms["layout-Offset_b"].overrides["model.offset"] == 0.5
+    assert arms["layout-Offset_b"].config.model.options == {"offset": 0.5, "where": "both"}
+
+
+def test_an_option_named_as_a_model_key_is_refused_not_silently_the_key(tmp_path, tiny_config_file):
+    """Option("layout", ...) in a user's file made model.layout the option's value: the run trained Post-LN, exit 0."""
+    (tmp_path / "offset.py").write_text(OPTIONED.replace('Option("where"', 'Option("layout"'))
+    with pytest.raises(ConfigError, match=r"offset.py:Offset's option 'layout' is the config's own model.layout; "
+                                          r"rename it"):  # fmt: skip
+        load_config(tiny_config_file(model={"layout": f"{tmp_path / 'offset.py'}:Offset"}))
+    # model.options, where the options are kept, is no key of a config either (was: expected dict, got a dict)
+    with pytest.raises(ConfigError, match=r"model.options(.mixln_alpha)?: unknown key"):
+        load_config(tiny_config_file(model={"layout": "mixln", "options": {"mixln_alpha": 0.5}}))
+    with pytest.raises(ConfigError, match=r"--set model.options=\{mixln_alpha: 0.5\}: model.options: unknown key"):
+        load_config(tiny_config_file(model={"layout": "mixln"}), ["model.options={mixln_alpha: 0.5}"])
+
+
+def test_options_or_norm_types_without_the_tuples_comma_is_one_value_not_a_bug(tmp_path):
+    """`options = (Option(...))` (no trailing comma: an Option, not a tuple) was a TypeError, exit 70."""
+    from prelnx.layouts import user_layout
+
+    (tmp_path / "offset.py").write_text(OPTIONED.replace(
+        'options = (Option("offset", 0.0, "added to every residual branch\'s output", low=-1.0, high=1.0),\n'
+        '               Option("where", "both", "which residuals", choices=("both", "ffn")))',
+        'options = (Option("offset", 0.0, "added to every residual branch\'s output", low=-1.0, high=1.0))'))
+    assert [o.key for o in user_layout(f"{tmp_path / 'offset.py'}:Offset").options] == ["offset"]
+    # the same slip in norm_types, ("rmsnorm"): was read letter by letter, "got ['r', 'm', 's', ...]"
+    (tmp_path / "offset.py").write_text(OPTIONED.replace("    pre_ln = True", "    pre_ln = True\n    norm_types = ('rmsnorm')"))
+    assert user_layout(f"{tmp_path / 'offset.py'}:Offset").norms == ("rmsnorm",)
+
+
+def test_a_run_whose_layout_file_is_gone_says_so_not_unknown_key(tmp_path, tiny_config_file):
+    """The file moved after the sweep: report, plot and status said 'model.offset: unknown key; did you mean
+    model.embed_dim?' of each run's config.yaml, never that the file is missing."""
+    (tmp_path / "offset.py").write_text(OPTIONED)
+    config, _ = load_config(tiny_config_file(model={"layout": f"{tmp_path / 'offset.py'}:Offset", "offset": 0.5}))
+    (tmp_path / "offset.py").unlink()
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict(config_to_dict(config), "run/config.yaml")
+    assert "offset.py: no such file" in str(refused.value) and "unknown key" not in str(refused.value)

@@ -1,5 +1,5 @@
 """The one rule for a relative layout path (docs/your_layout.md, prelnx.layouts.absolute_spec): relative to the file
-that names it (a config, its base:, a sweep spec's grid:, set: or arms:), and to the working directory where the
+that names it (a config, its base:, a sweep spec's grid:, set:, arms: or exclude:), and to the working directory where the
 command line names it (--set, --grid). Each place is tested from a working directory that holds a decoy file of
 the same name, so a reading against the wrong folder takes the wrong file."""
 
@@ -50,6 +50,11 @@ def test_a_sweep_specs_grid_set_and_arms_are_relative_to_the_spec(tmp_path, monk
     assert [p.config.model.layout for p in expand(load_spec(project / "grid.yaml"))] == ["pre", beside_spec]
     assert {p.config.model.layout for p in expand(load_spec(project / "set.yaml"))} == {beside_spec}
     assert {p.config.model.layout for p in expand_arms(load_spec(project / "arms.yaml"))} == {beside_spec, "pre"}
+    # exclude: names the grid's file as the grid does (was: taken as is, so it excluded nothing, silently)
+    (project / "exclude.yaml").write_text(f"name: x\nbase: tiny.yaml\ngrid: {{model.layout: [pre, '{SPEC}'], "
+                                          f"train.seed: [1, 2]}}\nexclude: [{{model.layout: '{SPEC}', train.seed: 2}}]\n")
+    assert [p.name for p in expand(load_spec(project / "exclude.yaml"))] == [
+        "layout-pre_seed-1", "layout-pre_seed-2", "layout-GatedPreLN_seed-1"]
     # --grid on the command line, on that spec or on a training config: the working directory
     cli = resolve_spec(project / "set.yaml", [f"model.layout={SPEC}"], [], None)
     assert {p.config.model.layout for p in expand(cli)} == {here}

@@ -28,8 +28,9 @@ def test_list_and_show_are_the_table(tmp_path):
 
 
 def test_new_refuses_a_shipped_name_or_an_existing_file(tmp_path):
-    taken = runner.invoke(app, ["layouts", "new", "pre", "--out", str(tmp_path)])
-    assert taken.exit_code == 2 and "no shipped layout has" in taken.output and not list(tmp_path.iterdir())
+    for name in ("pre", "Post"):  # Post.py was written, then refused by every command: display 'Post' is Post-LN's
+        taken = runner.invoke(app, ["layouts", "new", name, "--out", str(tmp_path)])
+        assert taken.exit_code == 2 and "no shipped layout has" in taken.output and not list(tmp_path.iterdir())
     assert runner.invoke(app, ["layouts", "new", "mine", "--out", str(tmp_path)]).exit_code == 0
     again = runner.invoke(app, ["layouts", "new", "mine", "--out", str(tmp_path)])
     assert again.exit_code == 2 and "--force" in again.output

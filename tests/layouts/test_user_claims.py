@@ -49,6 +49,20 @@ def test_the_files_claims_are_decided_in_the_report(tmp_path):
     assert no_warmup == "**holds**" and matches == "**holds**", verdicts
 
 
+def test_a_file_with_options_is_compared_with_post_ln(tmp_path):
+    """A file's options (the starting file of `layouts new` has one) are its recipe, as a shipped layout's are: its
+    claim against Post-LN was 'not measured: the arms this claim compares differ in model.gate_init'."""
+    sweep = _sweep(tmp_path, [3.95, 4.0, 4.02])
+    text = (tmp_path / "gated_preln.py").read_text().replace("import LayoutScheme,", "import LayoutScheme, Option,")
+    (tmp_path / "gated_preln.py").write_text(text.replace("    def build_layer", "    options = (Option('gate_init', "
+                                                          "0.0, 'the gates at initialisation'),)\n\n    def build_layer"))
+    for run in sweep.iterdir():  # the runs' configs name the option's value, as a run dir's config.yaml does
+        if run.name.startswith("GatedPreLN"):
+            (run / "config.yaml").write_text((run / "config.yaml").read_text().replace("model:", "model:\n  gate_init: 0.0"))
+    verdicts = _verdicts(write_report(sweep, tmp_path / "report.md").read_text())
+    assert next(v for k, v in verdicts.items() if "Post-LN with warm-up" in k) == "**holds**", verdicts
+
+
 def test_a_claim_the_runs_contradict_does_not_hold(tmp_path):
     report = write_report(_sweep(tmp_path, [5.2, 5.3, 5.25]), tmp_path / "report.md").read_text()
     verdicts = _verdicts(report)

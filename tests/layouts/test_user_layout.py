@@ -125,6 +125,18 @@ BAD_FILES = {
               "    claims = ({'id': 'a', 'kind': 'faster', 'claim': 'x'},)\n"
               "    def residual(self, layer, index, x, residual):\n        return residual + x\n",
               "GatedPreLN.claims[0] (a): kind 'faster'"),
+    # each was found by acceptance testing (e3): a bug's traceback, exit 70 / no allowed values named / a silent
+    # Post-LN run, model.layout taken by the option
+    "not_a_method": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme\n\nclass GatedPreLN(LayoutScheme):\n"
+                     "    residual = 3\n", "GatedPreLN.residual must take (self, layer, index, x, residual), got residual = 3"),
+    "bad_default": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme, Option\n\n"
+                    "class GatedPreLN(LayoutScheme):\n    options = (Option('k', 5.0, 'h', low=0.0, high=1.0),)\n"
+                    "    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+                    "GatedPreLN.options: k's default 5.0 is not allowed: expected a number in [0.0, 1.0], got 5.0"),
+    "option_is_a_model_key": ("from prelnx_fairseq_plugin.models.schemes import LayoutScheme, Option\n\n"
+                              "class GatedPreLN(LayoutScheme):\n    options = (Option('layout', 'x', 'h'),)\n"
+                              "    def residual(self, layer, index, x, residual):\n        return residual + x\n",
+                              "GatedPreLN's option 'layout' is the config's own model.layout; rename it"),
 }  # fmt: skip
 
 

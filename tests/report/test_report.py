@@ -111,6 +111,37 @@ def test_coinciding_curves_stay_visible_and_the_legend_is_off_the_data(tmp_path,
     assert legend.x0 >= axes.x1  # beside the axes
 
 
+def test_six_arms_of_a_users_layout_have_six_hues_its_name_and_room_beside_the_legend(tmp_path, monkeypatch):
+    """The gated_preln study's figure (6 arms x 2 seeds): tab20's pairs gave Post-LN and Pre-LN without warm-up one
+    blue, the user's layout was labelled by its path, and the long legend squeezed the axes to ~0.5 inch."""
+    import shutil
+
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+
+    from prelnx.plots import curves
+    from tests.conftest import REPO
+
+    shutil.copy(REPO / "examples" / "gated_preln.py", tmp_path / "gated_preln.py")
+    sweep = Sweep(tmp_path / "s")
+    extra = {0: {"schedule.decay": "constant"}, 200: {"schedule.decay": "inverse_sqrt", "schedule.warmup_init_lr": 1e-7,
+                                                      "schedule.decay_start_update": 200}}  # fmt: skip
+    for layout in ("post", "pre", f"{tmp_path / 'gated_preln.py'}:GatedPreLN"):
+        for warmup in (0, 200):
+            sweep.seeds(layout, warmup, [4.0, 4.2], extra=extra[warmup])
+    kept = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *args, **kwargs: kept.setdefault("fig", fig))
+    curves._curve_figure(collect_runs(sweep.save()), "valid_loss", "valid loss", "t", tmp_path, ("png",))
+    ax = kept["fig"].axes[0]
+    lines = [line for line in ax.get_lines() if line.get_label().startswith("layout=")]
+    assert len(lines) == 6 and len({to_hex(line.get_color()) for line in lines}) == 6
+    assert {to_hex(line.get_color()) for line in lines} <= {to_hex(c) for c in matplotlib.colormaps["tab10"].colors}
+    assert sum("layout=Gated Pre-LN, " in line.get_label() for line in lines) == 2
+    assert not any(str(tmp_path) in line.get_label() for line in lines)
+    kept["fig"].canvas.draw()
+    assert ax.get_window_extent().width / kept["fig"].dpi > 4  # inches of axes beside the legend
+
+
 def test_a_diverged_runs_huge_loss_does_not_flatten_the_other_curves(tmp_path, monkeypatch):
     from matplotlib.figure import Figure  # curves draw with the object API: the figure is caught where it is saved
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from prelnx.config.load import ConfigError
 from prelnx.layouts import LAYOUTS
 from prelnx.plots.curves import plot
 from prelnx.report.report import report_after_sweep, write_report
@@ -48,6 +49,12 @@ def test_expansion_names_zip_and_exclude(tiny_config_file, tmp_path):
     names = [p.name for p in expand(load_spec(spec_path))]
     assert names == ["opt-adam_warmup-0_lr-0.0005", "opt-adam_warmup-0_lr-0.001", "opt-adam_warmup-500_lr-0.0005",
                      "opt-sgd_warmup-0_lr-0.005"]
+    # a rule that is not a mapping was a bug (exit 70); a key no grid has excluded nothing, silently
+    for exclude, says in (("[optimizer.lr]", "expected a list of mappings"), ("{optimizer.lr: 0.001}", "a list of"),
+                          ("[{optimizer.lrr: 0.001}]", "optimizer.lrr: not a key of grid")):  # fmt: skip
+        spec_path.write_text(f"base: {tiny_config_file()}\ngrid: {{optimizer.lr: [0.001]}}\nexclude: {exclude}\n")
+        with pytest.raises(ConfigError, match=f"s.yaml: exclude: .*{says}"):
+            load_spec(spec_path)
     zipped = spec_from_command_line(tiny_config_file(), ["optimizer.name=adam,sgd", "optimizer.lr=1e-3,1e-2"], [], "z")
     zipped.zipped = [["optimizer.name", "optimizer.lr"]]
     assert [p.overrides for p in expand(zipped)] == [{"optimizer.name": "adam", "optimizer.lr": 1e-3},
@@ -55,8 +62,6 @@ def test_expansion_names_zip_and_exclude(tiny_config_file, tmp_path):
 
 
 def test_bad_grid_value_is_reported_before_anything_runs(tiny_config_file, tmp_path):
-    from prelnx.config.load import ConfigError
-
     spec = spec_from_command_line(tiny_config_file(), ["model.layout=post,sideways"], [], "bad")
     # every layout of the table (prelnx/layouts.py), in its order, then the bad value (the list grows with the table)
     layouts = ", ".join(repr(name) for name in LAYOUTS)
