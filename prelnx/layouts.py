@@ -270,8 +270,9 @@ def load_class(spec: str) -> type:
         method, parameters = getattr(cls, hook), HOOKS[hook]
         got = f"{hook} = {method!r}"  # not a method (`residual = 3`): no signature to show
         try:
-            got = f"{hook}{inspect.signature(method)}"
-            inspect.signature(method).bind(None, *parameters)
+            signature = inspect.signature(method)
+            got = f"{hook}{signature}"
+            signature.bind(None, *parameters)
         except (TypeError, ValueError):
             raise LayoutFileError(f"{path}: {name}.{hook} must take (self, {', '.join(parameters)}), got {got}") from None
     return cls

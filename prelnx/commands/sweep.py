@@ -15,7 +15,7 @@ from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
 from prelnx.report.report import report_after_sweep
 from prelnx.report.sequential import decide_look
-from prelnx.sweep.execute import EXECUTORS, check_folder, check_points, plan_lines, plan_sweep, run_sweep, warnings
+from prelnx.sweep.execute import EXECUTORS, check_start, plan_lines, plan_sweep, run_sweep, warnings
 from prelnx.sweep.executors import SWEEP_GPUS_DEFAULT
 from prelnx.sweep.spec import resolve_spec
 
@@ -57,8 +57,7 @@ def sweep_command(
         typer.echo("\n".join(plan_lines(spec, sweep_dir, points)))
         for warning in warnings(points):
             logging.getLogger(__name__).warning(warning)
-        check_points(points)  # a dry run says whether the real one could start
-        check_folder(spec, sweep_dir)
+        check_start(spec, sweep_dir, points)  # a dry run says whether the real one could start
         return
     slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
              "mem_gb_per_run": mem_gb_per_run, "time_min": time_min, "array_parallelism": array_parallelism}

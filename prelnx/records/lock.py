@@ -27,12 +27,17 @@ class RunLocked(Refusal):
     exit_code = Exit.BUSY
 
 
+def _owner(text: str) -> list[str]:
+    """The lock file's `PID HOST`, '' for a part not written (a lock file from before the host, a full disk)."""
+    return (text.split() + ["", ""])[:2]
+
+
 def owner_alive(folder: Path) -> bool | None:
     """Whether the pid written in `folder`'s lock file is a live process, if written on this host (reads the file
     only: no lock is probed, so a starting training never finds its own run dir taken). None where this host cannot
     tell: no lock file, no pid, or an owner on another host (a Slurm node's)."""
     try:
-        pid, host = ((folder / LOCK_NAME).read_text(errors="replace").split() + ["", ""])[:2]
+        pid, host = _owner((folder / LOCK_NAME).read_text(errors="replace"))
     except OSError:
         return None
     return pid_alive(int(pid)) if pid.isdigit() and host == socket.gethostname() else None
@@ -66,7 +71,7 @@ class RunLock:
         deadline = time.monotonic() + DEAD_OWNER_WAIT_S
         while fd is None:
             with open(self.path, "rb") as handle:
-                owner = (handle.read(300).decode(errors="replace").split() or ["unknown"])[0]
+                owner = _owner(handle.read(300).decode(errors="replace"))[0] or "unknown"
             dead = owner.isdigit() and not pid_alive(int(owner))
             if dead and time.monotonic() < deadline:
                 time.sleep(0.25)  # its training processes are ending (the kernel signals them): wait for them

@@ -146,6 +146,12 @@ def check_points(points: list[SweepPoint]) -> None:
         raise ConfigError("the sweep cannot start; nothing was created:\n  " + "\n  ".join(problems))
 
 
+def check_start(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> None:
+    """Whether the sweep could start, before anything is created (the run and its dry run alike)."""
+    check_points(points)
+    check_folder(spec, sweep_dir)
+
+
 def check_folder(spec: SweepSpec, sweep_dir: Path) -> None:
     """A folder that holds another sweep is refused: its runs, looks and frozen claims are that sweep's."""
     if has_config(sweep_dir):
@@ -221,8 +227,7 @@ def run_sweep(
     if force and executor != "local":
         raise Refusal("--force works with --executor local (a requeued Slurm job must resume, not start again)")
     sweep_dir, points = plan_sweep(spec, out)
-    check_points(points)  # before anything is created
-    check_folder(spec, sweep_dir)
+    check_start(spec, sweep_dir, points)
     for warning in warnings(points):
         log.warning(warning)
     arms, plan = armed(spec) if spec.armed else ([], None)

@@ -242,8 +242,16 @@ def _typed(config: Config, keys: Iterable[str]) -> dict[str, Any]:
     """The keys' values as the schema typed them ("1e-3", a YAML 1.1 string, becomes 0.001), a tuple as a list; a
     layout's option (model.<key>) from model.options, left out where the point's layout has no such option."""
     options = {f"model.{key}": value for key, value in config.model.options.items()}
-    return {key: list(v) if isinstance(v := options[key] if key in options else operator.attrgetter(key)(config), tuple)
-            else v for key in keys if key in options or not key.startswith("model.") or hasattr(config.model, key[6:])}
+    typed = {}
+    for key in keys:
+        if key in options:
+            value = options[key]
+        elif key.startswith("model.") and not hasattr(config.model, key[6:]):
+            continue  # another layout's option
+        else:
+            value = operator.attrgetter(key)(config)
+        typed[key] = list(value) if isinstance(value, tuple) else value
+    return typed
 
 
 def expand(spec: SweepSpec) -> list[SweepPoint]:
