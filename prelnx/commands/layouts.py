@@ -53,7 +53,10 @@ def show_command(
     for key, value in row.items():
         if key == "options":  # model.<key>: default; allowed; help
             value = [f"model.{o['key']} (default {o['default']!r}; {Option(**o).allowed()}): {o['help']}" for o in value]
+        if isinstance(value, dict):  # the reference: repo file @ commit
+            value = " ".join(filter(None, (value["repo"], value["file"], value["commit"] and f"@ {value['commit']}")))
         shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+        shown = ("yes" if shown else "no") if isinstance(shown, bool) else shown
         lines.append(f"{key + ':':<10} {shown if shown not in (None, '', ()) else '-'}")
     options.echo(as_json, row, "\n".join(lines))
 

@@ -24,7 +24,9 @@ def test_list_and_show_are_the_table(tmp_path):
     mixln = runner.invoke(app, ["layouts", "show", "mixln", "--json"])
     assert json.loads(mixln.output)["reference"]["repo"] == "pixeli99/MixLN"
     shown = runner.invoke(app, ["layouts", "show", "pre"])
-    assert "display:   Pre-LN" in shown.output and "pre_ln:    True" in shown.output, shown.output
+    assert "display:   Pre-LN" in shown.output and "pre_ln:    yes" in shown.output, shown.output
+    mixln = runner.invoke(app, ["layouts", "show", "mixln"]).output  # words, not Python's reprs
+    assert "reference: pixeli99/MixLN peft_pretraining/modeling_llama.py @ ff458269" in mixln and "{" not in mixln, mixln
 
 
 def test_new_refuses_a_shipped_name_or_an_existing_file(tmp_path):
