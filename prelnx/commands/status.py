@@ -40,7 +40,7 @@ def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
     return json.dumps(record, indent=2), code
 
 
-@documented(*PRECEDENCE, Exit.BAD_INPUT)
+@documented(*PRECEDENCE)
 def status_command(
     path: Annotated[Path, typer.Argument(help="A run dir, a sweep folder or a reproduction's folder.", exists=True, file_okay=False)],
     watch: Annotated[bool, options.flag("--watch", "Redraw the table every --every seconds until no run is running (Ctrl-C stops).")] = False,

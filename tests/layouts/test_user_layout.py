@@ -109,7 +109,7 @@ def test_a_layout_file_edited_since_its_run_started_is_refused_before_training(f
         f"error: {file}: changed since the run in run started with it (layout.sha256 there); restore it, or train "
         f"into a new run dir (--run-dir, or --force to set the old run aside)\n")
     swept = prelnx(folder, *sweep)
-    assert f"{file}: changed since the run in sweep/base started with it" in swept.stdout + swept.stderr
+    assert swept.returncode == 2 and f"{file}: changed since the run in sweep/base started with it" in swept.stderr
     assert [path.read_text() for path in metrics] == trained  # nothing trained with the edited file
     (folder / "run" / "layout.sha256").unlink()  # as a run dir recorded before it existed
     assert prelnx(folder, *train, "--set", "train.max_epoch=2").returncode == 0
