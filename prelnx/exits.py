@@ -40,10 +40,11 @@ STATUS_EXIT: dict[str, Exit] = {
     "pending": Exit.INTERRUPTED,
     "running": Exit.RUNNING,
     "running elsewhere": Exit.BUSY,
+    "refused": Exit.BAD_INPUT,  # a sweep's run left alone (its run dir holds another run): it was not started
 }
 # A set of runs exits with the code of the run that most needs attention: one still training, then one held by
-# another process, one that failed, one not trained to its end; diverged and finished runs are results.
-PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
+# another process, one that failed, one refused, one not trained to its end; diverged and finished runs are results.
+PRECEDENCE = (Exit.RUNNING, Exit.BUSY, Exit.FAILED, Exit.BAD_INPUT, Exit.INTERRUPTED, Exit.DIVERGED, Exit.FINISHED)
 
 
 def documented(*codes: Exit) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -19,12 +19,13 @@ def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
     runs' states as the table's columns unrendered, the ETA and the exit code); and the exit code."""
     from prelnx.reproduce.run import is_reproduction, reproduction_states, stage_lines
     from prelnx.sweep.looks import LOOKS_FILE, look_lines
-    from prelnx.sweep.status import eta_seconds, is_run_dir, is_sweep_dir, run_state, sweep_states, table
+    from prelnx.sweep.status import (eta_seconds, is_run_dir, is_sweep_dir, run_state, summary_age, summary_lines,
+                                     sweep_states, table)
 
     if is_reproduction(path):
         kind, head, states = "reproduction", stage_lines(path), reproduction_states(path)
     elif is_sweep_dir(path):
-        kind, head, states = "sweep", look_lines(path), sweep_states(path)  # a sequential sweep: its look
+        kind, head, states = "sweep", look_lines(path) + summary_lines(path), sweep_states(path)  # look, summary.csv
     elif is_run_dir(path):
         kind, head, states = "run", [], [run_state(path)]
     else:
@@ -35,12 +36,14 @@ def status_text(path: Path, as_json: bool) -> tuple[str, Exit]:
         return "\n".join([f"{kind} {path}", *head, *table(states)]), code
     record = {"path": str(path), "kind": kind, "runs": [dataclasses.asdict(state) for state in states],
               "eta_seconds": eta_seconds(states), "exit_code": int(code), "outcome": code.name.lower()}  # fmt: skip
+    if kind == "sweep":  # summary.csv's time and the runs whose records changed since (the line above the table)
+        record["summary"] = summary_age(path)._asdict()
     if kind == "sweep" and (path / LOOKS_FILE).is_file():  # a sequential sweep: its looks, as the lines above say them
         record["looks"] = json.loads((path / LOOKS_FILE).read_text())
     return json.dumps(record, indent=2), code
 
 
-@documented(*PRECEDENCE, Exit.BAD_INPUT)
+@documented(*PRECEDENCE)
 def status_command(
     path: Annotated[Path, typer.Argument(help="A run dir, a sweep folder or a reproduction's folder.", exists=True, file_okay=False)],
     watch: Annotated[bool, options.flag("--watch", "Redraw the table every --every seconds until no run is running (Ctrl-C stops).")] = False,
@@ -50,7 +53,8 @@ def status_command(
     """One table of every run (status, epoch or update of its budget, last validation loss and BLEU, where it
     diverged, why it failed), the totals and an ETA for what is left. A sweep's run not started yet shows its budget
     from its config (an epoch budget with its updates once a run of the same batches has trained an epoch); a
-    sequential sweep shows its look, each claim's state and the claims each arm still gets seeds for. Reads the
+    sequential sweep shows its look, each claim's state and the claims each arm still gets seeds for, and a sweep
+    whose summary.csv is older than its runs' records (a sweep killed mid-run) says so. Reads the
     records only: safe beside a running sweep. It exits with the code of the run most in need of attention, in the
     order below (docs/usage.md, "Exit codes").
     """

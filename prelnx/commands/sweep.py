@@ -10,9 +10,10 @@ from typing import Annotated, Optional
 import typer
 
 from prelnx.commands import options
-from prelnx.exits import Exit, documented, exit_for
+from prelnx.exits import Exit, Refusal, documented, exit_for
 from prelnx.config.load import find_config
 from prelnx.evaluate.evaluate import evaluate_quietly
+from prelnx.records.outcome import RunStatus
 from prelnx.report.report import report_after_sweep
 from prelnx.report.sequential import decide_look
 from prelnx.sweep.execute import EXECUTORS, check_start, plan_lines, plan_sweep, run_sweep, warnings
@@ -65,4 +66,7 @@ def sweep_command(
                      after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores,
                      decide=decide_look, raw_data=raw_data)  # fmt: skip
     report_after_sweep(sweep_dir)
+    if refused := [row["run"] for row in rows if row["status"] == RunStatus.REFUSED]:
+        raise Refusal(f"{sweep_dir}: {len(refused)} run(s) not trained, their run dirs hold other runs (each said "
+                      f"above): {', '.join(refused)}; sweep into another --out, or --force to set every old run aside")
     raise typer.Exit(exit_for(row["status"] for row in rows))  # the one table (prelnx/exits.py): 3 if one diverged

@@ -37,7 +37,8 @@ from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
 from prelnx.records.results import SWEEP_INDEX
-from prelnx.records.run_config import BUDGET_KEYS, Difference, has_config, saved_differences, write_run_config
+from prelnx.records.run_config import (BUDGET_KEYS, LAYOUT_SUM, Difference, changed_layout_file, has_config,
+                                       record_layout_sum, saved_differences, write_run_config)
 from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
 
@@ -151,6 +152,9 @@ def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
                f"{lowered[0].new!r}). " if lowered else "")
             + "Use --run-dir for a new run, or --force to set the old one aside and start again."
         )  # fmt: skip
+    if changed := changed_layout_file(run_dir, config):
+        raise RunConflict(f"{changed}: changed since the run in {run_dir} started with it ({LAYOUT_SUM} there); "
+                          f"restore it, or train into a new run dir (--run-dir, or --force to set the old run aside)")
     if config.schedule.decay == "linear" and (d := next((d for d in grown if d.key == "train.max_update"), None)):
         raise RunConflict(f"{run_dir}: {d}: schedule.decay linear reaches its end lr at train.max_update, so a longer "
                           f"budget would change the lr of every update already trained; train a new run (--run-dir) "
@@ -242,6 +246,8 @@ def _attempt(plan: RunPlan, lock: RunLock, listener: Listener, extra_env: dict[s
     start = resume_point(plan.checkpoints, lambda text: notes.append(Note(text, warning=True)))  # refuses a planted one
     run_grain = grain.of(config)
     write_run_config(run_dir, config)  # an OSError here: train's RunIOError
+    if start is None:  # trained from scratch: with this layout file (a resume keeps what it started with)
+        record_layout_sum(run_dir, config)
     write_text_atomic(run_dir / "command.txt", plan.launch.command_file())
     record_machine(run_dir, t.device)  # the CPU this attempt trains on (studies pool seeds across machines)
     reconciled = reconcile_run(run_dir, run_grain, grain.stride(config), read_metrics(run_dir), start)

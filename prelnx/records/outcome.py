@@ -22,6 +22,7 @@ class RunStatus(enum.StrEnum):
     INTERRUPTED = "interrupted"  # stopped by the user or a scheduler; a re-run resumes it
     PENDING = "pending"  # no status.json yet: never started
     ELSEWHERE = "running elsewhere"  # a sweep's: another process holds the run dir, so this sweep left it alone
+    REFUSED = "refused"  # a sweep's: its run dir holds another run (a config, a layout file), left alone; exit 2
 
     @property
     def done(self) -> bool:
@@ -30,8 +31,9 @@ class RunStatus(enum.StrEnum):
 
     @property
     def ended(self) -> bool:
-        """A sweep counts it ended for good: done, or failed (an interrupted run, stopped with its sweep, is not)."""
-        return self.done or self is RunStatus.FAILED
+        """A sweep counts it ended for good: done, failed or refused (an interrupted run, stopped with its sweep, is
+        not)."""
+        return self.done or self in (RunStatus.FAILED, RunStatus.REFUSED)
 
     @classmethod
     def of(cls, record: dict[str, object] | None) -> RunStatus:

@@ -6,6 +6,7 @@ whether a run dir holds the run of a config: the saved config minus the keys tha
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +16,10 @@ from prelnx.atomic import write_text_atomic
 from prelnx.config.load import TOP_KEYS, ConfigError, config_from_dict, config_to_dict, dump_config, flatten_values
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import YamlInputError, read_yaml
+from prelnx.layouts import is_file_spec
 
 CONFIG_NAME = "config.yaml"
+LAYOUT_SUM = "layout.sha256"  # a user's layout file as the run started with it: `HEX  PATH`, as `sha256sum -c` reads
 
 
 class RunConfigError(ConfigError):
@@ -30,6 +33,31 @@ def has_config(run_dir: Path) -> bool:
 
 def write_run_config(run_dir: Path, config: Config) -> None:
     write_text_atomic(run_dir / CONFIG_NAME, dump_config(config))
+
+
+def layout_sum(config: Config) -> tuple[Path, str] | None:
+    """The config's own layout file (model.layout: PATH.py:CLASS) and its sha256; None for a shipped layout."""
+    if not is_file_spec(config.model.layout):
+        return None
+    path = Path(config.model.layout.rpartition(":")[0])
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record_layout_sum(run_dir: Path, config: Config) -> None:
+    """At a run's start (no checkpoint to resume): the layout file it trains with, so a resume can tell an edit."""
+    if (summed := layout_sum(config)) is not None:
+        write_text_atomic(run_dir / LAYOUT_SUM, f"{summed[1]}  {summed[0]}\n")
+
+
+def changed_layout_file(run_dir: Path, config: Config) -> Path | None:
+    """The config's layout file where it is not the one the run dir's run started with; None where it is, for a
+    shipped layout, and for a run recorded before layout.sha256 existed (it resumes unchecked, as it did)."""
+    try:
+        recorded = (run_dir / LAYOUT_SUM).read_text().split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    summed = layout_sum(config)
+    return summed[0] if summed is not None and summed[1] != recorded else None
 
 
 def read_run_config(run_dir: Path) -> Config:

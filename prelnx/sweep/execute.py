@@ -217,7 +217,8 @@ def run_sweep(
     decide: Decider | None = None,
     raw_data: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point not finished yet; returns the summary rows. `after_run` is called on each run dir as it ends;
+    """Run every point not finished yet; returns the summary rows (status `refused`: a run left alone, its run dir
+    holds another run). `after_run` is called on each run dir as it ends;
     `progress_also` renders what the sweep's progress lines end with (a reproduction's own progress). A sequential
     plan runs look by look (sweep/looks.py), its claims decided by `decide` (the report's, passed from above).
     `raw_data`: a study's committed raw data (docs/results/<study>/runs): its done runs are put back into the sweep
@@ -276,5 +277,6 @@ def run_sweep(
     if elsewhere:
         log.info(f"{len(elsewhere)} run(s) {RunStatus.ELSEWHERE}, trained by another prelnx process: {', '.join(elsewhere)}. "
              f"Run the sweep again once it has ended to see them finished here.")
-    return summary.rows
+    refused = RunStatus.REFUSED
+    return [{**row, "status": refused.value} if statuses.get(row["run"]) is refused else row for row in summary.rows]
 

@@ -44,8 +44,8 @@ def run_one(config: Config, run_dir: Path, on_event: Listener, env: dict[str, st
         on_event(Note(f"{run_dir}: {RunStatus.ELSEWHERE} (another prelnx process trains it); skipped"))
         return RunStatus.ELSEWHERE
     except RunConflict as error:  # the folder holds another run: report it, and leave that run's files alone
-        on_event(Note(f"{run_dir}: not trained ({error})"))
-        return RunStatus.FAILED
+        on_event(Note(f"{run_dir}: not trained ({error})", warning=True))
+        return RunStatus.REFUSED
     except Exception as error:  # noqa: BLE001 - a sweep records the failure and goes on
         reason = io_reason(error, run_dir) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         with contextlib.suppress(OSError):  # a full disk: the sweep's own output says it

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from prelnx.config.schema import Config
 from prelnx.console import columns
@@ -126,6 +126,32 @@ def sweep_states(sweep_dir: Path, prefix: str = "") -> list[RunStanding]:
             size = next((n for batches, n in trained if batches == _batches(config)), None)
             states[i] = dataclasses.replace(state, updates_per_epoch=size)
     return states
+
+
+class SummaryAge(NamedTuple):
+    written: str  # summary.csv's file time ("": none written yet)
+    behind: list[str]  # the runs whose records (status.json, metrics, test BLEU) changed since
+
+
+def summary_age(sweep_dir: Path) -> SummaryAge:
+    """How old summary.csv is: a sweep rewrites it as each run ends, so one killed, or still running, leaves it behind
+    its runs' records."""
+    try:
+        written = (sweep_dir / "summary.csv").stat().st_mtime
+    except OSError:
+        return SummaryAge("", [])
+    files = ("status.json", "metrics.jsonl", "eval/test.json")
+    behind = [point["name"] for point in read_index(sweep_dir)["runs"] if any(
+        path.is_file() and path.stat().st_mtime > written for path in (sweep_dir / point["name"] / f for f in files))]
+    return SummaryAge(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(written)), behind)
+
+
+def summary_lines(sweep_dir: Path) -> list[str]:
+    """`prelnx status` of a sweep: that summary.csv is behind its runs, when it is."""
+    age = summary_age(sweep_dir)
+    return [f"summary.csv, summary.md: as of {age.written}, older than the records of {len(age.behind)} run(s) "
+            f"({', '.join(age.behind)}); the sweep rewrites them as each run ends: this table is the runs' own"
+            ] if age.behind else []  # fmt: skip
 
 
 def _batches(config: Config) -> tuple[Any, ...]:

@@ -38,6 +38,7 @@ def test_every_status_has_one_code_and_no_code_two_meanings():
     (["diverged", "pending"], Exit.INTERRUPTED),  # something is left to train
     (["interrupted", "failed", "diverged"], Exit.FAILED),
     (["failed", "running elsewhere"], Exit.BUSY),
+    (["finished", "refused", "pending"], Exit.BAD_INPUT),  # a sweep's run left alone: its run dir holds another run
     (["running", "failed", "running elsewhere"], Exit.RUNNING),  # the answer is not in yet
 ])  # fmt: skip
 def test_a_set_of_runs_exits_with_the_one_most_in_need(statuses, code):

@@ -100,3 +100,22 @@ def test_a_killed_run_is_interrupted_at_once_not_running_while_its_log_is_fresh(
     assert json.loads((run_dir / "status.json").read_text())["status"] == "running"
     result = runner.invoke(app, ["status", str(run_dir)])
     assert result.exit_code == Exit.INTERRUPTED and "interrupted" in result.output, result.output
+
+
+def test_status_of_a_sweep_killed_mid_run_says_its_summary_is_behind_the_runs(tiny_config_file, tmp_path):
+    """kill -9 of `prelnx sweep` while its second run trains: summary.csv, rewritten as each run ends, still says
+    that run is pending; `prelnx status` says it is as of its time and older than that run's records."""
+    import csv
+
+    out = tmp_path / "sweep"
+    run_until_it_trains_past([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(tiny_config_file()), "--grid",
+                              f"train.max_epoch=1,{FAR_EPOCHS}", "--out", str(out)], out / f"max_epoch-{FAR_EPOCHS}",
+                             0, tmp_path / "sweep.log", stop=lambda process: process.kill())  # fmt: skip
+    summary = {row["run"]: row["status"] for row in csv.DictReader((out / "summary.csv").open())}
+    assert summary == {"max_epoch-1": "finished", f"max_epoch-{FAR_EPOCHS}": "pending"}  # what it could not rewrite
+    result = runner.invoke(app, ["status", str(out)])
+    assert result.exit_code == Exit.INTERRUPTED and _table(result.output)[f"max_epoch-{FAR_EPOCHS}"][0] == "interrupted"
+    assert (f"older than the records of 1 run(s) (max_epoch-{FAR_EPOCHS}); the sweep rewrites them as each run ends: "
+            f"this table is the runs' own") in result.output.splitlines()[1], result.output
+    as_json = json.loads(runner.invoke(app, ["status", str(out), "--json"]).output)
+    assert as_json["summary"]["behind"] == [f"max_epoch-{FAR_EPOCHS}"] and as_json["summary"]["written"]

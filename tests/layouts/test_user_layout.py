@@ -94,6 +94,28 @@ def test_the_example_sweeps_against_pre_ln_and_is_reported(swept):
     assert "Gated Pre-LN" in report  # an arm of its own, by its class's display_name (prelnx.layouts.display_name)
 
 
+@pytest.mark.slow  # real trainings in child processes
+def test_a_layout_file_edited_since_its_run_started_is_refused_before_training(folder):
+    """The run records its layout file's sha256: a resume (a grown budget) or a re-run sweep with the file edited is
+    refused, naming it; a run dir from before layout.sha256 (docs/results' raw data) resumes unchecked, as it did."""
+    train, sweep = ("train", "-c", "tiny.yaml", "--run-dir", "run"), ("sweep", "-c", "tiny.yaml", "--out", "sweep")
+    assert prelnx(folder, *train).returncode == 0 and prelnx(folder, *sweep).returncode == 0
+    metrics = [folder / "run" / "metrics.jsonl", folder / "sweep" / "base" / "metrics.jsonl"]
+    trained = [path.read_text() for path in metrics]
+    file = folder / "gated_preln.py"
+    file.write_text(file.read_text().replace("torch.sigmoid(layer.branch_gates[index]) * x", "x"))
+    grown = prelnx(folder, *train, "--set", "train.max_epoch=2")
+    assert grown.returncode == 2 and grown.stderr == (
+        f"error: {file}: changed since the run in run started with it (layout.sha256 there); restore it, or train "
+        f"into a new run dir (--run-dir, or --force to set the old run aside)\n")
+    swept = prelnx(folder, *sweep)
+    assert swept.returncode == 2 and f"{file}: changed since the run in sweep/base started with it" in swept.stderr
+    assert [path.read_text() for path in metrics] == trained  # nothing trained with the edited file
+    (folder / "run" / "layout.sha256").unlink()  # as a run dir recorded before it existed
+    assert prelnx(folder, *train, "--set", "train.max_epoch=2").returncode == 0
+    assert [json.loads(line)["epoch"] for line in metrics[0].read_text().splitlines()] == [1, 2]
+
+
 @pytest.mark.slow  # a real training (sweep, gradient study) in a child process
 def test_the_gradient_study_measures_the_example(folder):
     done = prelnx(folder, "grads", "-c", "tiny.yaml", "--layouts", f"pre,{SPEC}", "--depths", "2", "--seeds", "2",

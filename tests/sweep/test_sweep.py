@@ -197,3 +197,25 @@ def test_a_sweep_without_its_data_stops_before_creating_anything(tiny_config_fil
     assert "nothing was created" in result.output and "3 runs" in result.output
     assert result.output.count("holds no binarized") == 1  # one message, not one per point
     assert not out.exists()
+
+
+def test_a_rerun_sweep_that_refuses_a_run_dir_names_it_at_its_end_and_exits_2(tiny_config_file, tmp_path):
+    """A run dir holding a run of another config is left alone (its status.json still says finished), and the sweep
+    does not exit 0 from that old status: exit 2, its last line naming the refused run."""
+    from typer.testing import CliRunner
+
+    from prelnx.cli import app
+
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--config", str(tiny_config_file(train={"max_epoch": 1})), "--grid", "train.seed=1,2", "--out",
+            str(out)]  # fmt: skip
+    assert CliRunner().invoke(app, argv).exit_code == 0
+    config = out / "seed-1" / "config.yaml"
+    config.write_text(config.read_text().replace("lr: 0.003", "lr: 0.5"))  # as a run of another config
+    again = CliRunner().invoke(app, argv)
+    assert again.exit_code == 2, again.output
+    assert "seed-1 holds a run of a different config (optimizer.lr: 0.5 -> 0.003)" in again.output
+    assert again.output.splitlines()[-1] == (
+        f"error: {out}: 1 run(s) not trained, their run dirs hold other runs (each said above): seed-1; sweep into "
+        f"another --out, or --force to set every old run aside")
+    assert statuses(out) == {"seed-1": "finished", "seed-2": "finished"}  # the old run's files left alone
