@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import traceback
 from typing import Any, Callable
 
@@ -32,6 +33,9 @@ def _handled(command: Callable[..., Any]) -> Callable[..., Any]:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.ClickException, SystemExit):
             raise
+        except BrokenPipeError:  # the reader of its output left (`| head -1`): no message, as other Unix tools
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush goes nowhere
+            raise typer.Exit(Exit.PIPE_CLOSED) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
             raise typer.Exit(Exit.INTERRUPTED) from None
