@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import click
 import typer
+import typer.core
 
 from prelnx.exits import Exit, Refusal
 from prelnx.launch.errors import error_exit
@@ -64,10 +65,38 @@ class _Group(typer.Typer):
         return lambda function: register(_handled(function))
 
 
+class _OneLineUsage(typer.core.TyperGroup):
+    """click's usage errors (an unknown option or command, a missing argument, a bad value) in a group's parsing or
+    its commands' as a refusal is: one `error:` line naming the command, with where the valid ones are listed; exit 2."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return _one_line(lambda: super(_OneLineUsage, self).parse_args(ctx, args), ctx)
+
+    def invoke(self, ctx: Any) -> Any:
+        return _one_line(lambda: super(_OneLineUsage, self).invoke(ctx), ctx)
+
+
+# click's exceptions as typer raises them (typer >= 0.26 vendors click, and of them names BadParameter only)
+_CLICK = sys.modules[typer.BadParameter.__module__]
+
+
+def _one_line(parse: Callable[[], Any], ctx: Any) -> Any:
+    try:
+        return parse()
+    except _CLICK.NoArgsIsHelpError:  # a bare group: its help
+        raise
+    except _CLICK.UsageError as error:
+        where = (error.ctx or ctx).command_path
+        typer.echo(f"error: {where}: {error.format_message().rstrip('.')} (`{where} --help` says what is valid)",
+                   err=True)  # fmt: skip
+        raise typer.Exit(Exit.BAD_INPUT) from None
+
+
 def command_group(help: str) -> typer.Typer:
     """A group of commands (`prelnx`, `prelnx data`), each run by the one error handler: plain click help (no
-    <bool>, long defaults wrapped), help when called bare, no shell-completion options, no rich tracebacks."""
-    return _Group(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help,
+    <bool>, long defaults wrapped), help when called bare, no shell-completion options, no rich tracebacks, usage
+    errors in one line."""
+    return _Group(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help, cls=_OneLineUsage,
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
 
 
