@@ -164,6 +164,14 @@ def slurm_per_run(gpus_default: str = "0") -> dict[str, Any]:
     }  # fmt: skip
 
 
+def slurm_only(executor: str, slurm: dict[str, Any]) -> None:
+    """The Slurm options given (slurm_per_run's, --partition, --time-min, ...) do nothing with --executor local:
+    refused before any work, naming them (train, sweep, reproduce)."""
+    given = [f"--{key.replace('_', '-')}" for key, value in slurm.items() if value is not None]
+    if executor == "local" and given:
+        raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")
+
+
 def checkpoint(help: str, many: bool = False, default: str | None = None) -> Any:
     """--checkpoint of evaluate, grads and finetune: one grammar (records/checkpoints.py parses it)."""
     from prelnx.records.checkpoints import checkpoint_grammar
