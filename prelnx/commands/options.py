@@ -67,7 +67,7 @@ class _Group(typer.Typer):
 
 class _OneLineUsage(typer.core.TyperGroup):
     """click's usage errors (an unknown option or command, a missing argument, a bad value) in a group's parsing or
-    its commands' as a refusal is: one `error:` line naming the command, with where the valid ones are listed; exit 2."""
+    its commands' as a refusal is: one `error:` line, with the command whose --help lists what is valid; exit 2."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return _one_line(lambda: super(_OneLineUsage, self).parse_args(ctx, args), ctx)
@@ -87,8 +87,7 @@ def _one_line(parse: Callable[[], Any], ctx: Any) -> Any:
         raise
     except _CLICK.UsageError as error:
         where = (error.ctx or ctx).command_path
-        typer.echo(f"error: {where}: {error.format_message().rstrip('.')} (`{where} --help` says what is valid)",
-                   err=True)  # fmt: skip
+        typer.echo(f"error: {error.format_message().rstrip('.')} (`{where} --help` says what is valid)", err=True)
         raise typer.Exit(Exit.BAD_INPUT) from None
 
 

@@ -125,15 +125,15 @@ def test_a_command_imports_only_its_own_module(tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["env", "--no-such"], "error: prelnx env: No such option: --no-such (`prelnx env --help` says what is valid)"),
-    (["configs", "show"], "error: prelnx configs show: Missing argument 'name'"),
-    (["reproduce", "--scale", "huge"], "'huge' is not one of 'demo', 'cpu', 'paper'"),
-    (["--no-such"], "error: prelnx: No such option: --no-such"),
-    (["configs", "nosuch"], "error: prelnx configs: No such command 'nosuch'"),
+    (["env", "--no-such"], "error: No such option: --no-such (`prelnx env --help` says what is valid)"),
+    (["configs", "show"], "error: Missing argument 'name' (`prelnx configs show --help`"),
+    (["reproduce", "--scale", "huge"], "'huge' is not one of 'demo', 'cpu', 'paper' (`prelnx reproduce --help`"),
+    (["--no-such"], "error: No such option: --no-such (`prelnx --help`"),
+    (["configs", "nosuch"], "error: No such command 'nosuch' (`prelnx configs --help`"),
 ])  # fmt: skip
 def test_a_usage_error_is_one_error_line_as_a_refusal_is(argv, says):
     """click's own usage errors (an unknown option or command, a missing argument, a bad choice) read as prelnx's
-    refusals: one `error:` line on stderr naming the command, exit 2; a bare group still shows its help."""
+    refusals: one `error:` line on stderr, pointing at the command's --help, exit 2; a bare group shows its help."""
     result = runner.invoke(app, argv, prog_name="prelnx")
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1 and says in result.stderr, result.stderr
     bare = runner.invoke(app, ["configs"], prog_name="prelnx")
