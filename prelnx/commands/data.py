@@ -57,7 +57,7 @@ def prepare_command(
     target_lang: Annotated[str, typer.Option("--target-lang", help="custom: target language code.")] = "tgt",
     tokenize: Annotated[bool, options.flag("--tokenize", "custom, text: Moses-tokenize the text (text: English rules).")] = False,
     lowercase: Annotated[bool, options.flag("--lowercase", "custom, text: lowercase the text.")] = False,
-    valid_lines: Annotated[int, typer.Option("--valid-lines", help="text: the last N non-blank lines are held out for validation.")] = DEFAULT_VALID_LINES,
+    valid_lines: Annotated[Optional[int], typer.Option("--valid-lines", help=f"text: the last N non-blank lines are held out for validation [default: {DEFAULT_VALID_LINES}]; the other datasets have their own validation split.")] = None,
     joined_dictionary: Annotated[bool, options.flag("--joined-dictionary", "custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
 ) -> None:
     """Prepare DATASET into a folder `prelnx train` reads (data.path): fairseq dictionaries and binary splits,

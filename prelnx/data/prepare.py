@@ -36,6 +36,9 @@ def make_recipe(
         raise DataError(f"--bpe-merges must be at least 1, got {bpe_merges}")
     if bpe_code is not None and not bpe_code.is_file():
         raise DataError(f"--bpe-code {bpe_code}: no such file")
+    if dataset != "text" and (text_options or {}).get("valid_lines") is not None:
+        raise DataError(f"--valid-lines is for text, not {dataset}: {dataset}'s validation split is "
+                        + ("--valid-src/--valid-tgt" if dataset == "custom" else "its release's"))
     if dataset == "custom":
         if source is not None:
             raise DataError("custom data takes its files from --train-src/--train-tgt/..., not --source")
