@@ -286,11 +286,14 @@ def plan_lines(p: Plan) -> list[str]:
     seeds = f", seeds {','.join(map(str, p.seeds))} per arm" if p.seeds else ", each sweep's own seeds"
     lines = [f"prelnx reproduce --scale {p.scale} -> {p.out} ({p.executor}, {p.jobs} at a time{seeds})",
              f"estimate: {p.pace}", ""]  # fmt: skip
+    cells = [(sp.stage.name, sp.stage.figure, _cost(sp, p.scale)) for sp in p.stages]
+    name, figure, cost = (max((len(row[i]) for row in cells), default=0) for i in range(3))  # columns as wide as need
     for index, sp in enumerate(p.stages, 1):
         s = sp.stage
         after = f" (after {', '.join(s.after)})" if s.after else ""
         what = s.source or ", ".join(s.sources) or s.kind
-        lines.append(f"{index:2d}. {s.name:<18} {s.figure:<34} {_cost(sp, p.scale):>16}   {s.kind}: {what}{after}")
+        lines.append(f"{index:2d}. {s.name:<{name}} {s.figure:<{figure}} {_cost(sp, p.scale):>{cost}}   "
+                     f"{s.kind}: {what}{after}")
         if s.set:
             lines.append(f"      set: {' '.join(s.set)}")
         if sp.spec is not None:
