@@ -26,6 +26,11 @@ class _Console(logging.Handler):
         stream.flush()  # a sweep's progress as it happens, in a job's log file too
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 run`, `3 runs`: a count and its noun, in every line a command prints."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def columns(rows: list[tuple[str, ...]]) -> list[str]:
     """Rows as lines of left-aligned columns two spaces apart, the last column unpadded: every table a command prints."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

@@ -24,6 +24,7 @@ class Exit(enum.IntEnum):
     RUNNING = 5, "still running"  # (prelnx status) a run is still training: ask again later
     BUG = 70, "a bug in prelnx"  # sysexits' EX_SOFTWARE: never 1 or 2, so it never reads as a failed run or bad input
     INTERRUPTED = 130, "interrupted (the same command resumes)"  # Ctrl-C, a scheduler, or not started yet
+    PIPE_CLOSED = 141, "its output's reader left"  # `| head -1` read enough: silent, 128 + SIGPIPE as a Unix tool's
 
     def __new__(cls, code: int, says: str) -> Exit:
         member = int.__new__(cls, code)

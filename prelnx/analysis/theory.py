@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from prelnx.analysis.grads.summary import csv_text, stats_by
 from prelnx.atomic import write_text_atomic
-from prelnx.console import results
+from prelnx.console import counted, results
 from prelnx.eta import Eta
 from prelnx.exits import Refusal
 from prelnx.paper import paper_data
@@ -136,7 +136,8 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: boo
     `judge` (prelnx.report.theory_claims.judge) decides Lemma 1's claims from every seed's rows: its verdicts go
     into the summary (`verdicts`) and its lines are printed."""
     log.info(f"theory: hidden-state norms of {len(settings.seeds)} random {settings.layers}-layer networks (d {settings.d}, "
-             f"{settings.tokens} tokens), then LayerNorm's Jacobian at {len(settings.scales)} scales")  # fmt: skip
+             f"{settings.tokens} tokens), then LayerNorm's Jacobian at "
+             f"{counted(len(settings.scales), 'scale')}")  # fmt: skip
     hidden_rows, eta, started = [], Eta(len(settings.seeds)), time.monotonic()
     for index, seed in enumerate(settings.seeds, 1):
         hidden_rows += [{"seed": seed, **row, "pre_lower": pre_bounds(row["layer"])[0], "pre_upper": pre_bounds(row["layer"])[1]}
@@ -180,7 +181,7 @@ def run_theory(settings: TheorySettings, out_dir: Path | None = None, plots: boo
 def report_lines(summary: dict[str, Any]) -> list[str]:
     n = len(summary["seeds"])
     expectation = summary["post_expectation"]
-    lines = [f"hidden-state norms at initialisation, d {summary['d']}, mean +- std over {n} seeds:",
+    lines = [f"hidden-state norms at initialisation, d {summary['d']}, mean +- std over {counted(n, 'seed')}:",
              f"  layer   Post-LN ||x^(post,5)||^2/d (paper {expectation:g})   Pre-LN ||x_l||^2/d   paper's bounds"]  # fmt: skip
     for row in summary["hidden"]:
         lines.append(f"  {row['layer']:5d}   {row['post_mean']:6.3f} +- {row['post_std']:.3f}"

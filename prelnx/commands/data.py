@@ -46,7 +46,7 @@ def prepare_command(
     bpe_merges: Annotated[Optional[int], typer.Option("--bpe-merges", help="Joint BPE merges learned on train [default: iwslt14 10000, wmt14 40000, multi30k 10000; custom, text: no BPE].")] = None,
     workers: Annotated[Optional[int], options.jobs("Processes for tokenization, BPE and binarizing [default: the core count].")] = None,
     force: Annotated[bool, options.force("Prepare again even if --out holds a preparation (it is replaced once the new one is complete).")] = False,
-    dry_run: Annotated[bool, options.dry_run("Say what would be prepared and where; prepare nothing.")] = False,
+    dry_run: Annotated[bool, options.dry_run("Say what would be prepared and where, checking --source and --out as the run would; prepare nothing.")] = False,
     train_src: Annotated[Optional[Path], typer.Option("--train-src", help="custom: training source text.")] = None,
     train_tgt: Annotated[Optional[Path], typer.Option("--train-tgt", help="custom: training target text.")] = None,
     valid_src: Annotated[Optional[Path], typer.Option("--valid-src", help="custom: validation source text.")] = None,
@@ -57,7 +57,7 @@ def prepare_command(
     target_lang: Annotated[str, typer.Option("--target-lang", help="custom: target language code.")] = "tgt",
     tokenize: Annotated[bool, options.flag("--tokenize", "custom, text: Moses-tokenize the text (text: English rules).")] = False,
     lowercase: Annotated[bool, options.flag("--lowercase", "custom, text: lowercase the text.")] = False,
-    valid_lines: Annotated[int, typer.Option("--valid-lines", help="text: the last N non-blank lines are held out for validation.")] = DEFAULT_VALID_LINES,
+    valid_lines: Annotated[Optional[int], typer.Option("--valid-lines", help=f"text: the last N non-blank lines are held out for validation [default: {DEFAULT_VALID_LINES}]; the other datasets have their own validation split.")] = None,
     joined_dictionary: Annotated[bool, options.flag("--joined-dictionary", "custom: one dictionary for both sides (needed for share_all_embeddings).")] = False,
 ) -> None:
     """Prepare DATASET into a folder `prelnx train` reads (data.path): fairseq dictionaries and binary splits,
@@ -67,7 +67,7 @@ def prepare_command(
     Without --source, the data is downloaded (resumable) into ~/.cache/prelnx/downloads.
     """
     from prelnx.data.custom import corpus_from_options  # here, not at import: `prelnx --help` stays fast
-    from prelnx.data.prepare import make_recipe, prepare_recipe, summary
+    from prelnx.data.prepare import make_recipe, prepare_recipe, prepared, summary
 
     pairs = {"train": (train_src, train_tgt), "valid": (valid_src, valid_tgt), "test": (test_src, test_tgt)}
     text_options = {"valid_lines": valid_lines, "tokenize": tokenize, "lowercase": lowercase}
@@ -77,8 +77,9 @@ def prepare_command(
     recipe = make_recipe(dataset.value, source=source, bpe_code=bpe_code, bpe_merges=bpe_merges, custom=corpus,
                          text_options=text_options)
     target = out or default_folder(dataset.value)
-    if dry_run:
-        typer.echo(f"would prepare {recipe.describe()} into {target}")
+    if dry_run:  # refused as the run would be: the --source, the --out
+        typer.echo(f"{target} already holds {recipe.describe()}" if prepared(recipe, target, force)
+                   else f"would prepare {recipe.describe()} into {target}")  # fmt: skip
         return
     from prelnx.launch.local import sigterm_interrupts
 

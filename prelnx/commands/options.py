@@ -8,11 +8,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import traceback
 from typing import Any, Callable
 
 import click
 import typer
+import typer.core
 
 from prelnx.exits import Exit, Refusal
 from prelnx.launch.errors import error_exit
@@ -32,6 +34,9 @@ def _handled(command: Callable[..., Any]) -> Callable[..., Any]:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.ClickException, SystemExit):
             raise
+        except BrokenPipeError:  # the reader of its output left (`| head -1`): no message, as other Unix tools
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush goes nowhere
+            raise typer.Exit(Exit.PIPE_CLOSED) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
             raise typer.Exit(Exit.INTERRUPTED) from None
@@ -60,10 +65,37 @@ class _Group(typer.Typer):
         return lambda function: register(_handled(function))
 
 
+class _OneLineUsage(typer.core.TyperGroup):
+    """click's usage errors (an unknown option or command, a missing argument, a bad value) in a group's parsing or
+    its commands' as a refusal is: one `error:` line, with the command whose --help lists what is valid; exit 2."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return _one_line(lambda: super(_OneLineUsage, self).parse_args(ctx, args), ctx)
+
+    def invoke(self, ctx: Any) -> Any:
+        return _one_line(lambda: super(_OneLineUsage, self).invoke(ctx), ctx)
+
+
+# click's exceptions as typer raises them (typer >= 0.26 vendors click, and of them names BadParameter only)
+_CLICK = sys.modules[typer.BadParameter.__module__]
+
+
+def _one_line(parse: Callable[[], Any], ctx: Any) -> Any:
+    try:
+        return parse()
+    except _CLICK.NoArgsIsHelpError:  # a bare group: its help
+        raise
+    except _CLICK.UsageError as error:
+        where = (error.ctx or ctx).command_path
+        typer.echo(f"error: {error.format_message().rstrip('.')} (`{where} --help` says what is valid)", err=True)
+        raise typer.Exit(Exit.BAD_INPUT) from None
+
+
 def command_group(help: str) -> typer.Typer:
     """A group of commands (`prelnx`, `prelnx data`), each run by the one error handler: plain click help (no
-    <bool>, long defaults wrapped), help when called bare, no shell-completion options, no rich tracebacks."""
-    return _Group(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help,
+    <bool>, long defaults wrapped), help when called bare, no shell-completion options, no rich tracebacks, usage
+    errors in one line."""
+    return _Group(rich_markup_mode=None, context_settings={"max_content_width": 120}, help=help, cls=_OneLineUsage,
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)  # fmt: skip
 
 
@@ -129,6 +161,14 @@ def slurm_per_run(gpus_default: str = "0") -> dict[str, Any]:
         "cpus_per_run": typer.Option("--cpus-per-run", min=1, help=f"Slurm: CPUs per run, in all (split evenly between its tasks) [default: the partition's CPUs per node (sinfo) shared by a node's tasks, up to {DEFAULT_CPUS_CAP} per task]."),
         "mem_gb_per_run": typer.Option("--mem-gb-per-run", min=1, help="Slurm: memory per run in GB, in all (split evenly between its nodes) [default: the partition's default]."),
     }  # fmt: skip
+
+
+def slurm_only(executor: str, slurm: dict[str, Any]) -> None:
+    """The Slurm options given (slurm_per_run's, --partition, --time-min, ...) do nothing with --executor local:
+    refused before any work, naming them (train, sweep, reproduce)."""
+    given = [f"--{key.replace('_', '-')}" for key, value in slurm.items() if value is not None]
+    if executor == "local" and given:
+        raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")
 
 
 def checkpoint(help: str, many: bool = False, default: str | None = None) -> Any:

@@ -40,5 +40,6 @@ def reproduce_command(
 
     slurm = {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
              "mem_gb_per_run": mem_gb_per_run}
+    options.slurm_only(executor, slurm)
     raise typer.Exit(reproduce(scale.value, out, executor=executor.value, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds is not None else None,
                                slurm=slurm, dry_run=dry_run))  # fmt: skip

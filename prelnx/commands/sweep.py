@@ -51,6 +51,9 @@ def sweep_command(
     look's seeds only to the arms an undecided claim reads (docs/sequential.md); looks.json and `prelnx status`
     show the look.
     """
+    slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
+             "mem_gb_per_run": mem_gb_per_run, "time_min": time_min, "array_parallelism": array_parallelism}
+    options.slurm_only(executor, slurm)
     listed = options.parse_seeds(seeds) if seeds is not None else None  # '' is refused, never the spec's seeds
     spec = resolve_spec(find_config(config), grid or [], set_ or [], name, listed)
     sweep_dir, points = plan_sweep(spec, out)
@@ -60,8 +63,6 @@ def sweep_command(
             logging.getLogger(__name__).warning(warning)
         check_start(spec, sweep_dir, points)  # a dry run says whether the real one could start
         return
-    slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
-             "mem_gb_per_run": mem_gb_per_run, "time_min": time_min, "array_parallelism": array_parallelism}
     rows = run_sweep(spec, out=out, jobs=jobs, executor=executor, slurm_options=slurm,
                      after_run=evaluate_quietly if evaluate else None, force=force, pin_cores=pin_cores,
                      decide=decide_look, raw_data=raw_data)  # fmt: skip

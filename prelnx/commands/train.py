@@ -46,6 +46,7 @@ def train_command(
     target = run_dir or default_run_dir(resolved)
     slurm = {"partition": partition, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
              "mem_gb_per_run": mem_gb_per_run, "time_min": time_min}
+    options.slurm_only(executor, slurm)
     if executor == "slurm":
         request = run_request(resolved, **slurm)
         if dry_run:
@@ -53,8 +54,6 @@ def train_command(
             return
         message, code = train_on_slurm(resolved, target, request, force=force)
     else:
-        if given := [f"--{key.replace('_', '-')}" for key, value in slurm.items() if value is not None]:
-            raise Refusal(f"{', '.join(given)}: Slurm option(s); add --executor slurm, or leave them out")
         if dry_run:
             plan = plan_run(resolved, target)
             typer.echo(dump_config(plan.config, task_keys_only=True))

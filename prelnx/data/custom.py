@@ -129,7 +129,7 @@ def write_text(sources: SourceFiles, folder: Path, workers: Workers, *, corpus: 
 def text_recipe(*, source: str | None, corpus_options: dict) -> Recipe:
     if source is None:
         raise DataError("text needs --source: a text file or a folder of *.txt files, one sentence or document per line")
-    corpus = TextCorpus(source=Path(source).expanduser(), **corpus_options)
+    corpus = TextCorpus(source=Path(source).expanduser(), **{k: v for k, v in corpus_options.items() if v is not None})
     if corpus.valid_lines < 1:
         raise DataError(f"--valid-lines must be at least 1, got {corpus.valid_lines}")
     try:

@@ -13,12 +13,12 @@ from prelnx.data import bpe, iwslt14, multi30k, wmt14
 from prelnx.data.custom import CustomCorpus, custom_recipe, text_recipe
 from prelnx.data.locations import DATASETS, Dataset
 from prelnx.data.output import binarize, check_replaceable, is_prepared, read_manifest, staged_folder, write_manifest
-from prelnx.data.sources import Recipe
+from prelnx.data.sources import Recipe, local_source
 from prelnx.data.textio import DataError, sha256_file
 from prelnx.data.workers import Workers
 
 log = logging.getLogger(__name__)
-_RECIPES = {module.RECIPE.dataset: module.RECIPE for module in (iwslt14, wmt14, multi30k)}
+_RECIPES = {module.RECIPE.dataset: module for module in (iwslt14, wmt14, multi30k)}
 
 
 def make_recipe(
@@ -36,6 +36,9 @@ def make_recipe(
         raise DataError(f"--bpe-merges must be at least 1, got {bpe_merges}")
     if bpe_code is not None and not bpe_code.is_file():
         raise DataError(f"--bpe-code {bpe_code}: no such file")
+    if dataset != "text" and (text_options or {}).get("valid_lines") is not None:
+        raise DataError(f"--valid-lines is for text, not {dataset}: {dataset}'s validation split is "
+                        + ("--valid-src/--valid-tgt" if dataset == "custom" else "its release's"))
     if dataset == "custom":
         if source is not None:
             raise DataError("custom data takes its files from --train-src/--train-tgt/..., not --source")
@@ -45,7 +48,8 @@ def make_recipe(
     elif dataset == "text":
         recipe = text_recipe(source=source, corpus_options=text_options or {})
     elif dataset in _RECIPES:
-        recipe = replace(_RECIPES[dataset], source=source)
+        local_source(source, _RECIPES[dataset].HINT)  # refused here: a dry run refuses what the run would
+        recipe = replace(_RECIPES[dataset].RECIPE, source=source)
     else:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(Dataset)}")
     merges = bpe_merges or DATASETS[dataset].bpe_merges
@@ -65,10 +69,9 @@ def prepare_recipe(
     command: str = "",
 ) -> Path:
     """Build `recipe` into `out` (unless it is already there with the same settings); returns `out`."""
-    if not force and is_prepared(out, recipe.dataset, recipe.settings):
+    if prepared(recipe, out, force):
         log.info(f"{out} already holds {recipe.describe()} with these settings (manifest.json); --force prepares it again")
         return out
-    check_replaceable(out, force=force)
     with staged_folder(out) as staging, Workers(workers) as pool:
         work = staging / "work"
         sources = recipe.gather(recipe.source, work)
@@ -92,6 +95,14 @@ def prepare_recipe(
         write_manifest(staging, recipe, command=command, sources={"origin": sources.origin, "files": sources.inputs},
                        bpe=entry)  # fmt: skip
     return out
+
+
+def prepared(recipe: Recipe, out: Path, force: bool) -> bool:
+    """`out` already holds this preparation (nothing to do); else `out` is refused if it may not be replaced."""
+    if not force and is_prepared(out, recipe.dataset, recipe.settings):
+        return True
+    check_replaceable(out, force=force)
+    return False
 
 
 def summary(out: Path) -> str:

@@ -221,6 +221,19 @@ def _take_from(place: Path, wanted: list[str], work: Path, found: SourceFiles) -
         _take_from_archive(archive, wanted, work, found)
 
 
+def local_source(source: str | None, hint: str) -> Path | None:
+    """The file or folder `--source` names here (None: a URL, or no --source: the release's downloads); refused if it
+    is not there or is neither a folder nor an archive (the real run and its dry run alike)."""
+    if source is None or re.match(r"^(https?|ftp|file)://", source):
+        return None
+    place = Path(source).expanduser()
+    if not place.exists():
+        raise DataError(f"--source {source}: no such file or folder; {hint}")
+    if not place.is_dir() and not is_archive(place):
+        raise DataError(f"--source {source}: expected a folder or an archive ({', '.join(ARCHIVE_SUFFIXES)})")
+    return place
+
+
 def locate(
     source: str | None,
     needed: Sequence[str],
@@ -234,16 +247,13 @@ def locate(
     to pass a local copy (when a download fails); `what` names the expected source in the missing-files message."""
     wanted = list(dict.fromkeys(needed))
     found = SourceFiles(origin=source or " ".join(download.url for download in downloads))
-    if source is None or re.match(r"^(https?|ftp|file)://", source):
+    place = local_source(source, hint)
+    if place is None:
         if source is not None:
             downloads = [Download(url=source, filename=Path(source.split("?")[0]).name or "download")]
         places = [fetch(download, data_home() / "downloads", hint=hint) for download in downloads]
     else:
-        places = [Path(source).expanduser()]
-        if not places[0].exists():
-            raise DataError(f"--source {source}: no such file or folder; {hint}")
-        if not places[0].is_dir() and not is_archive(places[0]):
-            raise DataError(f"--source {source}: expected a folder or an archive ({', '.join(ARCHIVE_SUFFIXES)})")
+        places = [place]
     for place in places:
         _take_from(place, wanted, work, found)
     if wanted:

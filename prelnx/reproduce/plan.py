@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.config.load import find_config, flatten_values, load_config
+from prelnx.console import counted
 from prelnx.config.schema import Config
 from prelnx.config.strict_yaml import read_yaml
 from prelnx.eta import duration
@@ -118,7 +119,7 @@ def _looks(spec: SweepSpec) -> list[str]:
     plan = spec.plan
     if plan is None or not plan.sequential:
         return []
-    levels = ", ".join(f"{n} seeds ({plan.nominal(k):.4f})" for k, n in enumerate(plan.looks))
+    levels = ", ".join(f"{counted(n, 'seed')} ({plan.nominal(k):.4f})" for k, n in enumerate(plan.looks))
     order = f", seeds {', '.join(map(str, plan.seeds))} in this order" if plan.seeds else ""
     return [f"looks ({plan.method} spending, one-sided level per side): {levels}{order}; later looks add seeds only "
             f"to the arms an undecided claim reads"]
@@ -191,7 +192,8 @@ def _grads_plan(sp: StagePlan) -> None:
     from prelnx.plan.data import data_problem
 
     config, study = grad_study(sp.stage)
-    sp.runs = [f"{', '.join(study.layouts)} x depths {', '.join(map(str, study.depths))} x {len(study.seeds)} seeds"]
+    sp.runs = [f"{', '.join(study.layouts)} x depths {', '.join(map(str, study.depths))} x "
+               f"{counted(len(study.seeds), 'seed')}"]
     _lacks(sp, data_problem(config))
     for depth in study.depths:
         sized = load_config(sp.stage.source, [*sp.stage.set, f"model.encoder_layers={depth}",
@@ -211,7 +213,7 @@ def _finetune_plan(sp: StagePlan, plans: dict[str, StagePlan]) -> None:
     if "stages" in which and pretrained.configs:
         t = pretrained.configs[0].train
         per_run = max(1, (t.max_update or 0) // (t.keep_every_updates or t.max_update or 1))
-    sp.runs = [f"{len(pretrained.runs)} pre-trained run(s) x {per_run} checkpoint(s) ({', '.join(which)}) x {seeds} seeds"]
+    sp.runs = [f"{len(pretrained.runs)} pre-trained run(s) x {per_run} checkpoint(s) ({', '.join(which)}) x {counted(seeds, 'seed')}"]
     # the fine-tuning model is the pre-trained one
     trained = dataclasses.replace(config, model=pretrained.configs[0].model) if pretrained.configs else config
     sp.work = [estimate.work(trained)] * (len(pretrained.runs) * per_run * seeds)
@@ -235,12 +237,12 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2,
             _grads_plan(sp)
         elif stage.kind == "theory":
             o = stage.options
-            sp.runs = [f"d {o['d']}, {o['layers']} layers, {o['seeds']} seeds"]
+            sp.runs = [f"d {o['d']}, {counted(o['layers'], 'layer')}, {counted(o['seeds'], 'seed')}"]
             sp.seconds = 10.0 + o["d"] * o["layers"] * o["seeds"] / 2000.0
         elif stage.kind == "evaluate":
             of = [plans[name] for name in stage.options["of"]]
             sp.runs = [f"test BLEU of each finished run of {', '.join(p.stage.name for p in of)} "
-                       f"({sum(len(p.runs) for p in of)} runs)"]  # fmt: skip
+                       f"({counted(sum(len(p.runs) for p in of), 'run')})"]  # fmt: skip
             sp.work = [estimate.Work(1, w.tokens / max(1, w.updates) * 4, w.cost) for p in of for w in p.work]
         elif stage.kind == "finetune":
             _finetune_plan(sp, plans)
@@ -258,7 +260,8 @@ def plan(scale: str, out: Path, *, executor: str = "local", jobs: int = 2,
                 in estimate.ASSUMED_EPOCH.items()) + " until it is")  # fmt: skip
     else:  # a plan its missing data refuses is estimated without the probe's seconds of training
         probe = estimate.probe(measured=not any(sp.missing for sp in plans.values()))
-        pace = (f"{probe.describe()}; scaled by each model's cost per token, {min(jobs, usable_cores())} runs at "
+        pace = (f"{probe.describe()}; scaled by each model's cost per token, "
+                f"{counted(min(jobs, usable_cores()), 'run')} at "
                 f"a time, + {estimate.STARTUP_S:.0f} s start-up per run; validation and BLEU decoding come on top")
         for sp in plans.values():
             if sp.work:
@@ -283,16 +286,20 @@ def plan_lines(p: Plan) -> list[str]:
     seeds = f", seeds {','.join(map(str, p.seeds))} per arm" if p.seeds else ", each sweep's own seeds"
     lines = [f"prelnx reproduce --scale {p.scale} -> {p.out} ({p.executor}, {p.jobs} at a time{seeds})",
              f"estimate: {p.pace}", ""]  # fmt: skip
+    cells = [(sp.stage.name, sp.stage.figure, _cost(sp, p.scale)) for sp in p.stages]
+    name, figure, cost = (max((len(row[i]) for row in cells), default=0) for i in range(3))  # columns as wide as need
     for index, sp in enumerate(p.stages, 1):
         s = sp.stage
         after = f" (after {', '.join(s.after)})" if s.after else ""
         what = s.source or ", ".join(s.sources) or s.kind
-        lines.append(f"{index:2d}. {s.name:<18} {s.figure:<34} {_cost(sp, p.scale):>16}   {s.kind}: {what}{after}")
+        lines.append(f"{index:2d}. {s.name:<{name}} {s.figure:<{figure}} {_cost(sp, p.scale):>{cost}}   "
+                     f"{s.kind}: {what}{after}")
         if s.set:
             lines.append(f"      set: {' '.join(s.set)}")
         if sp.spec is not None:
             most = "at most " if sp.spec.plan is not None and sp.spec.plan.sequential else ""
-            lines.append(f"      {most}{len(sp.runs)} runs: {', '.join(sp.runs[:6])}{', ...' if len(sp.runs) > 6 else ''}")
+            lines.append(f"      {most}{counted(len(sp.runs), 'run')}: "
+                         f"{', '.join(sp.runs[:6])}{', ...' if len(sp.runs) > 6 else ''}")
             lines += [f"      {line}" for line in _looks(sp.spec)]
             lines.append(f"      precision: {sp.precision or ', '.join(sorted({c.train.precision for c in sp.configs}))}")
         else:
@@ -303,7 +310,7 @@ def plan_lines(p: Plan) -> list[str]:
             lines.append(f"      not run: {sp.not_run}")
         lines += [f"      MISSING DATA: {problem}" for problem in sp.missing]
         if p.executor == "slurm" and sp.spec is not None and not sp.not_run and not sp.done:
-            lines.append(f"      Slurm: would submit {len(sp.runs)} jobs (a submitit array, one run per job; "
+            lines.append(f"      Slurm: would submit {counted(len(sp.runs), 'job')} (a submitit array, one run per job; "
                          f"resources from the spec's slurm: or prelnx sweep's defaults)")  # fmt: skip
     todo = [sp for sp in p.stages if not sp.done and not sp.not_run]
     if p.scale == "paper":

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from prelnx.atomic import write_text_atomic
+from prelnx.console import counted
 from prelnx.config.load import ConfigError
 from prelnx.config.schedule import lr_curve_warnings
 from prelnx.exits import Refusal
@@ -185,7 +186,7 @@ def plan_lines(spec: SweepSpec, sweep_dir: Path, points: list[SweepPoint]) -> li
     seed plan, sweep/looks.py)."""
     if spec.armed:
         return [f"-> {sweep_dir}", *looks.plan_lines(spec, *armed(spec))]
-    return [f"sweep {spec.name}: {len(points)} runs -> {sweep_dir}"] + [
+    return [f"sweep {spec.name}: {counted(len(points), 'run')} -> {sweep_dir}"] + [
         f"  {p.name}: " + ", ".join(f"{k}={v}" for k, v in p.overrides.items()) for p in points]
 
 
@@ -242,7 +243,8 @@ def run_sweep(
         restored = restore_runs(raw_data, sweep_dir, [point.name for point in points])
         log.info(f"raw data {raw_data}: {len(restored)} done run(s) put back into {sweep_dir}; they will not train again")
     prepare_generated_data(points)
-    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{len(points)} runs in {sweep_dir} ({executor}"
+    log.info(f"sweep {spec.name}: {'at most ' if sequential else ''}{counted(len(points), 'run')} in {sweep_dir} "
+             f"({executor}"
          f"{f', {jobs} at a time' if executor == 'local' else ''})")  # fmt: skip
 
     statuses: dict[str, RunStatus] = {}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prelnx.atomic import io_reason
+from prelnx.console import counted
 from prelnx.config.schema import Config
 from prelnx.launch.errors import RunConflict
 from prelnx.launch.events import Event, Listener, Note, Progress, RowDone, render
@@ -193,7 +194,7 @@ def run_submitit(
         for point in points:
             config = with_threads(point.config, request.cpus_per_task)
             jobs.append((point, executor.submit(SubmititRun(config, sweep_dir / point.name))))
-    log.info(f"submitted {len(jobs)} jobs ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
+    log.info(f"submitted {counted(len(jobs), 'job')} ({'Slurm' if cluster is None else 'submitit ' + cluster}); logs in {sweep_dir / '.submitit'}")
     watcher = None
     if cluster is None:
         from prelnx.launch.slurm_watch import WATCHER

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from prelnx.atomic import write_text_atomic
+from prelnx.console import counted
 from prelnx.sequential import ClaimLook, ClaimState, SeedPlan, most_runs
 from prelnx.sweep.seeds import seed_run_name
 from prelnx.sweep.spec import SweepPoint, SweepSpec, arm_runs
@@ -102,7 +103,8 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
         register(scheduled)
         state.look, state.running = look, {arm: state.running.get(arm, []) for arm in active}
         write_text_atomic(sweep_dir / LOOKS_FILE, state.to_json())
-        log.info(f"look {look + 1} of {len(plan.looks)} ({plan.looks[look]} seeds per arm): {len(points)} new run(s) "
+        log.info(f"look {look + 1} of {len(plan.looks)} ({counted(plan.looks[look], 'seed')} per arm): "
+                 f"{len(points)} new run(s) "
                  f"for {len(active)} arm(s)")  # fmt: skip
         run_points(points)
         groups = {arm: tuple(p.name for p in scheduled if p.name in names) for arm, names in runs_of.items()}
@@ -110,32 +112,34 @@ def run_looks(spec: SweepSpec, sweep_dir: Path, arms: list[SweepPoint], plan: Se
         merge(state, decide(sweep_dir, groups, plan, look), look, last, earlier)
         for claim in state.claims.values():
             if claim.look == look:
-                log.info(f"look {look + 1}: {claim.claim}: {claim.state.value} ({claim.verdict}, {claim.runs} runs)")
+                log.info(f"look {look + 1}: {claim.claim}: {claim.state.value} "
+                         f"({claim.verdict}, {counted(claim.runs, 'run')})")
         state.running = still_running(state)
         if last or not state.running:
             break
         active = list(state.running)
     state.done = True
     write_text_atomic(sweep_dir / LOOKS_FILE, state.to_json())
-    log.info(f"sequential sweep {spec.name}: {len(scheduled)} runs of at most {most_runs(plan, len(arms))} "
-             f"({len(arms)} arms x {plan.looks[-1]} seeds)")  # fmt: skip
+    log.info(f"sequential sweep {spec.name}: {counted(len(scheduled), 'run')} of at most {most_runs(plan, len(arms))} "
+             f"({counted(len(arms), 'arm')} x {counted(plan.looks[-1], 'seed')})")  # fmt: skip
     return state
 
 
 def plan_lines(spec: SweepSpec, arms: list[SweepPoint], plan: SeedPlan) -> list[str]:
     """`--dry-run` of an armed spec: the looks, the first look's runs, the most the plan can cost."""
     first = arm_runs(spec, arms, plan.seeds_at(0))
-    kind = (f"sequential, {len(plan.looks)} looks at {', '.join(map(str, plan.looks))} seeds per arm "
+    kind = (f"sequential, {counted(len(plan.looks), 'look')} at {', '.join(map(str, plan.looks))} seeds per arm "
             f"({plan.method} spending, futility below {plan.futility:g} conditional power)") if plan.sequential else \
         f"fixed, seeds {', '.join(map(str, plan.order))}"  # fmt: skip
-    lines = [f"sweep {spec.name}: {len(arms)} arms; seeds: {kind}"]
+    lines = [f"sweep {spec.name}: {counted(len(arms), 'arm')}; seeds: {kind}"]
     lines += [f"  arm {arm.name}: " + (", ".join(f"{k}={v}" for k, v in arm.overrides.items()) or "the base")
               for arm in arms]  # fmt: skip
     if plan.sequential:
-        lines += [f"  look {k + 1}: {n} seeds per arm, nominal one-sided level {plan.nominal(k):.4f} per side"
+        lines += [f"  look {k + 1}: {counted(n, 'seed')} per arm, nominal one-sided level {plan.nominal(k):.4f} per side"
                   for k, n in enumerate(plan.looks)]  # fmt: skip
-    lines.append(f"first look: {len(first)} runs: {', '.join(p.name for p in first)}")
-    lines.append(f"at most: {most_runs(plan, len(arms))} runs ({len(arms)} arms x {plan.looks[-1]} seeds)")
+    lines.append(f"first look: {counted(len(first), 'run')}: {', '.join(p.name for p in first)}")
+    lines.append(f"at most: {counted(most_runs(plan, len(arms)), 'run')} "
+                 f"({counted(len(arms), 'arm')} x {counted(plan.looks[-1], 'seed')})")
     return lines
 
 
@@ -145,8 +149,9 @@ def look_lines(sweep_dir: Path) -> list[str]:
     if state is None:
         return []
     where = "ended" if state.done else "not ended"
-    lines = [f"look {state.look + 1} of {len(state.looks)} ({state.looks[state.look]} seeds per arm), {where}"]
-    lines += [f"  claim {c.claim}: {c.state.value} at look {c.look + 1} ({c.verdict}; {c.runs} runs)"
+    lines = [f"look {state.look + 1} of {len(state.looks)} ({counted(state.looks[state.look], 'seed')} per arm), "
+             f"{where}"]
+    lines += [f"  claim {c.claim}: {c.state.value} at look {c.look + 1} ({c.verdict}; {counted(c.runs, 'run')})"
               for c in state.claims.values()]  # fmt: skip
     lines += [f"  arm {arm}: seeds added for {', '.join(claims)}" for arm, claims in state.running.items() if claims]
     return lines

@@ -162,10 +162,11 @@ def _batches(config: Config) -> tuple[Any, ...]:
 
 def eta_seconds(states: list[RunStanding]) -> float | None:
     """What is left at the pace so far: seconds per unit of the runs that recorded rows, times the units left,
-    spread over the runs running now (at least one). None when nothing is left or no run has a pace yet."""
-    left = sum(state.left for state in states) / max(1, sum(state.status == RunStatus.RUNNING for state in states))
+    spread over the runs running now. None when nothing is left, no run trains now or no run has a pace yet."""
+    running = sum(state.status == RunStatus.RUNNING for state in states)
+    left = sum(state.left for state in states) / max(1, running)
     timed = [state for state in states if state.seconds and state.step]
-    return at_pace(sum(s.seconds or 0.0 for s in timed), sum(s.step for s in timed), left) if left else None
+    return at_pace(sum(s.seconds or 0.0 for s in timed), sum(s.step for s in timed), left) if left and running else None
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -195,6 +196,7 @@ def table(states: list[RunStanding]) -> list[str]:
     left = sum(state.left for state in states)
     if left:
         unit = grain.units_label({state.unit for state in states if state.left})
-        lines.append(f"left: {left} {unit} of the runs' budgets; ETA " + (duration(eta) if eta is not None else
-                     "unknown until a run records a validation"))  # fmt: skip
+        lines.append(f"left: {left} {unit} of the runs' budgets; " + (
+            "no ETA: no run is training" if all(state.status != RunStatus.RUNNING for state in states) else
+            f"ETA {duration(eta)}" if eta is not None else "ETA unknown until a run records a validation"))
     return lines

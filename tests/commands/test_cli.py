@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from prelnx.cli import app
@@ -121,3 +122,19 @@ def test_a_command_imports_only_its_own_module(tmp_path):
     assert not never & names, never & names
     if not may_have_gpu():
         assert "torch" not in names
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["env", "--no-such"], "error: No such option: --no-such (`prelnx env --help` says what is valid)"),
+    (["configs", "show"], "error: Missing argument 'name' (`prelnx configs show --help`"),
+    (["reproduce", "--scale", "huge"], "'huge' is not one of 'demo', 'cpu', 'paper' (`prelnx reproduce --help`"),
+    (["--no-such"], "error: No such option: --no-such (`prelnx --help`"),
+    (["configs", "nosuch"], "error: No such command 'nosuch' (`prelnx configs --help`"),
+])  # fmt: skip
+def test_a_usage_error_is_one_error_line_as_a_refusal_is(argv, says):
+    """click's own usage errors (an unknown option or command, a missing argument, a bad choice) read as prelnx's
+    refusals: one `error:` line on stderr, pointing at the command's --help, exit 2; a bare group shows its help."""
+    result = runner.invoke(app, argv, prog_name="prelnx")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1 and says in result.stderr, result.stderr
+    bare = runner.invoke(app, ["configs"], prog_name="prelnx")
+    assert "Usage: prelnx configs" in bare.output and "error" not in bare.output, bare.output

@@ -37,7 +37,7 @@ def test_a_sweeps_warning_goes_to_stderr_and_its_progress_to_stdout(tiny_config_
     done = _sweep(tiny_config_file, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert WARNING in done.stderr and "warning:" not in done.stdout, (done.stdout, done.stderr)
-    assert "sweep tiny-grid: 1 runs in" in done.stdout and "already finished at update 4" in done.stdout, done.stdout
+    assert "sweep tiny-grid: 1 run in" in done.stdout and "already finished at update 4" in done.stdout, done.stdout
     assert "already finished" not in done.stderr and "report: " in done.stdout
 
 

@@ -80,6 +80,17 @@ def test_the_installed_entry_point_has_the_same_handler(tmp_path):
     assert done.returncode == 2 and done.stderr.strip() == "error: --seeds: need at least 1 seed, got 0", done.stderr
 
 
+def test_a_reader_that_leaves_early_ends_the_command_silently(tmp_path):
+    """`prelnx configs show NAME | head -1`: the pipe's reader is gone before the answer is written; no message, and
+    the exit code of its own (141, 128 + SIGPIPE, as a Unix tool's), never 1's "failed"."""
+    for argv in (["configs", "show", "demo/preln_nowarmup"], ["configs", "list"]):
+        child = subprocess.Popen([sys.executable, "-m", "prelnx.cli", *argv], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, cwd=tmp_path)  # fmt: skip
+        child.stdout.close()  # no reader left: the command's first write meets a broken pipe
+        stderr = child.stderr.read()
+        assert child.wait(timeout=120) == Exit.PIPE_CLOSED == 141 and stderr == "", (argv, stderr)
+
+
 def test_sigterm_interrupts_a_command_as_ctrl_c_does(tmp_path):
     """`kill` (SIGTERM: a scheduler's stop) is Ctrl-C to every command: exit 130, its clean-up done. Here data prepare
     waits inside its staging folder, hashing a source that is a named pipe nobody writes, until the signal."""

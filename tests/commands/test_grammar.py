@@ -87,6 +87,19 @@ def test_trains_slurm_resources_are_the_runs_split_between_its_tasks(tiny_config
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("argv", [
+    ["reproduce", "--scale", "demo", "--partition", "gpu", "--dry-run"],
+    ["sweep", "--config", "demo/preln_nowarmup", "--grid", "optimizer.lr=0.001", "--array-parallelism", "2", "--dry-run"],
+])  # fmt: skip
+def test_a_slurm_option_with_the_local_executor_is_refused_before_any_work(argv, tmp_path, monkeypatch):
+    """Refused before the plan is made (its lines, reproduce's probe of this machine's speed), so before any work."""
+    monkeypatch.chdir(tmp_path)
+    local = runner.invoke(app, argv)
+    assert local.exit_code == 2 and local.output.strip() == (
+        f"error: {argv[-3]}: Slurm option(s); add --executor slurm, or leave them out"), local.output
+    assert not list(tmp_path.iterdir())  # nothing planned, probed or trained
+
+
 def test_trains_per_task_spellings_name_the_per_run_ones(tmp_path):
     for old, line in (("--cpus-per-task", "error: train --cpus-per-task: renamed --cpus-per-run (the run's CPUs in "
                                           "all, split evenly between its tasks); use that name"),

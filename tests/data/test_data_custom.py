@@ -185,6 +185,9 @@ def test_option_mistakes(corpus, tmp_path):
         _fails(["prepare", "text", "--source", str(corpus["train.en"]), *option, "--out", str(tmp_path / "b")],
                "are for `custom`, not text")
     _fails(_args(corpus, tmp_path / "b", "--bpe-code", str(tmp_path / "nope")), "--bpe-code", "no such file")
+    for dataset, split in (("custom", "--valid-src/--valid-tgt"), ("iwslt14", "its release's")):  # were ignored
+        _fails(["prepare", dataset, "--valid-lines", "5", "--out", str(tmp_path / "b")],
+               f"--valid-lines is for text, not {dataset}: {dataset}'s validation split is {split}")
     _fails(
         ["prepare", "multi30k", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b")],
         "no such file or folder",

@@ -123,3 +123,18 @@ def test_archive_missing_a_member_is_one_clear_error(tmp_path):
     assert result.exit_code == 2
     assert "lacks IWSLT14.TED.tst2011.de-en.en.xml" in result.output and "Traceback" not in result.output
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["de-en.tgz"]
+
+
+def test_a_dry_run_refuses_the_source_and_out_the_run_refuses(tmp_path):
+    """--dry-run checks what the run would check first: a --source that is not there or not a folder or archive, an
+    --out that is not a preparation; each the same line and exit 2 as the run's."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "file").write_text("theirs\n")
+    for source, out, says in ((tmp_path / "nowhere", tmp_path / "out", "no such file or folder"),
+                              (tmp_path / "notes.txt", tmp_path / "out", "expected a folder or an archive"),
+                              (tmp_path, tmp_path / "theirs", "exists and is not a prepared data folder")):
+        args = ["prepare", "iwslt14", "--source", str(source), "--out", str(out), "--jobs", "1"]
+        dry, real = (CliRunner().invoke(data_app, [*args, *extra]) for extra in (["--dry-run"], []))
+        assert dry.exit_code == real.exit_code == 2 and says in dry.output and dry.output == real.output, dry.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "theirs"]

@@ -148,3 +148,19 @@ def test_b2s_section_shows_the_verdicts_of_its_own_seeds_and_the_claims_table_re
     assert falls.endswith("**does not hold** |"), falls
     assert "Post-LN's last-layer" not in b2  # B2 measured Pre-LN only: the Post-LN claims are not its to show
     assert re.search(r"^- load average when the report was written: \d+\.\d\d \d+\.\d\d \d+\.\d\d$", report, re.M)
+
+
+def test_the_plans_columns_align_for_the_longest_stage_and_figure(tmp_path):
+    """`reproduce --scale cpu --dry-run`: study H's figure (56 characters) and 'at least ~4 min' pushed the cost
+    and the kind out of their columns; every row's columns now start where the others' do."""
+    from prelnx.reproduce.plan import plan_lines
+
+    stages = [StagePlan(stage, seconds=40.0 * 60 ** (index % 3)) for index, stage in enumerate(SCALES["cpu"])]
+    stages[3].done = True
+    rows = [line for line in plan_lines(Plan("cpu", tmp_path, "local", 2, None, stages, "test"))
+            if re.match(r"^ ?\d+\. ", line)]  # fmt: skip
+    assert len(rows) == len(SCALES["cpu"])
+    for sp in stages:  # the figure, the cost's end and the kind start at one column in every row
+        assert {row.index(f" {sp.stage.figure}") for row in rows if f" {sp.stage.name} " in row} == {
+            rows[0].index(f" {stages[0].stage.figure}")}
+    assert len({row.index("   " + row.split("   ")[-1]) for row in rows}) == 1, "\n".join(rows)

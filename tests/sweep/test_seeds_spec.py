@@ -99,3 +99,13 @@ def test_an_old_spec_is_unchanged_and_seeds_win(tiny_config_file, tmp_path):
     assert resolve_spec(armed, [], [], None, seeds=(1, 2, 3)).plan == SeedPlan((3,), seeds=(1, 2, 3))
     help_text = runner.invoke(app, ["sweep", "--help"]).output
     assert "wins over the spec's seeds:" in " ".join(help_text.split())
+
+
+def test_a_plan_of_one_says_one_run_one_arm_one_seed(tiny_config_file, tmp_path):
+    """Counts are printed with their noun's number: `1 run`, never `1 runs`."""
+    armed = runner.invoke(app, ["sweep", "-c", str(write(tmp_path, tiny_config_file(), arms={"a": {}}, seeds=[1])),
+                                "--dry-run"])  # fmt: skip
+    assert armed.exit_code == 0 and "1 arm; seeds:" in armed.output, armed.output
+    assert "first look: 1 run: " in armed.output and "at most: 1 run (1 arm x 1 seed)" in armed.output, armed.output
+    grid = runner.invoke(app, ["sweep", "-c", str(tiny_config_file()), "--grid", "optimizer.lr=0.001", "--dry-run"])
+    assert grid.exit_code == 0 and ": 1 run -> " in grid.output, grid.output

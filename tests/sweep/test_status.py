@@ -104,3 +104,22 @@ def test_a_run_whose_status_json_cannot_be_read_says_so(tiny_run):
     (run_dir / "status.json").write_text('{"status": "fini')
     result = runner.invoke(app, ["status", str(run_dir)])
     assert "status.json unreadable: its status is not known" in result.output, result.output
+
+
+def test_no_eta_when_no_run_trains(tmp_path):
+    """A sweep whose runs are all interrupted (each with a pace: seconds at its last row) is not getting closer to its
+    end: `left: ...` without an ETA, and status --json's eta_seconds is null."""
+    import json
+
+    from tests.report.runs import Sweep
+
+    sweep = Sweep(tmp_path / "s")
+    for seed in (1, 2):
+        run = sweep.folder / sweep.run("pre", 0, [5.0, 4.0], seed=seed, status="interrupted")
+        rows = [{**json.loads(line), "wall_seconds": 10.0 * n} for n, line in
+                enumerate((run / "metrics.jsonl").read_text().splitlines(), 1)]  # fmt: skip
+        (run / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    sweep.save()
+    shown = runner.invoke(app, ["status", str(sweep.folder)])
+    assert shown.exit_code == 130 and "left: 196 epochs of the runs' budgets; no ETA: no run is training" in shown.output
+    assert json.loads(runner.invoke(app, ["status", str(sweep.folder), "--json"]).stdout)["eta_seconds"] is None

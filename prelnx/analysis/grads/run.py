@@ -140,7 +140,8 @@ def run_study(study: GradStudy, out_dir: Path, plots: bool = True) -> StudyOutco
     workers, threads = plan_workers(study, specs)
     setup_s = time.perf_counter() - start
     log.info(f"gradient study: {len(specs)} models ({', '.join(study.layouts)} x depths "
-             f"{','.join(map(str, study.depths))} x {len(study.seeds)} seeds{' + checkpoint' if checkpoint else ''}), "
+             f"{','.join(map(str, study.depths))} x {console.counted(len(study.seeds), 'seed')}"
+             f"{' + checkpoint' if checkpoint else ''}), "
              f"{study.batches} batch(es) of {study.tokens_per_batch()} tokens each; {workers} worker process(es) x "
              f"{threads} thread(s)")  # fmt: skip
     results = run_models(study, specs, workers, threads)
