@@ -49,12 +49,18 @@ def record_layout_sum(run_dir: Path, config: Config) -> None:
         write_text_atomic(run_dir / LAYOUT_SUM, f"{summed[1]}  {summed[0]}\n")
 
 
+def recorded_layout_sum(run_dir: Path) -> str | None:
+    """The sha256 of the layout file the run dir's run started with (None: a shipped layout, or recorded before)."""
+    try:
+        return (run_dir / LAYOUT_SUM).read_text().split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+
+
 def changed_layout_file(run_dir: Path, config: Config) -> Path | None:
     """The config's layout file where it is not the one the run dir's run started with; None where it is, for a
     shipped layout, and for a run recorded before layout.sha256 existed (it resumes unchecked, as it did)."""
-    try:
-        recorded = (run_dir / LAYOUT_SUM).read_text().split()[0]
-    except (OSError, UnicodeDecodeError, IndexError):
+    if (recorded := recorded_layout_sum(run_dir)) is None:
         return None
     summed = layout_sum(config)
     return summed[0] if summed is not None and summed[1] != recorded else None
@@ -117,10 +123,13 @@ NOT_TRAINING_KEYS = frozenset({"name", "train.seed", "data.path", "train.threads
 NOT_TRAINING_PREFIXES = ("train.diagnostics.", "eval.")  # every key under these (diagnostics only read the training)
 
 
-def arm_values(config: Config) -> dict[str, str]:
+def arm_values(config: Config, run_dir: Path | None = None) -> dict[str, str]:
     """The config's keys that can change what is trained (all but NOT_TRAINING_KEYS), each value as canonical JSON:
-    equal dicts are one arm."""
+    equal dicts are one arm. With `run_dir`, its layout file's code too (layout.sha256, short): one config trained
+    with two versions of its file is two arms."""
     flat = flatten_values(config_to_dict(config))
     ignored = NOT_TRAINING_KEYS | (BATCH_KEYS if config.train.effective_batch_tokens is not None else set())
+    summed = recorded_layout_sum(run_dir) if run_dir is not None else None
     return {key: json.dumps(value, sort_keys=True) for key, value in sorted(flat.items())
-            if key not in ignored and not key.startswith(NOT_TRAINING_PREFIXES)}
+            if key not in ignored and not key.startswith(NOT_TRAINING_PREFIXES)} | (
+        {LAYOUT_SUM: json.dumps(summed[:8])} if summed else {})

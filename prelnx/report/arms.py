@@ -23,7 +23,7 @@ from prelnx.plan.data import data_dir
 from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import RunStatus
 from prelnx.records.results import is_finite, read_index, run_results
-from prelnx.records.run_config import arm_values, has_config, read_run_config
+from prelnx.records.run_config import LAYOUT_SUM, arm_values, has_config, read_run_config
 from prelnx.records.status import format_problem, read_status
 from prelnx.report.outcome import ClaimOutcome
 from prelnx.report.plateau import find_plateau
@@ -151,7 +151,7 @@ def load_arms(sweep_dir: Path) -> list[Arm]:
                         seed=int(config.train.seed), results=run_results(run_dir), rows=read_metrics(run_dir),
                         task=config.task, plateau=None if found is None else found.bits,
                         plateau_source="" if found is None else found.source,
-                        diverged_at=_diverged_at(read_status(run_dir)), values=arm_values(config),
+                        diverged_at=_diverged_at(read_status(run_dir)), values=arm_values(config, run_dir),
                         norm=config.model.norm, qk_norm=bool(config.model.qk_norm), config=config))  # fmt: skip
     return with_contexts(arms)
 
@@ -174,8 +174,8 @@ def _factor_of(key: str) -> str | None:
 def with_contexts(arms: list[Arm]) -> list[Arm]:
     """Each run's context (its arm's keys outside the claims' factors) and, when the sweep's runs differ in it, the
     differing keys in words (`model.encoder_layers 12`): runs in different contexts are never compared."""
-    # each layout's recipe keys: RECIPE_KEYS' and its options (a user's file's too), as its runs' configs hold them
-    recipes = {a.layout: {*RECIPE_KEYS.get(a.layout, ()), *(f"model.{k}" for k in a.config.model.options)}
+    # each layout's recipe keys: RECIPE_KEYS', its options and its file's code (a user's file's), as its runs hold them
+    recipes = {a.layout: {*RECIPE_KEYS.get(a.layout, ()), *(f"model.{k}" for k in a.config.model.options), LAYOUT_SUM}
                if a.config else set(RECIPE_KEYS.get(a.layout, ())) for a in arms}  # fmt: skip
 
     def belongs(key: str) -> bool:

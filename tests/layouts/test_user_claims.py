@@ -63,6 +63,25 @@ def test_a_file_with_options_is_compared_with_post_ln(tmp_path):
     assert next(v for k, v in verdicts.items() if "Post-LN with warm-up" in k) == "**holds**", verdicts
 
 
+def test_runs_of_two_versions_of_the_file_are_two_arms_never_pooled(tmp_path):
+    """A run records its file's sha256 (layout.sha256): one sum on every run groups as before; seeds trained after
+    the file was edited are an arm of their own, labelled by its short sum, and no claim pools them with the others
+    (on the old code: one no-warm-up arm of 3 seeds of two codes, 'holds')."""
+    sweep = _sweep(tmp_path, [3.95, 4.0, 4.02])
+    file = tmp_path / "gated_preln.py"
+    for run in sweep.glob("GatedPreLN_*"):
+        (run / "layout.sha256").write_text(f"{'a' * 64}  {file}\n")
+    assert set(_verdicts(write_report(sweep, tmp_path / "report.md").read_text()).values()) == {"**holds**"}
+    for run in sweep.glob("GatedPreLN_adam_w0_*_s[23]"):  # trained after the file was edited
+        (run / "layout.sha256").write_text(f"{'b' * 64}  {file}\n")
+    report = write_report(sweep, tmp_path / "report.md").read_text()
+    arms = [row.split("|")[1:3] for row in report.splitlines() if row.startswith("| Gated Pre-LN adam lr 0.001, no ")]
+    assert arms == [[" Gated Pre-LN adam lr 0.001, no warm-up (layout.sha256 aaaaaaaa) ", " 1 "],
+                    [" Gated Pre-LN adam lr 0.001, no warm-up (layout.sha256 bbbbbbbb) ", " 2 "]], report
+    no_warmup = next(v for k, v in _verdicts(report).items() if "needs no warm-up" in k)
+    assert no_warmup == "**inconclusive (1 seed)**", report  # decided on the seed of the warm-up arm's code alone
+
+
 def test_a_claim_the_runs_contradict_does_not_hold(tmp_path):
     report = write_report(_sweep(tmp_path, [5.2, 5.3, 5.25]), tmp_path / "report.md").read_text()
     verdicts = _verdicts(report)

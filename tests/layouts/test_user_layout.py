@@ -116,6 +116,24 @@ def test_a_layout_file_edited_since_its_run_started_is_refused_before_training(f
     assert [json.loads(line)["epoch"] for line in metrics[0].read_text().splitlines()] == [1, 2]
 
 
+@pytest.mark.slow  # real trainings in child processes
+def test_seeds_trained_after_the_file_was_edited_are_an_arm_of_their_own_in_the_report(folder):
+    """2 seeds, the file edited, the sweep re-run with 4 seeds into the same folder (seeds 1-2 refused, 3-4 trained
+    with the new code): the report has one arm per version of the file, labelled by its short sum, never one arm of
+    4 seeds of two codes."""
+    sweep = ("sweep", "-c", "tiny.yaml", "--out", "sweep", "--jobs", "1")
+    assert prelnx(folder, *sweep, "--seeds", "2").returncode == 0
+    file = folder / "gated_preln.py"
+    file.write_text(file.read_text().replace("torch.sigmoid(layer.branch_gates[index]) * x", "x"))
+    assert prelnx(folder, *sweep, "--seeds", "4").returncode == 2  # seeds 1-2 refused: trained with the old file
+    assert prelnx(folder, "report", "sweep").returncode == 0
+    sums = [(folder / "sweep" / f"seed-{seed}" / "layout.sha256").read_text()[:8] for seed in (1, 3)]
+    arms = [row.split("|")[1:3] for row in (folder / "sweep" / "report.md").read_text().splitlines()
+            if row.startswith("| Gated Pre-LN adam")]  # fmt: skip
+    assert sums[0] != sums[1] and arms == [[f" Gated Pre-LN adam lr 0.003, no warm-up (layout.sha256 {s}) ", " 2 "]
+                                           for s in sums]  # fmt: skip
+
+
 @pytest.mark.slow  # a real training (sweep, gradient study) in a child process
 def test_the_gradient_study_measures_the_example(folder):
     done = prelnx(folder, "grads", "-c", "tiny.yaml", "--layouts", f"pre,{SPEC}", "--depths", "2", "--seeds", "2",
