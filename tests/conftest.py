@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -48,6 +50,12 @@ def _private_data_home(tmp_path_factory: pytest.TempPathFactory) -> None:
 def _console_as_it_was():
     """A test that runs the CLI sets up the process's console (prelnx/console.py: a handler on the root logger, the
     levels of prelnx's and fairseq's loggers); the next test finds logging as it was before."""
+    with console_as_it_was():
+        yield
+
+
+@contextlib.contextmanager
+def console_as_it_was():
     import logging
 
     names = ("", "prelnx", "fairseq", "fairseq_cli")
@@ -91,6 +99,36 @@ def finished_tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "run"
 
 
+@pytest.fixture(scope="session")
+def sequential_tiny_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any]:
+    """(spec, sweep dir, `prelnx sweep`'s result): tests/sweep/test_sequential_sweep.py's sweep, run once per session
+    through the CLI; tests/report/test_real_sweep_dead_arm.py takes its Pre-LN and warmed Post-LN runs of seeds 1, 2
+    (the same trainings) rather than training them again. Read it; never write to its run dirs."""
+    from typer.testing import CliRunner
+
+    from prelnx.cli import app
+
+    folder = tmp_path_factory.mktemp("sequential")
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    spec = folder / "sequential.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "sequential", "base": str(folder / "tiny.yaml"),
+        # 100 updates, one context for every arm, validated at the end only (the claims read the final valid loss; no
+        # validation and checkpoint per epoch: the same trajectory, the same final numbers, -0.45 CPU-s a training)
+        "set": {"train.max_epoch": 20, "eval.bleu.enabled": False, "eval.every_updates": 100},
+        "arms": {
+            "pre_dead": {"model.layout": "pre", "optimizer.lr": 1.0},  # fails to train in every seed (nll 93-104 bits)
+            "post_cold": {"optimizer.lr": 1.0e6},  # diverges
+            "post_warm_big": {"optimizer.lr": 1.0e6, "schedule.warmup_updates": 10},  # the premise's arm: diverges
+            # lr u/10,000 at update u: 1.33-1.36 bits below the 4.22-bit plateau at update 100 (trained: 1 bit below)
+            "post_warm": {"optimizer.lr": 1.0, "schedule.warmup_updates": 10000}},
+        "seeds": {"looks": [2, 3], "futility": 0},  # no futility stop: the open claim must reach the last look
+    }, sort_keys=False))  # fmt: skip
+    with console_as_it_was():
+        done = CliRunner().invoke(app, ["sweep", "-c", str(spec), "--out", str(folder / "runs")])
+    return spec, folder / "runs", done
+
+
 @pytest.fixture
 def tiny_run(finished_tiny_run: Path, tiny_config_file, tmp_path: Path):
     """(config path, run dir): the tiny config in this test's folder and a copy of its finished 2-epoch run, ready to
@@ -107,7 +145,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`-n auto --dist loadgroup`), a module whose tests share a module-scoped fixture (one
     training, one data preparation, one theory run) goes to one worker, which builds that fixture once; every other
     test goes wherever a worker is free; the tests on the session's tiny training (`finished_tiny_run`, a session
-    fixture: each worker that meets one trains it, 3.6 s) go to one worker too. Tests with their own `xdist_group`
+    fixture: each worker that meets one trains it, 3.6 s) go to one worker too, and so do those on the sequential
+    sweep (`sequential_tiny_sweep`). Tests with their own `xdist_group`
     (the Slurm cluster's) keep it."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
@@ -116,8 +155,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shared = any(d.scope in ("module", "class") for defs in definitions.values() for d in defs)
         if shared:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-        elif "finished_tiny_run" in definitions:
-            item.add_marker(pytest.mark.xdist_group("finished_tiny_run"))
+        elif session := sorted({"finished_tiny_run", "sequential_tiny_sweep"} & set(definitions)):
+            item.add_marker(pytest.mark.xdist_group(session[0]))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items[:] = _longest_first(items)
 

@@ -86,7 +86,7 @@ class Arm:
     qk_norm: bool = False  # model.qk_norm: likewise
     config: Config | None = dataclasses.field(default=None, compare=False, repr=False)  # its config.yaml, read once
 
-    @property
+    @functools.cached_property  # read ~10^5 times by a report's picks; its fields are never changed after load
     def key(self) -> tuple:
         """Its arm: every key that can change what is trained, except the seed (one arm, one seed number once)."""
         return (self.task, self.layout, self.optimizer, self.warmup, self.lr, tuple(sorted(self.values.items())))

@@ -3,8 +3,9 @@ for the compared arms): at lr 1 Pre-LN without warm-up fails to train in every s
 not a divergence) beside Post-LN whose 10,000-update warm-up keeps its lr at most 0.01, which trains (1.33 and 1.36
 bits below the 4.2-bit plateau, past paper.yaml's 1-bit margin); "Pre-LN reaches the quality of Post-LN with
 warm-up" is decided from the failure counts or not at all - never from a loss imputed for the failures - and adding
-an unrelated arm (Post-LN SGD at lr 1e-4, 1 epoch, one seed: another context, so never compared) to the sweep changes
-no verdict."""
+an unrelated arm (Post-LN SGD at lr 1e-4, 1 epoch: another context, so never compared) to the sweep changes no
+verdict. The Pre-LN and Post-LN runs are tests/conftest.py's sequential sweep's (the same trainings), put back into
+this sweep as its raw data: only the SGD arm trains here."""
 
 from __future__ import annotations
 
@@ -29,32 +30,30 @@ def _verdicts(sweep_dir):
     return {c["id"]: TRAINING_CHECKS[c["id"]](arms, c) for c in paper_data()["training"]}
 
 
-def test_a_dead_pre_ln_arm_is_decided_by_its_failure_count_and_an_unrelated_arm_changes_nothing(tiny_config_file,
+def test_a_dead_pre_ln_arm_is_decided_by_its_failure_count_and_an_unrelated_arm_changes_nothing(sequential_tiny_sweep,
+                                                                                                 tiny_config_file,
                                                                                                  tmp_path):
     spec = tmp_path / "sweep.yaml"
-    seeds = {"train.seed": [1, 2]}
     # 100 updates, validated (and checkpointed) once, at the end: a validation per epoch cost ~1-2 CPU-s a run and
     # changed no update trained (the same final valid nll, 2.852 and 2.886 bits for Post-LN's seeds)
-    one_context = {"train.max_epoch": [20], "eval.every_updates": [100], "eval.bleu.enabled": [False]}
     spec.write_text(yaml.safe_dump({
         "name": "dead_arm", "base": str(tiny_config_file(train={"max_epoch": 2})),
-        "grid": [{"model.layout": ["pre"], "optimizer.lr": [1.0], "schedule.warmup_updates": [0], **one_context,
-                  **seeds},
-                 {"model.layout": ["post"], "optimizer.lr": [1.0], "schedule.warmup_updates": [10000], **one_context,
-                  **seeds},
-                 {"model.layout": ["post"], "optimizer.name": ["sgd"], "optimizer.lr": [1.0e-4],
-                  "schedule.warmup_updates": [0], "train.max_epoch": [1], "train.seed": [1]}],
+        "set": {"train.max_epoch": 20, "eval.bleu.enabled": False, "eval.every_updates": 100},
+        "arms": {"pre_dead": {"model.layout": "pre", "optimizer.lr": 1.0},
+                 "post_warm": {"optimizer.lr": 1.0, "schedule.warmup_updates": 10000},
+                 "sgd": {"optimizer.name": "sgd", "optimizer.lr": 1.0e-4, "train.max_epoch": 1}},
+        "seeds": [1, 2],
     }, sort_keys=False))  # fmt: skip
     sweep_dir = tmp_path / "with_sgd"
-    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=1)
+    rows = run_sweep(load_spec(spec), out=sweep_dir, jobs=1, raw_data=sequential_tiny_sweep[1])
     statuses = {row["run"]: row["status"] for row in rows}
-    assert len(rows) == 5 and set(statuses.values()) == {"finished"}, statuses
+    assert len(rows) == 6 and set(statuses.values()) == {"finished"}, statuses
 
     # the same sweep without the unrelated SGD arm
     without = tmp_path / "without_sgd"
     index = json.loads((sweep_dir / "sweep.json").read_text())
     kept = [p for p in index["runs"] if p["overrides"].get("optimizer.name") != "sgd"]
-    assert len(kept) == 4  # the SGD run was in the sweep
+    assert len(kept) == 4  # the SGD runs were in the sweep
     without.mkdir()
     for point in kept:
         shutil.copytree(sweep_dir / point["name"], without / point["name"])

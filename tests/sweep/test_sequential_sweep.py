@@ -8,6 +8,7 @@ whose 10,000-update warm-up keeps its lr at most 0.01 in 100 updates (it trains,
 arms an open claim reads. Every arm shares one context (20 epochs, BLEU off, validated at update 100 only), so the
 engine compares them (issue 46: runs that differ in any other key never are). A second `prelnx sweep` trains nothing
 and gives the same looks; `prelnx status` shows them.
+The spec and its sweep are tests/conftest.py's `sequential_tiny_sweep`, which test_real_sweep_dead_arm.py reads too.
 (A kill at any look: tests/sweep/test_looks.py, on records written by hand.)"""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from prelnx.cli import app
@@ -25,28 +25,13 @@ pytestmark = pytest.mark.slow
 runner = CliRunner()
 
 
-def test_a_sequential_sweep_of_tiny_trainings(tiny_config_file, tmp_path):
-    spec = tmp_path / "sequential.yaml"
-    spec.write_text(yaml.safe_dump({
-        "name": "sequential", "base": str(tiny_config_file()),
-        # 100 updates, one context for every arm, validated at the end only (the claims read the final valid loss; no
-        # validation and checkpoint per epoch: the same trajectory, the same final numbers, -0.45 CPU-s a training)
-        "set": {"train.max_epoch": 20, "eval.bleu.enabled": False, "eval.every_updates": 100},
-        "arms": {
-            "pre_dead": {"model.layout": "pre", "optimizer.lr": 1.0},  # fails to train in every seed (nll 93-104 bits)
-            "post_cold": {"optimizer.lr": 1.0e6},  # diverges
-            "post_warm_big": {"optimizer.lr": 1.0e6, "schedule.warmup_updates": 10},  # the premise's arm: diverges
-            # lr u/10,000 at update u: 1.33-1.36 bits below the 4.22-bit plateau at update 100 (trained: 1 bit below)
-            "post_warm": {"optimizer.lr": 1.0, "schedule.warmup_updates": 10000}},
-        "seeds": {"looks": [2, 3], "futility": 0},  # no futility stop: the open claim must reach the last look
-    }, sort_keys=False))  # fmt: skip
-    sweep_dir = tmp_path / "runs"
-    dry = runner.invoke(app, ["sweep", "-c", str(spec), "--out", str(sweep_dir), "--dry-run"])
+def test_a_sequential_sweep_of_tiny_trainings(sequential_tiny_sweep, tmp_path):
+    spec, sweep_dir, done = sequential_tiny_sweep  # the spec and its sweep: tests/conftest.py
+    dry = runner.invoke(app, ["sweep", "-c", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert "2 looks at 2, 3 seeds per arm" in dry.output and "at most: 12 runs (4 arms x 3 seeds)" in dry.output
-    assert "first look: 8 runs: pre_dead_seed-1," in dry.output and not sweep_dir.exists()
+    assert "first look: 8 runs: pre_dead_seed-1," in dry.output and not (tmp_path / "runs").exists()
 
-    done = runner.invoke(app, ["sweep", "-c", str(spec), "--out", str(sweep_dir)])
     assert done.exit_code in (0, 3), done.output  # 3: diverged runs (the one exit table)
     report = (sweep_dir / "report.md").read_text()  # the report says how each claim was decided, and at which look
     assert "## How each claim was decided" in report and "postln_adam_needs_warmup: decided at look 1 of 2" in report
