@@ -32,8 +32,9 @@ def _handled(command: Callable[..., Any]) -> Callable[..., Any]:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.ClickException, SystemExit):
             raise
-        except KeyboardInterrupt:
-            typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
+        except KeyboardInterrupt as interrupt:  # its words, where it has its own (a Slurm sweep's jobs train on)
+            typer.echo(f"interrupted: {str(interrupt) or 'run the same command again to resume where it stopped'}",
+                       err=True)
             raise typer.Exit(Exit.INTERRUPTED) from None
         except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
             known = error_exit(error)  # launch/errors.py's rule, rank 0's of a Slurm job too
