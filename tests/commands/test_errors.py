@@ -204,6 +204,12 @@ def test_sigterm_interrupts_theory_as_ctrl_c_does(tmp_path):
     assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
 
 
+@pytest.mark.slow  # the plan probes this machine's speed first (~20 s)
+def test_sigterm_interrupts_a_reproduction_in_its_theory_stage(tmp_path):
+    child, stderr, _ = _terminated(["reproduce", "--scale", "demo", "--out", "r", "--jobs", "1"], tmp_path, "theory:")
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+
+
 @pytest.mark.slow  # a pool of workers measuring fairseq models
 def test_sigterm_interrupts_grads_and_its_workers_end_quietly(tmp_path):
     """The pool's forked workers do not inherit the parent's SIGTERM-as-Ctrl-C: the pool's terminate() ends them, and
