@@ -199,6 +199,18 @@ def _terminated(argv: list[str], cwd: Path, ready: str) -> tuple[subprocess.Pope
     return child, stderr, kids
 
 
+@pytest.mark.slow  # generates the synthetic task first
+def test_sigterm_interrupts_train_before_fairseq_starts(tmp_path):
+    """Here the run dir's train.log is a named pipe nobody reads: train waits there, before its child starts."""
+    from tests.conftest import TINY
+
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "train.log")
+    child, stderr, _ = _terminated(["train", "--config", "tiny.yaml", "--run-dir", "run"], tmp_path, "starting")
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+
+
 def test_sigterm_interrupts_theory_as_ctrl_c_does(tmp_path):
     child, stderr, _ = _terminated(["theory", "--layers", "5000", "--hidden-size", "256"], tmp_path, "theory:")
     assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
