@@ -29,6 +29,7 @@ def finetune_command(
     """
     from prelnx.config.load import load_config
     from prelnx.finetune.plan import RUN_DIR_AS, default_folder, plan, run_all
+    from prelnx.launch.local import sigterm_interrupts
     from prelnx.records.checkpoints import parse_checkpoints
 
     ignored = [item for item in set_ or [] if item.startswith(("model.", "data.tokens_per_sample"))]
@@ -38,9 +39,10 @@ def finetune_command(
     choices = parse_checkpoints(checkpoint or ["best"], run_dir_as=RUN_DIR_AS, many=True)
     base, _ = load_config(config, set_ or [])
     folder = out or default_folder(base, pretrained)
-    runs = plan(base, pretrained, choices, options.parse_seeds(seeds), folder)
-    if dry_run:
-        for run in runs:
-            typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
-        return
-    raise typer.Exit(run_all(runs, folder))
+    with sigterm_interrupts():  # kill as Ctrl-C, between trainings too: exit 130
+        runs = plan(base, pretrained, choices, options.parse_seeds(seeds), folder)
+        if dry_run:
+            for run in runs:
+                typer.echo(f"{run.run_dir}: from {run.checkpoint}, seed {run.seed}")
+            return
+        raise typer.Exit(run_all(runs, folder))

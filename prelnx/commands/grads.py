@@ -69,7 +69,10 @@ def grads_command(
                    f"seeds {', '.join(map(str, study.seeds))}, {study.batches} batch(es) each"
                    + (f", and {study.checkpoint}" if study.checkpoint else "") + f" -> {out}")  # fmt: skip
         return
-    outcome = run_study(study, out)
+    from prelnx.launch.local import sigterm_interrupts
+
+    with sigterm_interrupts():  # kill as Ctrl-C: exit 130 (the pool's workers take the default action again)
+        outcome = run_study(study, out)
     for line in report_lines(outcome.summary):
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(path) for path in outcome.files))

@@ -37,8 +37,9 @@ def _handled(command: Callable[..., Any]) -> Callable[..., Any]:
         except BrokenPipeError:  # the reader of its output left (`| head -1`): no message, as other Unix tools
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's last flush goes nowhere
             raise typer.Exit(Exit.PIPE_CLOSED) from None
-        except KeyboardInterrupt:
-            typer.echo("interrupted: run the same command again to resume where it stopped", err=True)
+        except KeyboardInterrupt as interrupt:  # its words, where it has its own (a Slurm sweep's jobs train on)
+            typer.echo(f"interrupted: {str(interrupt) or 'run the same command again to resume where it stopped'}",
+                       err=True)
             raise typer.Exit(Exit.INTERRUPTED) from None
         except Exception as error:  # noqa: BLE001 - the one place errors become exit codes
             known = error_exit(error)  # launch/errors.py's rule, rank 0's of a Slurm job too

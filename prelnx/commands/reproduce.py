@@ -36,10 +36,12 @@ def reproduce_command(
     did not complete fails it; a scale whose data is missing is bad input, and the message names the command that
     prepares it.
     """
+    from prelnx.launch.local import sigterm_interrupts
     from prelnx.reproduce.run import reproduce
 
     slurm = {"partition": partition, "time_min": time_min, "gpus_per_run": gpus_per_run, "cpus_per_run": cpus_per_run,
              "mem_gb_per_run": mem_gb_per_run}
     options.slurm_only(executor, slurm)
-    raise typer.Exit(reproduce(scale.value, out, executor=executor.value, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds is not None else None,
-                               slurm=slurm, dry_run=dry_run))  # fmt: skip
+    with sigterm_interrupts():  # kill as Ctrl-C in every stage (theory, grads, fine-tuning) and between them: exit 130
+        raise typer.Exit(reproduce(scale.value, out, executor=executor.value, jobs=jobs, seeds=options.parse_seeds(seeds) if seeds is not None else None,
+                                   slurm=slurm, dry_run=dry_run))  # fmt: skip

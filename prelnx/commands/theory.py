@@ -39,6 +39,9 @@ def theory_command(
         typer.echo(f"would check d {settings.d}, {settings.layers} layers, {settings.tokens} tokens, seeds "
                    f"{','.join(map(str, settings.seeds))}, scales {scales} -> {out or 'the terminal only'}")  # fmt: skip
         return
-    run_theory(settings, out, judge=judge)  # Lemma 1's verdicts (report sits above analysis)
+    from prelnx.launch.local import sigterm_interrupts
+
+    with sigterm_interrupts():  # kill as Ctrl-C: exit 130
+        run_theory(settings, out, judge=judge)  # Lemma 1's verdicts (report sits above analysis)
     if out is not None:
         typer.echo(f"wrote {out}/theory_hidden.csv, theory_layernorm.csv, theory_summary.json, theory_hidden.png, theory_layernorm.png")

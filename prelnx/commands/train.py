@@ -13,7 +13,7 @@ from prelnx.config.load import dump_config, load_config
 from prelnx.config.schedule import lr_curve_warnings
 from prelnx.exits import Exit, Refusal, documented
 from prelnx.launch import RunExecutor
-from prelnx.launch.local import check_before_training, train
+from prelnx.launch.local import check_before_training, sigterm_interrupts, train
 from prelnx.launch.slurm_job import GPUS_DEFAULT, dry_run_lines, run_request, train_on_slurm
 from prelnx.plan.launch import default_run_dir, plan_run
 
@@ -63,7 +63,8 @@ def train_command(
             for line in check_before_training(plan, force):  # refusals raise, with the real run's exit code
                 typer.echo(f"# {line}")
             return
-        message, code = "", train(resolved, run_dir=target, force=force).exit_code
+        with sigterm_interrupts():  # kill as Ctrl-C before fairseq starts too (its checks, the data): exit 130
+            message, code = "", train(resolved, run_dir=target, force=force).exit_code
     if message and code == Exit.BAD_INPUT:
         raise Refusal(message)
     if message:

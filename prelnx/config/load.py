@@ -259,6 +259,7 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
     `origin` names the config in messages about keys it leaves at their defaults."""
     sections = SCHEMA.keys() - LEAVES.keys()
     problems: list[str] = []
+    failed: list[str] = []  # keys whose value is not of their type
     values: dict[str, Any] = {}
     layout, source = flat.get("model.layout", (None, ""))
     options = option_keys(layout)  # model.<key> a layout declares (layouts.Option); None: its file does not load
@@ -278,12 +279,13 @@ def build_config(flat: dict[str, tuple[Any, str]], origin: str = "config") -> Co
             values[key] = _coerce(value, LEAVES[key])
         except ValueError:
             problems.append(f"{source}: {key}: expected {_type_name(LEAVES[key])}, got {value!r}")
+            failed.append(key)
+    config = _build(Config, values)  # a key that failed above holds its default: no check that reads it is said
+    sources = {key: source for key, (_, source) in flat.items()}
+    problems += [f"{sources.get(key, origin)}: {key}: {message}" for key, message in check_values(config)
+                 if not any(bad in f"{key}: {message}" for bad in failed)]  # fmt: skip
     if not problems:
-        config = _build(Config, values)
-        sources = {key: source for key, (_, source) in flat.items()}
-        problems = [f"{sources.get(key, origin)}: {key}: {message}" for key, message in check_values(config)]
-        if not problems:
-            return config
+        return config
     raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
 

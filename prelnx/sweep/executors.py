@@ -204,32 +204,41 @@ def run_submitit(
             watcher.register_job(job.job_id)
     waiting = list(jobs)
     ended_at: dict[str, float] = {}  # when Slurm was first seen to have ended a job whose result is not there
-    while waiting:
-        for point, job in list(waiting):
-            run_dir = sweep_dir / point.name
-            found = watcher.look(job.job_id) if watcher is not None else None
-            if job.paths.result_pickle.exists() or (found is None and job.done()):
-                try:
-                    status = RunStatus(job.result())
-                except Exception as error:  # noqa: BLE001 - a job that died records its failure
-                    write_status(run_dir, RunStatus.FAILED, reason=f"submitit job {job.job_id}: {error}")
-                    status = RunStatus.FAILED
-            elif found is not None and found.never_starts:
-                cancel(job.job_id)
-                status, why = RunStatus.FAILED, (f"Slurm job {job.job_id} can never start: {found.reason} (it asks "
-                                                 f"{request.describe()}; see --cpus-per-run, --mem-gb-per-run, "
-                                                 f"--partition)")  # fmt: skip
-                write_status(run_dir, status, reason=why)
-                log.warning(f"[{point.name}] {why}")
-            elif found is not None and not found.active:
-                # its result may reach this file system a little after Slurm ends the job (submitit waits as long)
-                if time.monotonic() - ended_at.setdefault(point.name, time.monotonic()) < RESULT_WAIT_S:
+    try:
+        while waiting:
+            for point, job in list(waiting):
+                run_dir = sweep_dir / point.name
+                found = watcher.look(job.job_id) if watcher is not None else None
+                if job.paths.result_pickle.exists() or (found is None and job.done()):
+                    try:
+                        status = RunStatus(job.result())
+                    except Exception as error:  # noqa: BLE001 - a job that died records its failure
+                        write_status(run_dir, RunStatus.FAILED, reason=f"submitit job {job.job_id}: {error}")
+                        status = RunStatus.FAILED
+                elif found is not None and found.never_starts:
+                    cancel(job.job_id)
+                    status, why = RunStatus.FAILED, (f"Slurm job {job.job_id} can never start: {found.reason} (it asks "
+                                                     f"{request.describe()}; see --cpus-per-run, --mem-gb-per-run, "
+                                                     f"--partition)")  # fmt: skip
+                    write_status(run_dir, status, reason=why)
+                    log.warning(f"[{point.name}] {why}")
+                elif found is not None and not found.active:
+                    # its result may reach this file system a little after Slurm ends the job (submitit waits as long)
+                    if time.monotonic() - ended_at.setdefault(point.name, time.monotonic()) < RESULT_WAIT_S:
+                        continue
+                    status = _ended_without_result(job.job_id, found.state, run_dir)
+                else:
                     continue
-                status = _ended_without_result(job.job_id, found.state, run_dir)
-            else:
-                continue
-            waiting.remove((point, job))
-            log.info(f"[{point.name}] {status}")
-            on_done(point, status)
-        if waiting:
-            time.sleep(1.0)  # a look at files; the watcher asks Slurm at its own pace
+                waiting.remove((point, job))
+                log.info(f"[{point.name}] {status}")
+                on_done(point, status)
+            if waiting:
+                time.sleep(1.0)  # a look at files; the watcher asks Slurm at its own pace
+    except KeyboardInterrupt:
+        if watcher is None:
+            raise
+        left = [job.job_id for _, job in waiting]  # Ctrl-C and kill stop this client, not its jobs
+        raise KeyboardInterrupt(f"this client stopped, but Slurm jobs {', '.join(left)} train on (or wait in the "
+                                f"queue): follow them with `prelnx status {sweep_dir}`, stop them with `scancel "
+                                f"{' '.join(left)}`; the same command run again trains none twice (a run a job still "
+                                f"trains is left to it, `running elsewhere`, exit 5)") from None

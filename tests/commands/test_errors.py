@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 import prelnx
@@ -193,4 +194,77 @@ def test_sigterm_interrupts_an_evaluation_as_ctrl_c_does(finished_tiny_run, tmp_
     time.sleep(1.0)  # past the lock, into the pipe: it waits there for good
     child.terminate()
     _, stderr = child.communicate(timeout=120)
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+
+
+def _terminated(argv: list[str], cwd: Path, ready: str) -> tuple[subprocess.Popen, str, list[int]]:
+    """`prelnx ARGV` in a real process, sent SIGTERM once it said a line starting with `ready` (it is then at work,
+    where the signal is to land): the process, its stderr, and the pids of its children at that moment."""
+    child = subprocess.Popen([sys.executable, "-m", "prelnx.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=cwd)  # fmt: skip
+    while not (line := child.stdout.readline()).startswith(ready) and line:
+        pass
+    kids = [int(pid) for pid in Path(f"/proc/{child.pid}/task/{child.pid}/children").read_text().split()] if line else []
+    child.terminate()
+    _, stderr = child.communicate(timeout=120)
+    return child, stderr, kids
+
+
+@pytest.mark.slow  # generates the synthetic task first
+def test_sigterm_interrupts_train_before_fairseq_starts(tmp_path):
+    """Here the run dir's train.log is a named pipe nobody reads: train waits there, before its child starts."""
+    from tests.conftest import TINY
+
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "train.log")
+    child, stderr, _ = _terminated(["train", "--config", "tiny.yaml", "--run-dir", "run"], tmp_path, "starting")
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+
+
+def test_sigterm_interrupts_theory_as_ctrl_c_does(tmp_path):
+    child, stderr, _ = _terminated(["theory", "--layers", "5000", "--hidden-size", "256"], tmp_path, "theory:")
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+
+
+@pytest.mark.slow  # the plan probes this machine's speed first (~20 s)
+def test_sigterm_interrupts_a_reproduction_in_its_theory_stage(tmp_path):
+    child, stderr, _ = _terminated(["reproduce", "--scale", "demo", "--out", "r", "--jobs", "1"], tmp_path, "theory:")
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+
+
+@pytest.mark.slow  # a pool of workers measuring fairseq models
+def test_sigterm_interrupts_grads_and_its_workers_end_quietly(tmp_path):
+    """The pool's forked workers do not inherit the parent's SIGTERM-as-Ctrl-C: the pool's terminate() ends them, and
+    none is left measuring on its own."""
+    from tests.conftest import TINY
+
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    argv = ["grads", "--config", "tiny.yaml", "--out", "out", "--depths", "1,2,3", "--seeds", "30", "--jobs", "2",
+            "--threads", "1"]  # fmt: skip
+    child, stderr, workers = _terminated(argv, tmp_path, "[1/")
+    assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
+    assert "Traceback" not in stderr and len(workers) == 2, stderr
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+
+
+@pytest.mark.slow  # generates the pair data, imports fairseq
+def test_sigterm_interrupts_finetune_before_a_training_as_ctrl_c_does(tmp_path):
+    """Between trainings (here: the fine-tuning's train.log is a named pipe nobody reads, so it waits before fairseq
+    starts), `kill` is Ctrl-C too."""
+    import torch
+
+    from prelnx.config.load import load_config
+    from prelnx.records.run_config import write_run_config
+    from tests.bert.conftest import TINY_MLM
+
+    (tmp_path / "mlm.yaml").write_text(yaml.safe_dump(TINY_MLM))
+    (tmp_path / "pre" / "checkpoints").mkdir(parents=True)
+    write_run_config(tmp_path / "pre", load_config(tmp_path / "mlm.yaml")[0])
+    torch.save({"extra_state": {"train_iterator": {"epoch": 2, "iterations_in_epoch": 0}},
+                "optimizer_history": [{"num_updates": 5}]}, tmp_path / "pre" / "checkpoints" / "checkpoint_best.pt")
+    (tmp_path / "out" / "update-5" / "seed-1").mkdir(parents=True)
+    os.mkfifo(tmp_path / "out" / "update-5" / "seed-1" / "train.log")
+    argv = ["finetune", "--config", "bert_cpu/finetune_synthetic", "--pretrained", "pre", "--seeds", "1", "--out", "out"]
+    child, stderr, _ = _terminated(argv, tmp_path, "starting")
     assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr

@@ -125,6 +125,17 @@ def test_all_problems_are_reported_at_once(tmp_path):
     assert "model.layout" in message and "model.bogus" in message and "optimizer.lr" in message
 
 
+def test_a_bad_type_and_a_bad_range_are_reported_together(tmp_path):
+    """Range checks run beside the type checks (was: a bad optimizer.name hid optimizer.lr: -1); a check that reads a
+    key of the wrong type, which holds its default there, says nothing rather than something about the default."""
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, {"optimizer": {"name": "adamm", "lr": -1}}))
+    assert "optimizer.name: expected one of" in str(error.value) and "optimizer.lr: must be > 0" in str(error.value)
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, {"optimizer": {"name": "sgdd", "momentum": 0.9}}))
+    assert str(error.value).count("\n") == 1 and "optimizer.name: expected one of" in str(error.value)  # not "is adam"
+
+
 def test_set_errors_name_the_override(tmp_path):
     path = write(tmp_path, {})
     with pytest.raises(ConfigError, match=r"--set optimizer.lr=abc: optimizer.lr: expected a number"):

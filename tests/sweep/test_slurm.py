@@ -77,13 +77,14 @@ def test_a_run_whose_job_was_killed_before_returning_is_recorded_failed_not_wait
 
 def test_a_sigterm_to_the_sweep_on_slurm_interrupts_it_as_ctrl_c_does(slurm, tiny_config_file, tmp_path):
     """kill (SIGTERM) of `prelnx sweep --executor slurm` while its job trains: exit 130 with the interrupted line,
-    as the local executor and Ctrl-C (was: killed silently by the signal, exit -15 / 143, no line)."""
+    as the local executor and Ctrl-C (was: killed silently by the signal, exit -15 / 143, no line), naming the job
+    that trains on; the same command run again leaves the run to that job (exit 5 while it trains)."""
     from tests.helpers import FAR_EPOCHS, epochs_recorded
 
     config = tiny_config_file(train={"max_epoch": FAR_EPOCHS})
-    client = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(config), "--grid",
-                               "optimizer.lr=0.001", "--out", str(tmp_path / "s"), "--executor", "slurm",
-                               "--cpus-per-run", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    argv = [sys.executable, "-m", "prelnx.cli", "sweep", "--config", str(config), "--grid", "optimizer.lr=0.001",
+            "--out", str(tmp_path / "s"), "--executor", "slurm", "--cpus-per-run", "1"]  # fmt: skip
+    client = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 300
         while not epochs_recorded(tmp_path / "s" / "base") and time.monotonic() < deadline:
@@ -91,7 +92,13 @@ def test_a_sigterm_to_the_sweep_on_slurm_interrupts_it_as_ctrl_c_does(slurm, tin
             time.sleep(0.5)
         client.terminate()
         output, _ = client.communicate(timeout=60)
+        jobs = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+        again = subprocess.run(argv, capture_output=True, text=True, timeout=300)  # while that job trains
     finally:
         client.kill()
         subprocess.run(["scancel", "--user", "root"], capture_output=True)
     assert client.returncode == 130 and "interrupted" in output, (client.returncode, output)
+    # what is true is said: the job trains on, how to follow it and stop it (was: "re-run to resume")
+    assert len(jobs) == 1 and f"Slurm jobs {jobs[0]} train on" in output, (jobs, output)
+    assert f"`prelnx status {tmp_path / 's'}`" in output and f"`scancel {jobs[0]}`" in output, output
+    assert again.returncode == 5 and "[base] running elsewhere" in again.stdout, again  # not trained twice

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import signal
 import time
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def _start_worker(config: Config, batches: int, max_tokens: int, threads: int) -
     torch.set_num_threads(threads)
     if multiprocessing.parent_process() is not None:  # a pool's worker: a console before fairseq's import sets its own
         console.configure()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's KeyboardInterrupt: terminate() ends it quietly
     load_plugin()  # a no-op in a forked worker; a spawned one imports fairseq here
     _WORKER = Worker(config, batches, max_tokens)
 
