@@ -189,9 +189,10 @@ def test_sigterm_interrupts_an_evaluation_as_ctrl_c_does(finished_tiny_run, tmp_
     child = subprocess.Popen([sys.executable, "-m", "prelnx.cli", "evaluate", str(run), "--average-last", "1"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 120
-    while not (run / ".lock").exists() and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # past the lock, into the pipe: it waits there for good
+    wchan = Path(f"/proc/{child.pid}/wchan")  # Linux's fifo_open waits in wait_for_partner: lock held, in the pipe
+    while "partner" not in wchan.read_text() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # not a fixed sleep: under load, one second after the lock it could still import torch
+    assert (run / ".lock").exists() and child.poll() is None, child.stderr.read()
     child.terminate()
     _, stderr = child.communicate(timeout=120)
     assert child.returncode == Exit.INTERRUPTED and "interrupted: run the same command again" in stderr, stderr
