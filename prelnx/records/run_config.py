@@ -66,6 +66,14 @@ def changed_layout_file(run_dir: Path, config: Config) -> Path | None:
     return summed[0] if summed is not None and summed[1] != recorded else None
 
 
+def refuse_changed_layout_file(run_dir: Path) -> None:
+    """Before a command computes with a run's checkpoints (evaluate, grads --run-dir): RunConfigError where its layout
+    file changed since the run started (they were trained with the file as it was); no layout.sha256: not checked."""
+    if recorded_layout_sum(run_dir) and (changed := changed_layout_file(run_dir, read_run_config(run_dir))):
+        raise RunConfigError(f"{changed}: changed since the run in {run_dir} started with it ({LAYOUT_SUM} there), so "
+                             f"its checkpoints were not trained with this code; restore the file as the run trained it")
+
+
 def read_run_config(run_dir: Path) -> Config:
     path = run_dir / CONFIG_NAME
     if not path.is_file():

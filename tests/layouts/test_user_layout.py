@@ -116,6 +116,29 @@ def test_a_layout_file_edited_since_its_run_started_is_refused_before_training(f
     assert [json.loads(line)["epoch"] for line in metrics[0].read_text().splitlines()] == [1, 2]
 
 
+@pytest.mark.slow  # the sweep's training; evaluate and grads in child processes
+def test_evaluate_and_grads_refuse_a_run_whose_layout_file_was_edited_since_it_started(swept, tmp_path):
+    """Its checkpoints computed with code they were not trained with give a wrong BLEU or gradient norm: evaluate and
+    grads --run-dir refuse before any work (one line, exit 2); a run dir without layout.sha256 evaluates as before."""
+    run, file = swept_run(swept, f"{swept / 'gated_preln.py'}:GatedPreLN"), swept / "gated_preln.py"
+    shutil.copytree(run, tmp_path / "older")
+    (tmp_path / "older" / "layout.sha256").unlink()  # as a run dir recorded before it existed
+    source = file.read_text()
+    file.write_text(source.replace("torch.sigmoid(layer.branch_gates[index]) * x", "x"))
+    try:  # the module's other tests read this folder: the file restored whatever happens
+        evaluated = prelnx(swept, "evaluate", str(run))
+        grads = prelnx(swept, "grads", "-c", "tiny.yaml", "--run-dir", str(run), "--layouts", "pre", "--depths", "2",
+                       "--seeds", "1", "-o", str(tmp_path / "grads"))  # fmt: skip
+        older = prelnx(swept, "evaluate", str(tmp_path / "older"), "--dry-run")
+    finally:
+        file.write_text(source)
+    said = (f"error: {file}: changed since the run in {run} started with it (layout.sha256 there), so its checkpoints "
+            f"were not trained with this code; restore the file as the run trained it\n")
+    assert (evaluated.returncode, evaluated.stdout, evaluated.stderr) == (2, "", said)
+    assert (grads.returncode, grads.stdout, grads.stderr) == (2, "", said) and not (tmp_path / "grads").exists()
+    assert older.returncode == 0 and older.stdout.startswith("would translate test of"), older.stderr
+
+
 @pytest.mark.slow  # real trainings in child processes
 def test_seeds_trained_after_the_file_was_edited_are_an_arm_of_their_own_in_the_report(folder):
     """2 seeds, the file edited, the sweep re-run with 4 seeds into the same folder (seeds 1-2 refused, 3-4 trained
