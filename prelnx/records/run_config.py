@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,11 +51,20 @@ def record_layout_sum(run_dir: Path, config: Config) -> None:
 
 
 def recorded_layout_sum(run_dir: Path) -> str | None:
-    """The sha256 of the layout file the run dir's run started with (None: a shipped layout, or recorded before)."""
-    try:
-        return (run_dir / LAYOUT_SUM).read_text().split()[0]
-    except (OSError, UnicodeDecodeError, IndexError):
+    """The sha256 of the layout file the run dir's run started with (None: a shipped layout, or recorded before); a
+    record that holds none (empty, truncated, damaged) is a RunConfigError: the run dir says it cannot know."""
+    path = run_dir / LAYOUT_SUM
+    if not path.exists():
         return None
+    try:
+        recorded = path.read_text().split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        recorded = ""
+    if re.fullmatch(r"[0-9a-f]{64}", recorded) is None:
+        raise RunConfigError(f"{path}: unreadable (no sha256 of the layout file the run started with); restore it from "
+                             f"a copy of the run dir, or train into a new run dir (--run-dir, or --force to set the "
+                             f"old run aside)")  # fmt: skip
+    return recorded
 
 
 def changed_layout_file(run_dir: Path, config: Config) -> Path | None:
