@@ -48,6 +48,7 @@ def grads_command(
     from prelnx.analysis.grads.run import run_study
     from prelnx.analysis.grads.summary import report_lines
     from prelnx.records.checkpoints import parse_checkpoints
+    from prelnx.records.run_config import refuse_changed_layout_file
 
     # --checkpoint's one grammar (records/checkpoints.py): a bad value is one line, before anything is read
     choice = None
@@ -55,6 +56,8 @@ def grads_command(
         (choice,) = parse_checkpoints(["best" if checkpoint is None else checkpoint], run_dir_as=RUN_DIR_AS)
     resolved, _ = load_config(config, set_ or [])
     trained = choice.files(run_dir)[0] if choice else None
+    if choice and choice.in_run and run_dir is not None:  # a bare .pt has no run dir to say what trained it
+        refuse_changed_layout_file(run_dir)
     if choice and not choice.in_run and run_dir is not None:  # said, not silently dropped
         logging.getLogger(__name__).warning(f"--run-dir {run_dir} is not read: --checkpoint {checkpoint} is a file "
                                             f"of its own")  # fmt: skip

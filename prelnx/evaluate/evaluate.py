@@ -26,7 +26,7 @@ from prelnx.plan.launch import fairseq_program, use_cuda
 from prelnx.plugin_path import PLUGIN_DIR
 from prelnx.records.checkpoints import CheckpointChoice, epoch_checkpoints, parse_checkpoints
 from prelnx.records.outcome import RunStatus
-from prelnx.records.run_config import read_run_config
+from prelnx.records.run_config import read_run_config, refuse_changed_layout_file
 from prelnx.records.status import read_status
 
 RUN_DIR_AS = "prelnx evaluate RUN_DIR"  # how evaluate is given its run dir, for --checkpoint's refusals
@@ -240,6 +240,7 @@ def plan_evaluation(run_dir: Path, split: str, checkpoint: str | CheckpointChoic
     if config.task != "translation":
         raise EvaluationError(f"{run_dir}: a {config.task} run; prelnx evaluate scores translations (BLEU). A masked-LM "
                               f"run's result is its validation loss (metrics.jsonl); fine-tune it with prelnx finetune")  # fmt: skip
+    refuse_changed_layout_file(run_dir)  # its checkpoints' code: the file as the run trained it
     data = data_dir(config)
     source, target = languages(config)
     if not (data / f"{split}.{source}-{target}.{source}.idx").is_file():

@@ -37,8 +37,8 @@ from prelnx.records.metrics import read_metrics
 from prelnx.records.outcome import Outcome, RunStatus
 from prelnx.records.reconcile import LOG_NAME, crash_update, reconcile_run
 from prelnx.records.results import SWEEP_INDEX
-from prelnx.records.run_config import (BUDGET_KEYS, LAYOUT_SUM, Difference, changed_layout_file, has_config,
-                                       record_layout_sum, saved_differences, write_run_config)
+from prelnx.records.run_config import (BUDGET_KEYS, LAYOUT_SUM, Difference, RunConfigError, changed_layout_file,
+                                       has_config, record_layout_sum, saved_differences, write_run_config)
 from prelnx.records.status import read_status, write_status
 from prelnx.records.tensorboard import hparams_of
 
@@ -152,7 +152,11 @@ def check_run_dir(run_dir: Path, config: Config, force: bool) -> Existing:
                f"{lowered[0].new!r}). " if lowered else "")
             + "Use --run-dir for a new run, or --force to set the old one aside and start again."
         )  # fmt: skip
-    if changed := changed_layout_file(run_dir, config):
+    try:
+        changed = changed_layout_file(run_dir, config)
+    except RunConfigError as error:  # its layout.sha256 damaged: refused as another run (a sweep leaves it alone)
+        raise RunConflict(str(error)) from None
+    if changed:
         raise RunConflict(f"{changed}: changed since the run in {run_dir} started with it ({LAYOUT_SUM} there); "
                           f"restore it, or train into a new run dir (--run-dir, or --force to set the old run aside)")
     if config.schedule.decay == "linear" and (d := next((d for d in grown if d.key == "train.max_update"), None)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,11 +51,20 @@ def record_layout_sum(run_dir: Path, config: Config) -> None:
 
 
 def recorded_layout_sum(run_dir: Path) -> str | None:
-    """The sha256 of the layout file the run dir's run started with (None: a shipped layout, or recorded before)."""
-    try:
-        return (run_dir / LAYOUT_SUM).read_text().split()[0]
-    except (OSError, UnicodeDecodeError, IndexError):
+    """The sha256 of the layout file the run dir's run started with (None: a shipped layout, or recorded before); a
+    record that holds none (empty, truncated, damaged) is a RunConfigError: the run dir says it cannot know."""
+    path = run_dir / LAYOUT_SUM
+    if not path.exists():
         return None
+    try:
+        recorded = path.read_text().split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        recorded = ""
+    if re.fullmatch(r"[0-9a-f]{64}", recorded) is None:
+        raise RunConfigError(f"{path}: unreadable (no sha256 of the layout file the run started with); restore it from "
+                             f"a copy of the run dir, or train into a new run dir (--run-dir, or --force to set the "
+                             f"old run aside)")  # fmt: skip
+    return recorded
 
 
 def changed_layout_file(run_dir: Path, config: Config) -> Path | None:
@@ -64,6 +74,14 @@ def changed_layout_file(run_dir: Path, config: Config) -> Path | None:
         return None
     summed = layout_sum(config)
     return summed[0] if summed is not None and summed[1] != recorded else None
+
+
+def refuse_changed_layout_file(run_dir: Path) -> None:
+    """Before a command computes with a run's checkpoints (evaluate, grads --run-dir): RunConfigError where its layout
+    file changed since the run started (they were trained with the file as it was); no layout.sha256: not checked."""
+    if recorded_layout_sum(run_dir) and (changed := changed_layout_file(run_dir, read_run_config(run_dir))):
+        raise RunConfigError(f"{changed}: changed since the run in {run_dir} started with it ({LAYOUT_SUM} there), so "
+                             f"its checkpoints were not trained with this code; restore the file as the run trained it")
 
 
 def read_run_config(run_dir: Path) -> Config:

@@ -116,6 +116,56 @@ def test_a_layout_file_edited_since_its_run_started_is_refused_before_training(f
     assert [json.loads(line)["epoch"] for line in metrics[0].read_text().splitlines()] == [1, 2]
 
 
+@pytest.mark.slow  # the sweep's training; evaluate and grads in child processes
+def test_evaluate_and_grads_refuse_a_run_whose_layout_file_was_edited_since_it_started(swept, tmp_path):
+    """Its checkpoints computed with code they were not trained with give a wrong BLEU or gradient norm: evaluate and
+    grads --run-dir refuse before any work (one line, exit 2); a run dir without layout.sha256 evaluates as before."""
+    run, file = swept_run(swept, f"{swept / 'gated_preln.py'}:GatedPreLN"), swept / "gated_preln.py"
+    shutil.copytree(run, tmp_path / "older")
+    (tmp_path / "older" / "layout.sha256").unlink()  # as a run dir recorded before it existed
+    source = file.read_text()
+    file.write_text(source.replace("torch.sigmoid(layer.branch_gates[index]) * x", "x"))
+    try:  # the module's other tests read this folder: the file restored whatever happens
+        evaluated = prelnx(swept, "evaluate", str(run))
+        grads = prelnx(swept, "grads", "-c", "tiny.yaml", "--run-dir", str(run), "--layouts", "pre", "--depths", "2",
+                       "--seeds", "1", "-o", str(tmp_path / "grads"))  # fmt: skip
+        older = prelnx(swept, "evaluate", str(tmp_path / "older"), "--dry-run")
+    finally:
+        file.write_text(source)
+    said = (f"error: {file}: changed since the run in {run} started with it (layout.sha256 there), so its checkpoints "
+            f"were not trained with this code; restore the file as the run trained it\n")
+    assert (evaluated.returncode, evaluated.stdout, evaluated.stderr) == (2, "", said)
+    assert (grads.returncode, grads.stdout, grads.stderr) == (2, "", said) and not (tmp_path / "grads").exists()
+    assert older.returncode == 0 and older.stdout.startswith("would translate test of"), older.stderr
+
+
+@pytest.mark.slow  # the sweep's training; train and evaluate in child processes
+def test_a_damaged_layout_record_is_refused_never_read_as_no_record(swept, tmp_path):
+    """An empty, non-hex or truncated layout.sha256 cannot say which file the run trained with: a resume and evaluate
+    refuse, saying so (a missing one is a run from before the record: the test above resumes it unchecked)."""
+    run = tmp_path / "run"
+    shutil.copytree(swept_run(swept, f"{swept / 'gated_preln.py'}:GatedPreLN"), run)
+    trained = (run / "metrics.jsonl").read_text()
+    for damaged in ("", "not a sum\n", (run / "layout.sha256").read_text()[:40]):
+        (run / "layout.sha256").write_text(damaged)
+        resumed = prelnx(swept, "train", "-c", "tiny.yaml", "--run-dir", str(run))
+        evaluated = prelnx(swept, "evaluate", str(run), "--dry-run")
+        said = (f"error: {run / 'layout.sha256'}: unreadable (no sha256 of the layout file the run started with); "
+                f"restore it from a copy of the run dir, or train into a new run dir (--run-dir, or --force to set the "
+                f"old run aside)\n")  # fmt: skip
+        assert (resumed.returncode, resumed.stderr, evaluated.returncode, evaluated.stderr) == (2, said, 2, said)
+    assert (run / "metrics.jsonl").read_text() == trained
+    sweep = tmp_path / "sweep"  # a re-run sweep leaves such a run alone (refused), never records it failed
+    shutil.copytree(swept / "runs" / "mine", sweep)
+    gated = swept_run(swept, f"{swept / 'gated_preln.py'}:GatedPreLN").name
+    (sweep / gated / "layout.sha256").write_text("")
+    status = (sweep / gated / "status.json").read_text()
+    again = prelnx(swept, "sweep", "-c", "tiny.yaml", "--grid", f"model.layout=pre,{SPEC}", "--name", "mine", "--out",
+                   str(sweep))  # fmt: skip
+    assert again.returncode == 2 and f"{sweep / gated / 'layout.sha256'}: unreadable" in again.stderr, again.stderr
+    assert (sweep / gated / "status.json").read_text() == status
+
+
 @pytest.mark.slow  # real trainings in child processes
 def test_seeds_trained_after_the_file_was_edited_are_an_arm_of_their_own_in_the_report(folder):
     """2 seeds, the file edited, the sweep re-run with 4 seeds into the same folder (seeds 1-2 refused, 3-4 trained
